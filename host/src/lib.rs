@@ -1,0 +1,11 @@
+//! Roost host library: runs every tool as a WebAssembly component in a
+//! sandbox whose file access is exactly what the call's grant allows.
+//!
+//! One module per concept: [`tools`] (specs, results, registry),
+//! [`capability`] (grants → WASI sandbox), [`plugins`] (engine, component
+//! cache, calls), [`cli`] (the `roost` command line).
+
+pub mod capability;
+pub mod cli;
+pub mod plugins;
+pub mod tools;

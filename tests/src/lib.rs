@@ -1,0 +1,145 @@
+//! Shared support for Roost's end-to-end tests: where the built fixture
+//! components are, one plugin engine per test binary (with an on-disk
+//! component cache shared by all test binaries), and throwaway workspaces
+//! with a canary directory beside them whose hash must never change.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use roost::plugins::{EngineConfig, PluginEngine};
+
+/// Directory of the built Rust fixture components.
+pub const FIXTURES_DIR: &str = env!("ROOST_FIXTURES_DIR");
+
+/// Built component of a Rust fixture crate (`hostile`, `limits`, …; dashes
+/// become underscores as cargo names the file).
+pub fn fixture_wasm(crate_name: &str) -> PathBuf {
+    Path::new(FIXTURES_DIR).join(format!("{}.wasm", crate_name.replace('-', "_")))
+}
+
+/// Built component of the Python conformance plugin.
+pub fn python_plugin_wasm() -> PathBuf {
+    PathBuf::from(env!("ROOST_PYTHON_PLUGIN"))
+}
+
+/// Component cache shared by all test binaries, so each fixture compiles once.
+pub fn cache_dir() -> PathBuf {
+    Path::new(FIXTURES_DIR).join("roost-test-cache")
+}
+
+/// One engine per test binary, as one per process in the host.
+pub fn engine() -> Arc<PluginEngine> {
+    static ENGINE: OnceLock<Arc<PluginEngine>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            let cfg = EngineConfig {
+                max_concurrent_calls: 64,
+                ..EngineConfig::with_cache_dir(cache_dir())
+            };
+            Arc::new(PluginEngine::new(cfg).expect("test engine"))
+        })
+        .clone()
+}
+
+/// A temporary directory holding `workspace/` and a sibling `canary/`
+/// (with a secret file) that no plugin may ever reach.
+pub struct TestWorkspace {
+    dir: tempfile::TempDir,
+}
+
+impl Default for TestWorkspace {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestWorkspace {
+    /// Create the workspace and canary.
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("workspace")).expect("mkdir workspace");
+        std::fs::create_dir(dir.path().join("canary")).expect("mkdir canary");
+        std::fs::write(
+            dir.path().join("canary").join("secret.txt"),
+            "canary secret\n",
+        )
+        .expect("write canary");
+        Self { dir }
+    }
+
+    /// The workspace directory.
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("workspace")
+    }
+
+    /// The canary directory beside it.
+    pub fn canary(&self) -> PathBuf {
+        self.dir.path().join("canary")
+    }
+
+    /// The parent of both.
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Write a workspace file (creating parent dirs).
+    pub fn write(&self, rel: &str, content: &str) {
+        let p = self.path().join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(p, content).expect("write");
+    }
+
+    /// Read a workspace file.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path().join(rel)).expect("read")
+    }
+}
+
+/// Every entry under `dir` (not following symlinks) → a description holding
+/// its kind, mode and content hash (or link target). Comparing two snapshots
+/// shows any change on disk.
+pub fn tree_hash(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let p = e.path();
+        let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        let mode = meta.permissions().mode();
+        let desc = if meta.file_type().is_symlink() {
+            format!(
+                "link {:o} -> {}",
+                mode,
+                std::fs::read_link(&p)
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_default()
+            )
+        } else if meta.is_dir() {
+            walk(root, &p, out);
+            format!("dir {mode:o}")
+        } else {
+            let bytes = std::fs::read(&p).unwrap_or_default();
+            format!(
+                "file {mode:o} {} {}",
+                bytes.len(),
+                blake3::hash(&bytes).to_hex()
+            )
+        };
+        out.insert(rel, desc);
+    }
+}

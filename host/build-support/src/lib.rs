@@ -56,7 +56,9 @@ pub fn build_wasm_workspace(manifest: &Path, target_dir: &Path) -> PathBuf {
     }
     for (key, _) in std::env::vars_os() {
         if let Some(k) = key.to_str()
-            && (k.starts_with("CARGO_PROFILE_") || k.starts_with("CARGO_CFG_") || k.starts_with("CARGO_FEATURE_"))
+            && (k.starts_with("CARGO_PROFILE_")
+                || k.starts_with("CARGO_CFG_")
+                || k.starts_with("CARGO_FEATURE_"))
         {
             cmd.env_remove(k);
         }

@@ -7,10 +7,17 @@ use std::process::Command;
 /// the WIT package in `wit_dir`, writing `out`. Skips the work when `out` is
 /// newer than every input. Panics with a clear message when componentize-py
 /// is missing or fails (build-script code).
-pub fn componentize(app_dir: &Path, wit_dir: &Path, world: &str, module: &str, out: &Path) -> PathBuf {
+pub fn componentize(
+    app_dir: &Path,
+    wit_dir: &Path,
+    world: &str,
+    module: &str,
+    out: &Path,
+) -> PathBuf {
     crate::rerun_if_changed(&[app_dir, wit_dir]);
     if let Some(parent) = out.parent() {
-        std::fs::create_dir_all(parent).unwrap_or_else(|e| panic!("create {}: {e}", parent.display()));
+        std::fs::create_dir_all(parent)
+            .unwrap_or_else(|e| panic!("create {}: {e}", parent.display()));
     }
     let status = Command::new("componentize-py")
         .arg("-d")
@@ -28,7 +35,10 @@ pub fn componentize(app_dir: &Path, wit_dir: &Path, world: &str, module: &str, o
             panic!("componentize-py not found ({e}); install it with `pip install componentize-py==0.25.1`")
         });
     if !status.success() {
-        panic!("componentize-py failed for {} ({status})", app_dir.display());
+        panic!(
+            "componentize-py failed for {} ({status})",
+            app_dir.display()
+        );
     }
     out.to_path_buf()
 }

@@ -1,0 +1,20 @@
+//! Capabilities as data: a [`Grant`] says exactly what one tool call may
+//! touch, and [`wasi`] turns it into that call's WASI context and nothing
+//! more.
+//!
+//! # Guest path convention
+//!
+//! The workspace appears inside the sandbox at [`GUEST_WORKSPACE`]
+//! (`/workspace`), read-only, when the grant allows reading. Each write root
+//! `R` (a workspace-relative directory) is a separate read-write preopen at
+//! `/workspace/R`; WASI resolves a path through the longest matching preopen,
+//! so writes under `R` succeed and writes anywhere else hit the read-only
+//! mount. Tools take and return workspace-relative paths.
+
+mod grant;
+pub mod wasi;
+
+pub use grant::{Grant, GrantError, Limits};
+
+/// Guest path where the workspace is mounted.
+pub const GUEST_WORKSPACE: &str = "/workspace";

@@ -1,0 +1,72 @@
+//! The `roost` command line. This is the binary's edge: errors are
+//! `anyhow` here and become a message plus a non-zero exit code.
+
+mod tool;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Roost: an agent host whose tools run as sandboxed WebAssembly components.
+#[derive(Debug, Parser)]
+#[command(name = "roost", version, about)]
+pub struct Cli {
+    /// Data directory (component cache, task store). Defaults to the
+    /// platform's data dir, e.g. ~/.local/share/roost.
+    #[arg(long, env = "ROOST_DATA_DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// Command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List or call tools directly (debugging, scripts, benchmarks).
+    #[command(subcommand)]
+    Tool(tool::ToolCommand),
+}
+
+/// Where Roost keeps its data when no `--data-dir` is given.
+pub fn default_data_dir() -> PathBuf {
+    directories::ProjectDirs::from("", "", "roost")
+        .map(|d| d.data_dir().to_path_buf())
+        .unwrap_or_else(|| PathBuf::from(".roost"))
+}
+
+/// Parse the command line, run it, and turn the outcome into an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ROOST_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async {
+        match cli.command {
+            Command::Tool(cmd) => tool::run(cmd, &data_dir).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

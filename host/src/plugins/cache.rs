@@ -1,0 +1,181 @@
+//! On-disk cache of precompiled components.
+//!
+//! Entries are keyed by the component's content hash and the engine's
+//! compatibility hash, so a new wasmtime or a changed engine config never
+//! loads a stale artifact. Deserializing a precompiled artifact runs native
+//! code, so Roost only loads files it wrote itself: each artifact carries a
+//! keyed BLAKE3 MAC whose key is created once per cache (mode 0600), and an
+//! artifact whose MAC does not verify is recompiled, never loaded.
+
+use std::fs;
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+const KEY_FILE: &str = "cache.key";
+
+/// Whether a load hit the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Loaded a verified precompiled artifact.
+    Hit,
+    /// Compiled (and stored, when the cache is writable).
+    Compiled,
+}
+
+/// A directory of precompiled components written by this Roost install.
+pub struct ComponentCache {
+    dir: PathBuf,
+    key: [u8; 32],
+    engine_tag: String,
+}
+
+/// Feeds `Hash` output into BLAKE3, to turn the engine's compatibility hash
+/// into a stable file-name tag.
+struct Blake3Hasher(blake3::Hasher);
+
+impl Hasher for Blake3Hasher {
+    fn finish(&self) -> u64 {
+        let h = self.0.finalize();
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&h.as_bytes()[..8]);
+        u64::from_le_bytes(b)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+impl ComponentCache {
+    /// Open (creating if needed) the cache in `dir` for `engine`.
+    pub fn open(dir: &Path, engine: &Engine) -> std::io::Result<Self> {
+        create_private_dir(dir)?;
+        let key = load_or_create_key(&dir.join(KEY_FILE))?;
+        let mut h = Blake3Hasher(blake3::Hasher::new());
+        engine.precompile_compatibility_hash().hash(&mut h);
+        let engine_tag = h.0.finalize().to_hex()[..16].to_owned();
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            key,
+            engine_tag,
+        })
+    }
+
+    /// Directory of the cache.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn entry(&self, bytes: &[u8]) -> PathBuf {
+        let content = blake3::hash(bytes).to_hex();
+        self.dir
+            .join(format!("{content}-{}.cwasm", self.engine_tag))
+    }
+
+    /// Load the precompiled form of `bytes`, or compile and store it.
+    /// Compile errors are returned; cache I/O problems are logged and only
+    /// cost a recompile.
+    pub fn load_or_compile(
+        &self,
+        engine: &Engine,
+        bytes: &[u8],
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let path = self.entry(bytes);
+        if let Some(c) = self.load_verified(engine, &path) {
+            return Ok((c, CacheOutcome::Hit));
+        }
+        let component = Component::new(engine, bytes)?;
+        match component.serialize() {
+            Ok(artifact) => {
+                if let Err(e) = self.store(&path, &artifact) {
+                    tracing::warn!(path = %path.display(), "cannot write component cache entry: {e}");
+                }
+            }
+            Err(e) => tracing::warn!("cannot serialize compiled component: {e}"),
+        }
+        Ok((component, CacheOutcome::Compiled))
+    }
+
+    fn load_verified(&self, engine: &Engine, path: &Path) -> Option<Component> {
+        let artifact = fs::read(path).ok()?;
+        let mac_path = mac_path(path);
+        let stored = fs::read_to_string(&mac_path).ok()?;
+        let expected = blake3::keyed_hash(&self.key, &artifact);
+        let stored = match blake3::Hash::from_hex(stored.trim()) {
+            Ok(h) => h,
+            Err(_) => {
+                tracing::warn!(path = %path.display(), "cache entry has a malformed MAC; recompiling");
+                return None;
+            }
+        };
+        // blake3::Hash equality is constant-time.
+        if stored != expected {
+            tracing::warn!(path = %path.display(), "cache entry failed its integrity check; recompiling");
+            return None;
+        }
+        // SAFETY: the artifact was written by this cache (its keyed MAC
+        // verifies) from `Component::serialize` of this engine configuration
+        // (the file name carries the engine's compatibility hash), which is
+        // what `Component::deserialize` requires.
+        match unsafe { Component::deserialize(engine, &artifact) } {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "cannot load cache entry ({e}); recompiling");
+                None
+            }
+        }
+    }
+
+    fn store(&self, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
+        let mac = blake3::keyed_hash(&self.key, artifact);
+        write_atomic(&self.dir, path, artifact)?;
+        write_atomic(&self.dir, &mac_path(path), mac.to_hex().as_bytes())
+    }
+}
+
+fn mac_path(path: &Path) -> PathBuf {
+    path.with_extension("cwasm.mac")
+}
+
+fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+fn load_or_create_key(path: &Path) -> std::io::Result<[u8; 32]> {
+    if let Ok(text) = fs::read_to_string(path) {
+        if let Ok(h) = blake3::Hash::from_hex(text.trim()) {
+            return Ok(*h.as_bytes());
+        }
+        tracing::warn!(path = %path.display(), "component cache key is malformed; making a new one");
+    }
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let mut opts = fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path)?;
+    f.write_all(blake3::Hash::from_bytes(key).to_hex().as_bytes())?;
+    f.sync_all()?;
+    Ok(key)
+}

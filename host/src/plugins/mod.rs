@@ -1,0 +1,15 @@
+//! The component runtime: one [`PluginEngine`] per process compiles each
+//! plugin once (cached on disk), keeps an `InstancePre` per plugin, and runs
+//! every call in a fresh `Store` sandboxed by the call's grant and bounded by
+//! its limits.
+
+mod bindings;
+mod cache;
+mod engine;
+mod error;
+pub mod first_party;
+mod state;
+
+pub use cache::ComponentCache;
+pub use engine::{EngineConfig, LoadedPlugin, PluginEngine};
+pub use error::PluginError;

@@ -1,0 +1,155 @@
+//! The data of one call's `Store`: its WASI context, the host interface the
+//! plugin imports, and the limiter that records which limit was hit.
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, StoreLimits};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::tool_plugin::roost::plugin::{host, types};
+use crate::capability::GUEST_WORKSPACE;
+
+/// Longest log line a plugin may send; longer ones are cut.
+const MAX_LOG_BYTES: usize = 4096;
+/// Log lines a single call may send before the host drops the rest.
+const MAX_LOG_LINES: u32 = 1000;
+
+/// Store data of one call.
+pub struct CallState {
+    pub(crate) plugin: String,
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: CallLimiter,
+    pub(crate) readable: bool,
+    pub(crate) write_roots: Vec<String>,
+    log_lines: u32,
+}
+
+impl CallState {
+    pub(crate) fn new(
+        plugin: &str,
+        wasi: WasiCtx,
+        limiter: CallLimiter,
+        readable: bool,
+        write_roots: Vec<String>,
+    ) -> Self {
+        Self {
+            plugin: plugin.to_owned(),
+            wasi,
+            table: ResourceTable::new(),
+            limiter,
+            readable,
+            write_roots,
+            log_lines: 0,
+        }
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl types::Host for CallState {}
+
+impl host::Host for CallState {
+    fn log(&mut self, level: host::LogLevel, message: String) {
+        self.log_lines += 1;
+        if self.log_lines > MAX_LOG_LINES {
+            return;
+        }
+        let msg = cut(&message, MAX_LOG_BYTES);
+        let plugin = self.plugin.as_str();
+        match level {
+            host::LogLevel::Trace => tracing::trace!(plugin, "{msg}"),
+            host::LogLevel::Debug => tracing::debug!(plugin, "{msg}"),
+            host::LogLevel::Info => tracing::info!(plugin, "{msg}"),
+            host::LogLevel::Warn => tracing::warn!(plugin, "{msg}"),
+            host::LogLevel::Error => tracing::error!(plugin, "{msg}"),
+        }
+    }
+
+    fn progress(&mut self, message: String, fraction: Option<f32>) {
+        let msg = cut(&message, MAX_LOG_BYTES);
+        tracing::debug!(plugin = self.plugin.as_str(), ?fraction, "progress: {msg}");
+    }
+
+    fn workspace(&mut self) -> host::WorkspaceInfo {
+        host::WorkspaceInfo {
+            root: GUEST_WORKSPACE.to_owned(),
+            readable: self.readable,
+            write_roots: self.write_roots.clone(),
+        }
+    }
+}
+
+/// Cut `s` to at most `max` bytes on a character boundary.
+pub(crate) fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Store limits plus a record of whether memory growth was refused, so a
+/// trap after a refused growth can be reported as `limit-exceeded`.
+pub struct CallLimiter {
+    inner: StoreLimits,
+    pub(crate) memory_refused: bool,
+}
+
+impl CallLimiter {
+    pub(crate) fn new(inner: StoreLimits) -> Self {
+        Self {
+            inner,
+            memory_refused: false,
+        }
+    }
+}
+
+impl ResourceLimiter for CallLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let ok = self.inner.memory_growing(current, desired, maximum)?;
+        if !ok {
+            self.memory_refused = true;
+        }
+        Ok(ok)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let ok = self.inner.table_growing(current, desired, maximum)?;
+        if !ok {
+            self.memory_refused = true;
+        }
+        Ok(ok)
+    }
+
+    fn instances(&self) -> usize {
+        self.inner.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.inner.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.inner.memories()
+    }
+}

@@ -1,0 +1,78 @@
+//! Maps tool names to the plugin that provides them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::ToolSpec;
+use crate::plugins::LoadedPlugin;
+
+/// Two plugins may not claim the same tool name: the model could not tell
+/// them apart.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// A name is provided twice.
+    #[error("tool `{tool}` is provided by both `{first}` and `{second}`")]
+    Duplicate {
+        /// Tool name.
+        tool: String,
+        /// Plugin registered first.
+        first: String,
+        /// Plugin registered second.
+        second: String,
+    },
+}
+
+/// A tool and the plugin that runs it.
+#[derive(Clone)]
+pub struct RegisteredTool {
+    /// The tool's spec.
+    pub spec: ToolSpec,
+    /// Plugin providing it.
+    pub plugin: Arc<LoadedPlugin>,
+}
+
+/// Every tool the host can offer, by name (sorted, so prompts are stable).
+#[derive(Default, Clone)]
+pub struct Registry {
+    tools: BTreeMap<String, RegisteredTool>,
+}
+
+impl Registry {
+    /// Empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Register every tool of `plugin`.
+    pub fn add_plugin(&mut self, plugin: Arc<LoadedPlugin>) -> Result<(), RegistryError> {
+        for spec in plugin.tools() {
+            if let Some(existing) = self.tools.get(&spec.name) {
+                return Err(RegistryError::Duplicate {
+                    tool: spec.name.clone(),
+                    first: existing.plugin.name().to_owned(),
+                    second: plugin.name().to_owned(),
+                });
+            }
+        }
+        for spec in plugin.tools() {
+            self.tools.insert(
+                spec.name.clone(),
+                RegisteredTool {
+                    spec: spec.clone(),
+                    plugin: Arc::clone(&plugin),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Look a tool up by name.
+    pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
+        self.tools.get(name)
+    }
+
+    /// All tools, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = &RegisteredTool> {
+        self.tools.values()
+    }
+}
