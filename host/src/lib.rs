@@ -7,5 +7,6 @@
 
 pub mod capability;
 pub mod cli;
+pub mod llm;
 pub mod plugins;
 pub mod tools;

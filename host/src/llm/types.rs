@@ -1,0 +1,109 @@
+//! The provider-neutral conversation: what the task loop keeps as API
+//! history, what the store persists, and what each provider translates to
+//! its own wire format.
+
+use serde::{Deserialize, Serialize};
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user (and tool results, as in Anthropic's format).
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// One block of a message, in Anthropic's shape (Roo Code keeps its API
+/// history this way too): text, a tool call, or a tool's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// The model asks for a tool call.
+    ToolUse {
+        /// Call id, unique within the task; the matching result refers to it.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments (a JSON object; `{}` when the model's JSON was malformed).
+        input: serde_json::Value,
+    },
+    /// The result of a tool call, sent back as part of a user message.
+    ToolResult {
+        /// Id of the `ToolUse` this answers.
+        tool_use_id: String,
+        /// Result text for the model.
+        content: String,
+        /// Whether the call failed.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+/// One message of the API history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Speaker.
+    pub role: Role,
+    /// Content blocks, in order.
+    pub content: Vec<ContentBlock>,
+}
+
+impl Message {
+    /// A user message with one text block.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self { role: Role::User, content: vec![ContentBlock::Text { text: text.into() }] }
+    }
+
+    /// An assistant message with one text block.
+    pub fn assistant_text(text: impl Into<String>) -> Self {
+        Self { role: Role::Assistant, content: vec![ContentBlock::Text { text: text.into() }] }
+    }
+
+    /// Ids of the tool calls this message asks for.
+    pub fn tool_use_ids(&self) -> impl Iterator<Item = &str> {
+        self.content.iter().filter_map(|b| match b {
+            ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+    }
+}
+
+/// A tool as offered to a model (native function calling).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// Tool name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// Token usage reported by a provider, accumulated per task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Add another report to this one.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+}
