@@ -7,6 +7,7 @@
 
 pub mod capability;
 pub mod cli;
+pub mod events;
 pub mod llm;
 pub mod plugins;
 pub mod tools;

@@ -46,7 +46,10 @@ pub struct ToolError {
 impl ToolError {
     /// Error with an explicit code.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self {
+            code,
+            message: message.into(),
+        }
     }
     /// The arguments were wrong.
     pub fn invalid_args(message: impl Into<String>) -> Self {
@@ -102,7 +105,10 @@ pub struct Output {
 impl Output {
     /// Plain text output.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { text: text.into(), data: None }
+        Self {
+            text: text.into(),
+            data: None,
+        }
     }
     /// Attach structured data.
     pub fn with_data(mut self, data: serde_json::Value) -> Self {
@@ -186,7 +192,10 @@ pub struct Registry {
 impl Registry {
     #[doc(hidden)]
     pub const fn new(build: fn() -> Vec<Tool>) -> Self {
-        Self { tools: OnceLock::new(), build }
+        Self {
+            tools: OnceLock::new(),
+            build,
+        }
     }
 
     fn tools(&self) -> &[Tool] {
@@ -213,7 +222,10 @@ impl Registry {
                 text: out.text,
                 data: out.data.map(|d| d.to_string()),
             }),
-            Err(e) => Err(wit::ToolError { code: e.code, message: e.message }),
+            Err(e) => Err(wit::ToolError {
+                code: e.code,
+                message: e.message,
+            }),
         }
     }
 }
@@ -247,7 +259,11 @@ macro_rules! export_tools {
                 &REGISTRY
             }
         }
+        #[allow(dead_code)]
         type __RoostExport = $crate::Exported<__RoostTools>;
+        // Exports exist only in the component; natively (unit tests of a
+        // plugin's logic) there is nothing to export to.
+        #[cfg(target_arch = "wasm32")]
         $crate::bindings::__export_tool_plugin!(__RoostExport with_types_in $crate::bindings);
     };
 }

@@ -22,7 +22,11 @@ pub struct Info {
 /// Ask the host what this call may touch.
 pub fn info() -> Info {
     let w = wit_host::workspace();
-    Info { root: w.root, readable: w.readable, write_roots: w.write_roots }
+    Info {
+        root: w.root,
+        readable: w.readable,
+        write_roots: w.write_roots,
+    }
 }
 
 /// Map a workspace-relative path to its guest path, rejecting absolute paths

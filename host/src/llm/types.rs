@@ -57,12 +57,18 @@ pub struct Message {
 impl Message {
     /// A user message with one text block.
     pub fn user_text(text: impl Into<String>) -> Self {
-        Self { role: Role::User, content: vec![ContentBlock::Text { text: text.into() }] }
+        Self {
+            role: Role::User,
+            content: vec![ContentBlock::Text { text: text.into() }],
+        }
     }
 
     /// An assistant message with one text block.
     pub fn assistant_text(text: impl Into<String>) -> Self {
-        Self { role: Role::Assistant, content: vec![ContentBlock::Text { text: text.into() }] }
+        Self {
+            role: Role::Assistant,
+            content: vec![ContentBlock::Text { text: text.into() }],
+        }
     }
 
     /// Ids of the tool calls this message asks for.

@@ -10,6 +10,6 @@ mod error;
 pub mod first_party;
 mod state;
 
-pub use cache::ComponentCache;
+pub use cache::{CacheOutcome, ComponentCache};
 pub use engine::{EngineConfig, LoadedPlugin, PluginEngine};
 pub use error::PluginError;

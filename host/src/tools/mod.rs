@@ -3,8 +3,10 @@
 //! the plugin providing it.
 
 mod registry;
+mod validate;
 
 pub use registry::{RegisteredTool, Registry, RegistryError};
+pub use validate::ArgsValidator;
 
 use serde::{Deserialize, Serialize};
 

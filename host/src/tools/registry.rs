@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::ToolSpec;
+use super::{ArgsValidator, ToolSpec};
 use crate::plugins::LoadedPlugin;
 
 /// Two plugins may not claim the same tool name: the model could not tell
@@ -20,15 +20,27 @@ pub enum RegistryError {
         /// Plugin registered second.
         second: String,
     },
+    /// A tool's argument schema does not compile.
+    #[error("tool `{tool}` of `{plugin}` has an invalid args schema: {detail}")]
+    BadSchema {
+        /// Tool name.
+        tool: String,
+        /// Plugin.
+        plugin: String,
+        /// Compiler message.
+        detail: String,
+    },
 }
 
-/// A tool and the plugin that runs it.
+/// A tool, its compiled argument schema, and the plugin that runs it.
 #[derive(Clone)]
 pub struct RegisteredTool {
     /// The tool's spec.
     pub spec: ToolSpec,
     /// Plugin providing it.
     pub plugin: Arc<LoadedPlugin>,
+    /// The spec's schema, compiled once.
+    pub validator: Arc<ArgsValidator>,
 }
 
 /// Every tool the host can offer, by name (sorted, so prompts are stable).
@@ -54,12 +66,25 @@ impl Registry {
                 });
             }
         }
+        let mut compiled = Vec::new();
         for spec in plugin.tools() {
+            let validator = ArgsValidator::new(&spec.args_schema).map_err(|detail| {
+                RegistryError::BadSchema {
+                    tool: spec.name.clone(),
+                    plugin: plugin.name().to_owned(),
+                    detail,
+                }
+            })?;
+            compiled.push((spec.clone(), Arc::new(validator)));
+        }
+        for (spec, validator) in compiled {
+            let plugin = Arc::clone(&plugin);
             self.tools.insert(
                 spec.name.clone(),
                 RegisteredTool {
-                    spec: spec.clone(),
-                    plugin: Arc::clone(&plugin),
+                    spec,
+                    plugin,
+                    validator,
                 },
             );
         }

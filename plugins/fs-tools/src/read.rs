@@ -1,0 +1,93 @@
+//! `read_file`: a file's lines, numbered, optionally a range of them.
+
+use roost_sdk::{Output, ToolError, ToolResult, workspace};
+use serde::Deserialize;
+
+use crate::text::is_binary;
+
+/// Largest file returned whole; larger ones need a line range.
+const MAX_WHOLE_FILE: usize = 1 << 20;
+
+pub const DESCRIPTION: &str = "Read a file in the workspace and return its contents with line numbers \
+(e.g. \"1 | const x = 1\"), which you can use to reference lines in apply_diff or insert_content. \
+Use start_line and end_line (1-based, inclusive) to read part of a large file. Binary files are \
+detected and not returned. Files over 1 MiB must be read in ranges.";
+
+/// Arguments of `read_file`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// Workspace-relative path of the file.
+    pub path: String,
+    /// First line to read (1-based, inclusive).
+    #[schemars(range(min = 1))]
+    pub start_line: Option<usize>,
+    /// Last line to read (1-based, inclusive).
+    #[schemars(range(min = 1))]
+    pub end_line: Option<usize>,
+}
+
+pub fn read_file(a: ReadArgs) -> ToolResult {
+    let path = workspace::resolve(&a.path)?;
+    let meta = std::fs::metadata(&path).map_err(|e| ToolError::io(&a.path, &e))?;
+    if meta.is_dir() {
+        return Err(ToolError::invalid_args(format!(
+            "{} is a directory; use list_files",
+            a.path
+        )));
+    }
+    let bytes = std::fs::read(&path).map_err(|e| ToolError::io(&a.path, &e))?;
+    if is_binary(&bytes) {
+        return Ok(Output::text(format!(
+            "{} is a binary file ({} bytes); its contents are not shown.",
+            a.path,
+            bytes.len()
+        ))
+        .with_data(serde_json::json!({"path": a.path, "binary": true, "bytes": bytes.len()})));
+    }
+    let ranged = a.start_line.is_some() || a.end_line.is_some();
+    if !ranged && bytes.len() > MAX_WHOLE_FILE {
+        return Err(ToolError::limit_exceeded(format!(
+            "{} is {} bytes, over the 1 MiB limit for a whole read; read it in parts with start_line and end_line",
+            a.path,
+            bytes.len()
+        )));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let total = text.lines().count();
+    let start = a.start_line.unwrap_or(1).max(1);
+    let end = a.end_line.unwrap_or(total).min(total);
+    if ranged && (start > end || start > total.max(1)) {
+        return Err(ToolError::invalid_args(format!(
+            "line range {start}-{} is outside {} ({total} lines)",
+            a.end_line.map_or("end".to_owned(), |e| e.to_string()),
+            a.path
+        )));
+    }
+    let mut out = String::with_capacity(text.len() + total * 6);
+    let mut shown = 0usize;
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .skip(start - 1)
+        .take(end + 1 - start)
+    {
+        if out.len() > MAX_WHOLE_FILE {
+            out.push_str(&format!(
+                "[... stopped at line {i}: output over 1 MiB; read the rest with start_line]\n"
+            ));
+            break;
+        }
+        out.push_str(&format!("{} | {}\n", i + 1, line));
+        shown += 1;
+    }
+    if total == 0 {
+        out.push_str("(empty file)\n");
+    }
+    Ok(Output::text(out).with_data(serde_json::json!({
+        "path": a.path,
+        "total_lines": total,
+        "start_line": start,
+        "end_line": start + shown.saturating_sub(1),
+    })))
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Roost's test command (the README's second command). Installs the one tool
+# cargo cannot: componentize-py, which builds the Python conformance plugin.
+# The wasm32-wasip2 target comes from rust-toolchain.toml via rustup.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v componentize-py >/dev/null 2>&1; then
+  python3 -m pip install --quiet --user componentize-py==0.25.1 \
+    || python3 -m pip install --quiet --break-system-packages --user componentize-py==0.25.1
+  export PATH="$HOME/.local/bin:$PATH"
+fi
+rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
+cargo test --manifest-path plugins/Cargo.toml --target-dir target/wasm-native
+cargo test --workspace "$@"
