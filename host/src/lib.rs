@@ -10,4 +10,5 @@ pub mod cli;
 pub mod events;
 pub mod llm;
 pub mod plugins;
+pub mod task;
 pub mod tools;

@@ -11,7 +11,7 @@ pub use validate::ArgsValidator;
 use serde::{Deserialize, Serialize};
 
 /// Roo Code's tool groups; modes enable tools and policies approve them by group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolGroup {
     /// Reads the workspace.

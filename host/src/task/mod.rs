@@ -1,0 +1,8 @@
+//! The agent task loop (Roo Code's `Task`): a prompt becomes a task that
+//! streams a model reply, assembles tool calls, passes them through the
+//! gates, asks for approval, runs them and feeds the results back, until
+//! the work is accepted, the task is aborted, or a limit is hit.
+
+pub mod approval;
+pub mod native;
+pub mod prompt;

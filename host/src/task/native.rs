@@ -1,0 +1,157 @@
+//! Host-native tools: the ones that talk to the user or the task itself
+//! rather than the workspace, so they run in the host, not a plugin:
+//! `attempt_completion`, `ask_followup_question`, `update_todo_list`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::tools::{ToolGroup, ToolSpec};
+
+/// Name of the tool that ends a task.
+pub const ATTEMPT_COMPLETION: &str = "attempt_completion";
+/// Name of the tool that asks the user a question.
+pub const ASK_FOLLOWUP: &str = "ask_followup_question";
+/// Name of the tool that replaces the todo list.
+pub const UPDATE_TODO_LIST: &str = "update_todo_list";
+
+/// Specs of the host-native tools, offered to the model like plugin tools.
+pub fn specs() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: ATTEMPT_COMPLETION.into(),
+            description: "Present the result of your work to the user once the task is complete and verified. \
+                The user may accept it or reply with feedback, in which case continue working. Do not end the \
+                result with a question or an offer of further help."
+                .into(),
+            args_schema: json!({
+                "type": "object",
+                "properties": {"result": {"type": "string", "description": "The final result of the task."}},
+                "required": ["result"],
+                "additionalProperties": false
+            }),
+            group: ToolGroup::Modes,
+            destructive: false,
+            path_args: vec![],
+        },
+        ToolSpec {
+            name: ASK_FOLLOWUP.into(),
+            description: "Ask the user a question when you need information you cannot get with your tools. \
+                Offer 2-4 suggested answers, each a complete, actionable answer."
+                .into(),
+            args_schema: json!({
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string"},
+                    "follow_up": {"type": "array", "items": {"type": "string"}, "maxItems": 6}
+                },
+                "required": ["question"],
+                "additionalProperties": false
+            }),
+            group: ToolGroup::Modes,
+            destructive: false,
+            path_args: vec![],
+        },
+        ToolSpec {
+            name: UPDATE_TODO_LIST.into(),
+            description: "Replace the task's todo list with a markdown checklist: `[ ]` pending, `[-]` in \
+                progress, `[x]` completed, one item per line. Send the whole list every time."
+                .into(),
+            args_schema: json!({
+                "type": "object",
+                "properties": {"todos": {"type": "string"}},
+                "required": ["todos"],
+                "additionalProperties": false
+            }),
+            group: ToolGroup::Modes,
+            destructive: false,
+            path_args: vec![],
+        },
+    ]
+}
+
+/// Whether `name` is a host-native tool.
+pub fn is_native(name: &str) -> bool {
+    matches!(name, ATTEMPT_COMPLETION | ASK_FOLLOWUP | UPDATE_TODO_LIST)
+}
+
+/// State of one todo item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoState {
+    /// `[ ]`
+    Pending,
+    /// `[-]`
+    InProgress,
+    /// `[x]`
+    Completed,
+}
+
+/// One todo item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoItem {
+    /// Item text.
+    pub text: String,
+    /// State.
+    pub state: TodoState,
+}
+
+/// Parse Roo's markdown checklist; lines that are not items are an error
+/// so the model learns the format.
+pub fn parse_todos(markdown: &str) -> Result<Vec<TodoItem>, String> {
+    let mut items = Vec::new();
+    for (i, raw) in markdown.lines().enumerate() {
+        let line = raw.trim().trim_start_matches(['-', '*']).trim_start();
+        if line.is_empty() {
+            continue;
+        }
+        let (state, rest) = if let Some(r) = line.strip_prefix("[ ]") {
+            (TodoState::Pending, r)
+        } else if let Some(r) = line.strip_prefix("[-]") {
+            (TodoState::InProgress, r)
+        } else if let Some(r) = line.strip_prefix("[x]").or_else(|| line.strip_prefix("[X]")) {
+            (TodoState::Completed, r)
+        } else {
+            return Err(format!(
+                "line {}: {raw:?} is not a checklist item; use `[ ] item`, `[-] item` or `[x] item`",
+                i + 1
+            ));
+        };
+        let text = rest.trim();
+        if text.is_empty() {
+            return Err(format!("line {}: empty todo item", i + 1));
+        }
+        items.push(TodoItem { text: text.to_owned(), state });
+    }
+    Ok(items)
+}
+
+/// Render a todo list back to markdown.
+pub fn render_todos(items: &[TodoItem]) -> String {
+    items
+        .iter()
+        .map(|t| {
+            let mark = match t.state {
+                TodoState::Pending => "[ ]",
+                TodoState::InProgress => "[-]",
+                TodoState::Completed => "[x]",
+            };
+            format!("{mark} {}", t.text)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn todos_round_trip() {
+        let md = "[x] read the code\n- [-] fix the bug\n[ ] write tests\n";
+        let items = parse_todos(md).expect("parses");
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[1].state, TodoState::InProgress);
+        assert_eq!(render_todos(&items), "[x] read the code\n[-] fix the bug\n[ ] write tests");
+        assert!(parse_todos("just text").is_err());
+    }
+}

@@ -1,0 +1,103 @@
+//! Bad plugins fail to load with a clear error naming the plugin, and
+//! nothing else breaks.
+
+use roost::capability::Grant;
+use roost::plugins::{CacheOutcome, EngineConfig, PluginEngine, PluginError, first_party};
+use roost_tests::{TestWorkspace, engine, fixture_wasm};
+
+fn load_err(name: &str, bytes: &[u8]) -> PluginError {
+    engine().load_bytes(name, bytes).expect_err("must not load")
+}
+
+async fn good_plugin_still_works() {
+    let ws = TestWorkspace::new();
+    let p = engine().load_file("limits", &fixture_wasm("limits")).expect("good plugin loads");
+    assert_eq!(engine().call(&p, "ok", "{}", &Grant::new(ws.path())).await.expect("call").text, "ok");
+}
+
+#[tokio::test]
+async fn not_wasm() {
+    let e = load_err("notes", b"#!/bin/sh\necho hi\n");
+    assert!(matches!(e, PluginError::NotWasm { .. }), "{e}");
+    assert!(e.to_string().contains("`notes`"), "{e}");
+    let e = load_err("empty", b"");
+    assert!(matches!(e, PluginError::NotWasm { .. }), "{e}");
+    good_plugin_still_works().await;
+}
+
+#[tokio::test]
+async fn core_module_is_not_a_component() {
+    let e = load_err("core", b"\0asm\x01\0\0\0");
+    assert!(matches!(e, PluginError::CoreModule { .. }), "{e}");
+    assert!(e.to_string().contains("`core`") && e.to_string().contains("component"), "{e}");
+    good_plugin_still_works().await;
+}
+
+#[tokio::test]
+async fn truncated_component_fails_to_compile() {
+    let bytes = &first_party::FS_TOOLS[..first_party::FS_TOOLS.len() / 2];
+    let e = load_err("half", bytes);
+    assert!(matches!(e, PluginError::Compile { .. }), "{e}");
+    assert!(e.to_string().contains("`half`"), "{e}");
+    good_plugin_still_works().await;
+}
+
+#[tokio::test]
+async fn component_of_another_world() {
+    for fixture in ["hook-fixture", "skill-fixture"] {
+        let e = engine().load_file(fixture, &fixture_wasm(fixture)).expect_err("not a tool plugin");
+        assert!(matches!(e, PluginError::WrongWorld { .. }), "{fixture}: {e}");
+        let msg = e.to_string();
+        assert!(msg.contains(fixture) && msg.contains("tool-plugin"), "{msg}");
+    }
+    good_plugin_still_works().await;
+}
+
+#[tokio::test]
+async fn component_with_an_import_roost_does_not_provide() {
+    let e = engine().load_file("missing-import", &fixture_wasm("missing-import")).expect_err("unsatisfied import");
+    assert!(matches!(e, PluginError::UnsatisfiedImport { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("missing-import") && msg.contains("evil:thing/secrets"), "{msg}");
+    good_plugin_still_works().await;
+}
+
+#[tokio::test]
+async fn missing_file() {
+    let e = engine().load_file("ghost", std::path::Path::new("/nonexistent/ghost.wasm")).expect_err("missing");
+    assert!(matches!(e, PluginError::Read { .. }), "{e}");
+    assert!(e.to_string().contains("ghost"), "{e}");
+    good_plugin_still_works().await;
+}
+
+/// A tampered cache entry is never loaded: its MAC fails and the component
+/// is recompiled from its bytes.
+#[test]
+fn tampered_cache_entry_is_recompiled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bytes = std::fs::read(fixture_wasm("limits")).expect("fixture");
+    let engine = PluginEngine::new(EngineConfig::with_cache_dir(dir.path())).expect("engine");
+    assert_eq!(engine.compile("limits", &bytes).expect("compiles").1, CacheOutcome::Compiled);
+    assert_eq!(engine.compile("limits", &bytes).expect("loads").1, CacheOutcome::Hit);
+
+    let entry = std::fs::read_dir(dir.path())
+        .expect("cache dir")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .expect("a cache entry");
+    let mut art = std::fs::read(&entry).expect("read entry");
+    let mid = art.len() / 2;
+    art[mid] ^= 0xff;
+    std::fs::write(&entry, &art).expect("tamper");
+    assert_eq!(engine.compile("limits", &bytes).expect("recompiles").1, CacheOutcome::Compiled);
+    assert_eq!(engine.compile("limits", &bytes).expect("loads").1, CacheOutcome::Hit);
+
+    // A foreign file planted under the right name (no valid MAC) is ignored too.
+    std::fs::write(entry.with_extension("cwasm.mac"), "0".repeat(64)).expect("plant mac");
+    assert_eq!(engine.compile("limits", &bytes).expect("recompiles").1, CacheOutcome::Compiled);
+    let garbage = dir.path().join("cache.key");
+    std::fs::write(&garbage, "not hex").expect("corrupt key");
+    let engine2 = PluginEngine::new(EngineConfig::with_cache_dir(dir.path())).expect("engine with new key");
+    assert_eq!(engine2.compile("limits", &bytes).expect("recompiles").1, CacheOutcome::Compiled);
+}
