@@ -11,8 +11,17 @@ fn load_err(name: &str, bytes: &[u8]) -> PluginError {
 
 async fn good_plugin_still_works() {
     let ws = TestWorkspace::new();
-    let p = engine().load_file("limits", &fixture_wasm("limits")).expect("good plugin loads");
-    assert_eq!(engine().call(&p, "ok", "{}", &Grant::new(ws.path())).await.expect("call").text, "ok");
+    let p = engine()
+        .load_file("limits", &fixture_wasm("limits"))
+        .expect("good plugin loads");
+    assert_eq!(
+        engine()
+            .call(&p, "ok", "{}", &Grant::new(ws.path()))
+            .await
+            .expect("call")
+            .text,
+        "ok"
+    );
 }
 
 #[tokio::test]
@@ -29,7 +38,10 @@ async fn not_wasm() {
 async fn core_module_is_not_a_component() {
     let e = load_err("core", b"\0asm\x01\0\0\0");
     assert!(matches!(e, PluginError::CoreModule { .. }), "{e}");
-    assert!(e.to_string().contains("`core`") && e.to_string().contains("component"), "{e}");
+    assert!(
+        e.to_string().contains("`core`") && e.to_string().contains("component"),
+        "{e}"
+    );
     good_plugin_still_works().await;
 }
 
@@ -45,26 +57,41 @@ async fn truncated_component_fails_to_compile() {
 #[tokio::test]
 async fn component_of_another_world() {
     for fixture in ["hook-fixture", "skill-fixture"] {
-        let e = engine().load_file(fixture, &fixture_wasm(fixture)).expect_err("not a tool plugin");
-        assert!(matches!(e, PluginError::WrongWorld { .. }), "{fixture}: {e}");
+        let e = engine()
+            .load_file(fixture, &fixture_wasm(fixture))
+            .expect_err("not a tool plugin");
+        assert!(
+            matches!(e, PluginError::WrongWorld { .. }),
+            "{fixture}: {e}"
+        );
         let msg = e.to_string();
-        assert!(msg.contains(fixture) && msg.contains("tool-plugin"), "{msg}");
+        assert!(
+            msg.contains(fixture) && msg.contains("tool-plugin"),
+            "{msg}"
+        );
     }
     good_plugin_still_works().await;
 }
 
 #[tokio::test]
 async fn component_with_an_import_roost_does_not_provide() {
-    let e = engine().load_file("missing-import", &fixture_wasm("missing-import")).expect_err("unsatisfied import");
+    let e = engine()
+        .load_file("missing-import", &fixture_wasm("missing-import"))
+        .expect_err("unsatisfied import");
     assert!(matches!(e, PluginError::UnsatisfiedImport { .. }), "{e}");
     let msg = e.to_string();
-    assert!(msg.contains("missing-import") && msg.contains("evil:thing/secrets"), "{msg}");
+    assert!(
+        msg.contains("missing-import") && msg.contains("evil:thing/secrets"),
+        "{msg}"
+    );
     good_plugin_still_works().await;
 }
 
 #[tokio::test]
 async fn missing_file() {
-    let e = engine().load_file("ghost", std::path::Path::new("/nonexistent/ghost.wasm")).expect_err("missing");
+    let e = engine()
+        .load_file("ghost", std::path::Path::new("/nonexistent/ghost.wasm"))
+        .expect_err("missing");
     assert!(matches!(e, PluginError::Read { .. }), "{e}");
     assert!(e.to_string().contains("ghost"), "{e}");
     good_plugin_still_works().await;
@@ -77,8 +104,14 @@ fn tampered_cache_entry_is_recompiled() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bytes = std::fs::read(fixture_wasm("limits")).expect("fixture");
     let engine = PluginEngine::new(EngineConfig::with_cache_dir(dir.path())).expect("engine");
-    assert_eq!(engine.compile("limits", &bytes).expect("compiles").1, CacheOutcome::Compiled);
-    assert_eq!(engine.compile("limits", &bytes).expect("loads").1, CacheOutcome::Hit);
+    assert_eq!(
+        engine.compile("limits", &bytes).expect("compiles").1,
+        CacheOutcome::Compiled
+    );
+    assert_eq!(
+        engine.compile("limits", &bytes).expect("loads").1,
+        CacheOutcome::Hit
+    );
 
     let entry = std::fs::read_dir(dir.path())
         .expect("cache dir")
@@ -90,14 +123,27 @@ fn tampered_cache_entry_is_recompiled() {
     let mid = art.len() / 2;
     art[mid] ^= 0xff;
     std::fs::write(&entry, &art).expect("tamper");
-    assert_eq!(engine.compile("limits", &bytes).expect("recompiles").1, CacheOutcome::Compiled);
-    assert_eq!(engine.compile("limits", &bytes).expect("loads").1, CacheOutcome::Hit);
+    assert_eq!(
+        engine.compile("limits", &bytes).expect("recompiles").1,
+        CacheOutcome::Compiled
+    );
+    assert_eq!(
+        engine.compile("limits", &bytes).expect("loads").1,
+        CacheOutcome::Hit
+    );
 
     // A foreign file planted under the right name (no valid MAC) is ignored too.
     std::fs::write(entry.with_extension("cwasm.mac"), "0".repeat(64)).expect("plant mac");
-    assert_eq!(engine.compile("limits", &bytes).expect("recompiles").1, CacheOutcome::Compiled);
+    assert_eq!(
+        engine.compile("limits", &bytes).expect("recompiles").1,
+        CacheOutcome::Compiled
+    );
     let garbage = dir.path().join("cache.key");
     std::fs::write(&garbage, "not hex").expect("corrupt key");
-    let engine2 = PluginEngine::new(EngineConfig::with_cache_dir(dir.path())).expect("engine with new key");
-    assert_eq!(engine2.compile("limits", &bytes).expect("recompiles").1, CacheOutcome::Compiled);
+    let engine2 =
+        PluginEngine::new(EngineConfig::with_cache_dir(dir.path())).expect("engine with new key");
+    assert_eq!(
+        engine2.compile("limits", &bytes).expect("recompiles").1,
+        CacheOutcome::Compiled
+    );
 }

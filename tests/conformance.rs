@@ -10,11 +10,15 @@ use roost_tests::{TestWorkspace, engine, fixture_wasm, python_plugin_wasm};
 use serde_json::{Value, json};
 
 fn rust_plugin() -> Arc<LoadedPlugin> {
-    engine().load_file("conformance-rs", &fixture_wasm("conformance-rs")).expect("rust plugin loads")
+    engine()
+        .load_file("conformance-rs", &fixture_wasm("conformance-rs"))
+        .expect("rust plugin loads")
 }
 
 fn python_plugin() -> Arc<LoadedPlugin> {
-    engine().load_file("conformance-py", &python_plugin_wasm()).expect("python plugin loads")
+    engine()
+        .load_file("conformance-py", &python_plugin_wasm())
+        .expect("python plugin loads")
 }
 
 /// What must agree between the two: names, groups, flags, path args, and
@@ -22,14 +26,32 @@ fn python_plugin() -> Arc<LoadedPlugin> {
 fn essentials(spec: &ToolSpec) -> (String, ToolGroup, bool, Vec<String>, Vec<(String, String)>) {
     let mut required: Vec<String> = spec.args_schema["required"]
         .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     required.sort();
     let props = required
         .iter()
-        .map(|r| (r.clone(), spec.args_schema["properties"][r]["type"].as_str().unwrap_or("?").to_owned()))
+        .map(|r| {
+            (
+                r.clone(),
+                spec.args_schema["properties"][r]["type"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_owned(),
+            )
+        })
         .collect();
-    (spec.name.clone(), spec.group, spec.destructive, spec.path_args.clone(), props)
+    (
+        spec.name.clone(),
+        spec.group,
+        spec.destructive,
+        spec.path_args.clone(),
+        props,
+    )
 }
 
 #[test]
@@ -54,23 +76,56 @@ async fn conformance(plugin: Arc<LoadedPlugin>) {
         async move { e.call(&plugin, tool, &args.to_string(), &grant).await }
     };
 
-    let out = call("echo", json!({"text": "héllo"}), Grant::new(ws.path())).await.expect("echo");
+    let out = call("echo", json!({"text": "héllo"}), Grant::new(ws.path()))
+        .await
+        .expect("echo");
     assert_eq!(out.text, "héllo", "{name}");
     assert_eq!(out.data, Some(json!({"len": 5})), "{name}");
 
-    let out = call("read_text", json!({"path": "hello.txt"}), read.clone()).await.expect("read");
+    let out = call("read_text", json!({"path": "hello.txt"}), read.clone())
+        .await
+        .expect("read");
     assert_eq!(out.text, "hello from the workspace\n", "{name}");
-    let err = call("read_text", json!({"path": "missing.txt"}), read.clone()).await.expect_err("missing");
+    let err = call("read_text", json!({"path": "missing.txt"}), read.clone())
+        .await
+        .expect_err("missing");
     assert_eq!(err.code, ErrorCode::NotFound, "{name}: {err}");
-    let err = call("read_text", json!({"path": "hello.txt"}), Grant::new(ws.path())).await.expect_err("no grant");
-    assert!(matches!(err.code, ErrorCode::NotFound | ErrorCode::PermissionDenied), "{name}: {err}");
-    let err = call("read_text", json!({"path": "../canary/secret.txt"}), read.clone()).await.expect_err("escape");
+    let err = call(
+        "read_text",
+        json!({"path": "hello.txt"}),
+        Grant::new(ws.path()),
+    )
+    .await
+    .expect_err("no grant");
+    assert!(
+        matches!(err.code, ErrorCode::NotFound | ErrorCode::PermissionDenied),
+        "{name}: {err}"
+    );
+    let err = call(
+        "read_text",
+        json!({"path": "../canary/secret.txt"}),
+        read.clone(),
+    )
+    .await
+    .expect_err("escape");
     assert_eq!(err.code, ErrorCode::PermissionDenied, "{name}: {err}");
 
-    let out = call("write_text", json!({"path": "out/new.txt", "content": "abc"}), write.clone()).await.expect("write");
+    let out = call(
+        "write_text",
+        json!({"path": "out/new.txt", "content": "abc"}),
+        write.clone(),
+    )
+    .await
+    .expect("write");
     assert_eq!(out.text, "wrote 3 bytes", "{name}");
     assert_eq!(ws.read("out/new.txt"), "abc");
-    let err = call("write_text", json!({"path": "hello.txt", "content": "x"}), write.clone()).await.expect_err("ro");
+    let err = call(
+        "write_text",
+        json!({"path": "hello.txt", "content": "x"}),
+        write.clone(),
+    )
+    .await
+    .expect_err("ro");
     assert_eq!(err.code, ErrorCode::PermissionDenied, "{name}: {err}");
     assert_eq!(ws.read("hello.txt"), "hello from the workspace\n");
 
@@ -81,21 +136,50 @@ async fn conformance(plugin: Arc<LoadedPlugin>) {
         ("limit-exceeded", ErrorCode::LimitExceeded),
         ("internal", ErrorCode::Internal),
     ] {
-        let err = call("fail", json!({"code": code, "message": "boom"}), Grant::new(ws.path())).await.expect_err("fail");
-        assert_eq!((err.code, err.message.as_str()), (expected, "boom"), "{name}");
+        let err = call(
+            "fail",
+            json!({"code": code, "message": "boom"}),
+            Grant::new(ws.path()),
+        )
+        .await
+        .expect_err("fail");
+        assert_eq!(
+            (err.code, err.message.as_str()),
+            (expected, "boom"),
+            "{name}"
+        );
     }
 
-    let out = call("workspace_info", json!({}), write.clone()).await.expect("info");
-    assert_eq!(out.data, Some(json!({"root": "/workspace", "readable": true, "write_roots": ["out"]})), "{name}");
-    assert_eq!(call("log", json!({"message": "hi"}), Grant::new(ws.path())).await.expect("log").text, "ok");
+    let out = call("workspace_info", json!({}), write.clone())
+        .await
+        .expect("info");
+    assert_eq!(
+        out.data,
+        Some(json!({"root": "/workspace", "readable": true, "write_roots": ["out"]})),
+        "{name}"
+    );
+    assert_eq!(
+        call("log", json!({"message": "hi"}), Grant::new(ws.path()))
+            .await
+            .expect("log")
+            .text,
+        "ok"
+    );
 
     for bad in [json!({}), json!({"text": 3}), json!([1, 2])] {
-        let err = call("echo", bad.clone(), Grant::new(ws.path())).await.expect_err("bad args");
+        let err = call("echo", bad.clone(), Grant::new(ws.path()))
+            .await
+            .expect_err("bad args");
         assert_eq!(err.code, ErrorCode::InvalidArgs, "{name}: {bad}: {err}");
     }
-    let err = e.call(&plugin, "echo", "{not json", &Grant::new(ws.path())).await.expect_err("malformed");
+    let err = e
+        .call(&plugin, "echo", "{not json", &Grant::new(ws.path()))
+        .await
+        .expect_err("malformed");
     assert_eq!(err.code, ErrorCode::InvalidArgs, "{name}: {err}");
-    let err = call("no_such_tool", json!({}), Grant::new(ws.path())).await.expect_err("unknown");
+    let err = call("no_such_tool", json!({}), Grant::new(ws.path()))
+        .await
+        .expect_err("unknown");
     assert_eq!(err.code, ErrorCode::NotFound, "{name}: {err}");
 }
 

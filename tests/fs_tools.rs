@@ -10,15 +10,24 @@ use roost_tests::{TestWorkspace, engine};
 use serde_json::{Value, json};
 
 fn plugin() -> Arc<LoadedPlugin> {
-    engine().load_bytes("fs-tools", first_party::FS_TOOLS).expect("fs-tools loads")
+    engine()
+        .load_bytes("fs-tools", first_party::FS_TOOLS)
+        .expect("fs-tools loads")
 }
 
-async fn call(ws: &TestWorkspace, tool: &str, args: Value, write: &[&str]) -> Result<ToolOutput, ToolError> {
+async fn call(
+    ws: &TestWorkspace,
+    tool: &str,
+    args: Value,
+    write: &[&str],
+) -> Result<ToolOutput, ToolError> {
     let mut grant = Grant::new(ws.path()).read();
     for w in write {
         grant = grant.write(*w);
     }
-    engine().call(&plugin(), tool, &args.to_string(), &grant).await
+    engine()
+        .call(&plugin(), tool, &args.to_string(), &grant)
+        .await
 }
 
 fn err_code(r: Result<ToolOutput, ToolError>) -> (ErrorCode, String) {
@@ -43,8 +52,20 @@ fn specs_declare_groups_and_path_args() {
     }
     for t in p.tools() {
         assert_eq!(t.path_args, vec!["path"], "{}", t.name);
-        let edit = matches!(t.name.as_str(), "write_to_file" | "apply_diff" | "search_and_replace" | "insert_content");
-        assert_eq!(t.group, if edit { ToolGroup::Edit } else { ToolGroup::Read }, "{}", t.name);
+        let edit = matches!(
+            t.name.as_str(),
+            "write_to_file" | "apply_diff" | "search_and_replace" | "insert_content"
+        );
+        assert_eq!(
+            t.group,
+            if edit {
+                ToolGroup::Edit
+            } else {
+                ToolGroup::Read
+            },
+            "{}",
+            t.name
+        );
         assert_eq!(t.destructive, edit, "{}", t.name);
         assert_eq!(t.args_schema["type"], "object", "{}", t.name);
     }
@@ -54,12 +75,29 @@ fn specs_declare_groups_and_path_args() {
 async fn read_file_numbers_lines_and_ranges() {
     let ws = TestWorkspace::new();
     ws.write("a.txt", "one\ntwo\nthree\n");
-    let out = call(&ws, "read_file", json!({"path": "a.txt"}), &[]).await.expect("reads");
+    let out = call(&ws, "read_file", json!({"path": "a.txt"}), &[])
+        .await
+        .expect("reads");
     assert_eq!(out.text, "1 | one\n2 | two\n3 | three\n");
     assert_eq!(out.data.as_ref().expect("data")["total_lines"], 3);
-    let out = call(&ws, "read_file", json!({"path": "a.txt", "start_line": 2, "end_line": 3}), &[]).await.expect("range");
+    let out = call(
+        &ws,
+        "read_file",
+        json!({"path": "a.txt", "start_line": 2, "end_line": 3}),
+        &[],
+    )
+    .await
+    .expect("range");
     assert_eq!(out.text, "2 | two\n3 | three\n");
-    let (code, msg) = err_code(call(&ws, "read_file", json!({"path": "a.txt", "start_line": 9}), &[]).await);
+    let (code, msg) = err_code(
+        call(
+            &ws,
+            "read_file",
+            json!({"path": "a.txt", "start_line": 9}),
+            &[],
+        )
+        .await,
+    );
     assert_eq!(code, ErrorCode::InvalidArgs, "{msg}");
 }
 
@@ -70,7 +108,9 @@ async fn read_file_errors_and_binary() {
     assert_eq!(code, ErrorCode::NotFound);
     assert!(msg.contains("missing.txt"), "{msg}");
     std::fs::write(ws.path().join("bin.dat"), [0u8, 1, 2, 255, 0, 7]).expect("write");
-    let out = call(&ws, "read_file", json!({"path": "bin.dat"}), &[]).await.expect("binary is reported");
+    let out = call(&ws, "read_file", json!({"path": "bin.dat"}), &[])
+        .await
+        .expect("binary is reported");
     assert!(out.text.contains("binary file"), "{}", out.text);
     assert_eq!(out.data.as_ref().expect("data")["binary"], true);
     std::fs::write(ws.path().join("big.txt"), "x".repeat(2 << 20)).expect("write");
@@ -85,15 +125,29 @@ async fn read_file_errors_and_binary() {
 #[tokio::test]
 async fn write_to_file_creates_parents_and_needs_a_write_grant() {
     let ws = TestWorkspace::new();
-    let out = call(&ws, "write_to_file", json!({"path": "src/deep/new.rs", "content": "a\nb\nc\n"}), &["src"])
-        .await
-        .expect("writes");
+    let out = call(
+        &ws,
+        "write_to_file",
+        json!({"path": "src/deep/new.rs", "content": "a\nb\nc\n"}),
+        &["src"],
+    )
+    .await
+    .expect("writes");
     assert!(out.text.contains("3 lines"), "{}", out.text);
     assert_eq!(ws.read("src/deep/new.rs"), "a\nb\nc\n");
-    let (code, msg) = err_code(call(&ws, "write_to_file", json!({"path": "other.rs", "content": "x"}), &["src"]).await);
+    let (code, msg) = err_code(
+        call(
+            &ws,
+            "write_to_file",
+            json!({"path": "other.rs", "content": "x"}),
+            &["src"],
+        )
+        .await,
+    );
     assert_eq!(code, ErrorCode::PermissionDenied, "{msg}");
     assert!(!ws.path().join("other.rs").exists());
-    let (code, _) = err_code(call(&ws, "write_to_file", json!({"path": "src/x.rs"}), &["src"]).await);
+    let (code, _) =
+        err_code(call(&ws, "write_to_file", json!({"path": "src/x.rs"}), &["src"]).await);
     assert_eq!(code, ErrorCode::InvalidArgs);
 }
 
@@ -108,16 +162,32 @@ async fn list_files_honours_ignore_files_and_limit() {
     ws.write("debug.log", "");
     ws.write("secret/key.pem", "");
     ws.write(".git/HEAD", "ref");
-    let out = call(&ws, "list_files", json!({"path": ".", "recursive": true}), &[]).await.expect("lists");
+    let out = call(
+        &ws,
+        "list_files",
+        json!({"path": ".", "recursive": true}),
+        &[],
+    )
+    .await
+    .expect("lists");
     let entries: Vec<&str> = out.text.lines().collect();
     assert!(entries.contains(&"src/"), "{entries:?}");
     assert!(entries.contains(&"src/util/mod.rs"), "{entries:?}");
     for hidden in ["build/", "debug.log", "secret/", "secret/key.pem", ".git/"] {
         assert!(!entries.contains(&hidden), "{hidden} listed: {entries:?}");
     }
-    let top = call(&ws, "list_files", json!({"path": "."}), &[]).await.expect("lists");
+    let top = call(&ws, "list_files", json!({"path": "."}), &[])
+        .await
+        .expect("lists");
     assert!(!top.text.contains("src/main.rs"), "{}", top.text);
-    let limited = call(&ws, "list_files", json!({"path": ".", "recursive": true, "limit": 2}), &[]).await.expect("lists");
+    let limited = call(
+        &ws,
+        "list_files",
+        json!({"path": ".", "recursive": true, "limit": 2}),
+        &[],
+    )
+    .await
+    .expect("lists");
     assert_eq!(limited.data.as_ref().expect("data")["truncated"], true);
     assert!(limited.text.contains("truncated at 2"), "{}", limited.text);
     let (code, _) = err_code(call(&ws, "list_files", json!({"path": "nope"}), &[]).await);
@@ -131,17 +201,45 @@ async fn search_files_groups_by_file_with_context() {
     ws.write("src/b.txt", "fn gamma() {}\n");
     ws.write("target/c.rs", "fn ignored() {}\n");
     ws.write(".gitignore", "target/\n");
-    let out = call(&ws, "search_files", json!({"path": ".", "regex": "fn \\w+", "file_pattern": "*.rs"}), &[])
-        .await
-        .expect("searches");
+    let out = call(
+        &ws,
+        "search_files",
+        json!({"path": ".", "regex": "fn \\w+", "file_pattern": "*.rs"}),
+        &[],
+    )
+    .await
+    .expect("searches");
     assert!(out.text.contains("# src/a.rs"), "{}", out.text);
     assert!(out.text.contains("   1 | fn alpha() {}"), "{}", out.text);
-    assert!(out.text.contains("   2 | let x = 1;"), "context line missing: {}", out.text);
-    assert!(!out.text.contains("b.txt") && !out.text.contains("ignored"), "{}", out.text);
+    assert!(
+        out.text.contains("   2 | let x = 1;"),
+        "context line missing: {}",
+        out.text
+    );
+    assert!(
+        !out.text.contains("b.txt") && !out.text.contains("ignored"),
+        "{}",
+        out.text
+    );
     assert_eq!(out.data.as_ref().expect("data")["matches"], 2);
-    let limited = call(&ws, "search_files", json!({"path": ".", "regex": "fn", "limit": 1}), &[]).await.expect("ok");
+    let limited = call(
+        &ws,
+        "search_files",
+        json!({"path": ".", "regex": "fn", "limit": 1}),
+        &[],
+    )
+    .await
+    .expect("ok");
     assert_eq!(limited.data.as_ref().expect("data")["truncated"], true);
-    let (code, msg) = err_code(call(&ws, "search_files", json!({"path": ".", "regex": "fn ("}), &[]).await);
+    let (code, msg) = err_code(
+        call(
+            &ws,
+            "search_files",
+            json!({"path": ".", "regex": "fn ("}),
+            &[],
+        )
+        .await,
+    );
     assert_eq!(code, ErrorCode::InvalidArgs);
     assert!(msg.contains("invalid regex"), "{msg}");
 }
@@ -149,22 +247,66 @@ async fn search_files_groups_by_file_with_context() {
 #[tokio::test]
 async fn apply_diff_applies_blocks_and_reports_missing_ones() {
     let ws = TestWorkspace::new();
-    ws.write("src/lib.rs", "fn a() {\n    one();\n}\n\nfn b() {\n    two();\n}\n");
+    ws.write(
+        "src/lib.rs",
+        "fn a() {\n    one();\n}\n\nfn b() {\n    two();\n}\n",
+    );
     let diff = "<<<<<<< SEARCH\n:start_line:2\n-------\n    one();\n=======\n    uno();\n>>>>>>> REPLACE\n\n<<<<<<< SEARCH\n:start_line:6\n-------\n  two();\n=======\n  dos();\n  tres();\n>>>>>>> REPLACE\n";
-    let out = call(&ws, "apply_diff", json!({"path": "src/lib.rs", "diff": diff}), &["src"]).await.expect("applies");
+    let out = call(
+        &ws,
+        "apply_diff",
+        json!({"path": "src/lib.rs", "diff": diff}),
+        &["src"],
+    )
+    .await
+    .expect("applies");
     assert!(out.text.contains("2 block(s)"), "{}", out.text);
-    assert_eq!(ws.read("src/lib.rs"), "fn a() {\n    uno();\n}\n\nfn b() {\n    dos();\n    tres();\n}\n");
+    assert_eq!(
+        ws.read("src/lib.rs"),
+        "fn a() {\n    uno();\n}\n\nfn b() {\n    dos();\n    tres();\n}\n"
+    );
 
     let before = ws.read("src/lib.rs");
     let bad = "<<<<<<< SEARCH\n    uno();\n=======\n    eins();\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nnot in the file\n=======\nx\n>>>>>>> REPLACE\n";
-    let (code, msg) = err_code(call(&ws, "apply_diff", json!({"path": "src/lib.rs", "diff": bad}), &["src"]).await);
+    let (code, msg) = err_code(
+        call(
+            &ws,
+            "apply_diff",
+            json!({"path": "src/lib.rs", "diff": bad}),
+            &["src"],
+        )
+        .await,
+    );
     assert_eq!(code, ErrorCode::NotFound);
-    assert!(msg.contains("block 2 of 2") && msg.contains("No block was applied"), "{msg}");
-    assert_eq!(ws.read("src/lib.rs"), before, "a failed diff must change nothing");
+    assert!(
+        msg.contains("block 2 of 2") && msg.contains("No block was applied"),
+        "{msg}"
+    );
+    assert_eq!(
+        ws.read("src/lib.rs"),
+        before,
+        "a failed diff must change nothing"
+    );
 
-    let (code, _) = err_code(call(&ws, "apply_diff", json!({"path": "src/lib.rs", "diff": "garbage"}), &["src"]).await);
+    let (code, _) = err_code(
+        call(
+            &ws,
+            "apply_diff",
+            json!({"path": "src/lib.rs", "diff": "garbage"}),
+            &["src"],
+        )
+        .await,
+    );
     assert_eq!(code, ErrorCode::InvalidArgs);
-    let (code, _) = err_code(call(&ws, "apply_diff", json!({"path": "src/none.rs", "diff": diff}), &["src"]).await);
+    let (code, _) = err_code(
+        call(
+            &ws,
+            "apply_diff",
+            json!({"path": "src/none.rs", "diff": diff}),
+            &["src"],
+        )
+        .await,
+    );
     assert_eq!(code, ErrorCode::NotFound);
 }
 
@@ -173,7 +315,14 @@ async fn apply_diff_keeps_crlf_line_endings() {
     let ws = TestWorkspace::new();
     ws.write("w.txt", "a\r\nb\r\nc\r\n");
     let diff = "<<<<<<< SEARCH\nb\n=======\nB\n>>>>>>> REPLACE";
-    call(&ws, "apply_diff", json!({"path": "w.txt", "diff": diff}), &["."]).await.expect("applies");
+    call(
+        &ws,
+        "apply_diff",
+        json!({"path": "w.txt", "diff": diff}),
+        &["."],
+    )
+    .await
+    .expect("applies");
     assert_eq!(ws.read("w.txt"), "a\r\nB\r\nc\r\n");
 }
 
@@ -181,9 +330,14 @@ async fn apply_diff_keeps_crlf_line_endings() {
 async fn search_and_replace_literal_regex_and_ranges() {
     let ws = TestWorkspace::new();
     ws.write("f.txt", "cost $5\nfoo1 foo2\nfoo3\n");
-    let out = call(&ws, "search_and_replace", json!({"path": "f.txt", "search": "$5", "replace": "$6"}), &["."])
-        .await
-        .expect("literal");
+    let out = call(
+        &ws,
+        "search_and_replace",
+        json!({"path": "f.txt", "search": "$5", "replace": "$6"}),
+        &["."],
+    )
+    .await
+    .expect("literal");
     assert!(out.text.contains("1 replacement"), "{}", out.text);
     assert_eq!(ws.read("f.txt"), "cost $6\nfoo1 foo2\nfoo3\n");
     call(
@@ -195,17 +349,34 @@ async fn search_and_replace_literal_regex_and_ranges() {
     .await
     .expect("regex in range");
     assert_eq!(ws.read("f.txt"), "cost $6\nfoo1 foo2\nbar3\n");
-    call(&ws, "search_and_replace", json!({"path": "f.txt", "search": "FOO", "replace": "x", "ignore_case": true}), &["."])
-        .await
-        .expect("ignore case");
+    call(
+        &ws,
+        "search_and_replace",
+        json!({"path": "f.txt", "search": "FOO", "replace": "x", "ignore_case": true}),
+        &["."],
+    )
+    .await
+    .expect("ignore case");
     assert_eq!(ws.read("f.txt"), "cost $6\nx1 x2\nbar3\n");
     let (code, _) = err_code(
-        call(&ws, "search_and_replace", json!({"path": "f.txt", "search": "(", "replace": "", "use_regex": true}), &["."])
-            .await,
+        call(
+            &ws,
+            "search_and_replace",
+            json!({"path": "f.txt", "search": "(", "replace": "", "use_regex": true}),
+            &["."],
+        )
+        .await,
     );
     assert_eq!(code, ErrorCode::InvalidArgs);
-    let (code, _) =
-        err_code(call(&ws, "search_and_replace", json!({"path": "f.txt", "search": "absent", "replace": ""}), &["."]).await);
+    let (code, _) = err_code(
+        call(
+            &ws,
+            "search_and_replace",
+            json!({"path": "f.txt", "search": "absent", "replace": ""}),
+            &["."],
+        )
+        .await,
+    );
     assert_eq!(code, ErrorCode::NotFound);
 }
 
@@ -213,15 +384,52 @@ async fn search_and_replace_literal_regex_and_ranges() {
 async fn insert_content_at_line_and_append() {
     let ws = TestWorkspace::new();
     ws.write("i.txt", "a\nc\n");
-    call(&ws, "insert_content", json!({"path": "i.txt", "line": 2, "content": "b"}), &["."]).await.expect("insert");
+    call(
+        &ws,
+        "insert_content",
+        json!({"path": "i.txt", "line": 2, "content": "b"}),
+        &["."],
+    )
+    .await
+    .expect("insert");
     assert_eq!(ws.read("i.txt"), "a\nb\nc\n");
-    call(&ws, "insert_content", json!({"path": "i.txt", "line": 0, "content": "d\ne"}), &["."]).await.expect("append");
+    call(
+        &ws,
+        "insert_content",
+        json!({"path": "i.txt", "line": 0, "content": "d\ne"}),
+        &["."],
+    )
+    .await
+    .expect("append");
     assert_eq!(ws.read("i.txt"), "a\nb\nc\nd\ne\n");
-    let (code, _) = err_code(call(&ws, "insert_content", json!({"path": "i.txt", "line": 99, "content": "x"}), &["."]).await);
+    let (code, _) = err_code(
+        call(
+            &ws,
+            "insert_content",
+            json!({"path": "i.txt", "line": 99, "content": "x"}),
+            &["."],
+        )
+        .await,
+    );
     assert_eq!(code, ErrorCode::InvalidArgs);
-    call(&ws, "insert_content", json!({"path": "new.txt", "line": 1, "content": "first"}), &["."]).await.expect("create");
+    call(
+        &ws,
+        "insert_content",
+        json!({"path": "new.txt", "line": 1, "content": "first"}),
+        &["."],
+    )
+    .await
+    .expect("create");
     assert_eq!(ws.read("new.txt"), "first\n");
-    let (code, _) = err_code(call(&ws, "insert_content", json!({"path": "none.txt", "line": 5, "content": "x"}), &["."]).await);
+    let (code, _) = err_code(
+        call(
+            &ws,
+            "insert_content",
+            json!({"path": "none.txt", "line": 5, "content": "x"}),
+            &["."],
+        )
+        .await,
+    );
     assert_eq!(code, ErrorCode::NotFound);
 }
 
@@ -231,6 +439,9 @@ fn host_schema_gate_lists_every_violation() {
     registry.add_plugin(plugin()).expect("registers");
     let tool = registry.get("read_file").expect("read_file registered");
     assert!(tool.validator.check(&json!({"path": "a"})).is_ok());
-    let errs = tool.validator.check(&json!({"path": 1, "start_line": "x", "bogus": true})).expect_err("invalid");
+    let errs = tool
+        .validator
+        .check(&json!({"path": 1, "start_line": "x", "bogus": true}))
+        .expect_err("invalid");
     assert!(errs.len() >= 3, "{errs:?}");
 }

@@ -25,7 +25,9 @@ enum Expect {
 }
 
 fn hostile() -> Arc<LoadedPlugin> {
-    engine().load_file("hostile", &fixture_wasm("hostile")).expect("hostile fixture loads")
+    engine()
+        .load_file("hostile", &fixture_wasm("hostile"))
+        .expect("hostile fixture loads")
 }
 
 /// The workspace every case starts from: files in the read-only area, a
@@ -51,7 +53,10 @@ fn setup() -> TestWorkspace {
 
 /// Everything under the test root except the write root `workspace/out`.
 fn outside_grant(root: &Path) -> BTreeMap<String, String> {
-    tree_hash(root).into_iter().filter(|(k, _)| !k.starts_with("workspace/out/") && k != "workspace/out").collect()
+    tree_hash(root)
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("workspace/out/") && k != "workspace/out")
+        .collect()
 }
 
 async fn run_case(case: &str, expect: Expect) {
@@ -59,7 +64,8 @@ async fn run_case(case: &str, expect: Expect) {
     let tcp = TcpListener::bind("127.0.0.1:0").expect("tcp listener");
     tcp.set_nonblocking(true).expect("nonblocking");
     let udp = UdpSocket::bind("127.0.0.1:0").expect("udp socket");
-    udp.set_read_timeout(Some(Duration::from_millis(50))).expect("timeout");
+    udp.set_read_timeout(Some(Duration::from_millis(50)))
+        .expect("timeout");
     let port = if case.starts_with("udp") {
         udp.local_addr().expect("addr").port()
     } else {
@@ -71,12 +77,17 @@ async fn run_case(case: &str, expect: Expect) {
     let plugin = hostile();
     let grant = Grant::new(ws.path()).read().write("out");
     let args = json!({"case": case, "port": port, "target": target.display().to_string()});
-    let result = engine().call(&plugin, "attempt", &args.to_string(), &grant).await;
+    let result = engine()
+        .call(&plugin, "attempt", &args.to_string(), &grant)
+        .await;
 
     let (escaped, detail) = match &result {
         Ok(out) => {
             let data = out.data.as_ref().expect("hostile returns data");
-            (data["escaped"].as_bool().expect("escaped flag"), data["detail"].to_string())
+            (
+                data["escaped"].as_bool().expect("escaped flag"),
+                data["detail"].to_string(),
+            )
         }
         Err(e) => (false, e.to_string()),
     };
@@ -84,20 +95,44 @@ async fn run_case(case: &str, expect: Expect) {
         Expect::Denied => assert!(!escaped, "{case}: the attack SUCCEEDED: {detail}"),
         Expect::Allowed => assert!(escaped, "{case}: positive control failed: {detail}"),
     }
-    assert_eq!(before, outside_grant(ws.root()), "{case}: something outside the grant changed on disk");
-    assert!(!Path::new("/tmp/roost-hostile-pwned").exists(), "{case}: wrote /tmp");
-    assert!(tcp.accept().is_err(), "{case}: a TCP connection reached the host");
+    assert_eq!(
+        before,
+        outside_grant(ws.root()),
+        "{case}: something outside the grant changed on disk"
+    );
+    assert!(
+        !Path::new("/tmp/roost-hostile-pwned").exists(),
+        "{case}: wrote /tmp"
+    );
+    assert!(
+        tcp.accept().is_err(),
+        "{case}: a TCP connection reached the host"
+    );
     let mut buf = [0u8; 8];
-    assert!(udp.recv(&mut buf).is_err(), "{case}: a UDP datagram reached the host");
+    assert!(
+        udp.recv(&mut buf).is_err(),
+        "{case}: a UDP datagram reached the host"
+    );
 
     // The host survives and the plugin keeps working.
     let again = engine()
-        .call(&plugin, "attempt", &json!({"case": "control_read"}).to_string(), &grant)
+        .call(
+            &plugin,
+            "attempt",
+            &json!({"case": "control_read"}).to_string(),
+            &grant,
+        )
         .await
         .expect("follow-up call works");
-    assert_eq!(again.data.as_ref().expect("data")["escaped"], true, "follow-up read failed");
+    assert_eq!(
+        again.data.as_ref().expect("data")["escaped"],
+        true,
+        "follow-up read failed"
+    );
     let mut secret = String::new();
-    std::fs::File::open(ws.canary().join("secret.txt")).and_then(|mut f| f.read_to_string(&mut secret)).expect("canary");
+    std::fs::File::open(ws.canary().join("secret.txt"))
+        .and_then(|mut f| f.read_to_string(&mut secret))
+        .expect("canary");
     assert_eq!(secret, "canary secret\n");
 }
 
@@ -172,7 +207,12 @@ sandbox_cases! {
 async fn no_read_grant_means_no_workspace() {
     let ws = setup();
     let r = engine()
-        .call(&hostile(), "attempt", &json!({"case": "control_read"}).to_string(), &Grant::new(ws.path()))
+        .call(
+            &hostile(),
+            "attempt",
+            &json!({"case": "control_read"}).to_string(),
+            &Grant::new(ws.path()),
+        )
         .await
         .expect("call runs");
     assert_eq!(r.data.as_ref().expect("data")["escaped"], false);
@@ -185,12 +225,27 @@ async fn write_root_through_symlink_is_refused() {
     let ws = setup();
     let grant = Grant::new(ws.path()).read().write("ts_link");
     let err = engine()
-        .call(&hostile(), "attempt", &json!({"case": "control_read"}).to_string(), &grant)
+        .call(
+            &hostile(),
+            "attempt",
+            &json!({"case": "control_read"}).to_string(),
+            &grant,
+        )
         .await
         .expect_err("grant refused");
     assert!(err.message.contains("outside the workspace"), "{err}");
     let grant = Grant::new(ws.path()).read().write("../canary");
-    assert!(engine().call(&hostile(), "attempt", &json!({"case": "control_read"}).to_string(), &grant).await.is_err());
+    assert!(
+        engine()
+            .call(
+                &hostile(),
+                "attempt",
+                &json!({"case": "control_read"}).to_string(),
+                &grant
+            )
+            .await
+            .is_err()
+    );
 }
 
 /// Network and environment capabilities are refused until Roost grants them.
@@ -199,8 +254,28 @@ async fn unsupported_capabilities_are_refused() {
     let ws = setup();
     let mut grant = Grant::new(ws.path()).read();
     grant.network.push("example.com".into());
-    assert!(engine().call(&hostile(), "attempt", &json!({"case": "control_read"}).to_string(), &grant).await.is_err());
+    assert!(
+        engine()
+            .call(
+                &hostile(),
+                "attempt",
+                &json!({"case": "control_read"}).to_string(),
+                &grant
+            )
+            .await
+            .is_err()
+    );
     let mut grant = Grant::new(ws.path()).read();
     grant.env.push(("HOME".into(), "/root".into()));
-    assert!(engine().call(&hostile(), "attempt", &json!({"case": "control_read"}).to_string(), &grant).await.is_err());
+    assert!(
+        engine()
+            .call(
+                &hostile(),
+                "attempt",
+                &json!({"case": "control_read"}).to_string(),
+                &grant
+            )
+            .await
+            .is_err()
+    );
 }

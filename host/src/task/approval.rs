@@ -19,7 +19,10 @@ pub struct ApprovalPolicy {
 impl ApprovalPolicy {
     /// Approve everything.
     pub fn yes() -> Self {
-        Self { approve_all: true, auto_groups: BTreeSet::new() }
+        Self {
+            approve_all: true,
+            auto_groups: BTreeSet::new(),
+        }
     }
 
     /// Parse `read,edit,…`.
@@ -34,12 +37,17 @@ impl ApprovalPolicy {
                 "mcp" => ToolGroup::Mcp,
                 "modes" => ToolGroup::Modes,
                 other => {
-                    return Err(format!("unknown tool group `{other}` (read, edit, command, browser, mcp, modes)"));
+                    return Err(format!(
+                        "unknown tool group `{other}` (read, edit, command, browser, mcp, modes)"
+                    ));
                 }
             };
             auto_groups.insert(group);
         }
-        Ok(Self { approve_all: false, auto_groups })
+        Ok(Self {
+            approve_all: false,
+            auto_groups,
+        })
     }
 
     /// Whether a call of `group` runs without asking.

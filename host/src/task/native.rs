@@ -108,7 +108,10 @@ pub fn parse_todos(markdown: &str) -> Result<Vec<TodoItem>, String> {
             (TodoState::Pending, r)
         } else if let Some(r) = line.strip_prefix("[-]") {
             (TodoState::InProgress, r)
-        } else if let Some(r) = line.strip_prefix("[x]").or_else(|| line.strip_prefix("[X]")) {
+        } else if let Some(r) = line
+            .strip_prefix("[x]")
+            .or_else(|| line.strip_prefix("[X]"))
+        {
             (TodoState::Completed, r)
         } else {
             return Err(format!(
@@ -120,7 +123,10 @@ pub fn parse_todos(markdown: &str) -> Result<Vec<TodoItem>, String> {
         if text.is_empty() {
             return Err(format!("line {}: empty todo item", i + 1));
         }
-        items.push(TodoItem { text: text.to_owned(), state });
+        items.push(TodoItem {
+            text: text.to_owned(),
+            state,
+        });
     }
     Ok(items)
 }
@@ -151,7 +157,10 @@ mod tests {
         let items = parse_todos(md).expect("parses");
         assert_eq!(items.len(), 3);
         assert_eq!(items[1].state, TodoState::InProgress);
-        assert_eq!(render_todos(&items), "[x] read the code\n[-] fix the bug\n[ ] write tests");
+        assert_eq!(
+            render_todos(&items),
+            "[x] read the code\n[-] fix the bug\n[ ] write tests"
+        );
         assert!(parse_todos("just text").is_err());
     }
 }

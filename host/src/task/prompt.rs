@@ -66,14 +66,27 @@ pub fn build(ctx: &PromptContext<'_>) -> String {
 /// `.roo/rules/*` (sorted), `.roo/rules-<mode>/*`, and `AGENTS.md`.
 pub fn custom_instructions(workspace: &Path, mode: &str) -> String {
     let mut out = String::new();
-    for dir in [workspace.join(".roo").join("rules"), workspace.join(".roo").join(format!("rules-{mode}"))] {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        let mut files: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect();
+    for dir in [
+        workspace.join(".roo").join("rules"),
+        workspace.join(".roo").join(format!("rules-{mode}")),
+    ] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut files: Vec<_> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
         files.sort();
         for f in files {
             if let Some(text) = read_small(&f) {
                 let rel = f.strip_prefix(workspace).unwrap_or(&f);
-                out.push_str(&format!("# Rules from {}:\n{}\n\n", rel.display(), text.trim()));
+                out.push_str(&format!(
+                    "# Rules from {}:\n{}\n\n",
+                    rel.display(),
+                    text.trim()
+                ));
             }
         }
     }
@@ -102,8 +115,23 @@ mod tests {
         std::fs::create_dir_all(dir.path().join(".roo/rules")).expect("mkdir");
         std::fs::write(dir.path().join(".roo/rules/01-style.md"), "Use tabs.").expect("write");
         std::fs::write(dir.path().join("AGENTS.md"), "Run tests first.").expect("write");
-        let p = build(&PromptContext { role: "You are Roost.", mode: "code", workspace: dir.path(), tools: &[], extra: &[] });
-        for needle in ["You are Roost.", "TOOL USE", "CAPABILITIES", "RULES", "SYSTEM INFORMATION", "OBJECTIVE", "Use tabs.", "Run tests first."] {
+        let p = build(&PromptContext {
+            role: "You are Roost.",
+            mode: "code",
+            workspace: dir.path(),
+            tools: &[],
+            extra: &[],
+        });
+        for needle in [
+            "You are Roost.",
+            "TOOL USE",
+            "CAPABILITIES",
+            "RULES",
+            "SYSTEM INFORMATION",
+            "OBJECTIVE",
+            "Use tabs.",
+            "Run tests first.",
+        ] {
             assert!(p.contains(needle), "missing {needle}");
         }
     }
