@@ -122,6 +122,10 @@ pub type ToolResult = Result<Output, ToolError>;
 
 type Handler = Box<dyn Fn(&str) -> ToolResult + Send + Sync>;
 
+fn schema_json<A: schemars::JsonSchema>() -> String {
+    serde_json::to_string(&schemars::schema_for!(A)).unwrap_or_else(|_| "{}".into())
+}
+
 /// One tool: its spec plus the typed function that runs it.
 pub struct Tool {
     name: String,
@@ -129,7 +133,9 @@ pub struct Tool {
     group: Group,
     destructive: bool,
     path_args: Vec<String>,
-    schema: String,
+    /// Derived only when the host lists the tools: every call runs in a
+    /// fresh instance, so eager schema generation would cost every call.
+    schema: fn() -> String,
     handler: Handler,
 }
 
@@ -141,7 +147,6 @@ impl Tool {
         A: DeserializeOwned + schemars::JsonSchema,
         F: Fn(A) -> ToolResult + Send + Sync + 'static,
     {
-        let schema = schemars::schema_for!(A);
         let tool_name = name.to_owned();
         Self {
             name: name.to_owned(),
@@ -149,7 +154,7 @@ impl Tool {
             group,
             destructive: matches!(group, Group::Edit | Group::Command),
             path_args: Vec::new(),
-            schema: serde_json::to_string(&schema).unwrap_or_else(|_| "{}".into()),
+            schema: schema_json::<A>,
             handler: Box::new(move |raw: &str| {
                 let args: A = serde_json::from_str(raw).map_err(|e| {
                     ToolError::invalid_args(format!("invalid arguments for {tool_name}: {e}"))
@@ -175,7 +180,7 @@ impl Tool {
         wit::ToolSpec {
             name: self.name.clone(),
             description: self.description.clone(),
-            args_schema: self.schema.clone(),
+            args_schema: (self.schema)(),
             group: self.group,
             destructive: self.destructive,
             path_args: self.path_args.clone(),

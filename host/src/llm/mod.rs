@@ -1,7 +1,232 @@
-//! Language-model providers: one streaming trait, the OpenAI-compatible and
-//! Anthropic wire formats, a scripted provider that replays transcripts
-//! through the same decoding path, and incremental tool-call assembly.
+//! Language-model providers: one streaming trait ([`Provider`]), the
+//! OpenAI-compatible wire format over HTTP, a scripted provider that replays
+//! transcripts through the very same decoding path, and incremental
+//! tool-call assembly.
+//!
+//! Layers: a [`Transport`] delivers the bytes of a server-sent-event stream
+//! (HTTP, or a script standing in for the network); the SSE decoder
+//! (`eventsource-stream`) splits them into events; a [`WireDecoder`] turns
+//! the events of one wire format into [`StreamEvent`]s and assembles tool
+//! calls. Retries with backoff wrap the transport.
 
+mod assemble;
+mod error;
+mod http;
+pub mod openai;
+mod retry;
+pub mod scripted;
 mod types;
 
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use eventsource_stream::Eventsource;
+use futures::channel::mpsc;
+use futures::{SinkExt, Stream, StreamExt};
+
+pub use assemble::{
+    AssembledCall, ToolCallAssembler, partial as partial_json, strict as strict_json,
+};
+pub use error::{LlmError, parse_retry_after};
+pub use http::HttpTransport;
+pub use retry::RetryPolicy;
 pub use types::{ContentBlock, Message, Role, ToolDefinition, Usage};
+
+/// One request to a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// System prompt.
+    pub system: String,
+    /// Conversation so far.
+    pub messages: Vec<Message>,
+    /// Tools the model may call.
+    pub tools: Vec<ToolDefinition>,
+    /// Output token cap, if any.
+    pub max_tokens: Option<u32>,
+}
+
+/// What a streaming reply yields, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// A request failed and will be retried after `delay`.
+    Retrying {
+        /// The attempt that failed (1-based).
+        attempt: u32,
+        /// Wait before the next attempt.
+        delay: Duration,
+        /// What failed.
+        reason: String,
+    },
+    /// A piece of assistant text.
+    TextDelta(String),
+    /// A tool call began (its name is known).
+    ToolCallStarted {
+        /// Stream index of the call.
+        index: u32,
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+    },
+    /// The arguments so far, parsed best-effort (for the UI).
+    ToolCallArgs {
+        /// Stream index of the call.
+        index: u32,
+        /// Partial arguments.
+        partial: serde_json::Value,
+    },
+    /// Token usage (may come more than once; add them up).
+    Usage(Usage),
+    /// The reply is complete.
+    Done {
+        /// Every tool call, strictly parsed, in order.
+        calls: Vec<AssembledCall>,
+        /// Why the model stopped.
+        stop_reason: Option<String>,
+    },
+}
+
+/// A reply as a stream of events; ends after `Done` or an error.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
+
+/// Bytes of one response body.
+pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, LlmError>> + Send>>;
+
+/// A streaming model: the one interface the task loop uses.
+#[async_trait::async_trait]
+pub trait Provider: Send + Sync {
+    /// Provider name (`openai`, `anthropic`, `scripted`).
+    fn name(&self) -> &str;
+    /// Model id.
+    fn model(&self) -> &str;
+    /// Start a reply; errors before any output are retried inside.
+    async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError>;
+}
+
+/// Delivers the raw SSE bytes for a request body: HTTP for real providers,
+/// a transcript for the scripted one. Everything after it is shared.
+#[async_trait::async_trait]
+pub trait Transport: Send + Sync {
+    /// Send `body` and return the response's bytes, or an error (HTTP
+    /// status, connection) for the retry logic to judge.
+    async fn send(&self, body: &serde_json::Value) -> Result<ByteStream, LlmError>;
+}
+
+/// Turns the SSE events of one wire format into [`StreamEvent`]s.
+pub trait WireDecoder: Send {
+    /// Handle one SSE event (`event:` name and `data:` payload).
+    fn on_event(
+        &mut self,
+        event: &str,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError>;
+    /// The body ended: the final `Done`, or an error if the reply is incomplete.
+    fn finish(self: Box<Self>) -> Result<StreamEvent, LlmError>;
+}
+
+/// The OpenAI-compatible chat-completions protocol over some transport.
+pub struct OpenAiCompatible {
+    name: String,
+    model: String,
+    transport: Arc<dyn Transport>,
+    retry: RetryPolicy,
+}
+
+impl OpenAiCompatible {
+    /// A provider speaking the OpenAI format over `transport`.
+    pub fn new(name: &str, model: &str, transport: Arc<dyn Transport>, retry: RetryPolicy) -> Self {
+        Self {
+            name: name.to_owned(),
+            model: model.to_owned(),
+            transport,
+            retry,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for OpenAiCompatible {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
+        let body = openai::request_body(&self.model, req);
+        Ok(run(Arc::clone(&self.transport), body, self.retry, || {
+            Box::new(openai::OpenAiDecoder::new())
+        }))
+    }
+}
+
+/// Drive one reply: send (with retries) and decode, yielding events through
+/// a channel so the caller consumes a plain stream.
+pub fn run(
+    transport: Arc<dyn Transport>,
+    body: serde_json::Value,
+    retry: RetryPolicy,
+    decoder: impl Fn() -> Box<dyn WireDecoder> + Send + 'static,
+) -> EventStream {
+    let (mut tx, rx) = mpsc::channel::<Result<StreamEvent, LlmError>>(64);
+    tokio::spawn(async move {
+        let mut attempt = 0u32;
+        let bytes = loop {
+            attempt += 1;
+            match transport.send(&body).await {
+                Ok(b) => break b,
+                Err(e) if e.is_retryable() && attempt < retry.max_attempts.max(1) => {
+                    let delay = retry.delay(attempt, e.retry_after());
+                    tracing::warn!(attempt, ?delay, "model request failed, retrying: {e}");
+                    let ev = StreamEvent::Retrying {
+                        attempt,
+                        delay,
+                        reason: e.to_string(),
+                    };
+                    if tx.send(Ok(ev)).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(delay).await;
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+            }
+        };
+        let result = decode(bytes, decoder(), &mut tx).await;
+        if let Err(e) = result {
+            let _ = tx.send(Err(e)).await;
+        }
+    });
+    Box::pin(rx)
+}
+
+async fn decode(
+    bytes: ByteStream,
+    mut decoder: Box<dyn WireDecoder>,
+    tx: &mut mpsc::Sender<Result<StreamEvent, LlmError>>,
+) -> Result<(), LlmError> {
+    let mut events = bytes.eventsource();
+    let mut out = Vec::new();
+    while let Some(ev) = events.next().await {
+        let ev = ev.map_err(|e| match e {
+            eventsource_stream::EventStreamError::Transport(t) => t,
+            other => LlmError::Decode(other.to_string()),
+        })?;
+        decoder.on_event(&ev.event, &ev.data, &mut out)?;
+        for e in out.drain(..) {
+            if tx.send(Ok(e)).await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+    let done = decoder.finish()?;
+    let _ = tx.send(Ok(done)).await;
+    Ok(())
+}

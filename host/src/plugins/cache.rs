@@ -116,11 +116,14 @@ impl ComponentCache {
             tracing::warn!(path = %path.display(), "cache entry failed its integrity check; recompiling");
             return None;
         }
-        // SAFETY: the artifact was written by this cache (its keyed MAC
+        drop(artifact);
+        // SAFETY: the file was written by this cache (its keyed MAC
         // verifies) from `Component::serialize` of this engine configuration
         // (the file name carries the engine's compatibility hash), which is
-        // what `Component::deserialize` requires.
-        match unsafe { Component::deserialize(engine, &artifact) } {
+        // what `Component::deserialize_file` requires. It is mapped rather
+        // than copied; the directory is private (0700) and the file 0600, so
+        // only this user could change it between the check and the map.
+        match unsafe { Component::deserialize_file(engine, path) } {
             Ok(c) => Some(c),
             Err(e) => {
                 tracing::warn!(path = %path.display(), "cannot load cache entry ({e}); recompiling");

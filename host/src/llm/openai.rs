@@ -1,0 +1,350 @@
+//! The OpenAI-compatible chat-completions wire format (OpenAI, OpenRouter,
+//! Ollama, vLLM, llama.cpp's server): request bodies and the stream decoder.
+//!
+//! Tolerates what real servers send: `id`/`name` repeated on every delta,
+//! the deprecated `function_call` field, usage folded into the last chunk,
+//! and a missing `[DONE]` after a `finish_reason`.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use super::assemble::ToolCallAssembler;
+use super::{ChatRequest, ContentBlock, LlmError, Role, StreamEvent, Usage, WireDecoder};
+
+/// Stream index used for the deprecated single `function_call` field.
+const LEGACY_FUNCTION_INDEX: u32 = 0;
+
+/// Build the JSON body of a streaming chat-completions request.
+pub fn request_body(model: &str, req: &ChatRequest) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": req.system})];
+    for m in &req.messages {
+        match m.role {
+            Role::Assistant => {
+                let text: String = m
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let calls: Vec<Value> = m
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolUse { id, name, input } => Some(json!({
+                            "id": id, "type": "function",
+                            "function": {"name": name, "arguments": input.to_string()}
+                        })),
+                        _ => None,
+                    })
+                    .collect();
+                let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
+                if !calls.is_empty() {
+                    msg["tool_calls"] = Value::Array(calls);
+                }
+                messages.push(msg);
+            }
+            Role::User => {
+                // Tool results must directly follow the assistant message
+                // that asked for them, so they go first.
+                for b in &m.content {
+                    if let ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        ..
+                    } = b
+                    {
+                        messages.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
+                    }
+                }
+                let text: Vec<&str> = m
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                if !text.is_empty() {
+                    messages.push(json!({"role": "user", "content": text.join("\n\n")}));
+                }
+            }
+        }
+    }
+    let mut body = json!({
+        "model": model,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "messages": messages,
+    });
+    if !req.tools.is_empty() {
+        body["tools"] = Value::Array(
+            req.tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+                .collect(),
+        );
+    }
+    if let Some(max) = req.max_tokens {
+        body["max_tokens"] = json!(max);
+    }
+    body
+}
+
+/// Decodes `data:` payloads of an OpenAI-compatible stream.
+#[derive(Debug, Default)]
+pub struct OpenAiDecoder {
+    asm: ToolCallAssembler,
+    announced: BTreeSet<u32>,
+    finish_reason: Option<String>,
+    done: bool,
+    generated_ids: u32,
+}
+
+impl OpenAiDecoder {
+    /// A decoder for one reply.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn tool_delta(
+        &mut self,
+        index: u32,
+        id: Option<&str>,
+        name: Option<&str>,
+        args: Option<&str>,
+        out: &mut Vec<StreamEvent>,
+    ) {
+        self.asm.start(index, id, name);
+        if !self.announced.contains(&index)
+            && let Some((id, name)) = self.asm.id_and_name(index)
+            && !name.is_empty()
+        {
+            self.announced.insert(index);
+            out.push(StreamEvent::ToolCallStarted {
+                index,
+                id: id.to_owned(),
+                name: name.to_owned(),
+            });
+        }
+        if let Some(delta) = args.filter(|a| !a.is_empty())
+            && let Some(partial) = self.asm.push_args(index, delta)
+        {
+            out.push(StreamEvent::ToolCallArgs { index, partial });
+        }
+    }
+}
+
+fn usage_of(u: &Value) -> Usage {
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let cached = n(&u["prompt_tokens_details"]["cached_tokens"]);
+    Usage {
+        input_tokens: n(&u["prompt_tokens"]).saturating_sub(cached),
+        output_tokens: n(&u["completion_tokens"]),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+    }
+}
+
+impl WireDecoder for OpenAiDecoder {
+    fn on_event(
+        &mut self,
+        _event: &str,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let v: Value = serde_json::from_str(data)
+            .map_err(|e| LlmError::Decode(format!("{e} in chunk {}", cut(data))))?;
+        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+            let msg = err["message"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| err.to_string());
+            return Err(LlmError::Provider(msg));
+        }
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            out.push(StreamEvent::Usage(usage_of(u)));
+        }
+        for choice in v["choices"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let delta = &choice["delta"];
+            if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+                out.push(StreamEvent::TextDelta(text.to_owned()));
+            }
+            if let Some(calls) = delta["tool_calls"].as_array() {
+                for (pos, tc) in calls.iter().enumerate() {
+                    let index = tc["index"].as_u64().map_or(pos as u32, |i| i as u32);
+                    self.tool_delta(
+                        index,
+                        tc["id"].as_str(),
+                        tc["function"]["name"].as_str(),
+                        tc["function"]["arguments"].as_str(),
+                        out,
+                    );
+                }
+            } else if delta["function_call"].is_object() {
+                let fc = &delta["function_call"];
+                self.tool_delta(
+                    LEGACY_FUNCTION_INDEX,
+                    None,
+                    fc["name"].as_str(),
+                    fc["arguments"].as_str(),
+                    out,
+                );
+            }
+            if let Some(reason) = choice["finish_reason"].as_str() {
+                self.finish_reason = Some(reason.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<StreamEvent, LlmError> {
+        if !self.done && self.finish_reason.is_none() {
+            return Err(LlmError::TruncatedStream);
+        }
+        let mut n = self.generated_ids;
+        let calls = self.asm.finish(|| {
+            n += 1;
+            format!("call_{}_{n}", uuid::Uuid::now_v7().simple())
+        });
+        Ok(StreamEvent::Done {
+            calls,
+            stop_reason: self.finish_reason,
+        })
+    }
+}
+
+fn cut(s: &str) -> &str {
+    let mut end = s.len().min(200);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{Message, ToolDefinition};
+
+    fn run(chunks: &[&str]) -> Result<Vec<StreamEvent>, LlmError> {
+        let mut d = Box::new(OpenAiDecoder::new());
+        let mut out = Vec::new();
+        for c in chunks {
+            d.on_event("", c, &mut out)?;
+        }
+        out.push(d.finish()?);
+        Ok(out)
+    }
+
+    #[test]
+    fn repeated_ids_and_names_do_not_duplicate() {
+        let ev = run(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"read_file","arguments":"{\"pa"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"read_file","arguments":"th\":\"a\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":3}}"#,
+        ])
+        .expect("decodes");
+        let Some(StreamEvent::Done { calls, .. }) = ev.last() else {
+            panic!("no done")
+        };
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].name, "read_file");
+        assert_eq!(calls[0].args, Ok(json!({"path": "a"})));
+        assert!(ev.iter().any(
+            |e| matches!(e, StreamEvent::Usage(u) if u.input_tokens == 10 && u.output_tokens == 3)
+        ));
+        assert_eq!(
+            ev.iter()
+                .filter(|e| matches!(e, StreamEvent::ToolCallStarted { .. }))
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn legacy_function_call_is_accepted() {
+        let ev = run(&[
+            r#"{"choices":[{"delta":{"function_call":{"name":"list_files","arguments":""}}}]}"#,
+            r#"{"choices":[{"delta":{"function_call":{"arguments":"{}"}},"finish_reason":"function_call"}]}"#,
+        ])
+        .expect("decodes");
+        let Some(StreamEvent::Done { calls, .. }) = ev.last() else {
+            panic!("no done")
+        };
+        assert_eq!(calls[0].name, "list_files");
+        assert!(calls[0].id.starts_with("call_"));
+    }
+
+    #[test]
+    fn truncation_and_errors() {
+        assert_eq!(
+            run(&[r#"{"choices":[{"delta":{"content":"hi"}}]}"#]).expect_err("truncated"),
+            LlmError::TruncatedStream
+        );
+        assert!(
+            matches!(run(&[r#"{"error":{"message":"overloaded"}}"#]), Err(LlmError::Provider(m)) if m == "overloaded")
+        );
+        assert!(matches!(run(&["{not json"]), Err(LlmError::Decode(_))));
+        assert!(
+            run(&[r#"{"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}]}"#]).is_ok()
+        );
+    }
+
+    #[test]
+    fn history_translates_tool_use_and_results() {
+        let req = ChatRequest {
+            system: "sys".into(),
+            messages: vec![
+                Message::user_text("go"),
+                Message {
+                    role: Role::Assistant,
+                    content: vec![
+                        ContentBlock::Text { text: "ok".into() },
+                        ContentBlock::ToolUse {
+                            id: "c1".into(),
+                            name: "t".into(),
+                            input: json!({"a": 1}),
+                        },
+                    ],
+                },
+                Message {
+                    role: Role::User,
+                    content: vec![ContentBlock::ToolResult {
+                        tool_use_id: "c1".into(),
+                        content: "r".into(),
+                        is_error: false,
+                    }],
+                },
+            ],
+            tools: vec![ToolDefinition {
+                name: "t".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_tokens: None,
+        };
+        let b = request_body("m", &req);
+        assert_eq!(
+            b["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            "{\"a\":1}"
+        );
+        assert_eq!(b["messages"][3]["role"], "tool");
+        assert_eq!(b["tools"][0]["function"]["name"], "t");
+    }
+}

@@ -1,0 +1,258 @@
+//! The scripted provider: replays a transcript file as if a server sent it.
+//! Each turn is rendered to the bytes of an OpenAI-compatible SSE stream,
+//! cut into chunks as the file says, and fed through the same SSE decoder,
+//! wire decoder, tool-call assembler and retry logic as a real provider: it
+//! replaces only the network. Format: `docs/scripted-provider.md`.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ByteStream, LlmError, Transport, Usage};
+
+/// A transcript: the replies, in order, one per model request.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    /// Model name reported by the provider.
+    #[serde(default = "default_model")]
+    pub model: String,
+    /// One entry per request.
+    pub turns: Vec<Turn>,
+}
+
+fn default_model() -> String {
+    "scripted".into()
+}
+
+/// One scripted reply (or failure).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    /// Assistant text.
+    #[serde(default)]
+    pub text: String,
+    /// Tool calls, in order.
+    #[serde(default)]
+    pub tool_calls: Vec<ScriptedCall>,
+    /// Usage reported in the last chunk.
+    pub usage: Option<Usage>,
+    /// Bytes per text/argument delta (default 16).
+    pub chunk_size: Option<usize>,
+    /// Answer the request with this HTTP error instead of a stream.
+    pub http_error: Option<HttpError>,
+    /// Send an `error` payload after the text.
+    pub stream_error: Option<String>,
+    /// End the stream early, without `finish_reason` or `[DONE]`.
+    #[serde(default)]
+    pub truncate: bool,
+    /// Leave out `[DONE]` (servers that end right after `finish_reason`).
+    #[serde(default)]
+    pub omit_done: bool,
+    /// Send these SSE frames verbatim instead of rendering the turn.
+    pub raw_sse: Option<Vec<String>>,
+    /// Wait this long before answering (benchmarks, concurrency tests).
+    pub delay_ms: Option<u64>,
+}
+
+/// A scripted tool call.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedCall {
+    /// Call id (default `call_<turn>_<n>`).
+    pub id: Option<String>,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as JSON (serialised compactly).
+    pub args: Option<Value>,
+    /// Arguments as raw text (may be malformed on purpose).
+    pub raw_args: Option<String>,
+}
+
+/// A scripted HTTP failure.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpError {
+    /// Status code.
+    pub status: u16,
+    /// Retry-After in seconds.
+    pub retry_after_secs: Option<f64>,
+    /// Response body.
+    #[serde(default)]
+    pub body: String,
+}
+
+impl Script {
+    /// Load a transcript (JSON).
+    pub fn load(path: &Path) -> Result<Self, LlmError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| LlmError::Config(format!("cannot read script {}: {e}", path.display())))?;
+        serde_json::from_str(&text)
+            .map_err(|e| LlmError::Config(format!("invalid script {}: {e}", path.display())))
+    }
+}
+
+/// Serves a [`Script`] turn by turn in place of the network.
+pub struct ScriptedTransport {
+    script: Script,
+    next: AtomicUsize,
+    requests: Mutex<Vec<Value>>,
+}
+
+impl ScriptedTransport {
+    /// Serve `script` from its first turn.
+    pub fn new(script: Script) -> Self {
+        Self::starting_at(script, 0)
+    }
+
+    /// Serve `script` from turn `first` (resuming a task replays only what
+    /// is left).
+    pub fn starting_at(script: Script, first: usize) -> Self {
+        Self {
+            script,
+            next: AtomicUsize::new(first),
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Turns served so far.
+    pub fn turns_used(&self) -> usize {
+        self.next.load(Ordering::SeqCst)
+    }
+
+    /// The request bodies received (tests inspect what the model was sent).
+    pub fn requests(&self) -> Vec<Value> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+fn chunks(s: &str, size: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for ch in s.chars() {
+        cur.push(ch);
+        if cur.len() >= size {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn frame(v: &Value) -> String {
+    format!("data: {v}\n\n")
+}
+
+/// Render a turn as the SSE frames an OpenAI-compatible server would send.
+pub fn render(turn: &Turn, turn_index: usize) -> Vec<String> {
+    if let Some(raw) = &turn.raw_sse {
+        return raw.clone();
+    }
+    let size = turn.chunk_size.unwrap_or(16).max(1);
+    let id = format!("chatcmpl-scripted-{turn_index}");
+    let mut frames = vec![frame(
+        &json!({"id": id, "choices": [{"index": 0, "delta": {"role": "assistant"}}]}),
+    )];
+    for piece in chunks(&turn.text, size) {
+        frames.push(frame(
+            &json!({"id": id, "choices": [{"index": 0, "delta": {"content": piece}}]}),
+        ));
+    }
+    if let Some(err) = &turn.stream_error {
+        frames.push(frame(&json!({"error": {"message": err}})));
+        return frames;
+    }
+    for (i, call) in turn.tool_calls.iter().enumerate() {
+        let call_id = call
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("call_{turn_index}_{i}"));
+        let args = match (&call.raw_args, &call.args) {
+            (Some(raw), _) => raw.clone(),
+            (None, Some(v)) => v.to_string(),
+            (None, None) => "{}".to_owned(),
+        };
+        // Like many servers, repeat id and name on every delta.
+        let mut first = true;
+        for piece in chunks(&args, size)
+            .into_iter()
+            .chain(std::iter::once(String::new()))
+        {
+            if piece.is_empty() && !first {
+                break;
+            }
+            frames.push(frame(
+                &json!({"id": id, "choices": [{"index": 0, "delta": {"tool_calls": [{
+                    "index": i, "id": call_id, "type": "function",
+                    "function": {"name": call.name, "arguments": piece}
+                }]}}]}),
+            ));
+            first = false;
+        }
+    }
+    if turn.truncate {
+        return frames;
+    }
+    let reason = if turn.tool_calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    let mut last =
+        json!({"id": id, "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]});
+    if let Some(u) = &turn.usage {
+        last["usage"] = json!({
+            "prompt_tokens": u.input_tokens + u.cache_read_tokens,
+            "completion_tokens": u.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens}
+        });
+    }
+    frames.push(frame(&last));
+    if !turn.omit_done {
+        frames.push("data: [DONE]\n\n".to_owned());
+    }
+    frames
+}
+
+#[async_trait::async_trait]
+impl Transport for ScriptedTransport {
+    async fn send(&self, body: &Value) -> Result<ByteStream, LlmError> {
+        if let Ok(mut r) = self.requests.lock() {
+            r.push(body.clone());
+        }
+        let index = self.next.fetch_add(1, Ordering::SeqCst);
+        let Some(turn) = self.script.turns.get(index) else {
+            return Err(LlmError::Config(format!(
+                "the script has no turn {} (it has {}): the model was asked more often than the transcript expects",
+                index + 1,
+                self.script.turns.len()
+            )));
+        };
+        if let Some(ms) = turn.delay_ms {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        if let Some(e) = &turn.http_error {
+            return Err(LlmError::Http {
+                status: e.status,
+                body: e.body.clone(),
+                retry_after: e.retry_after_secs.map(Duration::from_secs_f64),
+            });
+        }
+        let frames = render(turn, index);
+        // Split frames at arbitrary byte positions too, as TCP would.
+        let joined = frames.concat().into_bytes();
+        let cut = turn.chunk_size.unwrap_or(16).max(1) * 3 + 1;
+        let pieces: Vec<Result<Bytes, LlmError>> = joined
+            .chunks(cut)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
+        Ok(Box::pin(futures::stream::iter(pieces)))
+    }
+}
