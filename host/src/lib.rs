@@ -10,5 +10,6 @@ pub mod cli;
 pub mod events;
 pub mod llm;
 pub mod plugins;
+pub mod store;
 pub mod task;
 pub mod tools;

@@ -6,3 +6,4 @@
 pub mod approval;
 pub mod native;
 pub mod prompt;
+pub mod status;

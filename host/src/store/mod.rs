@@ -1,0 +1,658 @@
+//! Durable task state in SQLite (WAL): tasks, both histories (API messages
+//! with tool_use/tool_result blocks, UI messages), and todo lists.
+//!
+//! Every write is its own committed transaction before the call returns, so
+//! a message is durable before any front-end hears of it. The database runs
+//! in WAL mode with `synchronous=NORMAL`: a committed write survives the
+//! process being killed at any point (the WAL is in the OS before commit
+//! returns); only a power loss can drop the last commits, which a
+//! `--durability full` deployment would trade speed for (not yet exposed).
+
+mod export;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use crate::llm::{ContentBlock, Message, Role, Usage};
+use crate::task::native::{TodoItem, TodoState};
+use crate::task::status::TaskStatus;
+
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    parent_id TEXT,
+    root_id TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    status TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    provider TEXT NOT NULL DEFAULT '',
+    model TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    cache_reads INTEGER NOT NULL DEFAULT 0,
+    cache_writes INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0,
+    active_intent TEXT
+);
+CREATE TABLE IF NOT EXISTS api_messages (
+    task_id TEXT NOT NULL REFERENCES tasks(id),
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    hidden INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE IF NOT EXISTS ui_messages (
+    task_id TEXT NOT NULL REFERENCES tasks(id),
+    seq INTEGER NOT NULL,
+    ts INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    subtype TEXT NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE IF NOT EXISTS todos (
+    task_id TEXT NOT NULL REFERENCES tasks(id),
+    idx INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (task_id, idx)
+);
+";
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file cannot be opened or is not a Roost database.
+    #[error("cannot open the task store {path}: {detail}")]
+    Open {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        detail: String,
+    },
+    /// SQLite failed.
+    #[error("task store: {0}")]
+    Sql(#[from] rusqlite::Error),
+    /// A stored row does not decode.
+    #[error("task store: task {task} row {seq} is corrupt: {detail}")]
+    Corrupt {
+        /// Task id.
+        task: String,
+        /// Row.
+        seq: i64,
+        /// What is wrong.
+        detail: String,
+    },
+    /// No such task.
+    #[error("no task with id {0}")]
+    NotFound(String),
+    /// Writing an export failed.
+    #[error("export to {path}: {source}")]
+    Export {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskRecord {
+    /// UUID v7.
+    pub id: String,
+    /// Task that started this one.
+    pub parent_id: Option<String>,
+    /// First task of the tree.
+    pub root_id: String,
+    /// Mode slug.
+    pub mode: String,
+    /// Workspace path.
+    pub workspace: String,
+    /// Status.
+    pub status: TaskStatus,
+    /// The user's first prompt.
+    pub prompt: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// Created (ms since epoch).
+    pub created_at: i64,
+    /// Last change (ms since epoch).
+    pub updated_at: i64,
+    /// Token totals.
+    pub usage: Usage,
+    /// Cost in USD.
+    pub cost: f64,
+    /// Active intent id.
+    pub active_intent: Option<String>,
+}
+
+/// What is needed to create a task.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    /// Parent task, for subtasks.
+    pub parent_id: Option<String>,
+    /// Root task (defaults to the new task itself).
+    pub root_id: Option<String>,
+    /// Mode slug.
+    pub mode: String,
+    /// Workspace path.
+    pub workspace: String,
+    /// First prompt.
+    pub prompt: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+}
+
+/// A UI message: what a front-end shows, in Roo's say/ask shape.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UiMessage {
+    /// Order within the task.
+    pub seq: i64,
+    /// Time (ms since epoch).
+    pub ts: i64,
+    /// `say` or `ask`.
+    pub kind: String,
+    /// Roo's say/ask type (`text`, `tool`, `error`, `completion_result`…).
+    pub subtype: String,
+    /// Content.
+    pub text: String,
+}
+
+/// An API message with its position and visibility.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    /// Order within the task.
+    pub seq: i64,
+    /// The message.
+    pub message: Message,
+    /// Hidden by context truncation (kept, not sent).
+    pub hidden: bool,
+    /// Time (ms since epoch).
+    pub created_at: i64,
+}
+
+/// The task store. Cheap to clone; calls are short and serialised.
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Connection>>,
+    path: PathBuf,
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl Store {
+    /// The database file under a data directory.
+    pub fn default_path(data_dir: &Path) -> PathBuf {
+        data_dir.join("roost.db")
+    }
+
+    /// Open (creating if needed) the store at `path`.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let err = |detail: String| StoreError::Open {
+            path: path.to_path_buf(),
+            detail,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| err(e.to_string()))?;
+        }
+        let conn = Connection::open(path).map_err(|e| err(e.to_string()))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(|e| err(e.to_string()))?;
+        // The first real read tells a non-database file apart.
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(|e| err(format!("{e} (is it a SQLite database?)")))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(path = %path.display(), "task store runs in {mode} mode, not WAL");
+        }
+        conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
+            .map_err(|e| err(e.to_string()))?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| err(e.to_string()))?;
+        if version > SCHEMA_VERSION {
+            return Err(err(format!(
+                "written by a newer Roost (schema {version}, this one knows {SCHEMA_VERSION})"
+            )));
+        }
+        conn.execute_batch(SCHEMA).map_err(|e| err(e.to_string()))?;
+        conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
+            .map_err(|e| err(e.to_string()))?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Where the database lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent
+        // (transactions roll back), so a poisoned lock is still usable.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Create a task (status running) and return it.
+    pub fn create_task(&self, new: &NewTask) -> Result<TaskRecord, StoreError> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let root = new.root_id.clone().unwrap_or_else(|| id.clone());
+        let now = now_ms();
+        self.conn().execute(
+            "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)",
+            params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, now],
+        )?;
+        self.get_task(&id)
+    }
+
+    /// A task by id.
+    pub fn get_task(&self, id: &str) -> Result<TaskRecord, StoreError> {
+        self.conn()
+            .query_row(
+                &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
+                [id],
+                task_row,
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NotFound(id.to_owned()))?
+    }
+
+    /// Find a task by id or unique id prefix (for the CLI).
+    pub fn find_task(&self, prefix: &str) -> Result<TaskRecord, StoreError> {
+        let ids: Vec<String> = {
+            let conn = self.conn();
+            let mut stmt = conn.prepare("SELECT id FROM tasks WHERE id LIKE ?1 || '%' LIMIT 2")?;
+            stmt.query_map([prefix], |r| r.get(0))?
+                .collect::<Result<_, _>>()?
+        };
+        match ids.as_slice() {
+            [one] => self.get_task(one),
+            _ => Err(StoreError::NotFound(prefix.to_owned())),
+        }
+    }
+
+    /// The most recent tasks, newest first.
+    pub fn list_tasks(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {TASK_COLUMNS} FROM tasks ORDER BY created_at DESC, id DESC LIMIT ?1"
+        ))?;
+        let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], task_row)?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r??);
+        }
+        Ok(out)
+    }
+
+    /// Change a task's status.
+    pub fn set_status(&self, id: &str, status: TaskStatus) -> Result<(), StoreError> {
+        self.touch(id, "status = ?2", status.as_str())
+    }
+
+    /// Change a task's mode.
+    pub fn set_mode(&self, id: &str, mode: &str) -> Result<(), StoreError> {
+        self.touch(id, "mode = ?2", mode)
+    }
+
+    /// Record the active intent.
+    pub fn set_active_intent(&self, id: &str, intent: Option<&str>) -> Result<(), StoreError> {
+        let n = self.conn().execute(
+            "UPDATE tasks SET active_intent = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, intent, now_ms()],
+        )?;
+        if n == 0 {
+            Err(StoreError::NotFound(id.to_owned()))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn touch(&self, id: &str, set: &str, value: &str) -> Result<(), StoreError> {
+        let n = self.conn().execute(
+            &format!("UPDATE tasks SET {set}, updated_at = ?3 WHERE id = ?1"),
+            params![id, value, now_ms()],
+        )?;
+        if n == 0 {
+            Err(StoreError::NotFound(id.to_owned()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Add a turn's usage and cost to the task's totals.
+    pub fn add_usage(&self, id: &str, u: &Usage, cost: f64) -> Result<(), StoreError> {
+        let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.conn().execute(
+            "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, cache_reads = cache_reads + ?4,
+             cache_writes = cache_writes + ?5, cost = cost + ?6, updated_at = ?7 WHERE id = ?1",
+            params![id, i(u.input_tokens), i(u.output_tokens), i(u.cache_read_tokens), i(u.cache_write_tokens), cost, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// Append an API message; returns its sequence number.
+    pub fn append_api(&self, task: &str, m: &Message) -> Result<i64, StoreError> {
+        let content = serde_json::to_string(&m.content).map_err(|e| StoreError::Corrupt {
+            task: task.to_owned(),
+            seq: -1,
+            detail: e.to_string(),
+        })?;
+        let conn = self.conn();
+        let seq: i64 = conn.query_row(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM api_messages WHERE task_id = ?1",
+            [task],
+            |r| r.get(0),
+        )?;
+        conn.execute(
+            "INSERT INTO api_messages (task_id, seq, role, content, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![task, seq, role_str(m.role), content, now_ms()],
+        )?;
+        Ok(seq)
+    }
+
+    /// Replace the content of API message `seq` (a tool-result message grows
+    /// as the calls of one assistant message finish).
+    pub fn update_api(&self, task: &str, seq: i64, m: &Message) -> Result<(), StoreError> {
+        let content = serde_json::to_string(&m.content).map_err(|e| StoreError::Corrupt {
+            task: task.to_owned(),
+            seq,
+            detail: e.to_string(),
+        })?;
+        self.conn().execute(
+            "UPDATE api_messages SET content = ?3, role = ?4 WHERE task_id = ?1 AND seq = ?2",
+            params![task, seq, content, role_str(m.role)],
+        )?;
+        Ok(())
+    }
+
+    /// Hide API messages from the model (non-destructive truncation).
+    pub fn hide_api(&self, task: &str, seqs: &[i64]) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        for s in seqs {
+            tx.execute(
+                "UPDATE api_messages SET hidden = 1 WHERE task_id = ?1 AND seq = ?2",
+                params![task, s],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The API history in order; hidden messages only when asked.
+    pub fn load_api(
+        &self,
+        task: &str,
+        include_hidden: bool,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare("SELECT seq, role, content, hidden, created_at FROM api_messages WHERE task_id = ?1 ORDER BY seq")?;
+        let rows = stmt.query_map([task], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, bool>(3)?,
+                r.get::<_, i64>(4)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, role, content, hidden, created_at) = row?;
+            if hidden && !include_hidden {
+                continue;
+            }
+            let corrupt = |detail: String| StoreError::Corrupt {
+                task: task.to_owned(),
+                seq,
+                detail,
+            };
+            let role = match role.as_str() {
+                "user" => Role::User,
+                "assistant" => Role::Assistant,
+                other => return Err(corrupt(format!("unknown role {other:?}"))),
+            };
+            let content: Vec<ContentBlock> =
+                serde_json::from_str(&content).map_err(|e| corrupt(e.to_string()))?;
+            out.push(StoredMessage {
+                seq,
+                message: Message { role, content },
+                hidden,
+                created_at,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Append a UI message; returns its sequence number.
+    pub fn append_ui(
+        &self,
+        task: &str,
+        kind: &str,
+        subtype: &str,
+        text: &str,
+    ) -> Result<i64, StoreError> {
+        let conn = self.conn();
+        let seq: i64 = conn.query_row(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM ui_messages WHERE task_id = ?1",
+            [task],
+            |r| r.get(0),
+        )?;
+        conn.execute(
+            "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![task, seq, now_ms(), kind, subtype, text],
+        )?;
+        Ok(seq)
+    }
+
+    /// The UI history in order.
+    pub fn load_ui(&self, task: &str) -> Result<Vec<UiMessage>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT seq, ts, kind, subtype, text FROM ui_messages WHERE task_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([task], |r| {
+            Ok(UiMessage {
+                seq: r.get(0)?,
+                ts: r.get(1)?,
+                kind: r.get(2)?,
+                subtype: r.get(3)?,
+                text: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Replace the task's todo list.
+    pub fn set_todos(&self, task: &str, items: &[TodoItem]) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute("DELETE FROM todos WHERE task_id = ?1", [task])?;
+        for (i, t) in items.iter().enumerate() {
+            let state = match t.state {
+                TodoState::Pending => "pending",
+                TodoState::InProgress => "in_progress",
+                TodoState::Completed => "completed",
+            };
+            tx.execute(
+                "INSERT INTO todos (task_id, idx, text, state) VALUES (?1, ?2, ?3, ?4)",
+                params![task, i64::try_from(i).unwrap_or(i64::MAX), t.text, state],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The task's todo list.
+    pub fn get_todos(&self, task: &str) -> Result<Vec<TodoItem>, StoreError> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare("SELECT idx, text, state FROM todos WHERE task_id = ?1 ORDER BY idx")?;
+        let rows = stmt.query_map([task], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (idx, text, state) = row?;
+            let state = match state.as_str() {
+                "pending" => TodoState::Pending,
+                "in_progress" => TodoState::InProgress,
+                "completed" => TodoState::Completed,
+                other => {
+                    return Err(StoreError::Corrupt {
+                        task: task.to_owned(),
+                        seq: idx,
+                        detail: format!("todo state {other:?}"),
+                    });
+                }
+            };
+            out.push(TodoItem { text, state });
+        }
+        Ok(out)
+    }
+
+    /// After a crash mid-tool: answer every tool_use of the last assistant
+    /// message that has no tool_result with an "interrupted" error result,
+    /// so the history is valid again. Returns how many were repaired.
+    pub fn repair_dangling_tool_uses(&self, task: &str) -> Result<usize, StoreError> {
+        let history = self.load_api(task, true)?;
+        let Some(last_assistant) = history
+            .iter()
+            .rposition(|m| m.message.role == Role::Assistant)
+        else {
+            return Ok(0);
+        };
+        let wanted: Vec<String> = history[last_assistant]
+            .message
+            .tool_use_ids()
+            .map(str::to_owned)
+            .collect();
+        if wanted.is_empty() {
+            return Ok(0);
+        }
+        let results_msg = history
+            .get(last_assistant + 1)
+            .filter(|m| m.message.role == Role::User);
+        let answered: Vec<String> = results_msg
+            .map(|m| {
+                m.message
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let missing: Vec<&String> = wanted.iter().filter(|id| !answered.contains(id)).collect();
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        let mut blocks: Vec<ContentBlock> = results_msg
+            .map(|m| m.message.content.clone())
+            .unwrap_or_default();
+        for id in &missing {
+            blocks.push(ContentBlock::ToolResult {
+                tool_use_id: (*id).clone(),
+                content: "[ERROR] The tool call was interrupted (the task was stopped while it ran). Its effects, if any, \
+                          are unknown: check the files before retrying."
+                    .into(),
+                is_error: true,
+            });
+        }
+        let msg = Message {
+            role: Role::User,
+            content: blocks,
+        };
+        match results_msg {
+            Some(m) => self.update_api(task, m.seq, &msg)?,
+            None => {
+                self.append_api(task, &msg)?;
+            }
+        }
+        Ok(missing.len())
+    }
+
+    /// Write Roo Code's files for a task into `dir`.
+    pub fn export_roo(&self, task: &str, dir: &Path) -> Result<(), StoreError> {
+        export::write(self, task, dir)
+    }
+}
+
+const TASK_COLUMNS: &str = "id, parent_id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at, \
+     tokens_in, tokens_out, cache_reads, cache_writes, cost, active_intent";
+
+fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TaskRecord, StoreError>> {
+    let id: String = r.get(0)?;
+    let status_text: String = r.get(5)?;
+    let u = |i: usize| r.get::<_, i64>(i).map(|v| u64::try_from(v).unwrap_or(0));
+    let Some(status) = TaskStatus::parse(&status_text) else {
+        return Ok(Err(StoreError::Corrupt {
+            task: id,
+            seq: 0,
+            detail: format!("unknown status {status_text:?}"),
+        }));
+    };
+    Ok(Ok(TaskRecord {
+        parent_id: r.get(1)?,
+        root_id: r.get(2)?,
+        mode: r.get(3)?,
+        workspace: r.get(4)?,
+        status,
+        prompt: r.get(6)?,
+        provider: r.get(7)?,
+        model: r.get(8)?,
+        created_at: r.get(9)?,
+        updated_at: r.get(10)?,
+        usage: Usage {
+            input_tokens: u(11)?,
+            output_tokens: u(12)?,
+            cache_read_tokens: u(13)?,
+            cache_write_tokens: u(14)?,
+        },
+        cost: r.get(15)?,
+        active_intent: r.get(16)?,
+        id,
+    }))
+}
+
+fn role_str(r: Role) -> &'static str {
+    match r {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
+#[cfg(test)]
+mod tests;

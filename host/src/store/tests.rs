@@ -1,0 +1,241 @@
+use serde_json::json;
+
+use super::*;
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = Store::open(&dir.path().join("roost.db")).expect("opens");
+    (dir, s)
+}
+
+fn new_task(s: &Store) -> TaskRecord {
+    s.create_task(&NewTask {
+        parent_id: None,
+        root_id: None,
+        mode: "code".into(),
+        workspace: "/ws".into(),
+        prompt: "do it".into(),
+        provider: "scripted".into(),
+        model: "m".into(),
+    })
+    .expect("creates")
+}
+
+fn tool_use(id: &str) -> Message {
+    Message {
+        role: Role::Assistant,
+        content: vec![
+            ContentBlock::Text {
+                text: "on it".into(),
+            },
+            ContentBlock::ToolUse {
+                id: id.into(),
+                name: "read_file".into(),
+                input: json!({"path": "a"}),
+            },
+        ],
+    }
+}
+
+#[test]
+fn tasks_round_trip_and_persist_across_reopen() {
+    let (dir, s) = store();
+    let t = new_task(&s);
+    assert_eq!(t.status, TaskStatus::Running);
+    assert_eq!(t.root_id, t.id);
+    s.set_status(&t.id, TaskStatus::Paused).expect("status");
+    s.add_usage(
+        &t.id,
+        &Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            cache_read_tokens: 2,
+            cache_write_tokens: 1,
+        },
+        0.25,
+    )
+    .expect("usage");
+    s.append_api(&t.id, &Message::user_text("hello"))
+        .expect("append");
+    drop(s);
+    let s = Store::open(&dir.path().join("roost.db")).expect("reopens");
+    let t2 = s.get_task(&t.id).expect("found");
+    assert_eq!(t2.status, TaskStatus::Paused);
+    assert_eq!(t2.usage.input_tokens, 10);
+    assert!((t2.cost - 0.25).abs() < 1e-9);
+    assert_eq!(s.load_api(&t.id, false).expect("history").len(), 1);
+    assert_eq!(s.find_task(&t.id[..8]).expect("prefix").id, t.id);
+    assert!(matches!(s.get_task("nope"), Err(StoreError::NotFound(_))));
+}
+
+#[test]
+fn api_history_order_update_and_hidden() {
+    let (_d, s) = store();
+    let t = new_task(&s);
+    let a = s
+        .append_api(&t.id, &Message::user_text("1"))
+        .expect("append");
+    let b = s.append_api(&t.id, &tool_use("c1")).expect("append");
+    let c = s
+        .append_api(&t.id, &Message::user_text("3"))
+        .expect("append");
+    assert_eq!((a, b, c), (1, 2, 3));
+    s.update_api(&t.id, c, &Message::user_text("three"))
+        .expect("update");
+    s.hide_api(&t.id, &[a]).expect("hide");
+    let visible = s.load_api(&t.id, false).expect("load");
+    assert_eq!(
+        visible.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        vec![2, 3]
+    );
+    assert_eq!(visible[1].message, Message::user_text("three"));
+    assert_eq!(s.load_api(&t.id, true).expect("load").len(), 3);
+}
+
+#[test]
+fn dangling_tool_uses_are_answered_as_interrupted() {
+    let (_d, s) = store();
+    let t = new_task(&s);
+    s.append_api(&t.id, &Message::user_text("go"))
+        .expect("append");
+    let mut two = tool_use("c1");
+    two.content.push(ContentBlock::ToolUse {
+        id: "c2".into(),
+        name: "list_files".into(),
+        input: json!({}),
+    });
+    s.append_api(&t.id, &two).expect("append");
+    s.append_api(
+        &t.id,
+        &Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: "c1".into(),
+                content: "ok".into(),
+                is_error: false,
+            }],
+        },
+    )
+    .expect("append");
+    assert_eq!(s.repair_dangling_tool_uses(&t.id).expect("repair"), 1);
+    assert_eq!(s.repair_dangling_tool_uses(&t.id).expect("idempotent"), 0);
+    let h = s.load_api(&t.id, false).expect("load");
+    assert_eq!(h.len(), 3);
+    let ids: Vec<_> = h[2]
+        .message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                is_error,
+                ..
+            } => Some((tool_use_id.clone(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, vec![("c1".to_owned(), false), ("c2".to_owned(), true)]);
+
+    let t2 = new_task(&s);
+    s.append_api(&t2.id, &tool_use("x")).expect("append");
+    assert_eq!(s.repair_dangling_tool_uses(&t2.id).expect("repair"), 1);
+    assert_eq!(s.load_api(&t2.id, false).expect("load").len(), 2);
+}
+
+#[test]
+fn ui_messages_todos_and_export() {
+    let (dir, s) = store();
+    let t = new_task(&s);
+    s.append_api(&t.id, &Message::user_text("go"))
+        .expect("append");
+    s.append_api(&t.id, &tool_use("c1")).expect("append");
+    s.append_ui(&t.id, "say", "text", "hello").expect("ui");
+    s.append_ui(&t.id, "ask", "tool", "{\"tool\":\"read_file\"}")
+        .expect("ui");
+    let todos = vec![
+        TodoItem {
+            text: "a".into(),
+            state: TodoState::Completed,
+        },
+        TodoItem {
+            text: "b".into(),
+            state: TodoState::Pending,
+        },
+    ];
+    s.set_todos(&t.id, &todos).expect("todos");
+    assert_eq!(s.get_todos(&t.id).expect("todos"), todos);
+    let out = dir.path().join("export");
+    s.export_roo(&t.id, &out).expect("export");
+    let api: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("api_conversation_history.json")).expect("read"),
+    )
+    .expect("json");
+    assert_eq!(api[1]["content"][1]["type"], "tool_use");
+    assert!(api[0]["ts"].is_i64());
+    let ui: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("ui_messages.json")).expect("read"))
+            .expect("json");
+    assert_eq!(ui[0]["type"], "say");
+    assert_eq!(ui[0]["say"], "text");
+    assert_eq!(ui[1]["ask"], "tool");
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("task_metadata.json")).expect("read"),
+    )
+    .expect("json");
+    assert!(meta["files_in_context"].is_array());
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("roost.db");
+    std::fs::write(
+        &p,
+        "this is not sqlite, just text that is long enough to have a header",
+    )
+    .expect("write");
+    let e = Store::open(&p).err().expect("refused");
+    let msg = e.to_string();
+    assert!(msg.contains("roost.db"), "{msg}");
+}
+
+#[test]
+fn a_corrupt_row_is_reported_not_a_panic() {
+    let (_d, s) = store();
+    let t = new_task(&s);
+    s.append_api(&t.id, &Message::user_text("ok"))
+        .expect("append");
+    s.conn()
+        .execute("INSERT INTO api_messages (task_id, seq, role, content, created_at) VALUES (?1, 2, 'user', '{broken', 0)", [&t.id])
+        .expect("inject");
+    let e = s.load_api(&t.id, false).expect_err("corrupt");
+    assert!(matches!(e, StoreError::Corrupt { seq: 2, .. }), "{e}");
+    s.conn()
+        .execute("UPDATE tasks SET status = 'weird' WHERE id = ?1", [&t.id])
+        .expect("inject");
+    assert!(matches!(s.get_task(&t.id), Err(StoreError::Corrupt { .. })));
+}
+
+#[test]
+fn concurrent_appends_keep_order_per_task() {
+    let (_d, s) = store();
+    let tasks: Vec<String> = (0..4).map(|_| new_task(&s).id).collect();
+    std::thread::scope(|sc| {
+        for id in &tasks {
+            let s = s.clone();
+            sc.spawn(move || {
+                for i in 0..50 {
+                    s.append_api(id, &Message::user_text(i.to_string()))
+                        .expect("append");
+                }
+            });
+        }
+    });
+    for id in &tasks {
+        let h = s.load_api(id, false).expect("load");
+        assert_eq!(h.len(), 50);
+        for (i, m) in h.iter().enumerate() {
+            assert_eq!(m.message, Message::user_text(i.to_string()));
+        }
+    }
+}
