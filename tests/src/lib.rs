@@ -143,3 +143,92 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
         out.insert(rel, desc);
     }
 }
+
+/// The person at the keyboard, scripted: queued answers for approvals,
+/// completion reviews, follow-up questions and guidance requests. When a
+/// queue is empty the defaults apply (approve, accept, no answer, stop).
+pub mod user {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use roost::task::{Approval, CompletionAnswer, Interaction};
+    use roost::tools::ToolGroup;
+
+    /// Scripted answers; records every question it was asked.
+    #[derive(Default)]
+    pub struct ScriptedUser {
+        /// Answers to approval requests.
+        pub approvals: Mutex<VecDeque<Approval>>,
+        /// Answers to `attempt_completion`.
+        pub completions: Mutex<VecDeque<CompletionAnswer>>,
+        /// Answers to follow-up questions.
+        pub followups: Mutex<VecDeque<String>>,
+        /// Answers to guidance requests (mistake limit, repetition).
+        pub guidance: Mutex<VecDeque<String>>,
+        /// Everything asked, as `kind: text`.
+        pub asked: Mutex<Vec<String>>,
+    }
+
+    impl ScriptedUser {
+        /// Queue an approval answer.
+        pub fn approve(self, a: Approval) -> Self {
+            self.approvals.lock().expect("lock").push_back(a);
+            self
+        }
+        /// Queue a completion answer.
+        pub fn complete(self, a: CompletionAnswer) -> Self {
+            self.completions.lock().expect("lock").push_back(a);
+            self
+        }
+        /// Queue a follow-up answer.
+        pub fn answer(self, a: &str) -> Self {
+            self.followups.lock().expect("lock").push_back(a.to_owned());
+            self
+        }
+        /// Queue guidance.
+        pub fn guide(self, a: &str) -> Self {
+            self.guidance.lock().expect("lock").push_back(a.to_owned());
+            self
+        }
+        /// Questions asked so far.
+        pub fn asked(&self) -> Vec<String> {
+            self.asked.lock().expect("lock").clone()
+        }
+        fn note(&self, s: String) {
+            self.asked.lock().expect("lock").push(s);
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Interaction for ScriptedUser {
+        async fn approve(
+            &self,
+            tool: &str,
+            _group: ToolGroup,
+            _args: &serde_json::Value,
+        ) -> Approval {
+            self.note(format!("approve: {tool}"));
+            self.approvals
+                .lock()
+                .expect("lock")
+                .pop_front()
+                .unwrap_or(Approval::Approve)
+        }
+        async fn followup(&self, question: &str, _suggestions: &[String]) -> Option<String> {
+            self.note(format!("followup: {question}"));
+            self.followups.lock().expect("lock").pop_front()
+        }
+        async fn completion(&self, result: &str) -> CompletionAnswer {
+            self.note(format!("completion: {result}"));
+            self.completions
+                .lock()
+                .expect("lock")
+                .pop_front()
+                .unwrap_or(CompletionAnswer::Accept)
+        }
+        async fn guidance(&self, reason: &str) -> Option<String> {
+            self.note(format!("guidance: {reason}"));
+            self.guidance.lock().expect("lock").pop_front()
+        }
+    }
+}

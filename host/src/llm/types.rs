@@ -93,6 +93,7 @@ pub struct ToolDefinition {
 
 /// Token usage reported by a provider, accumulated per task.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Usage {
     /// Prompt tokens.
     pub input_tokens: u64,

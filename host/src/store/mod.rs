@@ -60,6 +60,13 @@ CREATE TABLE IF NOT EXISTS ui_messages (
     text TEXT NOT NULL,
     PRIMARY KEY (task_id, seq)
 );
+CREATE TABLE IF NOT EXISTS condensations (
+    task_id TEXT NOT NULL REFERENCES tasks(id),
+    upto_seq INTEGER NOT NULL,
+    summary TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (task_id, upto_seq)
+);
 CREATE TABLE IF NOT EXISTS todos (
     task_id TEXT NOT NULL REFERENCES tasks(id),
     idx INTEGER NOT NULL,
@@ -448,6 +455,41 @@ impl Store {
             });
         }
         Ok(out)
+    }
+
+    /// Record that messages up to `upto_seq` (after the first) were
+    /// condensed into `summary`, and hide them; nothing is deleted.
+    pub fn condense(
+        &self,
+        task: &str,
+        first_seq: i64,
+        upto_seq: i64,
+        summary: &str,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
+            "UPDATE api_messages SET hidden = 1 WHERE task_id = ?1 AND seq > ?2 AND seq <= ?3",
+            params![task, first_seq, upto_seq],
+        )?;
+        tx.execute(
+            "INSERT OR REPLACE INTO condensations (task_id, upto_seq, summary, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![task, upto_seq, summary, now_ms()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The latest condensation summary of a task, if any.
+    pub fn latest_summary(&self, task: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT summary FROM condensations WHERE task_id = ?1 ORDER BY upto_seq DESC LIMIT 1",
+                [task],
+                |r| r.get(0),
+            )
+            .optional()?)
     }
 
     /// Append a UI message; returns its sequence number.

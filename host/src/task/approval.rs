@@ -87,8 +87,9 @@ pub trait Interaction: Send + Sync {
     async fn followup(&self, question: &str, suggestions: &[String]) -> Option<String>;
     /// Accept the result, or send feedback.
     async fn completion(&self, result: &str) -> CompletionAnswer;
-    /// The model keeps making mistakes: guidance to continue, or `None` to stop.
-    async fn mistake_limit(&self, count: u32) -> Option<String>;
+    /// The model is stuck (too many mistakes in a row, or the same call
+    /// repeated): guidance to continue with, or `None` to stop the task.
+    async fn guidance(&self, reason: &str) -> Option<String>;
 }
 
 #[cfg(test)]

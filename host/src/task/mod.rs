@@ -4,6 +4,15 @@
 //! the work is accepted, the task is aborted, or a limit is hit.
 
 pub mod approval;
+pub mod config;
+mod context;
+mod gates;
 pub mod native;
 pub mod prompt;
+mod runner;
 pub mod status;
+
+pub use approval::{Approval, ApprovalPolicy, CompletionAnswer, Interaction};
+pub use config::{Price, TaskConfig};
+pub use runner::{Agent, TaskError, TaskOutcome};
+pub use status::TaskStatus;

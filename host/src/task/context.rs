@@ -1,0 +1,178 @@
+//! Context management: what history the model sees, and condensing it when
+//! it outgrows the window. Condensing summarises older messages with the
+//! model, keeping the first user message, the most recent messages and
+//! every tool_use/tool_result pair intact (the cut always falls just before
+//! an assistant message); when summarising fails the older messages are
+//! hidden instead. Nothing is ever deleted.
+
+use futures::StreamExt;
+
+use crate::llm::{ChatRequest, Message, Provider, Role, StreamEvent};
+use crate::store::StoredMessage;
+
+/// Rough token count: four bytes a token (good enough to decide when to
+/// condense; the provider's usage reports the truth).
+pub fn estimate_tokens(system: &str, history: &[Message]) -> u64 {
+    let bytes: usize = system.len()
+        + history
+            .iter()
+            .map(|m| serde_json::to_string(&m.content).map_or(0, |s| s.len()))
+            .sum::<usize>();
+    (bytes / 4) as u64
+}
+
+/// The history as the model sees it: visible messages, the latest summary
+/// right after the first message, consecutive same-role messages merged.
+pub fn model_history(visible: &[StoredMessage], summary: Option<&str>) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::with_capacity(visible.len() + 1);
+    for (i, m) in visible.iter().enumerate() {
+        push_merged(&mut out, m.message.clone());
+        if i == 0
+            && let Some(s) = summary
+        {
+            push_merged(
+                &mut out,
+                Message::user_text(format!("[Summary of the earlier conversation]\n{s}")),
+            );
+        }
+    }
+    out
+}
+
+fn push_merged(out: &mut Vec<Message>, m: Message) {
+    match out.last_mut() {
+        Some(last) if last.role == m.role => last.content.extend(m.content),
+        _ => out.push(m),
+    }
+}
+
+/// Where to cut: hide `visible[1..cut]`, where `visible[cut]` is an
+/// assistant message and at least `keep` messages stay after it.
+pub fn cut_point(visible: &[StoredMessage], keep: usize) -> Option<usize> {
+    let last_allowed = visible.len().checked_sub(keep.max(1))?;
+    (2..=last_allowed)
+        .rev()
+        .find(|&i| visible[i].message.role == Role::Assistant)
+}
+
+/// Ask the model for a summary of `history`; `None` if it fails.
+pub async fn summarise(provider: &dyn Provider, history: &[Message]) -> Option<String> {
+    let mut messages = history.to_vec();
+    messages.push(Message::user_text(
+        "Summarise the conversation so far for yourself: the task, decisions made, files read or changed and \
+         their relevant contents, errors met, and what remains to do. Be complete but concise; do not call tools.",
+    ));
+    let req = ChatRequest {
+        system:
+            "You condense an AI coding agent's conversation so it can continue with less context."
+                .into(),
+        messages: merge_all(messages),
+        tools: Vec::new(),
+        max_tokens: Some(4096),
+    };
+    let mut stream = provider.stream(&req).await.ok()?;
+    let mut text = String::new();
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(StreamEvent::TextDelta(d)) => text.push_str(&d),
+            Ok(StreamEvent::Done { .. }) => return (!text.trim().is_empty()).then_some(text),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!("condensing failed: {e}");
+                return None;
+            }
+        }
+    }
+    None
+}
+
+fn merge_all(ms: Vec<Message>) -> Vec<Message> {
+    let mut out = Vec::new();
+    for m in ms {
+        push_merged(&mut out, m);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ContentBlock;
+    use serde_json::json;
+
+    fn tool_result_ids(m: &Message) -> Vec<&str> {
+        m.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn stored(seq: i64, m: Message) -> StoredMessage {
+        StoredMessage {
+            seq,
+            message: m,
+            hidden: false,
+            created_at: 0,
+        }
+    }
+
+    fn call(id: &str) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse {
+                id: id.into(),
+                name: "t".into(),
+                input: json!({}),
+            }],
+        }
+    }
+
+    fn result(id: &str) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: id.into(),
+                content: "r".into(),
+                is_error: false,
+            }],
+        }
+    }
+
+    #[test]
+    fn cut_keeps_pairs_and_the_first_message() {
+        let v: Vec<_> = [
+            Message::user_text("task"),
+            call("1"),
+            result("1"),
+            call("2"),
+            result("2"),
+            call("3"),
+            result("3"),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| stored(i as i64 + 1, m))
+        .collect();
+        let cut = cut_point(&v, 2).expect("a cut");
+        assert_eq!(v[cut].message.role, Role::Assistant);
+        assert!(v.len() - cut >= 2);
+        let kept: Vec<_> = std::iter::once(&v[0]).chain(&v[cut..]).cloned().collect();
+        let h = model_history(&kept, Some("summary"));
+        assert_eq!(h[0].role, Role::User);
+        assert_eq!(
+            h[0].content.len(),
+            2,
+            "summary merged into the first user message"
+        );
+        // Every tool_result answers a tool_use that is still present.
+        for w in h.windows(2) {
+            for id in tool_result_ids(&w[1]) {
+                assert!(w[0].tool_use_ids().any(|u| u == id));
+            }
+        }
+        assert!(cut_point(&v[..3], 2).is_none());
+    }
+}

@@ -1,0 +1,897 @@
+//! The loop: stream a reply, persist it, run its tool calls through the
+//! gates one at a time, persist each result, repeat.
+//!
+//! Ordering rule: every message is written to the store before the event
+//! that announces it is published, so a front-end never shows something a
+//! crash could lose. The tool_use/tool_result pairing is an invariant: each
+//! assistant message's calls are answered, in order, by the next user
+//! message (a crash mid-call is repaired on resume).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::approval::{Approval, CompletionAnswer, Interaction};
+use super::config::TaskConfig;
+use super::context::{cut_point, estimate_tokens, model_history, summarise};
+use super::gates::{RepetitionDetector, schema_violations};
+use super::native::{self, ASK_FOLLOWUP, ATTEMPT_COMPLETION, UPDATE_TODO_LIST};
+use super::prompt::{PromptContext, build};
+use super::status::TaskStatus;
+use crate::capability::Grant;
+use crate::events::{EventBus, TaskEvent};
+use crate::llm::{
+    AssembledCall, ChatRequest, ContentBlock, LlmError, Message, Provider, Role, StreamEvent,
+    ToolDefinition, Usage,
+};
+use crate::plugins::PluginEngine;
+use crate::store::{NewTask, Store, StoreError, TaskRecord};
+use crate::tools::{ArgsValidator, Registry, ToolGroup, ToolSpec};
+
+/// Roo's corrective message when a reply uses no tool.
+const NO_TOOLS_USED: &str = "[ERROR] You did not use a tool in your previous response. Every response must call a \
+tool. If the task is done, call attempt_completion with the result. If you need information from the user, call \
+ask_followup_question. Otherwise call the next tool the task needs.";
+
+/// Role of the default `code` mode (modes arrive with the modes issue).
+const CODE_ROLE: &str = "You are Roost, a highly skilled software engineer working in the user's workspace through \
+sandboxed tools. You read before you edit, make focused changes, verify them, and report clearly.";
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskOutcome {
+    /// The user accepted the result.
+    Completed {
+        /// The accepted result.
+        result: String,
+    },
+    /// Stopped by the user or a signal; resumable.
+    Aborted {
+        /// Why.
+        reason: String,
+    },
+    /// The turn limit was hit; resumable.
+    Paused {
+        /// Why.
+        reason: String,
+    },
+    /// An error ended the run.
+    Failed {
+        /// What went wrong.
+        error: String,
+    },
+}
+
+/// Errors that stop the host from running a task at all (not the task's
+/// own failures, which are [`TaskOutcome::Failed`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Resume was asked for a task that cannot continue.
+    #[error("task {id} is {status} and cannot be resumed")]
+    NotResumable {
+        /// Task id.
+        id: String,
+        /// Its status.
+        status: TaskStatus,
+    },
+}
+
+/// The services a task runs with: model, tools, store, policies. One per
+/// process (or per tenant); tasks share it.
+pub struct Agent {
+    /// The model.
+    pub provider: Arc<dyn Provider>,
+    /// The plugin runtime.
+    pub engine: Arc<PluginEngine>,
+    /// Plugin tools by name.
+    pub registry: Arc<Registry>,
+    /// Durable state.
+    pub store: Store,
+    /// Limits and policies.
+    pub config: TaskConfig,
+}
+
+/// Per-run state that is not persisted (it restarts with a resume).
+struct RunState {
+    mistakes: u32,
+    repetition: RepetitionDetector,
+}
+
+/// The result of one call, ready to become a tool_result block.
+struct CallResult {
+    content: String,
+    is_error: bool,
+    mistake: bool,
+    completed: Option<String>,
+    abort: bool,
+}
+
+impl CallResult {
+    fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+            mistake: false,
+            completed: None,
+            abort: false,
+        }
+    }
+    fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+            mistake: false,
+            completed: None,
+            abort: false,
+        }
+    }
+    fn mistake(content: impl Into<String>) -> Self {
+        Self {
+            mistake: true,
+            ..Self::error(content)
+        }
+    }
+}
+
+/// What a streamed reply amounted to.
+struct Reply {
+    text: String,
+    calls: Vec<AssembledCall>,
+    usage: Usage,
+}
+
+/// A running task's identity and event channel.
+struct Ctx<'a> {
+    task: TaskRecord,
+    workspace: PathBuf,
+    events: &'a EventBus,
+    interaction: &'a dyn Interaction,
+}
+
+impl Agent {
+    /// Every tool offered to the model: plugin tools and host-native ones.
+    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        let mut specs: Vec<ToolSpec> = self.registry.iter().map(|t| t.spec.clone()).collect();
+        specs.extend(native::specs());
+        specs
+    }
+
+    /// Create a task for `prompt` in `workspace` and run it.
+    pub async fn start(
+        &self,
+        prompt: &str,
+        workspace: &Path,
+        mode: &str,
+        interaction: &dyn Interaction,
+        events: &EventBus,
+    ) -> Result<(String, TaskOutcome), TaskError> {
+        let task = self.store.create_task(&NewTask {
+            parent_id: None,
+            root_id: None,
+            mode: mode.to_owned(),
+            workspace: workspace.display().to_string(),
+            prompt: prompt.to_owned(),
+            provider: self.provider.name().to_owned(),
+            model: self.provider.model().to_owned(),
+        })?;
+        self.store.append_ui(&task.id, "say", "text", prompt)?;
+        self.store.append_api(
+            &task.id,
+            &Message::user_text(format!("<task>\n{prompt}\n</task>")),
+        )?;
+        events.publish(TaskEvent::TaskCreated {
+            task_id: task.id.clone(),
+            mode: task.mode.clone(),
+            workspace: task.workspace.clone(),
+        });
+        events.publish(TaskEvent::TaskStarted {
+            task_id: task.id.clone(),
+            resumed: false,
+        });
+        let id = task.id.clone();
+        let ctx = Ctx {
+            workspace: workspace.to_path_buf(),
+            task,
+            events,
+            interaction,
+        };
+        let outcome = self.run(&ctx).await?;
+        Ok((id, outcome))
+    }
+
+    /// Continue a task from its history (after a crash, Ctrl-C or pause).
+    pub async fn resume(
+        &self,
+        id: &str,
+        interaction: &dyn Interaction,
+        events: &EventBus,
+    ) -> Result<TaskOutcome, TaskError> {
+        let task = self.store.find_task(id)?;
+        if task.status.is_final() {
+            return Err(TaskError::NotResumable {
+                id: task.id,
+                status: task.status,
+            });
+        }
+        let repaired = self.store.repair_dangling_tool_uses(&task.id)?;
+        if repaired > 0 {
+            tracing::info!(task = %task.id, repaired, "answered interrupted tool calls");
+        }
+        let history = self.store.load_api(&task.id, false)?;
+        if history
+            .last()
+            .is_some_and(|m| m.message.role == Role::Assistant)
+        {
+            // A text-only reply was the last word: tell the model it was
+            // interrupted so the conversation alternates again.
+            self.store.append_api(
+                &task.id,
+                &Message::user_text(
+                    "[TASK RESUMPTION] The task was interrupted. Continue where you left off.",
+                ),
+            )?;
+        }
+        self.store.set_status(&task.id, TaskStatus::Running)?;
+        self.store
+            .append_ui(&task.id, "say", "resume", "task resumed")?;
+        events.publish(TaskEvent::TaskStarted {
+            task_id: task.id.clone(),
+            resumed: true,
+        });
+        let ctx = Ctx {
+            workspace: PathBuf::from(&task.workspace),
+            task,
+            events,
+            interaction,
+        };
+        self.run(&ctx).await
+    }
+
+    /// Mark a task aborted (Ctrl-C); its history stays resumable.
+    pub fn abort(&self, id: &str, reason: &str, events: &EventBus) -> Result<(), TaskError> {
+        self.store.repair_dangling_tool_uses(id)?;
+        self.store.set_status(id, TaskStatus::Aborted)?;
+        self.store
+            .append_ui(id, "say", "error", &format!("aborted: {reason}"))?;
+        events.publish(TaskEvent::Aborted {
+            reason: reason.to_owned(),
+        });
+        Ok(())
+    }
+
+    async fn run(&self, ctx: &Ctx<'_>) -> Result<TaskOutcome, TaskError> {
+        let id = ctx.task.id.as_str();
+        let mut state = RunState {
+            mistakes: 0,
+            repetition: RepetitionDetector::new(self.config.repetition_limit),
+        };
+        let specs = self.tool_specs();
+        let definitions: Vec<ToolDefinition> = specs
+            .iter()
+            .map(|s| ToolDefinition {
+                name: s.name.clone(),
+                description: s.description.clone(),
+                parameters: s.args_schema.clone(),
+            })
+            .collect();
+        let native_validators: Vec<(String, ArgsValidator)> = native::specs()
+            .into_iter()
+            .filter_map(|s| ArgsValidator::new(&s.args_schema).ok().map(|v| (s.name, v)))
+            .collect();
+
+        for turn in 1..=self.config.max_turns {
+            let system = build(&PromptContext {
+                role: CODE_ROLE,
+                mode: &ctx.task.mode,
+                workspace: &ctx.workspace,
+                tools: &specs,
+                extra: &[],
+            });
+            let history = self.history_for_model(id, &system).await?;
+            ctx.events.publish(TaskEvent::RequestStarted { turn });
+            self.store
+                .append_ui(id, "say", "api_req_started", &format!("turn {turn}"))?;
+            let req = ChatRequest {
+                system,
+                messages: history,
+                tools: definitions.clone(),
+                max_tokens: None,
+            };
+            let reply = match self.stream_reply(&req, ctx.events).await {
+                Ok(r) => r,
+                Err(e) => return self.fail(ctx, &format!("the model request failed: {e}")),
+            };
+            let cost = self.config.price.cost(&reply.usage);
+            self.store.add_usage(id, &reply.usage, cost)?;
+
+            let mut content = Vec::new();
+            if !reply.text.trim().is_empty() {
+                content.push(ContentBlock::Text {
+                    text: reply.text.clone(),
+                });
+            }
+            for c in &reply.calls {
+                let input = c
+                    .args
+                    .clone()
+                    .unwrap_or_else(|_| Value::Object(Default::default()));
+                content.push(ContentBlock::ToolUse {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    input,
+                });
+            }
+            if content.is_empty() {
+                content.push(ContentBlock::Text {
+                    text: "(empty response)".into(),
+                });
+            }
+            self.store.append_api(
+                id,
+                &Message {
+                    role: Role::Assistant,
+                    content,
+                },
+            )?;
+            if !reply.text.trim().is_empty() {
+                self.store.append_ui(id, "say", "text", &reply.text)?;
+            }
+            ctx.events.publish(TaskEvent::MessageFinal {
+                text: reply.text.clone(),
+            });
+
+            if reply.calls.is_empty() {
+                state.mistakes += 1;
+                self.store
+                    .append_api(id, &Message::user_text(NO_TOOLS_USED))?;
+                self.store
+                    .append_ui(id, "say", "error", "the model used no tool")?;
+                if let Some(outcome) = self.check_mistakes(ctx, &mut state, None).await? {
+                    return Ok(outcome);
+                }
+                continue;
+            }
+
+            let mut results = Message {
+                role: Role::User,
+                content: Vec::new(),
+            };
+            let mut results_seq: Option<i64> = None;
+            let mut completed: Option<String> = None;
+            let mut abort = false;
+            for call in &reply.calls {
+                let r = if completed.is_some() || abort {
+                    CallResult::error(
+                        "Not executed: an earlier call in the same message ended the task.",
+                    )
+                } else {
+                    self.handle_call(ctx, &mut state, call, &native_validators)
+                        .await?
+                };
+                if r.mistake {
+                    state.mistakes += 1;
+                } else if !r.is_error {
+                    state.mistakes = 0;
+                }
+                completed = completed.or(r.completed.clone());
+                abort |= r.abort;
+                results.content.push(ContentBlock::ToolResult {
+                    tool_use_id: call.id.clone(),
+                    content: r.content.clone(),
+                    is_error: r.is_error,
+                });
+                match results_seq {
+                    Some(seq) => self.store.update_api(id, seq, &results)?,
+                    None => results_seq = Some(self.store.append_api(id, &results)?),
+                }
+            }
+            if let Some(result) = completed {
+                self.store.set_status(id, TaskStatus::Completed)?;
+                let t = self.store.get_task(id)?;
+                ctx.events.publish(TaskEvent::Completed {
+                    result: result.clone(),
+                    usage: t.usage,
+                    cost: t.cost,
+                });
+                return Ok(TaskOutcome::Completed { result });
+            }
+            if abort {
+                self.abort(id, "stopped by the user", ctx.events)?;
+                return Ok(TaskOutcome::Aborted {
+                    reason: "stopped by the user".into(),
+                });
+            }
+            if let Some(outcome) = self
+                .check_mistakes(ctx, &mut state, Some((&mut results, results_seq)))
+                .await?
+            {
+                return Ok(outcome);
+            }
+        }
+        let reason = format!("reached the limit of {} turns", self.config.max_turns);
+        self.store.set_status(id, TaskStatus::Paused)?;
+        self.store.append_ui(id, "say", "error", &reason)?;
+        ctx.events.publish(TaskEvent::Failed {
+            error: reason.clone(),
+        });
+        Ok(TaskOutcome::Paused { reason })
+    }
+
+    /// After too many consecutive mistakes, ask the user for guidance; their
+    /// answer goes to the model, or the task stops.
+    async fn check_mistakes(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        results: Option<(&mut Message, Option<i64>)>,
+    ) -> Result<Option<TaskOutcome>, TaskError> {
+        if state.mistakes < self.config.max_mistakes {
+            return Ok(None);
+        }
+        let id = ctx.task.id.as_str();
+        let reason = format!(
+            "The model made {} mistakes in a row. Give guidance to continue, or stop the task.",
+            state.mistakes
+        );
+        self.store.set_status(id, TaskStatus::WaitingForInput)?;
+        self.store
+            .append_ui(id, "ask", "mistake_limit_reached", &reason)?;
+        ctx.events.publish(TaskEvent::AskRequired {
+            kind: "mistake_limit".into(),
+            text: reason.clone(),
+        });
+        let answer = ctx.interaction.guidance(&reason).await;
+        self.store.set_status(id, TaskStatus::Running)?;
+        state.mistakes = 0;
+        match answer {
+            Some(guidance) => {
+                let text = format!("<user_guidance>\n{guidance}\n</user_guidance>");
+                match results {
+                    Some((msg, Some(seq))) => {
+                        msg.content.push(ContentBlock::Text { text });
+                        self.store.update_api(id, seq, msg)?;
+                    }
+                    _ => {
+                        let mut history = self.store.load_api(id, true)?;
+                        match history.pop() {
+                            Some(mut last) if last.message.role == Role::User => {
+                                last.message.content.push(ContentBlock::Text { text });
+                                self.store.update_api(id, last.seq, &last.message)?;
+                            }
+                            _ => {
+                                self.store.append_api(id, &Message::user_text(text))?;
+                            }
+                        }
+                    }
+                }
+                Ok(None)
+            }
+            None => {
+                let reason = "stopped after repeated mistakes".to_owned();
+                self.abort(id, &reason, ctx.events)?;
+                Ok(Some(TaskOutcome::Aborted { reason }))
+            }
+        }
+    }
+
+    fn fail(&self, ctx: &Ctx<'_>, error: &str) -> Result<TaskOutcome, TaskError> {
+        let id = ctx.task.id.as_str();
+        self.store.set_status(id, TaskStatus::Failed)?;
+        self.store.append_ui(id, "say", "error", error)?;
+        ctx.events.publish(TaskEvent::Failed {
+            error: error.to_owned(),
+        });
+        Ok(TaskOutcome::Failed {
+            error: error.to_owned(),
+        })
+    }
+
+    /// The history to send, condensed first when it outgrows the window.
+    async fn history_for_model(&self, id: &str, system: &str) -> Result<Vec<Message>, TaskError> {
+        let visible = self.store.load_api(id, false)?;
+        let summary = self.store.latest_summary(id)?;
+        let history = model_history(&visible, summary.as_deref());
+        let budget = (self.config.context_window as f64 * self.config.condense_threshold) as u64;
+        if estimate_tokens(system, &history) <= budget {
+            return Ok(history);
+        }
+        let Some(cut) = cut_point(&visible, self.config.keep_recent_messages) else {
+            return Ok(history);
+        };
+        let older = model_history(&visible[..cut], summary.as_deref());
+        let new_summary = match summarise(self.provider.as_ref(), &older).await {
+            Some(s) => s,
+            None => {
+                tracing::warn!(
+                    task = id,
+                    "could not summarise; hiding older messages instead"
+                );
+                "(Earlier messages were hidden to fit the context window; re-read files you need.)"
+                    .to_owned()
+            }
+        };
+        self.store
+            .condense(id, visible[0].seq, visible[cut - 1].seq, &new_summary)?;
+        self.store
+            .append_ui(id, "say", "condense_context", &new_summary)?;
+        let visible = self.store.load_api(id, false)?;
+        Ok(model_history(&visible, Some(&new_summary)))
+    }
+
+    /// Stream one reply, publishing partial text and arguments; a stream
+    /// that breaks mid-way is retried (its partial output was never durable).
+    async fn stream_reply(&self, req: &ChatRequest, events: &EventBus) -> Result<Reply, LlmError> {
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            match self.stream_once(req, events).await {
+                Ok(r) => return Ok(r),
+                Err(e) if e.is_retryable() && attempt <= self.config.stream_retries => {
+                    let delay = crate::llm::RetryPolicy::default().delay(attempt, e.retry_after());
+                    events.publish(TaskEvent::Retrying {
+                        attempt,
+                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        reason: e.to_string(),
+                    });
+                    tokio::time::sleep(delay).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn stream_once(&self, req: &ChatRequest, events: &EventBus) -> Result<Reply, LlmError> {
+        let mut stream = self.provider.stream(req).await?;
+        let mut text = String::new();
+        let mut usage = Usage::default();
+        let mut names: Vec<(u32, String, String)> = Vec::new();
+        while let Some(ev) = stream.next().await {
+            match ev? {
+                StreamEvent::TextDelta(d) => {
+                    text.push_str(&d);
+                    events.publish(TaskEvent::MessagePartial { delta: d });
+                }
+                StreamEvent::ToolCallStarted { index, id, name } => {
+                    events.publish(TaskEvent::ToolCallPartial {
+                        id: id.clone(),
+                        tool: name.clone(),
+                        args: Value::Null,
+                    });
+                    names.push((index, id, name));
+                }
+                StreamEvent::ToolCallArgs { index, partial } => {
+                    if let Some((_, id, name)) = names.iter().find(|(i, _, _)| *i == index) {
+                        events.publish(TaskEvent::ToolCallPartial {
+                            id: id.clone(),
+                            tool: name.clone(),
+                            args: partial,
+                        });
+                    }
+                }
+                StreamEvent::Usage(u) => usage.add(&u),
+                StreamEvent::Retrying {
+                    attempt,
+                    delay,
+                    reason,
+                } => events.publish(TaskEvent::Retrying {
+                    attempt,
+                    delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    reason,
+                }),
+                StreamEvent::Done { calls, .. } => return Ok(Reply { text, calls, usage }),
+            }
+        }
+        Err(LlmError::TruncatedStream)
+    }
+
+    /// One call through the gates: well-formed args → known tool → schema →
+    /// repetition → approval → execute.
+    async fn handle_call(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        call: &AssembledCall,
+        native_validators: &[(String, ArgsValidator)],
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let args = match &call.args {
+            Ok(a) => a.clone(),
+            Err(msg) => {
+                self.store.append_ui(id, "say", "error", msg)?;
+                ctx.events.publish(TaskEvent::ToolCallRequested {
+                    id: call.id.clone(),
+                    tool: call.name.clone(),
+                    args: Value::Null,
+                });
+                return Ok(CallResult::mistake(format!(
+                    "[ERROR] {msg}\nSend the call again with valid JSON arguments."
+                )));
+            }
+        };
+        ctx.events.publish(TaskEvent::ToolCallRequested {
+            id: call.id.clone(),
+            tool: call.name.clone(),
+            args: args.clone(),
+        });
+        self.store.append_ui(
+            id,
+            "say",
+            "tool",
+            &serde_json::json!({"tool": call.name, "args": args}).to_string(),
+        )?;
+
+        let (validator, registered) = if native::is_native(&call.name) {
+            (
+                native_validators
+                    .iter()
+                    .find(|(n, _)| *n == call.name)
+                    .map(|(_, v)| v),
+                None,
+            )
+        } else {
+            match self.registry.get(&call.name) {
+                Some(t) => (Some(t.validator.as_ref()), Some(t)),
+                None => {
+                    let known: Vec<String> =
+                        self.tool_specs().into_iter().map(|s| s.name).collect();
+                    return Ok(CallResult::mistake(format!(
+                        "[ERROR] Tool `{}` does not exist. Available tools: {}.",
+                        call.name,
+                        known.join(", ")
+                    )));
+                }
+            }
+        };
+        if let Some(v) = validator
+            && let Some(msg) = schema_violations(&call.name, v, &args)
+        {
+            return Ok(CallResult::mistake(format!("[ERROR] {msg}")));
+        }
+        if state.repetition.record(&call.name, &args) {
+            let reason = format!(
+                "The model called `{}` with the same arguments {} times in a row.",
+                call.name, self.config.repetition_limit
+            );
+            ctx.events.publish(TaskEvent::AskRequired {
+                kind: "repetition".into(),
+                text: reason.clone(),
+            });
+            self.store.append_ui(id, "ask", "repetition", &reason)?;
+            let guidance = ctx.interaction.guidance(&reason).await;
+            let mut msg = format!(
+                "[ERROR] You have called `{}` with the same arguments {} times in a row. Its result will not change; \
+                 try a different approach.",
+                call.name, self.config.repetition_limit
+            );
+            match guidance {
+                Some(g) => msg.push_str(&format!("\n<user_guidance>\n{g}\n</user_guidance>")),
+                None => {
+                    return Ok(CallResult {
+                        abort: true,
+                        ..CallResult::mistake(msg)
+                    });
+                }
+            }
+            return Ok(CallResult::mistake(msg));
+        }
+
+        match call.name.as_str() {
+            ATTEMPT_COMPLETION => return self.attempt_completion(ctx, &args).await,
+            ASK_FOLLOWUP => return self.ask_followup(ctx, &args).await,
+            UPDATE_TODO_LIST => return self.update_todos(ctx, &args),
+            _ => {}
+        }
+        let Some(tool) = registered else {
+            return Ok(CallResult::error(format!(
+                "[ERROR] Tool `{}` has no executor.",
+                call.name
+            )));
+        };
+
+        // Approval.
+        let group = tool.spec.group;
+        if self.config.policy.covers(group) {
+            ctx.events.publish(TaskEvent::ToolCallApproved {
+                id: call.id.clone(),
+                auto: true,
+            });
+        } else {
+            self.store.set_status(id, TaskStatus::WaitingForApproval)?;
+            self.store.append_ui(
+                id,
+                "ask",
+                "tool",
+                &serde_json::json!({"tool": call.name, "args": args}).to_string(),
+            )?;
+            ctx.events.publish(TaskEvent::AskRequired {
+                kind: "tool".into(),
+                text: format!("run {}?", call.name),
+            });
+            let answer = ctx.interaction.approve(&call.name, group, &args).await;
+            self.store.set_status(id, TaskStatus::Running)?;
+            match answer {
+                Approval::Approve => ctx.events.publish(TaskEvent::ToolCallApproved {
+                    id: call.id.clone(),
+                    auto: false,
+                }),
+                Approval::Deny { feedback } => {
+                    self.store.append_ui(
+                        id,
+                        "say",
+                        "user_feedback",
+                        feedback.as_deref().unwrap_or("(denied)"),
+                    )?;
+                    ctx.events.publish(TaskEvent::ToolCallDenied {
+                        id: call.id.clone(),
+                        feedback: feedback.clone(),
+                    });
+                    let mut msg = "The user denied this operation.".to_owned();
+                    if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
+                        msg = format!(
+                            "The user denied this operation and provided the following feedback:\n<feedback>\n{f}\n</feedback>"
+                        );
+                    }
+                    return Ok(CallResult::error(msg));
+                }
+            }
+        }
+
+        // Execute.
+        let before = snapshot_paths(&ctx.workspace, &tool.spec, &args);
+        let mut grant = Grant::new(&ctx.workspace).read().limits(self.config.limits);
+        if tool.spec.destructive || matches!(group, ToolGroup::Edit) {
+            grant = grant.write(".");
+        }
+        let result = self
+            .engine
+            .call(&tool.plugin, &call.name, &args.to_string(), &grant)
+            .await;
+        let diff = diff_paths(&ctx.workspace, &before);
+        let (content, is_error) = match &result {
+            Ok(out) => (out.text.clone(), false),
+            Err(e) => (format!("[ERROR] {}: {}", e.code, e.message), true),
+        };
+        self.store.append_ui(
+            id,
+            "say",
+            if is_error { "error" } else { "tool_result" },
+            &content,
+        )?;
+        ctx.events.publish(TaskEvent::ToolCallResult {
+            id: call.id.clone(),
+            tool: call.name.clone(),
+            result: result.map(|o| o.text),
+            diff,
+        });
+        Ok(if is_error {
+            CallResult::error(content)
+        } else {
+            CallResult::ok(content)
+        })
+    }
+
+    async fn attempt_completion(
+        &self,
+        ctx: &Ctx<'_>,
+        args: &Value,
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let result = args["result"].as_str().unwrap_or_default().to_owned();
+        self.store.set_status(id, TaskStatus::WaitingForInput)?;
+        self.store
+            .append_ui(id, "say", "completion_result", &result)?;
+        ctx.events.publish(TaskEvent::AskRequired {
+            kind: "completion_result".into(),
+            text: result.clone(),
+        });
+        let answer = ctx.interaction.completion(&result).await;
+        self.store.set_status(id, TaskStatus::Running)?;
+        Ok(match answer {
+            CompletionAnswer::Accept => CallResult {
+                completed: Some(result),
+                ..CallResult::ok("The user accepted the result.")
+            },
+            CompletionAnswer::Feedback(f) => {
+                self.store.append_ui(id, "say", "user_feedback", &f)?;
+                CallResult::ok(format!(
+                    "The user has provided feedback on the result. Consider it, continue the task, and then attempt \
+                     completion again.\n<feedback>\n{f}\n</feedback>"
+                ))
+            }
+        })
+    }
+
+    async fn ask_followup(&self, ctx: &Ctx<'_>, args: &Value) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let question = args["question"].as_str().unwrap_or_default();
+        let suggestions: Vec<String> = args["follow_up"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.store.set_status(id, TaskStatus::WaitingForInput)?;
+        self.store.append_ui(id, "ask", "followup", question)?;
+        ctx.events.publish(TaskEvent::AskRequired {
+            kind: "followup".into(),
+            text: question.to_owned(),
+        });
+        let answer = ctx.interaction.followup(question, &suggestions).await;
+        self.store.set_status(id, TaskStatus::Running)?;
+        Ok(match answer {
+            Some(a) => {
+                self.store.append_ui(id, "say", "user_feedback", &a)?;
+                CallResult::ok(format!("<answer>\n{a}\n</answer>"))
+            }
+            None => CallResult::ok(
+                "No one is available to answer (non-interactive run). Continue with your best judgement and state \
+                 your assumptions.",
+            ),
+        })
+    }
+
+    fn update_todos(&self, ctx: &Ctx<'_>, args: &Value) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        match native::parse_todos(args["todos"].as_str().unwrap_or_default()) {
+            Ok(items) => {
+                self.store.set_todos(id, &items)?;
+                let markdown = native::render_todos(&items);
+                ctx.events.publish(TaskEvent::TodosUpdated {
+                    markdown: markdown.clone(),
+                });
+                Ok(CallResult::ok(format!("Todo list updated:\n{markdown}")))
+            }
+            Err(e) => Ok(CallResult::mistake(format!("[ERROR] {e}"))),
+        }
+    }
+}
+
+/// Contents of the files a call declares, before it runs (for diffs).
+fn snapshot_paths(
+    workspace: &Path,
+    spec: &ToolSpec,
+    args: &Value,
+) -> Vec<(String, Option<String>)> {
+    if !spec.destructive {
+        return Vec::new();
+    }
+    spec.path_args
+        .iter()
+        .filter_map(|a| args[a].as_str())
+        .filter(|p| !p.contains(".."))
+        .map(|p| {
+            (
+                p.to_owned(),
+                std::fs::read_to_string(workspace.join(p)).ok(),
+            )
+        })
+        .collect()
+}
+
+/// Unified diff of the snapshotted files against their state now.
+fn diff_paths(workspace: &Path, before: &[(String, Option<String>)]) -> Option<String> {
+    let mut out = String::new();
+    for (rel, old) in before {
+        let new = std::fs::read_to_string(workspace.join(rel)).ok();
+        if *old == new {
+            continue;
+        }
+        let old = old.as_deref().unwrap_or("");
+        let new = new.as_deref().unwrap_or("");
+        let diff = similar::TextDiff::from_lines(old, new);
+        out.push_str(
+            &diff
+                .unified_diff()
+                .header(&format!("a/{rel}"), &format!("b/{rel}"))
+                .to_string(),
+        );
+    }
+    (!out.is_empty()).then_some(out)
+}

@@ -1,0 +1,722 @@
+//! The task loop end to end: the scripted provider replays model turns
+//! through the real SSE/wire decoding path, tools run in real components,
+//! history lives in a real SQLite file. Only the person is scripted.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use roost::events::{EventBus, TaskEvent};
+use roost::llm::scripted::{Script, ScriptedTransport};
+use roost::llm::{ContentBlock, OpenAiCompatible, RetryPolicy, Role};
+use roost::plugins::first_party;
+use roost::store::Store;
+use roost::task::{
+    Agent, Approval, ApprovalPolicy, CompletionAnswer, TaskConfig, TaskOutcome, TaskStatus,
+};
+use roost::tools::Registry;
+use roost_tests::user::ScriptedUser;
+use roost_tests::{TestWorkspace, engine};
+use serde_json::{Value, json};
+
+struct Harness {
+    agent: Agent,
+    transport: Arc<ScriptedTransport>,
+    ws: TestWorkspace,
+    events: EventBus,
+}
+
+fn harness(turns: Value, policy: ApprovalPolicy) -> Harness {
+    let ws = TestWorkspace::new();
+    let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("valid script");
+    let transport = Arc::new(ScriptedTransport::new(script));
+    let retry = RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(20),
+    };
+    let provider = Arc::new(OpenAiCompatible::new(
+        "scripted",
+        "scripted",
+        transport.clone(),
+        retry,
+    ));
+    let mut registry = Registry::new();
+    registry
+        .add_plugin(
+            engine()
+                .load_bytes("fs-tools", first_party::FS_TOOLS)
+                .expect("fs-tools"),
+        )
+        .expect("registers");
+    let store = Store::open(&ws.root().join("data").join("roost.db")).expect("store");
+    let config = TaskConfig {
+        policy,
+        ..TaskConfig::default()
+    };
+    let agent = Agent {
+        provider,
+        engine: engine(),
+        registry: Arc::new(registry),
+        store,
+        config,
+    };
+    Harness {
+        agent,
+        transport,
+        ws,
+        events: EventBus::new(),
+    }
+}
+
+fn call(name: &str, args: Value) -> Value {
+    json!({"name": name, "args": args})
+}
+
+fn turn(text: &str, calls: Vec<Value>) -> Value {
+    json!({"text": text, "tool_calls": calls, "usage": {"input_tokens": 100, "output_tokens": 10}, "chunk_size": 5})
+}
+
+fn complete(result: &str) -> Value {
+    turn(
+        "",
+        vec![call("attempt_completion", json!({"result": result}))],
+    )
+}
+
+impl Harness {
+    async fn run(&self, user: &ScriptedUser, prompt: &str) -> (String, TaskOutcome) {
+        self.agent
+            .start(prompt, &self.ws.path(), "code", user, &self.events)
+            .await
+            .expect("task runs")
+    }
+
+    /// Tool results of the task, in order: (content, is_error).
+    fn results(&self, id: &str) -> Vec<(String, bool)> {
+        self.agent
+            .store
+            .load_api(id, true)
+            .expect("history")
+            .into_iter()
+            .flat_map(|m| m.message.content)
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult {
+                    content, is_error, ..
+                } => Some((content, is_error)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Every assistant message's tool_use ids are answered, in order, by the
+/// tool_results of the next message; no result answers nothing.
+fn assert_pairing(store: &Store, id: &str) {
+    let h = store.load_api(id, true).expect("history");
+    for (i, m) in h.iter().enumerate() {
+        let uses: Vec<&str> = m.message.tool_use_ids().collect();
+        if m.message.role == Role::Assistant && !uses.is_empty() {
+            let next = h.get(i + 1).expect("tool_use without a following message");
+            let answered: Vec<&str> = next
+                .message
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(uses, answered, "message {} is not answered in order", m.seq);
+        }
+        if m.message.role == Role::User && i > 0 {
+            let prev_uses: Vec<&str> = h[i - 1].message.tool_use_ids().collect();
+            for b in &m.message.content {
+                if let ContentBlock::ToolResult { tool_use_id, .. } = b {
+                    assert!(
+                        prev_uses.contains(&tool_use_id.as_str()),
+                        "orphan tool_result {tool_use_id}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn reads_edits_lists_and_completes() {
+    let h = harness(
+        json!([
+            turn(
+                "Let me look at the code.",
+                vec![call("read_file", json!({"path": "src/main.rs"}))]
+            ),
+            turn(
+                "I'll fix the greeting.",
+                vec![call(
+                    "apply_diff",
+                    json!({"path": "src/main.rs", "diff": "<<<<<<< SEARCH\n:start_line:2\n-------\n    println!(\"helo\");\n=======\n    println!(\"hello\");\n>>>>>>> REPLACE"}),
+                )],
+            ),
+            turn(
+                "",
+                vec![
+                    call("list_files", json!({"path": ".", "recursive": true})),
+                    call("read_file", json!({"path": "src/main.rs"}))
+                ]
+            ),
+            complete("Fixed the typo in src/main.rs."),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    h.ws.write("src/main.rs", "fn main() {\n    println!(\"helo\");\n}\n");
+    let mut rx = h.events.subscribe();
+    let user = ScriptedUser::default();
+    let (id, outcome) = h.run(&user, "Fix the typo in main.rs").await;
+    assert_eq!(
+        outcome,
+        TaskOutcome::Completed {
+            result: "Fixed the typo in src/main.rs.".into()
+        }
+    );
+    assert_eq!(
+        h.ws.read("src/main.rs"),
+        "fn main() {\n    println!(\"hello\");\n}\n"
+    );
+    let results = h.results(&id);
+    assert_eq!(results.len(), 5);
+    assert!(
+        results[0].0.contains("2 |     println!(\"helo\");"),
+        "{}",
+        results[0].0
+    );
+    assert!(results[2].0.contains("src/main.rs"), "{}", results[2].0);
+    assert!(results.iter().all(|(_, err)| !err));
+    assert_pairing(&h.agent.store, &id);
+    let task = h.agent.store.get_task(&id).expect("task");
+    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(task.usage.input_tokens, 400);
+    assert_eq!(task.usage.output_tokens, 40);
+    // The edit's diff reached the event stream; the text streamed in pieces.
+    let mut saw_diff = false;
+    let mut partials = 0;
+    while let Ok(ev) = rx.try_recv() {
+        match ev {
+            TaskEvent::ToolCallResult { diff: Some(d), .. } => {
+                saw_diff |= d.contains("+    println!(\"hello\");")
+            }
+            TaskEvent::MessagePartial { .. } => partials += 1,
+            _ => {}
+        }
+    }
+    assert!(saw_diff);
+    assert!(partials > 3);
+    // Every request carried the tool definitions and a fresh system prompt.
+    let reqs = h.transport.requests();
+    assert_eq!(reqs.len(), 4);
+    assert!(
+        reqs[0]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .any(|t| t["function"]["name"] == "attempt_completion")
+    );
+    assert_eq!(reqs[0]["messages"][0]["role"], "system");
+}
+
+#[tokio::test]
+async fn denial_with_feedback_reaches_the_model() {
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "notes.txt", "content": "x"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "docs/notes.md", "content": "x"})
+                )]
+            ),
+            complete("Wrote docs/notes.md."),
+        ]),
+        ApprovalPolicy::from_groups("read").expect("policy"),
+    );
+    let user = ScriptedUser::default().approve(Approval::Deny {
+        feedback: Some("put it under docs/ as markdown".into()),
+    });
+    let (id, outcome) = h.run(&user, "write notes").await;
+    assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+    let results = h.results(&id);
+    assert!(results[0].1);
+    assert!(
+        results[0].0.contains("put it under docs/ as markdown"),
+        "{}",
+        results[0].0
+    );
+    assert!(!h.ws.path().join("notes.txt").exists());
+    assert_eq!(h.ws.read("docs/notes.md"), "x");
+    assert_eq!(
+        user.asked()
+            .iter()
+            .filter(|q| q.starts_with("approve"))
+            .count(),
+        2
+    );
+    assert_pairing(&h.agent.store, &id);
+}
+
+#[tokio::test]
+async fn malformed_json_is_never_executed_and_the_model_corrects_it() {
+    let h = harness(
+        json!([
+            {"tool_calls": [{"name": "write_to_file", "raw_args": "{\"path\": \"a.txt\", \"content\": \"x"}]},
+            turn("", vec![call("write_to_file", json!({"path": "a.txt", "content": "fixed"}))]),
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let user = ScriptedUser::default();
+    let (id, outcome) = h.run(&user, "write a").await;
+    assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+    let results = h.results(&id);
+    assert!(results[0].1);
+    assert!(
+        results[0]
+            .0
+            .contains("malformed JSON in arguments of write_to_file"),
+        "{}",
+        results[0].0
+    );
+    assert_eq!(h.ws.read("a.txt"), "fixed");
+    assert_pairing(&h.agent.store, &id);
+}
+
+#[tokio::test]
+async fn unknown_tool_and_schema_invalid_args_are_errors_the_model_sees() {
+    let h = harness(
+        json!([
+            turn("", vec![call("delete_everything", json!({}))]),
+            turn(
+                "",
+                vec![call("read_file", json!({"path": 3, "bogus": true}))]
+            ),
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let (id, _) = h.run(&ScriptedUser::default(), "go").await;
+    let results = h.results(&id);
+    assert!(
+        results[0].1
+            && results[0]
+                .0
+                .contains("Tool `delete_everything` does not exist"),
+        "{}",
+        results[0].0
+    );
+    assert!(
+        results[0].0.contains("read_file"),
+        "lists the available tools"
+    );
+    assert!(
+        results[1].1
+            && results[1]
+                .0
+                .contains("Invalid arguments for tool `read_file`"),
+        "{}",
+        results[1].0
+    );
+    assert!(
+        results[1].0.contains("/path") && results[1].0.contains("bogus"),
+        "every violation listed: {}",
+        results[1].0
+    );
+}
+
+#[tokio::test]
+async fn repetition_is_caught_and_the_user_is_asked() {
+    let same = || turn("", vec![call("list_files", json!({"path": "."}))]);
+    let h = harness(
+        json!([same(), same(), same(), complete("done")]),
+        ApprovalPolicy::yes(),
+    );
+    let user = ScriptedUser::default().guide("stop listing, just finish");
+    let (id, outcome) = h.run(&user, "go").await;
+    assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+    let results = h.results(&id);
+    assert!(!results[0].1 && !results[1].1);
+    assert!(
+        results[2].1 && results[2].0.contains("same arguments 3 times"),
+        "{}",
+        results[2].0
+    );
+    assert!(results[2].0.contains("stop listing, just finish"));
+    assert!(user.asked().iter().any(|q| q.starts_with("guidance")));
+}
+
+#[tokio::test]
+async fn mistake_limit_asks_the_user_and_stops_without_guidance() {
+    let h = harness(
+        json!([
+            turn("thinking", vec![]),
+            turn("still thinking", vec![]),
+            turn("hmm", vec![])
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let user = ScriptedUser::default();
+    let (id, outcome) = h.run(&user, "go").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Aborted { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        h.agent.store.get_task(&id).expect("task").status,
+        TaskStatus::Aborted
+    );
+    let history = h.agent.store.load_api(&id, true).expect("history");
+    let corrective = history
+        .iter()
+        .filter(|m| {
+            m.message.content.iter().any(
+                |b| matches!(b, ContentBlock::Text { text } if text.contains("did not use a tool")),
+            )
+        })
+        .count();
+    assert_eq!(corrective, 3);
+    assert!(
+        user.asked()
+            .iter()
+            .any(|q| q.contains("3 mistakes in a row"))
+    );
+}
+
+#[tokio::test]
+async fn mistake_limit_with_guidance_continues() {
+    let h = harness(
+        json!([
+            turn("a", vec![]),
+            turn("b", vec![]),
+            turn("c", vec![]),
+            complete("done")
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let user = ScriptedUser::default().guide("use attempt_completion");
+    let (id, outcome) = h.run(&user, "go").await;
+    assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+    let reqs = h.transport.requests();
+    assert!(
+        reqs[3].to_string().contains("use attempt_completion"),
+        "guidance sent to the model"
+    );
+    assert_pairing(&h.agent.store, &id);
+}
+
+#[tokio::test]
+async fn completion_rejected_with_feedback_then_accepted() {
+    let h = harness(
+        json!([
+            complete("All done."),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "CHANGELOG.md", "content": "- fix\n"})
+                )]
+            ),
+            complete("All done, changelog updated."),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let user = ScriptedUser::default().complete(CompletionAnswer::Feedback(
+        "also update the changelog".into(),
+    ));
+    let (id, outcome) = h.run(&user, "go").await;
+    assert_eq!(
+        outcome,
+        TaskOutcome::Completed {
+            result: "All done, changelog updated.".into()
+        }
+    );
+    let results = h.results(&id);
+    assert!(results[0].0.contains("also update the changelog"));
+    assert_eq!(
+        user.asked()
+            .iter()
+            .filter(|q| q.starts_with("completion"))
+            .count(),
+        2
+    );
+    assert_eq!(h.ws.read("CHANGELOG.md"), "- fix\n");
+}
+
+#[tokio::test]
+async fn followup_questions_and_todos() {
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "ask_followup_question",
+                    json!({"question": "Which file?", "follow_up": ["a.txt", "b.txt"]})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "update_todo_list",
+                    json!({"todos": "[x] ask\n[-] write\n[ ] finish"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call("update_todo_list", json!({"todos": "not a list"}))]
+            ),
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let user = ScriptedUser::default().answer("b.txt");
+    let (id, _) = h.run(&user, "go").await;
+    let results = h.results(&id);
+    assert!(results[0].0.contains("b.txt"));
+    assert!(results[2].1, "a bad todo list is an error");
+    let todos = h.agent.store.get_todos(&id).expect("todos");
+    assert_eq!(todos.len(), 3);
+}
+
+#[tokio::test]
+async fn provider_errors_are_retried_then_succeed() {
+    let h = harness(
+        json!([
+            {"http_error": {"status": 429, "retry_after_secs": 0.01, "body": "slow down"}},
+            {"http_error": {"status": 500}},
+            complete("first try after errors"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let mut rx = h.events.subscribe();
+    let (_, outcome) = h.run(&ScriptedUser::default(), "go").await;
+    assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+    let mut retries = 0;
+    while let Ok(ev) = rx.try_recv() {
+        if matches!(ev, TaskEvent::Retrying { .. }) {
+            retries += 1;
+        }
+    }
+    assert_eq!(retries, 2);
+}
+
+#[tokio::test]
+async fn truncated_stream_and_error_events_are_retried() {
+    let h = harness(
+        json!([
+            {"text": "partial reply that never", "truncate": true},
+            {"text": "x", "stream_error": "Overloaded"},
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let (id, outcome) = h.run(&ScriptedUser::default(), "go").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    // The broken partial replies never became history.
+    let h2 = h.agent.store.load_api(&id, true).expect("history");
+    assert!(!h2.iter().any(|m| {
+        serde_json::to_string(&m.message.content)
+            .expect("json")
+            .contains("never")
+    }));
+}
+
+#[tokio::test]
+async fn a_provider_that_keeps_failing_fails_the_task_with_the_error_in_history() {
+    let h = harness(
+        json!([{"http_error": {"status": 401, "body": "bad key"}}]),
+        ApprovalPolicy::yes(),
+    );
+    let (id, outcome) = h.run(&ScriptedUser::default(), "go").await;
+    let TaskOutcome::Failed { error } = outcome else {
+        panic!("expected failure")
+    };
+    assert!(
+        error.contains("401") && error.contains("bad key"),
+        "{error}"
+    );
+    let ui = h.agent.store.load_ui(&id).expect("ui");
+    assert!(
+        ui.iter()
+            .any(|m| m.subtype == "error" && m.text.contains("401"))
+    );
+    assert_eq!(
+        h.agent.store.get_task(&id).expect("task").status,
+        TaskStatus::Failed
+    );
+}
+
+#[tokio::test]
+async fn resume_answers_dangling_calls_and_finishes() {
+    // The first run's script ends after a tool call: the task fails with the
+    // call answered; a second run resumes from history with a new script.
+    let h = harness(
+        json!([turn("", vec![call("read_file", json!({"path": "a.txt"}))])]),
+        ApprovalPolicy::yes(),
+    );
+    h.ws.write("a.txt", "A\n");
+    let (id, outcome) = h.run(&ScriptedUser::default(), "read a").await;
+    assert!(matches!(outcome, TaskOutcome::Failed { .. }));
+    // Simulate a crash mid-tool: an assistant tool_use with no result.
+    h.agent
+        .store
+        .append_api(
+            &id,
+            &roost::llm::Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: "dangling".into(),
+                    name: "read_file".into(),
+                    input: json!({"path": "a.txt"}),
+                }],
+            },
+        )
+        .expect("append");
+
+    let h2 = Harness {
+        agent: Agent {
+            provider: Arc::new(OpenAiCompatible::new(
+                "scripted",
+                "scripted",
+                Arc::new(ScriptedTransport::new(
+                    serde_json::from_value(json!({"turns": [complete("resumed and done")]}))
+                        .expect("script"),
+                )),
+                RetryPolicy::default(),
+            )),
+            engine: engine(),
+            registry: Arc::clone(&h.agent.registry),
+            store: h.agent.store.clone(),
+            config: TaskConfig {
+                policy: ApprovalPolicy::yes(),
+                ..TaskConfig::default()
+            },
+        },
+        transport: Arc::clone(&h.transport),
+        ws: TestWorkspace::new(),
+        events: EventBus::new(),
+    };
+    let outcome = h2
+        .agent
+        .resume(&id[..13], &ScriptedUser::default(), &h2.events)
+        .await
+        .expect("resumes");
+    assert_eq!(
+        outcome,
+        TaskOutcome::Completed {
+            result: "resumed and done".into()
+        }
+    );
+    assert_pairing(&h.agent.store, &id);
+    let results = h.results(&id);
+    assert!(results.iter().any(|(c, e)| *e && c.contains("interrupted")));
+    assert!(
+        h2.agent
+            .resume(&id, &ScriptedUser::default(), &h2.events)
+            .await
+            .is_err(),
+        "completed tasks do not resume"
+    );
+}
+
+#[tokio::test]
+async fn max_turns_pauses_the_task() {
+    let h = harness(
+        json!([
+            turn("", vec![call("list_files", json!({"path": "."}))]),
+            turn("", vec![call("read_file", json!({"path": "x"}))]),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let h = Harness {
+        agent: Agent {
+            config: TaskConfig {
+                max_turns: 2,
+                policy: ApprovalPolicy::yes(),
+                ..TaskConfig::default()
+            },
+            ..h.agent
+        },
+        ..h
+    };
+    let (id, outcome) = h.run(&ScriptedUser::default(), "go").await;
+    assert!(matches!(outcome, TaskOutcome::Paused { .. }));
+    assert_eq!(
+        h.agent.store.get_task(&id).expect("task").status,
+        TaskStatus::Paused
+    );
+}
+
+#[tokio::test]
+async fn long_histories_are_condensed_without_breaking_pairs() {
+    let reads: Vec<Value> = (0..6)
+        .map(|i| {
+            turn(
+                "",
+                vec![call("read_file", json!({"path": format!("f{i}.txt")}))],
+            )
+        })
+        .collect();
+    let mut turns = reads;
+    // The summary request is a turn of its own.
+    turns.insert(
+        5,
+        json!({"text": "Summary: read f0..f4, all contain filler."}),
+    );
+    turns.push(complete("done"));
+    let h = harness(Value::Array(turns), ApprovalPolicy::yes());
+    for i in 0..6 {
+        h.ws.write(&format!("f{i}.txt"), &"filler line\n".repeat(400));
+    }
+    let h = Harness {
+        agent: Agent {
+            config: TaskConfig {
+                policy: ApprovalPolicy::yes(),
+                context_window: 11_000,
+                keep_recent_messages: 2,
+                ..TaskConfig::default()
+            },
+            ..h.agent
+        },
+        ..h
+    };
+    let (id, outcome) = h.run(&ScriptedUser::default(), "read everything").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let all = h.agent.store.load_api(&id, true).expect("history");
+    assert!(
+        all.iter().any(|m| m.hidden),
+        "older messages hidden, not deleted"
+    );
+    assert_eq!(
+        all.first().map(|m| m.hidden),
+        Some(false),
+        "first message kept"
+    );
+    assert_pairing(&h.agent.store, &id);
+    let reqs = h.transport.requests();
+    let last = reqs.last().expect("requests");
+    assert!(
+        last.to_string().contains("Summary: read f0..f4"),
+        "summary sent to the model"
+    );
+    let _ = Path::new("");
+}
