@@ -1,6 +1,10 @@
 //! The `roost` command line. This is the binary's edge: errors are
 //! `anyhow` here and become a message plus a non-zero exit code.
 
+mod config;
+mod interact;
+mod render;
+mod run;
 mod tool;
 
 use std::path::PathBuf;
@@ -24,6 +28,13 @@ pub struct Cli {
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a task: stream the model, run tools, ask for approvals.
+    Run(run::RunArgs),
+    /// Continue an interrupted task from its history.
+    Resume(run::ResumeArgs),
+    /// Past tasks.
+    #[command(subcommand)]
+    History(run::HistoryCommand),
     /// List or call tools directly (debugging, scripts, benchmarks).
     #[command(subcommand)]
     Tool(tool::ToolCommand),
@@ -59,6 +70,9 @@ pub fn main() -> ExitCode {
     };
     let result = rt.block_on(async {
         match cli.command {
+            Command::Run(args) => run::run(args, &data_dir).await,
+            Command::Resume(args) => run::resume(args, &data_dir).await,
+            Command::History(cmd) => run::history(cmd, &data_dir),
             Command::Tool(cmd) => tool::run(cmd, &data_dir).await,
         }
     });

@@ -9,6 +9,7 @@
 //! the events of one wire format into [`StreamEvent`]s and assembles tool
 //! calls. Retries with backoff wrap the transport.
 
+pub mod anthropic;
 mod assemble;
 mod error;
 mod http;

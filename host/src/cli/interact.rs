@@ -1,0 +1,101 @@
+//! The person at the terminal: approvals, follow-up answers, completion
+//! reviews and guidance, asked on a TTY. Without a TTY nothing can be asked:
+//! calls the policy does not cover are denied with a clear message, results
+//! are accepted, and questions go unanswered.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use crate::task::{Approval, CompletionAnswer, Interaction};
+use crate::tools::ToolGroup;
+
+/// Asks on the terminal when there is one.
+pub struct Terminal {
+    tty: bool,
+}
+
+impl Terminal {
+    /// Detect whether stdin is a terminal.
+    pub fn detect() -> Self {
+        Self { tty: std::io::stdin().is_terminal() }
+    }
+}
+
+/// Print `prompt` on stderr and read one line from stdin (off the runtime).
+async fn ask_line(prompt: String) -> Option<String> {
+    tokio::task::spawn_blocking(move || {
+        let mut err = std::io::stderr();
+        let _ = write!(err, "{prompt}");
+        let _ = err.flush();
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
+        }
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// One line of arguments, cut for display.
+pub fn short_args(args: &serde_json::Value) -> String {
+    let s = args.to_string();
+    if s.chars().count() > 120 { format!("{}…", s.chars().take(120).collect::<String>()) } else { s }
+}
+
+#[async_trait::async_trait]
+impl Interaction for Terminal {
+    async fn approve(&self, tool: &str, group: ToolGroup, args: &serde_json::Value) -> Approval {
+        if !self.tty {
+            eprintln!(
+                "denied {tool}: no terminal to ask, and the approval policy does not cover the `{group}` group (use --yes or --approve {group})"
+            );
+            return Approval::Deny {
+                feedback: Some(format!(
+                    "Denied automatically: running without a terminal and the approval policy does not allow `{group}` tools."
+                )),
+            };
+        }
+        let answer = ask_line(format!("\n? Run {tool} {}  [y]es / [n]o / or type feedback: ", short_args(args))).await;
+        match answer.as_deref().map(str::trim) {
+            Some("y" | "Y" | "yes" | "") => Approval::Approve,
+            Some("n" | "N" | "no") | None => Approval::Deny { feedback: None },
+            Some(feedback) => Approval::Deny { feedback: Some(feedback.to_owned()) },
+        }
+    }
+
+    async fn followup(&self, question: &str, suggestions: &[String]) -> Option<String> {
+        if !self.tty {
+            return None;
+        }
+        let mut prompt = format!("\n? {question}\n");
+        for (i, s) in suggestions.iter().enumerate() {
+            prompt.push_str(&format!("  {}. {s}\n", i + 1));
+        }
+        prompt.push_str("> ");
+        let line = ask_line(prompt).await?;
+        let pick = line.trim().parse::<usize>().ok().and_then(|n| suggestions.get(n.wrapping_sub(1)));
+        Some(pick.cloned().unwrap_or(line))
+    }
+
+    async fn completion(&self, result: &str) -> CompletionAnswer {
+        if !self.tty {
+            return CompletionAnswer::Accept;
+        }
+        let _ = result;
+        match ask_line("\n? Accept the result? [Enter] accept, or type feedback: ".into()).await {
+            Some(l) if !l.trim().is_empty() && !matches!(l.trim(), "y" | "yes") => CompletionAnswer::Feedback(l),
+            _ => CompletionAnswer::Accept,
+        }
+    }
+
+    async fn guidance(&self, reason: &str) -> Option<String> {
+        if !self.tty {
+            eprintln!("{reason} No terminal to ask: stopping.");
+            return None;
+        }
+        ask_line(format!("\n! {reason}\n? Guidance to continue (empty to stop): "))
+            .await
+            .filter(|l| !l.trim().is_empty())
+    }
+}

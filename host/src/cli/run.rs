@@ -1,0 +1,291 @@
+//! `roost run`, `roost resume` and `roost history`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+
+use super::config::{self, Profile};
+use super::interact::Terminal;
+use super::render::{self, Format};
+use crate::events::{EventBus, TaskEvent};
+use crate::llm::scripted::{Script, ScriptedTransport};
+use crate::llm::{HttpTransport, OpenAiCompatible, Provider, RetryPolicy, Role};
+use crate::plugins::{EngineConfig, PluginEngine, first_party};
+use crate::store::Store;
+use crate::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
+use crate::tools::Registry;
+
+/// Which model to talk to.
+#[derive(Debug, Args, Clone)]
+pub struct ProviderArgs {
+    /// Provider: openai (any OpenAI-compatible server), anthropic, scripted.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model id.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// API base URL (e.g. http://localhost:11434/v1 for Ollama).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Transcript for the scripted provider.
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+    /// Profile from the config file.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Config file (default ~/.config/roost/config.toml).
+    #[arg(long, env = "ROOST_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+/// How the task runs and shows itself.
+#[derive(Debug, Args, Clone)]
+pub struct RunOptions {
+    /// Approve every tool call.
+    #[arg(long, conflicts_with = "approve")]
+    pub yes: bool,
+    /// Approve these tool groups without asking (e.g. read,edit).
+    #[arg(long, value_name = "GROUPS")]
+    pub approve: Option<String>,
+    /// Print events as NDJSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Model requests before the task pauses.
+    #[arg(long, default_value_t = 50)]
+    pub max_turns: u32,
+}
+
+/// `roost run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What to do.
+    pub prompt: String,
+    /// Workspace directory.
+    #[arg(long, default_value = ".")]
+    pub workspace: PathBuf,
+    /// Mode slug.
+    #[arg(long, default_value = "code")]
+    pub mode: String,
+    /// Model selection.
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+    /// Run options.
+    #[command(flatten)]
+    pub options: RunOptions,
+}
+
+/// `roost resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// Task id (or a unique prefix).
+    pub id: String,
+    /// Model selection (defaults to the task's provider).
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+    /// Run options.
+    #[command(flatten)]
+    pub options: RunOptions,
+}
+
+/// `roost history`.
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Recent tasks.
+    List {
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// One task's messages.
+    Show {
+        /// Task id (or a unique prefix).
+        id: String,
+        /// Write Roo Code's files (api_conversation_history.json, …) here.
+        #[arg(long)]
+        export: Option<PathBuf>,
+    },
+}
+
+fn build_provider(args: &ProviderArgs, fallback: Option<&str>, scripted_start: usize) -> anyhow::Result<(Arc<dyn Provider>, Profile)> {
+    let cfg = config::load(&args.config.clone().unwrap_or_else(config::default_path))?;
+    let profile = cfg.profile(args.profile.as_deref())?;
+    let kind = args
+        .provider
+        .clone()
+        .or_else(|| profile.provider.clone())
+        .or_else(|| args.script.as_ref().map(|_| "scripted".to_owned()))
+        .or_else(|| fallback.map(str::to_owned))
+        .unwrap_or_else(|| "openai".to_owned());
+    let retry = RetryPolicy::default();
+    let provider: Arc<dyn Provider> = match kind.as_str() {
+        "scripted" => {
+            let path = args.script.as_ref().context("--provider scripted needs --script FILE")?;
+            let script = Script::load(path)?;
+            let model = script.model.clone();
+            let transport = Arc::new(ScriptedTransport::starting_at(script, scripted_start));
+            Arc::new(OpenAiCompatible::new("scripted", &model, transport, retry))
+        }
+        "openai" => {
+            let base = args
+                .base_url
+                .clone()
+                .or_else(|| profile.base_url.clone())
+                .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
+                .unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
+            let model = args.model.clone().or_else(|| profile.model.clone()).unwrap_or_else(|| "gpt-4o-mini".to_owned());
+            let key_var = profile.api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
+            let mut headers = Vec::new();
+            match std::env::var(&key_var) {
+                Ok(key) if !key.is_empty() => headers.push(("authorization".to_owned(), format!("Bearer {key}"))),
+                _ => tracing::warn!("{key_var} is not set; sending requests without an API key (fine for local servers)"),
+            }
+            let url = format!("{}/chat/completions", base.trim_end_matches('/'));
+            Arc::new(OpenAiCompatible::new("openai", &model, Arc::new(HttpTransport::new(url, headers)?), retry))
+        }
+        "anthropic" => {
+            let base = args
+                .base_url
+                .clone()
+                .or_else(|| profile.base_url.clone())
+                .unwrap_or_else(|| "https://api.anthropic.com/v1".to_owned());
+            let model = args.model.clone().or_else(|| profile.model.clone()).unwrap_or_else(|| "claude-sonnet-4-5".to_owned());
+            let key_var = profile.api_key_env.clone().unwrap_or_else(|| "ANTHROPIC_API_KEY".to_owned());
+            let key = std::env::var(&key_var).with_context(|| format!("{key_var} is not set"))?;
+            let headers = vec![("x-api-key".to_owned(), key), ("anthropic-version".to_owned(), "2023-06-01".to_owned())];
+            let url = format!("{}/messages", base.trim_end_matches('/'));
+            Arc::new(crate::llm::anthropic::Anthropic::new(&model, Arc::new(HttpTransport::new(url, headers)?), retry))
+        }
+        other => bail!("unknown provider `{other}` (openai, anthropic, scripted)"),
+    };
+    Ok((provider, profile))
+}
+
+fn agent(data_dir: &Path, provider: Arc<dyn Provider>, profile: &Profile, opts: &RunOptions) -> anyhow::Result<Agent> {
+    let engine = Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(data_dir.join("cache").join("components")))?);
+    let mut registry = Registry::new();
+    for p in first_party::load_all(&engine)? {
+        registry.add_plugin(p)?;
+    }
+    let store = Store::open(&Store::default_path(data_dir))?;
+    let policy = if opts.yes {
+        ApprovalPolicy::yes()
+    } else {
+        match &opts.approve {
+            Some(g) => ApprovalPolicy::from_groups(g).map_err(anyhow::Error::msg)?,
+            None => ApprovalPolicy::default(),
+        }
+    };
+    let mut config = TaskConfig { policy, max_turns: opts.max_turns, ..TaskConfig::default() };
+    if let Some(w) = profile.context_window {
+        config.context_window = w;
+    }
+    if let Some(p) = profile.price {
+        config.price = p;
+    }
+    Ok(Agent { provider, engine, registry: Arc::new(registry), store, config })
+}
+
+/// Run a task future, rendering its events; Ctrl-C aborts cleanly (the
+/// task is marked aborted and its history kept).
+async fn drive(
+    agent: &Agent,
+    events: EventBus,
+    opts: &RunOptions,
+    known_id: Option<String>,
+    fut: impl std::future::Future<Output = anyhow::Result<TaskOutcome>>,
+) -> anyhow::Result<ExitCode> {
+    let format = if opts.json { Format::Json } else { Format::Text };
+    let mut id_rx = events.subscribe();
+    let renderer = tokio::spawn(render::render(events.subscribe(), format));
+    let outcome = tokio::select! {
+        o = fut => Some(o?),
+        _ = tokio::signal::ctrl_c() => None,
+    };
+    let code = match outcome {
+        Some(TaskOutcome::Completed { .. }) => ExitCode::SUCCESS,
+        Some(TaskOutcome::Failed { .. }) => ExitCode::from(1),
+        Some(TaskOutcome::Aborted { .. }) => ExitCode::from(2),
+        Some(TaskOutcome::Paused { .. }) => ExitCode::from(3),
+        None => {
+            let mut id = known_id;
+            while let Ok(ev) = id_rx.try_recv() {
+                if let TaskEvent::TaskCreated { task_id, .. } = ev {
+                    id = Some(task_id);
+                }
+            }
+            if let Some(id) = id {
+                agent.abort(&id, "interrupted (Ctrl-C)", &events)?;
+                eprintln!("\ntask {id} aborted; `roost resume {id}` continues it");
+            }
+            ExitCode::from(130)
+        }
+    };
+    drop(events);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), renderer).await;
+    Ok(code)
+}
+
+/// `roost run`.
+pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let workspace = args
+        .workspace
+        .canonicalize()
+        .with_context(|| format!("workspace {} does not exist", args.workspace.display()))?;
+    let (provider, profile) = build_provider(&args.provider, None, 0)?;
+    let agent = agent(data_dir, provider, &profile, &args.options)?;
+    let events = EventBus::new();
+    let terminal = Terminal::detect();
+    let fut = async {
+        let (_, outcome) = agent.start(&args.prompt, &workspace, &args.mode, &terminal, &events).await?;
+        Ok(outcome)
+    };
+    drive(&agent, events.clone(), &args.options, None, fut).await
+}
+
+/// `roost resume`.
+pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let store = Store::open(&Store::default_path(data_dir))?;
+    let task = store.find_task(&args.id)?;
+    // A scripted transcript continues after the replies already in history.
+    let replies = store.load_api(&task.id, true)?.iter().filter(|m| m.message.role == Role::Assistant).count();
+    drop(store);
+    let (provider, profile) = build_provider(&args.provider, Some(&task.provider), replies)?;
+    let agent = agent(data_dir, provider, &profile, &args.options)?;
+    let events = EventBus::new();
+    let terminal = Terminal::detect();
+    let id = task.id.clone();
+    let fut = async { Ok(agent.resume(&id, &terminal, &events).await?) };
+    drive(&agent, events.clone(), &args.options, Some(task.id.clone()), fut).await
+}
+
+/// `roost history`.
+pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let store = Store::open(&Store::default_path(data_dir))?;
+    match cmd {
+        HistoryCommand::List { limit } => {
+            for t in store.list_tasks(limit)? {
+                let prompt: String = t.prompt.lines().next().unwrap_or("").chars().take(60).collect();
+                println!(
+                    "{}  {:<20} {:<10} in {:>7} out {:>6} ${:.4}  {}",
+                    t.id, t.status, t.mode, t.usage.input_tokens, t.usage.output_tokens, t.cost, prompt
+                );
+            }
+        }
+        HistoryCommand::Show { id, export } => {
+            let t = store.find_task(&id)?;
+            println!("task {} · {} · mode {} · {}", t.id, t.status, t.mode, t.workspace);
+            println!("tokens in {} out {} · ${:.4}\n", t.usage.input_tokens, t.usage.output_tokens, t.cost);
+            for m in store.load_ui(&t.id)? {
+                println!("[{} {}] {}", m.kind, m.subtype, m.text);
+            }
+            if let Some(dir) = export {
+                store.export_roo(&t.id, &dir)?;
+                println!("\nexported to {}", dir.display());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

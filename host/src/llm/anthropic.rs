@@ -1,0 +1,154 @@
+//! The Anthropic Messages wire format: `tool_use` blocks whose input
+//! arrives as `input_json_delta`, `ping`s (even before `message_start`),
+//! usage in `message_start` and `message_delta`, and `error` events.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::assemble::ToolCallAssembler;
+use super::{ChatRequest, EventStream, LlmError, Provider, RetryPolicy, StreamEvent, Transport, Usage, WireDecoder};
+
+/// Output cap sent when the request names none (the API requires one).
+const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// Build the JSON body of a streaming Messages request. The history is
+/// already in Anthropic's block shape.
+pub fn request_body(model: &str, req: &ChatRequest) -> Value {
+    let mut body = json!({
+        "model": model,
+        "max_tokens": req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "stream": true,
+        "system": req.system,
+        "messages": req.messages,
+    });
+    if !req.tools.is_empty() {
+        body["tools"] = Value::Array(
+            req.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters})).collect(),
+        );
+    }
+    body
+}
+
+/// Decodes an Anthropic Messages stream.
+#[derive(Debug, Default)]
+pub struct AnthropicDecoder {
+    asm: ToolCallAssembler,
+    tool_blocks: BTreeSet<u32>,
+    stop_reason: Option<String>,
+    stopped: bool,
+}
+
+impl WireDecoder for AnthropicDecoder {
+    fn on_event(&mut self, event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        if data.trim().is_empty() {
+            return Ok(());
+        }
+        let v: Value = serde_json::from_str(data).map_err(|e| LlmError::Decode(format!("{e} in {event} event")))?;
+        let kind = v["type"].as_str().unwrap_or(event);
+        match kind {
+            "ping" | "content_block_stop" => {}
+            "message_start" => {
+                let u = &v["message"]["usage"];
+                let n = |k: &str| u[k].as_u64().unwrap_or(0);
+                out.push(StreamEvent::Usage(Usage {
+                    input_tokens: n("input_tokens"),
+                    output_tokens: 0,
+                    cache_read_tokens: n("cache_read_input_tokens"),
+                    cache_write_tokens: n("cache_creation_input_tokens"),
+                }));
+            }
+            "content_block_start" => {
+                let index = v["index"].as_u64().unwrap_or(0) as u32;
+                let block = &v["content_block"];
+                match block["type"].as_str() {
+                    Some("tool_use") => {
+                        self.tool_blocks.insert(index);
+                        let id = block["id"].as_str().unwrap_or_default();
+                        let name = block["name"].as_str().unwrap_or_default();
+                        self.asm.start(index, Some(id), Some(name));
+                        out.push(StreamEvent::ToolCallStarted { index, id: id.to_owned(), name: name.to_owned() });
+                    }
+                    Some("text") => {
+                        if let Some(t) = block["text"].as_str().filter(|t| !t.is_empty()) {
+                            out.push(StreamEvent::TextDelta(t.to_owned()));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let index = v["index"].as_u64().unwrap_or(0) as u32;
+                let delta = &v["delta"];
+                match delta["type"].as_str() {
+                    Some("text_delta") => {
+                        if let Some(t) = delta["text"].as_str() {
+                            out.push(StreamEvent::TextDelta(t.to_owned()));
+                        }
+                    }
+                    Some("input_json_delta") if self.tool_blocks.contains(&index) => {
+                        if let Some(partial) = self.asm.push_args(index, delta["partial_json"].as_str().unwrap_or_default()) {
+                            out.push(StreamEvent::ToolCallArgs { index, partial });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(r) = v["delta"]["stop_reason"].as_str() {
+                    self.stop_reason = Some(r.to_owned());
+                }
+                if let Some(o) = v["usage"]["output_tokens"].as_u64() {
+                    out.push(StreamEvent::Usage(Usage { output_tokens: o, ..Usage::default() }));
+                }
+            }
+            "message_stop" => self.stopped = true,
+            "error" => {
+                let msg = v["error"]["message"].as_str().unwrap_or("unknown error");
+                let ty = v["error"]["type"].as_str().unwrap_or("error");
+                return Err(LlmError::Provider(format!("{ty}: {msg}")));
+            }
+            other => tracing::debug!("ignoring Anthropic event {other}"),
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<StreamEvent, LlmError> {
+        if !self.stopped && self.stop_reason.is_none() {
+            return Err(LlmError::TruncatedStream);
+        }
+        let calls = self.asm.finish(|| format!("toolu_{}", uuid::Uuid::now_v7().simple()));
+        Ok(StreamEvent::Done { calls, stop_reason: self.stop_reason })
+    }
+}
+
+/// The Anthropic Messages provider over some transport.
+pub struct Anthropic {
+    model: String,
+    transport: Arc<dyn Transport>,
+    retry: RetryPolicy,
+}
+
+impl Anthropic {
+    /// A provider for `model` over `transport` (HTTP to `/v1/messages`).
+    pub fn new(model: &str, transport: Arc<dyn Transport>, retry: RetryPolicy) -> Self {
+        Self { model: model.to_owned(), transport, retry }
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for Anthropic {
+    fn name(&self) -> &str {
+        "anthropic"
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
+        let body = request_body(&self.model, req);
+        Ok(super::run(Arc::clone(&self.transport), body, self.retry, || Box::new(AnthropicDecoder::default())))
+    }
+}

@@ -1,0 +1,130 @@
+//! The `roost` binary end to end: the README's offline example, JSON
+//! events, history, export, bad input, and a task against an
+//! OpenAI-compatible server on 127.0.0.1.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn roost(data: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_roost"));
+    c.arg("--data-dir").arg(data).env_remove("OPENAI_API_KEY").env("ROOST_CONFIG", data.join("none.toml"));
+    c
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn example_workspace(dir: &Path) -> PathBuf {
+    let ws = dir.join("workspace");
+    copy_dir(&repo().join("tests/fixtures/example/workspace"), &ws);
+    ws
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
+        }
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn readme_example_runs_offline_and_history_exports() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = example_workspace(dir.path());
+    let script = repo().join("tests/fixtures/example/fix-greeting.json");
+    let o = roost(dir.path())
+        .args(["run", "Add a farewell function next to greet", "--yes", "--json"])
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every stdout line is JSON"))
+        .collect();
+    assert_eq!(events.first().map(|e| e["event"].clone()), Some("task_created".into()));
+    assert!(events.iter().any(|e| e["event"] == "completed"));
+    assert!(std::fs::read_to_string(ws.join("src/greeting.rs")).expect("read").contains("farewell"));
+    let id = events[0]["task_id"].as_str().expect("id").to_owned();
+
+    let o = roost(dir.path()).args(["history", "list"]).output().expect("runs");
+    assert!(o.status.success() && text(&o).contains(&id) && text(&o).contains("completed"), "{}", text(&o));
+    let export = dir.path().join("export");
+    let o = roost(dir.path()).args(["history", "show", &id[..12], "--export"]).arg(&export).output().expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    for f in ["api_conversation_history.json", "ui_messages.json", "task_metadata.json"] {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(export.join(f)).expect(f)).expect("json");
+        assert!(v.is_array() || v.is_object());
+    }
+    let o = roost(dir.path()).args(["resume", &id, "--script"]).arg(&script).output().expect("runs");
+    assert!(!o.status.success() && text(&o).contains("cannot be resumed"), "{}", text(&o));
+}
+
+#[test]
+fn without_a_tty_unapproved_edits_are_denied_clearly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = example_workspace(dir.path());
+    let o = roost(dir.path())
+        .args(["run", "add farewell", "--approve", "read"])
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--script")
+        .arg(repo().join("tests/fixtures/example/fix-greeting.json"))
+        .output()
+        .expect("runs");
+    assert!(text(&o).contains("no terminal to ask"), "{}", text(&o));
+    assert!(!std::fs::read_to_string(ws.join("src/greeting.rs")).expect("read").contains("farewell"));
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad_script = dir.path().join("bad.json");
+    std::fs::write(&bad_script, "{ not json").expect("write");
+    let o = roost(dir.path()).args(["run", "x", "--script"]).arg(&bad_script).output().expect("runs");
+    assert!(!o.status.success() && text(&o).contains("invalid script"), "{}", text(&o));
+    let o = roost(dir.path()).args(["run", "x", "--provider", "martian"]).output().expect("runs");
+    assert!(!o.status.success() && text(&o).contains("unknown provider"), "{}", text(&o));
+    let o = roost(dir.path()).args(["run", "x", "--approve", "read,teleport", "--script"]).arg(&bad_script).output().expect("runs");
+    assert!(!o.status.success(), "{}", text(&o));
+    let o = roost(dir.path()).args(["resume", "no-such-task"]).output().expect("runs");
+    assert!(!o.status.success() && text(&o).contains("no task"), "{}", text(&o));
+    std::fs::write(dir.path().join("none.toml"), "profiles = 7").expect("write");
+    let o = roost(dir.path()).args(["run", "x"]).output().expect("runs");
+    assert!(!o.status.success() && text(&o).contains("invalid config file"), "{}", text(&o));
+    let o = roost(dir.path()).args(["tool", "call", "read_file", "--args", "{oops"]).output().expect("runs");
+    assert!(!o.status.success() && text(&o).contains("not valid JSON"), "{}", text(&o));
+    let o = roost(dir.path()).args(["tool", "call", "nope"]).output().expect("runs");
+    assert!(!o.status.success() && text(&o).contains("unknown tool"), "{}", text(&o));
+}
+
+#[test]
+fn tool_call_prints_the_readme() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = roost(dir.path())
+        .args(["tool", "call", "read_file", "--args", r#"{"path":"README.md"}"#, "--read", "--workspace"])
+        .arg(repo())
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 | # Roost"));
+    let o = roost(dir.path())
+        .args(["tool", "call", "read_file", "--args", r#"{"path":"missing.md"}"#, "--read", "--workspace"])
+        .arg(repo())
+        .output()
+        .expect("runs");
+    assert!(!o.status.success() && text(&o).contains("error [not-found]"), "{}", text(&o));
+}
