@@ -2,12 +2,18 @@
 //! events, history, export, bad input, and a task against an
 //! OpenAI-compatible server on 127.0.0.1.
 
+#[path = "support/sse_server.rs"]
+mod sse_server;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn roost(data: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_roost"));
-    c.arg("--data-dir").arg(data).env_remove("OPENAI_API_KEY").env("ROOST_CONFIG", data.join("none.toml"));
+    c.arg("--data-dir")
+        .arg(data)
+        .env_remove("OPENAI_API_KEY")
+        .env("ROOST_CONFIG", data.join("none.toml"));
     c
 }
 
@@ -34,7 +40,11 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 #[test]
@@ -43,7 +53,12 @@ fn readme_example_runs_offline_and_history_exports() {
     let ws = example_workspace(dir.path());
     let script = repo().join("tests/fixtures/example/fix-greeting.json");
     let o = roost(dir.path())
-        .args(["run", "Add a farewell function next to greet", "--yes", "--json"])
+        .args([
+            "run",
+            "Add a farewell function next to greet",
+            "--yes",
+            "--json",
+        ])
         .arg("--workspace")
         .arg(&ws)
         .arg("--script")
@@ -55,22 +70,53 @@ fn readme_example_runs_offline_and_history_exports() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("every stdout line is JSON"))
         .collect();
-    assert_eq!(events.first().map(|e| e["event"].clone()), Some("task_created".into()));
+    assert_eq!(
+        events.first().map(|e| e["event"].clone()),
+        Some("task_created".into())
+    );
     assert!(events.iter().any(|e| e["event"] == "completed"));
-    assert!(std::fs::read_to_string(ws.join("src/greeting.rs")).expect("read").contains("farewell"));
+    assert!(
+        std::fs::read_to_string(ws.join("src/greeting.rs"))
+            .expect("read")
+            .contains("farewell")
+    );
     let id = events[0]["task_id"].as_str().expect("id").to_owned();
 
-    let o = roost(dir.path()).args(["history", "list"]).output().expect("runs");
-    assert!(o.status.success() && text(&o).contains(&id) && text(&o).contains("completed"), "{}", text(&o));
+    let o = roost(dir.path())
+        .args(["history", "list"])
+        .output()
+        .expect("runs");
+    assert!(
+        o.status.success() && text(&o).contains(&id) && text(&o).contains("completed"),
+        "{}",
+        text(&o)
+    );
     let export = dir.path().join("export");
-    let o = roost(dir.path()).args(["history", "show", &id[..12], "--export"]).arg(&export).output().expect("runs");
+    let o = roost(dir.path())
+        .args(["history", "show", &id[..12], "--export"])
+        .arg(&export)
+        .output()
+        .expect("runs");
     assert!(o.status.success(), "{}", text(&o));
-    for f in ["api_conversation_history.json", "ui_messages.json", "task_metadata.json"] {
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(export.join(f)).expect(f)).expect("json");
+    for f in [
+        "api_conversation_history.json",
+        "ui_messages.json",
+        "task_metadata.json",
+    ] {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(export.join(f)).expect(f)).expect("json");
         assert!(v.is_array() || v.is_object());
     }
-    let o = roost(dir.path()).args(["resume", &id, "--script"]).arg(&script).output().expect("runs");
-    assert!(!o.status.success() && text(&o).contains("cannot be resumed"), "{}", text(&o));
+    let o = roost(dir.path())
+        .args(["resume", &id, "--script"])
+        .arg(&script)
+        .output()
+        .expect("runs");
+    assert!(
+        !o.status.success() && text(&o).contains("cannot be resumed"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -86,7 +132,11 @@ fn without_a_tty_unapproved_edits_are_denied_clearly() {
         .output()
         .expect("runs");
     assert!(text(&o).contains("no terminal to ask"), "{}", text(&o));
-    assert!(!std::fs::read_to_string(ws.join("src/greeting.rs")).expect("read").contains("farewell"));
+    assert!(
+        !std::fs::read_to_string(ws.join("src/greeting.rs"))
+            .expect("read")
+            .contains("farewell")
+    );
 }
 
 #[test]
@@ -94,37 +144,163 @@ fn bad_input_gets_clear_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bad_script = dir.path().join("bad.json");
     std::fs::write(&bad_script, "{ not json").expect("write");
-    let o = roost(dir.path()).args(["run", "x", "--script"]).arg(&bad_script).output().expect("runs");
-    assert!(!o.status.success() && text(&o).contains("invalid script"), "{}", text(&o));
-    let o = roost(dir.path()).args(["run", "x", "--provider", "martian"]).output().expect("runs");
-    assert!(!o.status.success() && text(&o).contains("unknown provider"), "{}", text(&o));
-    let o = roost(dir.path()).args(["run", "x", "--approve", "read,teleport", "--script"]).arg(&bad_script).output().expect("runs");
+    let o = roost(dir.path())
+        .args(["run", "x", "--script"])
+        .arg(&bad_script)
+        .output()
+        .expect("runs");
+    assert!(
+        !o.status.success() && text(&o).contains("invalid script"),
+        "{}",
+        text(&o)
+    );
+    let o = roost(dir.path())
+        .args(["run", "x", "--provider", "martian"])
+        .output()
+        .expect("runs");
+    assert!(
+        !o.status.success() && text(&o).contains("unknown provider"),
+        "{}",
+        text(&o)
+    );
+    let o = roost(dir.path())
+        .args(["run", "x", "--approve", "read,teleport", "--script"])
+        .arg(&bad_script)
+        .output()
+        .expect("runs");
     assert!(!o.status.success(), "{}", text(&o));
-    let o = roost(dir.path()).args(["resume", "no-such-task"]).output().expect("runs");
-    assert!(!o.status.success() && text(&o).contains("no task"), "{}", text(&o));
+    let o = roost(dir.path())
+        .args(["resume", "no-such-task"])
+        .output()
+        .expect("runs");
+    assert!(
+        !o.status.success() && text(&o).contains("no task"),
+        "{}",
+        text(&o)
+    );
     std::fs::write(dir.path().join("none.toml"), "profiles = 7").expect("write");
     let o = roost(dir.path()).args(["run", "x"]).output().expect("runs");
-    assert!(!o.status.success() && text(&o).contains("invalid config file"), "{}", text(&o));
-    let o = roost(dir.path()).args(["tool", "call", "read_file", "--args", "{oops"]).output().expect("runs");
-    assert!(!o.status.success() && text(&o).contains("not valid JSON"), "{}", text(&o));
-    let o = roost(dir.path()).args(["tool", "call", "nope"]).output().expect("runs");
-    assert!(!o.status.success() && text(&o).contains("unknown tool"), "{}", text(&o));
+    assert!(
+        !o.status.success() && text(&o).contains("invalid config file"),
+        "{}",
+        text(&o)
+    );
+    let o = roost(dir.path())
+        .args(["tool", "call", "read_file", "--args", "{oops"])
+        .output()
+        .expect("runs");
+    assert!(
+        !o.status.success() && text(&o).contains("not valid JSON"),
+        "{}",
+        text(&o)
+    );
+    let o = roost(dir.path())
+        .args(["tool", "call", "nope"])
+        .output()
+        .expect("runs");
+    assert!(
+        !o.status.success() && text(&o).contains("unknown tool"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
 fn tool_call_prints_the_readme() {
     let dir = tempfile::tempdir().expect("tempdir");
     let o = roost(dir.path())
-        .args(["tool", "call", "read_file", "--args", r#"{"path":"README.md"}"#, "--read", "--workspace"])
+        .args([
+            "tool",
+            "call",
+            "read_file",
+            "--args",
+            r#"{"path":"README.md"}"#,
+            "--read",
+            "--workspace",
+        ])
         .arg(repo())
         .output()
         .expect("runs");
     assert!(o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("1 | # Roost"));
     let o = roost(dir.path())
-        .args(["tool", "call", "read_file", "--args", r#"{"path":"missing.md"}"#, "--read", "--workspace"])
+        .args([
+            "tool",
+            "call",
+            "read_file",
+            "--args",
+            r#"{"path":"missing.md"}"#,
+            "--read",
+            "--workspace",
+        ])
         .arg(repo())
         .output()
         .expect("runs");
-    assert!(!o.status.success() && text(&o).contains("error [not-found]"), "{}", text(&o));
+    assert!(
+        !o.status.success() && text(&o).contains("error [not-found]"),
+        "{}",
+        text(&o)
+    );
+}
+
+async fn run_against(provider: &str, responses: Vec<sse_server::Canned>) {
+    let server = sse_server::start(responses).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("mkdir");
+    std::fs::write(ws.join("hello.txt"), "hi\n").expect("write");
+    let mut cmd = roost(dir.path());
+    cmd.args([
+        "run",
+        "what does hello.txt say?",
+        "--yes",
+        "--provider",
+        provider,
+        "--base-url",
+        &server.base_url(),
+        "--workspace",
+    ])
+    .arg(&ws)
+    .env("ANTHROPIC_API_KEY", "test-key");
+    let o = tokio::task::spawn_blocking(move || cmd.output().expect("runs"))
+        .await
+        .expect("join");
+    assert!(o.status.success(), "{provider}: {}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("hello.txt says hi"),
+        "{}",
+        text(&o)
+    );
+    let requests = server.requests.lock().expect("lock").clone();
+    assert_eq!(requests.len(), 2, "{provider}: one request per turn");
+    // The second request carries the tool result of the first call.
+    assert!(
+        requests[1].contains("1 | hi"),
+        "{provider}: {}",
+        requests[1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_completes_against_an_openai_compatible_server() {
+    run_against(
+        "openai",
+        vec![
+            sse_server::Canned::sse("openai_quirks.sse"),
+            sse_server::Canned::sse("openai_complete.sse"),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_completes_against_an_anthropic_server() {
+    run_against(
+        "anthropic",
+        vec![
+            sse_server::Canned::sse("anthropic_tool_use.sse"),
+            sse_server::Canned::sse("anthropic_complete.sse"),
+        ],
+    )
+    .await;
 }

@@ -49,7 +49,9 @@ pub fn default_path() -> PathBuf {
 /// error naming the file.
 pub fn load(path: &Path) -> anyhow::Result<Config> {
     match std::fs::read_to_string(path) {
-        Ok(text) => toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display())),
+        Ok(text) => {
+            toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
@@ -61,7 +63,10 @@ impl Config {
         match name.or(self.default_profile.as_deref()) {
             Some(n) => self.profiles.get(n).cloned().with_context(|| {
                 let known: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
-                format!("no profile `{n}` in the config (known: {})", known.join(", "))
+                format!(
+                    "no profile `{n}` in the config (known: {})",
+                    known.join(", ")
+                )
             }),
             None => Ok(Profile::default()),
         }
@@ -89,6 +94,11 @@ mod tests {
         std::fs::write(&p, "profiles = 3").expect("write");
         let e = load(&p).expect_err("invalid");
         assert!(format!("{e:#}").contains("config.toml"));
-        assert!(load(&dir.path().join("missing.toml")).expect("empty").profiles.is_empty());
+        assert!(
+            load(&dir.path().join("missing.toml"))
+                .expect("empty")
+                .profiles
+                .is_empty()
+        );
     }
 }

@@ -16,7 +16,9 @@ pub struct Terminal {
 impl Terminal {
     /// Detect whether stdin is a terminal.
     pub fn detect() -> Self {
-        Self { tty: std::io::stdin().is_terminal() }
+        Self {
+            tty: std::io::stdin().is_terminal(),
+        }
     }
 }
 
@@ -40,7 +42,11 @@ async fn ask_line(prompt: String) -> Option<String> {
 /// One line of arguments, cut for display.
 pub fn short_args(args: &serde_json::Value) -> String {
     let s = args.to_string();
-    if s.chars().count() > 120 { format!("{}…", s.chars().take(120).collect::<String>()) } else { s }
+    if s.chars().count() > 120 {
+        format!("{}…", s.chars().take(120).collect::<String>())
+    } else {
+        s
+    }
 }
 
 #[async_trait::async_trait]
@@ -56,11 +62,17 @@ impl Interaction for Terminal {
                 )),
             };
         }
-        let answer = ask_line(format!("\n? Run {tool} {}  [y]es / [n]o / or type feedback: ", short_args(args))).await;
+        let answer = ask_line(format!(
+            "\n? Run {tool} {}  [y]es / [n]o / or type feedback: ",
+            short_args(args)
+        ))
+        .await;
         match answer.as_deref().map(str::trim) {
             Some("y" | "Y" | "yes" | "") => Approval::Approve,
             Some("n" | "N" | "no") | None => Approval::Deny { feedback: None },
-            Some(feedback) => Approval::Deny { feedback: Some(feedback.to_owned()) },
+            Some(feedback) => Approval::Deny {
+                feedback: Some(feedback.to_owned()),
+            },
         }
     }
 
@@ -74,7 +86,11 @@ impl Interaction for Terminal {
         }
         prompt.push_str("> ");
         let line = ask_line(prompt).await?;
-        let pick = line.trim().parse::<usize>().ok().and_then(|n| suggestions.get(n.wrapping_sub(1)));
+        let pick = line
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| suggestions.get(n.wrapping_sub(1)));
         Some(pick.cloned().unwrap_or(line))
     }
 
@@ -84,7 +100,9 @@ impl Interaction for Terminal {
         }
         let _ = result;
         match ask_line("\n? Accept the result? [Enter] accept, or type feedback: ".into()).await {
-            Some(l) if !l.trim().is_empty() && !matches!(l.trim(), "y" | "yes") => CompletionAnswer::Feedback(l),
+            Some(l) if !l.trim().is_empty() && !matches!(l.trim(), "y" | "yes") => {
+                CompletionAnswer::Feedback(l)
+            }
             _ => CompletionAnswer::Accept,
         }
     }
@@ -94,8 +112,10 @@ impl Interaction for Terminal {
             eprintln!("{reason} No terminal to ask: stopping.");
             return None;
         }
-        ask_line(format!("\n! {reason}\n? Guidance to continue (empty to stop): "))
-            .await
-            .filter(|l| !l.trim().is_empty())
+        ask_line(format!(
+            "\n! {reason}\n? Guidance to continue (empty to stop): "
+        ))
+        .await
+        .filter(|l| !l.trim().is_empty())
     }
 }

@@ -26,13 +26,19 @@ struct Style {
 
 impl Style {
     fn paint(&self, code: &str, s: &str) -> String {
-        if self.color { format!("\x1b[{code}m{s}\x1b[0m") } else { s.to_owned() }
+        if self.color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_owned()
+        }
     }
 }
 
 /// Print events until the channel closes; returns the id of the task seen.
 pub async fn render(mut rx: Receiver<TaskEvent>, format: Format) {
-    let style = Style { color: std::io::stdout().is_terminal() };
+    let style = Style {
+        color: std::io::stdout().is_terminal(),
+    };
     let spin_ok = std::io::stderr().is_terminal() && format == Format::Text;
     let mut spinning = false;
     let mut frame = 0usize;
@@ -66,8 +72,16 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format) {
         }
         let mut out = std::io::stdout().lock();
         let _ = match &ev {
-            TaskEvent::TaskCreated { task_id, mode, workspace } => {
-                writeln!(out, "{}", style.paint("2", &format!("task {task_id} · mode {mode} · {workspace}")))
+            TaskEvent::TaskCreated {
+                task_id,
+                mode,
+                workspace,
+            } => {
+                writeln!(
+                    out,
+                    "{}",
+                    style.paint("2", &format!("task {task_id} · mode {mode} · {workspace}"))
+                )
             }
             TaskEvent::RequestStarted { .. } => {
                 spinning = spin_ok;
@@ -82,10 +96,28 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format) {
                 }
             }
             TaskEvent::ToolCallRequested { tool, args, .. } => {
-                writeln!(out, "{} {}", style.paint("1;36", &format!("⏺ {tool}")), style.paint("2", &short_args(args)))
+                writeln!(
+                    out,
+                    "{} {}",
+                    style.paint("1;36", &format!("⏺ {tool}")),
+                    style.paint("2", &short_args(args))
+                )
             }
             TaskEvent::ToolCallDenied { feedback, .. } => {
-                writeln!(out, "{}", style.paint("33", &format!("  ✗ denied{}", feedback.as_deref().map(|f| format!(": {f}")).unwrap_or_default())))
+                writeln!(
+                    out,
+                    "{}",
+                    style.paint(
+                        "33",
+                        &format!(
+                            "  ✗ denied{}",
+                            feedback
+                                .as_deref()
+                                .map(|f| format!(": {f}"))
+                                .unwrap_or_default()
+                        )
+                    )
+                )
             }
             TaskEvent::ToolCallResult { result, diff, .. } => {
                 match result {
@@ -95,11 +127,19 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format) {
                             let _ = writeln!(out, "  {}", style.paint("2", l));
                         }
                         if lines.len() > 6 {
-                            let _ = writeln!(out, "  {}", style.paint("2", &format!("… {} more lines", lines.len() - 6)));
+                            let _ = writeln!(
+                                out,
+                                "  {}",
+                                style.paint("2", &format!("… {} more lines", lines.len() - 6))
+                            );
                         }
                     }
                     Err(e) => {
-                        let _ = writeln!(out, "  {}", style.paint("31", &format!("error [{}]: {}", e.code, e.message)));
+                        let _ = writeln!(
+                            out,
+                            "  {}",
+                            style.paint("31", &format!("error [{}]: {}", e.code, e.message))
+                        );
                     }
                 }
                 if let Some(d) = diff {
@@ -118,10 +158,25 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format) {
                 }
                 Ok(())
             }
-            TaskEvent::Retrying { attempt, delay_ms, reason } => {
-                writeln!(out, "{}", style.paint("33", &format!("  retrying (attempt {attempt} failed: {reason}) in {delay_ms} ms")))
+            TaskEvent::Retrying {
+                attempt,
+                delay_ms,
+                reason,
+            } => {
+                writeln!(
+                    out,
+                    "{}",
+                    style.paint(
+                        "33",
+                        &format!(
+                            "  retrying (attempt {attempt} failed: {reason}) in {delay_ms} ms"
+                        )
+                    )
+                )
             }
-            TaskEvent::TodosUpdated { markdown } => writeln!(out, "{}\n{markdown}", style.paint("1", "Todo list:")),
+            TaskEvent::TodosUpdated { markdown } => {
+                writeln!(out, "{}\n{markdown}", style.paint("1", "Todo list:"))
+            }
             TaskEvent::AskRequired { kind, text } if kind == "completion_result" => {
                 writeln!(out, "\n{}\n{text}", style.paint("1;32", "✔ Result:"))
             }
@@ -132,12 +187,19 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format) {
                     "2",
                     &format!(
                         "completed · tokens in {} out {} (cache read {} write {}) · ${cost:.4}",
-                        usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        usage.cache_read_tokens,
+                        usage.cache_write_tokens
                     )
                 )
             ),
-            TaskEvent::Aborted { reason } => writeln!(out, "{}", style.paint("33", &format!("aborted: {reason}"))),
-            TaskEvent::Failed { error } => writeln!(out, "{}", style.paint("31", &format!("failed: {error}"))),
+            TaskEvent::Aborted { reason } => {
+                writeln!(out, "{}", style.paint("33", &format!("aborted: {reason}")))
+            }
+            TaskEvent::Failed { error } => {
+                writeln!(out, "{}", style.paint("31", &format!("failed: {error}")))
+            }
             _ => Ok(()),
         };
         let _ = out.flush();

@@ -109,7 +109,11 @@ pub enum HistoryCommand {
     },
 }
 
-fn build_provider(args: &ProviderArgs, fallback: Option<&str>, scripted_start: usize) -> anyhow::Result<(Arc<dyn Provider>, Profile)> {
+fn build_provider(
+    args: &ProviderArgs,
+    fallback: Option<&str>,
+    scripted_start: usize,
+) -> anyhow::Result<(Arc<dyn Provider>, Profile)> {
     let cfg = config::load(&args.config.clone().unwrap_or_else(config::default_path))?;
     let profile = cfg.profile(args.profile.as_deref())?;
     let kind = args
@@ -122,7 +126,10 @@ fn build_provider(args: &ProviderArgs, fallback: Option<&str>, scripted_start: u
     let retry = RetryPolicy::default();
     let provider: Arc<dyn Provider> = match kind.as_str() {
         "scripted" => {
-            let path = args.script.as_ref().context("--provider scripted needs --script FILE")?;
+            let path = args
+                .script
+                .as_ref()
+                .context("--provider scripted needs --script FILE")?;
             let script = Script::load(path)?;
             let model = script.model.clone();
             let transport = Arc::new(ScriptedTransport::starting_at(script, scripted_start));
@@ -135,15 +142,31 @@ fn build_provider(args: &ProviderArgs, fallback: Option<&str>, scripted_start: u
                 .or_else(|| profile.base_url.clone())
                 .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
                 .unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
-            let model = args.model.clone().or_else(|| profile.model.clone()).unwrap_or_else(|| "gpt-4o-mini".to_owned());
-            let key_var = profile.api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
+            let model = args
+                .model
+                .clone()
+                .or_else(|| profile.model.clone())
+                .unwrap_or_else(|| "gpt-4o-mini".to_owned());
+            let key_var = profile
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
             let mut headers = Vec::new();
             match std::env::var(&key_var) {
-                Ok(key) if !key.is_empty() => headers.push(("authorization".to_owned(), format!("Bearer {key}"))),
-                _ => tracing::warn!("{key_var} is not set; sending requests without an API key (fine for local servers)"),
+                Ok(key) if !key.is_empty() => {
+                    headers.push(("authorization".to_owned(), format!("Bearer {key}")))
+                }
+                _ => tracing::warn!(
+                    "{key_var} is not set; sending requests without an API key (fine for local servers)"
+                ),
             }
             let url = format!("{}/chat/completions", base.trim_end_matches('/'));
-            Arc::new(OpenAiCompatible::new("openai", &model, Arc::new(HttpTransport::new(url, headers)?), retry))
+            Arc::new(OpenAiCompatible::new(
+                "openai",
+                &model,
+                Arc::new(HttpTransport::new(url, headers)?),
+                retry,
+            ))
         }
         "anthropic" => {
             let base = args
@@ -151,20 +174,41 @@ fn build_provider(args: &ProviderArgs, fallback: Option<&str>, scripted_start: u
                 .clone()
                 .or_else(|| profile.base_url.clone())
                 .unwrap_or_else(|| "https://api.anthropic.com/v1".to_owned());
-            let model = args.model.clone().or_else(|| profile.model.clone()).unwrap_or_else(|| "claude-sonnet-4-5".to_owned());
-            let key_var = profile.api_key_env.clone().unwrap_or_else(|| "ANTHROPIC_API_KEY".to_owned());
+            let model = args
+                .model
+                .clone()
+                .or_else(|| profile.model.clone())
+                .unwrap_or_else(|| "claude-sonnet-4-5".to_owned());
+            let key_var = profile
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| "ANTHROPIC_API_KEY".to_owned());
             let key = std::env::var(&key_var).with_context(|| format!("{key_var} is not set"))?;
-            let headers = vec![("x-api-key".to_owned(), key), ("anthropic-version".to_owned(), "2023-06-01".to_owned())];
+            let headers = vec![
+                ("x-api-key".to_owned(), key),
+                ("anthropic-version".to_owned(), "2023-06-01".to_owned()),
+            ];
             let url = format!("{}/messages", base.trim_end_matches('/'));
-            Arc::new(crate::llm::anthropic::Anthropic::new(&model, Arc::new(HttpTransport::new(url, headers)?), retry))
+            Arc::new(crate::llm::anthropic::Anthropic::new(
+                &model,
+                Arc::new(HttpTransport::new(url, headers)?),
+                retry,
+            ))
         }
         other => bail!("unknown provider `{other}` (openai, anthropic, scripted)"),
     };
     Ok((provider, profile))
 }
 
-fn agent(data_dir: &Path, provider: Arc<dyn Provider>, profile: &Profile, opts: &RunOptions) -> anyhow::Result<Agent> {
-    let engine = Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(data_dir.join("cache").join("components")))?);
+fn agent(
+    data_dir: &Path,
+    provider: Arc<dyn Provider>,
+    profile: &Profile,
+    opts: &RunOptions,
+) -> anyhow::Result<Agent> {
+    let engine = Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
+        data_dir.join("cache").join("components"),
+    ))?);
     let mut registry = Registry::new();
     for p in first_party::load_all(&engine)? {
         registry.add_plugin(p)?;
@@ -178,14 +222,24 @@ fn agent(data_dir: &Path, provider: Arc<dyn Provider>, profile: &Profile, opts: 
             None => ApprovalPolicy::default(),
         }
     };
-    let mut config = TaskConfig { policy, max_turns: opts.max_turns, ..TaskConfig::default() };
+    let mut config = TaskConfig {
+        policy,
+        max_turns: opts.max_turns,
+        ..TaskConfig::default()
+    };
     if let Some(w) = profile.context_window {
         config.context_window = w;
     }
     if let Some(p) = profile.price {
         config.price = p;
     }
-    Ok(Agent { provider, engine, registry: Arc::new(registry), store, config })
+    Ok(Agent {
+        provider,
+        engine,
+        registry: Arc::new(registry),
+        store,
+        config,
+    })
 }
 
 /// Run a task future, rendering its events; Ctrl-C aborts cleanly (the
@@ -197,7 +251,11 @@ async fn drive(
     known_id: Option<String>,
     fut: impl std::future::Future<Output = anyhow::Result<TaskOutcome>>,
 ) -> anyhow::Result<ExitCode> {
-    let format = if opts.json { Format::Json } else { Format::Text };
+    let format = if opts.json {
+        Format::Json
+    } else {
+        Format::Text
+    };
     let mut id_rx = events.subscribe();
     let renderer = tokio::spawn(render::render(events.subscribe(), format));
     let outcome = tokio::select! {
@@ -239,7 +297,9 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let events = EventBus::new();
     let terminal = Terminal::detect();
     let fut = async {
-        let (_, outcome) = agent.start(&args.prompt, &workspace, &args.mode, &terminal, &events).await?;
+        let (_, outcome) = agent
+            .start(&args.prompt, &workspace, &args.mode, &terminal, &events)
+            .await?;
         Ok(outcome)
     };
     drive(&agent, events.clone(), &args.options, None, fut).await
@@ -250,7 +310,11 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
     let store = Store::open(&Store::default_path(data_dir))?;
     let task = store.find_task(&args.id)?;
     // A scripted transcript continues after the replies already in history.
-    let replies = store.load_api(&task.id, true)?.iter().filter(|m| m.message.role == Role::Assistant).count();
+    let replies = store
+        .load_api(&task.id, true)?
+        .iter()
+        .filter(|m| m.message.role == Role::Assistant)
+        .count();
     drop(store);
     let (provider, profile) = build_provider(&args.provider, Some(&task.provider), replies)?;
     let agent = agent(data_dir, provider, &profile, &args.options)?;
@@ -258,7 +322,14 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
     let terminal = Terminal::detect();
     let id = task.id.clone();
     let fut = async { Ok(agent.resume(&id, &terminal, &events).await?) };
-    drive(&agent, events.clone(), &args.options, Some(task.id.clone()), fut).await
+    drive(
+        &agent,
+        events.clone(),
+        &args.options,
+        Some(task.id.clone()),
+        fut,
+    )
+    .await
 }
 
 /// `roost history`.
@@ -267,17 +338,36 @@ pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode>
     match cmd {
         HistoryCommand::List { limit } => {
             for t in store.list_tasks(limit)? {
-                let prompt: String = t.prompt.lines().next().unwrap_or("").chars().take(60).collect();
+                let prompt: String = t
+                    .prompt
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(60)
+                    .collect();
                 println!(
                     "{}  {:<20} {:<10} in {:>7} out {:>6} ${:.4}  {}",
-                    t.id, t.status, t.mode, t.usage.input_tokens, t.usage.output_tokens, t.cost, prompt
+                    t.id,
+                    t.status,
+                    t.mode,
+                    t.usage.input_tokens,
+                    t.usage.output_tokens,
+                    t.cost,
+                    prompt
                 );
             }
         }
         HistoryCommand::Show { id, export } => {
             let t = store.find_task(&id)?;
-            println!("task {} · {} · mode {} · {}", t.id, t.status, t.mode, t.workspace);
-            println!("tokens in {} out {} · ${:.4}\n", t.usage.input_tokens, t.usage.output_tokens, t.cost);
+            println!(
+                "task {} · {} · mode {} · {}",
+                t.id, t.status, t.mode, t.workspace
+            );
+            println!(
+                "tokens in {} out {} · ${:.4}\n",
+                t.usage.input_tokens, t.usage.output_tokens, t.cost
+            );
             for m in store.load_ui(&t.id)? {
                 println!("[{} {}] {}", m.kind, m.subtype, m.text);
             }

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::assemble::ToolCallAssembler;
-use super::{ChatRequest, EventStream, LlmError, Provider, RetryPolicy, StreamEvent, Transport, Usage, WireDecoder};
+use super::{
+    ChatRequest, EventStream, LlmError, Provider, RetryPolicy, StreamEvent, Transport, Usage,
+    WireDecoder,
+};
 
 /// Output cap sent when the request names none (the API requires one).
 const DEFAULT_MAX_TOKENS: u32 = 8192;
@@ -41,11 +44,17 @@ pub struct AnthropicDecoder {
 }
 
 impl WireDecoder for AnthropicDecoder {
-    fn on_event(&mut self, event: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+    fn on_event(
+        &mut self,
+        event: &str,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
         if data.trim().is_empty() {
             return Ok(());
         }
-        let v: Value = serde_json::from_str(data).map_err(|e| LlmError::Decode(format!("{e} in {event} event")))?;
+        let v: Value = serde_json::from_str(data)
+            .map_err(|e| LlmError::Decode(format!("{e} in {event} event")))?;
         let kind = v["type"].as_str().unwrap_or(event);
         match kind {
             "ping" | "content_block_stop" => {}
@@ -68,7 +77,11 @@ impl WireDecoder for AnthropicDecoder {
                         let id = block["id"].as_str().unwrap_or_default();
                         let name = block["name"].as_str().unwrap_or_default();
                         self.asm.start(index, Some(id), Some(name));
-                        out.push(StreamEvent::ToolCallStarted { index, id: id.to_owned(), name: name.to_owned() });
+                        out.push(StreamEvent::ToolCallStarted {
+                            index,
+                            id: id.to_owned(),
+                            name: name.to_owned(),
+                        });
                     }
                     Some("text") => {
                         if let Some(t) = block["text"].as_str().filter(|t| !t.is_empty()) {
@@ -88,7 +101,10 @@ impl WireDecoder for AnthropicDecoder {
                         }
                     }
                     Some("input_json_delta") if self.tool_blocks.contains(&index) => {
-                        if let Some(partial) = self.asm.push_args(index, delta["partial_json"].as_str().unwrap_or_default()) {
+                        if let Some(partial) = self
+                            .asm
+                            .push_args(index, delta["partial_json"].as_str().unwrap_or_default())
+                        {
                             out.push(StreamEvent::ToolCallArgs { index, partial });
                         }
                     }
@@ -100,7 +116,10 @@ impl WireDecoder for AnthropicDecoder {
                     self.stop_reason = Some(r.to_owned());
                 }
                 if let Some(o) = v["usage"]["output_tokens"].as_u64() {
-                    out.push(StreamEvent::Usage(Usage { output_tokens: o, ..Usage::default() }));
+                    out.push(StreamEvent::Usage(Usage {
+                        output_tokens: o,
+                        ..Usage::default()
+                    }));
                 }
             }
             "message_stop" => self.stopped = true,
@@ -118,8 +137,13 @@ impl WireDecoder for AnthropicDecoder {
         if !self.stopped && self.stop_reason.is_none() {
             return Err(LlmError::TruncatedStream);
         }
-        let calls = self.asm.finish(|| format!("toolu_{}", uuid::Uuid::now_v7().simple()));
-        Ok(StreamEvent::Done { calls, stop_reason: self.stop_reason })
+        let calls = self
+            .asm
+            .finish(|| format!("toolu_{}", uuid::Uuid::now_v7().simple()));
+        Ok(StreamEvent::Done {
+            calls,
+            stop_reason: self.stop_reason,
+        })
     }
 }
 
@@ -133,7 +157,11 @@ pub struct Anthropic {
 impl Anthropic {
     /// A provider for `model` over `transport` (HTTP to `/v1/messages`).
     pub fn new(model: &str, transport: Arc<dyn Transport>, retry: RetryPolicy) -> Self {
-        Self { model: model.to_owned(), transport, retry }
+        Self {
+            model: model.to_owned(),
+            transport,
+            retry,
+        }
     }
 }
 
@@ -149,6 +177,11 @@ impl Provider for Anthropic {
 
     async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
         let body = request_body(&self.model, req);
-        Ok(super::run(Arc::clone(&self.transport), body, self.retry, || Box::new(AnthropicDecoder::default())))
+        Ok(super::run(
+            Arc::clone(&self.transport),
+            body,
+            self.retry,
+            || Box::new(AnthropicDecoder::default()),
+        ))
     }
 }
