@@ -4,7 +4,8 @@
 use std::io::{IsTerminal, Write};
 
 use tokio::sync::broadcast::Receiver;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::oneshot;
 
 use super::interact::short_args;
 use crate::events::TaskEvent;
@@ -34,8 +35,9 @@ impl Style {
     }
 }
 
-/// Print events until the channel closes; returns the id of the task seen.
-pub async fn render(mut rx: Receiver<TaskEvent>, format: Format) {
+/// Print events until `stop` fires (then print what is still queued) or the
+/// channel closes.
+pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: oneshot::Receiver<()>) {
     let style = Style {
         color: std::io::stdout().is_terminal(),
     };
@@ -43,13 +45,26 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format) {
     let mut spinning = false;
     let mut frame = 0usize;
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    let mut stopping = false;
     loop {
-        let ev = tokio::select! {
+        let ev = if stopping {
+            match rx.try_recv() {
+                Ok(ev) => Ok(ev),
+                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+                Err(_) => break,
+            }
+        } else {
+            tokio::select! {
             ev = rx.recv() => ev,
+            _ = &mut stop => {
+                stopping = true;
+                continue;
+            }
             _ = tick.tick(), if spinning => {
                 frame += 1;
                 eprint!("\r{} thinking…", SPINNER[frame % SPINNER.len()]);
                 continue;
+            }
             }
         };
         let ev = match ev {

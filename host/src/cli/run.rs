@@ -257,7 +257,8 @@ async fn drive(
         Format::Text
     };
     let mut id_rx = events.subscribe();
-    let renderer = tokio::spawn(render::render(events.subscribe(), format));
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let renderer = tokio::spawn(render::render(events.subscribe(), format, stopped));
     let outcome = tokio::select! {
         o = fut => Some(o?),
         _ = tokio::signal::ctrl_c() => None,
@@ -281,7 +282,7 @@ async fn drive(
             ExitCode::from(130)
         }
     };
-    drop(events);
+    let _ = stop.send(());
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), renderer).await;
     Ok(code)
 }

@@ -1,0 +1,217 @@
+//! Crash safety: `roost run` is killed with SIGKILL at pseudo-random points,
+//! many times. After each kill the history in SQLite is valid, everything
+//! the run acknowledged (printed as an event) is in it, and `roost resume`
+//! finishes the task with every tool_use answered in order.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use roost::llm::{ContentBlock, Role};
+use roost::store::Store;
+use roost::task::TaskStatus;
+
+/// Kills that must land while the task is running.
+const WANTED: usize = 22;
+/// Attempts before giving up.
+const MAX_RUNS: usize = 40;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn roost(data: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_roost"));
+    c.arg("--data-dir")
+        .arg(data)
+        .env("ROOST_CONFIG", data.join("none.toml"));
+    c
+}
+
+/// Deterministic pseudo-random points in (0.05, 0.95) of a run (xorshift),
+/// so a failure replays.
+fn fractions() -> impl Iterator<Item = f64> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    std::iter::repeat_with(move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        0.05 + 0.9 * ((x % 10_000) as f64 / 10_000.0)
+    })
+}
+
+fn tool_results(store: &Store, id: &str) -> Vec<String> {
+    store
+        .load_api(id, true)
+        .expect("history loads after a crash")
+        .into_iter()
+        .flat_map(|m| m.message.content)
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id),
+            _ => None,
+        })
+        .collect()
+}
+
+fn assert_paired(store: &Store, id: &str) {
+    let h = store.load_api(id, true).expect("history");
+    for (i, m) in h.iter().enumerate() {
+        let uses: Vec<&str> = m.message.tool_use_ids().collect();
+        if m.message.role == Role::Assistant && !uses.is_empty() {
+            let answered: Vec<&str> = h[i + 1]
+                .message
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                uses, answered,
+                "task {id}: message {} not answered in order",
+                m.seq
+            );
+        }
+    }
+}
+
+#[test]
+fn sigkill_at_random_points_loses_nothing_and_resume_finishes() {
+    let script = repo().join("tests/fixtures/example/crash-script.json");
+    let mut killed_mid_task = 0;
+    // One data dir for all runs (each run is its own task), warmed so runs
+    // start in milliseconds and the kills land inside the task.
+    let shared = tempfile::tempdir().expect("tempdir");
+    let data = shared.path().join("data");
+    let warm = roost(&data)
+        .args(["tool", "list"])
+        .output()
+        .expect("warm-up");
+    assert!(warm.status.success());
+    // How long an undisturbed run takes here; kills land inside it.
+    let ws0 = shared.path().join("ws0");
+    std::fs::create_dir_all(ws0.join("out")).expect("mkdir");
+    let mut span = Duration::MAX;
+    for _ in 0..2 {
+        let t0 = Instant::now();
+        let full = roost(&data)
+            .args(["run", "warm", "--yes", "--json", "--workspace"])
+            .arg(&ws0)
+            .arg("--script")
+            .arg(&script)
+            .output()
+            .expect("runs");
+        assert!(
+            full.status.success(),
+            "{}",
+            String::from_utf8_lossy(&full.stderr)
+        );
+        span = span.min(t0.elapsed());
+    }
+    for (run, frac) in fractions().take(MAX_RUNS).enumerate() {
+        if killed_mid_task >= WANTED {
+            break;
+        }
+        let delay = span.mul_f64(frac);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("out")).expect("mkdir");
+        let mut child = roost(&data)
+            .args(["run", "write a, b and c", "--yes", "--json", "--workspace"])
+            .arg(&ws)
+            .arg("--script")
+            .arg(&script)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel::<serde_json::Value>();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        let start = Instant::now();
+        while start.elapsed() < delay {
+            if child.try_wait().expect("wait").is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let _ = reader.join();
+        let events: Vec<serde_json::Value> = rx.try_iter().collect();
+
+        eprintln!(
+            "run {run}: killed after {delay:?} of {span:?}, {} events",
+            events.len()
+        );
+        let Some(id) = events
+            .iter()
+            .find_map(|e| e["task_id"].as_str().map(str::to_owned))
+        else {
+            continue; // killed before the task was announced
+        };
+        let store = Store::open(&Store::default_path(&data)).expect("store opens after a crash");
+        let task = store.get_task(&id).expect("an announced task exists");
+
+        // Everything acknowledged is durable.
+        let finals = events
+            .iter()
+            .filter(|e| e["event"] == "message_final")
+            .count();
+        let assistant = store
+            .load_api(&id, true)
+            .expect("history")
+            .iter()
+            .filter(|m| m.message.role == Role::Assistant)
+            .count();
+        assert!(
+            assistant >= finals,
+            "run {run}: {finals} replies announced, {assistant} stored"
+        );
+        let results = tool_results(&store, &id);
+        for e in events.iter().filter(|e| e["event"] == "tool_call_result") {
+            let call = e["id"].as_str().expect("id");
+            assert!(
+                results.iter().any(|r| r == call),
+                "run {run}: result of {call} was announced but lost"
+            );
+        }
+        drop(store);
+
+        if task.status == TaskStatus::Completed {
+            continue;
+        }
+        killed_mid_task += 1;
+        let o = roost(&data)
+            .args(["resume", &id, "--yes", "--json", "--script"])
+            .arg(&script)
+            .output()
+            .expect("resume runs");
+        assert!(
+            o.status.success(),
+            "run {run} (killed after {delay:?}): resume failed: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let store = Store::open(&Store::default_path(&data)).expect("store");
+        assert_eq!(
+            store.get_task(&id).expect("task").status,
+            TaskStatus::Completed,
+            "run {run}"
+        );
+        assert_paired(&store, &id);
+    }
+    assert!(
+        killed_mid_task >= 20,
+        "only {killed_mid_task} kills landed mid-task in {MAX_RUNS} runs; the harness needs at least 20"
+    );
+}
