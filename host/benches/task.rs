@@ -1,0 +1,224 @@
+//! P5: host overhead per turn with a zero-latency scripted provider and
+//! durable (SQLite) history. P6: 1,000 concurrent tasks in one process,
+//! the provider sleeping 200 ms per turn, 5 turns each with a read_file call.
+//! Run: `cargo bench -p roost --bench task` (P6 only: `-- p6`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use roost::events::{EventBus, TaskEvent};
+use roost::llm::scripted::{Script, ScriptedTransport};
+use roost::llm::{OpenAiCompatible, RetryPolicy};
+use roost::plugins::{EngineConfig, PluginEngine, first_party};
+use roost::store::Store;
+use roost::task::{
+    Agent, Approval, ApprovalPolicy, CompletionAnswer, Interaction, TaskConfig, TaskOutcome,
+};
+use roost::tools::{Registry, ToolGroup};
+use serde_json::json;
+
+struct Yes;
+
+#[async_trait::async_trait]
+impl Interaction for Yes {
+    async fn approve(&self, _: &str, _: ToolGroup, _: &serde_json::Value) -> Approval {
+        Approval::Approve
+    }
+    async fn followup(&self, _: &str, _: &[String]) -> Option<String> {
+        None
+    }
+    async fn completion(&self, _: &str) -> CompletionAnswer {
+        CompletionAnswer::Accept
+    }
+    async fn guidance(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+fn agent(
+    engine: &Arc<PluginEngine>,
+    registry: &Arc<Registry>,
+    store: &Store,
+    turns: serde_json::Value,
+) -> Agent {
+    let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("script");
+    let transport = Arc::new(ScriptedTransport::new(script));
+    Agent {
+        provider: Arc::new(OpenAiCompatible::new(
+            "scripted",
+            "bench",
+            transport,
+            RetryPolicy::default(),
+        )),
+        engine: Arc::clone(engine),
+        registry: Arc::clone(registry),
+        store: store.clone(),
+        config: TaskConfig {
+            policy: ApprovalPolicy::yes(),
+            max_turns: 10_000,
+            ..TaskConfig::default()
+        },
+    }
+}
+
+/// (user+system CPU seconds, peak RSS bytes) of this process so far.
+fn usage() -> (f64, u64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let cpu = (ticks(11) + ticks(12)) / 100.0;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let hwm = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    (cpu, hwm * 1024)
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+async fn p5(
+    engine: &Arc<PluginEngine>,
+    registry: &Arc<Registry>,
+    ws: &std::path::Path,
+    data: &std::path::Path,
+) {
+    let store = Store::open(&data.join("p5.db")).expect("store");
+    fn todo(i: usize) -> serde_json::Value {
+        json!({"name": "update_todo_list", "args": {"todos": format!("[x] step {i}\n[ ] next")}})
+    }
+    fn read(i: usize) -> serde_json::Value {
+        json!({"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + i % 5}})
+    }
+    let cases: [(&str, fn(usize) -> serde_json::Value); 2] = [
+        ("native tool (update_todo_list)", todo),
+        ("plugin tool (read_file 4 KiB)", read),
+    ];
+    for (label, tool_turn) in cases {
+        let turns: Vec<serde_json::Value> = (0..300)
+            .map(|i| json!({"text": "ok", "tool_calls": [tool_turn(i)], "usage": {"input_tokens": 10, "output_tokens": 2}}))
+            .chain(std::iter::once(json!({"tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
+            .collect();
+        let a = agent(engine, registry, &store, serde_json::Value::Array(turns));
+        let events = EventBus::new();
+        let mut rx = events.subscribe();
+        let collector = tokio::spawn(async move {
+            let mut stamps = Vec::new();
+            while let Ok(ev) = rx.recv().await {
+                match ev {
+                    TaskEvent::RequestStarted { .. } => stamps.push(Instant::now()),
+                    TaskEvent::Completed { .. } => break,
+                    _ => {}
+                }
+            }
+            stamps
+        });
+        let (_, outcome) = a
+            .start("bench", ws, "code", &Yes, &events)
+            .await
+            .expect("runs");
+        assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+        let stamps = collector.await.expect("join");
+        let mut per_turn: Vec<Duration> = stamps.windows(2).map(|w| w[1] - w[0]).skip(10).collect();
+        per_turn.sort();
+        println!(
+            "| P5 per turn, {label}, durable history | {:.0} µs | {:.0} µs | {:.0} µs |",
+            pct(&per_turn, 0.5).as_secs_f64() * 1e6,
+            pct(&per_turn, 0.9).as_secs_f64() * 1e6,
+            pct(&per_turn, 0.99).as_secs_f64() * 1e6
+        );
+    }
+}
+
+async fn p6(
+    engine: &Arc<PluginEngine>,
+    registry: &Arc<Registry>,
+    ws: &std::path::Path,
+    data: &std::path::Path,
+) {
+    let store = Store::open(&data.join("p6.db")).expect("store");
+    let tasks = 1000;
+    let (cpu0, _) = usage();
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let turns: Vec<serde_json::Value> = (0..4)
+            .map(|i| json!({"delay_ms": 200, "text": "reading", "tool_calls": [{"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + (t + i) % 7}}]}))
+            .chain(std::iter::once(json!({"delay_ms": 200, "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
+            .collect();
+        let a = agent(engine, registry, &store, serde_json::Value::Array(turns));
+        let ws = ws.to_path_buf();
+        handles.push(tokio::spawn(async move {
+            let (_, o) = a
+                .start("bench", &ws, "code", &Yes, &EventBus::new())
+                .await
+                .expect("runs");
+            matches!(o, TaskOutcome::Completed { .. })
+        }));
+    }
+    let mut done = 0;
+    for h in handles {
+        if h.await.unwrap_or(false) {
+            done += 1;
+        }
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let (cpu1, rss) = usage();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let cpu = cpu1 - cpu0;
+    println!(
+        "\nP6: {done}/{tasks} tasks completed (5 turns each, 200 ms provider latency, read_file per turn)"
+    );
+    println!("| wall | CPU time | CPU / (wall × cores) | peak RSS |\n|---|---|---|---|");
+    println!(
+        "| {wall:.2} s | {cpu:.2} s | {:.0}% (target ≤ 50%) | {:.0} MiB (target ≤ 1024 MiB) |",
+        100.0 * cpu / (wall * cores),
+        rss as f64 / (1 << 20) as f64
+    );
+    assert_eq!(done, tasks, "every task must finish");
+}
+
+fn main() {
+    let only_p6 = std::env::args().any(|a| a == "p6");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir(&ws).expect("mkdir");
+        std::fs::write(
+            ws.join("file.txt"),
+            "the quick brown fox jumps over the lazy dog\n".repeat(93),
+        )
+        .expect("write");
+        let engine = Arc::new(
+            PluginEngine::new(EngineConfig::with_cache_dir(tmp.path().join("cache")))
+                .expect("engine"),
+        );
+        let mut registry = Registry::new();
+        for p in first_party::load_all(&engine).expect("plugins") {
+            registry.add_plugin(p).expect("register");
+        }
+        let registry = Arc::new(registry);
+        if !only_p6 {
+            println!("| benchmark | p50 | p90 | p99 |\n|---|---|---|---|");
+            p5(&engine, &registry, &ws, tmp.path()).await;
+        }
+        p6(&engine, &registry, &ws, tmp.path()).await;
+    });
+}
