@@ -29,7 +29,7 @@ struct Harness {
 fn harness(turns: Value, policy: ApprovalPolicy) -> Harness {
     let ws = TestWorkspace::new();
     let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("valid script");
-    let transport = Arc::new(ScriptedTransport::new(script));
+    let transport = Arc::new(ScriptedTransport::recording(script));
     let retry = RetryPolicy {
         max_attempts: 3,
         base_delay: Duration::from_millis(1),
@@ -222,6 +222,27 @@ async fn reads_edits_lists_and_completes() {
             .any(|t| t["function"]["name"] == "attempt_completion")
     );
     assert_eq!(reqs[0]["messages"][0]["role"], "system");
+    // Each request carries the whole conversation so far, in order.
+    let roles: Vec<&str> = reqs[3]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "tool"
+        ]
+    );
 }
 
 #[tokio::test]

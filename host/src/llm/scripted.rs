@@ -101,7 +101,7 @@ impl Script {
 pub struct ScriptedTransport {
     script: Script,
     next: AtomicUsize,
-    requests: Mutex<Vec<Value>>,
+    requests: Option<Mutex<Vec<Value>>>,
 }
 
 impl ScriptedTransport {
@@ -116,7 +116,16 @@ impl ScriptedTransport {
         Self {
             script,
             next: AtomicUsize::new(first),
-            requests: Mutex::new(Vec::new()),
+            requests: None,
+        }
+    }
+
+    /// Serve `script` and keep every request body, for tests that check
+    /// what the model was sent (costs a copy of each body).
+    pub fn recording(script: Script) -> Self {
+        Self {
+            requests: Some(Mutex::new(Vec::new())),
+            ..Self::new(script)
         }
     }
 
@@ -125,9 +134,12 @@ impl ScriptedTransport {
         self.next.load(Ordering::SeqCst)
     }
 
-    /// The request bodies received (tests inspect what the model was sent).
+    /// The request bodies received, when recording.
     pub fn requests(&self) -> Vec<Value> {
-        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+        self.requests
+            .as_ref()
+            .and_then(|r| r.lock().ok().map(|r| r.clone()))
+            .unwrap_or_default()
     }
 }
 
@@ -224,7 +236,7 @@ pub fn render(turn: &Turn, turn_index: usize) -> Vec<String> {
 #[async_trait::async_trait]
 impl Transport for ScriptedTransport {
     async fn send(&self, body: &Value) -> Result<ByteStream, LlmError> {
-        if let Ok(mut r) = self.requests.lock() {
+        if let Some(Ok(mut r)) = self.requests.as_ref().map(|r| r.lock()) {
             r.push(body.clone());
         }
         let index = self.next.fetch_add(1, Ordering::SeqCst);

@@ -10,17 +10,6 @@ use futures::StreamExt;
 use crate::llm::{ChatRequest, Message, Provider, Role, StreamEvent};
 use crate::store::StoredMessage;
 
-/// Rough token count: four bytes a token (good enough to decide when to
-/// condense; the provider's usage reports the truth).
-pub fn estimate_tokens(system: &str, history: &[Message]) -> u64 {
-    let bytes: usize = system.len()
-        + history
-            .iter()
-            .map(|m| serde_json::to_string(&m.content).map_or(0, |s| s.len()))
-            .sum::<usize>();
-    (bytes / 4) as u64
-}
-
 /// The history as the model sees it: visible messages, the latest summary
 /// right after the first message, consecutive same-role messages merged.
 pub fn model_history(visible: &[StoredMessage], summary: Option<&str>) -> Vec<Message> {

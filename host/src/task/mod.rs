@@ -7,6 +7,7 @@ pub mod approval;
 pub mod config;
 mod context;
 mod gates;
+mod history;
 pub mod native;
 pub mod prompt;
 mod runner;

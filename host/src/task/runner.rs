@@ -15,8 +15,9 @@ use serde_json::Value;
 
 use super::approval::{Approval, CompletionAnswer, Interaction};
 use super::config::TaskConfig;
-use super::context::{cut_point, estimate_tokens, model_history, summarise};
+use super::context::{cut_point, model_history, summarise};
 use super::gates::{RepetitionDetector, schema_violations};
+use super::history::History;
 use super::native::{self, ASK_FOLLOWUP, ATTEMPT_COMPLETION, UPDATE_TODO_LIST};
 use super::prompt::{PromptContext, build};
 use super::status::TaskStatus;
@@ -270,6 +271,7 @@ impl Agent {
             mistakes: 0,
             repetition: RepetitionDetector::new(self.config.repetition_limit),
         };
+        let mut history = History::load(&self.store, id)?;
         let specs = self.tool_specs();
         let definitions: Vec<ToolDefinition> = specs
             .iter()
@@ -292,13 +294,13 @@ impl Agent {
                 tools: &specs,
                 extra: &[],
             });
-            let history = self.history_for_model(id, &system).await?;
+            let messages = self.history_for_model(id, &system, &mut history).await?;
             ctx.events.publish(TaskEvent::RequestStarted { turn });
             self.store
                 .append_ui(id, "say", "api_req_started", &format!("turn {turn}"))?;
             let req = ChatRequest {
                 system,
-                messages: history,
+                messages,
                 tools: definitions.clone(),
                 max_tokens: None,
             };
@@ -331,13 +333,10 @@ impl Agent {
                     text: "(empty response)".into(),
                 });
             }
-            self.store.append_api(
-                id,
-                &Message {
-                    role: Role::Assistant,
-                    content,
-                },
-            )?;
+            history.append(Message {
+                role: Role::Assistant,
+                content,
+            })?;
             if !reply.text.trim().is_empty() {
                 self.store.append_ui(id, "say", "text", &reply.text)?;
             }
@@ -347,11 +346,10 @@ impl Agent {
 
             if reply.calls.is_empty() {
                 state.mistakes += 1;
-                self.store
-                    .append_api(id, &Message::user_text(NO_TOOLS_USED))?;
+                history.append(Message::user_text(NO_TOOLS_USED))?;
                 self.store
                     .append_ui(id, "say", "error", "the model used no tool")?;
-                if let Some(outcome) = self.check_mistakes(ctx, &mut state, None).await? {
+                if let Some(outcome) = self.check_mistakes(ctx, &mut state, &mut history).await? {
                     return Ok(outcome);
                 }
                 continue;
@@ -386,8 +384,8 @@ impl Agent {
                     is_error: r.is_error,
                 });
                 match results_seq {
-                    Some(seq) => self.store.update_api(id, seq, &results)?,
-                    None => results_seq = Some(self.store.append_api(id, &results)?),
+                    Some(seq) => history.update(seq, results.clone())?,
+                    None => results_seq = Some(history.append(results.clone())?),
                 }
             }
             if let Some(result) = completed {
@@ -406,10 +404,7 @@ impl Agent {
                     reason: "stopped by the user".into(),
                 });
             }
-            if let Some(outcome) = self
-                .check_mistakes(ctx, &mut state, Some((&mut results, results_seq)))
-                .await?
-            {
+            if let Some(outcome) = self.check_mistakes(ctx, &mut state, &mut history).await? {
                 return Ok(outcome);
             }
         }
@@ -428,7 +423,7 @@ impl Agent {
         &self,
         ctx: &Ctx<'_>,
         state: &mut RunState,
-        results: Option<(&mut Message, Option<i64>)>,
+        history: &mut History,
     ) -> Result<Option<TaskOutcome>, TaskError> {
         if state.mistakes < self.config.max_mistakes {
             return Ok(None);
@@ -450,25 +445,7 @@ impl Agent {
         state.mistakes = 0;
         match answer {
             Some(guidance) => {
-                let text = format!("<user_guidance>\n{guidance}\n</user_guidance>");
-                match results {
-                    Some((msg, Some(seq))) => {
-                        msg.content.push(ContentBlock::Text { text });
-                        self.store.update_api(id, seq, msg)?;
-                    }
-                    _ => {
-                        let mut history = self.store.load_api(id, true)?;
-                        match history.pop() {
-                            Some(mut last) if last.message.role == Role::User => {
-                                last.message.content.push(ContentBlock::Text { text });
-                                self.store.update_api(id, last.seq, &last.message)?;
-                            }
-                            _ => {
-                                self.store.append_api(id, &Message::user_text(text))?;
-                            }
-                        }
-                    }
-                }
+                history.add_user_text(format!("<user_guidance>\n{guidance}\n</user_guidance>"))?;
                 Ok(None)
             }
             None => {
@@ -492,18 +469,22 @@ impl Agent {
     }
 
     /// The history to send, condensed first when it outgrows the window.
-    async fn history_for_model(&self, id: &str, system: &str) -> Result<Vec<Message>, TaskError> {
-        let visible = self.store.load_api(id, false)?;
-        let summary = self.store.latest_summary(id)?;
-        let history = model_history(&visible, summary.as_deref());
+    async fn history_for_model(
+        &self,
+        id: &str,
+        system: &str,
+        history: &mut History,
+    ) -> Result<Vec<Message>, TaskError> {
         let budget = (self.config.context_window as f64 * self.config.condense_threshold) as u64;
-        if estimate_tokens(system, &history) <= budget {
-            return Ok(history);
+        if history.estimate_tokens(system) <= budget {
+            return Ok(model_history(history.visible(), history.summary()));
         }
-        let Some(cut) = cut_point(&visible, self.config.keep_recent_messages) else {
-            return Ok(history);
+        let visible = history.visible();
+        let Some(cut) = cut_point(visible, self.config.keep_recent_messages) else {
+            return Ok(model_history(visible, history.summary()));
         };
-        let older = model_history(&visible[..cut], summary.as_deref());
+        let older = model_history(&visible[..cut], history.summary());
+        let (first, upto) = (visible[0].seq, visible[cut - 1].seq);
         let new_summary = match summarise(self.provider.as_ref(), &older).await {
             Some(s) => s,
             None => {
@@ -515,12 +496,11 @@ impl Agent {
                     .to_owned()
             }
         };
-        self.store
-            .condense(id, visible[0].seq, visible[cut - 1].seq, &new_summary)?;
+        self.store.condense(id, first, upto, &new_summary)?;
         self.store
             .append_ui(id, "say", "condense_context", &new_summary)?;
-        let visible = self.store.load_api(id, false)?;
-        Ok(model_history(&visible, Some(&new_summary)))
+        history.reload()?;
+        Ok(model_history(history.visible(), history.summary()))
     }
 
     /// Stream one reply, publishing partial text and arguments; a stream

@@ -1,0 +1,96 @@
+//! The task's visible API history, mirrored in memory: the store stays the
+//! source of truth (every change is written first), but a turn neither
+//! reloads nor re-parses the whole conversation, and the size estimate is
+//! kept up to date incrementally.
+
+use crate::llm::{Message, Role};
+use crate::store::{Store, StoreError, StoredMessage};
+
+/// Visible history plus the latest condensation summary.
+pub struct History {
+    store: Store,
+    task: String,
+    visible: Vec<StoredMessage>,
+    summary: Option<String>,
+    bytes: usize,
+}
+
+fn size(m: &Message) -> usize {
+    serde_json::to_string(&m.content).map_or(0, |s| s.len())
+}
+
+impl History {
+    /// Load a task's visible history.
+    pub fn load(store: &Store, task: &str) -> Result<Self, StoreError> {
+        let mut h = Self {
+            store: store.clone(),
+            task: task.to_owned(),
+            visible: Vec::new(),
+            summary: None,
+            bytes: 0,
+        };
+        h.reload()?;
+        Ok(h)
+    }
+
+    /// Re-read from the store (after condensing).
+    pub fn reload(&mut self) -> Result<(), StoreError> {
+        self.visible = self.store.load_api(&self.task, false)?;
+        self.summary = self.store.latest_summary(&self.task)?;
+        self.bytes = self.visible.iter().map(|m| size(&m.message)).sum::<usize>()
+            + self.summary.as_ref().map_or(0, String::len);
+        Ok(())
+    }
+
+    /// Append a message (durably, then in memory); returns its seq.
+    pub fn append(&mut self, m: Message) -> Result<i64, StoreError> {
+        let seq = self.store.append_api(&self.task, &m)?;
+        self.bytes += size(&m);
+        self.visible.push(StoredMessage {
+            seq,
+            message: m,
+            hidden: false,
+            created_at: crate::store::now_ms(),
+        });
+        Ok(seq)
+    }
+
+    /// Replace message `seq` (durably, then in memory).
+    pub fn update(&mut self, seq: i64, m: Message) -> Result<(), StoreError> {
+        self.store.update_api(&self.task, seq, &m)?;
+        if let Some(slot) = self.visible.iter_mut().find(|s| s.seq == seq) {
+            self.bytes = self.bytes.saturating_sub(size(&slot.message)) + size(&m);
+            slot.message = m;
+        }
+        Ok(())
+    }
+
+    /// Add text to the last message when it is the user's, else append a
+    /// user message (so roles keep alternating).
+    pub fn add_user_text(&mut self, text: String) -> Result<(), StoreError> {
+        match self.visible.last() {
+            Some(last) if last.message.role == Role::User => {
+                let seq = last.seq;
+                let mut m = last.message.clone();
+                m.content.push(crate::llm::ContentBlock::Text { text });
+                self.update(seq, m)
+            }
+            _ => self.append(Message::user_text(text)).map(|_| ()),
+        }
+    }
+
+    /// The visible messages with their seqs.
+    pub fn visible(&self) -> &[StoredMessage] {
+        &self.visible
+    }
+
+    /// The latest condensation summary.
+    pub fn summary(&self) -> Option<&str> {
+        self.summary.as_deref()
+    }
+
+    /// Rough tokens of `system` plus the history (four bytes a token).
+    pub fn estimate_tokens(&self, system: &str) -> u64 {
+        ((system.len() + self.bytes) / 4) as u64
+    }
+}
