@@ -215,3 +215,79 @@ fn sigkill_at_random_points_loses_nothing_and_resume_finishes() {
         "only {killed_mid_task} kills landed mid-task in {MAX_RUNS} runs; the harness needs at least 20"
     );
 }
+
+/// Ctrl-C (SIGINT) aborts cleanly: exit 130, status aborted, history kept
+/// with every tool_use answered, and the task resumes to completion.
+#[test]
+fn ctrl_c_aborts_cleanly_and_the_task_resumes() {
+    let script = repo().join("tests/fixtures/example/crash-script.json");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("out")).expect("mkdir");
+    assert!(
+        roost(&data)
+            .args(["tool", "list"])
+            .output()
+            .expect("warm-up")
+            .status
+            .success()
+    );
+    let mut child = roost(&data)
+        .args(["run", "write a, b and c", "--yes", "--json", "--workspace"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+    // Wait for the second tool result, then interrupt.
+    let mut id = None;
+    let mut results = 0;
+    for line in lines.by_ref() {
+        let v: serde_json::Value = serde_json::from_str(&line).expect("json");
+        if let Some(t) = v["task_id"].as_str() {
+            id = Some(t.to_owned());
+        }
+        if v["event"] == "tool_call_result" {
+            results += 1;
+            if results == 2 {
+                break;
+            }
+        }
+    }
+    let id = id.expect("task announced");
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let rest: Vec<String> = lines.collect();
+    let exit = child.wait().expect("wait");
+    assert_eq!(exit.code(), Some(130), "exit code after Ctrl-C");
+    assert!(
+        rest.iter().any(|l| l.contains("\"aborted\"")),
+        "an aborted event was printed: {rest:?}"
+    );
+    let store = Store::open(&Store::default_path(&data)).expect("store");
+    assert_eq!(
+        store.get_task(&id).expect("task").status,
+        TaskStatus::Aborted
+    );
+    assert_paired(&store, &id);
+    drop(store);
+    let o = roost(&data)
+        .args(["resume", &id, "--yes", "--script"])
+        .arg(&script)
+        .output()
+        .expect("resume");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let store = Store::open(&Store::default_path(&data)).expect("store");
+    assert_eq!(
+        store.get_task(&id).expect("task").status,
+        TaskStatus::Completed
+    );
+}

@@ -103,7 +103,8 @@ async fn p5(
     fn read(i: usize) -> serde_json::Value {
         json!({"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + i % 5}})
     }
-    let cases: [(&str, fn(usize) -> serde_json::Value); 2] = [
+    type TurnCall = fn(usize) -> serde_json::Value;
+    let cases: [(&str, TurnCall); 2] = [
         ("native tool (update_todo_list)", todo),
         ("plugin tool (read_file 4 KiB)", read),
     ];
