@@ -60,6 +60,7 @@ fn harness(turns: Value, policy: ApprovalPolicy) -> Harness {
         registry: Arc::new(registry),
         store,
         config,
+        modes_dir: None,
     };
     Harness {
         agent,
@@ -86,8 +87,12 @@ fn complete(result: &str) -> Value {
 
 impl Harness {
     async fn run(&self, user: &ScriptedUser, prompt: &str) -> (String, TaskOutcome) {
+        self.run_in("code", user, prompt).await
+    }
+
+    async fn run_in(&self, mode: &str, user: &ScriptedUser, prompt: &str) -> (String, TaskOutcome) {
         self.agent
-            .start(prompt, &self.ws.path(), "code", user, &self.events)
+            .start(prompt, &self.ws.path(), mode, user, &self.events)
             .await
             .expect("task runs")
     }
@@ -628,6 +633,7 @@ async fn resume_answers_dangling_calls_and_finishes() {
                 policy: ApprovalPolicy::yes(),
                 ..TaskConfig::default()
             },
+            modes_dir: None,
         },
         transport: Arc::clone(&h.transport),
         ws: TestWorkspace::new(),
@@ -740,4 +746,225 @@ async fn long_histories_are_condensed_without_breaking_pairs() {
         "summary sent to the model"
     );
     let _ = Path::new("");
+}
+
+fn tool_names(req: &Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn architect_may_edit_markdown_but_not_code() {
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "src/main.rs", "content": "fn main() {}"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "docs/plan.md", "content": "# Plan\n"})
+                )]
+            ),
+            complete("planned"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let (id, outcome) = h
+        .run_in("architect", &ScriptedUser::default(), "plan it")
+        .await;
+    assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+    let results = h.results(&id);
+    assert!(results[0].1);
+    assert!(
+        results[0].0.contains("FileRestrictionError: This mode (🏗️ Architect) can only edit files matching pattern: \\.md$ (Markdown files only). Got: src/main.rs"),
+        "{}",
+        results[0].0
+    );
+    assert!(!h.ws.path().join("src/main.rs").exists());
+    assert_eq!(h.ws.read("docs/plan.md"), "# Plan\n");
+    let req = &h.transport.requests()[0];
+    assert!(
+        req["messages"][0]["content"]
+            .as_str()
+            .expect("system")
+            .contains("technical lead")
+    );
+}
+
+#[tokio::test]
+async fn ask_mode_is_not_offered_edit_tools_and_the_gate_checks_again() {
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "a.txt", "content": "x"})
+                )]
+            ),
+            complete("answered")
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let (id, _) = h.run_in("ask", &ScriptedUser::default(), "explain").await;
+    let names = tool_names(&h.transport.requests()[0]);
+    assert!(
+        names.contains(&"read_file".to_owned()) && names.contains(&"attempt_completion".to_owned()),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"write_to_file".to_owned()), "{names:?}");
+    let results = h.results(&id);
+    assert!(
+        results[0].1 && results[0].0.contains("not allowed in ask mode"),
+        "{}",
+        results[0].0
+    );
+    assert!(!h.ws.path().join("a.txt").exists());
+}
+
+#[tokio::test]
+async fn roomodes_overrides_a_builtin_mode() {
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "a.txt", "content": "x"})
+                )]
+            ),
+            complete("done")
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    h.ws.write(
+        ".roomodes",
+        "customModes:\n  - slug: code\n    name: Read-only Code\n    roleDefinition: You are a careful reviewer who never edits.\n    customInstructions: Cite line numbers.\n    groups: [read]\n",
+    );
+    let (id, _) = h.run(&ScriptedUser::default(), "review").await;
+    let req = &h.transport.requests()[0];
+    let system = req["messages"][0]["content"].as_str().expect("system");
+    assert!(
+        system.starts_with("You are a careful reviewer who never edits."),
+        "{system}"
+    );
+    assert!(system.contains("Cite line numbers."));
+    assert!(!tool_names(req).contains(&"write_to_file".to_owned()));
+    assert!(h.results(&id)[0].0.contains("not allowed in code mode"));
+}
+
+#[tokio::test]
+async fn an_invalid_roomodes_is_reported_and_the_task_goes_on() {
+    let h = harness(json!([complete("done")]), ApprovalPolicy::yes());
+    h.ws.write(
+        ".roomodes",
+        "customModes:\n  - slug: broken\n    roleDefinition: no name\n    groups: [read]\n",
+    );
+    let mut rx = h.events.subscribe();
+    let (id, outcome) = h.run(&ScriptedUser::default(), "go").await;
+    assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+    let ui = h.agent.store.load_ui(&id).expect("ui");
+    let err = ui
+        .iter()
+        .find(|m| m.text.contains("invalid mode file"))
+        .expect("reported");
+    assert!(
+        err.text.contains(".roomodes") && err.text.contains("field `name`"),
+        "{}",
+        err.text
+    );
+    let mut warned = false;
+    while let Ok(ev) = rx.try_recv() {
+        warned |= matches!(ev, TaskEvent::Warning { .. });
+    }
+    assert!(warned);
+}
+
+#[tokio::test]
+async fn switch_mode_needs_approval_and_persists() {
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "switch_mode",
+                    json!({"mode_slug": "code", "reason": "to implement"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "switch_mode",
+                    json!({"mode_slug": "code", "reason": "please"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "a.txt", "content": "x"})
+                )]
+            ),
+            complete("done"),
+        ]),
+        ApprovalPolicy::from_groups("read,edit").expect("policy"),
+    );
+    let user = ScriptedUser::default()
+        .approve(Approval::Deny {
+            feedback: Some("not yet".into()),
+        })
+        .approve(Approval::Approve);
+    let (id, outcome) = h.run_in("ask", &user, "do it").await;
+    assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+    let results = h.results(&id);
+    assert!(
+        results[0].1 && results[0].0.contains("not yet"),
+        "{}",
+        results[0].0
+    );
+    assert!(
+        results[1].0.contains("Switched from ask mode to code mode"),
+        "{}",
+        results[1].0
+    );
+    assert!(!results[2].1, "{}", results[2].0);
+    assert_eq!(h.ws.read("a.txt"), "x");
+    assert_eq!(h.agent.store.get_task(&id).expect("task").mode, "code");
+    let reqs = h.transport.requests();
+    assert!(!tool_names(&reqs[1]).contains(&"write_to_file".to_owned()));
+    assert!(tool_names(&reqs[2]).contains(&"write_to_file".to_owned()));
+}
+
+#[tokio::test]
+async fn unknown_mode_is_refused_before_a_task_exists() {
+    let h = harness(json!([]), ApprovalPolicy::yes());
+    let err = h
+        .agent
+        .start(
+            "x",
+            &h.ws.path(),
+            "wizard",
+            &ScriptedUser::default(),
+            &h.events,
+        )
+        .await
+        .expect_err("refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("unknown mode `wizard`") && msg.contains("architect"),
+        "{msg}"
+    );
+    assert!(h.agent.store.list_tasks(10).expect("list").is_empty());
 }

@@ -58,6 +58,7 @@ fn agent(
             max_turns: 10_000,
             ..TaskConfig::default()
         },
+        modes_dir: None,
     }
 }
 

@@ -9,6 +9,7 @@ pub mod capability;
 pub mod cli;
 pub mod events;
 pub mod llm;
+pub mod modes;
 pub mod plugins;
 pub mod store;
 pub mod task;

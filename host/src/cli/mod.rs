@@ -3,6 +3,7 @@
 
 mod config;
 mod interact;
+mod modes;
 mod render;
 mod run;
 mod tool;
@@ -32,6 +33,9 @@ pub enum Command {
     Run(run::RunArgs),
     /// Continue an interrupted task from its history.
     Resume(run::ResumeArgs),
+    /// Modes (built-in, global, project).
+    #[command(subcommand)]
+    Modes(modes::ModesCommand),
     /// Past tasks.
     #[command(subcommand)]
     History(run::HistoryCommand),
@@ -73,6 +77,7 @@ pub fn main() -> ExitCode {
             Command::Run(args) => run::run(args, &data_dir).await,
             Command::Resume(args) => run::resume(args, &data_dir).await,
             Command::History(cmd) => run::history(cmd, &data_dir),
+            Command::Modes(cmd) => modes::run(cmd),
             Command::Tool(cmd) => tool::run(cmd, &data_dir).await,
         }
     });

@@ -239,6 +239,7 @@ fn agent(
         registry: Arc::new(registry),
         store,
         config,
+        modes_dir: config::default_path().parent().map(Path::to_path_buf),
     })
 }
 

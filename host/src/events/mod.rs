@@ -125,6 +125,17 @@ pub enum TaskEvent {
         /// Why.
         error: String,
     },
+    /// The task changed mode.
+    ModeSwitched {
+        /// New mode slug.
+        mode: String,
+    },
+    /// Something the user should know that did not stop the task (an
+    /// invalid mode file, …).
+    Warning {
+        /// What happened.
+        message: String,
+    },
     /// The todo list changed.
     TodosUpdated {
         /// The list as markdown.

@@ -13,6 +13,8 @@ pub const ATTEMPT_COMPLETION: &str = "attempt_completion";
 pub const ASK_FOLLOWUP: &str = "ask_followup_question";
 /// Name of the tool that replaces the todo list.
 pub const UPDATE_TODO_LIST: &str = "update_todo_list";
+/// Name of the tool that changes the task's mode.
+pub const SWITCH_MODE: &str = "switch_mode";
 
 /// Specs of the host-native tools, offered to the model like plugin tools.
 pub fn specs() -> Vec<ToolSpec> {
@@ -52,6 +54,21 @@ pub fn specs() -> Vec<ToolSpec> {
             path_args: vec![],
         },
         ToolSpec {
+            name: SWITCH_MODE.into(),
+            description: "Ask to switch the task to another mode (for example to `code` to implement a plan, or \
+                `architect` to plan). The user must approve. Give the reason."
+                .into(),
+            args_schema: json!({
+                "type": "object",
+                "properties": {"mode_slug": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["mode_slug", "reason"],
+                "additionalProperties": false
+            }),
+            group: ToolGroup::Modes,
+            destructive: false,
+            path_args: vec![],
+        },
+        ToolSpec {
             name: UPDATE_TODO_LIST.into(),
             description: "Replace the task's todo list with a markdown checklist: `[ ]` pending, `[-]` in \
                 progress, `[x]` completed, one item per line. Send the whole list every time."
@@ -71,7 +88,10 @@ pub fn specs() -> Vec<ToolSpec> {
 
 /// Whether `name` is a host-native tool.
 pub fn is_native(name: &str) -> bool {
-    matches!(name, ATTEMPT_COMPLETION | ASK_FOLLOWUP | UPDATE_TODO_LIST)
+    matches!(
+        name,
+        ATTEMPT_COMPLETION | ASK_FOLLOWUP | UPDATE_TODO_LIST | SWITCH_MODE
+    )
 }
 
 /// State of one todo item.

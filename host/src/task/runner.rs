@@ -18,7 +18,7 @@ use super::config::TaskConfig;
 use super::context::{cut_point, model_history, summarise};
 use super::gates::{RepetitionDetector, schema_violations};
 use super::history::History;
-use super::native::{self, ASK_FOLLOWUP, ATTEMPT_COMPLETION, UPDATE_TODO_LIST};
+use super::native::{self, ASK_FOLLOWUP, ATTEMPT_COMPLETION, SWITCH_MODE, UPDATE_TODO_LIST};
 use super::prompt::{PromptContext, build};
 use super::status::TaskStatus;
 use crate::capability::Grant;
@@ -27,6 +27,7 @@ use crate::llm::{
     AssembledCall, ChatRequest, ContentBlock, LlmError, Message, Provider, Role, StreamEvent,
     ToolDefinition, Usage,
 };
+use crate::modes::{Mode, ModeSet};
 use crate::plugins::PluginEngine;
 use crate::store::{NewTask, Store, StoreError, TaskRecord};
 use crate::tools::{ArgsValidator, Registry, ToolGroup, ToolSpec};
@@ -35,10 +36,6 @@ use crate::tools::{ArgsValidator, Registry, ToolGroup, ToolSpec};
 const NO_TOOLS_USED: &str = "[ERROR] You did not use a tool in your previous response. Every response must call a \
 tool. If the task is done, call attempt_completion with the result. If you need information from the user, call \
 ask_followup_question. Otherwise call the next tool the task needs.";
-
-/// Role of the default `code` mode (modes arrive with the modes issue).
-const CODE_ROLE: &str = "You are Roost, a highly skilled software engineer working in the user's workspace through \
-sandboxed tools. You read before you edit, make focused changes, verify them, and report clearly.";
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +69,14 @@ pub enum TaskError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The requested mode does not exist.
+    #[error("unknown mode `{mode}` (available: {available})")]
+    UnknownMode {
+        /// Requested slug.
+        mode: String,
+        /// Known slugs.
+        available: String,
+    },
     /// Resume was asked for a task that cannot continue.
     #[error("task {id} is {status} and cannot be resumed")]
     NotResumable {
@@ -95,12 +100,16 @@ pub struct Agent {
     pub store: Store,
     /// Limits and policies.
     pub config: TaskConfig,
+    /// Directory of the global `custom_modes.yaml` (the config dir).
+    pub modes_dir: Option<PathBuf>,
 }
 
 /// Per-run state that is not persisted (it restarts with a resume).
 struct RunState {
     mistakes: u32,
     repetition: RepetitionDetector,
+    modes: ModeSet,
+    mode: Mode,
 }
 
 /// The result of one call, ready to become a tool_result block.
@@ -171,6 +180,14 @@ impl Agent {
         interaction: &dyn Interaction,
         events: &EventBus,
     ) -> Result<(String, TaskOutcome), TaskError> {
+        let modes = ModeSet::load(workspace, self.modes_dir.as_deref());
+        if modes.get(mode).is_none() {
+            let available: Vec<&str> = modes.iter().map(|m| m.slug.as_str()).collect();
+            return Err(TaskError::UnknownMode {
+                mode: mode.to_owned(),
+                available: available.join(", "),
+            });
+        }
         let task = self.store.create_task(&NewTask {
             parent_id: None,
             root_id: None,
@@ -267,32 +284,62 @@ impl Agent {
 
     async fn run(&self, ctx: &Ctx<'_>) -> Result<TaskOutcome, TaskError> {
         let id = ctx.task.id.as_str();
+        let modes = ModeSet::load(&ctx.workspace, self.modes_dir.as_deref());
+        for e in &modes.errors {
+            self.store
+                .append_ui(id, "say", "error", &format!("invalid mode file: {e}"))?;
+            ctx.events.publish(TaskEvent::Warning {
+                message: format!("invalid mode file: {e}"),
+            });
+        }
+        let Some(mode) = modes
+            .get(&ctx.task.mode)
+            .or_else(|| modes.get("code"))
+            .cloned()
+        else {
+            return self.fail(ctx, &format!("mode `{}` is not defined", ctx.task.mode));
+        };
         let mut state = RunState {
             mistakes: 0,
             repetition: RepetitionDetector::new(self.config.repetition_limit),
+            modes,
+            mode,
         };
         let mut history = History::load(&self.store, id)?;
         let specs = self.tool_specs();
-        let definitions: Vec<ToolDefinition> = specs
-            .iter()
-            .map(|s| ToolDefinition {
-                name: s.name.clone(),
-                description: s.description.clone(),
-                parameters: s.args_schema.clone(),
-            })
-            .collect();
         let native_validators: Vec<(String, ArgsValidator)> = native::specs()
             .into_iter()
             .filter_map(|s| ArgsValidator::new(&s.args_schema).ok().map(|v| (s.name, v)))
             .collect();
 
         for turn in 1..=self.config.max_turns {
+            // The mode decides the role, the extra instructions and which
+            // tools the model is offered (the gate checks again per call).
+            let offered: Vec<ToolSpec> = specs
+                .iter()
+                .filter(|s| state.mode.offers(s))
+                .cloned()
+                .collect();
+            let definitions: Vec<ToolDefinition> = offered
+                .iter()
+                .map(|s| ToolDefinition {
+                    name: s.name.clone(),
+                    description: s.description.clone(),
+                    parameters: s.args_schema.clone(),
+                })
+                .collect();
+            let extra: Vec<String> = state
+                .mode
+                .custom_instructions
+                .iter()
+                .map(|c| format!("MODE-SPECIFIC INSTRUCTIONS\n\n{c}"))
+                .collect();
             let system = build(&PromptContext {
-                role: CODE_ROLE,
-                mode: &ctx.task.mode,
+                role: &state.mode.role_definition,
+                mode: &state.mode.slug,
                 workspace: &ctx.workspace,
-                tools: &specs,
-                extra: &[],
+                tools: &offered,
+                extra: &extra,
             });
             let messages = self.history_for_model(id, &system, &mut history).await?;
             ctx.events.publish(TaskEvent::RequestStarted { turn });
@@ -301,7 +348,7 @@ impl Agent {
             let req = ChatRequest {
                 system,
                 messages,
-                tools: definitions.clone(),
+                tools: definitions,
                 max_tokens: None,
             };
             let reply = match self.stream_reply(&req, ctx.events).await {
@@ -627,6 +674,16 @@ impl Agent {
                 }
             }
         };
+        let gate_spec = match registered {
+            Some(t) => Some(t.spec.clone()),
+            None => native::specs().into_iter().find(|s| s.name == call.name),
+        };
+        if let Some(spec) = &gate_spec
+            && let Err(msg) = state.mode.check(spec, &args)
+        {
+            self.store.append_ui(id, "say", "error", &msg)?;
+            return Ok(CallResult::error(format!("[ERROR] {msg}")));
+        }
         if let Some(v) = validator
             && let Some(msg) = schema_violations(&call.name, v, &args)
         {
@@ -662,6 +719,7 @@ impl Agent {
 
         match call.name.as_str() {
             ATTEMPT_COMPLETION => return self.attempt_completion(ctx, &args).await,
+            SWITCH_MODE => return self.switch_mode(ctx, state, &call.id, &args).await,
             ASK_FOLLOWUP => return self.ask_followup(ctx, &args).await,
             UPDATE_TODO_LIST => return self.update_todos(ctx, &args),
             _ => {}
@@ -784,6 +842,74 @@ impl Agent {
                 ))
             }
         })
+    }
+
+    async fn switch_mode(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        call_id: &str,
+        args: &Value,
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let slug = args["mode_slug"].as_str().unwrap_or_default();
+        let reason = args["reason"].as_str().unwrap_or_default();
+        let Some(target) = state.modes.get(slug).cloned() else {
+            let known: Vec<&str> = state.modes.iter().map(|m| m.slug.as_str()).collect();
+            return Ok(CallResult::mistake(format!(
+                "[ERROR] Unknown mode `{slug}`. Available modes: {}.",
+                known.join(", ")
+            )));
+        };
+        if target.slug == state.mode.slug {
+            return Ok(CallResult::ok(format!("Already in {} mode.", target.name)));
+        }
+        if self.config.policy.covers(ToolGroup::Modes) {
+            ctx.events.publish(TaskEvent::ToolCallApproved {
+                id: call_id.to_owned(),
+                auto: true,
+            });
+        } else {
+            self.store.set_status(id, TaskStatus::WaitingForApproval)?;
+            self.store
+                .append_ui(id, "ask", "switch_mode", &format!("{slug}: {reason}"))?;
+            ctx.events.publish(TaskEvent::AskRequired {
+                kind: "tool".into(),
+                text: format!("switch to {slug} mode?"),
+            });
+            let answer = ctx
+                .interaction
+                .approve(SWITCH_MODE, ToolGroup::Modes, args)
+                .await;
+            self.store.set_status(id, TaskStatus::Running)?;
+            if let Approval::Deny { feedback } = answer {
+                ctx.events.publish(TaskEvent::ToolCallDenied {
+                    id: call_id.to_owned(),
+                    feedback: feedback.clone(),
+                });
+                let mut msg = format!("The user denied switching to {slug} mode.");
+                if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
+                    msg.push_str(&format!("\n<feedback>\n{f}\n</feedback>"));
+                }
+                return Ok(CallResult::error(msg));
+            }
+        }
+        self.store.set_mode(id, &target.slug)?;
+        self.store.append_ui(
+            id,
+            "say",
+            "mode_switch",
+            &format!("{} ({reason})", target.slug),
+        )?;
+        ctx.events.publish(TaskEvent::ModeSwitched {
+            mode: target.slug.clone(),
+        });
+        let msg = format!(
+            "Switched from {} mode to {} mode because: {reason}",
+            state.mode.slug, target.slug
+        );
+        state.mode = target;
+        Ok(CallResult::ok(msg))
     }
 
     async fn ask_followup(&self, ctx: &Ctx<'_>, args: &Value) -> Result<CallResult, TaskError> {

@@ -1,0 +1,63 @@
+//! `roost modes list`: the modes a workspace sees, and problems in its mode files.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use super::config;
+use crate::modes::{ModeSet, ModeSource};
+
+/// `roost modes …`
+#[derive(Debug, Subcommand)]
+pub enum ModesCommand {
+    /// Built-in, global and project modes, after overrides.
+    List {
+        /// Workspace whose `.roomodes` to read.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Print as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Run a `roost modes` command.
+pub fn run(cmd: ModesCommand) -> anyhow::Result<ExitCode> {
+    let ModesCommand::List { workspace, json } = cmd;
+    let config_dir = config::default_path().parent().map(Path::to_path_buf);
+    let set = ModeSet::load(&workspace, config_dir.as_deref());
+    if json {
+        let modes: Vec<_> = set.iter().collect();
+        println!("{}", serde_json::to_string_pretty(&modes)?);
+    } else {
+        for m in set.iter() {
+            let groups: Vec<String> = m
+                .groups
+                .iter()
+                .map(|g| match &g.file_regex {
+                    Some(r) => format!("{}({})", g.group, r.as_str()),
+                    None => g.group.to_string(),
+                })
+                .collect();
+            let source = match &m.source {
+                ModeSource::BuiltIn => "built-in".to_owned(),
+                ModeSource::Global(p) | ModeSource::Project(p) => p.display().to_string(),
+            };
+            println!(
+                "{:<14} {:<22} {:<40} {source}",
+                m.slug,
+                m.name,
+                groups.join(",")
+            );
+        }
+    }
+    for e in &set.errors {
+        eprintln!("warning: {e}");
+    }
+    Ok(if set.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
