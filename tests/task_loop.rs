@@ -968,3 +968,277 @@ async fn unknown_mode_is_refused_before_a_task_exists() {
     );
     assert!(h.agent.store.list_tasks(10).expect("list").is_empty());
 }
+
+const INTENTS: &str = "active_intents:
+  - id: INT-001
+    name: Harden the auth module
+    status: IN_PROGRESS
+    owned_scope: [\"src/auth/**\"]
+    constraints: [\"no new dependencies\"]
+    acceptance_criteria: [\"tests pass\"]
+  - id: INT-002
+    name: Old work
+    status: DONE
+    owned_scope: [\"docs/**\"]
+";
+
+fn orchestrated(h: &Harness) {
+    h.ws.write(".orchestration/active_intents.yaml", INTENTS);
+    h.ws.write(".orchestration/AGENT.md", "Prefer small commits.\n");
+    h.ws.write(".orchestration/.intentignore", "CHANGELOG.md\n");
+    h.ws.write("src/auth/x.rs", "old\n");
+}
+
+fn trace_lines(h: &Harness) -> Vec<Value> {
+    std::fs::read_to_string(h.ws.path().join(".orchestration/agent_trace.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("valid JSONL"))
+        .collect()
+}
+
+#[tokio::test]
+async fn destructive_tools_need_an_intent_and_stay_in_its_scope() {
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "src/auth/x.rs", "content": "new\n"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "select_active_intent",
+                    json!({"intent_id": "INT-404"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "select_active_intent",
+                    json!({"intent_id": "INT-002"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "select_active_intent",
+                    json!({"intent_id": "INT-001"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "src/auth/x.rs", "content": "new\n"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "src/other.rs", "content": "nope\n"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call("read_file", json!({"path": "src/other_existing.rs"}))]
+            ),
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    orchestrated(&h);
+    h.ws.write("src/other_existing.rs", "readable\n");
+    let user = ScriptedUser::default();
+    let (id, outcome) = h.run(&user, "harden auth").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let r = h.results(&id);
+    assert!(
+        r[0].1 && r[0].0.contains("intent_required") && r[0].0.contains("select_active_intent"),
+        "{}",
+        r[0].0
+    );
+    assert!(
+        r[1].1 && r[1].0.contains("unknown_intent") && r[1].0.contains("INT-001"),
+        "{}",
+        r[1].0
+    );
+    assert!(
+        r[2].1 && r[2].0.contains("intent_not_in_progress"),
+        "{}",
+        r[2].0
+    );
+    assert!(
+        !r[3].1 && r[3].0.starts_with("<intent_context>"),
+        "{}",
+        r[3].0
+    );
+    for needle in [
+        "src/auth/**",
+        "no new dependencies",
+        "tests pass",
+        "Prefer small commits.",
+    ] {
+        assert!(r[3].0.contains(needle), "{needle} missing from {}", r[3].0);
+    }
+    assert!(!r[4].1, "{}", r[4].0);
+    assert_eq!(h.ws.read("src/auth/x.rs"), "new\n");
+    assert!(r[5].1, "{}", r[5].0);
+    let v: Value =
+        serde_json::from_str(r[5].0.trim_start_matches("[ERROR] ")).expect("structured error");
+    assert_eq!(
+        v,
+        json!({"code": "scope_violation", "intent_id": "INT-001", "path": "src/other.rs"})
+    );
+    assert!(!h.ws.path().join("src/other.rs").exists());
+    assert!(
+        !r[6].1,
+        "read-only tools read the whole workspace: {}",
+        r[6].0
+    );
+    assert_eq!(
+        h.agent
+            .store
+            .get_task(&id)
+            .expect("task")
+            .active_intent
+            .as_deref(),
+        Some("INT-001")
+    );
+    assert!(
+        user.asked()
+            .iter()
+            .any(|q| q == "scope: INT-001 write_to_file src/other.rs")
+    );
+
+    let trace = trace_lines(&h);
+    let mutation = trace
+        .iter()
+        .find(|e| e["kind"] == "mutation" && e["intent_id"] == "INT-001")
+        .expect("mutation traced");
+    let f = &mutation["files"][0];
+    assert_eq!(f["path"], "src/auth/x.rs");
+    assert_eq!(f["sha256_before"], roost_sha256(b"old\n"));
+    assert_eq!(f["sha256_after"], roost_sha256(b"new\n"));
+    assert_eq!(f["lines_changed"], 2);
+    assert_eq!(mutation["task_id"], id.as_str());
+    assert_eq!(mutation["mode"], "code");
+    assert!(trace.iter().any(|e| {
+        e["kind"] == "violation"
+            && e["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("src/other.rs"))
+    }));
+}
+
+fn roost_sha256(b: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+#[tokio::test]
+async fn an_out_of_scope_write_can_be_approved_once() {
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "select_active_intent",
+                    json!({"intent_id": "INT-001"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "src/other.rs", "content": "ok\n"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "src/again.rs", "content": "no\n"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "CHANGELOG.md", "content": "- auth\n"})
+                )]
+            ),
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    orchestrated(&h);
+    let user = ScriptedUser::default().scope(Approval::Approve);
+    let (id, _) = h.run(&user, "go").await;
+    let r = h.results(&id);
+    assert!(!r[1].1, "{}", r[1].0);
+    assert_eq!(h.ws.read("src/other.rs"), "ok\n");
+    assert!(
+        r[2].1 && r[2].0.contains("scope_violation"),
+        "the widening was for one call only: {}",
+        r[2].0
+    );
+    assert!(!h.ws.path().join("src/again.rs").exists());
+    assert!(!r[3].1, ".intentignore exempts CHANGELOG.md: {}", r[3].0);
+    assert_eq!(h.ws.read("CHANGELOG.md"), "- auth\n");
+    assert_eq!(
+        user.asked()
+            .iter()
+            .filter(|q| q.starts_with("scope:"))
+            .count(),
+        2,
+        "{:?}",
+        user.asked()
+    );
+    let trace = trace_lines(&h);
+    assert!(trace.iter().any(|e| {
+        e["kind"] == "approval"
+            && e["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("src/other.rs"))
+    }));
+}
+
+#[tokio::test]
+async fn without_orchestration_intents_are_off() {
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "select_active_intent",
+                    json!({"intent_id": "INT-001"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "a.txt", "content": "x"})
+                )]
+            ),
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let (id, _) = h.run(&ScriptedUser::default(), "go").await;
+    let r = h.results(&id);
+    assert!(r[0].1 && r[0].0.contains("intents_off"), "{}", r[0].0);
+    assert!(!r[1].1, "{}", r[1].0);
+    assert!(!h.ws.path().join(".orchestration").exists());
+}

@@ -24,6 +24,9 @@ impl Interaction for Yes {
     async fn approve(&self, _: &str, _: ToolGroup, _: &serde_json::Value) -> Approval {
         Approval::Approve
     }
+    async fn scope_violation(&self, _: &str, _: &str, _: &str) -> Approval {
+        Approval::Deny { feedback: None }
+    }
     async fn followup(&self, _: &str, _: &[String]) -> Option<String> {
         None
     }

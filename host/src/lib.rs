@@ -8,6 +8,7 @@
 pub mod capability;
 pub mod cli;
 pub mod events;
+pub mod intents;
 pub mod llm;
 pub mod modes;
 pub mod plugins;

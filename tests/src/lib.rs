@@ -163,6 +163,8 @@ pub mod user {
         pub completions: Mutex<VecDeque<CompletionAnswer>>,
         /// Answers to follow-up questions.
         pub followups: Mutex<VecDeque<String>>,
+        /// Answers to out-of-scope writes (default: deny).
+        pub scope: Mutex<VecDeque<Approval>>,
         /// Answers to guidance requests (mistake limit, repetition).
         pub guidance: Mutex<VecDeque<String>>,
         /// Everything asked, as `kind: text`.
@@ -173,6 +175,11 @@ pub mod user {
         /// Queue an approval answer.
         pub fn approve(self, a: Approval) -> Self {
             self.approvals.lock().expect("lock").push_back(a);
+            self
+        }
+        /// Queue an answer to an out-of-scope write.
+        pub fn scope(self, a: Approval) -> Self {
+            self.scope.lock().expect("lock").push_back(a);
             self
         }
         /// Queue a completion answer.
@@ -213,6 +220,14 @@ pub mod user {
                 .expect("lock")
                 .pop_front()
                 .unwrap_or(Approval::Approve)
+        }
+        async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval {
+            self.note(format!("scope: {intent} {tool} {path}"));
+            self.scope
+                .lock()
+                .expect("lock")
+                .pop_front()
+                .unwrap_or(Approval::Deny { feedback: None })
         }
         async fn followup(&self, question: &str, _suggestions: &[String]) -> Option<String> {
             self.note(format!("followup: {question}"));

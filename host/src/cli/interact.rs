@@ -76,6 +76,25 @@ impl Interaction for Terminal {
         }
     }
 
+    async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval {
+        if !self.tty {
+            eprintln!(
+                "denied {tool} on {path}: outside the owned scope of {intent}, and no terminal to ask"
+            );
+            return Approval::Deny { feedback: None };
+        }
+        let q = format!(
+            "\n? {tool} writes {path}, outside the owned scope of {intent}: approve once? [y]es / [n]o / feedback: "
+        );
+        match ask_line(q).await.as_deref().map(str::trim) {
+            Some("y" | "Y" | "yes") => Approval::Approve,
+            Some("n" | "N" | "no" | "") | None => Approval::Deny { feedback: None },
+            Some(f) => Approval::Deny {
+                feedback: Some(f.to_owned()),
+            },
+        }
+    }
+
     async fn followup(&self, question: &str, suggestions: &[String]) -> Option<String> {
         if !self.tty {
             return None;

@@ -2,6 +2,7 @@
 //! `anyhow` here and become a message plus a non-zero exit code.
 
 mod config;
+mod intents;
 mod interact;
 mod modes;
 mod render;
@@ -36,12 +37,24 @@ pub enum Command {
     /// Modes (built-in, global, project).
     #[command(subcommand)]
     Modes(modes::ModesCommand),
+    /// Intents of a workspace (`.orchestration/active_intents.yaml`).
+    #[command(subcommand)]
+    Intents(IntentsCommand),
+    /// The agent trace (`.orchestration/agent_trace.jsonl`).
+    Trace(intents::TraceArgs),
     /// Past tasks.
     #[command(subcommand)]
     History(run::HistoryCommand),
     /// List or call tools directly (debugging, scripts, benchmarks).
     #[command(subcommand)]
     Tool(tool::ToolCommand),
+}
+
+/// `roost intents …`
+#[derive(Debug, Subcommand)]
+pub enum IntentsCommand {
+    /// List the intents and their scopes.
+    List(intents::IntentsArgs),
 }
 
 /// Where Roost keeps its data when no `--data-dir` is given.
@@ -78,6 +91,8 @@ pub fn main() -> ExitCode {
             Command::Resume(args) => run::resume(args, &data_dir).await,
             Command::History(cmd) => run::history(cmd, &data_dir),
             Command::Modes(cmd) => modes::run(cmd),
+            Command::Intents(IntentsCommand::List(args)) => intents::list(args),
+            Command::Trace(args) => intents::trace(args),
             Command::Tool(cmd) => tool::run(cmd, &data_dir).await,
         }
     });

@@ -87,6 +87,9 @@ pub trait Interaction: Send + Sync {
     async fn followup(&self, question: &str, suggestions: &[String]) -> Option<String>;
     /// Accept the result, or send feedback.
     async fn completion(&self, result: &str) -> CompletionAnswer;
+    /// A call's declared `path` lies outside the owned scope of `intent`:
+    /// allow it once, or refuse (a `scope_violation`).
+    async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval;
     /// The model is stuck (too many mistakes in a row, or the same call
     /// repeated): guidance to continue with, or `None` to stop the task.
     async fn guidance(&self, reason: &str) -> Option<String>;

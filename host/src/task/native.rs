@@ -13,6 +13,8 @@ pub const ATTEMPT_COMPLETION: &str = "attempt_completion";
 pub const ASK_FOLLOWUP: &str = "ask_followup_question";
 /// Name of the tool that replaces the todo list.
 pub const UPDATE_TODO_LIST: &str = "update_todo_list";
+/// Name of the tool that picks the intent the task works under.
+pub const SELECT_ACTIVE_INTENT: &str = "select_active_intent";
 /// Name of the tool that changes the task's mode.
 pub const SWITCH_MODE: &str = "switch_mode";
 
@@ -47,6 +49,22 @@ pub fn specs() -> Vec<ToolSpec> {
                     "follow_up": {"type": "array", "items": {"type": "string"}, "maxItems": 6}
                 },
                 "required": ["question"],
+                "additionalProperties": false
+            }),
+            group: ToolGroup::Modes,
+            destructive: false,
+            path_args: vec![],
+        },
+        ToolSpec {
+            name: SELECT_ACTIVE_INTENT.into(),
+            description: "Select the intent (from .orchestration/active_intents.yaml) this work belongs to, before \
+                any tool that changes the workspace. Returns the intent's scope, constraints, acceptance criteria \
+                and recent history. Writes are limited to the intent's owned_scope."
+                .into(),
+            args_schema: json!({
+                "type": "object",
+                "properties": {"intent_id": {"type": "string"}},
+                "required": ["intent_id"],
                 "additionalProperties": false
             }),
             group: ToolGroup::Modes,
@@ -90,7 +108,7 @@ pub fn specs() -> Vec<ToolSpec> {
 pub fn is_native(name: &str) -> bool {
     matches!(
         name,
-        ATTEMPT_COMPLETION | ASK_FOLLOWUP | UPDATE_TODO_LIST | SWITCH_MODE
+        ATTEMPT_COMPLETION | ASK_FOLLOWUP | UPDATE_TODO_LIST | SWITCH_MODE | SELECT_ACTIVE_INTENT
     )
 }
 

@@ -18,11 +18,14 @@ use super::config::TaskConfig;
 use super::context::{cut_point, model_history, summarise};
 use super::gates::{RepetitionDetector, schema_violations};
 use super::history::History;
-use super::native::{self, ASK_FOLLOWUP, ATTEMPT_COMPLETION, SWITCH_MODE, UPDATE_TODO_LIST};
+use super::native::{
+    self, ASK_FOLLOWUP, ATTEMPT_COMPLETION, SELECT_ACTIVE_INTENT, SWITCH_MODE, UPDATE_TODO_LIST,
+};
 use super::prompt::{PromptContext, build};
 use super::status::TaskStatus;
 use crate::capability::Grant;
 use crate::events::{EventBus, TaskEvent};
+use crate::intents::{self, FileChange, Intent, Scope, Trace, TraceEntry};
 use crate::llm::{
     AssembledCall, ChatRequest, ContentBlock, LlmError, Message, Provider, Role, StreamEvent,
     ToolDefinition, Usage,
@@ -110,6 +113,13 @@ struct RunState {
     repetition: RepetitionDetector,
     modes: ModeSet,
     mode: Mode,
+    intent: Option<(Intent, Scope)>,
+}
+
+impl RunState {
+    fn intent_id(&self) -> Option<&str> {
+        self.intent.as_ref().map(|(i, _)| i.id.as_str())
+    }
 }
 
 /// The result of one call, ready to become a tool_result block.
@@ -304,7 +314,19 @@ impl Agent {
             repetition: RepetitionDetector::new(self.config.repetition_limit),
             modes,
             mode,
+            intent: None,
         };
+        if let Some(active) = ctx.task.active_intent.as_deref() {
+            // A resumed task keeps its intent, if it is still in progress.
+            let found = intents::load(&ctx.workspace)
+                .ok()
+                .and_then(|all| all.into_iter().find(|x| x.id == active));
+            if let Some(intent) = found.filter(|x| x.status == "IN_PROGRESS")
+                && let Ok(scope) = Scope::new(&ctx.workspace, &intent)
+            {
+                state.intent = Some((intent, scope));
+            }
+        }
         let mut history = History::load(&self.store, id)?;
         let specs = self.tool_specs();
         let native_validators: Vec<(String, ArgsValidator)> = native::specs()
@@ -722,6 +744,7 @@ impl Agent {
             SWITCH_MODE => return self.switch_mode(ctx, state, &call.id, &args).await,
             ASK_FOLLOWUP => return self.ask_followup(ctx, &args).await,
             UPDATE_TODO_LIST => return self.update_todos(ctx, &args),
+            SELECT_ACTIVE_INTENT => return self.select_intent(ctx, state, &args),
             _ => {}
         }
         let Some(tool) = registered else {
@@ -729,6 +752,17 @@ impl Agent {
                 "[ERROR] Tool `{}` has no executor.",
                 call.name
             )));
+        };
+
+        // Intent gate: destructive tools need an active intent, and their
+        // declared paths must lie in its owned scope (or be approved once).
+        let write_roots = if intents::enabled(&ctx.workspace) && tool.spec.destructive {
+            match self.intent_gate(ctx, state, &tool.spec, &args).await? {
+                Ok(roots) => Some(roots),
+                Err(refusal) => return Ok(refusal),
+            }
+        } else {
+            None
         };
 
         // Approval.
@@ -783,13 +817,42 @@ impl Agent {
         let before = snapshot_paths(&ctx.workspace, &tool.spec, &args);
         let mut grant = Grant::new(&ctx.workspace).read().limits(self.config.limits);
         if tool.spec.destructive || matches!(group, ToolGroup::Edit) {
-            grant = grant.write(".");
+            match &write_roots {
+                Some(roots) => {
+                    for r in roots {
+                        grant = grant.write(r);
+                    }
+                }
+                None => grant = grant.write("."),
+            }
         }
         let result = self
             .engine
             .call(&tool.plugin, &call.name, &args.to_string(), &grant)
             .await;
-        let diff = diff_paths(&ctx.workspace, &before);
+        let after = after_paths(&ctx.workspace, &before);
+        let diff = diff_paths(&before, &after);
+        if intents::enabled(&ctx.workspace) && tool.spec.destructive {
+            let mut entry = TraceEntry::now(
+                "mutation",
+                id,
+                state.intent_id(),
+                &state.mode.slug,
+                &call.name,
+                &args,
+            );
+            entry.files = before
+                .iter()
+                .zip(&after)
+                .filter_map(|((rel, old), (_, new))| {
+                    FileChange::between(rel, old.as_deref(), new.as_deref())
+                })
+                .collect();
+            if let Err(e) = &result {
+                entry.detail = Some(format!("error {}: {}", e.code, e.message));
+            }
+            self.trace(ctx, &entry);
+        }
         let (content, is_error) = match &result {
             Ok(out) => (out.text.clone(), false),
             Err(e) => (format!("[ERROR] {}: {}", e.code, e.message), true),
@@ -842,6 +905,146 @@ impl Agent {
                 ))
             }
         })
+    }
+
+    fn trace(&self, ctx: &Ctx<'_>, entry: &TraceEntry) {
+        if let Err(e) = Trace::of(&ctx.workspace).append(entry) {
+            tracing::error!(task = %ctx.task.id, "cannot append to the agent trace: {e}");
+        }
+    }
+
+    /// `select_active_intent`: check the intent and make it the task's.
+    fn select_intent(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        args: &Value,
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let wanted = args["intent_id"].as_str().unwrap_or_default();
+        let structured = |v: Value| CallResult::error(format!("[ERROR] {v}"));
+        if !intents::enabled(&ctx.workspace) {
+            return Ok(structured(serde_json::json!({
+                "code": "intents_off", "message": "this workspace has no .orchestration/ directory, so intents are off"
+            })));
+        }
+        let all = match intents::load(&ctx.workspace) {
+            Ok(all) => all,
+            Err(e) => {
+                return Ok(structured(
+                    serde_json::json!({"code": "intents_file_invalid", "message": e.to_string()}),
+                ));
+            }
+        };
+        let Some(intent) = all.iter().find(|i| i.id == wanted).cloned() else {
+            let available: Vec<&str> = all.iter().map(|i| i.id.as_str()).collect();
+            return Ok(CallResult {
+                mistake: true,
+                ..structured(
+                    serde_json::json!({"code": "unknown_intent", "intent_id": wanted, "available": available}),
+                )
+            });
+        };
+        if intent.status != "IN_PROGRESS" {
+            return Ok(structured(serde_json::json!({
+                "code": "intent_not_in_progress", "intent_id": wanted, "status": intent.status,
+                "message": "only an IN_PROGRESS intent can be selected"
+            })));
+        }
+        let scope = match Scope::new(&ctx.workspace, &intent) {
+            Ok(s) => s,
+            Err(e) => {
+                return Ok(structured(
+                    serde_json::json!({"code": "intent_scope_invalid", "message": e.to_string()}),
+                ));
+            }
+        };
+        let recent = Trace::of(&ctx.workspace)
+            .read(Some(&intent.id))
+            .map(|(e, _)| e)
+            .unwrap_or_default();
+        let recent = &recent[recent.len().saturating_sub(10)..];
+        let block = intents::context_block(&ctx.workspace, &intent, recent);
+        self.store.set_active_intent(id, Some(&intent.id))?;
+        self.store
+            .append_ui(id, "say", "intent_selected", &intent.id)?;
+        state.intent = Some((intent, scope));
+        Ok(CallResult::ok(block))
+    }
+
+    /// The intent gate of a destructive call: the write roots it may use,
+    /// or the refusal to return to the model.
+    async fn intent_gate(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+        spec: &ToolSpec,
+        args: &Value,
+    ) -> Result<Result<Vec<PathBuf>, CallResult>, TaskError> {
+        let id = ctx.task.id.as_str();
+        let Some((intent, scope)) = &state.intent else {
+            return Ok(Err(CallResult::error(format!(
+                "[ERROR] {}",
+                serde_json::json!({
+                    "code": "intent_required",
+                    "message": format!("`{}` changes the workspace: call select_active_intent with an IN_PROGRESS intent from .orchestration/active_intents.yaml first", spec.name)
+                })
+            ))));
+        };
+        let mut roots: Vec<PathBuf> = scope.write_roots().to_vec();
+        for arg in &spec.path_args {
+            let Some(path) = args.get(arg).and_then(Value::as_str) else {
+                continue;
+            };
+            if scope.allows(path) {
+                if scope.ignored(path) {
+                    roots.push(intents::parent_dir(path));
+                }
+                continue;
+            }
+            let question = format!(
+                "`{}` writes {path}, outside the owned scope of {}: approve?",
+                spec.name, intent.id
+            );
+            self.store.set_status(id, TaskStatus::WaitingForApproval)?;
+            self.store
+                .append_ui(id, "ask", "scope_violation", &question)?;
+            ctx.events.publish(TaskEvent::AskRequired {
+                kind: "scope_violation".into(),
+                text: question,
+            });
+            let answer = ctx
+                .interaction
+                .scope_violation(&intent.id, &spec.name, path)
+                .await;
+            self.store.set_status(id, TaskStatus::Running)?;
+            let mut entry = TraceEntry::now(
+                "approval",
+                id,
+                Some(&intent.id),
+                &state.mode.slug,
+                &spec.name,
+                args,
+            );
+            entry.detail = Some(format!("outside owned scope: {path}"));
+            match answer {
+                Approval::Approve => {
+                    // A one-time widening for this call only.
+                    roots.push(intents::parent_dir(path));
+                    self.trace(ctx, &entry);
+                }
+                Approval::Deny { feedback } => {
+                    entry.kind = "violation".into();
+                    self.trace(ctx, &entry);
+                    let mut v = serde_json::json!({"code": "scope_violation", "intent_id": intent.id, "path": path});
+                    if let Some(f) = feedback {
+                        v["feedback"] = Value::String(f);
+                    }
+                    return Ok(Err(CallResult::error(format!("[ERROR] {v}"))));
+                }
+            }
+        }
+        Ok(Ok(roots))
     }
 
     async fn switch_mode(
@@ -959,12 +1162,10 @@ impl Agent {
     }
 }
 
-/// Contents of the files a call declares, before it runs (for diffs).
-fn snapshot_paths(
-    workspace: &Path,
-    spec: &ToolSpec,
-    args: &Value,
-) -> Vec<(String, Option<String>)> {
+/// Bytes of the files a call declares, before it runs (for diffs and the trace).
+type Snapshot = Vec<(String, Option<Vec<u8>>)>;
+
+fn snapshot_paths(workspace: &Path, spec: &ToolSpec, args: &Value) -> Snapshot {
     if !spec.destructive {
         return Vec::new();
     }
@@ -974,24 +1175,31 @@ fn snapshot_paths(
         .filter(|p| !p.contains(".."))
         .map(|p| {
             (
-                p.to_owned(),
-                std::fs::read_to_string(workspace.join(p)).ok(),
+                p.trim_start_matches("./").to_owned(),
+                std::fs::read(workspace.join(p)).ok(),
             )
         })
         .collect()
 }
 
+/// Each snapshotted file as it is now.
+fn after_paths(workspace: &Path, before: &Snapshot) -> Snapshot {
+    before
+        .iter()
+        .map(|(rel, _)| (rel.clone(), std::fs::read(workspace.join(rel)).ok()))
+        .collect()
+}
+
 /// Unified diff of the snapshotted files against their state now.
-fn diff_paths(workspace: &Path, before: &[(String, Option<String>)]) -> Option<String> {
+fn diff_paths(before: &Snapshot, after: &Snapshot) -> Option<String> {
     let mut out = String::new();
-    for (rel, old) in before {
-        let new = std::fs::read_to_string(workspace.join(rel)).ok();
-        if *old == new {
+    for ((rel, old), (_, new)) in before.iter().zip(after) {
+        if old == new {
             continue;
         }
-        let old = old.as_deref().unwrap_or("");
-        let new = new.as_deref().unwrap_or("");
-        let diff = similar::TextDiff::from_lines(old, new);
+        let old = String::from_utf8_lossy(old.as_deref().unwrap_or_default());
+        let new = String::from_utf8_lossy(new.as_deref().unwrap_or_default());
+        let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref());
         out.push_str(
             &diff
                 .unified_diff()

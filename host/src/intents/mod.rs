@@ -1,0 +1,291 @@
+//! Intents: the `.orchestration/` handshake. `active_intents.yaml` lists the
+//! work items a task may act under; `select_active_intent` picks one, and
+//! from then on destructive calls run with write access to that intent's
+//! `owned_scope` only. A workspace without `.orchestration/` has intents off.
+
+mod trace;
+
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+
+pub use trace::{FileChange, Trace, TraceEntry};
+
+/// Directory of the orchestration sidecars.
+pub const ORCHESTRATION_DIR: &str = ".orchestration";
+
+/// One intent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Intent {
+    /// `INT-…`.
+    pub id: String,
+    /// Short name.
+    pub name: String,
+    /// `IN_PROGRESS`, `PENDING`, `DONE`, …
+    pub status: String,
+    /// Globs (workspace-relative) the intent may change.
+    #[serde(default)]
+    pub owned_scope: Vec<String>,
+    /// Rules the work must respect.
+    #[serde(default)]
+    pub constraints: Vec<String>,
+    /// What "done" means.
+    #[serde(default)]
+    pub acceptance_criteria: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct IntentFile {
+    #[serde(default)]
+    active_intents: Vec<Intent>,
+}
+
+/// Why the intents file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum IntentError {
+    /// Unreadable or malformed file.
+    #[error("{path}: {message}")]
+    File {
+        /// File.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A glob in `owned_scope` or `.intentignore` is invalid.
+    #[error("intent {intent}: invalid glob {glob:?}: {message}")]
+    Glob {
+        /// Intent id (or `.intentignore`).
+        intent: String,
+        /// The glob.
+        glob: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Whether intents are on for `workspace` (it has `.orchestration/`).
+pub fn enabled(workspace: &Path) -> bool {
+    workspace.join(ORCHESTRATION_DIR).is_dir()
+}
+
+/// The intents of a workspace (empty when the file is absent).
+pub fn load(workspace: &Path) -> Result<Vec<Intent>, IntentError> {
+    let path = workspace
+        .join(ORCHESTRATION_DIR)
+        .join("active_intents.yaml");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(IntentError::File {
+                path,
+                message: e.to_string(),
+            });
+        }
+    };
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let file: IntentFile = serde_saphyr::from_str(&text).map_err(|e| IntentError::File {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    Ok(file.active_intents)
+}
+
+fn globset(owner: &str, globs: &[String]) -> Result<GlobSet, IntentError> {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        let glob = Glob::new(g.trim_start_matches("./")).map_err(|e| IntentError::Glob {
+            intent: owner.to_owned(),
+            glob: g.clone(),
+            message: e.to_string(),
+        })?;
+        b.add(glob);
+    }
+    b.build().map_err(|e| IntentError::Glob {
+        intent: owner.to_owned(),
+        glob: String::new(),
+        message: e.to_string(),
+    })
+}
+
+/// What an active intent lets a call write.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    intent: String,
+    owned: GlobSet,
+    ignored: GlobSet,
+    roots: Vec<PathBuf>,
+}
+
+impl Scope {
+    /// The scope of `intent` in `workspace` (with its `.intentignore`).
+    pub fn new(workspace: &Path, intent: &Intent) -> Result<Self, IntentError> {
+        let ignore_lines: Vec<String> =
+            std::fs::read_to_string(workspace.join(ORCHESTRATION_DIR).join(".intentignore"))
+                .unwrap_or_default()
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_owned)
+                .collect();
+        Ok(Self {
+            intent: intent.id.clone(),
+            owned: globset(&intent.id, &intent.owned_scope)?,
+            ignored: globset(".intentignore", &ignore_lines)?,
+            roots: intent.owned_scope.iter().map(|g| root_of(g)).collect(),
+        })
+    }
+
+    /// The intent's id.
+    pub fn intent(&self) -> &str {
+        &self.intent
+    }
+
+    /// Whether a workspace-relative path may be written under this intent
+    /// (in `owned_scope`, or exempted by `.intentignore`).
+    pub fn allows(&self, rel: &str) -> bool {
+        let rel = rel.trim_start_matches("./");
+        self.owned.is_match(rel) || self.ignored.is_match(rel)
+    }
+
+    /// Whether `.intentignore` exempts the path.
+    pub fn ignored(&self, rel: &str) -> bool {
+        self.ignored.is_match(rel.trim_start_matches("./"))
+    }
+
+    /// Directories to grant write access to: the literal prefix of each
+    /// owned glob (`src/auth/**` → `src/auth`).
+    pub fn write_roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+}
+
+/// The directory part of a glob before its first wildcard.
+pub fn root_of(glob: &str) -> PathBuf {
+    let mut root = PathBuf::new();
+    let parts: Vec<&str> = glob.trim_start_matches("./").split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        if part.contains(['*', '?', '[', '{']) || last {
+            // A literal last component is a file: its directory is the root.
+            break;
+        }
+        root.push(part);
+    }
+    if root.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        root
+    }
+}
+
+/// The directory a single path lives in (for a one-time widened grant).
+pub fn parent_dir(rel: &str) -> PathBuf {
+    match Path::new(rel.trim_start_matches("./")).parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The `<intent_context>` block returned by `select_active_intent`.
+pub fn context_block(workspace: &Path, intent: &Intent, recent: &[TraceEntry]) -> String {
+    let list = |items: &[String]| {
+        if items.is_empty() {
+            "  (none)".to_owned()
+        } else {
+            items
+                .iter()
+                .map(|i| format!("  - {i}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+    };
+    let mut s = format!(
+        "<intent_context>\nid: {}\nname: {}\nstatus: {}\nowned_scope:\n{}\nconstraints:\n{}\nacceptance_criteria:\n{}\n",
+        intent.id,
+        intent.name,
+        intent.status,
+        list(&intent.owned_scope),
+        list(&intent.constraints),
+        list(&intent.acceptance_criteria)
+    );
+    s.push_str("recent_trace:\n");
+    if recent.is_empty() {
+        s.push_str("  (none)\n");
+    }
+    for e in recent {
+        let files: Vec<&str> = e.files.iter().map(|f| f.path.as_str()).collect();
+        s.push_str(&format!(
+            "  - {} {} {} [{}]\n",
+            e.time,
+            e.tool,
+            e.args_summary,
+            files.join(", ")
+        ));
+    }
+    if let Ok(agent) = std::fs::read_to_string(workspace.join(ORCHESTRATION_DIR).join("AGENT.md")) {
+        s.push_str("agent_notes: |\n");
+        for line in agent.lines() {
+            s.push_str(&format!("  {line}\n"));
+        }
+    }
+    s.push_str("</intent_context>");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_and_scope() {
+        assert_eq!(root_of("src/auth/**"), PathBuf::from("src/auth"));
+        assert_eq!(root_of("src/*.rs"), PathBuf::from("src"));
+        assert_eq!(root_of("**/*.md"), PathBuf::from("."));
+        assert_eq!(root_of("docs/plan.md"), PathBuf::from("docs"));
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join(ORCHESTRATION_DIR)).expect("mkdir");
+        std::fs::write(
+            dir.path().join(ORCHESTRATION_DIR).join(".intentignore"),
+            "# comment\nCHANGELOG.md\n",
+        )
+        .expect("write");
+        let intent = Intent {
+            id: "INT-1".into(),
+            name: "auth".into(),
+            status: "IN_PROGRESS".into(),
+            owned_scope: vec!["src/auth/**".into()],
+            constraints: vec![],
+            acceptance_criteria: vec![],
+        };
+        let s = Scope::new(dir.path(), &intent).expect("scope");
+        assert!(s.allows("src/auth/x.rs") && s.allows("./src/auth/deep/y.rs"));
+        assert!(!s.allows("src/other.rs"));
+        assert!(s.allows("CHANGELOG.md") && s.ignored("CHANGELOG.md"));
+        assert_eq!(parent_dir("src/other.rs"), PathBuf::from("src"));
+        assert_eq!(parent_dir("top.rs"), PathBuf::from("."));
+    }
+
+    #[test]
+    fn loads_and_reports_bad_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(!enabled(dir.path()));
+        let o = dir.path().join(ORCHESTRATION_DIR);
+        std::fs::create_dir(&o).expect("mkdir");
+        assert!(enabled(dir.path()));
+        assert!(load(dir.path()).expect("empty").is_empty());
+        std::fs::write(o.join("active_intents.yaml"), "active_intents:\n  - id: INT-001\n    name: Auth\n    status: IN_PROGRESS\n    owned_scope: [\"src/auth/**\"]\n").expect("write");
+        let i = load(dir.path()).expect("loads");
+        assert_eq!(i[0].owned_scope, vec!["src/auth/**"]);
+        std::fs::write(
+            o.join("active_intents.yaml"),
+            "active_intents:\n  - id: [oops\n",
+        )
+        .expect("write");
+        let e = load(dir.path()).expect_err("bad");
+        assert!(e.to_string().contains("active_intents.yaml"), "{e}");
+    }
+}
