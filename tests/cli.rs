@@ -304,3 +304,56 @@ async fn run_completes_against_an_anthropic_server() {
     )
     .await;
 }
+
+#[test]
+fn readme_intent_walkthrough_stays_in_scope_and_is_traced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("workspace");
+    copy_dir(&repo().join("tests/fixtures/intent-example/workspace"), &ws);
+    let o = roost(dir.path())
+        .args([
+            "run",
+            "Sessions should expire after an hour",
+            "--approve",
+            "read,edit,modes",
+            "--workspace",
+        ])
+        .arg(&ws)
+        .arg("--script")
+        .arg(repo().join("tests/fixtures/intent-example/shorten-sessions.json"))
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("scope_violation"), "{}", text(&o));
+    assert!(
+        std::fs::read_to_string(ws.join("src/auth/session.rs"))
+            .expect("read")
+            .contains("3_600")
+    );
+    assert!(
+        std::fs::read_to_string(ws.join("src/billing.rs"))
+            .expect("read")
+            .contains("999"),
+        "out-of-scope write refused"
+    );
+    let o = roost(dir.path())
+        .args(["trace", "--intent", "INT-001", "--workspace"])
+        .arg(&ws)
+        .output()
+        .expect("runs");
+    let t = text(&o);
+    assert!(
+        t.contains("mutation") && t.contains("src/auth/session.rs") && t.contains("violation"),
+        "{t}"
+    );
+    let o = roost(dir.path())
+        .args(["intents", "list", "--workspace"])
+        .arg(&ws)
+        .output()
+        .expect("runs");
+    assert!(
+        text(&o).contains("INT-002") && text(&o).contains("PENDING"),
+        "{}",
+        text(&o)
+    );
+}

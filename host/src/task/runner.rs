@@ -33,7 +33,7 @@ use crate::llm::{
 use crate::modes::{Mode, ModeSet};
 use crate::plugins::PluginEngine;
 use crate::store::{NewTask, Store, StoreError, TaskRecord};
-use crate::tools::{ArgsValidator, Registry, ToolGroup, ToolSpec};
+use crate::tools::{ArgsValidator, ErrorCode, Registry, ToolError, ToolGroup, ToolSpec};
 
 /// Roo's corrective message when a reply uses no tool.
 const NO_TOOLS_USED: &str = "[ERROR] You did not use a tool in your previous response. Every response must call a \
@@ -129,6 +129,10 @@ struct CallResult {
     mistake: bool,
     completed: Option<String>,
     abort: bool,
+    /// The tool's own error code, when a plugin failed.
+    code: Option<ErrorCode>,
+    /// Diff of the files the call changed.
+    diff: Option<String>,
 }
 
 impl CallResult {
@@ -139,6 +143,8 @@ impl CallResult {
             mistake: false,
             completed: None,
             abort: false,
+            code: None,
+            diff: None,
         }
     }
     fn error(content: impl Into<String>) -> Self {
@@ -148,7 +154,25 @@ impl CallResult {
             mistake: false,
             completed: None,
             abort: false,
+            code: None,
+            diff: None,
         }
+    }
+
+    /// The result as front-ends see it.
+    fn event_result(&self) -> Result<String, ToolError> {
+        if !self.is_error {
+            return Ok(self.content.clone());
+        }
+        let code = self.code.unwrap_or(if self.mistake {
+            ErrorCode::InvalidArgs
+        } else {
+            ErrorCode::PermissionDenied
+        });
+        Err(ToolError::new(
+            code,
+            self.content.trim_start_matches("[ERROR] "),
+        ))
     }
     fn mistake(content: impl Into<String>) -> Self {
         Self {
@@ -456,6 +480,13 @@ impl Agent {
                     Some(seq) => history.update(seq, results.clone())?,
                     None => results_seq = Some(history.append(results.clone())?),
                 }
+                // Announced only now that the result is durable.
+                ctx.events.publish(TaskEvent::ToolCallResult {
+                    id: call.id.clone(),
+                    tool: call.name.clone(),
+                    result: r.event_result(),
+                    diff: r.diff.clone(),
+                });
             }
             if let Some(result) = completed {
                 self.store.set_status(id, TaskStatus::Completed)?;
@@ -863,17 +894,14 @@ impl Agent {
             if is_error { "error" } else { "tool_result" },
             &content,
         )?;
-        ctx.events.publish(TaskEvent::ToolCallResult {
-            id: call.id.clone(),
-            tool: call.name.clone(),
-            result: result.map(|o| o.text),
-            diff,
-        });
-        Ok(if is_error {
+        let mut r = if is_error {
             CallResult::error(content)
         } else {
             CallResult::ok(content)
-        })
+        };
+        r.code = result.err().map(|e| e.code);
+        r.diff = diff;
+        Ok(r)
     }
 
     async fn attempt_completion(
