@@ -326,6 +326,11 @@ fn readme_intent_walkthrough_stays_in_scope_and_is_traced() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("scope_violation"), "{}", text(&o));
     assert!(
+        text(&o).contains("hook secret-guard: deny") && !ws.join("src/auth/test_keys.rs").exists(),
+        "the workspace's code mode runs secret-guard: {}",
+        text(&o)
+    );
+    assert!(
         std::fs::read_to_string(ws.join("src/auth/session.rs"))
             .expect("read")
             .contains("3_600")

@@ -8,14 +8,13 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
-use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use roost::capability::Grant;
 use roost::plugins::LoadedPlugin;
-use roost_tests::{TestWorkspace, engine, fixture_wasm, tree_hash};
+use roost_tests::{engine, fixture_wasm, hostile_workspace, tree_hash};
 use serde_json::json;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -30,27 +29,6 @@ fn hostile() -> Arc<LoadedPlugin> {
         .expect("hostile fixture loads")
 }
 
-/// The workspace every case starts from: files in the read-only area, a
-/// write root `out/`, and symlinks leading out by every route.
-fn setup() -> TestWorkspace {
-    let ws = TestWorkspace::new();
-    let w = ws.path();
-    let canary = ws.canary();
-    ws.write("readme.txt", "read me\n");
-    ws.write("sub/inner.txt", "inner\n");
-    ws.write("out/movable.txt", "move me\n");
-    std::fs::create_dir(w.join("outside")).expect("mkdir outside");
-    symlink(canary.join("secret.txt"), w.join("abs_link")).expect("symlink");
-    symlink("../canary/secret.txt", w.join("rel_link")).expect("symlink");
-    symlink("chain2", w.join("chain1")).expect("symlink");
-    symlink("../canary/secret.txt", w.join("chain2")).expect("symlink");
-    symlink(&canary, w.join("ts_link")).expect("symlink");
-    symlink("../../canary/secret.txt", w.join("out/esc_link")).expect("symlink");
-    symlink(&canary, w.join("out/dir_link")).expect("symlink");
-    symlink(&canary, w.join("out/ts_out")).expect("symlink");
-    ws
-}
-
 /// Everything under the test root except the write root `workspace/out`.
 fn outside_grant(root: &Path) -> BTreeMap<String, String> {
     tree_hash(root)
@@ -60,7 +38,7 @@ fn outside_grant(root: &Path) -> BTreeMap<String, String> {
 }
 
 async fn run_case(case: &str, expect: Expect) {
-    let ws = setup();
+    let ws = hostile_workspace();
     let tcp = TcpListener::bind("127.0.0.1:0").expect("tcp listener");
     tcp.set_nonblocking(true).expect("nonblocking");
     let udp = UdpSocket::bind("127.0.0.1:0").expect("udp socket");
@@ -205,7 +183,7 @@ sandbox_cases! {
 /// A grant without read access mounts nothing: even the workspace is gone.
 #[tokio::test]
 async fn no_read_grant_means_no_workspace() {
-    let ws = setup();
+    let ws = hostile_workspace();
     let r = engine()
         .call(
             &hostile(),
@@ -222,7 +200,7 @@ async fn no_read_grant_means_no_workspace() {
 /// refused before the plugin runs.
 #[tokio::test]
 async fn write_root_through_symlink_is_refused() {
-    let ws = setup();
+    let ws = hostile_workspace();
     let grant = Grant::new(ws.path()).read().write("ts_link");
     let err = engine()
         .call(
@@ -251,7 +229,7 @@ async fn write_root_through_symlink_is_refused() {
 /// Network and environment capabilities are refused until Roost grants them.
 #[tokio::test]
 async fn unsupported_capabilities_are_refused() {
-    let ws = setup();
+    let ws = hostile_workspace();
     let mut grant = Grant::new(ws.path()).read();
     grant.network.push("example.com".into());
     assert!(

@@ -4,116 +4,18 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use roost::events::{EventBus, TaskEvent};
-use roost::llm::scripted::{Script, ScriptedTransport};
+use roost::llm::scripted::ScriptedTransport;
 use roost::llm::{ContentBlock, OpenAiCompatible, RetryPolicy, Role};
-use roost::plugins::first_party;
 use roost::store::Store;
 use roost::task::{
     Agent, Approval, ApprovalPolicy, CompletionAnswer, TaskConfig, TaskOutcome, TaskStatus,
 };
-use roost::tools::Registry;
+use roost_tests::harness::{Harness, call, complete, harness, turn};
 use roost_tests::user::ScriptedUser;
 use roost_tests::{TestWorkspace, engine};
 use serde_json::{Value, json};
-
-struct Harness {
-    agent: Agent,
-    transport: Arc<ScriptedTransport>,
-    ws: TestWorkspace,
-    events: EventBus,
-}
-
-fn harness(turns: Value, policy: ApprovalPolicy) -> Harness {
-    let ws = TestWorkspace::new();
-    let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("valid script");
-    let transport = Arc::new(ScriptedTransport::recording(script));
-    let retry = RetryPolicy {
-        max_attempts: 3,
-        base_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(20),
-    };
-    let provider = Arc::new(OpenAiCompatible::new(
-        "scripted",
-        "scripted",
-        transport.clone(),
-        retry,
-    ));
-    let mut registry = Registry::new();
-    registry
-        .add_plugin(
-            engine()
-                .load_bytes("fs-tools", first_party::FS_TOOLS)
-                .expect("fs-tools"),
-        )
-        .expect("registers");
-    let store = Store::open(&ws.root().join("data").join("roost.db")).expect("store");
-    let config = TaskConfig {
-        policy,
-        ..TaskConfig::default()
-    };
-    let agent = Agent {
-        provider,
-        engine: engine(),
-        registry: Arc::new(registry),
-        store,
-        config,
-        modes_dir: None,
-    };
-    Harness {
-        agent,
-        transport,
-        ws,
-        events: EventBus::new(),
-    }
-}
-
-fn call(name: &str, args: Value) -> Value {
-    json!({"name": name, "args": args})
-}
-
-fn turn(text: &str, calls: Vec<Value>) -> Value {
-    json!({"text": text, "tool_calls": calls, "usage": {"input_tokens": 100, "output_tokens": 10}, "chunk_size": 5})
-}
-
-fn complete(result: &str) -> Value {
-    turn(
-        "",
-        vec![call("attempt_completion", json!({"result": result}))],
-    )
-}
-
-impl Harness {
-    async fn run(&self, user: &ScriptedUser, prompt: &str) -> (String, TaskOutcome) {
-        self.run_in("code", user, prompt).await
-    }
-
-    async fn run_in(&self, mode: &str, user: &ScriptedUser, prompt: &str) -> (String, TaskOutcome) {
-        self.agent
-            .start(prompt, &self.ws.path(), mode, user, &self.events)
-            .await
-            .expect("task runs")
-    }
-
-    /// Tool results of the task, in order: (content, is_error).
-    fn results(&self, id: &str) -> Vec<(String, bool)> {
-        self.agent
-            .store
-            .load_api(id, true)
-            .expect("history")
-            .into_iter()
-            .flat_map(|m| m.message.content)
-            .filter_map(|b| match b {
-                ContentBlock::ToolResult {
-                    content, is_error, ..
-                } => Some((content, is_error)),
-                _ => None,
-            })
-            .collect()
-    }
-}
 
 /// Every assistant message's tool_use ids are answered, in order, by the
 /// tool_results of the next message; no result answers nothing.
@@ -634,6 +536,7 @@ async fn resume_answers_dangling_calls_and_finishes() {
                 ..TaskConfig::default()
             },
             modes_dir: None,
+            hooks: Default::default(),
         },
         transport: Arc::clone(&h.transport),
         ws: TestWorkspace::new(),

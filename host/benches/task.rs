@@ -1,7 +1,9 @@
 //! P5: host overhead per turn with a zero-latency scripted provider and
 //! durable (SQLite) history. P6: 1,000 concurrent tasks in one process,
 //! the provider sleeping 200 ms per turn, 5 turns each with a read_file call.
-//! Run: `cargo bench -p roost --bench task` (P6 only: `-- p6`).
+//! P7: the gates plus one no-op mode hook per call, against the same call
+//! with no hook. Run: `cargo bench -p roost --bench task` (P6 only: `-- p6`,
+//! P7 only: `-- p7`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,6 +28,9 @@ impl Interaction for Yes {
     }
     async fn scope_violation(&self, _: &str, _: &str, _: &str) -> Approval {
         Approval::Deny { feedback: None }
+    }
+    async fn hook_question(&self, _: &str, _: &str, _: &str) -> Approval {
+        Approval::Approve
     }
     async fn followup(&self, _: &str, _: &[String]) -> Option<String> {
         None
@@ -62,6 +67,7 @@ fn agent(
             ..TaskConfig::default()
         },
         modes_dir: None,
+        hooks: Default::default(),
     }
 }
 
@@ -196,8 +202,110 @@ async fn p6(
     assert_eq!(done, tasks, "every task must finish");
 }
 
+/// P7: per call, the in-process gates (mode check, schema validation) and
+/// one mode hook's pre-tool call (a fresh sandboxed store and instance, as
+/// in a task), then the tool call itself; against the same without a hook.
+async fn p7(engine: &Arc<PluginEngine>, registry: &Arc<Registry>, ws: &std::path::Path) {
+    use roost::capability::Grant;
+    use roost::modes::{HookRegistry, ModeSet};
+    use roost::plugins::HookCall;
+
+    let hooks = HookRegistry::first_party(engine).expect("hooks");
+    // protected-paths allows a read call without inspecting anything: the
+    // cost measured is the hook machinery, not the hook's own logic.
+    let hook = hooks.get("protected-paths").expect("protected-paths");
+    let tool = registry.get("read_file").expect("read_file");
+    let modes = ModeSet::load(ws, None);
+    let mode = modes.get("code").expect("code mode");
+    let args = json!({"path": "file.txt", "start_line": 1, "end_line": 20});
+    let args_text = args.to_string();
+    let tool_grant = Grant::new(ws).read();
+    let hook_grant = Grant::new(ws)
+        .read_dir(".orchestration")
+        .limits(TaskConfig::default().hook_limits);
+    let n = 3000;
+    let mut gates_only = Vec::with_capacity(n);
+    let mut gates_hook = Vec::with_capacity(n);
+    let mut call_plain = Vec::with_capacity(n);
+    let mut call_hooked = Vec::with_capacity(n);
+    for i in 0..n + 200 {
+        let t0 = Instant::now();
+        mode.check(&tool.spec, &args).expect("mode allows");
+        tool.validator.check(&args).expect("valid");
+        let t1 = Instant::now();
+        let call = HookCall {
+            tool: tool.spec.name.clone(),
+            group: tool.spec.group,
+            destructive: tool.spec.destructive,
+            args: args_text.clone(),
+            mode: mode.slug.clone(),
+            intent_id: None,
+            paths: vec!["file.txt".into()],
+        };
+        let d = engine
+            .hook_pre_tool(hook, &call, &hook_grant)
+            .await
+            .expect("hook runs");
+        assert_eq!(d, roost::plugins::HookDecision::Allow);
+        let t2 = Instant::now();
+        engine
+            .call(&tool.plugin, "read_file", &args_text, &tool_grant)
+            .await
+            .expect("read");
+        let t3 = Instant::now();
+        // The same call without a hook.
+        mode.check(&tool.spec, &args).expect("mode allows");
+        tool.validator.check(&args).expect("valid");
+        let t4 = Instant::now();
+        engine
+            .call(&tool.plugin, "read_file", &args_text, &tool_grant)
+            .await
+            .expect("read");
+        let t5 = Instant::now();
+        if i >= 200 {
+            gates_only.push(t4 - t3);
+            gates_hook.push(t2 - t0);
+            call_hooked.push(t3 - t0);
+            call_plain.push(t5 - t3);
+        }
+    }
+    for v in [
+        &mut gates_only,
+        &mut gates_hook,
+        &mut call_plain,
+        &mut call_hooked,
+    ] {
+        v.sort();
+    }
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let row = |label: &str, v: &[Duration]| {
+        println!(
+            "| P7 {label} | {:.1} µs | {:.1} µs | {:.1} µs |",
+            us(pct(v, 0.5)),
+            us(pct(v, 0.9)),
+            us(pct(v, 0.99))
+        );
+    };
+    row("gates only (mode check + schema)", &gates_only);
+    row(
+        "gates + one no-op hook (pre-tool, fresh sandbox)",
+        &gates_hook,
+    );
+    row("read_file call, no hook (gates + call)", &call_plain);
+    row(
+        "read_file call with one hook (gates + hook + call)",
+        &call_hooked,
+    );
+    println!(
+        "\nP7: gates + hook p50 {:.1} µs (target ≤ 100 µs); call with hook / call without = {:.2}×",
+        us(pct(&gates_hook, 0.5)),
+        us(pct(&call_hooked, 0.5)) / us(pct(&call_plain, 0.5))
+    );
+}
+
 fn main() {
     let only_p6 = std::env::args().any(|a| a == "p6");
+    let only_p7 = std::env::args().any(|a| a == "p7");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -220,9 +328,15 @@ fn main() {
             registry.add_plugin(p).expect("register");
         }
         let registry = Arc::new(registry);
+        if only_p7 {
+            println!("| benchmark | p50 | p90 | p99 |\n|---|---|---|---|");
+            p7(&engine, &registry, &ws).await;
+            return;
+        }
         if !only_p6 {
             println!("| benchmark | p50 | p90 | p99 |\n|---|---|---|---|");
             p5(&engine, &registry, &ws, tmp.path()).await;
+            p7(&engine, &registry, &ws).await;
         }
         p6(&engine, &registry, &ws, tmp.path()).await;
     });

@@ -98,6 +98,28 @@ impl TestWorkspace {
     }
 }
 
+/// The workspace the hostile fixture attacks from: files in the read-only
+/// area, a write root `out/`, and symlinks leading out by every route.
+pub fn hostile_workspace() -> TestWorkspace {
+    use std::os::unix::fs::symlink;
+    let ws = TestWorkspace::new();
+    let w = ws.path();
+    let canary = ws.canary();
+    ws.write("readme.txt", "read me\n");
+    ws.write("sub/inner.txt", "inner\n");
+    ws.write("out/movable.txt", "move me\n");
+    std::fs::create_dir(w.join("outside")).expect("mkdir outside");
+    symlink(canary.join("secret.txt"), w.join("abs_link")).expect("symlink");
+    symlink("../canary/secret.txt", w.join("rel_link")).expect("symlink");
+    symlink("chain2", w.join("chain1")).expect("symlink");
+    symlink("../canary/secret.txt", w.join("chain2")).expect("symlink");
+    symlink(&canary, w.join("ts_link")).expect("symlink");
+    symlink("../../canary/secret.txt", w.join("out/esc_link")).expect("symlink");
+    symlink(&canary, w.join("out/dir_link")).expect("symlink");
+    symlink(&canary, w.join("out/ts_out")).expect("symlink");
+    ws
+}
+
 /// Every entry under `dir` (not following symlinks) → a description holding
 /// its kind, mode and content hash (or link target). Comparing two snapshots
 /// shows any change on disk.
@@ -147,6 +169,8 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
 /// The person at the keyboard, scripted: queued answers for approvals,
 /// completion reviews, follow-up questions and guidance requests. When a
 /// queue is empty the defaults apply (approve, accept, no answer, stop).
+pub mod harness;
+
 pub mod user {
     use std::collections::VecDeque;
     use std::sync::Mutex;
@@ -165,6 +189,8 @@ pub mod user {
         pub followups: Mutex<VecDeque<String>>,
         /// Answers to out-of-scope writes (default: deny).
         pub scope: Mutex<VecDeque<Approval>>,
+        /// Answers to mode hooks' questions (default: deny).
+        pub hook: Mutex<VecDeque<Approval>>,
         /// Answers to guidance requests (mistake limit, repetition).
         pub guidance: Mutex<VecDeque<String>>,
         /// Everything asked, as `kind: text`.
@@ -180,6 +206,11 @@ pub mod user {
         /// Queue an answer to an out-of-scope write.
         pub fn scope(self, a: Approval) -> Self {
             self.scope.lock().expect("lock").push_back(a);
+            self
+        }
+        /// Queue an answer to a hook's question.
+        pub fn hook(self, a: Approval) -> Self {
+            self.hook.lock().expect("lock").push_back(a);
             self
         }
         /// Queue a completion answer.
@@ -224,6 +255,14 @@ pub mod user {
         async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval {
             self.note(format!("scope: {intent} {tool} {path}"));
             self.scope
+                .lock()
+                .expect("lock")
+                .pop_front()
+                .unwrap_or(Approval::Deny { feedback: None })
+        }
+        async fn hook_question(&self, hook: &str, tool: &str, question: &str) -> Approval {
+            self.note(format!("hook: {hook} {tool} {question}"));
+            self.hook
                 .lock()
                 .expect("lock")
                 .pop_front()

@@ -47,8 +47,12 @@ mod duration_ms {
 pub struct Grant {
     /// Host path of the workspace.
     pub workspace: PathBuf,
-    /// Whether the workspace is readable (mounted read-only).
+    /// Whether the whole workspace is readable (mounted read-only).
     pub read: bool,
+    /// Workspace-relative directories readable when the whole workspace is
+    /// not (a mode hook reads `.orchestration/` and nothing else).
+    #[serde(default)]
+    pub read_roots: Vec<PathBuf>,
     /// Workspace-relative directories the call may write.
     pub write_roots: Vec<PathBuf>,
     /// Network hosts the call may reach. Always empty for now: the sandbox
@@ -102,6 +106,7 @@ impl Grant {
         Self {
             workspace: workspace.into(),
             read: false,
+            read_roots: Vec::new(),
             write_roots: Vec::new(),
             network: Vec::new(),
             env: Vec::new(),
@@ -112,6 +117,12 @@ impl Grant {
     /// Allow reading the whole workspace.
     pub fn read(mut self) -> Self {
         self.read = true;
+        self
+    }
+
+    /// Allow reading under the workspace-relative directory `root` only.
+    pub fn read_dir(mut self, root: impl Into<PathBuf>) -> Self {
+        self.read_roots.push(root.into());
         self
     }
 

@@ -1,6 +1,7 @@
 //! Capabilities as data: a [`Grant`] says exactly what one tool call may
 //! touch, and [`wasi`] turns it into that call's WASI context and nothing
-//! more.
+//! more. Scopes finer than a directory are held by a [`WriteGuard`] around
+//! the call.
 //!
 //! # Guest path convention
 //!
@@ -12,9 +13,11 @@
 //! mount. Tools take and return workspace-relative paths.
 
 mod grant;
+mod guard;
 pub mod wasi;
 
 pub use grant::{Grant, GrantError, Limits};
+pub use guard::{GuardBudget, GuardError, GuardReport, WriteGuard};
 
 /// Guest path where the workspace is mounted.
 pub const GUEST_WORKSPACE: &str = "/workspace";

@@ -1,6 +1,7 @@
 //! Builds the WASI context of one call from its [`Grant`] and nothing else:
 //! no environment, no arguments, no inherited stdio, no sockets, no name
-//! lookups; the workspace read-only and each write root read-write.
+//! lookups; the workspace (or only its read roots) read-only and each write
+//! root read-write.
 
 use std::path::{Path, PathBuf};
 
@@ -35,7 +36,8 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
     b.allow_udp(false);
     b.allow_ip_name_lookup(false);
 
-    let need_workspace = grant.read || !grant.write_roots.is_empty();
+    let need_workspace =
+        grant.read || !grant.read_roots.is_empty() || !grant.write_roots.is_empty();
     let ws = if need_workspace {
         Some(
             grant
@@ -53,17 +55,28 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
     if let (true, Some(ws)) = (grant.read, ws.as_ref()) {
         preopen(&mut b, ws, GUEST_WORKSPACE.to_owned(), FsPerms::ReadOnly)?;
     }
+    if let (false, Some(ws)) = (grant.read, ws.as_ref()) {
+        for root in &grant.read_roots {
+            let rel = Grant::normalize_root(root)?;
+            let host = ws.join(&rel);
+            if !host.is_dir() {
+                // Nothing there to read; the guest sees no such directory.
+                continue;
+            }
+            check_inside(ws, &rel, &host)?;
+            let resolved = host.canonicalize().map_err(|source| GrantError::Io {
+                path: host.clone(),
+                source,
+            })?;
+            preopen(&mut b, &resolved, guest_path(&rel), FsPerms::ReadOnly)?;
+        }
+    }
     let mut write_roots = Vec::new();
     if let Some(ws) = ws.as_ref() {
         for root in &grant.write_roots {
             let rel = Grant::normalize_root(root)?;
             let host = resolve_root(ws, &rel)?;
-            let guest = if rel.as_os_str().is_empty() {
-                GUEST_WORKSPACE.to_owned()
-            } else {
-                format!("{GUEST_WORKSPACE}/{}", rel.display())
-            };
-            preopen(&mut b, &host, guest, FsPerms::ReadWrite)?;
+            preopen(&mut b, &host, guest_path(&rel), FsPerms::ReadWrite)?;
             write_roots.push(if rel.as_os_str().is_empty() {
                 ".".to_owned()
             } else {
@@ -75,6 +88,15 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
         ctx: b.build(),
         write_roots,
     })
+}
+
+/// Guest path of a normalised workspace-relative directory.
+fn guest_path(rel: &Path) -> String {
+    if rel.as_os_str().is_empty() {
+        GUEST_WORKSPACE.to_owned()
+    } else {
+        format!("{GUEST_WORKSPACE}/{}", rel.display())
+    }
 }
 
 fn preopen(

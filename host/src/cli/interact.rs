@@ -95,6 +95,25 @@ impl Interaction for Terminal {
         }
     }
 
+    async fn hook_question(&self, hook: &str, tool: &str, question: &str) -> Approval {
+        if !self.tty {
+            eprintln!("denied {tool}: hook `{hook}` asks \"{question}\", and no terminal to ask");
+            return Approval::Deny {
+                feedback: Some(format!(
+                    "Denied automatically: hook `{hook}` needs the user's approval and nobody can be asked."
+                )),
+            };
+        }
+        let q = format!("\n? [{hook}] {question} [y]es / [n]o / feedback: ");
+        match ask_line(q).await.as_deref().map(str::trim) {
+            Some("y" | "Y" | "yes") => Approval::Approve,
+            Some("n" | "N" | "no" | "") | None => Approval::Deny { feedback: None },
+            Some(f) => Approval::Deny {
+                feedback: Some(f.to_owned()),
+            },
+        }
+    }
+
     async fn followup(&self, question: &str, suggestions: &[String]) -> Option<String> {
         if !self.tty {
             return None;

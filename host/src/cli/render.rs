@@ -134,6 +134,16 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: onesh
                     )
                 )
             }
+            TaskEvent::HookDecided {
+                hook,
+                decision,
+                detail,
+                ..
+            } => writeln!(
+                out,
+                "{}",
+                style.paint("35", &format!("  ⚑ hook {hook}: {decision}: {detail}"))
+            ),
             TaskEvent::ToolCallResult { result, diff, .. } => {
                 match result {
                     Ok(text) => {

@@ -13,6 +13,7 @@ use super::render::{self, Format};
 use crate::events::{EventBus, TaskEvent};
 use crate::llm::scripted::{Script, ScriptedTransport};
 use crate::llm::{HttpTransport, OpenAiCompatible, Provider, RetryPolicy, Role};
+use crate::modes::HookRegistry;
 use crate::plugins::{EngineConfig, PluginEngine, first_party};
 use crate::store::Store;
 use crate::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
@@ -56,6 +57,11 @@ pub struct RunOptions {
     /// Model requests before the task pauses.
     #[arg(long, default_value_t = 50)]
     pub max_turns: u32,
+    /// Load a mode-hook component (world `mode-hook`) that modes can list in
+    /// `hooks:` by the file's stem (`guard.wasm` → `guard`). Repeatable; the
+    /// first-party `secret-guard` and `protected-paths` are always there.
+    #[arg(long = "hook", value_name = "WASM")]
+    pub hooks: Vec<PathBuf>,
 }
 
 /// `roost run`.
@@ -213,6 +219,14 @@ fn agent(
     for p in first_party::load_all(&engine)? {
         registry.add_plugin(p)?;
     }
+    let mut hooks = HookRegistry::first_party(&engine)?;
+    for path in &opts.hooks {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .ok_or_else(|| anyhow::anyhow!("--hook {}: not a file name", path.display()))?;
+        hooks.add(engine.load_hook_file(&name, path)?);
+    }
     let store = Store::open(&Store::default_path(data_dir))?;
     let policy = if opts.yes {
         ApprovalPolicy::yes()
@@ -240,6 +254,7 @@ fn agent(
         store,
         config,
         modes_dir: config::default_path().parent().map(Path::to_path_buf),
+        hooks: Arc::new(hooks),
     })
 }
 

@@ -99,6 +99,17 @@ pub enum TaskEvent {
         /// Unified diff of the files the call changed, if any.
         diff: Option<String>,
     },
+    /// A mode hook decided on a call (anything but a plain allow).
+    HookDecided {
+        /// Call id.
+        id: String,
+        /// Hook name.
+        hook: String,
+        /// `deny`, `ask`, `rewrite` or `failed`.
+        decision: String,
+        /// The reason, question, new arguments or failure.
+        detail: String,
+    },
     /// The task waits for the user.
     AskRequired {
         /// What kind of question (`tool`, `followup`, `completion_result`, `mistake_limit`…).

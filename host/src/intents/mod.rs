@@ -116,6 +116,7 @@ fn globset(owner: &str, globs: &[String]) -> Result<GlobSet, IntentError> {
 pub struct Scope {
     intent: String,
     owned: GlobSet,
+    owned_globs: Vec<String>,
     ignored: GlobSet,
     roots: Vec<PathBuf>,
 }
@@ -134,6 +135,7 @@ impl Scope {
         Ok(Self {
             intent: intent.id.clone(),
             owned: globset(&intent.id, &intent.owned_scope)?,
+            owned_globs: intent.owned_scope.clone(),
             ignored: globset(".intentignore", &ignore_lines)?,
             roots: intent.owned_scope.iter().map(|g| root_of(g)).collect(),
         })
@@ -154,6 +156,17 @@ impl Scope {
     /// Whether `.intentignore` exempts the path.
     pub fn ignored(&self, rel: &str) -> bool {
         self.ignored.is_match(rel.trim_start_matches("./"))
+    }
+
+    /// Whether everything under the workspace-relative directory `dir` is
+    /// in scope (a `dir/**` glob), so writes there need no guard.
+    pub fn covers_dir(&self, dir: &Path) -> bool {
+        let d = dir.to_string_lossy();
+        let d = d.trim_start_matches("./").trim_end_matches('/');
+        self.owned_globs.iter().any(|g| {
+            let g = g.trim_start_matches("./");
+            g == "**" || (!d.is_empty() && d != "." && g.strip_suffix("/**") == Some(d))
+        })
     }
 
     /// Directories to grant write access to: the literal prefix of each

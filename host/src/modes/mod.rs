@@ -6,6 +6,7 @@
 
 mod builtin;
 mod file;
+mod hooks;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use serde::Serialize;
 use crate::tools::{ToolGroup, ToolSpec};
 
 pub use file::ModeFileError;
+pub use hooks::HookRegistry;
 
 /// Where a mode came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

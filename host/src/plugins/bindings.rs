@@ -8,3 +8,16 @@ pub mod tool_plugin {
         exports: { default: async },
     });
 }
+
+/// World `mode-hook`; shares the host and type interfaces with `tool-plugin`.
+pub mod mode_hook {
+    wasmtime::component::bindgen!({
+        world: "mode-hook",
+        path: "../wit",
+        exports: { default: async },
+        with: {
+            "roost:plugin/types": super::tool_plugin::roost::plugin::types,
+            "roost:plugin/host": super::tool_plugin::roost::plugin::host,
+        },
+    });
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder,
     Trap, UpdateDeadline,
@@ -168,14 +168,7 @@ impl PluginEngine {
     /// (or load from cache), link, check its world, and list its tools.
     pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> Result<Arc<LoadedPlugin>, PluginError> {
         let plugin = name.to_owned();
-        check_header(name, bytes)?;
-        let component = self.compile(name, bytes)?.0;
-        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
-            PluginError::UnsatisfiedImport {
-                plugin: plugin.clone(),
-                detail: format!("{e:#}"),
-            }
-        })?;
+        let instance_pre = self.prepare(name, bytes)?;
         let pre = ToolPluginPre::new(instance_pre).map_err(|e| PluginError::WrongWorld {
             plugin: plugin.clone(),
             world: "roost:plugin/tool-plugin",
@@ -193,6 +186,23 @@ impl PluginEngine {
             tools,
             hash: blake3::hash(bytes),
         }))
+    }
+
+    /// Check, compile (or load from cache) and link a component of any
+    /// Roost world; the caller checks the world's exports.
+    pub(super) fn prepare(
+        &self,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<InstancePre<CallState>, PluginError> {
+        check_header(name, bytes)?;
+        let component = self.compile(name, bytes)?.0;
+        self.linker
+            .instantiate_pre(&component)
+            .map_err(|e| PluginError::UnsatisfiedImport {
+                plugin: name.to_owned(),
+                detail: format!("{e:#}"),
+            })
     }
 
     /// Compile `bytes` or load them from the cache (exposed for benchmarks).
@@ -297,28 +307,45 @@ impl PluginEngine {
         args: &str,
         grant: &Grant,
     ) -> Result<ToolOutput, ToolError> {
+        let res = self
+            .bounded(&plugin.name, grant, async |store: &mut Store<CallState>| {
+                let inst = plugin.pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_tool()
+                    .call_call(&mut *store, tool, args)
+                    .await
+            })
+            .await?;
+        match res {
+            Err(e) => Err(ToolError::new(
+                convert_code(e.code),
+                cut(&e.message, grant.limits.output_bytes),
+            )),
+            Ok(out) => Ok(cap_output(&plugin.name, out, grant.limits.output_bytes)),
+        }
+    }
+
+    /// Run `f` in a fresh store for `name` under `grant`: a call slot, the
+    /// grant's sandbox and limits, and traps and overruns turned into
+    /// [`ToolError`]s.
+    pub(super) async fn bounded<T>(
+        &self,
+        name: &str,
+        grant: &Grant,
+        f: impl AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<T>,
+    ) -> Result<T, ToolError> {
         let _slot =
             self.slots.acquire().await.map_err(|_| {
                 ToolError::new(ErrorCode::Internal, "plugin engine is shutting down")
             })?;
-        let mut store = self.new_store(&plugin.name, grant)?;
+        let mut store = self.new_store(name, grant)?;
         let res = {
-            let fut = async {
-                let inst = plugin.pre.instantiate_async(&mut store).await?;
-                inst.roost_plugin_tool()
-                    .call_call(&mut store, tool, args)
-                    .await
-            };
+            let fut = f(&mut store);
             tokio::time::timeout(grant.limits.deadline + HOST_GRACE, fut).await
         };
         match res {
-            Err(_) => Err(deadline_error(&plugin.name, grant)),
-            Ok(Err(trap)) => Err(classify_trap(&plugin.name, &trap, &store, grant)),
-            Ok(Ok(Err(e))) => Err(ToolError::new(
-                convert_code(e.code),
-                cut(&e.message, grant.limits.output_bytes),
-            )),
-            Ok(Ok(Ok(out))) => Ok(cap_output(&plugin.name, out, grant.limits.output_bytes)),
+            Err(_) => Err(deadline_error(name, grant)),
+            Ok(Err(trap)) => Err(classify_trap(name, &trap, &store, grant)),
+            Ok(Ok(v)) => Ok(v),
         }
     }
 }

@@ -1,20 +1,47 @@
-//! First-party plugins, built from `plugins/` by `host/build.rs` and
-//! embedded in the binary so `roost` works from any directory.
+//! First-party plugins and mode hooks, built from `plugins/` by
+//! `host/build.rs` and embedded in the binary so `roost` works from any
+//! directory.
 
 use std::sync::Arc;
 
-use super::{LoadedPlugin, PluginEngine, PluginError};
+use super::{LoadedHook, LoadedPlugin, PluginEngine, PluginError};
 
 /// `plugins/fs-tools`: Roo Code's file tools.
 pub const FS_TOOLS: &[u8] =
     include_bytes!(concat!(env!("ROOST_FIRST_PARTY_DIR"), "/fs_tools.wasm"));
 
-/// Every first-party plugin: (name, component bytes).
+/// `plugins/secret-guard`: a mode hook that refuses edits adding
+/// credentials or touching `.env*` files.
+pub const SECRET_GUARD: &[u8] =
+    include_bytes!(concat!(env!("ROOST_FIRST_PARTY_DIR"), "/secret_guard.wasm"));
+
+/// `plugins/protected-paths`: a mode hook that asks before edits to Roo's
+/// protected configuration files.
+pub const PROTECTED_PATHS: &[u8] = include_bytes!(concat!(
+    env!("ROOST_FIRST_PARTY_DIR"),
+    "/protected_paths.wasm"
+));
+
+/// Every first-party tool plugin: (name, component bytes).
 pub const ALL: &[(&str, &[u8])] = &[("fs-tools", FS_TOOLS)];
 
-/// Load every first-party plugin.
+/// Every first-party mode hook: (name modes use in `hooks:`, component bytes).
+pub const HOOKS: &[(&str, &[u8])] = &[
+    ("secret-guard", SECRET_GUARD),
+    ("protected-paths", PROTECTED_PATHS),
+];
+
+/// Load every first-party tool plugin.
 pub fn load_all(engine: &PluginEngine) -> Result<Vec<Arc<LoadedPlugin>>, PluginError> {
     ALL.iter()
         .map(|(name, bytes)| engine.load_bytes(name, bytes))
+        .collect()
+}
+
+/// Load every first-party mode hook.
+pub fn load_hooks(engine: &PluginEngine) -> Result<Vec<Arc<LoadedHook>>, PluginError> {
+    HOOKS
+        .iter()
+        .map(|(name, bytes)| engine.load_hook_bytes(name, bytes))
         .collect()
 }

@@ -90,6 +90,9 @@ pub trait Interaction: Send + Sync {
     /// A call's declared `path` lies outside the owned scope of `intent`:
     /// allow it once, or refuse (a `scope_violation`).
     async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval;
+    /// Mode hook `hook` wants the user to confirm a call of `tool`:
+    /// `question` is the hook's own words.
+    async fn hook_question(&self, hook: &str, tool: &str, question: &str) -> Approval;
     /// The model is stuck (too many mistakes in a row, or the same call
     /// repeated): guidance to continue with, or `None` to stop the task.
     async fn guidance(&self, reason: &str) -> Option<String>;

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::approval::ApprovalPolicy;
-use crate::capability::Limits;
+use crate::capability::{GuardBudget, Limits};
 use crate::llm::Usage;
 
 /// Price of a model, in USD per million tokens.
@@ -57,6 +57,12 @@ pub struct TaskConfig {
     pub stream_retries: u32,
     /// Price of the model, for cost accounting.
     pub price: Price,
+    /// Limits of each mode-hook call: hooks run on every tool call, so they
+    /// get a tighter budget than tools.
+    pub hook_limits: Limits,
+    /// How much a write guard may keep to undo writes outside a scope that
+    /// is finer than a directory.
+    pub guard_budget: GuardBudget,
 }
 
 impl Default for TaskConfig {
@@ -72,6 +78,12 @@ impl Default for TaskConfig {
             keep_recent_messages: 6,
             stream_retries: 2,
             price: Price::default(),
+            hook_limits: Limits {
+                deadline: std::time::Duration::from_secs(5),
+                memory_bytes: 64 << 20,
+                output_bytes: 64 << 10,
+            },
+            guard_budget: GuardBudget::default(),
         }
     }
 }

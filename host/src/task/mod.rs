@@ -8,6 +8,7 @@ pub mod config;
 mod context;
 mod gates;
 mod history;
+mod hook_gate;
 pub mod native;
 pub mod prompt;
 mod runner;

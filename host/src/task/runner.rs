@@ -18,19 +18,20 @@ use super::config::TaskConfig;
 use super::context::{cut_point, model_history, summarise};
 use super::gates::{RepetitionDetector, schema_violations};
 use super::history::History;
+use super::hook_gate::HookVerdict;
 use super::native::{
     self, ASK_FOLLOWUP, ATTEMPT_COMPLETION, SELECT_ACTIVE_INTENT, SWITCH_MODE, UPDATE_TODO_LIST,
 };
 use super::prompt::{PromptContext, build};
 use super::status::TaskStatus;
-use crate::capability::Grant;
+use crate::capability::{Grant, WriteGuard};
 use crate::events::{EventBus, TaskEvent};
 use crate::intents::{self, FileChange, Intent, Scope, Trace, TraceEntry};
 use crate::llm::{
     AssembledCall, ChatRequest, ContentBlock, LlmError, Message, Provider, Role, StreamEvent,
     ToolDefinition, Usage,
 };
-use crate::modes::{Mode, ModeSet};
+use crate::modes::{HookRegistry, Mode, ModeSet};
 use crate::plugins::PluginEngine;
 use crate::store::{NewTask, Store, StoreError, TaskRecord};
 use crate::tools::{ArgsValidator, ErrorCode, Registry, ToolError, ToolGroup, ToolSpec};
@@ -105,25 +106,27 @@ pub struct Agent {
     pub config: TaskConfig,
     /// Directory of the global `custom_modes.yaml` (the config dir).
     pub modes_dir: Option<PathBuf>,
+    /// Mode hooks by name (modes list the ones they use).
+    pub hooks: Arc<HookRegistry>,
 }
 
 /// Per-run state that is not persisted (it restarts with a resume).
-struct RunState {
+pub(super) struct RunState {
     mistakes: u32,
     repetition: RepetitionDetector,
     modes: ModeSet,
-    mode: Mode,
+    pub(super) mode: Mode,
     intent: Option<(Intent, Scope)>,
 }
 
 impl RunState {
-    fn intent_id(&self) -> Option<&str> {
+    pub(super) fn intent_id(&self) -> Option<&str> {
         self.intent.as_ref().map(|(i, _)| i.id.as_str())
     }
 }
 
 /// The result of one call, ready to become a tool_result block.
-struct CallResult {
+pub(super) struct CallResult {
     content: String,
     is_error: bool,
     mistake: bool,
@@ -147,7 +150,7 @@ impl CallResult {
             diff: None,
         }
     }
-    fn error(content: impl Into<String>) -> Self {
+    pub(super) fn error(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
             is_error: true,
@@ -182,6 +185,14 @@ impl CallResult {
     }
 }
 
+/// Where a destructive call under an intent may write.
+struct WriteScope {
+    /// Directories granted read-write.
+    roots: Vec<PathBuf>,
+    /// Paths outside the scope the user approved for this call only.
+    approved: Vec<String>,
+}
+
 /// What a streamed reply amounted to.
 struct Reply {
     text: String,
@@ -190,11 +201,11 @@ struct Reply {
 }
 
 /// A running task's identity and event channel.
-struct Ctx<'a> {
-    task: TaskRecord,
-    workspace: PathBuf,
-    events: &'a EventBus,
-    interaction: &'a dyn Interaction,
+pub(super) struct Ctx<'a> {
+    pub(super) task: TaskRecord,
+    pub(super) workspace: PathBuf,
+    pub(super) events: &'a EventBus,
+    pub(super) interaction: &'a dyn Interaction,
 }
 
 impl Agent {
@@ -374,12 +385,13 @@ impl Agent {
                     parameters: s.args_schema.clone(),
                 })
                 .collect();
-            let extra: Vec<String> = state
+            let mut extra: Vec<String> = state
                 .mode
                 .custom_instructions
                 .iter()
                 .map(|c| format!("MODE-SPECIFIC INSTRUCTIONS\n\n{c}"))
                 .collect();
+            extra.extend(self.hook_prompts(ctx, &state).await);
             let system = build(&PromptContext {
                 role: &state.mode.role_definition,
                 mode: &state.mode.slug,
@@ -787,21 +799,41 @@ impl Agent {
 
         // Intent gate: destructive tools need an active intent, and their
         // declared paths must lie in its owned scope (or be approved once).
-        let write_roots = if intents::enabled(&ctx.workspace) && tool.spec.destructive {
+        let intent_gated = intents::enabled(&ctx.workspace) && tool.spec.destructive;
+        let mut write = None;
+        if intent_gated {
             match self.intent_gate(ctx, state, &tool.spec, &args).await? {
-                Ok(roots) => Some(roots),
+                Ok(w) => write = Some(w),
                 Err(refusal) => return Ok(refusal),
             }
-        } else {
-            None
-        };
+        }
 
-        // Approval.
+        // Mode hooks. A rewrite has passed the schema again in the hook
+        // gate; its paths pass the intent gate again here.
+        let original = args.clone();
+        let (args, user_approved) = match self
+            .pre_hooks(ctx, state, &tool.spec, &tool.validator, &call.id, args)
+            .await?
+        {
+            HookVerdict::Proceed {
+                args,
+                user_approved,
+            } => (args, user_approved),
+            HookVerdict::Refuse(r) => return Ok(r),
+        };
+        if intent_gated && args != original {
+            match self.intent_gate(ctx, state, &tool.spec, &args).await? {
+                Ok(w) => write = Some(w),
+                Err(refusal) => return Ok(refusal),
+            }
+        }
+
+        // Approval (a yes to a hook's question about this call counts).
         let group = tool.spec.group;
-        if self.config.policy.covers(group) {
+        if user_approved || self.config.policy.covers(group) {
             ctx.events.publish(TaskEvent::ToolCallApproved {
                 id: call.id.clone(),
-                auto: true,
+                auto: !user_approved,
             });
         } else {
             self.store.set_status(id, TaskStatus::WaitingForApproval)?;
@@ -844,26 +876,64 @@ impl Agent {
             }
         }
 
-        // Execute.
+        // Execute, guarded where the scope is finer than the write roots.
         let before = snapshot_paths(&ctx.workspace, &tool.spec, &args);
         let mut grant = Grant::new(&ctx.workspace).read().limits(self.config.limits);
         if tool.spec.destructive || matches!(group, ToolGroup::Edit) {
-            match &write_roots {
-                Some(roots) => {
-                    for r in roots {
+            match &write {
+                Some(w) => {
+                    for r in &w.roots {
                         grant = grant.write(r);
                     }
                 }
                 None => grant = grant.write("."),
             }
         }
-        let result = self
+        let in_scope = |rel: &str| match (&state.intent, &write) {
+            (Some((_, scope)), Some(w)) => scope.allows(rel) || w.approved.iter().any(|p| p == rel),
+            _ => true,
+        };
+        let guard = match (&state.intent, &write) {
+            (Some((_, scope)), Some(w)) => {
+                let roots: Vec<PathBuf> = w
+                    .roots
+                    .iter()
+                    .filter(|r| !scope.covers_dir(r))
+                    .cloned()
+                    .collect();
+                if roots.is_empty() {
+                    None
+                } else {
+                    match WriteGuard::arm(
+                        &ctx.workspace,
+                        &roots,
+                        &in_scope,
+                        self.config.guard_budget,
+                    ) {
+                        Ok(g) => Some(g),
+                        Err(e) => {
+                            self.store.append_ui(id, "say", "error", &e.to_string())?;
+                            return Ok(CallResult::error(format!("[ERROR] {e}")));
+                        }
+                    }
+                }
+            }
+            _ => None,
+        };
+        let mut result = self
             .engine
             .call(&tool.plugin, &call.name, &args.to_string(), &grant)
             .await;
+        let report = guard.map(|g| g.check(&in_scope)).unwrap_or_default();
         let after = after_paths(&ctx.workspace, &before);
         let diff = diff_paths(&before, &after);
-        if intents::enabled(&ctx.workspace) && tool.spec.destructive {
+        let changed: Vec<String> = before
+            .iter()
+            .zip(&after)
+            .filter(|((_, old), (_, new))| old != new)
+            .map(|((rel, _), _)| rel.clone())
+            .collect();
+        if intent_gated {
             let mut entry = TraceEntry::now(
                 "mutation",
                 id,
@@ -884,8 +954,54 @@ impl Agent {
             }
             self.trace(ctx, &entry);
         }
+        if report.violated() {
+            let intent_id = state.intent_id().unwrap_or_default().to_owned();
+            let mut entry = TraceEntry::now(
+                "violation",
+                id,
+                state.intent_id(),
+                &state.mode.slug,
+                &call.name,
+                &args,
+            );
+            let mut paths: Vec<&str> = report.reverted.iter().map(String::as_str).collect();
+            paths.extend(report.failed.iter().map(|(p, _)| p.as_str()));
+            entry.detail = Some(format!(
+                "wrote outside owned scope, undone: {}{}",
+                report.reverted.join(", "),
+                if report.failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; NOT undone: {}",
+                        report
+                            .failed
+                            .iter()
+                            .map(|(p, e)| format!("{p} ({e})"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            ));
+            self.trace(ctx, &entry);
+            let v = serde_json::json!({
+                "code": "scope_violation",
+                "intent_id": intent_id,
+                "path": paths.first().copied().unwrap_or_default(),
+                "paths": paths,
+                "message": format!(
+                    "`{}` wrote outside the owned scope of {intent_id}; those changes were undone",
+                    call.name
+                ),
+            });
+            tracing::warn!(task = id, tool = %call.name, "scope violation: {v}");
+            result = Err(ToolError::new(ErrorCode::PermissionDenied, v.to_string()));
+        }
+        self.post_hooks(ctx, state, &tool.spec, &args, &result, &changed)
+            .await;
         let (content, is_error) = match &result {
             Ok(out) => (out.text.clone(), false),
+            Err(e) if report.violated() => (format!("[ERROR] {}", e.message), true),
             Err(e) => (format!("[ERROR] {}: {}", e.code, e.message), true),
         };
         self.store.append_ui(
@@ -935,7 +1051,7 @@ impl Agent {
         })
     }
 
-    fn trace(&self, ctx: &Ctx<'_>, entry: &TraceEntry) {
+    pub(super) fn trace(&self, ctx: &Ctx<'_>, entry: &TraceEntry) {
         if let Err(e) = Trace::of(&ctx.workspace).append(entry) {
             tracing::error!(task = %ctx.task.id, "cannot append to the agent trace: {e}");
         }
@@ -1008,7 +1124,7 @@ impl Agent {
         state: &RunState,
         spec: &ToolSpec,
         args: &Value,
-    ) -> Result<Result<Vec<PathBuf>, CallResult>, TaskError> {
+    ) -> Result<Result<WriteScope, CallResult>, TaskError> {
         let id = ctx.task.id.as_str();
         let Some((intent, scope)) = &state.intent else {
             return Ok(Err(CallResult::error(format!(
@@ -1020,6 +1136,7 @@ impl Agent {
             ))));
         };
         let mut roots: Vec<PathBuf> = scope.write_roots().to_vec();
+        let mut approved = Vec::new();
         for arg in &spec.path_args {
             let Some(path) = args.get(arg).and_then(Value::as_str) else {
                 continue;
@@ -1059,6 +1176,7 @@ impl Agent {
                 Approval::Approve => {
                     // A one-time widening for this call only.
                     roots.push(intents::parent_dir(path));
+                    approved.push(path.trim_start_matches("./").to_owned());
                     self.trace(ctx, &entry);
                 }
                 Approval::Deny { feedback } => {
@@ -1072,7 +1190,7 @@ impl Agent {
                 }
             }
         }
-        Ok(Ok(roots))
+        Ok(Ok(WriteScope { roots, approved }))
     }
 
     async fn switch_mode(

@@ -1,0 +1,364 @@
+//! `secret-guard`: a mode hook that refuses file changes which would put
+//! credentials into the workspace, or which touch `.env*` files (where
+//! credentials usually live). Agents copy keys they see into code and
+//! config; a refusal that names what was found (never the value) lets the
+//! model switch to environment variables or a secret manager instead.
+//!
+//! The decision is the pure function [`decide`] over plain types, so it is
+//! unit-tested natively; the WebAssembly component glue (`component`) only
+//! converts the WIT types and is compiled for `wasm32` alone.
+
+#[cfg(target_arch = "wasm32")]
+mod component;
+
+use std::sync::LazyLock;
+
+use regex::{Regex, RegexBuilder};
+use serde_json::Value;
+
+/// Text appended to the system prompt, so the model knows the rule before it
+/// trips over it.
+pub const PROMPT_CONTRIBUTION: &str = "Never write credentials (private keys, access keys, API tokens, passwords) into files, and never create or edit `.env*` files: such edits are refused. Read secrets from environment variables or a secret manager instead, and ask the user to set them.";
+
+/// How the reason for a refusal ends: what to do instead.
+const ADVICE: &str =
+    "keep credentials out of the workspace — use environment variables or a secret manager";
+
+/// At most this many findings are listed in a refusal, to keep it short.
+const MAX_LISTED: usize = 5;
+
+/// The hook's verdict on a call, independent of the WIT types so it can be
+/// tested natively.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Let the call proceed.
+    Allow,
+    /// Refuse the call; the reason goes to the model.
+    Deny(String),
+}
+
+/// One credential found in a text: what it is and on which line, but not
+/// the value, so findings can be reported without leaking it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finding {
+    /// What was found, with its article (e.g. "an AWS access key id").
+    pub kind: &'static str,
+    /// 1-based line of the text the credential starts on.
+    pub line: usize,
+}
+
+/// A kind of credential and how to recognise it.
+struct Detector {
+    /// What the credential is called in refusals.
+    kind: &'static str,
+    /// Matches the credential (or its tell-tale part).
+    pattern: Regex,
+    /// A second pattern the same text must also contain, if any.
+    also: Option<Regex>,
+}
+
+/// Compiles a built-in pattern. The patterns are constants covered by the
+/// tests, so a failure is a bug in this file, never bad input.
+fn compile(pattern: &str, case_insensitive: bool) -> Regex {
+    RegexBuilder::new(pattern)
+        .case_insensitive(case_insensitive)
+        .build()
+        .unwrap_or_else(|e| panic!("secret-guard: invalid built-in pattern {pattern:?}: {e}"))
+}
+
+/// The detectors, most specific first: a match overlapping an earlier
+/// detector's match is not reported again (an Anthropic key also looks like
+/// an OpenAI one).
+static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
+    let d = |kind, pattern, ci| Detector {
+        kind,
+        pattern: compile(pattern, ci),
+        also: None,
+    };
+    vec![
+        d(
+            "a private key (PEM)",
+            r"-----BEGIN (RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY( BLOCK)?-----",
+            false,
+        ),
+        d(
+            "an AWS access key id",
+            r"\b(AKIA|ASIA)[0-9A-Z]{16}\b",
+            false,
+        ),
+        d(
+            "an AWS secret access key",
+            r#"aws_secret_access_key\s*[=:]\s*["']?[A-Za-z0-9/+=]{40}"#,
+            true,
+        ),
+        Detector {
+            kind: "a GCP service-account key",
+            pattern: compile(r#""type"\s*:\s*"service_account""#, false),
+            also: Some(compile(r#""private_key""#, false)),
+        },
+        d("a GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b", false),
+        d("a GitHub token", r"\bgithub_pat_[A-Za-z0-9_]{22,}\b", false),
+        d("a Slack token", r"\bxox[baprs]-[A-Za-z0-9-]{10,}", false),
+        d(
+            "an Anthropic API key",
+            r"\bsk-ant-[A-Za-z0-9_-]{20,}",
+            false,
+        ),
+        d(
+            "an OpenAI API key",
+            r"\bsk-(proj-)?[A-Za-z0-9_-]{20,}",
+            false,
+        ),
+        d("a Stripe live key", r"\b[sr]k_live_[A-Za-z0-9]{20,}", false),
+        d("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b", false),
+    ]
+});
+
+/// Finds the credentials in `text`, in the order they appear. Public so
+/// other first-party code (and tests) can reuse the same detectors.
+pub fn find_secrets(text: &str) -> Vec<Finding> {
+    let mut taken: Vec<(usize, usize)> = Vec::new();
+    let mut found: Vec<(usize, &'static str)> = Vec::new();
+    for det in DETECTORS.iter() {
+        if let Some(also) = &det.also
+            && !also.is_match(text)
+        {
+            continue;
+        }
+        for m in det.pattern.find_iter(text) {
+            let (start, end) = (m.start(), m.end());
+            if taken.iter().any(|&(s, e)| start < e && s < end) {
+                continue;
+            }
+            taken.push((start, end));
+            found.push((start, det.kind));
+        }
+    }
+    found.sort_by_key(|&(start, _)| start);
+    found
+        .into_iter()
+        .map(|(start, kind)| Finding {
+            kind,
+            line: line_of(text, start),
+        })
+        .collect()
+}
+
+/// 1-based line number of byte offset `at` in `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    text.as_bytes()
+        .get(..at)
+        .map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count())
+        + 1
+}
+
+/// Whether `path` names a `.env*` file (`.env`, `.env.local`, `.envrc`, …)
+/// in any directory. Such files hold credentials, so an agent should leave
+/// them to the user. Case-insensitive, for case-insensitive file systems.
+pub fn is_env_file(path: &str) -> bool {
+    let trimmed = path.trim_end_matches(['/', '\\']);
+    let name = trimmed.rsplit(['/', '\\']).next().unwrap_or(trimmed);
+    name.to_ascii_lowercase().starts_with(".env")
+}
+
+/// Decides on a tool call: `Deny` when a call that changes files touches a
+/// `.env*` file or would add a credential, `Allow` otherwise.
+///
+/// `args` is the call's JSON arguments; `paths` the workspace-relative paths
+/// it declares. Only text the call would add is scanned: declared paths and
+/// `search` (existing content for `search_and_replace`) are skipped, and
+/// for `diff` (Roo's SEARCH/REPLACE blocks) only the replace halves count.
+/// Arguments that are not valid JSON are scanned as raw text.
+pub fn decide(
+    tool: &str,
+    group_is_edit: bool,
+    destructive: bool,
+    args: &str,
+    paths: &[String],
+) -> Decision {
+    if !(group_is_edit || destructive) {
+        return Decision::Allow;
+    }
+    let env: Vec<&str> = paths
+        .iter()
+        .map(String::as_str)
+        .filter(|p| is_env_file(p))
+        .collect();
+    if !env.is_empty() {
+        return Decision::Deny(format!(
+            "secret-guard: `{tool}` would change {}, an environment file that usually holds credentials; {ADVICE}, and ask the user to edit such files themselves",
+            quote_list(&env)
+        ));
+    }
+    let mut found = Vec::new();
+    match serde_json::from_str::<Value>(args) {
+        Ok(value) => scan_value(&value, "", paths, &mut found),
+        Err(_) => scan_text(args, "arguments", 1, &mut found),
+    }
+    if found.is_empty() {
+        Decision::Allow
+    } else {
+        Decision::Deny(format!(
+            "secret-guard: `{tool}` would add {}; {ADVICE}",
+            describe(&found)
+        ))
+    }
+}
+
+/// A finding with the argument it was found in.
+struct Located {
+    /// Argument path, e.g. `content` or `files[0].content`.
+    at: String,
+    /// What and where within that argument.
+    finding: Finding,
+}
+
+/// Scans every string in `value` that the call would add, recording
+/// findings under the argument path `at`.
+fn scan_value(value: &Value, at: &str, paths: &[String], found: &mut Vec<Located>) {
+    match value {
+        Value::String(s) => {
+            // A declared path names a file; it is not content.
+            if !paths.iter().any(|p| p == s) {
+                scan_text(s, name_or(at, "arguments"), 1, found);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                scan_value(item, &format!("{at}[{i}]"), paths, found);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let child = if at.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{at}.{key}")
+                };
+                match (key.as_str(), item) {
+                    // The file's name and existing content, not added text.
+                    ("path" | "search", _) => {}
+                    ("diff", Value::String(diff)) => scan_diff(diff, &child, found),
+                    _ => scan_value(item, &child, paths, found),
+                }
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// `at`, or `fallback` when `at` is empty (a bare top-level value).
+fn name_or<'a>(at: &'a str, fallback: &'a str) -> &'a str {
+    if at.is_empty() { fallback } else { at }
+}
+
+/// Scans `text` (starting at line `first_line` of argument `at`).
+fn scan_text(text: &str, at: &str, first_line: usize, found: &mut Vec<Located>) {
+    for f in find_secrets(text) {
+        found.push(Located {
+            at: at.to_owned(),
+            finding: Finding {
+                kind: f.kind,
+                line: f.line + first_line - 1,
+            },
+        });
+    }
+}
+
+/// Whether `line` is the diff marker `marker` (as `apply_diff` reads it).
+fn is_marker(line: &str, marker: &str) -> bool {
+    line.trim_end() == marker
+}
+
+/// Scans the replace halves of Roo's SEARCH/REPLACE blocks in `diff`; the
+/// search halves are the file's existing content. A `diff` without any
+/// `<<<<<<< SEARCH` marker is not a block diff (and `apply_diff` would
+/// reject it), so all of it is scanned rather than trusted.
+fn scan_diff(diff: &str, at: &str, found: &mut Vec<Located>) {
+    if !diff.lines().any(|l| is_marker(l, "<<<<<<< SEARCH")) {
+        scan_text(diff, at, 1, found);
+        return;
+    }
+    #[derive(PartialEq)]
+    enum State {
+        Outside,
+        Search,
+        Replace,
+    }
+    let mut state = State::Outside;
+    // (first line number, text) of the replace half being collected.
+    let mut half: Option<(usize, String)> = None;
+    for (i, line) in diff.lines().enumerate() {
+        let n = i + 1;
+        match state {
+            State::Outside if is_marker(line, "<<<<<<< SEARCH") => state = State::Search,
+            State::Search if is_marker(line, "=======") => {
+                state = State::Replace;
+                half = Some((n + 1, String::new()));
+            }
+            State::Replace if is_marker(line, ">>>>>>> REPLACE") => {
+                state = State::Outside;
+                if let Some((first, text)) = half.take() {
+                    scan_text(&text, at, first, found);
+                }
+            }
+            State::Replace => {
+                if let Some((_, text)) = half.as_mut() {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+            State::Outside | State::Search => {}
+        }
+    }
+    // An unterminated replace half is still text the caller meant to add.
+    if let Some((first, text)) = half {
+        scan_text(&text, at, first, found);
+    }
+}
+
+/// Describes findings for a refusal: kind, argument and line(s), grouped
+/// by kind and argument in order of appearance, at most [`MAX_LISTED`]
+/// groups.
+fn describe(found: &[Located]) -> String {
+    let mut groups: Vec<(&str, &str, Vec<usize>)> = Vec::new();
+    for l in found {
+        let (kind, at, line) = (l.finding.kind, l.at.as_str(), l.finding.line);
+        match groups.iter_mut().find(|g| g.0 == kind && g.1 == at) {
+            Some(g) if g.2.contains(&line) => {}
+            Some(g) => g.2.push(line),
+            None => groups.push((kind, at, vec![line])),
+        }
+    }
+    let mut parts: Vec<String> = groups
+        .iter()
+        .take(MAX_LISTED)
+        .map(|(kind, at, lines)| {
+            let nums: Vec<String> = lines.iter().map(usize::to_string).collect();
+            let label = if lines.len() == 1 { "line" } else { "lines" };
+            format!("{kind} (`{at}`, {label} {})", nums.join(", "))
+        })
+        .collect();
+    if groups.len() > MAX_LISTED {
+        parts.push(format!("{} more", groups.len() - MAX_LISTED));
+    }
+    join_and(&parts)
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn join_and(parts: &[String]) -> String {
+    match parts {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// The paths, each in backquotes, joined with commas and "and".
+fn quote_list(paths: &[&str]) -> String {
+    let quoted: Vec<String> = paths.iter().map(|p| format!("`{p}`")).collect();
+    join_and(&quoted)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,301 @@
+//! Intent scopes held by the sandbox, end to end: a hostile plugin acting
+//! under an intent whose `owned_scope` is finer than a directory tries every
+//! escape route of the sandbox suite, and nothing outside the scope may
+//! persist; globs finer than a directory hold for well-behaved tools too;
+//! concurrent tasks leave a valid trace.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use roost::plugins::first_party;
+use roost::task::{ApprovalPolicy, TaskOutcome};
+use roost::tools::Registry;
+use roost_tests::harness::{call, complete, harness, turn};
+use roost_tests::user::ScriptedUser;
+use roost_tests::{engine, fixture_wasm, hostile_workspace, tree_hash};
+use serde_json::{Value, json};
+
+/// Every route of the sandbox suite (`tests/sandbox.rs`), controls included.
+const ROUTES: &[&str] = &[
+    "control_read",
+    "control_write",
+    "control_list",
+    "dotdot_read",
+    "dotdot_write",
+    "dotdot_from_write_root",
+    "dotdot_into_ro_area",
+    "relative_dotdot",
+    "abs_etc_passwd",
+    "abs_write_tmp",
+    "abs_host_path",
+    "abs_host_path_write",
+    "list_root",
+    "list_parent",
+    "symlink_abs_read",
+    "symlink_rel_read",
+    "symlink_chain_read",
+    "symlink_write_through",
+    "symlink_dir_write",
+    "symlink_create_abs",
+    "symlink_create_rel",
+    "symlink_create_to_ro",
+    "trailing_slash_symlink_list",
+    "trailing_slash_symlink_read",
+    "trailing_slash_symlink_mkdir",
+    "trailing_slash_symlink_write",
+    "trailing_slash_file",
+    "hardlink_from_outside",
+    "hardlink_ro_into_write_root",
+    "hardlink_via_symlink",
+    "rename_into_ro_area",
+    "rename_out_of_workspace",
+    "rename_ro_file_into_root",
+    "truncate_ro_file",
+    "append_ro_file",
+    "write_ro_workspace",
+    "create_outside_write_roots",
+    "write_root_prefix_confusion",
+    "mkdir_ro_area",
+    "remove_ro_file",
+    "remove_ro_dir",
+    "set_times_ro_file",
+    "set_len_ro_file",
+    "env_vars",
+    "args",
+    "tcp_connect",
+    "tcp_listen",
+    "udp_send",
+    "dns_lookup",
+    "proc_self_environ",
+    "proc_self_status",
+    "stdin_read",
+];
+
+fn trace_lines(ws: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every trace line is valid JSON"))
+        .collect()
+}
+
+/// Everything on disk that the task may not change: the workspace, the
+/// canary beside it, minus the trace, the task store and the files the
+/// scope owns.
+fn protected(root: &std::path::Path) -> BTreeMap<String, String> {
+    tree_hash(root)
+        .into_iter()
+        .filter(|(k, _)| {
+            !k.starts_with("data")
+                && k != "workspace/.orchestration/agent_trace.jsonl"
+                && !(k.starts_with("workspace/out/") && k.ends_with(".md"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_hostile_plugin_under_an_intent_cannot_write_outside_its_scope() {
+    // One task: select the intent, then one call per route, then complete.
+    let mut turns = vec![turn(
+        "",
+        vec![call(
+            "select_active_intent",
+            json!({"intent_id": "INT-001"}),
+        )],
+    )];
+    let h0 = hostile_workspace();
+    let canary_secret = h0.canary().join("secret.txt").display().to_string();
+    for case in ROUTES {
+        turns.push(turn(
+            "",
+            vec![call(
+                "attempt",
+                json!({"case": case, "port": 9, "target": canary_secret}),
+            )],
+        ));
+    }
+    turns.push(complete("done"));
+    let mut h = harness(Value::Array(turns), ApprovalPolicy::yes());
+    // The harness's workspace is replaced by the hostile one.
+    h.ws = h0;
+    let mut registry = Registry::new();
+    registry
+        .add_plugin(
+            engine()
+                .load_bytes("fs-tools", first_party::FS_TOOLS)
+                .expect("fs-tools"),
+        )
+        .expect("registers");
+    registry
+        .add_plugin(
+            engine()
+                .load_file("hostile", &fixture_wasm("hostile"))
+                .expect("hostile"),
+        )
+        .expect("registers");
+    h.agent.registry = Arc::new(registry);
+    h.agent.config.max_turns = 100;
+    h.agent.config.repetition_limit = 100;
+    h.ws.write(
+        ".orchestration/active_intents.yaml",
+        "active_intents:\n  - {id: INT-001, name: Notes, status: IN_PROGRESS, owned_scope: [\"out/*.md\"]}\n",
+    );
+    h.ws.write("out/notes.md", "notes\n");
+    let before = protected(h.ws.root());
+
+    let (id, outcome) = h.run(&ScriptedUser::default(), "attack").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        before,
+        protected(h.ws.root()),
+        "something outside the owned scope persisted"
+    );
+    assert!(!std::path::Path::new("/tmp/roost-hostile-pwned").exists());
+
+    let r = h.results(&id);
+    assert_eq!(r.len(), ROUTES.len() + 2);
+    let mut violations = 0;
+    for (case, (content, is_error)) in ROUTES.iter().zip(&r[1..]) {
+        if *is_error {
+            assert!(
+                content.contains("\"code\":\"scope_violation\"") && content.contains("INT-001"),
+                "{case}: {content}"
+            );
+            violations += 1;
+        } else {
+            assert!(
+                content.ends_with(": denied") || matches!(*case, "control_read" | "control_list"),
+                "{case} got through: {content}"
+            );
+        }
+    }
+    // The positive control writes `out/ok.txt`: inside the write root,
+    // outside the glob. The sandbox lets it happen; the guard undoes it.
+    let control = &r[1 + ROUTES
+        .iter()
+        .position(|c| *c == "control_write")
+        .expect("listed")];
+    assert!(
+        control.1 && control.0.contains("out/ok.txt"),
+        "{}",
+        control.0
+    );
+    let traced = trace_lines(&h.ws.path())
+        .into_iter()
+        .filter(|e| e["kind"] == "violation")
+        .count();
+    assert_eq!(traced, violations, "every violation is traced");
+}
+
+#[tokio::test]
+async fn a_glob_finer_than_a_directory_holds_for_declared_paths() {
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "select_active_intent",
+                    json!({"intent_id": "INT-001"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "src/lib.rs", "content": "ok\n"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "src/notes.txt", "content": "no\n"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "insert_content",
+                    json!({"path": "src/sub/deep.rs", "line": 0, "content": "deep\n"})
+                )]
+            ),
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    h.ws.write(
+        ".orchestration/active_intents.yaml",
+        "active_intents:\n  - {id: INT-001, name: Rust only, status: IN_PROGRESS, owned_scope: [\"src/**/*.rs\", \"src/*.rs\"]}\n",
+    );
+    h.ws.write("src/sub/deep.rs", "");
+    let (id, _) = h.run(&ScriptedUser::default(), "go").await;
+    let r = h.results(&id);
+    assert!(!r[1].1, "{}", r[1].0);
+    assert_eq!(h.ws.read("src/lib.rs"), "ok\n");
+    assert!(r[2].1 && r[2].0.contains("scope_violation"), "{}", r[2].0);
+    assert!(!h.ws.path().join("src/notes.txt").exists());
+    assert!(!r[3].1, "{}", r[3].0);
+    assert_eq!(h.ws.read("src/sub/deep.rs"), "deep\n");
+}
+
+/// Eight tasks editing under the same intent at once: every trace line is
+/// whole and every mutation is there.
+#[tokio::test]
+async fn concurrent_tasks_leave_a_valid_trace() {
+    const TASKS: usize = 8;
+    const WRITES: usize = 5;
+    let shared = harness(json!([]), ApprovalPolicy::yes());
+    shared.ws.write(
+        ".orchestration/active_intents.yaml",
+        "active_intents:\n  - {id: INT-001, name: Auth, status: IN_PROGRESS, owned_scope: [\"src/auth/**\"]}\n",
+    );
+    let harnesses: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let mut turns = vec![turn(
+                "",
+                vec![call("select_active_intent", json!({"intent_id": "INT-001"}))],
+            )];
+            for i in 0..WRITES {
+                turns.push(turn(
+                    "",
+                    vec![call(
+                        "write_to_file",
+                        json!({"path": format!("src/auth/t{t}_{i}.rs"), "content": "x\n".repeat(200 + i)}),
+                    )],
+                ));
+            }
+            turns.push(complete("done"));
+            harness(Value::Array(turns), ApprovalPolicy::yes())
+        })
+        .collect();
+    let ws = shared.ws.path();
+    let user = ScriptedUser::default();
+    let runs = harnesses
+        .iter()
+        .map(|h| h.agent.start("write", &ws, "code", &user, &h.events));
+    for res in futures::future::join_all(runs).await {
+        let (_, outcome) = res.expect("task runs");
+        assert!(
+            matches!(outcome, TaskOutcome::Completed { .. }),
+            "{outcome:?}"
+        );
+    }
+    let trace = trace_lines(&ws);
+    let mutations: Vec<&Value> = trace.iter().filter(|e| e["kind"] == "mutation").collect();
+    assert_eq!(mutations.len(), TASKS * WRITES);
+    for t in 0..TASKS {
+        for i in 0..WRITES {
+            let path = format!("src/auth/t{t}_{i}.rs");
+            assert!(
+                mutations
+                    .iter()
+                    .any(|e| e["files"][0]["path"] == path.as_str()
+                        && e["files"][0]["sha256_after"].is_string()),
+                "{path} missing from the trace"
+            );
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! A task-loop harness: an agent with fs-tools on a throwaway workspace,
+//! its model scripted through the real OpenAI-compatible decoding path,
+//! its history in a real SQLite file.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use roost::events::EventBus;
+use roost::llm::scripted::{Script, ScriptedTransport};
+use roost::llm::{ContentBlock, OpenAiCompatible, RetryPolicy};
+use roost::plugins::first_party;
+use roost::store::Store;
+use roost::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
+use roost::tools::Registry;
+use serde_json::{Value, json};
+
+use crate::user::ScriptedUser;
+use crate::{TestWorkspace, engine};
+
+/// An agent on a throwaway workspace whose model replays `turns`.
+pub struct Harness {
+    /// The agent (fields are public: tests swap in hooks and plugins).
+    pub agent: Agent,
+    /// The scripted model's transport (records requests).
+    pub transport: Arc<ScriptedTransport>,
+    /// The workspace (with a canary directory beside it).
+    pub ws: TestWorkspace,
+    /// The task's event bus.
+    pub events: EventBus,
+}
+
+/// A harness whose model replays `turns`, under `policy`.
+pub fn harness(turns: Value, policy: ApprovalPolicy) -> Harness {
+    let ws = TestWorkspace::new();
+    let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("valid script");
+    let transport = Arc::new(ScriptedTransport::recording(script));
+    let retry = RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(20),
+    };
+    let provider = Arc::new(OpenAiCompatible::new(
+        "scripted",
+        "scripted",
+        transport.clone(),
+        retry,
+    ));
+    let mut registry = Registry::new();
+    registry
+        .add_plugin(
+            engine()
+                .load_bytes("fs-tools", first_party::FS_TOOLS)
+                .expect("fs-tools"),
+        )
+        .expect("registers");
+    let store = Store::open(&ws.root().join("data").join("roost.db")).expect("store");
+    let config = TaskConfig {
+        policy,
+        ..TaskConfig::default()
+    };
+    let agent = Agent {
+        provider,
+        engine: engine(),
+        registry: Arc::new(registry),
+        store,
+        config,
+        modes_dir: None,
+        hooks: Default::default(),
+    };
+    Harness {
+        agent,
+        transport,
+        ws,
+        events: EventBus::new(),
+    }
+}
+
+/// One tool call of a scripted turn.
+pub fn call(name: &str, args: Value) -> Value {
+    json!({"name": name, "args": args})
+}
+
+/// One scripted model turn.
+pub fn turn(text: &str, calls: Vec<Value>) -> Value {
+    json!({"text": text, "tool_calls": calls, "usage": {"input_tokens": 100, "output_tokens": 10}, "chunk_size": 5})
+}
+
+/// A turn that calls `attempt_completion`.
+pub fn complete(result: &str) -> Value {
+    turn(
+        "",
+        vec![call("attempt_completion", json!({"result": result}))],
+    )
+}
+
+impl Harness {
+    /// Start a task in mode `code`.
+    pub async fn run(&self, user: &ScriptedUser, prompt: &str) -> (String, TaskOutcome) {
+        self.run_in("code", user, prompt).await
+    }
+
+    /// Start a task in `mode`.
+    pub async fn run_in(
+        &self,
+        mode: &str,
+        user: &ScriptedUser,
+        prompt: &str,
+    ) -> (String, TaskOutcome) {
+        self.agent
+            .start(prompt, &self.ws.path(), mode, user, &self.events)
+            .await
+            .expect("task runs")
+    }
+
+    /// Tool results of the task, in order: (content, is_error).
+    pub fn results(&self, id: &str) -> Vec<(String, bool)> {
+        self.agent
+            .store
+            .load_api(id, true)
+            .expect("history")
+            .into_iter()
+            .flat_map(|m| m.message.content)
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult {
+                    content, is_error, ..
+                } => Some((content, is_error)),
+                _ => None,
+            })
+            .collect()
+    }
+}
