@@ -232,7 +232,6 @@ async fn p7(engine: &Arc<PluginEngine>, registry: &Arc<Registry>, ws: &std::path
         let t0 = Instant::now();
         mode.check(&tool.spec, &args).expect("mode allows");
         tool.validator.check(&args).expect("valid");
-        let t1 = Instant::now();
         let call = HookCall {
             tool: tool.spec.name.clone(),
             group: tool.spec.group,
