@@ -5,12 +5,9 @@
 //! concurrent tasks leave a valid trace.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use roost::plugins::first_party;
 use roost::task::{ApprovalPolicy, TaskOutcome};
-use roost::tools::Registry;
-use roost_tests::harness::{call, complete, harness, turn};
+use roost_tests::harness::{call, complete, harness, trace_lines, turn};
 use roost_tests::user::ScriptedUser;
 use roost_tests::{engine, fixture_wasm, hostile_workspace, tree_hash};
 use serde_json::{Value, json};
@@ -71,14 +68,6 @@ const ROUTES: &[&str] = &[
     "stdin_read",
 ];
 
-fn trace_lines(ws: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every trace line is valid JSON"))
-        .collect()
-}
-
 /// Everything on disk that the task may not change: the workspace, the
 /// canary beside it, minus the trace, the task store and the files the
 /// scope owns.
@@ -118,22 +107,11 @@ async fn a_hostile_plugin_under_an_intent_cannot_write_outside_its_scope() {
     let mut h = harness(Value::Array(turns), ApprovalPolicy::yes());
     // The harness's workspace is replaced by the hostile one.
     h.ws = h0;
-    let mut registry = Registry::new();
-    registry
-        .add_plugin(
-            engine()
-                .load_bytes("fs-tools", first_party::FS_TOOLS)
-                .expect("fs-tools"),
-        )
-        .expect("registers");
-    registry
-        .add_plugin(
-            engine()
-                .load_file("hostile", &fixture_wasm("hostile"))
-                .expect("hostile"),
-        )
-        .expect("registers");
-    h.agent.registry = Arc::new(registry);
+    h.add_plugin(
+        engine()
+            .load_file("hostile", &fixture_wasm("hostile"))
+            .expect("hostile"),
+    );
     h.agent.config.max_turns = 100;
     h.agent.config.repetition_limit = 100;
     h.ws.write(

@@ -12,7 +12,7 @@ use roost::store::Store;
 use roost::task::{
     Agent, Approval, ApprovalPolicy, CompletionAnswer, TaskConfig, TaskOutcome, TaskStatus,
 };
-use roost_tests::harness::{Harness, call, complete, harness, turn};
+use roost_tests::harness::{Harness, call, complete, harness, trace_lines, turn};
 use roost_tests::user::ScriptedUser;
 use roost_tests::{TestWorkspace, engine};
 use serde_json::{Value, json};
@@ -892,14 +892,6 @@ fn orchestrated(h: &Harness) {
     h.ws.write("src/auth/x.rs", "old\n");
 }
 
-fn trace_lines(h: &Harness) -> Vec<Value> {
-    std::fs::read_to_string(h.ws.path().join(".orchestration/agent_trace.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("valid JSONL"))
-        .collect()
-}
-
 #[tokio::test]
 async fn destructive_tools_need_an_intent_and_stay_in_its_scope() {
     let h = harness(
@@ -1021,7 +1013,7 @@ async fn destructive_tools_need_an_intent_and_stay_in_its_scope() {
             .any(|q| q == "scope: INT-001 write_to_file src/other.rs")
     );
 
-    let trace = trace_lines(&h);
+    let trace = trace_lines(&h.ws.path());
     let mutation = trace
         .iter()
         .find(|e| e["kind"] == "mutation" && e["intent_id"] == "INT-001")
@@ -1108,7 +1100,7 @@ async fn an_out_of_scope_write_can_be_approved_once() {
         "{:?}",
         user.asked()
     );
-    let trace = trace_lines(&h);
+    let trace = trace_lines(&h.ws.path());
     assert!(trace.iter().any(|e| {
         e["kind"] == "approval"
             && e["detail"]

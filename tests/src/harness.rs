@@ -8,7 +8,7 @@ use std::time::Duration;
 use roost::events::EventBus;
 use roost::llm::scripted::{Script, ScriptedTransport};
 use roost::llm::{ContentBlock, OpenAiCompatible, RetryPolicy};
-use roost::plugins::first_party;
+use roost::plugins::{LoadedPlugin, first_party};
 use roost::store::Store;
 use roost::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
 use roost::tools::Registry;
@@ -112,6 +112,13 @@ impl Harness {
             .expect("task runs")
     }
 
+    /// Offer `plugin`'s tools too.
+    pub fn add_plugin(&mut self, plugin: Arc<LoadedPlugin>) {
+        let mut registry = (*self.agent.registry).clone();
+        registry.add_plugin(plugin).expect("registers");
+        self.agent.registry = Arc::new(registry);
+    }
+
     /// Tool results of the task, in order: (content, is_error).
     pub fn results(&self, id: &str) -> Vec<(String, bool)> {
         self.agent
@@ -128,4 +135,14 @@ impl Harness {
             })
             .collect()
     }
+}
+
+/// The entries of `.orchestration/agent_trace.jsonl` in `workspace`; every
+/// line must be valid JSON.
+pub fn trace_lines(workspace: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(workspace.join(".orchestration/agent_trace.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every trace line is valid JSON"))
+        .collect()
 }

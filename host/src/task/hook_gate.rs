@@ -42,6 +42,19 @@ pub(super) fn declared_paths(spec: &ToolSpec, args: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The call as hooks see it.
+fn hook_call(spec: &ToolSpec, state: &RunState, args: &Value) -> HookCall {
+    HookCall {
+        tool: spec.name.clone(),
+        group: spec.group,
+        destructive: spec.destructive,
+        args: args.to_string(),
+        mode: state.mode.slug.clone(),
+        intent_id: state.intent_id().map(str::to_owned),
+        paths: declared_paths(spec, args),
+    }
+}
+
 impl Agent {
     /// Run the mode's pre-tool hooks, in the order the mode lists them.
     pub(super) async fn pre_hooks(
@@ -72,39 +85,30 @@ impl Agent {
                 });
                 Ok(HookVerdict::Refuse(CallResult::error(content)))
             };
+            // The hook could not give a usable verdict: deny, and say so.
+            let fail = |msg: String| -> Result<HookVerdict, TaskError> {
+                self.store.append_ui(id, "say", "error", &msg)?;
+                refuse(
+                    "failed",
+                    msg.clone(),
+                    format!("[ERROR] {msg}; the call was denied (hooks fail closed)."),
+                )
+            };
             let Some(hook) = self.hooks.get(name) else {
                 let msg = format!(
                     "hook `{name}`, listed by mode `{}`, is not installed",
                     state.mode.slug
                 );
-                self.store.append_ui(id, "say", "error", &msg)?;
-                return refuse(
-                    "failed",
-                    msg.clone(),
-                    format!("[ERROR] {msg}; the call was denied (hooks fail closed)."),
-                );
+                return fail(msg);
             };
-            let call = HookCall {
-                tool: spec.name.clone(),
-                group: spec.group,
-                destructive: spec.destructive,
-                args: args.to_string(),
-                mode: state.mode.slug.clone(),
-                intent_id: state.intent_id().map(str::to_owned),
-                paths: declared_paths(spec, &args),
-            };
+            let call = hook_call(spec, state, &args);
             let decision = match self.engine.hook_pre_tool(hook, &call, &grant).await {
                 Ok(d) => d,
                 Err(e) => {
                     let msg = format!("hook `{name}` failed ({}: {})", e.code, e.message);
                     tracing::warn!(task = id, "{msg}");
-                    self.store.append_ui(id, "say", "error", &msg)?;
                     self.trace_hook(ctx, state, spec, &args, "failed", &msg);
-                    return refuse(
-                        "failed",
-                        msg.clone(),
-                        format!("[ERROR] {msg}; the call was denied (hooks fail closed)."),
-                    );
+                    return fail(msg);
                 }
             };
             match decision {
@@ -204,36 +208,21 @@ impl Agent {
                                 "hook `{name}` rewrote the arguments of `{}` into JSON that is not an object",
                                 spec.name
                             );
-                            self.store.append_ui(id, "say", "error", &msg)?;
-                            return refuse(
-                                "failed",
-                                msg.clone(),
-                                format!("[ERROR] {msg}; the call was denied (hooks fail closed)."),
-                            );
+                            return fail(msg);
                         }
                         Err(e) => {
                             let msg = format!(
                                 "hook `{name}` rewrote the arguments of `{}` into malformed JSON ({e})",
                                 spec.name
                             );
-                            self.store.append_ui(id, "say", "error", &msg)?;
-                            return refuse(
-                                "failed",
-                                msg.clone(),
-                                format!("[ERROR] {msg}; the call was denied (hooks fail closed)."),
-                            );
+                            return fail(msg);
                         }
                     };
                     if let Some(violations) = schema_violations(&spec.name, validator, &new_args) {
                         let msg = format!(
                             "hook `{name}` rewrote the arguments into ones the tool does not accept. {violations}"
                         );
-                        self.store.append_ui(id, "say", "error", &msg)?;
-                        return refuse(
-                            "failed",
-                            msg.clone(),
-                            format!("[ERROR] {msg}\nThe call was denied (hooks fail closed)."),
-                        );
+                        return fail(msg);
                     }
                     ctx.events.publish(TaskEvent::HookDecided {
                         id: call_id.to_owned(),
@@ -280,15 +269,7 @@ impl Agent {
             return;
         }
         let grant = hook_grant(self, &ctx.workspace);
-        let call = HookCall {
-            tool: spec.name.clone(),
-            group: spec.group,
-            destructive: spec.destructive,
-            args: args.to_string(),
-            mode: state.mode.slug.clone(),
-            intent_id: state.intent_id().map(str::to_owned),
-            paths: declared_paths(spec, args),
-        };
+        let call = hook_call(spec, state, args);
         for name in &state.mode.hooks {
             let Some(hook) = self.hooks.get(name) else {
                 continue;
