@@ -235,6 +235,7 @@ impl Store {
         }
         conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
             .map_err(|e| err(e.to_string()))?;
+        conn.set_prepared_statement_cache_capacity(64);
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(|e| err(e.to_string()))?;
@@ -268,7 +269,7 @@ impl Store {
         let id = uuid::Uuid::now_v7().to_string();
         let root = new.root_id.clone().unwrap_or_else(|| id.clone());
         let now = now_ms();
-        self.conn().execute(
+        exec(&self.conn(),
             "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)",
             params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, now],
@@ -292,7 +293,8 @@ impl Store {
     pub fn find_task(&self, prefix: &str) -> Result<TaskRecord, StoreError> {
         let ids: Vec<String> = {
             let conn = self.conn();
-            let mut stmt = conn.prepare("SELECT id FROM tasks WHERE id LIKE ?1 || '%' LIMIT 2")?;
+            let mut stmt =
+                conn.prepare_cached("SELECT id FROM tasks WHERE id LIKE ?1 || '%' LIMIT 2")?;
             stmt.query_map([prefix], |r| r.get(0))?
                 .collect::<Result<_, _>>()?
         };
@@ -328,7 +330,8 @@ impl Store {
 
     /// Record the active intent.
     pub fn set_active_intent(&self, id: &str, intent: Option<&str>) -> Result<(), StoreError> {
-        let n = self.conn().execute(
+        let n = exec(
+            &self.conn(),
             "UPDATE tasks SET active_intent = ?2, updated_at = ?3 WHERE id = ?1",
             params![id, intent, now_ms()],
         )?;
@@ -340,7 +343,8 @@ impl Store {
     }
 
     fn touch(&self, id: &str, set: &str, value: &str) -> Result<(), StoreError> {
-        let n = self.conn().execute(
+        let n = exec(
+            &self.conn(),
             &format!("UPDATE tasks SET {set}, updated_at = ?3 WHERE id = ?1"),
             params![id, value, now_ms()],
         )?;
@@ -354,7 +358,7 @@ impl Store {
     /// Add a turn's usage and cost to the task's totals.
     pub fn add_usage(&self, id: &str, u: &Usage, cost: f64) -> Result<(), StoreError> {
         let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        self.conn().execute(
+        exec(&self.conn(),
             "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, cache_reads = cache_reads + ?4,
              cache_writes = cache_writes + ?5, cost = cost + ?6, updated_at = ?7 WHERE id = ?1",
             params![id, i(u.input_tokens), i(u.output_tokens), i(u.cache_read_tokens), i(u.cache_write_tokens), cost, now_ms()],
@@ -375,7 +379,8 @@ impl Store {
             [task],
             |r| r.get(0),
         )?;
-        conn.execute(
+        exec(
+            &conn,
             "INSERT INTO api_messages (task_id, seq, role, content, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![task, seq, role_str(m.role), content, now_ms()],
         )?;
@@ -390,7 +395,8 @@ impl Store {
             seq,
             detail: e.to_string(),
         })?;
-        self.conn().execute(
+        exec(
+            &self.conn(),
             "UPDATE api_messages SET content = ?3, role = ?4 WHERE task_id = ?1 AND seq = ?2",
             params![task, seq, content, role_str(m.role)],
         )?;
@@ -402,7 +408,8 @@ impl Store {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         for s in seqs {
-            tx.execute(
+            exec(
+                &tx,
                 "UPDATE api_messages SET hidden = 1 WHERE task_id = ?1 AND seq = ?2",
                 params![task, s],
             )?;
@@ -419,7 +426,7 @@ impl Store {
     ) -> Result<Vec<StoredMessage>, StoreError> {
         let conn = self.conn();
         let mut stmt =
-            conn.prepare("SELECT seq, role, content, hidden, created_at FROM api_messages WHERE task_id = ?1 ORDER BY seq")?;
+            conn.prepare_cached("SELECT seq, role, content, hidden, created_at FROM api_messages WHERE task_id = ?1 ORDER BY seq")?;
         let rows = stmt.query_map([task], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
@@ -468,11 +475,13 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        tx.execute(
+        exec(
+            &tx,
             "UPDATE api_messages SET hidden = 1 WHERE task_id = ?1 AND seq > ?2 AND seq <= ?3",
             params![task, first_seq, upto_seq],
         )?;
-        tx.execute(
+        exec(
+            &tx,
             "INSERT OR REPLACE INTO condensations (task_id, upto_seq, summary, created_at) VALUES (?1, ?2, ?3, ?4)",
             params![task, upto_seq, summary, now_ms()],
         )?;
@@ -506,7 +515,8 @@ impl Store {
             [task],
             |r| r.get(0),
         )?;
-        conn.execute(
+        exec(
+            &conn,
             "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![task, seq, now_ms(), kind, subtype, text],
         )?;
@@ -516,7 +526,7 @@ impl Store {
     /// The UI history in order.
     pub fn load_ui(&self, task: &str) -> Result<Vec<UiMessage>, StoreError> {
         let conn = self.conn();
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare_cached(
             "SELECT seq, ts, kind, subtype, text FROM ui_messages WHERE task_id = ?1 ORDER BY seq",
         )?;
         let rows = stmt.query_map([task], |r| {
@@ -535,14 +545,15 @@ impl Store {
     pub fn set_todos(&self, task: &str, items: &[TodoItem]) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        tx.execute("DELETE FROM todos WHERE task_id = ?1", [task])?;
+        exec(&tx, "DELETE FROM todos WHERE task_id = ?1", [task])?;
         for (i, t) in items.iter().enumerate() {
             let state = match t.state {
                 TodoState::Pending => "pending",
                 TodoState::InProgress => "in_progress",
                 TodoState::Completed => "completed",
             };
-            tx.execute(
+            exec(
+                &tx,
                 "INSERT INTO todos (task_id, idx, text, state) VALUES (?1, ?2, ?3, ?4)",
                 params![task, i64::try_from(i).unwrap_or(i64::MAX), t.text, state],
             )?;
@@ -554,8 +565,8 @@ impl Store {
     /// The task's todo list.
     pub fn get_todos(&self, task: &str) -> Result<Vec<TodoItem>, StoreError> {
         let conn = self.conn();
-        let mut stmt =
-            conn.prepare("SELECT idx, text, state FROM todos WHERE task_id = ?1 ORDER BY idx")?;
+        let mut stmt = conn
+            .prepare_cached("SELECT idx, text, state FROM todos WHERE task_id = ?1 ORDER BY idx")?;
         let rows = stmt.query_map([task], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
@@ -694,6 +705,13 @@ fn role_str(r: Role) -> &'static str {
         Role::User => "user",
         Role::Assistant => "assistant",
     }
+}
+
+/// Run one statement through the connection's statement cache: the task
+/// loop issues the same few statements on every turn, and preparing them
+/// each time cost as much as running them.
+fn exec<P: rusqlite::Params>(conn: &Connection, sql: &str, params: P) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
 }
 
 #[cfg(test)]

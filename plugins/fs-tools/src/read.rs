@@ -1,5 +1,8 @@
 //! `read_file`: a file's lines, numbered, optionally a range of them.
 
+use std::fmt::Write as _;
+use std::io::Read as _;
+
 use roost_sdk::{Output, ToolError, ToolResult, workspace};
 use serde::Deserialize;
 
@@ -29,14 +32,23 @@ pub struct ReadArgs {
 
 pub fn read_file(a: ReadArgs) -> ToolResult {
     let path = workspace::resolve(&a.path)?;
-    let meta = std::fs::metadata(&path).map_err(|e| ToolError::io(&a.path, &e))?;
+    // One path lookup: open, then ask the open file (each lookup is a walk
+    // through the sandbox's path resolution).
+    let mut file = std::fs::File::open(&path).map_err(|e| ToolError::io(&a.path, &e))?;
+    let meta = file.metadata().map_err(|e| ToolError::io(&a.path, &e))?;
     if meta.is_dir() {
         return Err(ToolError::invalid_args(format!(
             "{} is a directory; use list_files",
             a.path
         )));
     }
-    let bytes = std::fs::read(&path).map_err(|e| ToolError::io(&a.path, &e))?;
+    let mut bytes = Vec::with_capacity(
+        usize::try_from(meta.len())
+            .unwrap_or(0)
+            .min(MAX_WHOLE_FILE + 1),
+    );
+    file.read_to_end(&mut bytes)
+        .map_err(|e| ToolError::io(&a.path, &e))?;
     if is_binary(&bytes) {
         return Ok(Output::text(format!(
             "{} is a binary file ({} bytes); its contents are not shown.",
@@ -73,12 +85,14 @@ pub fn read_file(a: ReadArgs) -> ToolResult {
         .take(end + 1 - start)
     {
         if out.len() > MAX_WHOLE_FILE {
-            out.push_str(&format!(
-                "[... stopped at line {i}: output over 1 MiB; read the rest with start_line]\n"
-            ));
+            let _ = writeln!(
+                out,
+                "[... stopped at line {i}: output over 1 MiB; read the rest with start_line]"
+            );
             break;
         }
-        out.push_str(&format!("{} | {}\n", i + 1, line));
+        // Writing into `out` directly: no allocation per line.
+        let _ = writeln!(out, "{} | {line}", i + 1);
         shown += 1;
     }
     if total == 0 {
