@@ -277,3 +277,60 @@ async fn concurrent_tasks_leave_a_valid_trace() {
         }
     }
 }
+
+/// `.rooignore`d paths are refused with Roo's message, for reads and writes,
+/// and listing leaves them out.
+#[tokio::test]
+async fn rooignored_paths_are_neither_read_nor_written() {
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call("read_file", json!({"path": "secrets/token.txt"}))]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "secrets/new.txt", "content": "x\n"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call("read_file", json!({"path": "conf/server.key"}))]
+            ),
+            turn(
+                "",
+                vec![call("list_files", json!({"path": ".", "recursive": true}))]
+            ),
+            turn("", vec![call("read_file", json!({"path": "src/main.rs"}))]),
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    h.ws.write(".rooignore", "secrets/\n*.key\n");
+    h.ws.write("secrets/token.txt", "hunter2\n");
+    h.ws.write("conf/server.key", "KEY\n");
+    h.ws.write("src/main.rs", "fn main() {}\n");
+    let (id, _) = h.run(&ScriptedUser::default(), "go").await;
+    let r = h.results(&id);
+    for i in 0..3 {
+        assert!(
+            r[i].1
+                && r[i]
+                    .0
+                    .contains("is blocked by the .rooignore file settings"),
+            "{i}: {}",
+            r[i].0
+        );
+        assert!(!r[i].0.contains("hunter2") && !r[i].0.contains("KEY"));
+    }
+    assert!(!h.ws.path().join("secrets/new.txt").exists());
+    assert!(
+        !r[3].1 && !r[3].0.contains("token.txt") && !r[3].0.contains("server.key"),
+        "{}",
+        r[3].0
+    );
+    assert!(r[3].0.contains("main.rs"), "{}", r[3].0);
+    assert!(!r[4].1, "{}", r[4].0);
+}

@@ -1,7 +1,7 @@
 //! Capabilities as data: a [`Grant`] says exactly what one tool call may
 //! touch, and [`wasi`] turns it into that call's WASI context and nothing
 //! more. Scopes finer than a directory are held by a [`WriteGuard`] around
-//! the call.
+//! the call; `.rooignore` ([`RooIgnore`]) is checked on declared paths.
 //!
 //! # Guest path convention
 //!
@@ -14,10 +14,12 @@
 
 mod grant;
 mod guard;
+mod rooignore;
 pub mod wasi;
 
 pub use grant::{Grant, GrantError, Limits};
 pub use guard::{GuardBudget, GuardError, GuardReport, WriteGuard};
+pub use rooignore::{ROOIGNORE, RooIgnore};
 
 /// Guest path where the workspace is mounted.
 pub const GUEST_WORKSPACE: &str = "/workspace";

@@ -24,7 +24,7 @@ use super::native::{
 };
 use super::prompt::{PromptContext, build};
 use super::status::TaskStatus;
-use crate::capability::{Grant, WriteGuard};
+use crate::capability::{Grant, RooIgnore, WriteGuard};
 use crate::events::{EventBus, TaskEvent};
 use crate::intents::{self, FileChange, Intent, Scope, Trace, TraceEntry};
 use crate::llm::{
@@ -797,6 +797,10 @@ impl Agent {
             )));
         };
 
+        if let Some(refusal) = self.rooignore_gate(ctx, &tool.spec, &args)? {
+            return Ok(refusal);
+        }
+
         // Intent gate: destructive tools need an active intent, and their
         // declared paths must lie in its owned scope (or be approved once).
         let intent_gated = intents::enabled(&ctx.workspace) && tool.spec.destructive;
@@ -821,6 +825,11 @@ impl Agent {
             } => (args, user_approved),
             HookVerdict::Refuse(r) => return Ok(r),
         };
+        if args != original
+            && let Some(refusal) = self.rooignore_gate(ctx, &tool.spec, &args)?
+        {
+            return Ok(refusal);
+        }
         if intent_gated && args != original {
             match self.intent_gate(ctx, state, &tool.spec, &args).await? {
                 Ok(w) => write = Some(w),
@@ -1018,6 +1027,31 @@ impl Agent {
         r.code = result.err().map(|e| e.code);
         r.diff = diff;
         Ok(r)
+    }
+
+    /// `.rooignore`: a declared path the workspace ignores is refused with
+    /// Roo's message, for reads and writes alike.
+    fn rooignore_gate(
+        &self,
+        ctx: &Ctx<'_>,
+        spec: &ToolSpec,
+        args: &Value,
+    ) -> Result<Option<CallResult>, TaskError> {
+        if spec.path_args.is_empty() {
+            return Ok(None);
+        }
+        let ignore = RooIgnore::load(&ctx.workspace);
+        for arg in &spec.path_args {
+            if let Some(path) = args.get(arg).and_then(Value::as_str)
+                && ignore.blocks(path)
+            {
+                let msg = RooIgnore::message(path);
+                self.store
+                    .append_ui(&ctx.task.id, "say", "rooignore_error", path)?;
+                return Ok(Some(CallResult::error(format!("[ERROR] {msg}"))));
+            }
+        }
+        Ok(None)
     }
 
     async fn attempt_completion(

@@ -1,0 +1,84 @@
+//! `.rooignore`, as Roo Code reads it: gitignore syntax at the workspace
+//! root naming files the agent may neither read nor write. The host checks
+//! every path a call declares against it before the call runs; listing and
+//! search tools leave ignored files out themselves.
+
+use std::path::Path;
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+/// File name of the ignore list at the workspace root.
+pub const ROOIGNORE: &str = ".rooignore";
+
+/// The workspace's `.rooignore` patterns (none when the file is missing).
+#[derive(Debug, Clone)]
+pub struct RooIgnore {
+    matcher: Option<Gitignore>,
+}
+
+impl RooIgnore {
+    /// Read `workspace/.rooignore`. Lines that do not parse are skipped
+    /// with a warning, so one typo cannot switch the whole list off.
+    pub fn load(workspace: &Path) -> Self {
+        let path = workspace.join(ROOIGNORE);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Self { matcher: None };
+        };
+        let mut b = GitignoreBuilder::new(workspace);
+        for line in text.lines() {
+            if let Err(e) = b.add_line(Some(path.clone()), line) {
+                tracing::warn!(file = %path.display(), "skipping .rooignore line {line:?}: {e}");
+            }
+        }
+        match b.build() {
+            Ok(m) => Self { matcher: Some(m) },
+            Err(e) => {
+                tracing::warn!(file = %path.display(), ".rooignore unusable: {e}");
+                Self { matcher: None }
+            }
+        }
+    }
+
+    /// Whether the workspace-relative `rel` (or a directory above it) is
+    /// ignored.
+    pub fn blocks(&self, rel: &str) -> bool {
+        let Some(m) = &self.matcher else {
+            return false;
+        };
+        let rel = rel.trim().trim_start_matches("./").trim_end_matches('/');
+        if rel.is_empty() || rel == "." || rel.starts_with('/') || rel.contains("..") {
+            return false;
+        }
+        m.matched_path_or_any_parents(rel, false).is_ignore()
+    }
+
+    /// Roo's message for a blocked path.
+    pub fn message(rel: &str) -> String {
+        format!(
+            "Access to {rel} is blocked by the .rooignore file settings. You must try to continue in the task \
+             without using this file, or ask the user to update the .rooignore file."
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_files_dirs_and_negations() {
+        let d = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            d.path().join(".rooignore"),
+            "secrets/\n*.key\n!public.key\n[bad\n",
+        )
+        .expect("write");
+        let r = RooIgnore::load(d.path());
+        assert!(r.blocks("secrets/a.txt"));
+        assert!(r.blocks("./secrets/deep/b.txt"));
+        assert!(r.blocks("conf/server.key"));
+        assert!(!r.blocks("public.key"));
+        assert!(!r.blocks("src/main.rs"));
+        assert!(!RooIgnore::load(&d.path().join("missing")).blocks("secrets/a.txt"));
+    }
+}
