@@ -314,16 +314,12 @@ async fn rooignored_paths_are_neither_read_nor_written() {
     h.ws.write("src/main.rs", "fn main() {}\n");
     let (id, _) = h.run(&ScriptedUser::default(), "go").await;
     let r = h.results(&id);
-    for i in 0..3 {
+    for (content, is_error) in &r[..3] {
         assert!(
-            r[i].1
-                && r[i]
-                    .0
-                    .contains("is blocked by the .rooignore file settings"),
-            "{i}: {}",
-            r[i].0
+            *is_error && content.contains("is blocked by the .rooignore file settings"),
+            "{content}"
         );
-        assert!(!r[i].0.contains("hunter2") && !r[i].0.contains("KEY"));
+        assert!(!content.contains("hunter2") && !content.contains("KEY"));
     }
     assert!(!h.ws.path().join("secrets/new.txt").exists());
     assert!(
