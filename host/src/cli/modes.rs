@@ -44,8 +44,13 @@ pub fn run(cmd: ModesCommand) -> anyhow::Result<ExitCode> {
                 ModeSource::BuiltIn => "built-in".to_owned(),
                 ModeSource::Global(p) | ModeSource::Project(p) => p.display().to_string(),
             };
+            let hooks = if m.hooks.is_empty() {
+                String::new()
+            } else {
+                format!("  hooks: {}", m.hooks.join(", "))
+            };
             println!(
-                "{:<14} {:<22} {:<40} {source}",
+                "{:<14} {:<22} {:<40} {source}{hooks}",
                 m.slug,
                 m.name,
                 groups.join(",")
