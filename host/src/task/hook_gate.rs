@@ -172,16 +172,7 @@ impl Agent {
                             );
                         }
                         Approval::Deny { feedback } => {
-                            self.store.append_ui(
-                                id,
-                                "say",
-                                "user_feedback",
-                                feedback.as_deref().unwrap_or("(denied)"),
-                            )?;
-                            ctx.events.publish(TaskEvent::ToolCallDenied {
-                                id: call_id.to_owned(),
-                                feedback: feedback.clone(),
-                            });
+                            self.record_denial(ctx, call_id, &feedback)?;
                             self.trace_hook(
                                 ctx,
                                 state,

@@ -864,16 +864,7 @@ impl Agent {
                     auto: false,
                 }),
                 Approval::Deny { feedback } => {
-                    self.store.append_ui(
-                        id,
-                        "say",
-                        "user_feedback",
-                        feedback.as_deref().unwrap_or("(denied)"),
-                    )?;
-                    ctx.events.publish(TaskEvent::ToolCallDenied {
-                        id: call.id.clone(),
-                        feedback: feedback.clone(),
-                    });
+                    self.record_denial(ctx, &call.id, &feedback)?;
                     let mut msg = "The user denied this operation.".to_owned();
                     if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
                         msg = format!(
@@ -1083,6 +1074,27 @@ impl Agent {
                 ))
             }
         })
+    }
+
+    /// The user said no: their feedback goes to the UI history and the
+    /// event stream (durable first).
+    pub(super) fn record_denial(
+        &self,
+        ctx: &Ctx<'_>,
+        call_id: &str,
+        feedback: &Option<String>,
+    ) -> Result<(), TaskError> {
+        self.store.append_ui(
+            &ctx.task.id,
+            "say",
+            "user_feedback",
+            feedback.as_deref().unwrap_or("(denied)"),
+        )?;
+        ctx.events.publish(TaskEvent::ToolCallDenied {
+            id: call_id.to_owned(),
+            feedback: feedback.clone(),
+        });
+        Ok(())
     }
 
     pub(super) fn trace(&self, ctx: &Ctx<'_>, entry: &TraceEntry) {
