@@ -1,9 +1,13 @@
-//! Roost host library: runs every tool as a WebAssembly component in a
-//! sandbox whose file access is exactly what the call's grant allows.
+//! Roost host library: runs the agent task loop and every tool and mode
+//! hook as a WebAssembly component in a sandbox whose file access is exactly
+//! what the call's grant allows.
 //!
-//! One module per concept: [`tools`] (specs, results, registry),
-//! [`capability`] (grants → WASI sandbox), [`plugins`] (engine, component
-//! cache, calls), [`cli`] (the `roost` command line).
+//! One module per concept: [`task`] (loop, gates, hook gate, approvals),
+//! [`llm`] (providers, stream decoding, tool-call assembly), [`tools`]
+//! (specs, results, registry), [`plugins`] (engine, component cache, tool
+//! and hook calls), [`capability`] (grants → WASI sandbox, write guard,
+//! `.rooignore`), [`modes`] (modes, hook registry), [`intents`] (intents,
+//! trace), [`store`] (SQLite), [`events`], [`cli`] (the `roost` command line).
 
 pub mod capability;
 pub mod cli;

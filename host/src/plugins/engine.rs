@@ -550,12 +550,15 @@ fn convert_spec(plugin: &str, s: wit::ToolSpec) -> Result<ToolSpec, PluginError>
             s.name
         )));
     }
+    let group = convert_group(s.group);
     Ok(ToolSpec {
         name: s.name,
         description: s.description,
         args_schema: schema,
-        group: convert_group(s.group),
-        destructive: s.destructive,
+        group,
+        // Edit and command tools change state whatever they declare: a
+        // plugin cannot opt out of the intent gate by saying otherwise.
+        destructive: s.destructive || matches!(group, ToolGroup::Edit | ToolGroup::Command),
         path_args: s.path_args,
     })
 }
@@ -571,4 +574,33 @@ fn check_unique(plugin: &str, tools: &[ToolSpec]) -> Result<(), PluginError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(group: wit::ToolGroup, destructive: bool) -> wit::ToolSpec {
+        wit::ToolSpec {
+            name: "t".into(),
+            description: String::new(),
+            args_schema: "{}".into(),
+            group,
+            destructive,
+            path_args: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn edit_and_command_tools_are_always_destructive() {
+        for (group, declared, expected) in [
+            (wit::ToolGroup::Edit, false, true),
+            (wit::ToolGroup::Command, false, true),
+            (wit::ToolGroup::Read, false, false),
+            (wit::ToolGroup::Read, true, true),
+        ] {
+            let s = convert_spec("p", spec(group, declared)).expect("valid spec");
+            assert_eq!(s.destructive, expected, "{group:?} declared {declared}");
+        }
+    }
 }
