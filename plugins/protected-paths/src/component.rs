@@ -1,29 +1,23 @@
-//! WebAssembly component glue: converts the WIT `mode-hook` types to plain
-//! ones and calls [`crate::decide`]. Kept thin so the logic stays testable
-//! natively.
+//! The component: [`crate::decide`] as a mode hook, through the hook SDK.
+//! Kept thin so the logic stays testable natively.
 
-wit_bindgen::generate!({ world: "mode-hook", path: "../../wit" });
-
-use exports::roost::plugin::hook::Guest;
-use roost::plugin::types::{PreToolDecision, ToolCall, ToolGroup, ToolOutcome};
+use roost_hook_sdk::{Call, Decision, Group, Hook};
 
 /// The exported hook.
 struct ProtectedPaths;
 
-impl Guest for ProtectedPaths {
-    fn pre_tool(call: ToolCall) -> PreToolDecision {
-        let is_edit = matches!(call.group, ToolGroup::Edit);
+impl Hook for ProtectedPaths {
+    fn pre_tool(call: &Call) -> Decision {
+        let is_edit = matches!(call.group, Group::Edit);
         match crate::decide(&call.tool, is_edit, call.destructive, &call.paths) {
-            crate::Decision::Allow => PreToolDecision::Allow,
-            crate::Decision::Ask(question) => PreToolDecision::Ask(question),
+            crate::Decision::Allow => Decision::Allow,
+            crate::Decision::Ask(question) => Decision::Ask(question),
         }
     }
 
-    fn post_tool(_call: ToolCall, _outcome: ToolOutcome) {}
-
-    fn prompt_contribution(_mode: String) -> Option<String> {
+    fn prompt_contribution(_mode: &str) -> Option<String> {
         Some(crate::PROMPT_CONTRIBUTION.to_owned())
     }
 }
 
-export!(ProtectedPaths);
+roost_hook_sdk::export_hook!(ProtectedPaths);

@@ -5,8 +5,8 @@
 //! model switch to environment variables or a secret manager instead.
 //!
 //! The decision is the pure function [`decide`] over plain types, so it is
-//! unit-tested natively; the WebAssembly component glue (`component`) only
-//! converts the WIT types and is compiled for `wasm32` alone.
+//! unit-tested natively; the component glue (`component`) is a few lines on
+//! `roost-hook-sdk`, compiled for `wasm32` alone.
 
 #[cfg(target_arch = "wasm32")]
 mod component;
