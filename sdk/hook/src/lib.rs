@@ -46,10 +46,11 @@ pub struct Call {
     pub group: Group,
     /// Whether the tool changes state.
     pub destructive: bool,
-    /// Arguments, parsed; `Null` when the host sent text that is not JSON.
-    pub args: serde_json::Value,
-    /// Arguments exactly as the host sent them.
+    /// Arguments exactly as the host sent them (JSON text).
     pub raw_args: String,
+    /// Parsed on first use: most hooks decide on the tool and paths alone,
+    /// and parsing runs on every call.
+    parsed: std::cell::OnceCell<serde_json::Value>,
     /// Slug of the active mode.
     pub mode: String,
     /// Active intent, if any.
@@ -65,13 +66,20 @@ impl Call {
         self.destructive || matches!(self.group, Group::Edit)
     }
 
+    /// The arguments, parsed; `Null` when the host sent text that is not
+    /// JSON.
+    pub fn args(&self) -> &serde_json::Value {
+        self.parsed
+            .get_or_init(|| serde_json::from_str(&self.raw_args).unwrap_or(serde_json::Value::Null))
+    }
+
     fn from_wit(c: wit::ToolCall) -> Self {
         Self {
             tool: c.tool,
             group: c.group,
             destructive: c.destructive,
-            args: serde_json::from_str(&c.args).unwrap_or(serde_json::Value::Null),
             raw_args: c.args,
+            parsed: std::cell::OnceCell::new(),
             mode: c.mode,
             intent_id: c.intent_id,
             paths: c.paths,
