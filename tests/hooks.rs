@@ -31,6 +31,7 @@ const ROOMODES: &str = r#"customModes:
   - {slug: hook-bomb, name: Bomb, roleDefinition: test, groups: [read, edit], hooks: [hook-fixture]}
   - {slug: hook-sandbox, name: Sandbox, roleDefinition: test, groups: [read, edit], hooks: [hook-fixture]}
   - {slug: hook-missing, name: Missing, roleDefinition: test, groups: [read, edit], hooks: [no-such-hook]}
+  - {slug: sdk, name: SDK, roleDefinition: test, groups: [read, edit], hooks: [sdk-hook]}
   - {slug: guarded, name: Guarded, roleDefinition: test, groups: [read, edit], hooks: [secret-guard, protected-paths]}
 "#;
 
@@ -39,11 +40,13 @@ const HOOK_DEADLINE: Duration = Duration::from_millis(500);
 fn hooked(turns: Value, policy: ApprovalPolicy) -> Harness {
     let mut h = harness(turns, policy);
     let mut hooks = HookRegistry::first_party(&engine()).expect("first-party hooks load");
-    hooks.add(
-        engine()
-            .load_hook_file("hook-fixture", &fixture_wasm("hook-fixture"))
-            .expect("hook fixture loads"),
-    );
+    for name in ["hook-fixture", "sdk-hook"] {
+        hooks.add(
+            engine()
+                .load_hook_file(name, &fixture_wasm(name))
+                .expect("hook fixture loads"),
+        );
+    }
     h.agent.hooks = Arc::new(hooks);
     h.agent.config.hook_limits = Limits {
         deadline: HOOK_DEADLINE,
@@ -329,4 +332,33 @@ async fn secret_guard_and_protected_paths() {
         2,
         "{asked:?}"
     );
+}
+
+/// A hook written with `roost-hook-sdk`: its rewrite of parsed arguments
+/// applies, post-tool receives the changed paths (it traps otherwise), and
+/// its prompt contribution reaches the model.
+#[tokio::test]
+async fn a_hook_on_the_sdk_rewrites_observes_and_contributes() {
+    let h = hooked(
+        json!([
+            write_a(),
+            turn("", vec![call("read_file", json!({"path": "src/a.rs"}))]),
+            complete("done")
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let mut rx = h.events.subscribe();
+    let (id, _) = h.run_in("sdk", &ScriptedUser::default(), "go").await;
+    let r = h.results(&id);
+    assert!(!r[0].1 && !r[1].1, "{r:?}");
+    assert_eq!(h.ws.read("src/a.rs"), "new\n// via sdk-hook\n");
+    while let Ok(ev) = rx.try_recv() {
+        assert!(
+            !matches!(ev, TaskEvent::Warning { .. }),
+            "post-tool must not fail: {ev:?}"
+        );
+    }
+    let reqs = h.transport.requests();
+    let system = reqs[0]["messages"][0]["content"].as_str().expect("system");
+    assert!(system.contains("sdk-hook watching sdk"), "{system}");
 }
