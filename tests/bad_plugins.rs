@@ -147,3 +147,35 @@ fn tampered_cache_entry_is_recompiled() {
         CacheOutcome::Compiled
     );
 }
+
+/// Mode hooks are checked the same way: garbage, a core module and a
+/// component of another world fail with an error naming the hook.
+#[tokio::test]
+async fn bad_hooks_fail_to_load_with_a_clear_error() {
+    let e = engine()
+        .load_hook_bytes("junk-hook", b"not wasm at all")
+        .expect_err("garbage");
+    assert!(
+        matches!(e, PluginError::NotWasm { .. }) && e.to_string().contains("`junk-hook`"),
+        "{e}"
+    );
+    let e = engine()
+        .load_hook_bytes("core-hook", b"\0asm\x01\0\0\0")
+        .expect_err("core module");
+    assert!(matches!(e, PluginError::CoreModule { .. }), "{e}");
+    let e = engine()
+        .load_hook_bytes("fs-tools", first_party::FS_TOOLS)
+        .expect_err("a tool plugin is not a hook");
+    assert!(
+        matches!(e, PluginError::WrongWorld { .. }) && e.to_string().contains("mode-hook"),
+        "{e}"
+    );
+    let e = engine()
+        .load_hook_file("gone", std::path::Path::new("/nonexistent/gone.wasm"))
+        .expect_err("missing file");
+    assert!(e.to_string().contains("gone"), "{e}");
+    engine()
+        .load_hook_file("hook-fixture", &fixture_wasm("hook-fixture"))
+        .expect("a good hook still loads");
+    good_plugin_still_works().await;
+}

@@ -107,7 +107,7 @@ impl Agent {
                 Err(e) => {
                     let msg = format!("hook `{name}` failed ({}: {})", e.code, e.message);
                     tracing::warn!(task = id, "{msg}");
-                    self.trace_hook(ctx, state, spec, &args, "failed", &msg);
+                    self.trace_hook(ctx, state, spec, &args, format!("failed: {name}: {msg}"));
                     return fail(msg);
                 }
             };
@@ -121,14 +121,7 @@ impl Agent {
                     };
                     self.store
                         .append_ui(id, "say", "hook_denied", &format!("{name}: {reason}"))?;
-                    self.trace_hook(
-                        ctx,
-                        state,
-                        spec,
-                        &args,
-                        "denied",
-                        &format!("{name}: {reason}"),
-                    );
+                    self.trace_hook(ctx, state, spec, &args, format!("denied: {name}: {reason}"));
                     return refuse(
                         "deny",
                         reason.clone(),
@@ -167,8 +160,7 @@ impl Agent {
                                 state,
                                 spec,
                                 &args,
-                                "approved",
-                                &format!("{name}: {question}"),
+                                format!("approved: {name}: {question}"),
                             );
                         }
                         Approval::Deny { feedback } => {
@@ -178,8 +170,7 @@ impl Agent {
                                 state,
                                 spec,
                                 &args,
-                                "denied",
-                                &format!("{name}: {question}"),
+                                format!("denied: {name}: {question}"),
                             );
                             let mut msg = format!(
                                 "The user denied this operation when hook `{name}` asked: {question}"
@@ -232,8 +223,7 @@ impl Agent {
                         state,
                         spec,
                         &new_args,
-                        "rewrote",
-                        &format!("{name}: was {args}"),
+                        format!("rewrote: {name}: was {args}"),
                     );
                     args = new_args;
                 }
@@ -315,8 +305,7 @@ impl Agent {
         state: &RunState,
         spec: &ToolSpec,
         args: &Value,
-        what: &str,
-        detail: &str,
+        detail: String,
     ) {
         if !intents::enabled(&ctx.workspace) {
             return;
@@ -329,7 +318,7 @@ impl Agent {
             &spec.name,
             args,
         );
-        entry.detail = Some(format!("{what}: {detail}"));
+        entry.detail = Some(detail);
         self.trace(ctx, &entry);
     }
 }

@@ -879,7 +879,8 @@ impl Agent {
         // Execute, guarded where the scope is finer than the write roots.
         let before = snapshot_paths(&ctx.workspace, &tool.spec, &args);
         let mut grant = Grant::new(&ctx.workspace).read().limits(self.config.limits);
-        if tool.spec.destructive || matches!(group, ToolGroup::Edit) {
+        // Edit and command tools are always destructive (see `plugins`).
+        if tool.spec.destructive {
             match &write {
                 Some(w) => {
                     for r in &w.roots {
