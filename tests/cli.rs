@@ -243,6 +243,73 @@ fn tool_call_prints_the_readme() {
     );
 }
 
+#[test]
+fn tool_output_cannot_drive_the_terminal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("mkdir");
+    let evil = "clear\x1b[2J clip\x1b]52;c;cHduZWQ=\x07 title\x1b]0;pwned\x07 csi\u{9b}31m red";
+    std::fs::write(ws.join("evil.txt"), format!("{evil}\n")).expect("write");
+    let call = |tool: &str, args: &str, json: bool| {
+        let mut c = roost(dir.path());
+        c.args([
+            "tool",
+            "call",
+            tool,
+            "--args",
+            args,
+            "--read",
+            "--workspace",
+        ])
+        .arg(&ws);
+        if json {
+            c.arg("--json");
+        }
+        c.output().expect("runs")
+    };
+    let raw = |out: &[u8]| {
+        let s = String::from_utf8_lossy(out);
+        out.contains(&0x1b) || out.contains(&0x07) || s.contains('\u{9b}')
+    };
+
+    let o = call("read_file", r#"{"path":"evil.txt"}"#, false);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!raw(&o.stdout) && !raw(&o.stderr), "{:?}", o.stdout);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for shown in [
+        "clear\\e[2J",
+        "clip\\e]52;c;cHduZWQ=\\x07",
+        "title\\e]0;pwned\\x07",
+        "csi\\u{9b}31m",
+    ] {
+        assert!(out.contains(shown), "{shown} in {out}");
+    }
+
+    // --json stays exact: C0 controls are JSON-escaped (serde_json leaves
+    // C1 as is), and everything parses back raw.
+    let o = call("read_file", r#"{"path":"evil.txt"}"#, true);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        !o.stdout.contains(&0x1b) && !o.stdout.contains(&0x07),
+        "{:?}",
+        o.stdout
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    let read = v["ok"]["text"].as_str().expect("text");
+    assert!(read.contains(evil), "{read:?}");
+
+    // A file name carrying an escape sequence.
+    std::fs::write(ws.join("name\x1b[2J\x1b]0;pwned\x07.txt"), "x").expect("write");
+    let o = call("list_files", r#"{"path":"."}"#, false);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!raw(&o.stdout) && !raw(&o.stderr), "{:?}", o.stdout);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("name\\e[2J\\e]0;pwned\\x07.txt"),
+        "{}",
+        text(&o)
+    );
+}
+
 async fn run_against(provider: &str, responses: Vec<sse_server::Canned>) {
     let server = sse_server::start(responses).await;
     let dir = tempfile::tempdir().expect("tempdir");

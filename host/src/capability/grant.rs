@@ -70,13 +70,14 @@ pub enum GrantError {
     /// A write root is absolute or climbs out with `..`.
     #[error("write root `{0}` must be a workspace-relative path without `..`")]
     BadRoot(PathBuf),
-    /// A write root resolves (through symlinks) outside the workspace.
-    #[error("write root `{root}` resolves to {resolved}, outside the workspace")]
+    /// A root cannot be mounted: it leads out of the workspace, passes
+    /// through a symlink, or is not a directory.
+    #[error("root `{root}` cannot be granted: {reason}")]
     RootEscapes {
         /// The root as granted.
         root: PathBuf,
-        /// Where it leads.
-        resolved: PathBuf,
+        /// Why.
+        reason: String,
     },
     /// The workspace or a write root could not be opened.
     #[error("cannot open {path}: {source}")]

@@ -1,26 +1,40 @@
-//! Scopes finer than a directory. WASI preopens are whole directories, so
-//! the write root granted for the glob `src/*.rs` would let a plugin write
-//! `src/notes.txt` as well. A [`WriteGuard`] is armed before such a call: it
-//! records every entry under the write roots that the scope does not allow
-//! (with the bytes of files, so they can be put back). Checked after the
-//! call, it undoes every change to those paths (new entries removed,
-//! changed or deleted ones restored) and reports them, so no write outside
-//! the scope persists.
+//! Scopes finer than a directory, and authority files under a write root.
+//! WASI preopens are whole directories, so the write root granted for the
+//! glob `src/*.rs` would let a plugin write `src/notes.txt` as well, and the
+//! root `.` would let it write `.git/config`. A [`WriteGuard`] is armed
+//! before such a call: it records every entry under the write roots that
+//! the rule does not allow (with the bytes of files, so they can be put
+//! back). Checked after the call, it undoes every change to those paths
+//! (new entries removed, changed or deleted ones restored) and reports
+//! exactly what it undid, so no write outside the rule persists.
+//!
+//! The guard works only through directory handles ([`DirFd`]): it never
+//! follows a symlink while recording, checking or restoring; a symlink or
+//! special file swapped in where a directory or file was is a change to
+//! remove. Its walk is bounded in depth, entries, bytes and time, and it
+//! refuses to arm when it could not guarantee the restore.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-use super::Grant;
+use super::dirfd::{DirFd, EntryStat, Kind};
+use super::workspace::{RelPath, Workspace, WorkspaceError};
+use super::{Grant, authority};
 
-/// How much a guard may keep in memory; a scope whose write roots hold
-/// more bytes outside the scope than this cannot be guarded.
+/// How much a guard may keep and walk; a scope whose write roots hold more
+/// than this outside the scope cannot be guarded, and the call is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GuardBudget {
     /// Total bytes of files outside the scope kept for restoring.
     pub bytes: u64,
-    /// Entries outside the scope recorded.
+    /// Entries recorded.
     pub entries: usize,
+    /// Directory depth below a write root.
+    pub depth: usize,
+    /// Wall-clock time the recording walk may take.
+    pub time: Duration,
 }
 
 impl Default for GuardBudget {
@@ -28,6 +42,8 @@ impl Default for GuardBudget {
         Self {
             bytes: 256 << 20,
             entries: 200_000,
+            depth: 128,
+            time: Duration::from_secs(10),
         }
     }
 }
@@ -50,31 +66,64 @@ pub enum GuardError {
     /// A write root or an entry under it could not be read.
     #[error("cannot snapshot {path}: {source}")]
     Io {
-        /// Host path.
-        path: PathBuf,
+        /// Workspace-relative path.
+        path: String,
         /// Cause.
         #[source]
         source: std::io::Error,
     },
+    /// A write root is not a plain workspace directory.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
     /// A write root is not a plain workspace-relative path.
     #[error(transparent)]
     Grant(#[from] super::GrantError),
 }
 
+/// What a guarded call may change, and where the walk must look.
+pub struct GuardRule<'a> {
+    /// Whether the call may change this workspace-relative path.
+    pub allows: &'a (dyn Fn(&str) -> bool + Sync + 'a),
+    /// Whether the directory `rel` may hold paths `allows` rejects; when it
+    /// cannot, the walk skips it (a scope covering a whole root only needs
+    /// its authority directories watched).
+    pub watch_dir: &'a (dyn Fn(&str) -> bool + Sync + 'a),
+}
+
 /// An entry outside the scope as it was before the call.
 #[derive(Debug)]
 enum Kept {
+    /// A file with its bytes, or only its stamp where the bytes are not
+    /// kept (git's object store).
     File {
-        bytes: Vec<u8>,
-        mode: u32,
-        /// Inode, size and change time: the guest can forge mtime but not
-        /// ctime, so equal triples mean an untouched file.
-        stamp: (u64, u64, i64, i64),
+        bytes: Option<Vec<u8>>,
+        st: EntryStat,
     },
-    Dir,
-    Symlink(PathBuf),
+    Dir {
+        st: EntryStat,
+    },
+    Symlink {
+        target: PathBuf,
+        st: EntryStat,
+    },
     /// Sockets, fifos, devices: recorded so their removal is noticed.
-    Other,
+    Other {
+        st: EntryStat,
+    },
+}
+
+impl Kept {
+    fn unchanged(&self, now: &EntryStat) -> bool {
+        let same_inode = |st: &EntryStat| {
+            st.ino == now.ino && st.dev == now.dev && st.size == now.size && st.ctime == now.ctime
+        };
+        match self {
+            Kept::File { st, .. } => now.kind == Kind::File && same_inode(st),
+            Kept::Dir { .. } => now.kind == Kind::Dir,
+            Kept::Symlink { st, .. } => now.kind == Kind::Symlink && same_inode(st),
+            Kept::Other { st } => now.kind == Kind::Special && same_inode(st),
+        }
+    }
 }
 
 /// What a checked guard found.
@@ -96,60 +145,102 @@ impl GuardReport {
 /// Armed before a call, checked after it; see the module docs.
 #[derive(Debug)]
 pub struct WriteGuard {
-    workspace: PathBuf,
-    roots: Vec<PathBuf>,
-    kept: BTreeMap<String, Kept>,
+    ws: Workspace,
+    roots: Vec<RelPath>,
+    kept: BTreeMap<RelPath, Kept>,
+    depth: usize,
+}
+
+/// One step of a walk: an entry, its path and its depth below the root.
+struct Visit<'a> {
+    rel: &'a RelPath,
+    name: &'a str,
+    st: &'a EntryStat,
+    dir: &'a DirFd,
 }
 
 impl WriteGuard {
     /// Record the entries under `roots` (workspace-relative directories)
-    /// that `allowed` rejects.
+    /// that `rule` does not allow.
     pub fn arm(
-        workspace: &Path,
+        ws: &Workspace,
         roots: &[PathBuf],
-        allowed: &dyn Fn(&str) -> bool,
+        rule: &GuardRule<'_>,
         budget: GuardBudget,
     ) -> Result<Self, GuardError> {
         let roots = outermost(roots)?;
+        let started = Instant::now();
         let mut kept = BTreeMap::new();
         let mut bytes = 0u64;
         for root in &roots {
-            let root_name = rel_string(root);
-            let mut over = None;
-            walk(workspace, root, &mut |rel, path, meta| {
-                if allowed(rel) {
-                    return Ok(());
-                }
-                let entry = if meta.file_type().is_symlink() {
-                    Kept::Symlink(std::fs::read_link(path).map_err(|source| GuardError::Io {
-                        path: path.to_path_buf(),
-                        source,
-                    })?)
-                } else if meta.is_dir() {
-                    Kept::Dir
-                } else if meta.is_file() {
-                    bytes += meta.len();
-                    if bytes > budget.bytes {
-                        over = Some(format!("{} MiB of files", budget.bytes >> 20));
-                        return Ok(());
+            let root_name = root.as_string();
+            let mut over: Option<String> = None;
+            let res = walk(
+                ws,
+                root,
+                rule,
+                budget.depth,
+                &mut |v: Visit<'_>| {
+                    if over.is_some() {
+                        return Ok(false);
                     }
-                    Kept::File {
-                        bytes: std::fs::read(path).map_err(|source| GuardError::Io {
-                            path: path.to_path_buf(),
-                            source,
-                        })?,
-                        mode: meta.permissions().mode(),
-                        stamp: stamp(meta),
+                    if started.elapsed() > budget.time {
+                        over = Some(format!("what can be recorded in {:?}", budget.time));
+                        return Ok(false);
                     }
-                } else {
-                    Kept::Other
-                };
-                kept.insert(rel.to_owned(), entry);
-                if kept.len() > budget.entries {
-                    over = Some(format!("{} entries", budget.entries));
+                    if (rule.allows)(v.name) {
+                        return Ok(true);
+                    }
+                    let entry = match v.st.kind {
+                        Kind::Symlink => Kept::Symlink {
+                            target: v.dir.readlink(last(v.rel)).map_err(|source| {
+                                GuardError::Io {
+                                    path: v.name.to_owned(),
+                                    source,
+                                }
+                            })?,
+                            st: *v.st,
+                        },
+                        Kind::Dir => Kept::Dir { st: *v.st },
+                        Kind::File if authority::content_kept(v.name) => {
+                            bytes = bytes.saturating_add(v.st.size);
+                            if bytes > budget.bytes {
+                                over = Some(format!("{} MiB of files", budget.bytes >> 20));
+                                return Ok(false);
+                            }
+                            let content =
+                                v.dir.read(last(v.rel), budget.bytes).map_err(|source| {
+                                    GuardError::Io {
+                                        path: v.name.to_owned(),
+                                        source,
+                                    }
+                                })?;
+                            Kept::File {
+                                bytes: Some(content),
+                                st: *v.st,
+                            }
+                        }
+                        Kind::File => Kept::File {
+                            bytes: None,
+                            st: *v.st,
+                        },
+                        Kind::Special => Kept::Other { st: *v.st },
+                    };
+                    kept.insert(v.rel.clone(), entry);
+                    if kept.len() > budget.entries {
+                        over = Some(format!("{} entries", budget.entries));
+                    }
+                    Ok(true)
+                },
+                &mut |_, _| Err(WalkError::TooDeep),
+            );
+            match res {
+                Ok(()) => {}
+                Err(WalkError::TooDeep) => {
+                    over = Some(format!("{} directory levels", budget.depth));
                 }
-                Ok(())
-            })?;
+                Err(WalkError::Guard(e)) => return Err(e),
+            }
             if let Some(limit) = over {
                 return Err(GuardError::TooLarge {
                     root: root_name,
@@ -158,70 +249,114 @@ impl WriteGuard {
             }
         }
         Ok(Self {
-            workspace: workspace.to_path_buf(),
+            ws: ws.clone(),
             roots,
             kept,
+            depth: budget.depth,
         })
     }
 
     /// Undo every change to a path outside the scope and report them.
-    pub fn check(self, allowed: &dyn Fn(&str) -> bool) -> GuardReport {
+    pub fn check(self, rule: &GuardRule<'_>) -> GuardReport {
         let mut report = GuardReport::default();
         let mut seen = BTreeSet::new();
-        let mut added: Vec<String> = Vec::new();
-        let mut changed: Vec<String> = Vec::new();
+        let mut added: Vec<(RelPath, Kind)> = Vec::new();
+        let mut changed: Vec<RelPath> = Vec::new();
+        let mut deep: Vec<String> = Vec::new();
+        let mut deep_failed: Vec<(String, String)> = Vec::new();
         for root in &self.roots {
-            let res = walk(&self.workspace, root, &mut |rel, _path, meta| {
-                if allowed(rel) {
-                    return Ok(());
-                }
-                seen.insert(rel.to_owned());
-                match self.kept.get(rel) {
-                    None => added.push(rel.to_owned()),
-                    Some(k) if !same(k, meta) => changed.push(rel.to_owned()),
-                    Some(_) => {}
-                }
-                Ok(())
-            });
-            if let Err(e) = res {
-                report.failed.push((rel_string(root), e.to_string()));
+            let res = walk(
+                &self.ws,
+                root,
+                rule,
+                self.depth,
+                &mut |v: Visit<'_>| {
+                    if (rule.allows)(v.name) {
+                        return Ok(true);
+                    }
+                    seen.insert(v.rel.clone());
+                    match self.kept.get(v.rel) {
+                        // New: removed below (a new directory only once it is
+                        // empty of new entries, so allowed files in it stay).
+                        None => added.push((v.rel.clone(), v.st.kind)),
+                        Some(k) if !k.unchanged(v.st) => changed.push(v.rel.clone()),
+                        Some(_) => {}
+                    }
+                    Ok(true)
+                },
+                &mut |dir, rel| {
+                    // Below the depth limit nothing was there when the guard
+                    // was armed: everything there is new, and removed whole.
+                    let res = dir.entries().and_then(|entries| {
+                        let mut n = 0usize;
+                        for (name, _) in entries {
+                            n += dir.remove_tree(&name)?;
+                        }
+                        Ok(n)
+                    });
+                    match res {
+                        Ok(0) => {}
+                        Ok(n) => deep.push(format!(
+                            "{rel}/* ({n} entries below the guard's depth limit)"
+                        )),
+                        Err(e) => {
+                            deep_failed.push((rel.as_string(), format!("cannot remove: {e}")))
+                        }
+                    }
+                    Ok(())
+                },
+            );
+            match res {
+                Ok(()) | Err(WalkError::TooDeep) => {}
+                Err(WalkError::Guard(e)) => report.failed.push((root.as_string(), e.to_string())),
             }
         }
+        report.reverted.extend(deep);
+        report.failed.extend(deep_failed);
         // Deepest first, so a new directory is empty once its new entries
         // are gone (a new directory holding allowed files stays).
-        added.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
-        for rel in added {
-            let path = self.workspace.join(&rel);
-            let res = match path.symlink_metadata() {
-                Ok(m) if m.is_dir() => match std::fs::remove_dir(&path) {
-                    // It holds files the scope allows: a container, kept.
-                    Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => continue,
-                    r => r,
-                },
-                Ok(_) => std::fs::remove_file(&path),
-                Err(e) => Err(e),
-            };
+        added.sort_by(|a, b| {
+            b.0.parts()
+                .len()
+                .cmp(&a.0.parts().len())
+                .then(a.0.cmp(&b.0))
+        });
+        for (rel, kind) in added {
+            let res = self.parent(&rel).and_then(|dir| {
+                if kind == Kind::Dir {
+                    dir.remove_dir(last(&rel))
+                } else {
+                    dir.remove_file(last(&rel))
+                }
+            });
             match res {
-                Ok(()) => report.reverted.push(rel),
-                Err(e) => report.failed.push((rel, format!("cannot remove: {e}"))),
+                Ok(()) => report.reverted.push(rel.as_string()),
+                // It holds files the scope allows: a container, kept.
+                Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {}
+                Err(e) => report
+                    .failed
+                    .push((rel.as_string(), format!("cannot remove: {e}"))),
             }
         }
-        let missing: Vec<String> = self
+        let missing: Vec<RelPath> = self
             .kept
             .keys()
             .filter(|k| !seen.contains(*k))
             .cloned()
             .collect();
         // Parents before children when putting things back.
-        let mut restore: Vec<String> = changed.into_iter().chain(missing).collect();
+        let mut restore: Vec<RelPath> = changed.into_iter().chain(missing).collect();
         restore.sort();
+        restore.dedup();
         for rel in restore {
             let Some(k) = self.kept.get(&rel) else {
                 continue;
             };
-            match self.restore(&rel, k) {
-                Ok(()) => report.reverted.push(rel),
-                Err(e) => report.failed.push((rel, format!("cannot restore: {e}"))),
+            match self.restore(&rel, k, &mut report) {
+                Ok(()) => report.reverted.push(rel.as_string()),
+                Err(e) => report
+                    .failed
+                    .push((rel.as_string(), format!("cannot restore: {e}"))),
             }
         }
         report.reverted.sort();
@@ -229,58 +364,73 @@ impl WriteGuard {
         report
     }
 
-    fn restore(&self, rel: &str, k: &Kept) -> std::io::Result<()> {
-        let path = self.workspace.join(rel);
-        if let Ok(m) = path.symlink_metadata() {
-            match k {
-                Kept::Dir if m.is_dir() => return Ok(()),
-                _ if m.is_dir() => std::fs::remove_dir_all(&path)?,
-                // Never write through what is there now: it may be a symlink
-                // or a hard link to a file inside the scope.
-                _ => std::fs::remove_file(&path)?,
+    /// The parent directory of `rel`, reached without following links.
+    fn parent(&self, rel: &RelPath) -> std::io::Result<DirFd> {
+        let parts = rel.parts();
+        let comps = parts.split_last().map_or(&[][..], |(_, p)| p);
+        self.ws.root().open_dir_path(comps)
+    }
+
+    /// Put `rel` back as it was. Every ancestor is made a real directory
+    /// first (a symlink or file swapped in on the way is removed), and
+    /// whatever is at `rel` now is removed, never written through.
+    fn restore(&self, rel: &RelPath, k: &Kept, report: &mut GuardReport) -> std::io::Result<()> {
+        let parts = rel.parts();
+        let Some((name, ancestors)) = parts.split_last() else {
+            return Ok(());
+        };
+        let mut dir = self.ws.root().try_clone()?;
+        let mut sofar = RelPath::root();
+        for c in ancestors {
+            sofar = sofar.join(c);
+            match dir.stat_opt(c)? {
+                Some(st) if st.kind == Kind::Dir => {}
+                Some(_) => {
+                    dir.remove_tree(c)?;
+                    dir.mkdir(c, 0o755)?;
+                    report.reverted.push(sofar.as_string());
+                }
+                None => dir.mkdir(c, 0o755)?,
             }
+            dir = dir.open_dir(c)?;
         }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+        if let Some(now) = dir.stat_opt(name)? {
+            if matches!(k, Kept::Dir { .. }) && now.kind == Kind::Dir {
+                return Ok(());
+            }
+            dir.remove_tree(name)?;
         }
         match k {
-            Kept::File { bytes, mode, .. } => {
-                std::fs::write(&path, bytes)?;
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(*mode))
-            }
-            Kept::Dir => std::fs::create_dir(&path),
-            Kept::Symlink(target) => std::os::unix::fs::symlink(target, &path),
-            Kept::Other => Err(std::io::Error::other(
+            Kept::File {
+                bytes: Some(bytes),
+                st,
+            } => dir.create_file(name, bytes, st.mode),
+            Kept::File { bytes: None, .. } => Err(std::io::Error::other(
+                "git's object store is not copied by the guard; run `git fsck` and restore the object",
+            )),
+            Kept::Dir { st } => dir.mkdir(name, st.mode),
+            Kept::Symlink { target, .. } => dir.symlink(target, name),
+            Kept::Other { .. } => Err(std::io::Error::other(
                 "a special file was removed and cannot be recreated",
             )),
         }
     }
 }
 
-fn stamp(m: &std::fs::Metadata) -> (u64, u64, i64, i64) {
-    (m.ino(), m.len(), m.ctime(), m.ctime_nsec())
-}
-
-fn same(k: &Kept, m: &std::fs::Metadata) -> bool {
-    match k {
-        Kept::File { stamp: s, .. } => m.is_file() && stamp(m) == *s,
-        Kept::Dir => m.is_dir(),
-        // A replaced symlink has a new inode; compare kinds only here and
-        // let the missing/added logic handle renames.
-        Kept::Symlink(_) => m.file_type().is_symlink(),
-        Kept::Other => !(m.is_file() || m.is_dir() || m.file_type().is_symlink()),
-    }
+fn last(rel: &RelPath) -> &std::ffi::OsStr {
+    rel.parts().last().copied().unwrap_or_default()
 }
 
 /// Normalised roots without those nested in another root.
-fn outermost(roots: &[PathBuf]) -> Result<Vec<PathBuf>, GuardError> {
-    let mut norm: Vec<PathBuf> = roots
-        .iter()
-        .map(|r| Grant::normalize_root(r))
-        .collect::<Result<_, _>>()?;
+fn outermost(roots: &[PathBuf]) -> Result<Vec<RelPath>, GuardError> {
+    let mut norm: Vec<RelPath> = Vec::new();
+    for r in roots {
+        let p = Grant::normalize_root(r)?;
+        norm.push(RelPath::parse(&p.to_string_lossy())?);
+    }
     norm.sort();
     norm.dedup();
-    let mut out: Vec<PathBuf> = Vec::new();
+    let mut out: Vec<RelPath> = Vec::new();
     for r in norm {
         if !out.iter().any(|o| r.starts_with(o)) {
             out.push(r);
@@ -289,62 +439,98 @@ fn outermost(roots: &[PathBuf]) -> Result<Vec<PathBuf>, GuardError> {
     Ok(out)
 }
 
-fn rel_string(p: &Path) -> String {
-    if p.as_os_str().is_empty() {
-        ".".to_owned()
-    } else {
-        p.to_string_lossy().into_owned()
+enum WalkError {
+    TooDeep,
+    Guard(GuardError),
+}
+
+impl From<GuardError> for WalkError {
+    fn from(e: GuardError) -> Self {
+        Self::Guard(e)
     }
 }
 
-type Visit<'a> = dyn FnMut(&str, &Path, &std::fs::Metadata) -> Result<(), GuardError> + 'a;
-
-/// Visit every entry below `root` without following symlinks; paths are
-/// workspace-relative with `/` separators. A missing root has no entries.
-fn walk(workspace: &Path, root: &Path, visit: &mut Visit<'_>) -> Result<(), GuardError> {
-    let start = workspace.join(root);
-    match start.symlink_metadata() {
-        Ok(m) if m.is_dir() => {}
-        _ => return Ok(()),
-    }
-    let mut stack = vec![(start, root.to_path_buf())];
-    while let Some((dir, rel_dir)) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|source| GuardError::Io {
-            path: dir.clone(),
+/// Visit every entry below `root` through directory handles, never
+/// following a symlink. `visit` returns whether to go on into a directory;
+/// `too_deep` gets each directory at the depth limit instead of its entries.
+/// A root that is missing has no entries; one that is not a plain
+/// directory (a symlink swapped in) is an error.
+fn walk(
+    ws: &Workspace,
+    root: &RelPath,
+    rule: &GuardRule<'_>,
+    max_depth: usize,
+    visit: &mut dyn FnMut(Visit<'_>) -> Result<bool, GuardError>,
+    too_deep: &mut dyn FnMut(&DirFd, &RelPath) -> Result<(), WalkError>,
+) -> Result<(), WalkError> {
+    let start = match ws.dir(root) {
+        Ok(d) => d,
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(WalkError::Guard(e.into())),
+    };
+    let mut stack: Vec<(DirFd, RelPath, usize)> = vec![(start, root.clone(), 0)];
+    while let Some((dir, rel_dir, depth)) = stack.pop() {
+        let entries = dir.entries().map_err(|source| GuardError::Io {
+            path: rel_dir.as_string(),
             source,
         })?;
-        for entry in entries {
-            let entry = entry.map_err(|source| GuardError::Io {
-                path: dir.clone(),
-                source,
+        let mut names: Vec<(OsString, EntryStat)> = entries;
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, st) in names {
+            let rel = rel_dir.join(&name);
+            let rel_s = rel.as_string();
+            let go_on = visit(Visit {
+                rel: &rel,
+                name: &rel_s,
+                st: &st,
+                dir: &dir,
             })?;
-            let path = entry.path();
-            let meta = path.symlink_metadata().map_err(|source| GuardError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            let rel_path = rel_dir.join(entry.file_name());
-            let rel = rel_path.to_string_lossy().into_owned();
-            visit(&rel, &path, &meta)?;
-            if meta.is_dir() {
-                stack.push((path, rel_path));
+            if go_on && st.kind == Kind::Dir && (rule.watch_dir)(&rel_s) {
+                let sub = dir.open_dir(&name).map_err(|source| GuardError::Io {
+                    path: rel_s.clone(),
+                    source,
+                })?;
+                if depth + 1 >= max_depth {
+                    too_deep(&sub, &rel)?;
+                    continue;
+                }
+                stack.push((sub, rel, depth + 1));
             }
         }
     }
     Ok(())
 }
 
+/// A rule for `allows`, watching every directory.
+pub fn rule(allows: &(dyn Fn(&str) -> bool + Sync)) -> GuardRule<'_> {
+    GuardRule {
+        allows,
+        watch_dir: &|_| true,
+    }
+}
+
+/// Whether a guard over the workspace-relative root `root` must watch the
+/// directory `dir` when the scope allows everything under the root except
+/// authority files.
+pub fn watch_authority_only(dir: &str) -> bool {
+    authority::is_authority(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn setup() -> tempfile::TempDir {
+    fn setup() -> (tempfile::TempDir, Workspace) {
         let d = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(d.path().join("src/auth")).expect("mkdir");
-        std::fs::write(d.path().join("src/a.rs"), "a").expect("write");
-        std::fs::write(d.path().join("src/notes.txt"), "keep me").expect("write");
-        std::fs::write(d.path().join("src/auth/b.rs"), "b").expect("write");
-        d
+        let w = d.path().join("ws");
+        std::fs::create_dir_all(w.join("src/auth")).expect("mkdir");
+        std::fs::write(w.join("src/a.rs"), "a").expect("write");
+        std::fs::write(w.join("src/notes.txt"), "keep me").expect("write");
+        std::fs::write(w.join("src/auth/b.rs"), "b").expect("write");
+        std::fs::create_dir_all(d.path().join("canary")).expect("mkdir");
+        std::fs::write(d.path().join("canary/c.txt"), "canary").expect("write");
+        let ws = Workspace::open(&w).expect("ws");
+        (d, ws)
     }
 
     fn rs_only(rel: &str) -> bool {
@@ -353,9 +539,10 @@ mod tests {
 
     #[test]
     fn undoes_every_change_outside_the_scope_and_keeps_the_rest() {
-        let d = setup();
-        let w = d.path();
-        let g = WriteGuard::arm(w, &[PathBuf::from("src")], &rs_only, GuardBudget::default())
+        let (_d, ws) = setup();
+        let w = ws.host_path().to_path_buf();
+        let r = rule(&rs_only);
+        let g = WriteGuard::arm(&ws, &[PathBuf::from("src")], &r, GuardBudget::default())
             .expect("arms");
         std::fs::write(w.join("src/a.rs"), "changed").expect("write");
         std::fs::write(w.join("src/new.rs"), "new").expect("write");
@@ -366,7 +553,7 @@ mod tests {
         std::fs::create_dir_all(w.join("src/keepdir")).expect("mkdir");
         std::fs::write(w.join("src/keepdir/ok.rs"), "ok").expect("write");
         std::os::unix::fs::symlink("/etc/passwd", w.join("src/link")).expect("symlink");
-        let report = g.check(&rs_only);
+        let report = g.check(&r);
         assert!(report.failed.is_empty(), "{report:?}");
         assert_eq!(
             report.reverted,
@@ -402,23 +589,24 @@ mod tests {
 
     #[test]
     fn restores_deleted_renamed_and_relinked_files() {
-        let d = setup();
-        let w = d.path();
-        let g = WriteGuard::arm(w, &[PathBuf::from("src")], &rs_only, GuardBudget::default())
+        let (_d, ws) = setup();
+        let w = ws.host_path().to_path_buf();
+        let r = rule(&rs_only);
+        let g = WriteGuard::arm(&ws, &[PathBuf::from("src")], &r, GuardBudget::default())
             .expect("arms");
         std::fs::rename(w.join("src/notes.txt"), w.join("src/notes.rs")).expect("rename");
-        let report = g.check(&rs_only);
+        let report = g.check(&r);
         assert_eq!(report.reverted, vec!["src/notes.txt"]);
         assert_eq!(
             std::fs::read_to_string(w.join("src/notes.txt")).expect("read"),
             "keep me"
         );
 
-        let g = WriteGuard::arm(w, &[PathBuf::from("src")], &rs_only, GuardBudget::default())
+        let g = WriteGuard::arm(&ws, &[PathBuf::from("src")], &r, GuardBudget::default())
             .expect("arms");
         std::fs::remove_file(w.join("src/notes.txt")).expect("rm");
         std::fs::hard_link(w.join("src/a.rs"), w.join("src/notes.txt")).expect("link");
-        let report = g.check(&rs_only);
+        let report = g.check(&r);
         assert_eq!(report.reverted, vec!["src/notes.txt"]);
         assert_eq!(
             std::fs::read_to_string(w.join("src/notes.txt")).expect("read"),
@@ -431,24 +619,139 @@ mod tests {
         );
     }
 
+    /// The red team's swap: a directory holding out-of-scope files replaced
+    /// by a symlink to a directory outside the workspace. Restoring must
+    /// remove the link and never create or delete anything through it.
     #[test]
-    fn an_untouched_tree_reports_nothing_and_budgets_hold() {
-        let d = setup();
-        let w = d.path();
+    fn a_directory_swapped_for_a_symlink_is_put_back_without_following_it() {
+        let (d, ws) = setup();
+        let w = ws.host_path().to_path_buf();
+        // Scope: `src/auth` itself may change, its files may not.
+        let allows = |rel: &str| rel == "src/auth";
+        let r = rule(&allows);
+        let g = WriteGuard::arm(&ws, &[PathBuf::from("src")], &r, GuardBudget::default())
+            .expect("arms");
+        std::fs::rename(w.join("src/auth"), w.join("src/moved")).expect("rename");
+        std::os::unix::fs::symlink(d.path().join("canary"), w.join("src/auth")).expect("symlink");
+        let report = g.check(&r);
+        assert!(report.failed.is_empty(), "{report:?}");
+        assert!(
+            report.reverted.contains(&"src/auth/b.rs".to_owned()),
+            "{report:?}"
+        );
+        assert!(
+            report.reverted.contains(&"src/moved".to_owned()),
+            "{report:?}"
+        );
+        assert!(w.join("src/auth").symlink_metadata().expect("dir").is_dir());
+        assert_eq!(
+            std::fs::read_to_string(w.join("src/auth/b.rs")).expect("read"),
+            "b"
+        );
+        let canary: Vec<_> = std::fs::read_dir(d.path().join("canary"))
+            .expect("canary")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(
+            canary,
+            vec![std::ffi::OsString::from("c.txt")],
+            "nothing written outside"
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("canary/c.txt")).expect("read"),
+            "canary"
+        );
+    }
+
+    #[test]
+    fn deep_trees_and_budgets() {
+        let (_d, ws) = setup();
+        let w = ws.host_path().to_path_buf();
+        let r = rule(&rs_only);
         let g = WriteGuard::arm(
-            w,
+            &ws,
             &[PathBuf::from("src"), PathBuf::from("src/auth")],
-            &rs_only,
+            &r,
             GuardBudget::default(),
         )
         .expect("arms");
-        assert!(!g.check(&rs_only).violated());
+        assert!(!g.check(&r).violated());
         let tiny = GuardBudget {
             bytes: 3,
             entries: 10,
+            ..GuardBudget::default()
         };
-        let err = WriteGuard::arm(w, &[PathBuf::from("src")], &rs_only, tiny).expect_err("over");
+        let err = WriteGuard::arm(&ws, &[PathBuf::from("src")], &r, tiny).expect_err("over");
         assert!(err.to_string().contains("owned_scope"), "{err}");
-        assert!(WriteGuard::arm(w, &[PathBuf::from("../x")], &rs_only, tiny).is_err());
+        assert!(WriteGuard::arm(&ws, &[PathBuf::from("../x")], &r, tiny).is_err());
+
+        // A chain deeper than the budget cannot be guarded: refused.
+        let shallow = GuardBudget {
+            depth: 4,
+            ..GuardBudget::default()
+        };
+        std::fs::create_dir_all(w.join("src/d1/d2/d3/d4/d5")).expect("mkdir");
+        let err = WriteGuard::arm(&ws, &[PathBuf::from("src")], &r, shallow).expect_err("deep");
+        assert!(err.to_string().contains("directory levels"), "{err}");
+        std::fs::remove_dir_all(w.join("src/d1")).expect("rm");
+
+        // A chain the call creates past the depth limit (and past PATH_MAX)
+        // is removed whole.
+        let g = WriteGuard::arm(&ws, &[PathBuf::from("src")], &r, GuardBudget::default())
+            .expect("arms");
+        let top = DirFd::open_ambient(&w.join("src")).expect("open");
+        top.mkdir(std::ffi::OsStr::new("deep"), 0o755)
+            .expect("mkdir");
+        let mut cur = top.open_dir(std::ffi::OsStr::new("deep")).expect("open");
+        for _ in 0..2100 {
+            cur.mkdir(std::ffi::OsStr::new("d"), 0o755).expect("mkdir");
+            cur = cur.open_dir(std::ffi::OsStr::new("d")).expect("open");
+        }
+        cur.create_file(std::ffi::OsStr::new("x.txt"), b"x", 0o644)
+            .expect("file");
+        let report = g.check(&r);
+        assert!(report.failed.is_empty(), "{report:?}");
+        assert!(!w.join("src/deep").exists(), "{report:?}");
+    }
+
+    #[test]
+    fn authority_files_under_a_covered_root_are_restored() {
+        let (_d, ws) = setup();
+        let w = ws.host_path().to_path_buf();
+        std::fs::create_dir_all(w.join(".git/hooks")).expect("mkdir");
+        std::fs::create_dir_all(w.join(".git/objects/ab")).expect("mkdir");
+        std::fs::write(w.join(".git/config"), "[core]\n").expect("write");
+        std::fs::write(w.join(".git/objects/ab/cd"), "obj").expect("write");
+        std::fs::create_dir_all(w.join(".orchestration")).expect("mkdir");
+        std::fs::write(w.join(".orchestration/active_intents.yaml"), "x").expect("write");
+        let allows = |rel: &str| !authority::is_authority(rel);
+        let r = GuardRule {
+            allows: &allows,
+            watch_dir: &watch_authority_only,
+        };
+        let g =
+            WriteGuard::arm(&ws, &[PathBuf::from(".")], &r, GuardBudget::default()).expect("arms");
+        std::fs::write(w.join(".git/config"), "[core]\nfsmonitor = evil\n").expect("write");
+        std::fs::write(w.join(".git/hooks/post-checkout"), "#!/bin/sh\nevil\n").expect("write");
+        std::fs::write(w.join(".orchestration/active_intents.yaml"), "widened").expect("write");
+        std::fs::write(w.join("src/fine.rs"), "ok").expect("write");
+        std::fs::write(w.join(".git/objects/ab/new"), "new").expect("write");
+        let report = g.check(&r);
+        assert!(report.failed.is_empty(), "{report:?}");
+        assert_eq!(
+            report.reverted,
+            vec![
+                ".git/config",
+                ".git/hooks/post-checkout",
+                ".git/objects/ab/new",
+                ".orchestration/active_intents.yaml"
+            ]
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.join(".git/config")).expect("read"),
+            "[core]\n"
+        );
+        assert!(w.join("src/fine.rs").exists());
     }
 }

@@ -1,7 +1,10 @@
 //! Capabilities as data: a [`Grant`] says exactly what one tool call may
 //! touch, and [`wasi`] turns it into that call's WASI context and nothing
-//! more. Scopes finer than a directory are held by a [`WriteGuard`] around
-//! the call; `.rooignore` ([`RooIgnore`]) is checked on declared paths.
+//! more. The host's own access to a workspace goes through [`Workspace`]
+//! (directory handles, no symlinks out, no special files, bounded reads).
+//! Scopes finer than a directory, and the [`authority`] files under a write
+//! root, are held by a [`WriteGuard`] around the call; `.rooignore`
+//! ([`RooIgnore`]) is checked on declared paths.
 //!
 //! # Guest path convention
 //!
@@ -12,14 +15,20 @@
 //! so writes under `R` succeed and writes anywhere else hit the read-only
 //! mount. Tools take and return workspace-relative paths.
 
+pub mod authority;
+pub mod dirfd;
 mod grant;
 mod guard;
 mod rooignore;
 pub mod wasi;
+mod workspace;
 
 pub use grant::{Grant, GrantError, Limits};
-pub use guard::{GuardBudget, GuardError, GuardReport, WriteGuard};
+pub use guard::{
+    GuardBudget, GuardError, GuardReport, GuardRule, WriteGuard, rule, watch_authority_only,
+};
 pub use rooignore::{ROOIGNORE, RooIgnore};
+pub use workspace::{RelPath, Workspace, WorkspaceError};
 
 /// Guest path where the workspace is mounted.
 pub const GUEST_WORKSPACE: &str = "/workspace";

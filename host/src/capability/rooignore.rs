@@ -7,8 +7,12 @@ use std::path::Path;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
+use super::Workspace;
+
 /// File name of the ignore list at the workspace root.
 pub const ROOIGNORE: &str = ".rooignore";
+/// Largest `.rooignore` read.
+const MAX_ROOIGNORE: u64 = 1 << 20;
 
 /// The workspace's `.rooignore` patterns (none when the file is missing).
 #[derive(Debug, Clone)]
@@ -17,14 +21,35 @@ pub struct RooIgnore {
 }
 
 impl RooIgnore {
-    /// Read `workspace/.rooignore`. Lines that do not parse are skipped
-    /// with a warning, so one typo cannot switch the whole list off.
+    /// Read `workspace/.rooignore` through the workspace layer (a regular
+    /// file inside the workspace, at most 1 MiB). Lines that do not parse
+    /// are skipped with a warning, so one typo cannot switch the whole list
+    /// off; a `.rooignore` that cannot be read safely (a FIFO, a device, a
+    /// link out of the workspace) is reported and holds no patterns.
     pub fn load(workspace: &Path) -> Self {
-        let path = workspace.join(ROOIGNORE);
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            return Self { matcher: None };
+        let none = Self { matcher: None };
+        let ws = match Workspace::open(workspace) {
+            Ok(ws) => ws,
+            Err(e) => {
+                tracing::warn!(".rooignore not read: {e}");
+                return none;
+            }
         };
-        let mut b = GitignoreBuilder::new(workspace);
+        Self::load_in(&ws)
+    }
+
+    /// [`RooIgnore::load`] on an open workspace.
+    pub fn load_in(ws: &Workspace) -> Self {
+        let text = match ws.read_text(ROOIGNORE, MAX_ROOIGNORE) {
+            Ok(Some(t)) => t,
+            Ok(None) => return Self { matcher: None },
+            Err(e) => {
+                tracing::warn!(".rooignore not read: {e}");
+                return Self { matcher: None };
+            }
+        };
+        let path = ws.host_path().join(ROOIGNORE);
+        let mut b = GitignoreBuilder::new(ws.host_path());
         for line in text.lines() {
             if let Err(e) = b.add_line(Some(path.clone()), line) {
                 tracing::warn!(file = %path.display(), "skipping .rooignore line {line:?}: {e}");
@@ -40,7 +65,8 @@ impl RooIgnore {
     }
 
     /// Whether the workspace-relative `rel` (or a directory above it) is
-    /// ignored.
+    /// ignored. `rel` must already be normalised ([`Workspace::normalize`]);
+    /// callers check the resolved path too ([`Workspace::resolve`]).
     pub fn blocks(&self, rel: &str) -> bool {
         let Some(m) = &self.matcher else {
             return false;

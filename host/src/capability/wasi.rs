@@ -3,11 +3,11 @@
 //! lookups; the workspace (or only its read roots) read-only and each write
 //! root read-write.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
-use super::{GUEST_WORKSPACE, Grant, GrantError};
+use super::{GUEST_WORKSPACE, Grant, GrantError, RelPath, Workspace, WorkspaceError};
 
 /// The sandbox of one call, plus the facts the plugin may ask about.
 pub struct Sandbox {
@@ -18,8 +18,8 @@ pub struct Sandbox {
 }
 
 /// Build the sandbox of a call. Write roots that do not exist yet are
-/// created (the grant allows writing there); a root that resolves outside
-/// the workspace through a symlink is refused.
+/// created (the grant allows writing there); a root reached through a
+/// symlink, or that is not a directory, is refused.
 pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
     if !grant.network.is_empty() {
         return Err(GrantError::Unsupported("network access"));
@@ -40,48 +40,43 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
         grant.read || !grant.read_roots.is_empty() || !grant.write_roots.is_empty();
     let ws = if need_workspace {
         Some(
-            grant
-                .workspace
-                .canonicalize()
-                .map_err(|source| GrantError::Io {
-                    path: grant.workspace.clone(),
-                    source,
-                })?,
+            Workspace::open(&grant.workspace).map_err(|e| GrantError::Io {
+                path: grant.workspace.clone(),
+                source: std::io::Error::other(e.to_string()),
+            })?,
         )
     } else {
         None
     };
 
     if let (true, Some(ws)) = (grant.read, ws.as_ref()) {
-        preopen(&mut b, ws, GUEST_WORKSPACE.to_owned(), FsPerms::ReadOnly)?;
+        preopen(
+            &mut b,
+            ws.host_path(),
+            GUEST_WORKSPACE.to_owned(),
+            FsPerms::ReadOnly,
+        )?;
     }
     if let (false, Some(ws)) = (grant.read, ws.as_ref()) {
         for root in &grant.read_roots {
-            let rel = Grant::normalize_root(root)?;
-            let host = ws.join(&rel);
-            if !host.is_dir() {
+            let rel = root_path(root)?;
+            match ws.dir(&rel) {
+                Ok(_) => {}
                 // Nothing there to read; the guest sees no such directory.
-                continue;
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(root_error(root, e)),
             }
-            check_inside(ws, &rel, &host)?;
-            let resolved = host.canonicalize().map_err(|source| GrantError::Io {
-                path: host.clone(),
-                source,
-            })?;
-            preopen(&mut b, &resolved, guest_path(&rel), FsPerms::ReadOnly)?;
+            let host = ws.host_path().join(rel.to_path());
+            preopen(&mut b, &host, guest_path(&rel), FsPerms::ReadOnly)?;
         }
     }
     let mut write_roots = Vec::new();
     if let Some(ws) = ws.as_ref() {
         for root in &grant.write_roots {
-            let rel = Grant::normalize_root(root)?;
-            let host = resolve_root(ws, &rel)?;
+            let rel = root_path(root)?;
+            let host = ws.ensure_dir(&rel).map_err(|e| root_error(root, e))?;
             preopen(&mut b, &host, guest_path(&rel), FsPerms::ReadWrite)?;
-            write_roots.push(if rel.as_os_str().is_empty() {
-                ".".to_owned()
-            } else {
-                rel.display().to_string()
-            });
+            write_roots.push(rel.as_string());
         }
     }
     Ok(Sandbox {
@@ -91,11 +86,11 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
 }
 
 /// Guest path of a normalised workspace-relative directory.
-fn guest_path(rel: &Path) -> String {
-    if rel.as_os_str().is_empty() {
+fn guest_path(rel: &RelPath) -> String {
+    if rel.is_root() {
         GUEST_WORKSPACE.to_owned()
     } else {
-        format!("{GUEST_WORKSPACE}/{}", rel.display())
+        format!("{GUEST_WORKSPACE}/{rel}")
     }
 }
 
@@ -113,44 +108,17 @@ fn preopen(
         })
 }
 
-/// Host directory of a write root: created when missing, and checked to stay
-/// inside the workspace once symlinks are resolved.
-fn resolve_root(ws: &Path, rel: &Path) -> Result<PathBuf, GrantError> {
-    let joined = ws.join(rel);
-    if !joined.exists() {
-        // Create level by level, checking each existing ancestor first, so a
-        // symlinked parent cannot redirect the creation outside.
-        let mut cur = ws.to_path_buf();
-        for c in rel.components() {
-            cur.push(c);
-            match cur.symlink_metadata() {
-                Ok(_) => check_inside(ws, rel, &cur)?,
-                Err(_) => std::fs::create_dir(&cur).map_err(|source| GrantError::Io {
-                    path: cur.clone(),
-                    source,
-                })?,
-            }
-        }
-    }
-    let resolved = joined.canonicalize().map_err(|source| GrantError::Io {
-        path: joined.clone(),
-        source,
-    })?;
-    check_inside(ws, rel, &resolved)?;
-    Ok(resolved)
+/// A grant's root as a normalised workspace path.
+fn root_path(root: &Path) -> Result<RelPath, GrantError> {
+    let norm = Grant::normalize_root(root)?;
+    RelPath::parse(&norm.to_string_lossy()).map_err(|_| GrantError::BadRoot(root.to_path_buf()))
 }
 
-fn check_inside(ws: &Path, rel: &Path, p: &Path) -> Result<(), GrantError> {
-    let resolved = p.canonicalize().map_err(|source| GrantError::Io {
-        path: p.to_path_buf(),
-        source,
-    })?;
-    if resolved.starts_with(ws) {
-        Ok(())
-    } else {
-        Err(GrantError::RootEscapes {
-            root: rel.to_path_buf(),
-            resolved,
-        })
+/// Why a root cannot be mounted: it leads out of the workspace, through a
+/// symlink, or is not a directory.
+fn root_error(root: &Path, e: WorkspaceError) -> GrantError {
+    GrantError::RootEscapes {
+        root: root.to_path_buf(),
+        reason: e.to_string(),
     }
 }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 
+use super::sanitize::visible_line;
 use crate::intents::{self, Trace};
 
 /// `roost intents list`.
@@ -39,13 +40,14 @@ pub fn list(args: IntentsArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    // Intents come from a workspace file: shown, not interpreted.
     for i in intents::load(&args.workspace)? {
         println!(
             "{:<10} {:<12} {:<40} {}",
-            i.id,
-            i.status,
-            i.name,
-            i.owned_scope.join(", ")
+            visible_line(&i.id),
+            visible_line(&i.status),
+            visible_line(&i.name),
+            visible_line(&i.owned_scope.join(", "))
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -61,23 +63,26 @@ pub fn trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
             println!("{}", serde_json::to_string(e)?);
             continue;
         }
+        // The trace is a workspace file and quotes model-chosen arguments:
+        // shown, not interpreted.
         println!(
             "{} {:<9} {:<8} {:<10} {} {}",
-            e.time,
-            e.kind,
-            e.intent_id.as_deref().unwrap_or("-"),
-            e.tool,
-            e.args_summary,
-            e.detail.as_deref().unwrap_or("")
+            visible_line(&e.time),
+            visible_line(&e.kind),
+            visible_line(e.intent_id.as_deref().unwrap_or("-")),
+            visible_line(&e.tool),
+            visible_line(&e.args_summary),
+            visible_line(e.detail.as_deref().unwrap_or(""))
         );
         for f in &e.files {
             let short = |h: &Option<String>| {
-                h.as_deref()
-                    .map_or("(none)".to_owned(), |h| h[..12.min(h.len())].to_owned())
+                h.as_deref().map_or("(none)".to_owned(), |h| {
+                    visible_line(&h.chars().take(12).collect::<String>()).into_owned()
+                })
             };
             println!(
                 "    {} {} → {} ({} lines)",
-                f.path,
+                visible_line(&f.path),
                 short(&f.sha256_before),
                 short(&f.sha256_after),
                 f.lines_changed

@@ -5,6 +5,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
+use super::sanitize::{visible, visible_line};
 use crate::task::{Approval, CompletionAnswer, Interaction};
 use crate::tools::ToolGroup;
 
@@ -39,22 +40,25 @@ async fn ask_line(prompt: String) -> Option<String> {
     .flatten()
 }
 
-/// One line of arguments, cut for display.
+/// One line of arguments, cut for display. JSON escapes C0 controls in
+/// strings but not DEL, C1 or bidi controls: those are made visible here.
 pub fn short_args(args: &serde_json::Value) -> String {
     let s = args.to_string();
-    if s.chars().count() > 120 {
+    let s = if s.chars().count() > 120 {
         format!("{}…", s.chars().take(120).collect::<String>())
     } else {
         s
-    }
+    };
+    visible_line(&s).into_owned()
 }
 
 #[async_trait::async_trait]
 impl Interaction for Terminal {
     async fn approve(&self, tool: &str, group: ToolGroup, args: &serde_json::Value) -> Approval {
+        let shown_tool = visible_line(tool);
         if !self.tty {
             eprintln!(
-                "denied {tool}: no terminal to ask, and the approval policy does not cover the `{group}` group (use --yes or --approve {group})"
+                "denied {shown_tool}: no terminal to ask, and the approval policy does not cover the `{group}` group (use --yes or --approve {group})"
             );
             return Approval::Deny {
                 feedback: Some(format!(
@@ -63,7 +67,7 @@ impl Interaction for Terminal {
             };
         }
         let answer = ask_line(format!(
-            "\n? Run {tool} {}  [y]es / [n]o / or type feedback: ",
+            "\n? Run {shown_tool} {}  [y]es / [n]o / or type feedback: ",
             short_args(args)
         ))
         .await;
@@ -77,6 +81,7 @@ impl Interaction for Terminal {
     }
 
     async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval {
+        let (intent, tool, path) = (visible_line(intent), visible_line(tool), visible_line(path));
         if !self.tty {
             eprintln!(
                 "denied {tool} on {path}: outside the owned scope of {intent}, and no terminal to ask"
@@ -96,15 +101,22 @@ impl Interaction for Terminal {
     }
 
     async fn hook_question(&self, hook: &str, tool: &str, question: &str) -> Approval {
+        let (shown_hook, tool, question) = (
+            visible_line(hook),
+            visible_line(tool),
+            visible_line(question),
+        );
         if !self.tty {
-            eprintln!("denied {tool}: hook `{hook}` asks \"{question}\", and no terminal to ask");
+            eprintln!(
+                "denied {tool}: hook `{shown_hook}` asks \"{question}\", and no terminal to ask"
+            );
             return Approval::Deny {
                 feedback: Some(format!(
                     "Denied automatically: hook `{hook}` needs the user's approval and nobody can be asked."
                 )),
             };
         }
-        let q = format!("\n? [{hook}] {question} [y]es / [n]o / feedback: ");
+        let q = format!("\n? [{shown_hook}] {question} [y]es / [n]o / feedback: ");
         match ask_line(q).await.as_deref().map(str::trim) {
             Some("y" | "Y" | "yes") => Approval::Approve,
             Some("n" | "N" | "no" | "") | None => Approval::Deny { feedback: None },
@@ -118,9 +130,9 @@ impl Interaction for Terminal {
         if !self.tty {
             return None;
         }
-        let mut prompt = format!("\n? {question}\n");
+        let mut prompt = format!("\n? {}\n", visible(question));
         for (i, s) in suggestions.iter().enumerate() {
-            prompt.push_str(&format!("  {}. {s}\n", i + 1));
+            prompt.push_str(&format!("  {}. {}\n", i + 1, visible_line(s)));
         }
         prompt.push_str("> ");
         let line = ask_line(prompt).await?;
@@ -146,6 +158,7 @@ impl Interaction for Terminal {
     }
 
     async fn guidance(&self, reason: &str) -> Option<String> {
+        let reason = visible(reason);
         if !self.tty {
             eprintln!("{reason} No terminal to ask: stopping.");
             return None;

@@ -7,6 +7,7 @@ mod interact;
 mod modes;
 mod render;
 mod run;
+pub mod sanitize;
 mod tool;
 
 use std::path::PathBuf;
@@ -99,7 +100,8 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Errors quote file names, plugin and server messages: shown, not interpreted.
+            eprintln!("error: {}", sanitize::visible(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

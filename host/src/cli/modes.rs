@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::config;
+use super::sanitize::{visible, visible_line};
 use crate::modes::{ModeSet, ModeSource};
 
 /// `roost modes …`
@@ -31,6 +32,7 @@ pub fn run(cmd: ModesCommand) -> anyhow::Result<ExitCode> {
         let modes: Vec<_> = set.iter().collect();
         println!("{}", serde_json::to_string_pretty(&modes)?);
     } else {
+        // Modes come from workspace and global files: shown, not interpreted.
         for m in set.iter() {
             let groups: Vec<String> = m
                 .groups
@@ -50,15 +52,17 @@ pub fn run(cmd: ModesCommand) -> anyhow::Result<ExitCode> {
                 format!("  hooks: {}", m.hooks.join(", "))
             };
             println!(
-                "{:<14} {:<22} {:<40} {source}{hooks}",
-                m.slug,
-                m.name,
-                groups.join(",")
+                "{:<14} {:<22} {:<40} {}{}",
+                visible_line(&m.slug),
+                visible_line(&m.name),
+                visible_line(&groups.join(",")),
+                visible_line(&source),
+                visible_line(&hooks)
             );
         }
     }
     for e in &set.errors {
-        eprintln!("warning: {e}");
+        eprintln!("warning: {}", visible(&e.to_string()));
     }
     Ok(if set.errors.is_empty() {
         ExitCode::SUCCESS

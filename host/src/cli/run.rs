@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 use super::config::{self, Profile};
 use super::interact::Terminal;
 use super::render::{self, Format};
+use super::sanitize::{visible, visible_line};
 use crate::events::{EventBus, TaskEvent};
 use crate::llm::scripted::{Script, ScriptedTransport};
 use crate::llm::{HttpTransport, OpenAiCompatible, Provider, RetryPolicy, Role};
@@ -365,13 +366,13 @@ pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode>
                     .collect();
                 println!(
                     "{}  {:<20} {:<10} in {:>7} out {:>6} ${:.4}  {}",
-                    t.id,
+                    visible_line(&t.id),
                     t.status,
-                    t.mode,
+                    visible_line(&t.mode),
                     t.usage.input_tokens,
                     t.usage.output_tokens,
                     t.cost,
-                    prompt
+                    visible_line(&prompt)
                 );
             }
         }
@@ -379,18 +380,26 @@ pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode>
             let t = store.find_task(&id)?;
             println!(
                 "task {} · {} · mode {} · {}",
-                t.id, t.status, t.mode, t.workspace
+                visible_line(&t.id),
+                t.status,
+                visible_line(&t.mode),
+                visible_line(&t.workspace)
             );
             println!(
                 "tokens in {} out {} · ${:.4}\n",
                 t.usage.input_tokens, t.usage.output_tokens, t.cost
             );
             for m in store.load_ui(&t.id)? {
-                println!("[{} {}] {}", m.kind, m.subtype, m.text);
+                println!(
+                    "[{} {}] {}",
+                    visible_line(&m.kind),
+                    visible_line(&m.subtype),
+                    visible(&m.text)
+                );
             }
             if let Some(dir) = export {
                 store.export_roo(&t.id, &dir)?;
-                println!("\nexported to {}", dir.display());
+                println!("\nexported to {}", visible_line(&dir.display().to_string()));
             }
         }
     }

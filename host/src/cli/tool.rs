@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
+use super::sanitize::{visible, visible_line};
 use crate::capability::{Grant, Limits};
 use crate::plugins::{EngineConfig, LoadedPlugin, PluginEngine, first_party};
 use crate::tools::Registry;
@@ -70,12 +71,13 @@ pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> 
             let (_engine, registry) = load(data_dir, &p)?;
             for t in registry.iter() {
                 let first_line = t.spec.description.lines().next().unwrap_or("");
+                // Names and descriptions come from plugins.
                 println!(
                     "{:<20} {:<8} {:<12} {}",
-                    t.spec.name,
+                    visible_line(&t.spec.name),
                     t.spec.group,
-                    t.plugin.name(),
-                    first_line
+                    visible_line(t.plugin.name()),
+                    visible_line(first_line)
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -139,14 +141,15 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         };
         println!("{v}");
     } else {
+        // Tool output (file contents, file names) is shown, not interpreted.
         match &result {
             Ok(out) => {
-                print!("{}", out.text);
+                print!("{}", visible(&out.text));
                 if !out.text.ends_with('\n') {
                     println!();
                 }
             }
-            Err(e) => eprintln!("error [{}]: {}", e.code, e.message),
+            Err(e) => eprintln!("error [{}]: {}", e.code, visible(&e.message)),
         }
     }
     Ok(if result.is_ok() {

@@ -7,10 +7,12 @@ mod trace;
 
 use std::path::{Path, PathBuf};
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
-pub use trace::{FileChange, Trace, TraceEntry};
+pub use trace::{DIFF_DEADLINE, FileChange, MAX_DIFF_BYTES, Trace, TraceEntry, bounded_diff};
+
+use crate::capability::Workspace;
 
 /// Directory of the orchestration sidecars.
 pub const ORCHESTRATION_DIR: &str = ".orchestration";
@@ -64,9 +66,28 @@ pub enum IntentError {
     },
 }
 
-/// Whether intents are on for `workspace` (it has `.orchestration/`).
+/// Largest intents file, `.intentignore` or trace Roost reads.
+const MAX_SIDECAR: u64 = 1 << 20;
+/// Largest `AGENT.md` put into the intent context.
+const MAX_AGENT_NOTES: u64 = 64 << 10;
+
+/// Whether intents are on for `workspace` (it has a real `.orchestration/`
+/// directory; a symlink there does not count).
 pub fn enabled(workspace: &Path) -> bool {
-    workspace.join(ORCHESTRATION_DIR).is_dir()
+    Workspace::open(workspace).is_ok_and(|ws| ws.is_dir_strict(ORCHESTRATION_DIR))
+}
+
+/// Read an orchestration sidecar: through the workspace layer, following
+/// no symlink, a regular file of bounded size. `Ok(None)` when absent.
+fn read_sidecar(workspace: &Path, name: &str, max: u64) -> Result<Option<String>, IntentError> {
+    let rel = format!("{ORCHESTRATION_DIR}/{name}");
+    let err = |message: String| IntentError::File {
+        path: workspace.join(&rel),
+        message,
+    };
+    let ws = Workspace::open(workspace).map_err(|e| err(e.to_string()))?;
+    ws.read_text_strict(&rel, max)
+        .map_err(|e| err(e.to_string()))
 }
 
 /// The intents of a workspace (empty when the file is absent).
@@ -74,15 +95,8 @@ pub fn load(workspace: &Path) -> Result<Vec<Intent>, IntentError> {
     let path = workspace
         .join(ORCHESTRATION_DIR)
         .join("active_intents.yaml");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(IntentError::File {
-                path,
-                message: e.to_string(),
-            });
-        }
+    let Some(text) = read_sidecar(workspace, "active_intents.yaml", MAX_SIDECAR)? else {
+        return Ok(Vec::new());
     };
     if text.trim().is_empty() {
         return Ok(Vec::new());
@@ -94,15 +108,28 @@ pub fn load(workspace: &Path) -> Result<Vec<Intent>, IntentError> {
     Ok(file.active_intents)
 }
 
+/// Compile scope globs as users read them: `*` and `?` match within one
+/// path component and never cross `/`; `**` crosses any number of them; a
+/// pattern without wildcards names that path and, if it is a directory,
+/// everything under it (`src/auth` = `src/auth` + `src/auth/**`).
 fn globset(owner: &str, globs: &[String]) -> Result<GlobSet, IntentError> {
     let mut b = GlobSetBuilder::new();
     for g in globs {
-        let glob = Glob::new(g.trim_start_matches("./")).map_err(|e| IntentError::Glob {
-            intent: owner.to_owned(),
-            glob: g.clone(),
-            message: e.to_string(),
-        })?;
-        b.add(glob);
+        let pattern = g.trim_start_matches("./").trim_end_matches('/');
+        let compile = |p: &str| {
+            GlobBuilder::new(p)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| IntentError::Glob {
+                    intent: owner.to_owned(),
+                    glob: g.clone(),
+                    message: e.to_string(),
+                })
+        };
+        b.add(compile(pattern)?);
+        if !pattern.contains(['*', '?', '[', '{']) && !pattern.is_empty() {
+            b.add(compile(&format!("{pattern}/**"))?);
+        }
     }
     b.build().map_err(|e| IntentError::Glob {
         intent: owner.to_owned(),
@@ -124,14 +151,13 @@ pub struct Scope {
 impl Scope {
     /// The scope of `intent` in `workspace` (with its `.intentignore`).
     pub fn new(workspace: &Path, intent: &Intent) -> Result<Self, IntentError> {
-        let ignore_lines: Vec<String> =
-            std::fs::read_to_string(workspace.join(ORCHESTRATION_DIR).join(".intentignore"))
-                .unwrap_or_default()
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(str::to_owned)
-                .collect();
+        let ignore_lines: Vec<String> = read_sidecar(workspace, ".intentignore", MAX_SIDECAR)?
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_owned)
+            .collect();
         Ok(Self {
             intent: intent.id.clone(),
             owned: globset(&intent.id, &intent.owned_scope)?,
@@ -165,7 +191,12 @@ impl Scope {
         let d = d.trim_start_matches("./").trim_end_matches('/');
         self.owned_globs.iter().any(|g| {
             let g = g.trim_start_matches("./");
-            g == "**" || (!d.is_empty() && d != "." && g.strip_suffix("/**") == Some(d))
+            let g = g.trim_end_matches('/');
+            let literal = !g.contains(['*', '?', '[', '{']);
+            g == "**"
+                || (!d.is_empty()
+                    && d != "."
+                    && (g.strip_suffix("/**") == Some(d) || (literal && g == d)))
         })
     }
 
@@ -239,10 +270,20 @@ pub fn context_block(workspace: &Path, intent: &Intent, recent: &[TraceEntry]) -
             files.join(", ")
         ));
     }
-    if let Ok(agent) = std::fs::read_to_string(workspace.join(ORCHESTRATION_DIR).join("AGENT.md")) {
-        s.push_str("agent_notes: |\n");
-        for line in agent.lines() {
-            s.push_str(&format!("  {line}\n"));
+    match read_sidecar(workspace, "AGENT.md", MAX_AGENT_NOTES) {
+        Ok(Some(agent)) => {
+            s.push_str("agent_notes: |\n");
+            for line in agent.lines() {
+                s.push_str(&format!("  {line}\n"));
+            }
+        }
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!("AGENT.md left out of the intent context: {e}");
+            s.push_str(&format!(
+                "agent_notes: (left out: {})\n",
+                e.to_string().replace('\n', " ")
+            ));
         }
     }
     s.push_str("</intent_context>");

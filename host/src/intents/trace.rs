@@ -4,13 +4,13 @@
 //! write and sync it, so lines from concurrent tasks never interleave and a
 //! crash never leaves half a line behind an acknowledged call.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::ORCHESTRATION_DIR;
+use crate::capability::Workspace;
 
 /// One changed file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,21 +31,49 @@ impl FileChange {
         if before == after {
             return None;
         }
-        let text = |b: Option<&[u8]>| {
-            b.map(|b| String::from_utf8_lossy(b).into_owned())
-                .unwrap_or_default()
-        };
-        let (old, new) = (text(before), text(after));
-        let lines_changed = similar::TextDiff::from_lines(&old, &new)
-            .iter_all_changes()
-            .filter(|c| c.tag() != similar::ChangeTag::Equal)
-            .count();
         Some(Self {
             path: path.to_owned(),
             sha256_before: before.map(sha256),
             sha256_after: after.map(sha256),
-            lines_changed,
+            lines_changed: lines_changed(before.unwrap_or_default(), after.unwrap_or_default()),
         })
+    }
+}
+
+/// Largest file (either side) Roost diffs line by line; past it, a change
+/// is summarised by sizes and hashes.
+pub const MAX_DIFF_BYTES: usize = 1 << 20;
+/// Wall-clock budget of one diff; past it the diff is coarser (still a
+/// correct diff, not a minimal one).
+pub const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// A line diff of two texts, bounded in input size and time; `None` when
+/// either side is over [`MAX_DIFF_BYTES`].
+pub fn bounded_diff<'a>(old: &'a str, new: &'a str) -> Option<similar::TextDiff<'a, 'a, 'a, str>> {
+    if old.len() > MAX_DIFF_BYTES || new.len() > MAX_DIFF_BYTES {
+        return None;
+    }
+    Some(
+        similar::TextDiff::configure()
+            .algorithm(similar::Algorithm::Myers)
+            .deadline(std::time::Instant::now() + DIFF_DEADLINE)
+            .diff_lines(old, new),
+    )
+}
+
+/// Lines added plus lines removed; for files over the diff bound, the line
+/// counts of both sides (an upper bound).
+fn lines_changed(before: &[u8], after: &[u8]) -> usize {
+    let (old, new) = (
+        String::from_utf8_lossy(before),
+        String::from_utf8_lossy(after),
+    );
+    match bounded_diff(&old, &new) {
+        Some(d) => d
+            .iter_all_changes()
+            .filter(|c| c.tag() != similar::ChangeTag::Equal)
+            .count(),
+        None => old.lines().count() + new.lines().count(),
     }
 }
 
@@ -125,40 +153,47 @@ pub fn summarize(args: &serde_json::Value) -> String {
     cut(args).to_string()
 }
 
-/// The trace file of a workspace.
+/// Largest trace Roost reads back (`roost trace`, recent entries).
+const MAX_TRACE: u64 = 64 << 20;
+/// The trace file, relative to the workspace.
+const TRACE_FILE: &str = "agent_trace.jsonl";
+
+/// The trace file of a workspace. Only the host appends to it, through the
+/// workspace layer: no symlink is followed and only a regular file is
+/// written, so a planted link cannot redirect the trace.
 pub struct Trace {
-    path: PathBuf,
+    workspace: PathBuf,
 }
 
 impl Trace {
     /// The trace of `workspace`.
     pub fn of(workspace: &Path) -> Self {
         Self {
-            path: workspace.join(ORCHESTRATION_DIR).join("agent_trace.jsonl"),
+            workspace: workspace.to_path_buf(),
         }
+    }
+
+    fn rel() -> String {
+        format!("{ORCHESTRATION_DIR}/{TRACE_FILE}")
     }
 
     /// Append one entry durably (locked, one write, synced).
     pub fn append(&self, entry: &TraceEntry) -> std::io::Result<()> {
         let mut line = serde_json::to_string(entry).map_err(std::io::Error::other)?;
         line.push('\n');
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
-        f.lock()?;
-        let res = f.write_all(line.as_bytes()).and_then(|_| f.sync_data());
-        let _ = f.unlock();
-        res
+        let ws = Workspace::open(&self.workspace).map_err(std::io::Error::other)?;
+        ws.append_strict(&Self::rel(), line.as_bytes())
+            .map_err(std::io::Error::other)
     }
 
     /// Entries in order, optionally of one intent; lines that do not parse
     /// are skipped and counted.
     pub fn read(&self, intent: Option<&str>) -> std::io::Result<(Vec<TraceEntry>, usize)> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
-            Err(e) => return Err(e),
+        let ws = Workspace::open(&self.workspace).map_err(std::io::Error::other)?;
+        let text = match ws.read_text_strict(&Self::rel(), MAX_TRACE) {
+            Ok(Some(t)) => t,
+            Ok(None) => return Ok((Vec::new(), 0)),
+            Err(e) => return Err(std::io::Error::other(e)),
         };
         let mut bad = 0;
         let mut out = Vec::new();

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{GroupGrant, Mode, ModeSource};
+use crate::capability::Workspace;
 use crate::tools::ToolGroup;
 
 /// A mode file, or one entry of it, that could not be used.
@@ -104,24 +105,61 @@ fn field_of(msg: &str) -> Option<String> {
     Some(msg[start..end].to_owned())
 }
 
+/// Largest mode file read.
+const MAX_MODE_FILE: u64 = 1 << 20;
+
 /// Load the modes of one file; a missing file is no modes and no error.
+/// A project file (`.roomodes`) is read through the workspace layer; the
+/// global file lives in the user's own config directory.
 pub fn load(path: &Path, project: bool) -> (Vec<Mode>, Vec<ModeFileError>) {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), Vec::new()),
-        Err(e) => {
-            return (
-                Vec::new(),
-                vec![ModeFileError {
-                    path: path.into(),
-                    entry: None,
-                    field: None,
-                    message: e.to_string(),
-                }],
-            );
-        }
+    let fail = |message: String| {
+        (
+            Vec::new(),
+            vec![ModeFileError {
+                path: path.into(),
+                entry: None,
+                field: None,
+                message,
+            }],
+        )
+    };
+    let read = if project {
+        read_project(path)
+    } else {
+        read_global(path)
+    };
+    let text = match read {
+        Ok(Some(t)) => t,
+        Ok(None) => return (Vec::new(), Vec::new()),
+        Err(message) => return fail(message),
     };
     parse(path, &text, project)
+}
+
+/// `<workspace>/<file>` through the workspace layer.
+fn read_project(path: &Path) -> Result<Option<String>, String> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err("not a file path".into());
+    };
+    let ws = Workspace::open(dir).map_err(|e| e.to_string())?;
+    ws.read_text(&name.to_string_lossy(), MAX_MODE_FILE)
+        .map_err(|e| e.to_string())
+}
+
+/// The user's global modes file: a regular file of bounded size.
+fn read_global(path: &Path) -> Result<Option<String>, String> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => return Err("not a regular file".into()),
+        Ok(m) if m.len() > MAX_MODE_FILE => {
+            return Err(format!("larger than {MAX_MODE_FILE} bytes"));
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    }
+    std::fs::read_to_string(path)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 /// Parse a mode file's text.

@@ -24,6 +24,12 @@ use crate::tools::{ErrorCode, ToolError, ToolGroup, ToolOutput, ToolSpec};
 const HOST_GRACE: Duration = Duration::from_millis(50);
 /// Longest trap message passed on to the model.
 const MAX_TRAP_MESSAGE: usize = 2048;
+/// Most tools one plugin may list.
+pub const MAX_TOOLS: usize = 128;
+/// Largest argument schema (JSON text) of one tool.
+pub const MAX_SCHEMA_BYTES: usize = 64 << 10;
+/// Longest tool description.
+pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
 
 /// How the engine is set up; one per process.
 #[derive(Debug, Clone)]
@@ -104,7 +110,7 @@ pub struct PluginEngine {
     engine: Engine,
     linker: Linker<CallState>,
     cache: Option<ComponentCache>,
-    slots: Semaphore,
+    slots: Arc<Semaphore>,
     config: EngineConfig,
     pooled: bool,
 }
@@ -133,7 +139,9 @@ impl PluginEngine {
             engine,
             linker,
             cache,
-            slots: Semaphore::new(config.max_concurrent_calls as usize),
+            slots: Arc::new(Semaphore::new(
+                usize::try_from(config.max_concurrent_calls).unwrap_or(usize::MAX),
+            )),
             config,
             pooled,
         })
@@ -175,6 +183,15 @@ impl PluginEngine {
             detail: format!("{e:#}"),
         })?;
         let raw = self.list_tools(name, &pre)?;
+        if raw.len() > MAX_TOOLS {
+            return Err(PluginError::BadTools {
+                plugin: plugin.clone(),
+                detail: format!(
+                    "lists {} tools; at most {MAX_TOOLS} are accepted",
+                    raw.len()
+                ),
+            });
+        }
         let tools = raw
             .into_iter()
             .map(|s| convert_spec(name, s))
@@ -307,13 +324,19 @@ impl PluginEngine {
         args: &str,
         grant: &Grant,
     ) -> Result<ToolOutput, ToolError> {
+        let pre = plugin.pre.clone();
+        let (tool, args) = (tool.to_owned(), args.to_owned());
         let res = self
-            .bounded(&plugin.name, grant, async |store: &mut Store<CallState>| {
-                let inst = plugin.pre.instantiate_async(&mut *store).await?;
-                inst.roost_plugin_tool()
-                    .call_call(&mut *store, tool, args)
-                    .await
-            })
+            .bounded(
+                &plugin.name,
+                grant,
+                async move |store: &mut Store<CallState>| {
+                    let inst = pre.instantiate_async(&mut *store).await?;
+                    inst.roost_plugin_tool()
+                        .call_call(&mut *store, &tool, &args)
+                        .await
+                },
+            )
             .await?;
         match res {
             Err(e) => Err(ToolError::new(
@@ -327,25 +350,51 @@ impl PluginEngine {
     /// Run `f` in a fresh store for `name` under `grant`: a call slot, the
     /// grant's sandbox and limits, and traps and overruns turned into
     /// [`ToolError`]s.
-    pub(super) async fn bounded<T>(
+    ///
+    /// The call runs on a thread of its own (from tokio's blocking pool),
+    /// because a guest can block that thread in a host filesystem call (it
+    /// opens a FIFO in the workspace, say) where no epoch interrupt reaches
+    /// it. The caller waits at most the deadline: a call still blocked then
+    /// is abandoned with `limit-exceeded` while the host stays responsive;
+    /// its thread keeps the call's slot until the kernel lets it go, so
+    /// stuck calls can never exceed the slot count.
+    pub(super) async fn bounded<T, F>(
         &self,
         name: &str,
         grant: &Grant,
-        f: impl AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<T>,
-    ) -> Result<T, ToolError> {
-        let _slot =
-            self.slots.acquire().await.map_err(|_| {
-                ToolError::new(ErrorCode::Internal, "plugin engine is shutting down")
-            })?;
+        f: F,
+    ) -> Result<T, ToolError>
+    where
+        T: Send + 'static,
+        F: AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<T> + Send + 'static,
+    {
+        let slot = Arc::clone(&self.slots)
+            .acquire_owned()
+            .await
+            .map_err(|_| ToolError::new(ErrorCode::Internal, "plugin engine is shutting down"))?;
         let mut store = self.new_store(name, grant)?;
-        let res = {
-            let fut = f(&mut store);
-            tokio::time::timeout(grant.limits.deadline + HOST_GRACE, fut).await
-        };
-        match res {
-            Err(_) => Err(deadline_error(name, grant)),
-            Ok(Err(trap)) => Err(classify_trap(name, &trap, &store, grant)),
-            Ok(Ok(v)) => Ok(v),
+        let limit = grant.limits.deadline + HOST_GRACE;
+        let handle = tokio::runtime::Handle::current();
+        let thread = tokio::task::spawn_blocking(move || {
+            let res = handle.block_on(async { tokio::time::timeout(limit, f(&mut store)).await });
+            drop(slot);
+            (res, store)
+        });
+        match tokio::time::timeout(limit + HOST_GRACE, thread).await {
+            Err(_) => {
+                tracing::warn!(
+                    plugin = name,
+                    "call blocked in the host past its deadline; abandoned"
+                );
+                Err(deadline_error(name, grant))
+            }
+            Ok(Err(e)) => Err(ToolError::new(
+                ErrorCode::Internal,
+                format!("plugin `{name}` call thread failed: {e}"),
+            )),
+            Ok(Ok((Err(_), _))) => Err(deadline_error(name, grant)),
+            Ok(Ok((Ok(Err(trap)), store))) => Err(classify_trap(name, &trap, &store, grant)),
+            Ok(Ok((Ok(Ok(v)), _))) => Ok(v),
         }
     }
 }
@@ -469,28 +518,31 @@ fn classify_trap(
     )
 }
 
+/// Bound a call's output before the host does any work on it: sizes are
+/// checked first, so `data` is parsed as JSON only when it fits the cap.
 fn cap_output(plugin: &str, out: wit::ToolOutput, cap: usize) -> ToolOutput {
-    let data = out.data.and_then(|d| match serde_json::from_str(&d) {
-        Ok(v) => Some((v, d.len())),
+    let data_len = out.data.as_ref().map_or(0, String::len);
+    let total = out.text.len().saturating_add(data_len);
+    let parse = |d: String| match serde_json::from_str(&d) {
+        Ok(v) => Some(v),
         Err(e) => {
             tracing::warn!(plugin, "tool returned data that is not JSON, dropped: {e}");
             None
         }
-    });
-    let total = out.text.len() + data.as_ref().map_or(0, |(_, n)| *n);
+    };
     if total <= cap {
         return ToolOutput {
             text: out.text,
-            data: data.map(|(v, _)| v),
+            data: out.data.and_then(parse),
             truncated: false,
         };
     }
+    let room = cap.saturating_sub(out.text.len());
+    let data = out.data.filter(|d| d.len() <= room).and_then(parse);
     let mut text = cut(&out.text, cap).to_owned();
     text.push_str(&format!(
         "\n[output truncated by Roost: {total} bytes, cap {cap} bytes]"
     ));
-    let room = cap.saturating_sub(out.text.len());
-    let data = data.filter(|(_, n)| *n <= room).map(|(v, _)| v);
     ToolOutput {
         text,
         data,
@@ -535,6 +587,26 @@ fn convert_spec(plugin: &str, s: wit::ToolSpec) -> Result<ToolSpec, PluginError>
     if !valid_tool_name(&s.name) {
         return Err(bad(format!(
             "invalid tool name {:?} (want 1-64 of [A-Za-z0-9_-])",
+            s.name
+        )));
+    }
+    if s.args_schema.len() > MAX_SCHEMA_BYTES {
+        return Err(bad(format!(
+            "tool `{}` has an args schema of {} bytes; at most {MAX_SCHEMA_BYTES} are accepted",
+            s.name,
+            s.args_schema.len()
+        )));
+    }
+    if s.description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(bad(format!(
+            "tool `{}` has a description of {} bytes; at most {MAX_DESCRIPTION_BYTES} are accepted",
+            s.name,
+            s.description.len()
+        )));
+    }
+    if s.path_args.len() > 32 || s.path_args.iter().any(|a| a.len() > 64) {
+        return Err(bad(format!(
+            "tool `{}` declares too many or too long path arguments",
             s.name
         )));
     }

@@ -130,13 +130,18 @@ impl PluginEngine {
     ) -> Result<HookDecision, ToolError> {
         let wit_call = call.to_wit();
         let cap = grant.limits.output_bytes;
+        let pre = hook.pre.clone();
         let d = self
-            .bounded(&hook.name, grant, async |store: &mut Store<CallState>| {
-                let inst = hook.pre.instantiate_async(&mut *store).await?;
-                inst.roost_plugin_hook()
-                    .call_pre_tool(&mut *store, &wit_call)
-                    .await
-            })
+            .bounded(
+                &hook.name,
+                grant,
+                async move |store: &mut Store<CallState>| {
+                    let inst = pre.instantiate_async(&mut *store).await?;
+                    inst.roost_plugin_hook()
+                        .call_pre_tool(&mut *store, &wit_call)
+                        .await
+                },
+            )
             .await?;
         let over = |what: &str, s: &str| {
             ToolError::new(
@@ -183,12 +188,17 @@ impl PluginEngine {
             },
             changed_paths: changed_paths.to_vec(),
         };
-        self.bounded(&hook.name, grant, async |store: &mut Store<CallState>| {
-            let inst = hook.pre.instantiate_async(&mut *store).await?;
-            inst.roost_plugin_hook()
-                .call_post_tool(&mut *store, &wit_call, &outcome)
-                .await
-        })
+        let pre = hook.pre.clone();
+        self.bounded(
+            &hook.name,
+            grant,
+            async move |store: &mut Store<CallState>| {
+                let inst = pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_hook()
+                    .call_post_tool(&mut *store, &wit_call, &outcome)
+                    .await
+            },
+        )
         .await
     }
 
@@ -199,13 +209,19 @@ impl PluginEngine {
         mode: &str,
         grant: &Grant,
     ) -> Result<Option<String>, ToolError> {
+        let pre = hook.pre.clone();
+        let mode = mode.to_owned();
         let text = self
-            .bounded(&hook.name, grant, async |store: &mut Store<CallState>| {
-                let inst = hook.pre.instantiate_async(&mut *store).await?;
-                inst.roost_plugin_hook()
-                    .call_prompt_contribution(&mut *store, mode)
-                    .await
-            })
+            .bounded(
+                &hook.name,
+                grant,
+                async move |store: &mut Store<CallState>| {
+                    let inst = pre.instantiate_async(&mut *store).await?;
+                    inst.roost_plugin_hook()
+                        .call_prompt_contribution(&mut *store, &mode)
+                        .await
+                },
+            )
             .await?;
         Ok(text.map(|t| cut(&t, grant.limits.output_bytes).to_owned()))
     }

@@ -10,8 +10,10 @@ mod gates;
 mod history;
 mod hook_gate;
 pub mod native;
+mod paths;
 pub mod prompt;
 mod runner;
+mod snapshot;
 pub mod status;
 
 pub use approval::{Approval, ApprovalPolicy, CompletionAnswer, Interaction};

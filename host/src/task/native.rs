@@ -190,6 +190,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_native_tool_name_is_reserved_from_plugins() {
+        for s in specs() {
+            assert!(is_native(&s.name), "{}", s.name);
+            assert!(
+                crate::tools::reserved::reserved(&s.name).is_some(),
+                "{} must be reserved",
+                s.name
+            );
+        }
+    }
+
+    #[test]
     fn todos_round_trip() {
         let md = "[x] read the code\n- [-] fix the bug\n[ ] write tests\n";
         let items = parse_todos(md).expect("parses");

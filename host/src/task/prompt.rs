@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use crate::capability::Workspace;
 use crate::tools::ToolSpec;
 
 /// Largest custom-instruction file read into the prompt.
@@ -63,46 +64,46 @@ pub fn build(ctx: &PromptContext<'_>) -> String {
 }
 
 /// Custom instructions from the workspace, as Roo Code reads them:
-/// `.roo/rules/*` (sorted), `.roo/rules-<mode>/*`, and `AGENTS.md`.
+/// `.roo/rules/*` (sorted), `.roo/rules-<mode>/*`, and `AGENTS.md`. Read
+/// through the workspace layer: symlinks are followed only while they stay
+/// inside the workspace, only regular files are read, each at most 64 KiB.
 pub fn custom_instructions(workspace: &Path, mode: &str) -> String {
     let mut out = String::new();
-    for dir in [
-        workspace.join(".roo").join("rules"),
-        workspace.join(".roo").join(format!("rules-{mode}")),
-    ] {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
+    let ws = match Workspace::open(workspace) {
+        Ok(ws) => ws,
+        Err(e) => {
+            tracing::warn!("custom instructions not read: {e}");
+            return out;
+        }
+    };
+    for dir in [".roo/rules".to_owned(), format!(".roo/rules-{mode}")] {
+        let files = match ws.list_files(&dir) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!("custom instructions in {dir} not read: {e}");
+                continue;
+            }
         };
-        let mut files: Vec<_> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_file())
-            .collect();
-        files.sort();
         for f in files {
-            if let Some(text) = read_small(&f) {
-                let rel = f.strip_prefix(workspace).unwrap_or(&f);
-                out.push_str(&format!(
-                    "# Rules from {}:\n{}\n\n",
-                    rel.display(),
-                    text.trim()
-                ));
+            if let Some(text) = read_small(&ws, &f.as_string()) {
+                out.push_str(&format!("# Rules from {f}:\n{}\n\n", text.trim()));
             }
         }
     }
-    if let Some(text) = read_small(&workspace.join("AGENTS.md")) {
+    if let Some(text) = read_small(&ws, "AGENTS.md") {
         out.push_str(&format!("# Rules from AGENTS.md:\n{}\n\n", text.trim()));
     }
     out
 }
 
-fn read_small(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    if meta.len() > MAX_RULE_FILE {
-        tracing::warn!(path = %path.display(), "custom instruction file over 64 KiB ignored");
-        return None;
+fn read_small(ws: &Workspace, rel: &str) -> Option<String> {
+    match ws.read_text(rel, MAX_RULE_FILE) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!("custom instruction file left out: {e}");
+            None
+        }
     }
-    std::fs::read_to_string(path).ok()
 }
 
 #[cfg(test)]

@@ -22,11 +22,15 @@ use super::hook_gate::HookVerdict;
 use super::native::{
     self, ASK_FOLLOWUP, ATTEMPT_COMPLETION, SELECT_ACTIVE_INTENT, SWITCH_MODE, UPDATE_TODO_LIST,
 };
+use super::paths;
 use super::prompt::{PromptContext, build};
+use super::snapshot;
 use super::status::TaskStatus;
-use crate::capability::{Grant, RooIgnore, WriteGuard};
+use crate::capability::{
+    Grant, GuardRule, RooIgnore, Workspace, WorkspaceError, WriteGuard, authority,
+};
 use crate::events::{EventBus, TaskEvent};
-use crate::intents::{self, FileChange, Intent, Scope, Trace, TraceEntry};
+use crate::intents::{self, Intent, Scope, Trace, TraceEntry};
 use crate::llm::{
     AssembledCall, ChatRequest, ContentBlock, LlmError, Message, Provider, Role, StreamEvent,
     ToolDefinition, Usage,
@@ -81,6 +85,9 @@ pub enum TaskError {
         /// Known slugs.
         available: String,
     },
+    /// The task's workspace cannot be opened.
+    #[error("workspace: {0}")]
+    Workspace(#[from] WorkspaceError),
     /// Resume was asked for a task that cannot continue.
     #[error("task {id} is {status} and cannot be resumed")]
     NotResumable {
@@ -204,6 +211,8 @@ struct Reply {
 pub(super) struct Ctx<'a> {
     pub(super) task: TaskRecord,
     pub(super) workspace: PathBuf,
+    /// The workspace as the host touches it (see [`Workspace`]).
+    pub(super) ws: Workspace,
     pub(super) events: &'a EventBus,
     pub(super) interaction: &'a dyn Interaction,
 }
@@ -258,6 +267,7 @@ impl Agent {
         });
         let id = task.id.clone();
         let ctx = Ctx {
+            ws: Workspace::open(workspace)?,
             workspace: workspace.to_path_buf(),
             task,
             events,
@@ -307,6 +317,7 @@ impl Agent {
             resumed: true,
         });
         let ctx = Ctx {
+            ws: Workspace::open(Path::new(&task.workspace))?,
             workspace: PathBuf::from(&task.workspace),
             task,
             events,
@@ -691,7 +702,7 @@ impl Agent {
         native_validators: &[(String, ArgsValidator)],
     ) -> Result<CallResult, TaskError> {
         let id = ctx.task.id.as_str();
-        let args = match &call.args {
+        let mut args = match &call.args {
             Ok(a) => a.clone(),
             Err(msg) => {
                 self.store.append_ui(id, "say", "error", msg)?;
@@ -743,6 +754,14 @@ impl Agent {
             Some(t) => Some(t.spec.clone()),
             None => native::specs().into_iter().find(|s| s.name == call.name),
         };
+        // Declared paths are normalised (and refused when they leave the
+        // workspace, are ignored, or name authority files) before any gate
+        // that looks at them.
+        if let Some(spec) = &gate_spec
+            && let Some(refusal) = self.path_gate(ctx, spec, &mut args)?
+        {
+            return Ok(refusal);
+        }
         if let Some(spec) = &gate_spec
             && let Err(msg) = state.mode.check(spec, &args)
         {
@@ -797,10 +816,6 @@ impl Agent {
             )));
         };
 
-        if let Some(refusal) = self.rooignore_gate(ctx, &tool.spec, &args)? {
-            return Ok(refusal);
-        }
-
         // Intent gate: destructive tools need an active intent, and their
         // declared paths must lie in its owned scope (or be approved once).
         let intent_gated = intents::enabled(&ctx.workspace) && tool.spec.destructive;
@@ -815,7 +830,7 @@ impl Agent {
         // Mode hooks. A rewrite has passed the schema again in the hook
         // gate; its paths pass the intent gate again here.
         let original = args.clone();
-        let (args, user_approved) = match self
+        let (mut args, user_approved) = match self
             .pre_hooks(ctx, state, &tool.spec, &tool.validator, &call.id, args)
             .await?
         {
@@ -826,7 +841,7 @@ impl Agent {
             HookVerdict::Refuse(r) => return Ok(r),
         };
         if args != original
-            && let Some(refusal) = self.rooignore_gate(ctx, &tool.spec, &args)?
+            && let Some(refusal) = self.path_gate(ctx, &tool.spec, &mut args)?
         {
             return Ok(refusal);
         }
@@ -876,64 +891,70 @@ impl Agent {
             }
         }
 
-        // Execute, guarded where the scope is finer than the write roots.
-        let before = snapshot_paths(&ctx.workspace, &tool.spec, &args);
+        // Execute. A guard watches every write root: it undoes writes the
+        // scope does not allow (globs finer than a directory) and any write
+        // to an authority file (`.git/`, `.orchestration/`), which no call
+        // may change whatever its scope.
+        let before = snapshot::before(&ctx.ws, &tool.spec, &args);
         let mut grant = Grant::new(&ctx.workspace).read().limits(self.config.limits);
         // Edit and command tools are always destructive (see `plugins`).
+        let mut roots: Vec<PathBuf> = Vec::new();
         if tool.spec.destructive {
             match &write {
-                Some(w) => {
-                    for r in &w.roots {
-                        grant = grant.write(r);
-                    }
-                }
-                None => grant = grant.write("."),
+                Some(w) => roots.extend(w.roots.iter().cloned()),
+                None => roots.push(PathBuf::from(".")),
             }
         }
-        let in_scope = |rel: &str| match (&state.intent, &write) {
-            (Some((_, scope)), Some(w)) => scope.allows(rel) || w.approved.iter().any(|p| p == rel),
-            _ => true,
-        };
-        let guard = match (&state.intent, &write) {
-            (Some((_, scope)), Some(w)) => {
-                let roots: Vec<PathBuf> = w
-                    .roots
-                    .iter()
-                    .filter(|r| !scope.covers_dir(r))
-                    .cloned()
-                    .collect();
-                if roots.is_empty() {
-                    None
-                } else {
-                    match WriteGuard::arm(
-                        &ctx.workspace,
-                        &roots,
-                        &in_scope,
-                        self.config.guard_budget,
-                    ) {
-                        Ok(g) => Some(g),
-                        Err(e) => {
-                            self.store.append_ui(id, "say", "error", &e.to_string())?;
-                            return Ok(CallResult::error(format!("[ERROR] {e}")));
-                        }
+        for r in &roots {
+            grant = grant.write(r);
+        }
+        let scope = state.intent.as_ref().map(|(_, s)| s);
+        let in_scope = |rel: &str| {
+            !authority::is_authority(rel)
+                && match (scope, &write) {
+                    (Some(scope), Some(w)) => {
+                        scope.allows(rel) || w.approved.iter().any(|p| p == rel)
                     }
+                    _ => true,
+                }
+        };
+        // A root the scope covers whole (`src/auth/**`, or any root when
+        // intents are off) needs only its authority directories watched.
+        let covered: Vec<PathBuf> = roots
+            .iter()
+            .filter(|r| scope.is_none_or(|s| s.covers_dir(r)))
+            .cloned()
+            .collect();
+        let watch_dir = |dir: &str| {
+            authority::is_authority(dir)
+                || !covered.iter().any(|c| {
+                    let c = c.to_string_lossy();
+                    c == "." || c.is_empty() || dir == c || dir.starts_with(&format!("{c}/"))
+                })
+        };
+        let rule = GuardRule {
+            allows: &in_scope,
+            watch_dir: &watch_dir,
+        };
+        let guard = if roots.is_empty() {
+            None
+        } else {
+            match WriteGuard::arm(&ctx.ws, &roots, &rule, self.config.guard_budget) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    self.store.append_ui(id, "say", "error", &e.to_string())?;
+                    return Ok(CallResult::error(format!("[ERROR] {e}")));
                 }
             }
-            _ => None,
         };
         let mut result = self
             .engine
             .call(&tool.plugin, &call.name, &args.to_string(), &grant)
             .await;
-        let report = guard.map(|g| g.check(&in_scope)).unwrap_or_default();
-        let after = after_paths(&ctx.workspace, &before);
-        let diff = diff_paths(&before, &after);
-        let changed: Vec<String> = before
-            .iter()
-            .zip(&after)
-            .filter(|((_, old), (_, new))| old != new)
-            .map(|((rel, _), _)| rel.clone())
-            .collect();
+        let report = guard.map(|g| g.check(&rule)).unwrap_or_default();
+        let after = snapshot::after(&ctx.ws, &before);
+        let diff = snapshot::diff(&before, &after);
+        let changed = snapshot::changed(&before, &after);
         if intent_gated {
             let mut entry = TraceEntry::now(
                 "mutation",
@@ -943,13 +964,7 @@ impl Agent {
                 &call.name,
                 &args,
             );
-            entry.files = before
-                .iter()
-                .zip(&after)
-                .filter_map(|((rel, old), (_, new))| {
-                    FileChange::between(rel, old.as_deref(), new.as_deref())
-                })
-                .collect();
+            entry.files = snapshot::changes(&before, &after);
             if let Err(e) = &result {
                 entry.detail = Some(format!("error {}: {}", e.code, e.message));
             }
@@ -984,17 +999,33 @@ impl Agent {
                     )
                 }
             ));
-            self.trace(ctx, &entry);
-            let v = serde_json::json!({
-                "code": "scope_violation",
-                "intent_id": intent_id,
-                "path": paths.first().copied().unwrap_or_default(),
-                "paths": paths,
-                "message": format!(
-                    "`{}` wrote outside the owned scope of {intent_id}; those changes were undone",
-                    call.name
-                ),
-            });
+            if intents::enabled(&ctx.workspace) {
+                self.trace(ctx, &entry);
+            }
+            let touched_authority = paths.iter().any(|p| authority::is_authority(p));
+            let v = if state.intent.is_some() {
+                serde_json::json!({
+                    "code": "scope_violation",
+                    "intent_id": intent_id,
+                    "path": paths.first().copied().unwrap_or_default(),
+                    "paths": paths,
+                    "message": format!(
+                        "`{}` wrote outside the owned scope of {intent_id}{}; those changes were undone",
+                        call.name,
+                        if touched_authority { " (including .git/ or .orchestration/, which no tool may change)" } else { "" }
+                    ),
+                })
+            } else {
+                serde_json::json!({
+                    "code": "protected_path",
+                    "path": paths.first().copied().unwrap_or_default(),
+                    "paths": paths,
+                    "message": format!(
+                        "`{}` changed .git/ or .orchestration/, which no tool may change; those changes were undone",
+                        call.name
+                    ),
+                })
+            };
             tracing::warn!(task = id, tool = %call.name, "scope violation: {v}");
             result = Err(ToolError::new(ErrorCode::PermissionDenied, v.to_string()));
         }
@@ -1021,29 +1052,26 @@ impl Agent {
         Ok(r)
     }
 
-    /// `.rooignore`: a declared path the workspace ignores is refused with
-    /// Roo's message, for reads and writes alike.
-    fn rooignore_gate(
+    /// The path gate ([`paths`]): declared paths normalised in place, or
+    /// the refusal to return to the model.
+    fn path_gate(
         &self,
         ctx: &Ctx<'_>,
         spec: &ToolSpec,
-        args: &Value,
+        args: &mut Value,
     ) -> Result<Option<CallResult>, TaskError> {
         if spec.path_args.is_empty() {
             return Ok(None);
         }
-        let ignore = RooIgnore::load(&ctx.workspace);
-        for arg in &spec.path_args {
-            if let Some(path) = args.get(arg).and_then(Value::as_str)
-                && ignore.blocks(path)
-            {
-                let msg = RooIgnore::message(path);
+        let ignore = RooIgnore::load_in(&ctx.ws);
+        match paths::check(&ctx.ws, &ignore, spec, args) {
+            Ok(()) => Ok(None),
+            Err(r) => {
                 self.store
-                    .append_ui(&ctx.task.id, "say", "rooignore_error", path)?;
-                return Ok(Some(CallResult::error(format!("[ERROR] {msg}"))));
+                    .append_ui(&ctx.task.id, "say", r.ui_subtype, &r.path)?;
+                Ok(Some(CallResult::error(format!("[ERROR] {}", r.message))))
             }
         }
-        Ok(None)
     }
 
     async fn attempt_completion(
@@ -1353,52 +1381,4 @@ impl Agent {
             Err(e) => Ok(CallResult::mistake(format!("[ERROR] {e}"))),
         }
     }
-}
-
-/// Bytes of the files a call declares, before it runs (for diffs and the trace).
-type Snapshot = Vec<(String, Option<Vec<u8>>)>;
-
-fn snapshot_paths(workspace: &Path, spec: &ToolSpec, args: &Value) -> Snapshot {
-    if !spec.destructive {
-        return Vec::new();
-    }
-    spec.path_args
-        .iter()
-        .filter_map(|a| args[a].as_str())
-        .filter(|p| !p.contains(".."))
-        .map(|p| {
-            (
-                p.trim_start_matches("./").to_owned(),
-                std::fs::read(workspace.join(p)).ok(),
-            )
-        })
-        .collect()
-}
-
-/// Each snapshotted file as it is now.
-fn after_paths(workspace: &Path, before: &Snapshot) -> Snapshot {
-    before
-        .iter()
-        .map(|(rel, _)| (rel.clone(), std::fs::read(workspace.join(rel)).ok()))
-        .collect()
-}
-
-/// Unified diff of the snapshotted files against their state now.
-fn diff_paths(before: &Snapshot, after: &Snapshot) -> Option<String> {
-    let mut out = String::new();
-    for ((rel, old), (_, new)) in before.iter().zip(after) {
-        if old == new {
-            continue;
-        }
-        let old = String::from_utf8_lossy(old.as_deref().unwrap_or_default());
-        let new = String::from_utf8_lossy(new.as_deref().unwrap_or_default());
-        let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref());
-        out.push_str(
-            &diff
-                .unified_diff()
-                .header(&format!("a/{rel}"), &format!("b/{rel}"))
-                .to_string(),
-        );
-    }
-    (!out.is_empty()).then_some(out)
 }

@@ -3,6 +3,7 @@
 //! the plugin providing it.
 
 mod registry;
+pub mod reserved;
 mod validate;
 
 pub use registry::{RegisteredTool, Registry, RegistryError};

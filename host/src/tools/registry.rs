@@ -20,6 +20,16 @@ pub enum RegistryError {
         /// Plugin registered second.
         second: String,
     },
+    /// A plugin tries to register a name only the host may use.
+    #[error("plugin `{plugin}` may not register tool `{tool}`: {reason}")]
+    Reserved {
+        /// Tool name.
+        tool: String,
+        /// Plugin.
+        plugin: String,
+        /// Why the name is reserved.
+        reason: String,
+    },
     /// A tool's argument schema does not compile.
     #[error("tool `{tool}` of `{plugin}` has an invalid args schema: {detail}")]
     BadSchema {
@@ -58,6 +68,13 @@ impl Registry {
     /// Register every tool of `plugin`.
     pub fn add_plugin(&mut self, plugin: Arc<LoadedPlugin>) -> Result<(), RegistryError> {
         for spec in plugin.tools() {
+            if let Some(reason) = super::reserved::reserved(&spec.name) {
+                return Err(RegistryError::Reserved {
+                    tool: spec.name.clone(),
+                    plugin: plugin.name().to_owned(),
+                    reason,
+                });
+            }
             if let Some(existing) = self.tools.get(&spec.name) {
                 return Err(RegistryError::Duplicate {
                     tool: spec.name.clone(),

@@ -1,9 +1,12 @@
 //! `write_to_file`, `search_and_replace` and `insert_content`.
 
+use std::path::Path;
+
 use regex::RegexBuilder;
 use roost_sdk::{Output, ToolError, ToolResult, workspace};
 use serde::Deserialize;
 
+use crate::links::check_path;
 use crate::text::{join, line_ending, read_text, write_text};
 
 pub const WRITE_DESCRIPTION: &str = "Write a complete file to the workspace, creating it (and any \
@@ -57,6 +60,8 @@ pub fn write_to_file(a: WriteArgs) -> ToolResult {
             a.path
         )));
     }
+    // Not through a symlink into a .rooignore'd directory or file.
+    check_path(Path::new(workspace::ROOT), &path, &a.path)?;
     let existed = path.exists();
     write_text(&a.path, &path, content)?;
     let verb = if existed { "Updated" } else { "Created" };

@@ -5,10 +5,14 @@
 
 mod diff;
 mod edit;
+mod links;
 mod list;
 mod read;
 mod search;
 mod text;
+
+#[cfg(all(test, unix))]
+mod tests;
 
 use roost_sdk::{Group, Tool};
 

@@ -2,10 +2,12 @@
 
 use std::fmt::Write as _;
 use std::io::Read as _;
+use std::path::Path;
 
 use roost_sdk::{Output, ToolError, ToolResult, workspace};
 use serde::Deserialize;
 
+use crate::links::check_readable;
 use crate::text::is_binary;
 
 /// Largest file returned whole; larger ones need a line range.
@@ -32,13 +34,25 @@ pub struct ReadArgs {
 
 pub fn read_file(a: ReadArgs) -> ToolResult {
     let path = workspace::resolve(&a.path)?;
-    // One path lookup: open, then ask the open file (each lookup is a walk
-    // through the sandbox's path resolution).
-    let mut file = std::fs::File::open(&path).map_err(|e| ToolError::io(&a.path, &e))?;
-    let meta = file.metadata().map_err(|e| ToolError::io(&a.path, &e))?;
+    read_in(Path::new(workspace::ROOT), &path, &a)
+}
+
+/// `read_file` of `path`, in the workspace at `root`.
+pub fn read_in(root: &Path, path: &Path, a: &ReadArgs) -> ToolResult {
+    // Looked up before opening: a symlink to a .rooignore'd file is refused,
+    // and so is a FIFO, socket or device (opening a FIFO blocks).
+    let meta = check_readable(root, path, &a.path)?;
     if meta.is_dir() {
         return Err(ToolError::invalid_args(format!(
             "{} is a directory; use list_files",
+            a.path
+        )));
+    }
+    let mut file = std::fs::File::open(path).map_err(|e| ToolError::io(&a.path, &e))?;
+    let meta = file.metadata().map_err(|e| ToolError::io(&a.path, &e))?;
+    if !meta.is_file() {
+        return Err(ToolError::permission_denied(format!(
+            "{} is not a regular file; it cannot be read",
             a.path
         )));
     }

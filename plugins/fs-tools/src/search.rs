@@ -1,10 +1,14 @@
 //! `search_files`: regex search across the workspace, ripgrep-style output.
 
+use std::path::Path;
+use std::sync::Arc;
+
 use globset::{Glob, GlobMatcher};
 use regex::Regex;
 use roost_sdk::{Output, ToolError, ToolResult, workspace};
 use serde::Deserialize;
 
+use crate::links::{Guard, Refused, relative};
 use crate::list::walker;
 use crate::text::is_binary;
 
@@ -15,8 +19,8 @@ const MAX_LINE_CHARS: usize = 500;
 
 pub const DESCRIPTION: &str = "Search files under a workspace directory with a regular expression (Rust \
 regex syntax), showing each match with surrounding context lines, grouped by file like ripgrep. \
-file_pattern is a glob on file names (e.g. '*.rs'). Honours .gitignore and .rooignore. At most `limit` \
-matches (default 300).";
+file_pattern is a glob on file names (e.g. '*.rs'). Honours .gitignore and .rooignore; symlinks and special \
+files inside path are not searched. At most `limit` matches (default 300).";
 
 /// Arguments of `search_files`.
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -44,41 +48,51 @@ fn shorten(line: &str) -> String {
     }
 }
 
-pub fn search_files(a: SearchArgs) -> ToolResult {
-    let re = Regex::new(&a.regex)
-        .map_err(|e| ToolError::invalid_args(format!("invalid regex {:?}: {e}", a.regex)))?;
-    let glob: Option<GlobMatcher> = match &a.file_pattern {
-        Some(p) if !p.trim().is_empty() => Some(
-            Glob::new(p)
-                .map_err(|e| ToolError::invalid_args(format!("invalid file_pattern {p:?}: {e}")))?
-                .compile_matcher(),
-        ),
-        _ => None,
-    };
-    let dir = workspace::resolve(&a.path)?;
-    std::fs::metadata(&dir).map_err(|e| ToolError::io(&a.path, &e))?;
-    let context = a.context_lines.unwrap_or(1).min(20);
-    let limit = a.limit.unwrap_or(300);
+/// What a search found.
+pub struct Found {
+    /// The matches, grouped by file.
+    pub text: String,
+    /// Number of matches shown.
+    pub matches: usize,
+    /// Number of files with a match.
+    pub files: usize,
+    /// Whether the limit cut the search short.
+    pub truncated: bool,
+}
 
+/// Search the regular files under `dir` (workspace at `root`). Symlinks are
+/// never followed (the start aside), and only regular files are opened:
+/// never a FIFO, socket or device.
+pub fn search_in(
+    root: &Path,
+    dir: &Path,
+    re: &Regex,
+    glob: Option<&GlobMatcher>,
+    context: usize,
+    limit: usize,
+) -> Result<Found, Refused> {
+    let guard = Arc::new(Guard::new(root));
     let mut out = String::new();
     let mut matches = 0usize;
     let mut files = 0usize;
     let mut truncated = false;
-    'files: for result in walker(&dir, None).build() {
+    'files: for result in walker(&guard, dir, None)?.build() {
         let Ok(entry) = result else { continue };
+        // The entry's own type: a symlink is not a file here.
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
-        if let Some(g) = &glob
+        if let Some(g) = glob
             && !g.is_match(entry.file_name())
-            && !g.is_match(workspace::relative(entry.path()))
+            && !g.is_match(relative(root, entry.path()))
         {
             continue;
         }
-        if entry
+        // Looked up again just before opening (not following a symlink
+        // below the start): still a regular file, and not too large.
+        if !entry
             .metadata()
-            .map(|m| m.len() > MAX_FILE_BYTES)
-            .unwrap_or(true)
+            .is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE_BYTES)
         {
             continue;
         }
@@ -100,7 +114,7 @@ pub fn search_files(a: SearchArgs) -> ToolResult {
             continue;
         }
         files += 1;
-        out.push_str(&format!("# {}\n", workspace::relative(entry.path())));
+        out.push_str(&format!("# {}\n", relative(root, entry.path())));
         let mut last_shown: Option<usize> = None;
         for &h in &hits {
             if matches >= limit {
@@ -123,6 +137,43 @@ pub fn search_files(a: SearchArgs) -> ToolResult {
         }
         out.push_str("----\n\n");
     }
+    Ok(Found {
+        text: out,
+        matches,
+        files,
+        truncated,
+    })
+}
+
+pub fn search_files(a: SearchArgs) -> ToolResult {
+    let re = Regex::new(&a.regex)
+        .map_err(|e| ToolError::invalid_args(format!("invalid regex {:?}: {e}", a.regex)))?;
+    let glob: Option<GlobMatcher> = match &a.file_pattern {
+        Some(p) if !p.trim().is_empty() => Some(
+            Glob::new(p)
+                .map_err(|e| ToolError::invalid_args(format!("invalid file_pattern {p:?}: {e}")))?
+                .compile_matcher(),
+        ),
+        _ => None,
+    };
+    let dir = workspace::resolve(&a.path)?;
+    std::fs::metadata(&dir).map_err(|e| ToolError::io(&a.path, &e))?;
+    let context = a.context_lines.unwrap_or(1).min(20);
+    let limit = a.limit.unwrap_or(300);
+    let Found {
+        text: out,
+        matches,
+        files,
+        truncated,
+    } = search_in(
+        Path::new(workspace::ROOT),
+        &dir,
+        &re,
+        glob.as_ref(),
+        context,
+        limit,
+    )
+    .map_err(|r| r.error(&a.path))?;
     let header = if matches == 0 {
         "Found 0 results.".to_owned()
     } else if truncated {

@@ -1,9 +1,11 @@
 //! Text helpers shared by the tools: reading a workspace file as text,
 //! binary detection, line endings, and writing back.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use roost_sdk::{ToolError, workspace};
+
+use crate::links::check_readable;
 
 /// Bytes inspected to decide whether a file is binary.
 const SNIFF_BYTES: usize = 8192;
@@ -33,6 +35,10 @@ pub fn is_binary(bytes: &[u8]) -> bool {
 /// Read `rel` as UTF-8 text, refusing binary files with a clear message.
 pub fn read_text(rel: &str) -> Result<TextFile, ToolError> {
     let path = workspace::resolve(rel)?;
+    // Not through a symlink to a .rooignore'd file, and never a FIFO.
+    if check_readable(Path::new(workspace::ROOT), &path, rel)?.is_dir() {
+        return Err(ToolError::invalid_args(format!("{rel} is a directory")));
+    }
     let bytes = std::fs::read(&path).map_err(|e| ToolError::io(rel, &e))?;
     if is_binary(&bytes) {
         return Err(ToolError::invalid_args(format!(

@@ -1,0 +1,470 @@
+//! Directory handles: the one place where the host touches a workspace's
+//! entries. Every operation names a single entry relative to an open
+//! directory (never a joined path), never follows a symlink, never blocks
+//! on a FIFO or a device, and accepts only regular files and directories
+//! where it reads or writes content. [`Workspace`](super::Workspace) and
+//! the [`WriteGuard`](super::WriteGuard) are built on it.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
+/// Flags every open carries: never follow the last component, never become
+/// the controlling terminal, never block on a FIFO, never leak into children.
+const BASE: OFlags = OFlags::NOFOLLOW
+    .union(OFlags::NOCTTY)
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::CLOEXEC);
+
+/// What an entry is, as far as the host cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (never followed).
+    Symlink,
+    /// A FIFO, socket or device: never opened.
+    Special,
+}
+
+impl Kind {
+    fn of(ft: FileType) -> Self {
+        match ft {
+            FileType::RegularFile => Self::File,
+            FileType::Directory => Self::Dir,
+            FileType::Symlink => Self::Symlink,
+            _ => Self::Special,
+        }
+    }
+
+    /// A word for messages.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::File => "a regular file",
+            Self::Dir => "a directory",
+            Self::Symlink => "a symbolic link",
+            Self::Special => "a special file (FIFO, socket or device)",
+        }
+    }
+}
+
+/// The facts of one entry, read without following it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryStat {
+    /// What it is.
+    pub kind: Kind,
+    /// Permission bits.
+    pub mode: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Device.
+    pub dev: u64,
+    /// Change time (seconds, nanoseconds): the guest can forge mtime but
+    /// not ctime, so equal stamps mean an untouched inode.
+    pub ctime: (i64, i64),
+}
+
+impl EntryStat {
+    fn from(st: &rustix::fs::Stat) -> Self {
+        Self {
+            kind: Kind::of(FileType::from_raw_mode(st.st_mode)),
+            mode: st.st_mode & 0o7777,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            ino: st.st_ino,
+            dev: st.st_dev,
+            ctime: (st.st_ctime, i64::try_from(st.st_ctime_nsec).unwrap_or(0)),
+        }
+    }
+}
+
+/// An open directory. Cheap to pass around by reference; closed on drop.
+#[derive(Debug)]
+pub struct DirFd {
+    fd: OwnedFd,
+}
+
+/// Whether `name` is one plain entry name (no separator, not `.`/`..`).
+fn plain(name: &OsStr) -> std::io::Result<&OsStr> {
+    let b = name.as_bytes();
+    if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') || b.contains(&0) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{:?} is not a single entry name", name),
+        ));
+    }
+    Ok(name)
+}
+
+fn io(e: Errno) -> std::io::Error {
+    std::io::Error::from(e)
+}
+
+impl DirFd {
+    /// Open a directory named by the user (the workspace itself, a data
+    /// dir): symlinks in this path are the user's own and are followed.
+    pub fn open_ambient(path: &Path) -> std::io::Result<Self> {
+        let fd = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(io)?;
+        Ok(Self { fd })
+    }
+
+    /// Open the child directory `name`; a symlink there is an error.
+    pub fn open_dir(&self, name: &OsStr) -> std::io::Result<Self> {
+        let fd = rustix::fs::openat(
+            &self.fd,
+            plain(name)?,
+            OFlags::RDONLY | OFlags::DIRECTORY | BASE,
+            Mode::empty(),
+        )
+        .map_err(io)?;
+        Ok(Self { fd })
+    }
+
+    /// Open the directory at the relative path `components` (each a plain
+    /// name), following no symlink at any step. Uses one `openat2` with
+    /// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` where the kernel has it, and
+    /// one no-follow `openat` per component elsewhere.
+    pub fn open_dir_path(&self, components: &[&OsStr]) -> std::io::Result<Self> {
+        if components.is_empty() {
+            return self.try_clone();
+        }
+        for c in components {
+            plain(c)?;
+        }
+        if let Some(fd) = self.openat2(components, OFlags::RDONLY | OFlags::DIRECTORY)? {
+            return Ok(Self { fd });
+        }
+        let mut cur = self.open_dir(components[0])?;
+        for c in &components[1..] {
+            cur = cur.open_dir(c)?;
+        }
+        Ok(cur)
+    }
+
+    /// `openat2` beneath this directory with no symlinks; `None` when the
+    /// kernel (or a seccomp filter) does not offer it.
+    fn openat2(&self, components: &[&OsStr], flags: OFlags) -> std::io::Result<Option<OwnedFd>> {
+        if !openat2_available() {
+            return Ok(None);
+        }
+        let mut joined = OsString::new();
+        for (i, c) in components.iter().enumerate() {
+            if i > 0 {
+                joined.push("/");
+            }
+            joined.push(c);
+        }
+        match rustix::fs::openat2(
+            &self.fd,
+            joined.as_os_str(),
+            flags | BASE,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            Ok(fd) => Ok(Some(fd)),
+            Err(Errno::NOSYS) | Err(Errno::PERM) => {
+                OPENAT2_MISSING.store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(None)
+            }
+            // A symlink on the way: report it as the no-follow walk would.
+            Err(Errno::XDEV) | Err(Errno::AGAIN) => Err(io(Errno::LOOP)),
+            Err(e) => Err(io(e)),
+        }
+    }
+
+    /// Another handle on the same directory.
+    pub fn try_clone(&self) -> std::io::Result<Self> {
+        Ok(Self {
+            fd: self.fd.try_clone()?,
+        })
+    }
+
+    /// Facts of the entry `name`, not following a symlink.
+    pub fn stat(&self, name: &OsStr) -> std::io::Result<EntryStat> {
+        let st =
+            rustix::fs::statat(&self.fd, plain(name)?, AtFlags::SYMLINK_NOFOLLOW).map_err(io)?;
+        Ok(EntryStat::from(&st))
+    }
+
+    /// Facts of the entry `name`, or `None` when there is none.
+    pub fn stat_opt(&self, name: &OsStr) -> std::io::Result<Option<EntryStat>> {
+        match self.stat(name) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Facts of this directory itself.
+    pub fn stat_self(&self) -> std::io::Result<EntryStat> {
+        let st = rustix::fs::fstat(&self.fd).map_err(io)?;
+        Ok(EntryStat::from(&st))
+    }
+
+    /// The names in this directory with their kinds (from a no-follow
+    /// `stat` of each), `.` and `..` left out.
+    pub fn entries(&self) -> std::io::Result<Vec<(OsString, EntryStat)>> {
+        let dir = rustix::fs::Dir::read_from(&self.fd).map_err(io)?;
+        let mut out = Vec::new();
+        for entry in dir {
+            let entry = entry.map_err(io)?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let name = OsStr::from_bytes(name).to_os_string();
+            match self.stat(&name) {
+                Ok(st) => out.push((name, st)),
+                // Removed since the listing: not there.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Open the regular file `name` for reading. A symlink, FIFO, socket,
+    /// device or directory there is refused without blocking.
+    pub fn open_read(&self, name: &OsStr) -> std::io::Result<File> {
+        let fd = rustix::fs::openat(&self.fd, plain(name)?, OFlags::RDONLY | BASE, Mode::empty())
+            .map_err(io)?;
+        regular(fd)
+    }
+
+    /// Read the regular file `name`, at most `max` bytes; more is an error
+    /// of kind `FileTooLarge`.
+    pub fn read(&self, name: &OsStr, max: u64) -> std::io::Result<Vec<u8>> {
+        let f = self.open_read(name)?;
+        read_capped(f, max)
+    }
+
+    /// Open the regular file `name` to append, creating it (mode 0644)
+    /// when missing.
+    pub fn open_append(&self, name: &OsStr) -> std::io::Result<File> {
+        let fd = rustix::fs::openat(
+            &self.fd,
+            plain(name)?,
+            OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | BASE,
+            Mode::from_raw_mode(0o644),
+        )
+        .map_err(io)?;
+        regular(fd)
+    }
+
+    /// Create the new regular file `name` (it must not exist) with `bytes`
+    /// and the permission bits `mode`.
+    pub fn create_file(&self, name: &OsStr, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+        use std::io::Write;
+        let fd = rustix::fs::openat(
+            &self.fd,
+            plain(name)?,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | BASE,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(io)?;
+        let mut f = File::from(fd);
+        f.write_all(bytes)?;
+        rustix::fs::fchmod(f.as_fd(), Mode::from_raw_mode(mode & 0o7777)).map_err(io)?;
+        Ok(())
+    }
+
+    /// Create the directory `name`.
+    pub fn mkdir(&self, name: &OsStr, mode: u32) -> std::io::Result<()> {
+        rustix::fs::mkdirat(&self.fd, plain(name)?, Mode::from_raw_mode(mode & 0o7777)).map_err(io)
+    }
+
+    /// Create the symlink `name` pointing at `target` (stored as given,
+    /// never resolved by the host).
+    pub fn symlink(&self, target: &Path, name: &OsStr) -> std::io::Result<()> {
+        rustix::fs::symlinkat(target, &self.fd, plain(name)?).map_err(io)
+    }
+
+    /// The target of the symlink `name`.
+    pub fn readlink(&self, name: &OsStr) -> std::io::Result<PathBuf> {
+        let t = rustix::fs::readlinkat(&self.fd, plain(name)?, Vec::new()).map_err(io)?;
+        Ok(PathBuf::from(OsStr::from_bytes(t.as_bytes())))
+    }
+
+    /// Remove the non-directory entry `name` (a file, symlink or special
+    /// file; a symlink is removed, never its target).
+    pub fn remove_file(&self, name: &OsStr) -> std::io::Result<()> {
+        rustix::fs::unlinkat(&self.fd, plain(name)?, AtFlags::empty()).map_err(io)
+    }
+
+    /// Remove the empty directory `name`.
+    pub fn remove_dir(&self, name: &OsStr) -> std::io::Result<()> {
+        rustix::fs::unlinkat(&self.fd, plain(name)?, AtFlags::REMOVEDIR).map_err(io)
+    }
+
+    /// Remove `name` whatever it is, a directory with everything below it,
+    /// never following a symlink. Works at any depth with a constant number
+    /// of open handles (it climbs back with `..`, which is never a link).
+    /// Returns how many entries were removed.
+    pub fn remove_tree(&self, name: &OsStr) -> std::io::Result<usize> {
+        let st = self.stat(name)?;
+        if st.kind != Kind::Dir {
+            self.remove_file(name)?;
+            return Ok(1);
+        }
+        let mut removed = 0usize;
+        let mut cur = self.open_dir(name)?;
+        let mut depth = 1usize;
+        loop {
+            // Empty the current directory of non-directories; descend into
+            // the first subdirectory found.
+            let mut sub = None;
+            for (child, st) in cur.entries()? {
+                if st.kind == Kind::Dir {
+                    sub = Some(child);
+                    break;
+                }
+                cur.remove_file(&child)?;
+                removed += 1;
+            }
+            if let Some(child) = sub {
+                cur = cur.open_dir(&child)?;
+                depth += 1;
+                continue;
+            }
+            // Empty: climb and remove it.
+            let me = cur.stat_self()?;
+            let parent = cur.open_parent()?;
+            let name_in_parent = parent
+                .entries()?
+                .into_iter()
+                .find(|(_, st)| st.kind == Kind::Dir && st.ino == me.ino && st.dev == me.dev)
+                .map(|(n, _)| n)
+                .ok_or_else(|| std::io::Error::other("directory moved while being removed"))?;
+            parent.remove_dir(&name_in_parent)?;
+            removed += 1;
+            depth -= 1;
+            if depth == 0 {
+                return Ok(removed);
+            }
+            cur = parent;
+        }
+    }
+
+    /// The parent directory (`..` is never a symlink).
+    fn open_parent(&self) -> std::io::Result<Self> {
+        let fd = rustix::fs::openat(
+            &self.fd,
+            "..",
+            OFlags::RDONLY | OFlags::DIRECTORY | BASE,
+            Mode::empty(),
+        )
+        .map_err(io)?;
+        Ok(Self { fd })
+    }
+}
+
+/// Keep `fd` only if it is a regular file.
+fn regular(fd: OwnedFd) -> std::io::Result<File> {
+    let st = rustix::fs::fstat(&fd).map_err(io)?;
+    let kind = Kind::of(FileType::from_raw_mode(st.st_mode));
+    if kind != Kind::File {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("not a regular file but {}", kind.word()),
+        ));
+    }
+    // Reads of a regular file never block; clear O_NONBLOCK anyway so the
+    // file behaves like any other (keeping O_APPEND and the rest).
+    if let Ok(flags) = rustix::fs::fcntl_getfl(&fd) {
+        let _ = rustix::fs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK);
+    }
+    Ok(File::from(fd))
+}
+
+/// Read at most `max` bytes of `f`; more is a `FileTooLarge` error.
+pub fn read_capped(f: File, max: u64) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    f.take(max.saturating_add(1)).read_to_end(&mut buf)?;
+    if u64::try_from(buf.len()).unwrap_or(u64::MAX) > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!("larger than {max} bytes"),
+        ));
+    }
+    Ok(buf)
+}
+
+static OPENAT2_MISSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether to try `openat2` (off after the kernel refused it once, or when
+/// `ROOST_NO_OPENAT2` is set, which tests use to exercise the fallback).
+fn openat2_available() -> bool {
+    !OPENAT2_MISSING.load(std::sync::atomic::Ordering::Relaxed)
+        && std::env::var_os("ROOST_NO_OPENAT2").is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(s: &str) -> &OsStr {
+        OsStr::new(s)
+    }
+
+    #[test]
+    fn refuses_links_specials_and_composite_names() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let w = d.path();
+        std::fs::write(w.join("f"), "hello").expect("write");
+        std::fs::create_dir(w.join("sub")).expect("mkdir");
+        std::os::unix::fs::symlink("f", w.join("link")).expect("symlink");
+        std::os::unix::fs::symlink("sub", w.join("dlink")).expect("symlink");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            w.join("fifo"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .expect("mkfifo");
+        let dir = DirFd::open_ambient(w).expect("open");
+        assert_eq!(dir.read(os("f"), 100).expect("read"), b"hello");
+        assert!(dir.read(os("f"), 2).is_err(), "cap");
+        assert!(dir.read(os("link"), 100).is_err(), "symlink followed");
+        assert!(dir.read(os("fifo"), 100).is_err(), "fifo opened");
+        assert!(dir.open_append(os("fifo")).is_err(), "fifo appended");
+        assert!(dir.open_dir(os("dlink")).is_err(), "dir symlink followed");
+        assert!(dir.open_dir_path(&[os("dlink")]).is_err());
+        assert!(dir.read(os("sub/../f"), 100).is_err(), "composite name");
+        assert!(dir.read(os(".."), 100).is_err());
+        assert_eq!(dir.stat(os("link")).expect("stat").kind, Kind::Symlink);
+        assert_eq!(dir.stat(os("fifo")).expect("stat").kind, Kind::Special);
+    }
+
+    #[test]
+    fn remove_tree_handles_deep_chains() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let dir = DirFd::open_ambient(d.path()).expect("open");
+        dir.mkdir(os("top"), 0o755).expect("mkdir");
+        let mut cur = dir.open_dir(os("top")).expect("open");
+        // Deeper than PATH_MAX allows as one path.
+        for _ in 0..2100 {
+            cur.mkdir(os("dd"), 0o755).expect("mkdir");
+            cur = cur.open_dir(os("dd")).expect("open");
+        }
+        cur.create_file(os("x"), b"x", 0o644).expect("file");
+        cur.symlink(Path::new("/etc"), os("l")).expect("symlink");
+        let removed = dir.remove_tree(os("top")).expect("removed");
+        assert_eq!(removed, 2100 + 1 + 2);
+        assert!(dir.stat_opt(os("top")).expect("stat").is_none());
+    }
+}

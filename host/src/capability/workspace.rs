@@ -1,0 +1,645 @@
+//! The workspace as the host sees it: every host read or write of a
+//! workspace path goes through a [`Workspace`]. Paths from a model or a
+//! plugin become a [`RelPath`] first (absolute and `..` forms normalised,
+//! refused when they leave the workspace); files are then reached through
+//! directory handles ([`DirFd`]) that never follow a symlink out of the
+//! workspace, never open a FIFO or device, and read at most a stated number
+//! of bytes.
+//!
+//! Two ways to reach a file:
+//! - [`Workspace::read`] follows symlinks that stay inside the workspace
+//!   (`AGENTS.md -> CLAUDE.md` keeps working) and refuses the rest;
+//! - [`Workspace::read_strict`] follows none at all, for the files that
+//!   define a task's authority (`.orchestration/*`).
+
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use super::GUEST_WORKSPACE;
+use super::dirfd::{DirFd, Kind};
+
+/// Symlink hops one resolution may take (Linux's own limit).
+const MAX_HOPS: usize = 40;
+
+/// A normalised workspace-relative path: plain components only, no `.`,
+/// `..`, empty or absolute parts. Empty means the workspace root.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct RelPath {
+    parts: Vec<OsString>,
+}
+
+impl RelPath {
+    /// The workspace root.
+    pub fn root() -> Self {
+        Self::default()
+    }
+
+    /// Normalise a path relative to the workspace lexically: `.` and empty
+    /// parts dropped, `..` climbs; climbing above the root, or an absolute
+    /// path, is refused.
+    pub fn parse(raw: &str) -> Result<Self, WorkspaceError> {
+        if raw.contains('\0') {
+            return Err(WorkspaceError::Outside {
+                path: raw.to_owned(),
+            });
+        }
+        let mut parts: Vec<OsString> = Vec::new();
+        for c in Path::new(raw).components() {
+            match c {
+                Component::Normal(s) => parts.push(s.to_os_string()),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if parts.pop().is_none() {
+                        return Err(WorkspaceError::Outside {
+                            path: raw.to_owned(),
+                        });
+                    }
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(WorkspaceError::Outside {
+                        path: raw.to_owned(),
+                    });
+                }
+            }
+        }
+        Ok(Self { parts })
+    }
+
+    /// Its components.
+    pub fn parts(&self) -> Vec<&OsStr> {
+        self.parts.iter().map(OsString::as_os_str).collect()
+    }
+
+    /// Whether this is the workspace root.
+    pub fn is_root(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// The path with `/` separators (`.` for the root).
+    pub fn as_string(&self) -> String {
+        if self.parts.is_empty() {
+            return ".".to_owned();
+        }
+        self.parts
+            .iter()
+            .map(|p| p.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    /// As a relative `PathBuf` (empty for the root).
+    pub fn to_path(&self) -> PathBuf {
+        self.parts.iter().collect()
+    }
+
+    /// This path with `name` appended.
+    pub fn join(&self, name: &OsStr) -> Self {
+        let mut parts = self.parts.clone();
+        parts.push(name.to_os_string());
+        Self { parts }
+    }
+
+    /// Whether `self` is `other` or lies below it.
+    pub fn starts_with(&self, other: &RelPath) -> bool {
+        self.parts.starts_with(&other.parts)
+    }
+
+    /// The parent and the last component (`None` for the root).
+    fn split_last(&self) -> Option<(&[OsString], &OsStr)> {
+        self.parts
+            .split_last()
+            .map(|(last, parent)| (parent, last.as_os_str()))
+    }
+}
+
+impl std::fmt::Display for RelPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.as_string())
+    }
+}
+
+/// Why a workspace path was refused or could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    /// The path leaves the workspace (absolute elsewhere, `..` above the
+    /// root, or a symlink pointing out).
+    #[error("`{path}` is outside the workspace")]
+    Outside {
+        /// The path as given.
+        path: String,
+    },
+    /// Not a regular file (or directory where one is wanted).
+    #[error("`{path}` is {kind}, not {wanted}")]
+    WrongKind {
+        /// Workspace-relative path.
+        path: String,
+        /// What it is.
+        kind: &'static str,
+        /// What was wanted.
+        wanted: &'static str,
+    },
+    /// Larger than the host reads.
+    #[error("`{path}` is larger than {max} bytes")]
+    TooLarge {
+        /// Workspace-relative path.
+        path: String,
+        /// The cap.
+        max: u64,
+    },
+    /// A symlink where the host follows none.
+    #[error("`{path}` is or passes through a symbolic link, which Roost does not follow here")]
+    Symlink {
+        /// Workspace-relative path.
+        path: String,
+    },
+    /// Too many symlink hops.
+    #[error("`{path}`: too many levels of symbolic links")]
+    Loop {
+        /// Workspace-relative path.
+        path: String,
+    },
+    /// Any other I/O failure.
+    #[error("`{path}`: {source}")]
+    Io {
+        /// Workspace-relative path.
+        path: String,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl WorkspaceError {
+    fn io(path: &RelPath, e: std::io::Error) -> Self {
+        let p = path.as_string();
+        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+            return Self::Symlink { path: p };
+        }
+        match e.kind() {
+            std::io::ErrorKind::FileTooLarge => Self::TooLarge { path: p, max: 0 },
+            std::io::ErrorKind::InvalidInput if e.to_string().starts_with("not a regular file") => {
+                Self::WrongKind {
+                    path: p,
+                    kind: "not a regular file",
+                    wanted: "a regular file",
+                }
+            }
+            _ => Self::Io { path: p, source: e },
+        }
+    }
+
+    /// Whether the error says the path is not there.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// An open workspace. Cheap to clone (one shared directory handle).
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: Arc<DirFd>,
+    host: PathBuf,
+}
+
+impl Workspace {
+    /// Open the workspace at `path` (the user's choice; symlinks in it are
+    /// theirs and are resolved once, here).
+    pub fn open(path: &Path) -> Result<Self, WorkspaceError> {
+        let host = path.canonicalize().map_err(|source| WorkspaceError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let root = DirFd::open_ambient(&host).map_err(|source| WorkspaceError::Io {
+            path: host.display().to_string(),
+            source,
+        })?;
+        Ok(Self {
+            root: Arc::new(root),
+            host,
+        })
+    }
+
+    /// The workspace's host path (canonical).
+    pub fn host_path(&self) -> &Path {
+        &self.host
+    }
+
+    /// The root directory handle.
+    pub fn root(&self) -> &DirFd {
+        &self.root
+    }
+
+    /// Normalise a path from a model or plugin: relative to the workspace,
+    /// or absolute under the guest mount (`/workspace/…`) or the host path
+    /// of the workspace. Anything that leaves the workspace is refused.
+    pub fn normalize(&self, raw: &str) -> Result<RelPath, WorkspaceError> {
+        let p = Path::new(raw);
+        if p.is_absolute() {
+            let inner = p
+                .strip_prefix(GUEST_WORKSPACE)
+                .or_else(|_| p.strip_prefix(&self.host))
+                .map_err(|_| WorkspaceError::Outside {
+                    path: raw.to_owned(),
+                })?;
+            return RelPath::parse(&inner.to_string_lossy()).map_err(|_| WorkspaceError::Outside {
+                path: raw.to_owned(),
+            });
+        }
+        RelPath::parse(raw)
+    }
+
+    /// Where `rel` really is: symlinks inside the workspace followed (at
+    /// most 40 hops), a missing tail kept as written. A symlink that leads
+    /// out is refused.
+    pub fn resolve(&self, rel: &RelPath) -> Result<RelPath, WorkspaceError> {
+        let mut done: Vec<OsString> = Vec::new();
+        let mut todo: VecDeque<OsString> = rel.parts.iter().cloned().collect();
+        let mut dir = self
+            .root
+            .try_clone()
+            .map_err(|e| WorkspaceError::io(rel, e))?;
+        let mut hops = 0usize;
+        let outside = || WorkspaceError::Outside {
+            path: rel.as_string(),
+        };
+        while let Some(c) = todo.pop_front() {
+            if c == "." || c.is_empty() {
+                continue;
+            }
+            if c == ".." {
+                done.pop().ok_or_else(outside)?;
+                dir = self.dir_of(&done, rel)?;
+                continue;
+            }
+            let st = dir.stat_opt(&c).map_err(|e| WorkspaceError::io(rel, e))?;
+            match st.map(|s| s.kind) {
+                None | Some(Kind::File) | Some(Kind::Special) => {
+                    // The rest is lexical: nothing there to follow.
+                    done.push(c);
+                    for rest in todo.drain(..) {
+                        if rest == ".." {
+                            done.pop().ok_or_else(outside)?;
+                        } else if rest != "." && !rest.is_empty() {
+                            done.push(rest);
+                        }
+                    }
+                    break;
+                }
+                Some(Kind::Dir) => {
+                    dir = dir.open_dir(&c).map_err(|e| WorkspaceError::io(rel, e))?;
+                    done.push(c);
+                }
+                Some(Kind::Symlink) => {
+                    hops += 1;
+                    if hops > MAX_HOPS {
+                        return Err(WorkspaceError::Loop {
+                            path: rel.as_string(),
+                        });
+                    }
+                    let target = dir.readlink(&c).map_err(|e| WorkspaceError::io(rel, e))?;
+                    let mut parts: Vec<OsString> = Vec::new();
+                    if target.is_absolute() {
+                        // Absolute targets count only when they name a
+                        // place in this workspace.
+                        let inner = target.strip_prefix(&self.host).map_err(|_| outside())?;
+                        done.clear();
+                        parts.extend(inner.components().map(|c| c.as_os_str().to_os_string()));
+                    } else {
+                        parts.extend(target.components().map(|c| c.as_os_str().to_os_string()));
+                    }
+                    for p in parts.into_iter().rev() {
+                        todo.push_front(p);
+                    }
+                    dir = self.dir_of(&done, rel)?;
+                }
+            }
+        }
+        Ok(RelPath { parts: done })
+    }
+
+    fn dir_of(&self, parts: &[OsString], rel: &RelPath) -> Result<DirFd, WorkspaceError> {
+        let comps: Vec<&OsStr> = parts.iter().map(OsString::as_os_str).collect();
+        self.root
+            .open_dir_path(&comps)
+            .map_err(|e| WorkspaceError::io(rel, e))
+    }
+
+    /// The directory `rel` itself, reached without following any symlink.
+    pub fn dir(&self, rel: &RelPath) -> Result<DirFd, WorkspaceError> {
+        self.dir_of(&rel.parts, rel)
+    }
+
+    /// Read the regular file at `rel`, following symlinks that stay in the
+    /// workspace; at most `max` bytes. `Ok(None)` when there is no file.
+    pub fn read(&self, rel: &RelPath, max: u64) -> Result<Option<Vec<u8>>, WorkspaceError> {
+        let real = self.resolve(rel)?;
+        self.read_strict(&real, max).map_err(|e| match e {
+            WorkspaceError::TooLarge { .. } => WorkspaceError::TooLarge {
+                path: rel.as_string(),
+                max,
+            },
+            other => other,
+        })
+    }
+
+    /// Read the regular file at `rel` without following any symlink on the
+    /// way; at most `max` bytes. `Ok(None)` when there is no file.
+    pub fn read_strict(&self, rel: &RelPath, max: u64) -> Result<Option<Vec<u8>>, WorkspaceError> {
+        let Some((parent, name)) = rel.split_last() else {
+            return Err(WorkspaceError::WrongKind {
+                path: ".".into(),
+                kind: Kind::Dir.word(),
+                wanted: "a regular file",
+            });
+        };
+        let dir = match self.dir_of(parent, rel) {
+            Ok(d) => d,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match dir.read(name, max) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                Err(WorkspaceError::TooLarge {
+                    path: rel.as_string(),
+                    max,
+                })
+            }
+            Err(e) => {
+                let kind = dir.stat(name).map(|s| s.kind).ok();
+                Err(match kind {
+                    Some(Kind::Symlink) => WorkspaceError::Symlink {
+                        path: rel.as_string(),
+                    },
+                    Some(k) if k != Kind::File => WorkspaceError::WrongKind {
+                        path: rel.as_string(),
+                        kind: k.word(),
+                        wanted: "a regular file",
+                    },
+                    _ => WorkspaceError::io(rel, e),
+                })
+            }
+        }
+    }
+
+    /// Open the regular file at `rel` for streaming (symlinks inside the
+    /// workspace followed, none out); `Ok(None)` when there is no file.
+    pub fn open_file(&self, rel: &RelPath) -> Result<Option<std::fs::File>, WorkspaceError> {
+        let real = self.resolve(rel)?;
+        let Some((parent, name)) = real.split_last() else {
+            return Err(WorkspaceError::WrongKind {
+                path: ".".into(),
+                kind: Kind::Dir.word(),
+                wanted: "a regular file",
+            });
+        };
+        let dir = match self.dir_of(parent, &real) {
+            Ok(d) => d,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match dir.open_read(name) {
+            Ok(f) => Ok(Some(f)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(match dir.stat(name).map(|s| s.kind) {
+                Ok(k) if k != Kind::File => WorkspaceError::WrongKind {
+                    path: rel.as_string(),
+                    kind: k.word(),
+                    wanted: "a regular file",
+                },
+                _ => WorkspaceError::io(rel, e),
+            }),
+        }
+    }
+
+    /// Text of a file read with [`Workspace::read`] (invalid UTF-8 replaced).
+    pub fn read_text(&self, rel: &str, max: u64) -> Result<Option<String>, WorkspaceError> {
+        let rel = RelPath::parse(rel)?;
+        Ok(self
+            .read(&rel, max)?
+            .map(|b| String::from_utf8_lossy(&b).into_owned()))
+    }
+
+    /// Text of a file read with [`Workspace::read_strict`].
+    pub fn read_text_strict(&self, rel: &str, max: u64) -> Result<Option<String>, WorkspaceError> {
+        let rel = RelPath::parse(rel)?;
+        Ok(self
+            .read_strict(&rel, max)?
+            .map(|b| String::from_utf8_lossy(&b).into_owned()))
+    }
+
+    /// Whether `rel` is a directory reached without any symlink.
+    pub fn is_dir_strict(&self, rel: &str) -> bool {
+        RelPath::parse(rel).is_ok_and(|r| self.dir(&r).is_ok())
+    }
+
+    /// The regular files directly in the directory `rel` (symlinks inside
+    /// the workspace followed), sorted by name; missing directory: none.
+    pub fn list_files(&self, rel: &str) -> Result<Vec<RelPath>, WorkspaceError> {
+        let rel = RelPath::parse(rel)?;
+        let real = self.resolve(&rel)?;
+        let dir = match self.dir(&real) {
+            Ok(d) => d,
+            Err(e) if e.is_not_found() => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut out = Vec::new();
+        for (name, st) in dir.entries().map_err(|e| WorkspaceError::io(&real, e))? {
+            let p = rel.join(&name);
+            let kind = match st.kind {
+                Kind::Symlink => match self.resolve(&p) {
+                    Ok(target) => self
+                        .dir_of(target.split_last().map_or(&[][..], |(d, _)| d), &target)
+                        .ok()
+                        .and_then(|d| {
+                            target
+                                .split_last()
+                                .and_then(|(_, n)| d.stat(n).ok())
+                                .map(|s| s.kind)
+                        }),
+                    Err(_) => None,
+                },
+                k => Some(k),
+            };
+            if kind == Some(Kind::File) {
+                out.push(p);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Append `bytes` to the regular file `rel` (created when missing) in
+    /// one locked, synced write, following no symlink on the way.
+    pub fn append_strict(&self, rel: &str, bytes: &[u8]) -> Result<(), WorkspaceError> {
+        let rel = RelPath::parse(rel)?;
+        let Some((parent, name)) = rel.split_last() else {
+            return Err(WorkspaceError::Outside { path: ".".into() });
+        };
+        let dir = self.dir_of(parent, &rel)?;
+        let mut f = dir
+            .open_append(name)
+            .map_err(|e| match dir.stat(name).map(|s| s.kind) {
+                Ok(Kind::Symlink) => WorkspaceError::Symlink {
+                    path: rel.as_string(),
+                },
+                Ok(k) if k != Kind::File => WorkspaceError::WrongKind {
+                    path: rel.as_string(),
+                    kind: k.word(),
+                    wanted: "a regular file",
+                },
+                _ => WorkspaceError::io(&rel, e),
+            })?;
+        f.lock().map_err(|e| WorkspaceError::io(&rel, e))?;
+        let res = f.write_all(bytes).and_then(|_| f.sync_data());
+        let _ = f.unlock();
+        res.map_err(|e| WorkspaceError::io(&rel, e))
+    }
+
+    /// Make sure the directory `rel` exists, creating missing components,
+    /// and return its host path. No component may be a symlink or anything
+    /// but a directory (a write root is never reached through a link).
+    pub fn ensure_dir(&self, rel: &RelPath) -> Result<PathBuf, WorkspaceError> {
+        let mut dir = self
+            .root
+            .try_clone()
+            .map_err(|e| WorkspaceError::io(rel, e))?;
+        let mut sofar = RelPath::root();
+        for c in &rel.parts {
+            sofar = sofar.join(c);
+            match dir.stat_opt(c).map_err(|e| WorkspaceError::io(&sofar, e))? {
+                None => dir
+                    .mkdir(c, 0o755)
+                    .map_err(|e| WorkspaceError::io(&sofar, e))?,
+                Some(s) if s.kind == Kind::Dir => {}
+                Some(s) if s.kind == Kind::Symlink => {
+                    return Err(WorkspaceError::Symlink {
+                        path: sofar.as_string(),
+                    });
+                }
+                Some(s) => {
+                    return Err(WorkspaceError::WrongKind {
+                        path: sofar.as_string(),
+                        kind: s.kind.word(),
+                        wanted: "a directory",
+                    });
+                }
+            }
+            dir = dir.open_dir(c).map_err(|e| WorkspaceError::io(&sofar, e))?;
+        }
+        Ok(self.host.join(rel.to_path()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws() -> (tempfile::TempDir, Workspace) {
+        let d = tempfile::tempdir().expect("tempdir");
+        let w = d.path().join("ws");
+        std::fs::create_dir_all(w.join("src/sub")).expect("mkdir");
+        std::fs::write(w.join("src/a.txt"), "a").expect("write");
+        std::fs::write(d.path().join("outside.txt"), "secret").expect("write");
+        std::os::unix::fs::symlink("src/a.txt", w.join("inlink")).expect("symlink");
+        std::os::unix::fs::symlink("../outside.txt", w.join("outlink")).expect("symlink");
+        std::os::unix::fs::symlink("/proc/self/environ", w.join("proclink")).expect("symlink");
+        std::os::unix::fs::symlink("src", w.join("srclink")).expect("symlink");
+        std::os::unix::fs::symlink("loop2", w.join("loop1")).expect("symlink");
+        std::os::unix::fs::symlink("loop1", w.join("loop2")).expect("symlink");
+        let ws = Workspace::open(&w).expect("open");
+        (d, ws)
+    }
+
+    #[test]
+    fn normalises_model_paths_and_refuses_escapes() {
+        let (_d, ws) = ws();
+        let host = ws.host_path().display().to_string();
+        for (raw, want) in [
+            ("src/a.txt", "src/a.txt"),
+            ("./src//a.txt", "src/a.txt"),
+            ("src/sub/../a.txt", "src/a.txt"),
+            ("/workspace/src/a.txt", "src/a.txt"),
+            ("/workspace", "."),
+            (&format!("{host}/src/a.txt"), "src/a.txt"),
+            (".", "."),
+        ] {
+            assert_eq!(ws.normalize(raw).expect(raw).as_string(), want, "{raw}");
+        }
+        for raw in [
+            "..",
+            "../x",
+            "src/../../x",
+            "/etc/passwd",
+            "/dev/stdin",
+            "/workspacex/a",
+        ] {
+            assert!(
+                matches!(ws.normalize(raw), Err(WorkspaceError::Outside { .. })),
+                "{raw}"
+            );
+        }
+    }
+
+    #[test]
+    fn resolves_inside_and_refuses_links_out() {
+        let (_d, ws) = ws();
+        let r = |s: &str| ws.resolve(&RelPath::parse(s).expect("parse"));
+        assert_eq!(r("inlink").expect("in").as_string(), "src/a.txt");
+        assert_eq!(
+            r("srclink/sub/new.txt").expect("in").as_string(),
+            "src/sub/new.txt"
+        );
+        assert!(matches!(r("outlink"), Err(WorkspaceError::Outside { .. })));
+        assert!(matches!(r("proclink"), Err(WorkspaceError::Outside { .. })));
+        assert!(matches!(r("loop1"), Err(WorkspaceError::Loop { .. })));
+        assert_eq!(
+            ws.read_text("inlink", 10).expect("read").as_deref(),
+            Some("a")
+        );
+        assert!(ws.read_text("outlink", 10).is_err());
+        assert!(ws.read_text("proclink", 1 << 20).is_err());
+        assert!(
+            ws.read_text_strict("inlink", 10).is_err(),
+            "strict follows nothing"
+        );
+        assert!(ws.read_text("src/missing", 10).expect("ok").is_none());
+        assert!(matches!(
+            ws.read_text("src/a.txt", 0),
+            Err(WorkspaceError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn appends_and_creates_without_following() {
+        let (d, ws) = ws();
+        ws.append_strict("src/log", b"one\n").expect("append");
+        ws.append_strict("src/log", b"two\n").expect("append");
+        assert_eq!(
+            ws.read_text("src/log", 100).expect("read").as_deref(),
+            Some("one\ntwo\n")
+        );
+        assert!(ws.append_strict("outlink", b"x").is_err());
+        assert!(ws.append_strict("srclink/log", b"x").is_err());
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("outside.txt")).expect("read"),
+            "secret"
+        );
+        let p = ws
+            .ensure_dir(&RelPath::parse("src/new/deep").expect("p"))
+            .expect("dir");
+        assert!(p.is_dir());
+        assert!(
+            ws.ensure_dir(&RelPath::parse("srclink/x").expect("p"))
+                .is_err()
+        );
+        assert!(
+            ws.ensure_dir(&RelPath::parse("src/a.txt/x").expect("p"))
+                .is_err()
+        );
+    }
+}
