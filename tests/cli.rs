@@ -429,3 +429,78 @@ fn readme_intent_walkthrough_stays_in_scope_and_is_traced() {
         text(&o)
     );
 }
+
+/// `roost tool call` runs declared paths through the same gate as a task:
+/// every form of an ignored path, a path out of the workspace and a device
+/// are refused; a FIFO in the workspace never blocks the command; a write
+/// to `.git/` is refused; `--memory-mib` cannot wrap.
+#[test]
+fn tool_call_applies_the_path_gate_and_never_blocks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("sub")).expect("mkdir");
+    std::fs::create_dir_all(ws.join(".git")).expect("mkdir");
+    std::fs::write(ws.join("secret.env"), "TOKEN=abc\n").expect("write");
+    std::fs::write(ws.join(".rooignore"), "secret.env\n").expect("write");
+    std::fs::write(ws.join(".git/config"), "[core]\n").expect("write");
+    std::os::unix::fs::symlink("secret.env", ws.join("alias")).expect("symlink");
+    let fifo = ws.join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let host_form = ws.canonicalize().expect("canon").join("secret.env");
+    let call = |tool: &str, args: String, extra: &[&str]| {
+        let mut c = roost(dir.path());
+        c.args([
+            "tool",
+            "call",
+            tool,
+            "--args",
+            &args,
+            "--read",
+            "--workspace",
+        ])
+        .arg(&ws)
+        .args(extra);
+        c.output().expect("runs")
+    };
+    for path in [
+        "sub/../secret.env".to_owned(),
+        "/workspace/secret.env".to_owned(),
+        host_form.display().to_string(),
+        "alias".to_owned(),
+    ] {
+        let o = call("read_file", format!(r#"{{"path":"{path}"}}"#), &[]);
+        assert!(!o.status.success(), "{path}: {}", text(&o));
+        assert!(text(&o).contains(".rooignore"), "{path}: {}", text(&o));
+        assert!(!text(&o).contains("TOKEN"), "{path}");
+    }
+    for path in ["/dev/stdin", "../outside", "/etc/passwd"] {
+        let o = call("read_file", format!(r#"{{"path":"{path}"}}"#), &[]);
+        assert!(!o.status.success(), "{path}");
+        assert!(
+            text(&o).contains("outside the workspace"),
+            "{path}: {}",
+            text(&o)
+        );
+    }
+    let o = call("read_file", r#"{"path":"fifo"}"#.into(), &[]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("not a regular file"), "{}", text(&o));
+    let o = call(
+        "write_to_file",
+        r#"{"path":".git/config","content":"[core]\n\tfsmonitor = evil\n"}"#.into(),
+        &["--write", "."],
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git/config")).expect("read"),
+        "[core]\n"
+    );
+    let o = call(
+        "read_file",
+        r#"{"path":"sub"}"#.into(),
+        &["--memory-mib", "18446744073709551615"],
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("too large"), "{}", text(&o));
+}

@@ -178,6 +178,21 @@ sandbox_cases! {
     proc_self_environ => Denied,
     proc_self_status => Denied,
     stdin_read => Denied,
+    // Host-side routes: authority files, planted links, swapped and nested
+    // directories (the sandbox denies them outside the write root; the
+    // host suite `host_escapes.rs` covers grants that reach them).
+    write_git_config => Denied,
+    add_git_hook => Denied,
+    rewrite_intents => Denied,
+    replace_trace => Denied,
+    plant_agent_link => Denied,
+    plant_trace_link => Denied,
+    plant_agents_md_link => Denied,
+    swap_dir_for_link => Denied,
+    write_nested => Denied,
+    // Inside the write root, so allowed here; the write guard removes it
+    // under a finer scope (scope.rs).
+    deep_chain => Allowed,
 }
 
 /// A grant without read access mounts nothing: even the workspace is gone.

@@ -66,6 +66,16 @@ const ROUTES: &[&str] = &[
     "proc_self_environ",
     "proc_self_status",
     "stdin_read",
+    "write_git_config",
+    "add_git_hook",
+    "rewrite_intents",
+    "replace_trace",
+    "plant_agent_link",
+    "plant_trace_link",
+    "plant_agents_md_link",
+    "swap_dir_for_link",
+    "write_nested",
+    "deep_chain",
 ];
 
 /// Everything on disk that the task may not change: the workspace, the

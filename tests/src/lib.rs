@@ -117,7 +117,22 @@ pub fn hostile_workspace() -> TestWorkspace {
     symlink("../../canary/secret.txt", w.join("out/esc_link")).expect("symlink");
     symlink(&canary, w.join("out/dir_link")).expect("symlink");
     symlink(&canary, w.join("out/ts_out")).expect("symlink");
+    // Authority files and a scoped tree for the host-side routes.
+    ws.write(".git/config", "[core]\n\tbare = false\n");
+    ws.write(".git/hooks/pre-commit.sample", "#!/bin/sh\n");
+    ws.write(".orchestration/agent_trace.jsonl", "");
+    ws.write("src/auth/session.rs", "// session\n");
+    ws.write("src/billing.rs", "// billing\n");
     ws
+}
+
+/// Make a FIFO at `path` (nothing in Roost may ever block on it).
+pub fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
 }
 
 /// Every entry under `dir` (not following symlinks) → a description holding

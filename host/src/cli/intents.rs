@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 
-use super::sanitize::visible_line;
+use super::sanitize::{json_text, visible_line};
 use crate::intents::{self, Trace};
 
 /// `roost intents list`.
@@ -60,7 +60,7 @@ pub fn trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
         .context("cannot read the agent trace")?;
     for e in &entries {
         if args.json {
-            println!("{}", serde_json::to_string(e)?);
+            println!("{}", json_text(&serde_json::to_string(e)?));
             continue;
         }
         // The trace is a workspace file and quotes model-chosen arguments:

@@ -97,6 +97,9 @@ pub fn main() -> ExitCode {
             Command::Tool(cmd) => tool::run(cmd, &data_dir).await,
         }
     });
+    // A plugin call abandoned at its deadline may still hold a blocked
+    // thread (a FIFO opened in the workspace): do not wait for it.
+    rt.shutdown_background();
     match result {
         Ok(code) => code,
         Err(e) => {

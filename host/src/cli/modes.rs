@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::config;
-use super::sanitize::{visible, visible_line};
+use super::sanitize::{json_text, visible, visible_line};
 use crate::modes::{ModeSet, ModeSource};
 
 /// `roost modes …`
@@ -30,7 +30,7 @@ pub fn run(cmd: ModesCommand) -> anyhow::Result<ExitCode> {
     let set = ModeSet::load(&workspace, config_dir.as_deref());
     if json {
         let modes: Vec<_> = set.iter().collect();
-        println!("{}", serde_json::to_string_pretty(&modes)?);
+        println!("{}", json_text(&serde_json::to_string_pretty(&modes)?));
     } else {
         // Modes come from workspace and global files: shown, not interpreted.
         for m in set.iter() {

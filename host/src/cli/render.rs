@@ -8,7 +8,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::oneshot;
 
 use super::interact::short_args;
-use super::sanitize::{visible, visible_line};
+use super::sanitize::{json_text, visible, visible_line};
 use crate::events::TaskEvent;
 
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -85,7 +85,7 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: onesh
             spinning = false;
         }
         if format == Format::Json {
-            if let Ok(line) = serde_json::to_string(&ev) {
+            if let Ok(line) = serde_json::to_string(&ev).map(|l| json_text(&l).into_owned()) {
                 println!("{line}");
             }
             continue;

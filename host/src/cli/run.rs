@@ -11,6 +11,7 @@ use super::config::{self, Profile};
 use super::interact::Terminal;
 use super::render::{self, Format};
 use super::sanitize::{visible, visible_line};
+use crate::capability::Workspace;
 use crate::events::{EventBus, TaskEvent};
 use crate::llm::scripted::{Script, ScriptedTransport};
 use crate::llm::{HttpTransport, OpenAiCompatible, Provider, RetryPolicy, Role};
@@ -306,10 +307,10 @@ async fn drive(
 
 /// `roost run`.
 pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
-    let workspace = args
-        .workspace
-        .canonicalize()
-        .with_context(|| format!("workspace {} does not exist", args.workspace.display()))?;
+    let workspace = Workspace::open(&args.workspace)
+        .with_context(|| format!("workspace {} cannot be opened", args.workspace.display()))?
+        .host_path()
+        .to_path_buf();
     let (provider, profile) = build_provider(&args.provider, None, 0)?;
     let agent = agent(data_dir, provider, &profile, &args.options)?;
     let events = EventBus::new();

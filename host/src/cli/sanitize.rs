@@ -34,6 +34,31 @@ pub fn visible_line(s: &str) -> Cow<'_, str> {
     escape(s, true)
 }
 
+/// JSON text (from `serde_json`) made safe for a terminal and still the
+/// same JSON: serde_json escapes C0 controls but leaves DEL, the C1
+/// controls and bidi controls raw, and those can only occur inside strings,
+/// so each becomes its `\uXXXX` escape. The parsed value is unchanged.
+///
+/// Borrows `json` when nothing needs changing.
+pub fn json_text(json: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() || is_bidi_control(c);
+    let Some(first) = json.find(unsafe_char) else {
+        return Cow::Borrowed(json);
+    };
+    let (clean, rest) = json.split_at(first);
+    let mut out = String::with_capacity(json.len() + 16);
+    out.push_str(clean);
+    for c in rest.chars() {
+        if unsafe_char(c) {
+            // Writing to a String cannot fail.
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Unicode bidi controls: ALM, LRM, RLM, LRE…RLO, LRI…PDI.
 fn is_bidi_control(c: char) -> bool {
     matches!(
@@ -77,6 +102,20 @@ fn escape(s: &str, one_line: bool) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_stays_exact_and_terminal_safe() {
+        let v = serde_json::json!({"t": "a\u{1b}[2J\u{9b}31m\u{7f}\u{202e}z\n", "n": 1});
+        let raw = serde_json::to_string(&v).expect("json");
+        let safe = json_text(&raw);
+        assert!(
+            !safe.chars().any(|c| c.is_control() || is_bidi_control(c)),
+            "{safe}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&safe).expect("still JSON");
+        assert_eq!(back, v);
+        assert!(matches!(json_text("{\"a\":1}"), Cow::Borrowed(_)));
+    }
 
     #[test]
     fn plain_text_passes_unchanged_and_borrowed() {

@@ -8,9 +8,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
-use super::sanitize::{visible, visible_line};
-use crate::capability::{Grant, Limits};
+use super::sanitize::{json_text, visible, visible_line};
+use crate::capability::{Grant, Limits, RooIgnore, Workspace};
 use crate::plugins::{EngineConfig, LoadedPlugin, PluginEngine, first_party};
+use crate::task::paths;
 use crate::tools::Registry;
 
 /// `roost tool …`
@@ -120,9 +121,22 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             known.join(", ")
         );
     };
+    // Declared paths get the same gate as in a task: normalised, refused
+    // when they leave the workspace, are ignored by .rooignore, or (for a
+    // destructive tool) name an authority file.
+    let mut args = args;
+    let ws = Workspace::open(&c.workspace)
+        .with_context(|| format!("cannot open workspace {}", c.workspace.display()))?;
+    if let Err(r) = paths::check(&ws, &RooIgnore::load_in(&ws), &tool.spec, &mut args) {
+        bail!("{}", visible(&r.message));
+    }
+    let memory_bytes = c
+        .memory_mib
+        .checked_mul(1 << 20)
+        .with_context(|| format!("--memory-mib {} is too large", c.memory_mib))?;
     let mut grant = Grant::new(&c.workspace).limits(Limits {
         deadline: Duration::from_millis(c.deadline_ms),
-        memory_bytes: c.memory_mib << 20,
+        memory_bytes,
         output_bytes: c.output_bytes,
     });
     if c.read {
@@ -139,7 +153,7 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             Ok(out) => serde_json::json!({ "ok": out }),
             Err(e) => serde_json::json!({ "error": e }),
         };
-        println!("{v}");
+        println!("{}", json_text(&v.to_string()));
     } else {
         // Tool output (file contents, file names) is shown, not interpreted.
         match &result {

@@ -10,7 +10,7 @@ mod gates;
 mod history;
 mod hook_gate;
 pub mod native;
-mod paths;
+pub mod paths;
 pub mod prompt;
 mod runner;
 mod snapshot;

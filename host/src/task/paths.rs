@@ -15,7 +15,7 @@ use crate::tools::ToolSpec;
 
 /// Why the gate refused a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct PathRefusal {
+pub struct PathRefusal {
     /// UI row subtype (`rooignore_error`, `path_error`).
     pub ui_subtype: &'static str,
     /// The path as declared.
@@ -25,7 +25,7 @@ pub(super) struct PathRefusal {
 }
 
 /// Normalise the declared paths of `args` in place, or refuse the call.
-pub(super) fn check(
+pub fn check(
     ws: &Workspace,
     ignore: &RooIgnore,
     spec: &ToolSpec,

@@ -6,7 +6,7 @@ use regex::RegexBuilder;
 use roost_sdk::{Output, ToolError, ToolResult, workspace};
 use serde::Deserialize;
 
-use crate::links::check_path;
+use crate::links::check_writable;
 use crate::text::{join, line_ending, read_text, write_text};
 
 pub const WRITE_DESCRIPTION: &str = "Write a complete file to the workspace, creating it (and any \
@@ -60,8 +60,9 @@ pub fn write_to_file(a: WriteArgs) -> ToolResult {
             a.path
         )));
     }
-    // Not through a symlink into a .rooignore'd directory or file.
-    check_path(Path::new(workspace::ROOT), &path, &a.path)?;
+    // Not through a symlink into a .rooignore'd directory or file, and
+    // never into a FIFO or device.
+    check_writable(Path::new(workspace::ROOT), &path, &a.path)?;
     let existed = path.exists();
     write_text(&a.path, &path, content)?;
     let verb = if existed { "Updated" } else { "Created" };

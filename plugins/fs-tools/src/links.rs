@@ -323,3 +323,15 @@ pub fn check_readable(root: &Path, path: &Path, rel: &str) -> Result<Metadata, T
     }
     Ok(meta)
 }
+
+/// [`check_path`], then refuse a FIFO, socket or device (or a directory)
+/// already at `path`: opening a FIFO to write blocks until a reader comes.
+pub fn check_writable(root: &Path, path: &Path, rel: &str) -> Result<(), ToolError> {
+    check_path(root, path, rel)?;
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(ToolError::permission_denied(format!(
+            "{rel} is not a regular file (a directory, FIFO, socket or device); it cannot be written"
+        ))),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,633 @@
+//! The host-side escapes a red team found, one test per class: the host's
+//! own handling of workspace files (sidecars, snapshots, diffs, the trace,
+//! the write guard's restore), authority files, globs, `.rooignore` path
+//! forms, special files, unbounded host work and impostor tool names. Each
+//! runs against real components (the hostile fixture, fs-tools) and full
+//! scripted tasks, and hashes the workspace and the canary beside it before
+//! and after: every case is denied or contained, the host survives, and
+//! nothing outside the grant changes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use roost::capability::{Grant, Limits, RooIgnore};
+use roost::plugins::PluginEngine;
+use roost::task::{ApprovalPolicy, TaskOutcome};
+use roost::tools::Registry;
+use roost_tests::harness::{Harness, call, complete, harness, trace_lines, turn};
+use roost_tests::user::ScriptedUser;
+use roost_tests::{engine, fixture_wasm, hostile_workspace, mkfifo, tree_hash};
+use serde_json::{Value, json};
+
+/// A harness on the hostile workspace with the hostile plugin loaded.
+fn hostile_harness(turns: Vec<Value>) -> Harness {
+    let mut h = harness(Value::Array(turns), ApprovalPolicy::yes());
+    h.ws = hostile_workspace();
+    h.add_plugin(
+        engine()
+            .load_file("hostile", &fixture_wasm("hostile"))
+            .expect("hostile"),
+    );
+    h.agent.config.max_turns = 50;
+    h.agent.config.repetition_limit = 50;
+    h
+}
+
+fn attempt(case: &str) -> Value {
+    turn("", vec![call("attempt", json!({ "case": case }))])
+}
+
+fn select(intent: &str) -> Value {
+    turn(
+        "",
+        vec![call("select_active_intent", json!({ "intent_id": intent }))],
+    )
+}
+
+fn intents(ws: &roost_tests::TestWorkspace, scope: &str) {
+    ws.write(
+        ".orchestration/active_intents.yaml",
+        &format!(
+            "active_intents:\n  - {{id: INT-001, name: Work, status: IN_PROGRESS, owned_scope: {scope}}}\n"
+        ),
+    );
+}
+
+/// Everything under the test root except the task store and the trace
+/// (which the host appends to).
+fn on_disk(root: &Path) -> BTreeMap<String, String> {
+    tree_hash(root)
+        .into_iter()
+        .filter(|(k, _)| {
+            !k.starts_with("data") && k != "workspace/.orchestration/agent_trace.jsonl"
+        })
+        .collect()
+}
+
+fn completed(outcome: &TaskOutcome) {
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+}
+
+fn no_pwn() {
+    assert!(!Path::new("/tmp/roost-hostile-pwned").exists());
+}
+
+/// Writes to `.git/` and `.orchestration/` are undone when intents are off
+/// and the call may write the whole workspace.
+#[tokio::test]
+async fn authority_files_are_out_of_reach_with_intents_off() {
+    let h = hostile_harness(vec![
+        attempt("write_git_config"),
+        attempt("add_git_hook"),
+        attempt("control_write"),
+        complete("done"),
+    ]);
+    std::fs::remove_dir_all(h.ws.path().join(".orchestration")).expect("intents off");
+    h.ws.write("out/ok.txt", "before\n");
+    let git_before = tree_hash(&h.ws.path().join(".git"));
+    let (id, outcome) = h.run(&ScriptedUser::default(), "attack").await;
+    completed(&outcome);
+    assert_eq!(git_before, tree_hash(&h.ws.path().join(".git")));
+    let r = h.results(&id);
+    for (content, is_error) in &r[..2] {
+        assert!(*is_error && content.contains("protected_path"), "{content}");
+    }
+    // An ordinary write elsewhere is kept: the guard is not a blanket undo.
+    assert!(!r[2].1, "{}", r[2].0);
+    assert_eq!(h.ws.read("out/ok.txt"), "pwned by hostile plugin\n");
+    assert!(!h.ws.path().join(".orchestration").exists());
+    no_pwn();
+}
+
+/// With intents on, not even `owned_scope: ["**"]` reaches the intents
+/// file, the trace, AGENT.md or `.git/`; a declared path there is refused
+/// before the call.
+#[tokio::test]
+async fn authority_files_are_out_of_reach_under_any_scope() {
+    let h = hostile_harness(vec![
+        select("INT-001"),
+        attempt("write_git_config"),
+        attempt("rewrite_intents"),
+        attempt("replace_trace"),
+        attempt("plant_agent_link"),
+        attempt("plant_trace_link"),
+        turn(
+            "",
+            vec![call(
+                "write_to_file",
+                json!({"path": ".orchestration/active_intents.yaml", "content": "widened\n"}),
+            )],
+        ),
+        turn(
+            "",
+            vec![call(
+                "write_to_file",
+                json!({"path": "/workspace/.git/config", "content": "x\n"}),
+            )],
+        ),
+        complete("done"),
+    ]);
+    intents(&h.ws, "[\"**\"]");
+    let before = on_disk(h.ws.root());
+    let (id, outcome) = h.run(&ScriptedUser::default(), "attack").await;
+    completed(&outcome);
+    assert_eq!(before, on_disk(h.ws.root()), "an authority file changed");
+    let r = h.results(&id);
+    for (content, is_error) in &r[1..6] {
+        assert!(
+            *is_error
+                && content.contains("scope_violation")
+                && content.contains(".git/ or .orchestration/"),
+            "{content}"
+        );
+    }
+    for (content, is_error) in &r[6..8] {
+        assert!(
+            *is_error && content.contains("which no tool may change"),
+            "{content}"
+        );
+    }
+    // The trace is still the host's: a regular file of valid lines.
+    let meta = std::fs::symlink_metadata(h.ws.path().join(".orchestration/agent_trace.jsonl"))
+        .expect("trace");
+    assert!(meta.is_file());
+    assert!(
+        trace_lines(&h.ws.path())
+            .iter()
+            .any(|e| e["kind"] == "violation")
+    );
+    no_pwn();
+}
+
+/// Links planted in the workspace (by a plugin or anyone with write
+/// access) never carry outside files, the host's environment or a device
+/// into the system prompt, the intent context or the trace.
+#[tokio::test]
+async fn planted_links_never_reach_the_model_or_the_trace() {
+    use std::os::unix::fs::symlink;
+    let h = hostile_harness(vec![
+        select("INT-001"),
+        turn(
+            "",
+            vec![call(
+                "write_to_file",
+                json!({"path": "out/a.md", "content": "hello\n"}),
+            )],
+        ),
+        complete("done"),
+    ]);
+    intents(&h.ws, "[\"out/**\"]");
+    let w = h.ws.path();
+    let canary = h.ws.canary();
+    symlink(canary.join("secret.txt"), w.join("AGENTS.md")).expect("symlink");
+    std::fs::create_dir_all(w.join(".roo/rules")).expect("mkdir");
+    symlink("/proc/self/environ", w.join(".roo/rules/01-env.md")).expect("symlink");
+    symlink("/dev/zero", w.join(".roo/rules/02-zero.md")).expect("symlink");
+    mkfifo(&w.join(".roo/rules/03-fifo.md"));
+    std::fs::write(w.join(".roo/rules/04-real.md"), "Use tabs.\n").expect("write");
+    symlink("../../canary/secret.txt", w.join(".orchestration/AGENT.md")).expect("symlink");
+    std::fs::remove_file(w.join(".orchestration/agent_trace.jsonl")).expect("rm");
+    symlink(
+        "../../canary/secret.txt",
+        w.join(".orchestration/agent_trace.jsonl"),
+    )
+    .expect("symlink");
+    symlink("/dev/zero", w.join(".rooignore")).expect("symlink");
+    let canary_before = tree_hash(&canary);
+
+    let (id, outcome) = h.run(&ScriptedUser::default(), "work").await;
+    completed(&outcome);
+    let requests = serde_json::to_string(&h.transport.requests()).expect("json");
+    assert!(
+        !requests.contains("canary secret"),
+        "an outside file reached the model"
+    );
+    assert!(
+        !requests.contains("CARGO_MANIFEST_DIR"),
+        "the host environment reached the model"
+    );
+    assert!(
+        requests.contains("Use tabs."),
+        "real rule files still count"
+    );
+    let r = h.results(&id);
+    assert!(r[0].0.contains("agent_notes: (left out"), "{}", r[0].0);
+    assert!(!r[1].1, "the in-scope write works: {}", r[1].0);
+    assert_eq!(
+        canary_before,
+        tree_hash(&canary),
+        "the trace went through a link"
+    );
+}
+
+/// `owned_scope: [src/*.rs]` does not reach `src/auth/session.rs` or
+/// `src/new/deep/x.rs`: `*` never crosses `/`.
+#[tokio::test]
+async fn scope_globs_do_not_cross_slash() {
+    let h = hostile_harness(vec![
+        select("INT-001"),
+        attempt("write_nested"),
+        turn(
+            "",
+            vec![call(
+                "write_to_file",
+                json!({"path": "src/auth/session.rs", "content": "// rewritten\n"}),
+            )],
+        ),
+        turn(
+            "",
+            vec![call(
+                "write_to_file",
+                json!({"path": "src/lib.rs", "content": "// in scope\n"}),
+            )],
+        ),
+        complete("done"),
+    ]);
+    intents(&h.ws, "[\"src/*.rs\"]");
+    let before = on_disk(h.ws.root());
+    let (id, outcome) = h.run(&ScriptedUser::default(), "attack").await;
+    completed(&outcome);
+    let r = h.results(&id);
+    assert!(r[1].1 && r[1].0.contains("scope_violation"), "{}", r[1].0);
+    assert!(r[2].1 && r[2].0.contains("scope_violation"), "{}", r[2].0);
+    assert!(!r[3].1, "{}", r[3].0);
+    let mut after = on_disk(h.ws.root());
+    assert!(after.remove("workspace/src/lib.rs").is_some());
+    assert_eq!(before, after, "a path outside src/*.rs persisted");
+}
+
+/// A directory swapped for a symlink to outside the workspace is put back
+/// through directory handles: nothing is created, changed or deleted
+/// through the link.
+#[tokio::test]
+async fn a_swapped_directory_is_restored_without_following_the_link() {
+    let h = hostile_harness(vec![
+        select("INT-001"),
+        attempt("swap_dir_for_link"),
+        complete("done"),
+    ]);
+    intents(&h.ws, "[\"src/*.rs\"]");
+    let before = on_disk(h.ws.root());
+    let (id, outcome) = h.run(&ScriptedUser::default(), "attack").await;
+    completed(&outcome);
+    let r = h.results(&id);
+    assert!(r[1].1 && r[1].0.contains("src/auth"), "{}", r[1].0);
+    assert_eq!(
+        before,
+        on_disk(h.ws.root()),
+        "the swap was not undone exactly"
+    );
+    assert!(
+        std::fs::symlink_metadata(h.ws.path().join("src/auth"))
+            .expect("restored")
+            .is_dir()
+    );
+}
+
+/// A tree deeper than the guard can walk is refused before the call (it
+/// could not be restored); one the call creates is removed whole.
+#[tokio::test]
+async fn deep_trees_are_refused_or_removed() {
+    let h = hostile_harness(vec![
+        select("INT-001"),
+        attempt("deep_chain"),
+        turn(
+            "",
+            vec![call(
+                "write_to_file",
+                json!({"path": "out/notes.md", "content": "x\n"}),
+            )],
+        ),
+        complete("done"),
+    ]);
+    intents(&h.ws, "[\"out/*.md\"]");
+    let before = on_disk(h.ws.root());
+    let (id, outcome) = h.run(&ScriptedUser::default(), "deep").await;
+    completed(&outcome);
+    let r = h.results(&id);
+    assert!(r[1].1 && r[1].0.contains("out/deep"), "{}", r[1].0);
+    let mut after = on_disk(h.ws.root());
+    after.remove("workspace/out/notes.md");
+    assert_eq!(before, after, "the deep chain persisted");
+
+    // A chain already there, deeper than the guard's walk: refused.
+    let h = hostile_harness(vec![
+        select("INT-001"),
+        turn(
+            "",
+            vec![call(
+                "write_to_file",
+                json!({"path": "out/notes.md", "content": "x\n"}),
+            )],
+        ),
+        complete("done"),
+    ]);
+    intents(&h.ws, "[\"out/*.md\"]");
+    let mut p = h.ws.path().join("out/old");
+    for _ in 0..200 {
+        p.push("d");
+    }
+    std::fs::create_dir_all(&p).expect("deep tree");
+    let (id, outcome) = h.run(&ScriptedUser::default(), "deep").await;
+    completed(&outcome);
+    let r = h.results(&id);
+    assert!(
+        r[1].1 && r[1].0.contains("directory levels") && r[1].0.contains("owned_scope"),
+        "{}",
+        r[1].0
+    );
+    assert!(!h.ws.path().join("out/notes.md").exists(), "the call ran");
+}
+
+/// Every path form of an ignored file is refused to first-party tools:
+/// `a/../secret`, `/workspace/secret`, the host path, an in-workspace
+/// symlink; a path out of the workspace and a device are refused too.
+#[tokio::test]
+async fn rooignore_holds_for_every_path_form() {
+    let h = hostile_harness(vec![
+        turn(
+            "",
+            vec![
+                call("read_file", json!({"path": "sub/../secret.env"})),
+                call("read_file", json!({"path": "/workspace/secret.env"})),
+                call("read_file", json!({"path": "alias"})),
+                call(
+                    "search_files",
+                    json!({"path": "aliasdir", "regex": "TOKEN"}),
+                ),
+                call("read_file", json!({"path": "/dev/stdin"})),
+                call("read_file", json!({"path": "../canary/secret.txt"})),
+                call("read_file", json!({"path": "readme.txt"})),
+            ],
+        ),
+        complete("done"),
+    ]);
+    let w = h.ws.path();
+    h.ws.write("secret.env", "TOKEN=abc\n");
+    h.ws.write("secrets/key.env", "TOKEN=def\n");
+    h.ws.write(".rooignore", "secret.env\nsecrets/\n");
+    std::os::unix::fs::symlink("secret.env", w.join("alias")).expect("symlink");
+    std::os::unix::fs::symlink("secrets", w.join("aliasdir")).expect("symlink");
+    let host_form = w.canonicalize().expect("canon").join("secret.env");
+    let (id, outcome) = h.run(&ScriptedUser::default(), "read").await;
+    completed(&outcome);
+    let r = h.results(&id);
+    for (content, is_error) in &r[..3] {
+        assert!(*is_error && content.contains(".rooignore"), "{content}");
+    }
+    assert!(!r[3].0.contains("TOKEN=def"), "{}", r[3].0);
+    for (content, is_error) in &r[4..6] {
+        assert!(
+            *is_error && content.contains("outside the workspace"),
+            "{content}"
+        );
+    }
+    assert!(!r[6].1 && r[6].0.contains("read me"), "{}", r[6].0);
+    let ws = roost::capability::Workspace::open(&w).expect("ws");
+    let ignore = RooIgnore::load_in(&ws);
+    let rel = ws
+        .normalize(&host_form.display().to_string())
+        .expect("host form");
+    assert!(ignore.blocks(&rel.as_string()));
+}
+
+/// A FIFO or device in the workspace never hangs the host: the host layer
+/// refuses special files, and a guest blocked opening one is abandoned at
+/// its deadline while other calls go on.
+#[tokio::test]
+async fn special_files_never_hang_the_host() {
+    let ws = hostile_workspace();
+    mkfifo(&ws.path().join("fifo"));
+    let plugin = engine()
+        .load_file("hostile", &fixture_wasm("hostile"))
+        .expect("hostile");
+    let grant = Grant::new(ws.path()).read().limits(Limits {
+        deadline: Duration::from_millis(500),
+        ..Limits::default()
+    });
+    let err = engine()
+        .call(
+            &plugin,
+            "attempt",
+            &json!({"case": "open_fifo"}).to_string(),
+            &grant,
+        )
+        .await
+        .expect_err("abandoned at the deadline");
+    assert_eq!(err.code.to_string(), "limit-exceeded", "{err}");
+    // Meanwhile the abandoned guest still waits in open(2) for a writer.
+    // The host is responsive and the engine keeps working.
+    let ok = engine()
+        .call(
+            &plugin,
+            "attempt",
+            &json!({"case": "control_read"}).to_string(),
+            &grant,
+        )
+        .await
+        .expect("next call works");
+    assert_eq!(ok.data.expect("data")["escaped"], true);
+    // Let the abandoned thread go (a writer arrives), so the test runtime
+    // can shut down; the call's result was long since given up on.
+    drop(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(ws.path().join("fifo"))
+            .expect("open the FIFO's other end"),
+    );
+
+    // The host's own reads never open a FIFO: `.rooignore` as one is
+    // skipped at once.
+    let quiet = roost_tests::TestWorkspace::new();
+    quiet.write("secret.env", "x");
+    mkfifo(&quiet.path().join(".rooignore"));
+    assert!(!RooIgnore::load(&quiet.path()).blocks("secret.env"));
+
+    // A whole task: fs-tools refuses the FIFO to read, search skips it, a
+    // destructive call that declares it neither hangs the host's snapshot
+    // nor the plugin.
+    let h = hostile_harness(vec![
+        turn(
+            "",
+            vec![
+                call("read_file", json!({"path": "fifo"})),
+                call("search_files", json!({"path": ".", "regex": "x"})),
+                call("write_to_file", json!({"path": "fifo", "content": "x"})),
+            ],
+        ),
+        complete("done"),
+    ]);
+    std::fs::remove_dir_all(h.ws.path().join(".orchestration")).expect("intents off");
+    mkfifo(&h.ws.path().join("fifo"));
+    let (id, outcome) = h.run(&ScriptedUser::default(), "fifo").await;
+    completed(&outcome);
+    let r = h.results(&id);
+    assert!(r[0].1, "{}", r[0].0);
+    assert!(r[2].1, "{}", r[2].0);
+}
+
+/// Host work after a call is bounded by the call's limits: a 60 MB `data`
+/// is dropped by size before any JSON parse, a diff of a large file is a
+/// summary with hashes, and the plugin's tool list is bounded at load.
+#[tokio::test]
+async fn host_work_is_bounded_by_the_call() {
+    let ws = hostile_workspace();
+    let plugin = engine()
+        .load_file("hostile", &fixture_wasm("hostile"))
+        .expect("hostile");
+    let out = engine()
+        .call(
+            &plugin,
+            "attempt",
+            &json!({"case": "huge_data"}).to_string(),
+            &Grant::new(ws.path()).read(),
+        )
+        .await
+        .expect("call returns");
+    assert!(out.truncated && out.data.is_none(), "{:?}", out.text);
+    assert!(
+        out.text.contains("output truncated by Roost"),
+        "{}",
+        out.text
+    );
+
+    for (fixture, needle) in [
+        ("tool-flood", "at most 128"),
+        ("schema-bomb", "args schema of"),
+    ] {
+        let err = engine()
+            .load_file(fixture, &fixture_wasm(fixture))
+            .expect_err(fixture);
+        assert!(err.to_string().contains(needle), "{fixture}: {err}");
+    }
+
+    // A 60k-line file rewritten by a task: the diff is bounded (a summary
+    // past 1 MiB), the trace still has both hashes.
+    let big: String = (0..60_000)
+        .map(|i| format!("line {i} of a big file\n"))
+        .collect();
+    let changed: String = (0..60_000)
+        .map(|i| format!("LINE {i} of a big file\n"))
+        .collect();
+    let h = hostile_harness(vec![
+        select("INT-001"),
+        turn(
+            "",
+            vec![call(
+                "write_to_file",
+                json!({"path": "big.txt", "content": changed}),
+            )],
+        ),
+        complete("done"),
+    ]);
+    intents(&h.ws, "[\"big.txt\"]");
+    h.ws.write("big.txt", &big);
+    let (_id, outcome) = h.run(&ScriptedUser::default(), "big").await;
+    completed(&outcome);
+    let mutation = trace_lines(&h.ws.path())
+        .into_iter()
+        .find(|e| e["kind"] == "mutation")
+        .expect("traced");
+    let f = &mutation["files"][0];
+    assert!(
+        f["sha256_before"].is_string() && f["sha256_after"].is_string(),
+        "{f}"
+    );
+}
+
+/// A plugin may not register a host-native name: the registry refuses it
+/// at load, so `roost tool call` and tasks never run an impostor.
+#[test]
+fn impostor_tool_names_are_refused_at_load() {
+    let engine: &PluginEngine = &engine();
+    let impostor = engine
+        .load_file("impostor", &fixture_wasm("impostor"))
+        .expect("a valid component");
+    let mut registry = Registry::new();
+    let err = registry.add_plugin(impostor).expect_err("refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("attempt_completion") && msg.contains("host-native"),
+        "{msg}"
+    );
+    assert!(registry.get("attempt_completion").is_none());
+}
+
+/// No host code reads or writes a workspace path with `std::fs` outside
+/// the workspace-access layer. Files allowed to use `std::fs` name what
+/// they touch, none of it in a workspace.
+#[test]
+fn no_std_fs_on_workspace_paths_outside_the_layer() {
+    // File → why it may use std::fs.
+    let allowed: &[(&str, &str)] = &[
+        ("capability/dirfd.rs", "the layer itself"),
+        ("capability/workspace.rs", "the layer itself"),
+        ("cli/config.rs", "the user's config file"),
+        (
+            "modes/file.rs",
+            "the global custom_modes.yaml in the config dir",
+        ),
+        ("llm/scripted.rs", "transcripts named on the command line"),
+        ("store/mod.rs", "the data dir"),
+        ("store/export.rs", "the export dir the user names"),
+        ("plugins/engine.rs", "component files named by the user"),
+        ("plugins/hook.rs", "component files named by the user"),
+        ("plugins/cache.rs", "the component cache in the data dir"),
+    ];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src");
+    let mut offenders = Vec::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let rel = p
+                .strip_prefix(&src)
+                .expect("under src")
+                .to_string_lossy()
+                .replace('\\', "/");
+            if rel.ends_with("tests.rs") || allowed.iter().any(|(f, _)| *f == rel) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).expect("read");
+            // Unit tests build their fixtures with std::fs; only code before
+            // the test module counts.
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for (n, line) in code.lines().enumerate() {
+                let l = line.trim_start();
+                if l.starts_with("//") {
+                    continue;
+                }
+                if [
+                    "std::fs",
+                    "fs::read",
+                    "fs::write",
+                    "File::open",
+                    "OpenOptions",
+                    ".canonicalize()",
+                    "tokio::fs",
+                ]
+                .iter()
+                .any(|pat| l.contains(pat))
+                {
+                    offenders.push(format!("{rel}:{}: {l}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "host code touches files outside the workspace-access layer:\n{}",
+        offenders.join("\n")
+    );
+}
