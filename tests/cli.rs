@@ -39,6 +39,11 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
 fn text(o: &Output) -> String {
     format!(
         "{}{}",
@@ -444,9 +449,7 @@ fn tool_call_applies_the_path_gate_and_never_blocks() {
     std::fs::write(ws.join(".rooignore"), "secret.env\n").expect("write");
     std::fs::write(ws.join(".git/config"), "[core]\n").expect("write");
     std::os::unix::fs::symlink("secret.env", ws.join("alias")).expect("symlink");
-    let fifo = ws.join("fifo");
-    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
-    assert!(made.success());
+    mkfifo(&ws.join("fifo"));
     let host_form = ws.canonicalize().expect("canon").join("secret.env");
     let call = |tool: &str, args: String, extra: &[&str]| {
         let mut c = roost(dir.path());
@@ -503,4 +506,133 @@ fn tool_call_applies_the_path_gate_and_never_blocks() {
     );
     assert!(!o.status.success());
     assert!(text(&o).contains("too large"), "{}", text(&o));
+}
+
+/// A task started against a local server resumes against that server and
+/// model with no flags: its history never goes to the default endpoint.
+/// Naming another endpoint on resume is explicit, said and recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_stays_on_the_endpoint_the_task_was_created_with() {
+    let a = sse_server::start(vec![
+        sse_server::Canned::sse("openai_quirks.sse"),
+        sse_server::Canned::sse("openai_quirks.sse"),
+        sse_server::Canned::sse("openai_complete.sse"),
+    ])
+    .await;
+    let b = sse_server::start(vec![sse_server::Canned::sse("openai_complete.sse")]).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("mkdir");
+    std::fs::write(ws.join("hello.txt"), "hi\n").expect("write");
+    let data = dir.path().to_path_buf();
+    let roost_cmd = move |args: Vec<String>| {
+        let mut cmd = roost(&data);
+        cmd.args(&args)
+            .env_remove("OPENAI_BASE_URL")
+            .env("OPENAI_API_KEY", "test-key");
+        async move {
+            tokio::task::spawn_blocking(move || cmd.output().expect("runs"))
+                .await
+                .expect("join")
+        }
+    };
+    let start = |base: String| {
+        vec![
+            "run".to_owned(),
+            "what does hello.txt say?".into(),
+            "--yes".into(),
+            "--max-turns".into(),
+            "1".into(),
+            "--base-url".into(),
+            base,
+            "--model".into(),
+            "local-model".into(),
+            "--workspace".into(),
+            ws.display().to_string(),
+        ]
+    };
+    let task_id = |out: &str| {
+        out.split_whitespace()
+            .skip_while(|w| *w != "task")
+            .nth(1)
+            .expect("task id printed")
+            .to_owned()
+    };
+
+    // Task 1 pauses after one turn on A; resumed with no flags it goes
+    // back to A with the same model.
+    let o = roost_cmd(start(a.base_url())).await;
+    let id1 = task_id(&text(&o));
+    let o = roost_cmd(start(a.base_url())).await;
+    let id2 = task_id(&text(&o));
+    assert_eq!(a.requests.lock().expect("lock").len(), 2);
+    let o = roost_cmd(vec!["resume".into(), id1.clone(), "--yes".into()]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("hello.txt says hi"), "{}", text(&o));
+    assert!(!text(&o).contains("resuming task"), "{}", text(&o));
+    let requests = a.requests.lock().expect("lock").clone();
+    assert_eq!(requests.len(), 3, "the resume went elsewhere: {}", text(&o));
+    assert!(requests[2].contains("local-model"), "{}", requests[2]);
+
+    // Task 2, resumed with an explicit other base URL: said and recorded.
+    let o = roost_cmd(vec![
+        "resume".into(),
+        id2.clone(),
+        "--yes".into(),
+        "--base-url".into(),
+        b.base_url(),
+    ])
+    .await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!(
+            "resuming task {id2} on openai local-model at {}",
+            b.base_url()
+        )),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(b.requests.lock().expect("lock").len(), 1);
+    let o = roost_cmd(vec!["history".into(), "show".into(), id2.clone()]).await;
+    assert!(text(&o).contains("endpoint_changed"), "{}", text(&o));
+
+    // A finished task is refused before anything about it changes.
+    let o = roost_cmd(vec![
+        "resume".into(),
+        id1,
+        "--base-url".into(),
+        "http://127.0.0.1:9/v1".into(),
+    ])
+    .await;
+    assert!(!o.status.success());
+    assert!(!text(&o).contains("resuming task"), "{}", text(&o));
+}
+
+/// Log lines on stderr carry no colour codes when stderr is not a terminal
+/// (here a warning about a `.rooignore` that is a FIFO, which is skipped
+/// without blocking).
+#[test]
+fn logs_have_no_colour_codes_off_a_terminal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("mkdir");
+    std::fs::write(ws.join("a.txt"), "a\n").expect("write");
+    mkfifo(&ws.join(".rooignore"));
+    let o = roost(dir.path())
+        .args([
+            "tool",
+            "call",
+            "read_file",
+            "--args",
+            r#"{"path":"a.txt"}"#,
+            "--read",
+            "--workspace",
+        ])
+        .arg(&ws)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(".rooignore not read"), "{err}");
+    assert!(!o.stderr.contains(&0x1b), "{err:?}");
 }

@@ -38,6 +38,17 @@ fn attempt(case: &str) -> Value {
     turn("", vec![call("attempt", json!({ "case": case }))])
 }
 
+/// A turn that calls fs-tools' `write_to_file`.
+fn write(path: &str, content: &str) -> Value {
+    turn(
+        "",
+        vec![call(
+            "write_to_file",
+            json!({ "path": path, "content": content }),
+        )],
+    )
+}
+
 fn select(intent: &str) -> Value {
     turn(
         "",
@@ -115,20 +126,8 @@ async fn authority_files_are_out_of_reach_under_any_scope() {
         attempt("replace_trace"),
         attempt("plant_agent_link"),
         attempt("plant_trace_link"),
-        turn(
-            "",
-            vec![call(
-                "write_to_file",
-                json!({"path": ".orchestration/active_intents.yaml", "content": "widened\n"}),
-            )],
-        ),
-        turn(
-            "",
-            vec![call(
-                "write_to_file",
-                json!({"path": "/workspace/.git/config", "content": "x\n"}),
-            )],
-        ),
+        write(".orchestration/active_intents.yaml", "widened\n"),
+        write("/workspace/.git/config", "x\n"),
         complete("done"),
     ]);
     intents(&h.ws, "[\"**\"]");
@@ -171,13 +170,7 @@ async fn planted_links_never_reach_the_model_or_the_trace() {
     use std::os::unix::fs::symlink;
     let h = hostile_harness(vec![
         select("INT-001"),
-        turn(
-            "",
-            vec![call(
-                "write_to_file",
-                json!({"path": "out/a.md", "content": "hello\n"}),
-            )],
-        ),
+        write("out/a.md", "hello\n"),
         complete("done"),
     ]);
     intents(&h.ws, "[\"out/**\"]");
@@ -231,20 +224,8 @@ async fn scope_globs_do_not_cross_slash() {
     let h = hostile_harness(vec![
         select("INT-001"),
         attempt("write_nested"),
-        turn(
-            "",
-            vec![call(
-                "write_to_file",
-                json!({"path": "src/auth/session.rs", "content": "// rewritten\n"}),
-            )],
-        ),
-        turn(
-            "",
-            vec![call(
-                "write_to_file",
-                json!({"path": "src/lib.rs", "content": "// in scope\n"}),
-            )],
-        ),
+        write("src/auth/session.rs", "// rewritten\n"),
+        write("src/lib.rs", "// in scope\n"),
         complete("done"),
     ]);
     intents(&h.ws, "[\"src/*.rs\"]");
@@ -295,13 +276,7 @@ async fn deep_trees_are_refused_or_removed() {
     let h = hostile_harness(vec![
         select("INT-001"),
         attempt("deep_chain"),
-        turn(
-            "",
-            vec![call(
-                "write_to_file",
-                json!({"path": "out/notes.md", "content": "x\n"}),
-            )],
-        ),
+        write("out/notes.md", "x\n"),
         complete("done"),
     ]);
     intents(&h.ws, "[\"out/*.md\"]");
@@ -317,13 +292,7 @@ async fn deep_trees_are_refused_or_removed() {
     // A chain already there, deeper than the guard's walk: refused.
     let h = hostile_harness(vec![
         select("INT-001"),
-        turn(
-            "",
-            vec![call(
-                "write_to_file",
-                json!({"path": "out/notes.md", "content": "x\n"}),
-            )],
-        ),
+        write("out/notes.md", "x\n"),
         complete("done"),
     ]);
     intents(&h.ws, "[\"out/*.md\"]");
@@ -362,6 +331,8 @@ async fn rooignore_holds_for_every_path_form() {
                 call("read_file", json!({"path": "/dev/stdin"})),
                 call("read_file", json!({"path": "../canary/secret.txt"})),
                 call("read_file", json!({"path": "readme.txt"})),
+                call("list_files", json!({"path": ".", "recursive": true})),
+                call("search_files", json!({"path": ".", "regex": "TOKEN"})),
             ],
         ),
         complete("done"),
@@ -387,6 +358,13 @@ async fn rooignore_holds_for_every_path_form() {
         );
     }
     assert!(!r[6].1 && r[6].0.contains("read me"), "{}", r[6].0);
+    // Listing and search leave out what is reached through a symlink into
+    // an ignored path.
+    assert!(!r[7].1 && r[7].0.contains("readme.txt"), "{}", r[7].0);
+    for hidden in ["alias\n", "aliasdir", "secret.env", "secrets/"] {
+        assert!(!r[7].0.contains(hidden), "{hidden} listed: {}", r[7].0);
+    }
+    assert!(!r[8].0.contains("TOKEN="), "{}", r[8].0);
     let ws = roost::capability::Workspace::open(&w).expect("ws");
     let ignore = RooIgnore::load_in(&ws);
     let rel = ws
@@ -515,13 +493,7 @@ async fn host_work_is_bounded_by_the_call() {
         .collect();
     let h = hostile_harness(vec![
         select("INT-001"),
-        turn(
-            "",
-            vec![call(
-                "write_to_file",
-                json!({"path": "big.txt", "content": changed}),
-            )],
-        ),
+        write("big.txt", &changed),
         complete("done"),
     ]);
     intents(&h.ws, "[\"big.txt\"]");

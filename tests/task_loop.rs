@@ -1137,3 +1137,39 @@ async fn without_orchestration_intents_are_off() {
     assert!(!r[1].1, "{}", r[1].0);
     assert!(!h.ws.path().join(".orchestration").exists());
 }
+
+/// `select_active_intent` is offered only where intents are on (the
+/// workspace has `.orchestration/`), and from the turn they turn on.
+#[tokio::test]
+async fn select_active_intent_is_offered_only_where_intents_are_on() {
+    let h = harness(
+        json!([
+            turn("", vec![call("list_files", json!({"path": "."}))]),
+            complete("done")
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let names = |req: &Value| -> Vec<String> {
+        req["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let (_id, outcome) = h.run(&ScriptedUser::default(), "go").await;
+    assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+    let reqs = h.transport.requests();
+    assert!(names(&reqs[0]).iter().any(|n| n == "attempt_completion"));
+    assert!(!names(&reqs[0]).iter().any(|n| n == "select_active_intent"));
+
+    let h = harness(json!([complete("done")]), ApprovalPolicy::yes());
+    h.ws.write(".orchestration/active_intents.yaml", "active_intents: []\n");
+    let (_id, outcome) = h.run(&ScriptedUser::default(), "go").await;
+    assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+    assert!(
+        names(&h.transport.requests()[0])
+            .iter()
+            .any(|n| n == "select_active_intent")
+    );
+}

@@ -369,20 +369,7 @@ impl Workspace {
                     max,
                 })
             }
-            Err(e) => {
-                let kind = dir.stat(name).map(|s| s.kind).ok();
-                Err(match kind {
-                    Some(Kind::Symlink) => WorkspaceError::Symlink {
-                        path: rel.as_string(),
-                    },
-                    Some(k) if k != Kind::File => WorkspaceError::WrongKind {
-                        path: rel.as_string(),
-                        kind: k.word(),
-                        wanted: "a regular file",
-                    },
-                    _ => WorkspaceError::io(rel, e),
-                })
-            }
+            Err(e) => Err(entry_error(&dir, name, rel, e)),
         }
     }
 
@@ -405,14 +392,7 @@ impl Workspace {
         match dir.open_read(name) {
             Ok(f) => Ok(Some(f)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(match dir.stat(name).map(|s| s.kind) {
-                Ok(k) if k != Kind::File => WorkspaceError::WrongKind {
-                    path: rel.as_string(),
-                    kind: k.word(),
-                    wanted: "a regular file",
-                },
-                _ => WorkspaceError::io(rel, e),
-            }),
+            Err(e) => Err(entry_error(&dir, name, rel, e)),
         }
     }
 
@@ -483,17 +463,7 @@ impl Workspace {
         let dir = self.dir_of(parent, &rel)?;
         let mut f = dir
             .open_append(name)
-            .map_err(|e| match dir.stat(name).map(|s| s.kind) {
-                Ok(Kind::Symlink) => WorkspaceError::Symlink {
-                    path: rel.as_string(),
-                },
-                Ok(k) if k != Kind::File => WorkspaceError::WrongKind {
-                    path: rel.as_string(),
-                    kind: k.word(),
-                    wanted: "a regular file",
-                },
-                _ => WorkspaceError::io(&rel, e),
-            })?;
+            .map_err(|e| entry_error(&dir, name, &rel, e))?;
         f.lock().map_err(|e| WorkspaceError::io(&rel, e))?;
         let res = f.write_all(bytes).and_then(|_| f.sync_data());
         let _ = f.unlock();
@@ -532,6 +502,22 @@ impl Workspace {
             dir = dir.open_dir(c).map_err(|e| WorkspaceError::io(&sofar, e))?;
         }
         Ok(self.host.join(rel.to_path()))
+    }
+}
+
+/// Why opening the regular file `name` in `dir` failed, in words: a
+/// symlink or special file there says what it is, anything else is I/O.
+fn entry_error(dir: &DirFd, name: &OsStr, rel: &RelPath, e: std::io::Error) -> WorkspaceError {
+    match dir.stat(name).map(|s| s.kind) {
+        Ok(Kind::Symlink) => WorkspaceError::Symlink {
+            path: rel.as_string(),
+        },
+        Ok(k) if k != Kind::File => WorkspaceError::WrongKind {
+            path: rel.as_string(),
+            kind: k.word(),
+            wanted: "a regular file",
+        },
+        _ => WorkspaceError::io(rel, e),
     }
 }
 

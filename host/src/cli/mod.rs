@@ -74,6 +74,8 @@ pub fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never in a log file.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
     let rt = match tokio::runtime::Builder::new_multi_thread()

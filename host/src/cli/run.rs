@@ -14,10 +14,10 @@ use super::sanitize::{visible, visible_line};
 use crate::capability::Workspace;
 use crate::events::{EventBus, TaskEvent};
 use crate::llm::scripted::{Script, ScriptedTransport};
-use crate::llm::{HttpTransport, OpenAiCompatible, Provider, RetryPolicy, Role};
+use crate::llm::{HttpTransport, Labelled, OpenAiCompatible, Provider, RetryPolicy, Role};
 use crate::modes::HookRegistry;
 use crate::plugins::{EngineConfig, PluginEngine, first_party};
-use crate::store::Store;
+use crate::store::{Store, TaskRecord};
 use crate::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
 use crate::tools::Registry;
 
@@ -119,18 +119,42 @@ pub enum HistoryCommand {
 
 fn build_provider(
     args: &ProviderArgs,
-    fallback: Option<&str>,
+    stored: Option<&TaskRecord>,
     scripted_start: usize,
 ) -> anyhow::Result<(Arc<dyn Provider>, Profile)> {
     let cfg = config::load(&args.config.clone().unwrap_or_else(config::default_path))?;
-    let profile = cfg.profile(args.profile.as_deref())?;
+    // A resumed task keeps the endpoint it was created with (provider,
+    // base URL, model, profile) unless the user names another: naming a
+    // profile picks that profile's endpoint; a flag overrides one field.
+    let keep = stored.filter(|_| args.profile.is_none());
+    let kept =
+        |f: fn(&TaskRecord) -> &str| keep.map(f).filter(|v| !v.is_empty()).map(str::to_owned);
+    let profile_name = args
+        .profile
+        .clone()
+        .or_else(|| kept(|t| &t.profile))
+        .or_else(|| cfg.default_profile.clone());
+    let profile = match (cfg.profile(profile_name.as_deref()), keep) {
+        (Ok(p), _) => p,
+        // The task's profile is gone from the config: its recorded
+        // endpoint still holds.
+        (Err(e), Some(_)) => {
+            tracing::warn!("{e}; resuming on the task's recorded endpoint");
+            Profile::default()
+        }
+        (Err(e), None) => return Err(e),
+    };
     let kind = args
         .provider
         .clone()
+        .or_else(|| kept(|t| &t.provider))
         .or_else(|| profile.provider.clone())
         .or_else(|| args.script.as_ref().map(|_| "scripted".to_owned()))
-        .or_else(|| fallback.map(str::to_owned))
         .unwrap_or_else(|| "openai".to_owned());
+    // The recorded URL and model belong to the recorded provider.
+    let same_kind = keep.is_some_and(|t| t.provider == kind);
+    let kept_base = kept(|t| &t.base_url).filter(|_| same_kind);
+    let kept_model = kept(|t| &t.model).filter(|_| same_kind);
     let retry = RetryPolicy::default();
     let provider: Arc<dyn Provider> = match kind.as_str() {
         "scripted" => {
@@ -147,12 +171,14 @@ fn build_provider(
             let base = args
                 .base_url
                 .clone()
+                .or_else(|| kept_base.clone())
                 .or_else(|| profile.base_url.clone())
                 .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
                 .unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
             let model = args
                 .model
                 .clone()
+                .or_else(|| kept_model.clone())
                 .or_else(|| profile.model.clone())
                 .unwrap_or_else(|| "gpt-4o-mini".to_owned());
             let key_var = profile
@@ -169,22 +195,29 @@ fn build_provider(
                 ),
             }
             let url = format!("{}/chat/completions", base.trim_end_matches('/'));
-            Arc::new(OpenAiCompatible::new(
+            let inner = Arc::new(OpenAiCompatible::new(
                 "openai",
                 &model,
                 Arc::new(HttpTransport::new(url, headers)?),
                 retry,
+            ));
+            Arc::new(Labelled::new(
+                inner,
+                &base,
+                profile_name.as_deref().unwrap_or(""),
             ))
         }
         "anthropic" => {
             let base = args
                 .base_url
                 .clone()
+                .or_else(|| kept_base.clone())
                 .or_else(|| profile.base_url.clone())
                 .unwrap_or_else(|| "https://api.anthropic.com/v1".to_owned());
             let model = args
                 .model
                 .clone()
+                .or_else(|| kept_model.clone())
                 .or_else(|| profile.model.clone())
                 .unwrap_or_else(|| "claude-sonnet-4-5".to_owned());
             let key_var = profile
@@ -197,10 +230,15 @@ fn build_provider(
                 ("anthropic-version".to_owned(), "2023-06-01".to_owned()),
             ];
             let url = format!("{}/messages", base.trim_end_matches('/'));
-            Arc::new(crate::llm::anthropic::Anthropic::new(
+            let inner = Arc::new(crate::llm::anthropic::Anthropic::new(
                 &model,
                 Arc::new(HttpTransport::new(url, headers)?),
                 retry,
+            ));
+            Arc::new(Labelled::new(
+                inner,
+                &base,
+                profile_name.as_deref().unwrap_or(""),
             ))
         }
         other => bail!("unknown provider `{other}` (openai, anthropic, scripted)"),
@@ -328,14 +366,48 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
 pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let store = Store::open(&Store::default_path(data_dir))?;
     let task = store.find_task(&args.id)?;
+    if task.status.is_final() {
+        bail!(
+            "task {} is {} and cannot be resumed",
+            visible_line(&task.id),
+            task.status
+        );
+    }
     // A scripted transcript continues after the replies already in history.
     let replies = store
         .load_api(&task.id, true)?
         .iter()
         .filter(|m| m.message.role == Role::Assistant)
         .count();
+    let (provider, profile) = build_provider(&args.provider, Some(&task), replies)?;
+    let endpoint = |p: &str, b: &str, m: &str| {
+        format!("{p} {m} at {}", if b.is_empty() { "(none)" } else { b })
+    };
+    let was = endpoint(&task.provider, &task.base_url, &task.model);
+    let now = endpoint(provider.name(), provider.base_url(), provider.model());
+    if was != now {
+        // Only an explicit choice gets here: say so, and record it.
+        eprintln!(
+            "resuming task {} on {} (it was created on {})",
+            visible_line(&task.id),
+            visible_line(&now),
+            visible_line(&was)
+        );
+        store.set_endpoint(
+            &task.id,
+            provider.name(),
+            provider.base_url(),
+            provider.model(),
+            provider.profile(),
+        )?;
+        store.append_ui(
+            &task.id,
+            "say",
+            "endpoint_changed",
+            &format!("{now} (was {was})"),
+        )?;
+    }
     drop(store);
-    let (provider, profile) = build_provider(&args.provider, Some(&task.provider), replies)?;
     let agent = agent(data_dir, provider, &profile, &args.options)?;
     let events = EventBus::new();
     let terminal = Terminal::detect();

@@ -294,6 +294,39 @@ pub fn context_block(workspace: &Path, intent: &Intent, recent: &[TraceEntry]) -
 mod tests {
     use super::*;
 
+    fn scope_of(globs: &[&str]) -> (tempfile::TempDir, Scope) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let intent = Intent {
+            id: "INT-9".into(),
+            name: "t".into(),
+            status: "IN_PROGRESS".into(),
+            owned_scope: globs.iter().map(|g| (*g).to_owned()).collect(),
+            constraints: vec![],
+            acceptance_criteria: vec![],
+        };
+        let s = Scope::new(dir.path(), &intent).expect("scope");
+        (dir, s)
+    }
+
+    #[test]
+    fn globs_mean_what_users_think() {
+        let (_d, s) = scope_of(&["src/*.rs"]);
+        assert!(s.allows("src/lib.rs"));
+        assert!(!s.allows("src/auth/session.rs"), "* crosses /");
+        assert!(!s.allows("src/new/deep/x.rs"), "* crosses /");
+        let (_d, s) = scope_of(&["*.yaml"]);
+        assert!(s.allows("config.yaml"));
+        assert!(!s.allows(".orchestration/active_intents.yaml"));
+        let (_d, s) = scope_of(&["src/?.rs"]);
+        assert!(s.allows("src/a.rs") && !s.allows("src/a/b.rs"));
+        let (_d, s) = scope_of(&["src/**/*.rs"]);
+        assert!(s.allows("src/a/b/c.rs") && s.allows("src/c.rs"));
+        let (_d, s) = scope_of(&["src/auth"]);
+        assert!(s.allows("src/auth") && s.allows("src/auth/session.rs"));
+        assert!(!s.allows("src/authx.rs"));
+        assert!(s.covers_dir(Path::new("src/auth")));
+    }
+
     #[test]
     fn roots_and_scope() {
         assert_eq!(root_of("src/auth/**"), PathBuf::from("src/auth"));

@@ -102,8 +102,60 @@ pub trait Provider: Send + Sync {
     fn name(&self) -> &str;
     /// Model id.
     fn model(&self) -> &str;
+    /// Base URL of the API the requests go to (empty when there is none,
+    /// as for the scripted provider). Stored with each task, so a resume
+    /// goes back to the same endpoint.
+    fn base_url(&self) -> &str {
+        ""
+    }
+    /// Config profile the provider was built from (empty: none).
+    fn profile(&self) -> &str {
+        ""
+    }
     /// Start a reply; errors before any output are retried inside.
     async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError>;
+}
+
+/// A provider labelled with where it points: its base URL and the config
+/// profile it came from, for the task record.
+pub struct Labelled {
+    inner: Arc<dyn Provider>,
+    base_url: String,
+    profile: String,
+}
+
+impl Labelled {
+    /// `inner`, recorded as pointing at `base_url` through `profile`.
+    pub fn new(inner: Arc<dyn Provider>, base_url: &str, profile: &str) -> Self {
+        Self {
+            inner,
+            base_url: base_url.to_owned(),
+            profile: profile.to_owned(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for Labelled {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    fn profile(&self) -> &str {
+        &self.profile
+    }
+
+    async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
+        self.inner.stream(req).await
+    }
 }
 
 /// Delivers the raw SSE bytes for a request body: HTTP for real providers,

@@ -20,7 +20,7 @@ use crate::llm::{ContentBlock, Message, Role, Usage};
 use crate::task::native::{TodoItem, TodoState};
 use crate::task::status::TaskStatus;
 
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -33,6 +33,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     prompt TEXT NOT NULL,
     provider TEXT NOT NULL DEFAULT '',
     model TEXT NOT NULL DEFAULT '',
+    base_url TEXT NOT NULL DEFAULT '',
+    profile TEXT NOT NULL DEFAULT '',
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     tokens_in INTEGER NOT NULL DEFAULT 0,
@@ -135,6 +137,11 @@ pub struct TaskRecord {
     pub provider: String,
     /// Model id.
     pub model: String,
+    /// Base URL of the provider's API the task was created with (empty for
+    /// the scripted provider).
+    pub base_url: String,
+    /// Config profile the task was created with (empty: none).
+    pub profile: String,
     /// Created (ms since epoch).
     pub created_at: i64,
     /// Last change (ms since epoch).
@@ -164,6 +171,10 @@ pub struct NewTask {
     pub provider: String,
     /// Model id.
     pub model: String,
+    /// Base URL of the provider's API.
+    pub base_url: String,
+    /// Config profile.
+    pub profile: String,
 }
 
 /// A UI message: what a front-end shows, in Roo's say/ask shape.
@@ -245,6 +256,7 @@ impl Store {
             )));
         }
         conn.execute_batch(SCHEMA).map_err(|e| err(e.to_string()))?;
+        migrate(&conn, version).map_err(|e| err(e.to_string()))?;
         conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
             .map_err(|e| err(e.to_string()))?;
         Ok(Self {
@@ -270,11 +282,29 @@ impl Store {
         let root = new.root_id.clone().unwrap_or_else(|| id.clone());
         let now = now_ms();
         exec(&self.conn(),
-            "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)",
-            params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, now],
+            "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)",
+            params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, new.base_url, new.profile, now],
         )?;
         self.get_task(&id)
+    }
+
+    /// Record that a task continues on another endpoint (the user named it
+    /// explicitly when resuming).
+    pub fn set_endpoint(
+        &self,
+        id: &str,
+        provider: &str,
+        base_url: &str,
+        model: &str,
+        profile: &str,
+    ) -> Result<(), StoreError> {
+        exec(
+            &self.conn(),
+            "UPDATE tasks SET provider = ?2, base_url = ?3, model = ?4, profile = ?5, updated_at = ?6 WHERE id = ?1",
+            params![id, provider, base_url, model, profile, now_ms()],
+        )?;
+        Ok(())
     }
 
     /// A task by id.
@@ -664,7 +694,27 @@ impl Store {
 }
 
 const TASK_COLUMNS: &str = "id, parent_id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at, \
-     tokens_in, tokens_out, cache_reads, cache_writes, cost, active_intent";
+     tokens_in, tokens_out, cache_reads, cache_writes, cost, active_intent, base_url, profile";
+
+/// Bring a store written by an older Roost up to [`SCHEMA_VERSION`].
+fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
+    if from == 1 {
+        // Version 2 records the endpoint a task was created with, so a
+        // resume never silently switches to another one.
+        let has = |col: &str| -> rusqlite::Result<bool> {
+            let mut stmt =
+                conn.prepare("SELECT 1 FROM pragma_table_info('tasks') WHERE name = ?1")?;
+            stmt.exists([col])
+        };
+        if !has("base_url")? {
+            conn.execute_batch("ALTER TABLE tasks ADD COLUMN base_url TEXT NOT NULL DEFAULT ''")?;
+        }
+        if !has("profile")? {
+            conn.execute_batch("ALTER TABLE tasks ADD COLUMN profile TEXT NOT NULL DEFAULT ''")?;
+        }
+    }
+    Ok(())
+}
 
 fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TaskRecord, StoreError>> {
     let id: String = r.get(0)?;
@@ -696,6 +746,8 @@ fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TaskRecord, StoreE
         },
         cost: r.get(15)?,
         active_intent: r.get(16)?,
+        base_url: r.get(17)?,
+        profile: r.get(18)?,
         id,
     }))
 }

@@ -17,6 +17,8 @@ fn new_task(s: &Store) -> TaskRecord {
         prompt: "do it".into(),
         provider: "scripted".into(),
         model: "m".into(),
+        base_url: String::new(),
+        profile: String::new(),
     })
     .expect("creates")
 }
@@ -238,4 +240,39 @@ fn concurrent_appends_keep_order_per_task() {
             assert_eq!(m.message, Message::user_text(i.to_string()));
         }
     }
+}
+
+/// A store written by schema 1 (no endpoint columns) opens, gains them,
+/// and keeps its tasks; new tasks record their endpoint.
+#[test]
+fn schema_1_stores_are_migrated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.db");
+    {
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch(
+            "CREATE TABLE tasks (id TEXT PRIMARY KEY, parent_id TEXT, root_id TEXT NOT NULL, mode TEXT NOT NULL,
+               workspace TEXT NOT NULL, status TEXT NOT NULL, prompt TEXT NOT NULL,
+               provider TEXT NOT NULL DEFAULT '', model TEXT NOT NULL DEFAULT '',
+               created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+               tokens_in INTEGER NOT NULL DEFAULT 0, tokens_out INTEGER NOT NULL DEFAULT 0,
+               cache_reads INTEGER NOT NULL DEFAULT 0, cache_writes INTEGER NOT NULL DEFAULT 0,
+               cost REAL NOT NULL DEFAULT 0, active_intent TEXT);
+             INSERT INTO tasks (id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at)
+               VALUES ('old-1', 'old-1', 'code', '/ws', 'paused', 'p', 'openai', 'm', 1, 1);
+             PRAGMA user_version=1;",
+        )
+        .expect("v1 schema");
+    }
+    let s = Store::open(&path).expect("migrates");
+    let old = s.get_task("old-1").expect("kept");
+    assert_eq!((old.base_url.as_str(), old.profile.as_str()), ("", ""));
+    s.set_endpoint("old-1", "openai", "http://127.0.0.1:1/v1", "m2", "local")
+        .expect("set");
+    let old = s.get_task("old-1").expect("kept");
+    assert_eq!(old.base_url, "http://127.0.0.1:1/v1");
+    assert_eq!((old.model.as_str(), old.profile.as_str()), ("m2", "local"));
+    drop(s);
+    // Opening again is a no-op.
+    assert!(Store::open(&path).is_ok());
 }

@@ -136,4 +136,30 @@ mod tests {
             assert!(p.contains(needle), "missing {needle}");
         }
     }
+
+    /// Rule files that are links out of the workspace, devices or FIFOs are
+    /// left out without blocking or reading them; a link inside counts.
+    #[test]
+    fn hostile_rule_files_are_left_out() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let w = dir.path().join("ws");
+        std::fs::create_dir_all(w.join(".roo/rules")).expect("mkdir");
+        std::fs::write(dir.path().join("outside.md"), "OUTSIDE SECRET").expect("write");
+        symlink("/dev/zero", w.join("AGENTS.md")).expect("symlink");
+        symlink("/proc/self/environ", w.join(".roo/rules/01-env.md")).expect("symlink");
+        symlink("../../../outside.md", w.join(".roo/rules/02-out.md")).expect("symlink");
+        std::fs::write(w.join("CLAUDE.md"), "Inside rules.").expect("write");
+        symlink("../../CLAUDE.md", w.join(".roo/rules/03-in.md")).expect("symlink");
+        let fifo = std::process::Command::new("mkfifo")
+            .arg(w.join(".roo/rules/04-fifo.md"))
+            .status()
+            .expect("mkfifo");
+        assert!(fifo.success());
+        let text = custom_instructions(&w, "code");
+        assert!(text.contains("Inside rules."), "{text}");
+        assert!(!text.contains("OUTSIDE SECRET"), "{text}");
+        assert!(!text.contains("PATH="), "{text}");
+        assert!(!text.contains("AGENTS.md"), "{text}");
+    }
 }

@@ -250,6 +250,8 @@ impl Agent {
             prompt: prompt.to_owned(),
             provider: self.provider.name().to_owned(),
             model: self.provider.model().to_owned(),
+            base_url: self.provider.base_url().to_owned(),
+            profile: self.provider.profile().to_owned(),
         })?;
         self.store.append_ui(&task.id, "say", "text", prompt)?;
         self.store.append_api(
@@ -383,9 +385,12 @@ impl Agent {
         for turn in 1..=self.config.max_turns {
             // The mode decides the role, the extra instructions and which
             // tools the model is offered (the gate checks again per call).
+            // `select_active_intent` only where intents are on.
+            let intents_on = intents::enabled(&ctx.workspace);
             let offered: Vec<ToolSpec> = specs
                 .iter()
                 .filter(|s| state.mode.offers(s))
+                .filter(|s| intents_on || s.name != SELECT_ACTIVE_INTENT)
                 .cloned()
                 .collect();
             let definitions: Vec<ToolDefinition> = offered

@@ -314,6 +314,14 @@ pub fn check_path(root: &Path, path: &Path, rel: &str) -> Result<(), ToolError> 
 /// it: a FIFO, socket or device is refused, since opening a FIFO can block
 /// forever. Directories pass; the caller decides.
 pub fn check_readable(root: &Path, path: &Path, rel: &str) -> Result<Metadata, ToolError> {
+    // Fast path: a regular file directly in the workspace root, not a link
+    // (one lookup instead of a resolution).
+    if path.parent() == Some(root)
+        && let Ok(m) = std::fs::symlink_metadata(path)
+        && m.is_file()
+    {
+        return Ok(m);
+    }
     check_path(root, path, rel)?;
     let meta = std::fs::metadata(path).map_err(|e| ToolError::io(rel, &e))?;
     if !meta.is_file() && !meta.is_dir() {
