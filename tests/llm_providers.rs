@@ -204,10 +204,12 @@ async fn server_error_then_success_and_persistent_errors_surface() {
     ])
     .await;
     let (_, err) = collect(&openai(&server.base_url())).await;
+    // The policy (3 attempts) is spent: the last failure, marked final.
     assert!(
-        matches!(&err, Some(LlmError::Http { status: 503, .. })),
+        matches!(&err, Some(LlmError::GaveUp { attempts: 3, last }) if matches!(**last, LlmError::Http { status: 503, .. })),
         "{err:?}"
     );
+    assert_eq!(server.requests.lock().expect("lock").len(), 3);
 
     let server = start(vec![Canned::error(400, &[], "bad request body")]).await;
     let (events, err) = collect(&openai(&server.base_url())).await;
@@ -232,7 +234,10 @@ async fn connection_refused_is_retried_then_reported() {
             .count(),
         2
     );
-    assert!(matches!(&err, Some(LlmError::Connection(_))), "{err:?}");
+    assert!(
+        matches!(&err, Some(LlmError::GaveUp { attempts: 3, last }) if matches!(**last, LlmError::Connection(_))),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]

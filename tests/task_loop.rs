@@ -1173,3 +1173,30 @@ async fn select_active_intent_is_offered_only_where_intents_are_on() {
             .any(|n| n == "select_active_intent")
     );
 }
+
+/// One retry layer: a persistent 429 or 500 costs exactly the policy's
+/// number of requests (the harness's policy: 3), and the `retrying`
+/// events number them 1..n-1 once, never restarting.
+#[tokio::test]
+async fn a_persistent_error_costs_exactly_the_policys_requests() {
+    for status in [429u16, 500, 503] {
+        let turns: Vec<Value> = (0..20)
+            .map(|_| json!({"http_error": {"status": status, "retry_after_secs": 0.001}}))
+            .collect();
+        let h = harness(Value::Array(turns), ApprovalPolicy::yes());
+        let mut rx = h.events.subscribe();
+        let (_id, outcome) = h.run(&ScriptedUser::default(), "go").await;
+        let TaskOutcome::Failed { error } = outcome else {
+            panic!("{status}: expected failure")
+        };
+        assert!(error.contains("gave up after 3 attempts"), "{error}");
+        assert_eq!(h.transport.requests().len(), 3, "{status}: requests made");
+        let mut attempts = Vec::new();
+        while let Ok(ev) = rx.try_recv() {
+            if let TaskEvent::Retrying { attempt, .. } = ev {
+                attempts.push(attempt);
+            }
+        }
+        assert_eq!(attempts, vec![1, 2], "{status}");
+    }
+}

@@ -69,7 +69,7 @@ impl WireDecoder for AnthropicDecoder {
                 }));
             }
             "content_block_start" => {
-                let index = v["index"].as_u64().unwrap_or(0) as u32;
+                let index = block_index(&v)?;
                 let block = &v["content_block"];
                 match block["type"].as_str() {
                     Some("tool_use") => {
@@ -92,7 +92,7 @@ impl WireDecoder for AnthropicDecoder {
                 }
             }
             "content_block_delta" => {
-                let index = v["index"].as_u64().unwrap_or(0) as u32;
+                let index = block_index(&v)?;
                 let delta = &v["delta"];
                 match delta["type"].as_str() {
                     Some("text_delta") => {
@@ -145,6 +145,21 @@ impl WireDecoder for AnthropicDecoder {
             stop_reason: self.stop_reason,
         })
     }
+}
+
+/// A content block's `index`: required, an unsigned integer that fits a
+/// `u32`; anything else is a stream error (never block 0 by default, which
+/// would merge two calls).
+fn block_index(v: &serde_json::Value) -> Result<u32, LlmError> {
+    v["index"]
+        .as_u64()
+        .and_then(|i| u32::try_from(i).ok())
+        .ok_or_else(|| {
+            LlmError::Decode(format!(
+                "content block index {} is not a small unsigned integer",
+                v["index"]
+            ))
+        })
 }
 
 /// The Anthropic Messages provider over some transport.

@@ -30,6 +30,15 @@ pub enum LlmError {
     /// Misconfiguration (no API key, bad URL, script exhausted…).
     #[error("{0}")]
     Config(String),
+    /// The retry policy is spent: every attempt failed. Not retried again
+    /// by anyone (there is one retry layer).
+    #[error("gave up after {attempts} attempts: {last}")]
+    GaveUp {
+        /// Requests made.
+        attempts: u32,
+        /// The last failure.
+        last: Box<LlmError>,
+    },
 }
 
 impl LlmError {
@@ -43,7 +52,7 @@ impl LlmError {
                 let m = m.to_ascii_lowercase();
                 m.contains("overloaded") || m.contains("rate limit") || m.contains("rate_limit")
             }
-            Self::Decode(_) | Self::Config(_) => false,
+            Self::Decode(_) | Self::Config(_) | Self::GaveUp { .. } => false,
         }
     }
 

@@ -60,14 +60,62 @@ impl Transport for HttpTransport {
             while !text.is_char_boundary(end) {
                 end -= 1;
             }
+            let mut body = text[..end].to_owned();
+            if status.as_u16() == 404 {
+                body = not_found_hint(&self.url, &body);
+            }
             return Err(LlmError::Http {
                 status: status.as_u16(),
-                body: text[..end].to_owned(),
+                body,
                 retry_after,
             });
         }
         Ok(Box::pin(resp.bytes_stream().map(|r| {
             r.map_err(|e| LlmError::Connection(e.to_string()))
         })))
+    }
+}
+
+/// A 404 names the URL that was tried and, when the base URL has no API
+/// version (`http://localhost:11434` instead of `…/v1`), the likely fix.
+fn not_found_hint(url: &str, body: &str) -> String {
+    let mut msg = format!("{body} (POST {url} was not found");
+    if let Some((base, endpoint)) = url.rsplit_once('/').and_then(|(rest, last)| {
+        let (base, mid) = rest.rsplit_once('/').unwrap_or((rest, ""));
+        (last == "completions" && mid == "chat")
+            .then_some((base, "chat/completions"))
+            .or_else(|| (last == "messages").then_some((rest, "messages")))
+    }) && !base.trim_end_matches('/').ends_with("/v1")
+    {
+        msg.push_str(&format!(
+            "; the base URL `{base}` has no API version: try `--base-url {}/v1` (requests go to <base URL>/{endpoint})",
+            base.trim_end_matches('/')
+        ));
+    } else {
+        msg.push_str("; check --base-url");
+    }
+    msg.push(')');
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_404_names_the_url_and_the_fix() {
+        let m = not_found_hint(
+            "http://localhost:11434/chat/completions",
+            "404 page not found",
+        );
+        assert!(
+            m.contains("POST http://localhost:11434/chat/completions"),
+            "{m}"
+        );
+        assert!(m.contains("--base-url http://localhost:11434/v1"), "{m}");
+        let m = not_found_hint("http://h/v1/chat/completions", "");
+        assert!(m.contains("check --base-url") && !m.contains("try"), "{m}");
+        let m = not_found_hint("http://h/messages", "");
+        assert!(m.contains("--base-url http://h/v1"), "{m}");
     }
 }

@@ -219,7 +219,10 @@ impl Provider for OpenAiCompatible {
 }
 
 /// Drive one reply: send (with retries) and decode, yielding events through
-/// a channel so the caller consumes a plain stream.
+/// a channel so the caller consumes a plain stream. This is Roost's one
+/// retry layer for failed requests: when `retry` is spent the error comes
+/// out as [`LlmError::GaveUp`], which the task loop does not retry again
+/// (it only retries a stream that broke after the request succeeded).
 pub fn run(
     transport: Arc<dyn Transport>,
     body: serde_json::Value,
@@ -245,6 +248,15 @@ pub fn run(
                         return;
                     }
                     tokio::time::sleep(delay).await;
+                }
+                // The policy is spent: say so, so no one retries again.
+                Err(e) if e.is_retryable() => {
+                    let gave_up = LlmError::GaveUp {
+                        attempts: attempt,
+                        last: Box::new(e),
+                    };
+                    let _ = tx.send(Err(gave_up)).await;
+                    return;
                 }
                 Err(e) => {
                     let _ = tx.send(Err(e)).await;

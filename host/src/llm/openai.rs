@@ -187,7 +187,7 @@ impl WireDecoder for OpenAiDecoder {
             }
             if let Some(calls) = delta["tool_calls"].as_array() {
                 for (pos, tc) in calls.iter().enumerate() {
-                    let index = tc["index"].as_u64().map_or(pos as u32, |i| i as u32);
+                    let index = tool_index(&tc["index"], pos)?;
                     self.tool_delta(
                         index,
                         tc["id"].as_str(),
@@ -237,9 +237,48 @@ fn cut(s: &str) -> &str {
     &s[..end]
 }
 
+/// A tool call's `index` from the network: an unsigned integer that fits
+/// a `u32`, or absent (some servers leave it out; the position in the
+/// delta then says which call). Anything else is a stream error, never a
+/// merge of two calls.
+pub(crate) fn tool_index(v: &serde_json::Value, pos: usize) -> Result<u32, LlmError> {
+    let bad = || {
+        LlmError::Decode(format!(
+            "tool call index {v} is not a small unsigned integer"
+        ))
+    };
+    if v.is_null() {
+        return u32::try_from(pos).map_err(|_| bad());
+    }
+    v.as_u64()
+        .and_then(|i| u32::try_from(i).ok())
+        .ok_or_else(bad)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bad_tool_indexes_are_stream_errors() {
+        assert_eq!(tool_index(&serde_json::json!(2), 0).ok(), Some(2));
+        assert_eq!(tool_index(&serde_json::Value::Null, 3).ok(), Some(3));
+        for bad in [
+            serde_json::json!(4_294_967_296u64),
+            serde_json::json!(-1),
+            serde_json::json!("0"),
+            serde_json::json!(1.5),
+        ] {
+            assert!(tool_index(&bad, 0).is_err(), "{bad}");
+        }
+        let mut d = OpenAiDecoder::new();
+        let mut out = Vec::new();
+        let data = r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":4294967297,"id":"a","function":{"name":"x","arguments":"{}"}}]}}]}"#;
+        assert!(matches!(
+            d.on_event("", data, &mut out),
+            Err(LlmError::Decode(_))
+        ));
+    }
     use crate::llm::{Message, ToolDefinition};
 
     fn run(chunks: &[&str]) -> Result<Vec<StreamEvent>, LlmError> {

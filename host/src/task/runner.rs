@@ -631,18 +631,23 @@ impl Agent {
         Ok(model_history(history.visible(), history.summary()))
     }
 
-    /// Stream one reply, publishing partial text and arguments; a stream
-    /// that breaks mid-way is retried (its partial output was never durable).
+    /// Stream one reply, publishing partial text and arguments. Failed
+    /// requests are retried by the provider under its policy (one retry
+    /// layer: when spent, the error is final); a stream that broke after
+    /// its request succeeded is retried here, at most `stream_retries`
+    /// times. `retrying` events number every request of this model call
+    /// 1, 2, 3… across both.
     async fn stream_reply(&self, req: &ChatRequest, events: &EventBus) -> Result<Reply, LlmError> {
-        let mut attempt = 0u32;
+        let mut made = 0u32;
+        let mut broken = 0u32;
         loop {
-            attempt += 1;
-            match self.stream_once(req, events).await {
+            match self.stream_once(req, events, &mut made).await {
                 Ok(r) => return Ok(r),
-                Err(e) if e.is_retryable() && attempt <= self.config.stream_retries => {
-                    let delay = crate::llm::RetryPolicy::default().delay(attempt, e.retry_after());
+                Err(e) if e.is_retryable() && broken < self.config.stream_retries => {
+                    broken += 1;
+                    let delay = crate::llm::RetryPolicy::default().delay(broken, e.retry_after());
                     events.publish(TaskEvent::Retrying {
-                        attempt,
+                        attempt: made,
                         delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                         reason: e.to_string(),
                     });
@@ -653,7 +658,16 @@ impl Agent {
         }
     }
 
-    async fn stream_once(&self, req: &ChatRequest, events: &EventBus) -> Result<Reply, LlmError> {
+    /// One request (with the provider's own retries); `made` counts the
+    /// requests of this model call so far.
+    async fn stream_once(
+        &self,
+        req: &ChatRequest,
+        events: &EventBus,
+        made: &mut u32,
+    ) -> Result<Reply, LlmError> {
+        let offset = *made;
+        *made += 1;
         let mut stream = self.provider.stream(req).await?;
         let mut text = String::new();
         let mut usage = Usage::default();
@@ -686,11 +700,14 @@ impl Agent {
                     attempt,
                     delay,
                     reason,
-                } => events.publish(TaskEvent::Retrying {
-                    attempt,
-                    delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                    reason,
-                }),
+                } => {
+                    *made = offset + attempt + 1;
+                    events.publish(TaskEvent::Retrying {
+                        attempt: offset + attempt,
+                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        reason,
+                    });
+                }
                 StreamEvent::Done { calls, .. } => return Ok(Reply { text, calls, usage }),
             }
         }
