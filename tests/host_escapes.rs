@@ -215,6 +215,13 @@ async fn planted_links_never_reach_the_model_or_the_trace() {
         tree_hash(&canary),
         "the trace went through a link"
     );
+    // The refused trace append is shown, not only logged.
+    let ui = h.agent.store.load_ui(&id).expect("ui");
+    assert!(
+        ui.iter()
+            .any(|m| m.subtype == "error" && m.text.contains("agent_trace.jsonl")),
+        "the failed trace append is not reported"
+    );
 }
 
 /// `owned_scope: [src/*.rs]` does not reach `src/auth/session.rs` or

@@ -585,11 +585,47 @@ async fn max_turns_pauses_the_task() {
         },
         ..h
     };
+    let mut rx = h.events.subscribe();
     let (id, outcome) = h.run(&ScriptedUser::default(), "go").await;
     assert!(matches!(outcome, TaskOutcome::Paused { .. }));
     assert_eq!(
         h.agent.store.get_task(&id).expect("task").status,
         TaskStatus::Paused
+    );
+    // Events, history and outcome agree: paused, not failed.
+    let mut last = None;
+    while let Ok(ev) = rx.try_recv() {
+        assert!(!matches!(ev, TaskEvent::Failed { .. }), "{ev:?}");
+        last = Some(ev);
+    }
+    assert!(matches!(last, Some(TaskEvent::Paused { .. })), "{last:?}");
+    let ui = h.agent.store.load_ui(&id).expect("ui");
+    assert!(
+        ui.iter()
+            .any(|m| m.subtype == "paused" && m.text.contains("roost resume"))
+    );
+    assert!(
+        !ui.iter()
+            .any(|m| m.subtype == "error" && m.text.contains("limit"))
+    );
+}
+
+/// With no one to give guidance, the repetition gate stops the task and
+/// says why (not "stopped by the user").
+#[tokio::test]
+async fn repetition_without_guidance_stops_with_the_real_reason() {
+    let same = || turn("", vec![call("list_files", json!({"path": "."}))]);
+    let h = harness(json!([same(), same(), same()]), ApprovalPolicy::yes());
+    let (id, outcome) = h.run(&ScriptedUser::default(), "go").await;
+    let TaskOutcome::Aborted { reason } = outcome else {
+        panic!("expected a stop")
+    };
+    assert!(!reason.contains("by the user"), "{reason}");
+    assert!(reason.contains("same arguments 3 times"), "{reason}");
+    let ui = h.agent.store.load_ui(&id).expect("ui");
+    assert!(
+        ui.iter()
+            .any(|m| m.text.contains("same arguments 3 times") && m.text.starts_with("aborted"))
     );
 }
 
@@ -1199,4 +1235,80 @@ async fn a_persistent_error_costs_exactly_the_policys_requests() {
         }
         assert_eq!(attempts, vec![1, 2], "{status}");
     }
+}
+
+/// A resumed task whose intent file became invalid is told so (a UI error
+/// row and a warning event), not silently left without its intent.
+#[tokio::test]
+async fn an_invalid_intents_file_on_resume_is_reported() {
+    let h = harness(
+        json!([turn(
+            "",
+            vec![call(
+                "select_active_intent",
+                json!({"intent_id": "INT-001"})
+            )]
+        )]),
+        ApprovalPolicy::yes(),
+    );
+    h.ws.write(
+        ".orchestration/active_intents.yaml",
+        "active_intents:\n  - {id: INT-001, name: A, status: IN_PROGRESS, owned_scope: [\"src/**\"]}\n",
+    );
+    let (id, outcome) = h.run(&ScriptedUser::default(), "go").await;
+    assert!(matches!(outcome, TaskOutcome::Failed { .. }), "{outcome:?}");
+    assert_eq!(
+        h.agent
+            .store
+            .get_task(&id)
+            .expect("task")
+            .active_intent
+            .as_deref(),
+        Some("INT-001")
+    );
+    h.ws.write(
+        ".orchestration/active_intents.yaml",
+        "active_intents: [unclosed\n",
+    );
+    let agent = Agent {
+        provider: Arc::new(OpenAiCompatible::new(
+            "scripted",
+            "scripted",
+            Arc::new(ScriptedTransport::new(
+                serde_json::from_value(json!({"turns": [complete("done")]})).expect("script"),
+            )),
+            RetryPolicy::default(),
+        )),
+        engine: engine(),
+        registry: Arc::clone(&h.agent.registry),
+        store: h.agent.store.clone(),
+        config: TaskConfig {
+            policy: ApprovalPolicy::yes(),
+            ..TaskConfig::default()
+        },
+        modes_dir: None,
+        hooks: Default::default(),
+    };
+    let events = EventBus::new();
+    let mut rx = events.subscribe();
+    let outcome = agent
+        .resume(&id, &ScriptedUser::default(), &events)
+        .await
+        .expect("resumes");
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let ui = h.agent.store.load_ui(&id).expect("ui");
+    assert!(
+        ui.iter().any(|m| m.subtype == "error"
+            && m.text.contains("INT-001 could not be restored")
+            && m.text.contains("active_intents.yaml")),
+        "not reported"
+    );
+    let mut warned = false;
+    while let Ok(ev) = rx.try_recv() {
+        warned |= matches!(ev, TaskEvent::Warning { message } if message.contains("could not be restored"));
+    }
+    assert!(warned);
 }

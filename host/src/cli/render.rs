@@ -269,6 +269,9 @@ fn text_of(ev: &TaskEvent, style: &Style) -> String {
             "{}",
             style.paint("31", &format!("failed: {}", visible(error)))
         ),
+        TaskEvent::Paused { reason } => {
+            writeln!(out, "{}", style.paint("33", &visible(reason)))
+        }
         _ => Ok(()),
     };
     out

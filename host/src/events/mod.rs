@@ -131,6 +131,11 @@ pub enum TaskEvent {
         /// Why.
         reason: String,
     },
+    /// The task paused at a limit (`--max-turns`); it can be resumed.
+    Paused {
+        /// Why.
+        reason: String,
+    },
     /// The task failed.
     Failed {
         /// Why.

@@ -138,7 +138,8 @@ pub(super) struct CallResult {
     is_error: bool,
     mistake: bool,
     completed: Option<String>,
-    abort: bool,
+    /// Stop the task after this call, with this reason.
+    abort: Option<String>,
     /// The tool's own error code, when a plugin failed.
     code: Option<ErrorCode>,
     /// Diff of the files the call changed.
@@ -152,7 +153,7 @@ impl CallResult {
             is_error: false,
             mistake: false,
             completed: None,
-            abort: false,
+            abort: None,
             code: None,
             diff: None,
         }
@@ -163,7 +164,7 @@ impl CallResult {
             is_error: true,
             mistake: false,
             completed: None,
-            abort: false,
+            abort: None,
             code: None,
             diff: None,
         }
@@ -365,14 +366,37 @@ impl Agent {
             intent: None,
         };
         if let Some(active) = ctx.task.active_intent.as_deref() {
-            // A resumed task keeps its intent, if it is still in progress.
-            let found = intents::load(&ctx.workspace)
-                .ok()
-                .and_then(|all| all.into_iter().find(|x| x.id == active));
-            if let Some(intent) = found.filter(|x| x.status == "IN_PROGRESS")
-                && let Ok(scope) = Scope::new(&ctx.workspace, &intent)
-            {
-                state.intent = Some((intent, scope));
+            // A resumed task keeps its intent, if it is still in progress;
+            // when it cannot, the user and the model are told why.
+            let restored = intents::load(&ctx.workspace)
+                .map_err(|e| e.to_string())
+                .and_then(|all| {
+                    all.into_iter()
+                        .find(|x| x.id == active)
+                        .ok_or_else(|| format!("{active} is no longer in active_intents.yaml"))
+                })
+                .and_then(|intent| {
+                    if intent.status == "IN_PROGRESS" {
+                        Ok(intent)
+                    } else {
+                        Err(format!("{active} is {}, not IN_PROGRESS", intent.status))
+                    }
+                })
+                .and_then(|intent| {
+                    Scope::new(&ctx.workspace, &intent)
+                        .map(|scope| (intent, scope))
+                        .map_err(|e| e.to_string())
+                });
+            match restored {
+                Ok(pair) => state.intent = Some(pair),
+                Err(why) => {
+                    let msg = format!(
+                        "the task's intent {active} could not be restored: {why}; destructive tools need \
+                         select_active_intent again"
+                    );
+                    self.store.append_ui(id, "say", "error", &msg)?;
+                    ctx.events.publish(TaskEvent::Warning { message: msg });
+                }
             }
         }
         let mut history = History::load(&self.store, id)?;
@@ -482,9 +506,9 @@ impl Agent {
             };
             let mut results_seq: Option<i64> = None;
             let mut completed: Option<String> = None;
-            let mut abort = false;
+            let mut abort: Option<String> = None;
             for call in &reply.calls {
-                let r = if completed.is_some() || abort {
+                let r = if completed.is_some() || abort.is_some() {
                     CallResult::error(
                         "Not executed: an earlier call in the same message ended the task.",
                     )
@@ -498,7 +522,9 @@ impl Agent {
                     state.mistakes = 0;
                 }
                 completed = completed.or(r.completed.clone());
-                abort |= r.abort;
+                if r.abort.is_some() {
+                    abort = r.abort.clone();
+                }
                 results.content.push(ContentBlock::ToolResult {
                     tool_use_id: call.id.clone(),
                     content: r.content.clone(),
@@ -526,21 +552,22 @@ impl Agent {
                 });
                 return Ok(TaskOutcome::Completed { result });
             }
-            if abort {
-                self.abort(id, "stopped by the user", ctx.events)?;
-                return Ok(TaskOutcome::Aborted {
-                    reason: "stopped by the user".into(),
-                });
+            if let Some(reason) = abort {
+                self.abort(id, &reason, ctx.events)?;
+                return Ok(TaskOutcome::Aborted { reason });
             }
             if let Some(outcome) = self.check_mistakes(ctx, &mut state, &mut history).await? {
                 return Ok(outcome);
             }
         }
-        let reason = format!("reached the limit of {} turns", self.config.max_turns);
+        let reason = format!(
+            "paused: reached the limit of {} model requests; `roost resume {}` continues",
+            self.config.max_turns, id
+        );
         self.store.set_status(id, TaskStatus::Paused)?;
-        self.store.append_ui(id, "say", "error", &reason)?;
-        ctx.events.publish(TaskEvent::Failed {
-            error: reason.clone(),
+        self.store.append_ui(id, "say", "paused", &reason)?;
+        ctx.events.publish(TaskEvent::Paused {
+            reason: reason.clone(),
         });
         Ok(TaskOutcome::Paused { reason })
     }
@@ -815,7 +842,11 @@ impl Agent {
                 Some(g) => msg.push_str(&format!("\n<user_guidance>\n{g}\n</user_guidance>")),
                 None => {
                     return Ok(CallResult {
-                        abort: true,
+                        abort: Some(format!(
+                            "stopped: the model called `{}` with the same arguments {} times in a row and no one \
+                             could give guidance",
+                            call.name, self.config.repetition_limit
+                        )),
                         ..CallResult::mistake(msg)
                     });
                 }
@@ -1148,9 +1179,20 @@ impl Agent {
         Ok(())
     }
 
+    /// Append to the agent trace; a failure is not only logged but shown:
+    /// a UI error row and a warning event, so no one believes a mutation
+    /// was traced when it was not.
     pub(super) fn trace(&self, ctx: &Ctx<'_>, entry: &TraceEntry) {
         if let Err(e) = Trace::of(&ctx.workspace).append(entry) {
             tracing::error!(task = %ctx.task.id, "cannot append to the agent trace: {e}");
+            let msg = format!(
+                "cannot append to .orchestration/agent_trace.jsonl: {e}; this {} of `{}` is not in the trace",
+                entry.kind, entry.tool
+            );
+            if let Err(store) = self.store.append_ui(&ctx.task.id, "say", "error", &msg) {
+                tracing::error!(task = %ctx.task.id, "cannot record the trace failure: {store}");
+            }
+            ctx.events.publish(TaskEvent::Warning { message: msg });
         }
     }
 
