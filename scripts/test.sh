@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Roost's test command (the README's second command). Installs the one tool
-# cargo cannot: componentize-py, which builds the Python conformance plugin.
+# cargo cannot: componentize-py, which the tests use to build the Python
+# conformance plugin (a plain `cargo build` never needs it). pip puts it in
+# ~/.local/bin, which is often not on PATH: look there too before installing.
 # The wasm32-wasip2 target comes from rust-toolchain.toml via rustup.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$PATH:$HOME/.local/bin"
 if ! command -v componentize-py >/dev/null 2>&1; then
   python3 -m pip install --quiet --user componentize-py==0.25.1 \
     || python3 -m pip install --quiet --break-system-packages --user componentize-py==0.25.1
-  export PATH="$HOME/.local/bin:$PATH"
 fi
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
 cargo test --manifest-path plugins/Cargo.toml --target-dir target/wasm-native

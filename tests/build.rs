@@ -1,5 +1,6 @@
-//! Builds the fixture plugins (Rust ones with cargo, the Python one with
-//! componentize-py) so `cargo test` runs against real components.
+//! Builds the Rust fixture plugins so `cargo test` runs against real
+//! components. The Python fixture is built by the tests themselves
+//! (`python_plugin_wasm`), so building the workspace never needs Python.
 
 use std::path::Path;
 
@@ -12,14 +13,5 @@ fn main() {
     let target = roost_build::outer_target_dir(&root).join("wasm");
     let out = roost_build::build_wasm_workspace(&fixtures.join("Cargo.toml"), &target);
     println!("cargo:rustc-env=ROOST_FIXTURES_DIR={}", out.display());
-
-    let py_out = target.join("python");
-    let python = roost_build::python::componentize(
-        &fixtures.join("python-plugin"),
-        &root.join("wit"),
-        "tool-plugin",
-        "app",
-        &py_out.join("python_plugin.wasm"),
-    );
-    println!("cargo:rustc-env=ROOST_PYTHON_PLUGIN={}", python.display());
+    println!("cargo:rustc-env=ROOST_WASM_TARGET_DIR={}", target.display());
 }

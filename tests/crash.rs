@@ -186,6 +186,16 @@ fn sigkill_at_random_points_loses_nothing_and_resume_finishes() {
             );
         }
         drop(store);
+        // Edits are atomic: a file the task writes is its old content or
+        // its new one after any kill, never empty or torn.
+        for name in ["a.txt", "b.txt", "c.txt"] {
+            if let Ok(text) = std::fs::read_to_string(ws.join("out").join(name)) {
+                assert!(
+                    !text.is_empty() && text.ends_with('\n'),
+                    "run {run} (killed after {delay:?}): out/{name} is torn: {text:?}"
+                );
+            }
+        }
 
         if task.status == TaskStatus::Completed {
             continue;

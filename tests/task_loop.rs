@@ -1312,3 +1312,71 @@ async fn an_invalid_intents_file_on_resume_is_reported() {
     }
     assert!(warned);
 }
+
+/// Edits are atomic (a temporary file renamed over the target, so a crash
+/// never leaves a torn file), keep the file's permission bits, leave no
+/// temporaries, and write through an in-workspace symlink to its target.
+#[tokio::test]
+async fn edits_replace_files_whole_and_keep_their_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "run.sh", "content": "#!/bin/sh\necho new\n"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "apply_diff",
+                    json!({"path": "run.sh", "diff": "<<<<<<< SEARCH\necho new\n=======\necho newer\n>>>>>>> REPLACE"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "alias.txt", "content": "through the link\n"})
+                )]
+            ),
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    h.ws.write("run.sh", "#!/bin/sh\necho old\n");
+    let script = h.ws.path().join("run.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    h.ws.write("real.txt", "real\n");
+    std::os::unix::fs::symlink("real.txt", h.ws.path().join("alias.txt")).expect("symlink");
+    let (id, outcome) = h.run(&ScriptedUser::default(), "edit").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let r = h.results(&id);
+    assert!(r.iter().take(3).all(|(_, e)| !e), "{r:?}");
+    assert_eq!(h.ws.read("run.sh"), "#!/bin/sh\necho newer\n");
+    let mode = std::fs::metadata(&script)
+        .expect("meta")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o755, "the script lost its mode");
+    assert_eq!(h.ws.read("real.txt"), "through the link\n");
+    assert!(
+        std::fs::symlink_metadata(h.ws.path().join("alias.txt"))
+            .expect("link")
+            .file_type()
+            .is_symlink()
+    );
+    let leftovers: Vec<String> = std::fs::read_dir(h.ws.path())
+        .expect("list")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("roost-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

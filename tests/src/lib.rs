@@ -18,9 +18,25 @@ pub fn fixture_wasm(crate_name: &str) -> PathBuf {
     Path::new(FIXTURES_DIR).join(format!("{}.wasm", crate_name.replace('-', "_")))
 }
 
-/// Built component of the Python conformance plugin.
+/// Built component of the Python conformance plugin, built on first use
+/// with componentize-py (so building the workspace never needs Python).
 pub fn python_plugin_wasm() -> PathBuf {
-    PathBuf::from(env!("ROOST_PYTHON_PLUGIN"))
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+            roost_build::python::componentize(
+                &root.join("tests/fixtures/python-plugin"),
+                &root.join("wit"),
+                "tool-plugin",
+                "app",
+                &Path::new(env!("ROOST_WASM_TARGET_DIR"))
+                    .join("python")
+                    .join("python_plugin.wasm"),
+            )
+            .unwrap_or_else(|e| panic!("building the Python fixture: {e}"))
+        })
+        .clone()
 }
 
 /// Component cache shared by all test binaries, so each fixture compiles once.

@@ -396,6 +396,19 @@ impl Workspace {
         }
     }
 
+    /// Set the permission bits of the regular file at `rel` (symlinks
+    /// inside the workspace followed, none out).
+    pub fn set_mode(&self, rel: &RelPath, mode: u32) -> Result<(), WorkspaceError> {
+        let Some(f) = self.open_file(rel)? else {
+            return Err(WorkspaceError::Io {
+                path: rel.as_string(),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            });
+        };
+        rustix::fs::fchmod(&f, rustix::fs::Mode::from_raw_mode(mode & 0o7777))
+            .map_err(|e| WorkspaceError::io(rel, std::io::Error::from(e)))
+    }
+
     /// Text of a file read with [`Workspace::read`] (invalid UTF-8 replaced).
     pub fn read_text(&self, rel: &str, max: u64) -> Result<Option<String>, WorkspaceError> {
         let rel = RelPath::parse(rel)?;

@@ -1006,6 +1006,7 @@ impl Agent {
             .await;
         let report = guard.map(|g| g.check(&rule)).unwrap_or_default();
         let after = snapshot::after(&ctx.ws, &before);
+        snapshot::restore_modes(&ctx.ws, &before, &after);
         let diff = snapshot::diff(&before, &after);
         let changed = snapshot::changed(&before, &after);
         if intent_gated {

@@ -17,8 +17,9 @@ use crate::tools::ToolSpec;
 /// Largest file hashed for the trace; past it the hash is left out.
 const MAX_HASH_BYTES: u64 = 1 << 30;
 
-/// One declared file at one moment.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One declared file at one moment. Two states are equal when the content
+/// is (permission bits are not content).
+#[derive(Debug, Clone)]
 pub(super) enum FileState {
     /// No file there.
     Absent,
@@ -28,9 +29,35 @@ pub(super) enum FileState {
         bytes: Option<Vec<u8>>,
         sha256: Option<String>,
         size: u64,
+        /// Permission bits.
+        mode: u32,
     },
     /// Something the host does not read (special file, link out, error).
     Unreadable(String),
+}
+
+impl PartialEq for FileState {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Absent, Self::Absent) => true,
+            (
+                Self::File {
+                    bytes: b1,
+                    sha256: h1,
+                    size: s1,
+                    ..
+                },
+                Self::File {
+                    bytes: b2,
+                    sha256: h2,
+                    size: s2,
+                    ..
+                },
+            ) => s1 == s2 && h1 == h2 && b1 == b2,
+            (Self::Unreadable(a), Self::Unreadable(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 impl FileState {
@@ -43,6 +70,11 @@ impl FileState {
             Ok(Some(f)) => f,
             Ok(None) => return Self::Absent,
             Err(e) => return Self::Unreadable(e.to_string()),
+        };
+        let mode = {
+            use std::os::unix::fs::PermissionsExt;
+            f.metadata()
+                .map_or(0o644, |m| m.permissions().mode() & 0o7777)
         };
         let mut hasher = Sha256::new();
         let mut kept: Vec<u8> = Vec::new();
@@ -68,6 +100,7 @@ impl FileState {
             bytes: small.then_some(kept),
             sha256: (size <= MAX_HASH_BYTES).then(|| hex(&hasher.finalize())),
             size,
+            mode,
         }
     }
 
@@ -125,6 +158,22 @@ pub(super) fn after(ws: &Workspace, before: &Snapshot) -> Snapshot {
         .iter()
         .map(|(rel, _)| (rel.clone(), FileState::read(ws, rel)))
         .collect()
+}
+
+/// Put back the permission bits of declared files a tool replaced (tools
+/// write a new file and rename it over the old one, atomically; WASI cannot
+/// set permission bits, so an executable script would lose its `x`). Only
+/// the old bits are ever restored, never new ones added.
+pub(super) fn restore_modes(ws: &Workspace, before: &Snapshot, after: &Snapshot) {
+    for ((rel, old), (_, new)) in before.iter().zip(after) {
+        if let (FileState::File { mode: was, .. }, FileState::File { mode: now, .. }) = (old, new)
+            && was != now
+            && let Ok(path) = ws.normalize(rel)
+            && let Err(e) = ws.set_mode(&path, *was)
+        {
+            tracing::warn!("cannot restore the permissions of {rel}: {e}");
+        }
+    }
 }
 
 /// Paths whose state changed.

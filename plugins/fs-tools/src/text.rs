@@ -67,10 +67,55 @@ pub fn join(lines: &[String], eol: &str, trailing_newline: bool) -> String {
 
 /// Write `text` to `rel`, creating parent directories.
 pub fn write_text(rel: &str, path: &std::path::Path, text: &str) -> Result<(), ToolError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| ToolError::io(rel, &e))?;
+    use std::io::Write;
+    // Writing through a symlink (inside the workspace) changes its target,
+    // as a plain write would: the replacement goes beside the real file.
+    let root = std::path::Path::new(roost_sdk::workspace::ROOT);
+    let real = match crate::links::resolve(root, path, true) {
+        Ok(r) if r.via_link => root.join(r.rel),
+        _ => path.to_path_buf(),
+    };
+    let path = real.as_path();
+    let parent = path.parent().unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| ToolError::io(rel, &e))?;
+    // Atomic: the new content goes to a temporary file beside the target,
+    // synced, then renamed over it, so a crash leaves the old file or the
+    // new one, never an empty or half-written one. (The host puts back
+    // the old file's permission bits, which WASI cannot set.)
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut last_err = None;
+    for attempt in 0..8u32 {
+        let tmp = parent.join(format!(".{name}.roost-{stamp:x}-{attempt}.tmp"));
+        let mut f = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                last_err = Some(e);
+                continue;
+            }
+            Err(e) => return Err(ToolError::io(rel, &e)),
+        };
+        let written = f
+            .write_all(text.as_bytes())
+            .and_then(|_| f.sync_all())
+            .and_then(|_| std::fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(ToolError::io(rel, &e));
+        }
+        return Ok(());
     }
-    std::fs::write(path, text).map_err(|e| ToolError::io(rel, &e))
+    let e = last_err.unwrap_or_else(|| std::io::Error::other("no temporary name"));
+    Err(ToolError::io(rel, &e))
 }
 
 #[cfg(test)]
@@ -83,6 +128,25 @@ mod tests {
         assert!(is_binary(&[0xff, 0xfe, 0x41]));
         assert!(!is_binary("héllo\nworld".as_bytes()));
         assert!(!is_binary(b""));
+    }
+
+    #[test]
+    fn writes_replace_the_file_whole_and_leave_no_temporaries() {
+        let d = std::env::temp_dir().join(format!("roost-fs-tools-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("mkdir");
+        let p = d.join("a.txt");
+        std::fs::write(&p, "old\n").expect("write");
+        write_text("a.txt", &p, "new\n").expect("writes");
+        assert_eq!(std::fs::read_to_string(&p).expect("read"), "new\n");
+        write_text("deep/b.txt", &d.join("deep/b.txt"), "b").expect("creates dirs");
+        let names: Vec<String> = std::fs::read_dir(&d)
+            .expect("list")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains("roost-")), "{names:?}");
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
