@@ -636,3 +636,176 @@ fn logs_have_no_colour_codes_off_a_terminal() {
     assert!(err.contains(".rooignore not read"), "{err}");
     assert!(!o.stderr.contains(&0x1b), "{err:?}");
 }
+
+/// CLI habits: `roost run -` reads the prompt from stdin, `-y` is `--yes`,
+/// `history list` and `intents list` speak JSON, a file or a missing path
+/// as `--workspace` is refused for every command, and the todo list is
+/// printed once.
+#[test]
+fn cli_habits_and_clear_refusals() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = example_workspace(dir.path());
+    let script = repo().join("tests/fixtures/example/fix-greeting.json");
+    let mut child = roost(dir.path())
+        .args(["run", "-", "-y", "--workspace"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"Add a farewell function next to greet\n")
+        .expect("write prompt");
+    let o = child.wait_with_output().expect("waits");
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("Todo list:").count(), 1, "{out}");
+    assert!(
+        !out.contains("Todo list updated"),
+        "todo list printed twice: {out}"
+    );
+
+    let o = roost(dir.path())
+        .args(["history", "list", "--json"])
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let tasks: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(tasks.len(), 1);
+    assert!(
+        tasks[0]["prompt"]
+            .as_str()
+            .expect("prompt")
+            .contains("farewell")
+    );
+    assert_eq!(tasks[0]["status"], "completed");
+
+    let iws = dir.path().join("iws");
+    copy_dir(
+        &repo().join("tests/fixtures/intent-example/workspace"),
+        &iws,
+    );
+    let o = roost(dir.path())
+        .args(["intents", "list", "--json", "--workspace"])
+        .arg(&iws)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let first: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .expect("a line"),
+    )
+    .expect("JSON");
+    assert_eq!(first["id"], "INT-001");
+
+    let file = ws.join("README.md");
+    std::fs::write(&file, "x").expect("write");
+    let missing = dir.path().join("no-such-dir");
+    for bad in [&file, &missing] {
+        for args in [
+            vec!["run", "hi", "-y", "--script"],
+            vec!["intents", "list"],
+            vec!["trace"],
+            vec!["modes", "list"],
+        ] {
+            let mut c = roost(dir.path());
+            c.args(&args);
+            if args[0] == "run" {
+                c.arg(&script);
+            }
+            let o = c.arg("--workspace").arg(bad).output().expect("runs");
+            assert!(
+                !o.status.success(),
+                "{args:?} {}: {}",
+                bad.display(),
+                text(&o)
+            );
+            assert!(
+                text(&o).contains("not a directory Roost can open")
+                    || text(&o).contains("cannot be opened"),
+                "{args:?}: {}",
+                text(&o)
+            );
+        }
+    }
+}
+
+/// SIGTERM stops a run as Ctrl-C does: the task is aborted (resumable),
+/// its history kept, the exit code 143 (128 + SIGTERM).
+#[test]
+fn sigterm_aborts_cleanly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("out")).expect("mkdir");
+    let script = repo().join("tests/fixtures/example/crash-script.json");
+    let mut child = roost(dir.path())
+        .args(["run", "write a, b and c", "--yes", "--json", "--workspace"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    // Wait until the task exists (its first event), then terminate.
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut out, &mut first).expect("first event");
+    let ev: serde_json::Value = serde_json::from_str(&first).expect("JSON");
+    let id = ev["task_id"].as_str().expect("task id").to_owned();
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = child.wait().expect("waits");
+    assert_eq!(status.code(), Some(143), "exit code");
+    let o = roost(dir.path())
+        .args(["history", "show", &id])
+        .output()
+        .expect("runs");
+    assert!(
+        text(&o).contains("aborted") && text(&o).contains("SIGTERM"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// An unreachable endpoint says why ("Connection refused"), once per
+/// attempt, and costs the policy's attempts, not three times as many.
+#[test]
+fn an_unreachable_endpoint_names_the_root_cause() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("mkdir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let o = roost(dir.path())
+        .args(["run", "hi", "--yes", "--provider", "openai", "--base-url"])
+        .arg(format!("http://127.0.0.1:{port}/v1"))
+        .arg("--workspace")
+        .arg(&ws)
+        .env("OPENAI_API_KEY", "k")
+        .output()
+        .expect("runs");
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{all}");
+    assert!(all.to_lowercase().contains("connection refused"), "{all}");
+    assert!(all.contains("gave up after 5 attempts"), "{all}");
+    assert_eq!(all.matches("retrying (attempt").count(), 4, "{all}");
+}

@@ -15,6 +15,9 @@ pub struct IntentsArgs {
     /// Workspace.
     #[arg(long, default_value = ".")]
     pub workspace: PathBuf,
+    /// One JSON object per intent.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `roost trace`.
@@ -33,7 +36,12 @@ pub struct TraceArgs {
 
 /// List the workspace's intents.
 pub fn list(args: IntentsArgs) -> anyhow::Result<ExitCode> {
+    let workspace = super::workspace_dir(&args.workspace)?;
+    let args = IntentsArgs { workspace, ..args };
     if !intents::enabled(&args.workspace) {
+        if args.json {
+            return Ok(ExitCode::SUCCESS);
+        }
         println!(
             "intents are off: {} has no .orchestration/ directory",
             args.workspace.display()
@@ -42,6 +50,10 @@ pub fn list(args: IntentsArgs) -> anyhow::Result<ExitCode> {
     }
     // Intents come from a workspace file: shown, not interpreted.
     for i in intents::load(&args.workspace)? {
+        if args.json {
+            println!("{}", json_text(&serde_json::to_string(&i)?));
+            continue;
+        }
         println!(
             "{:<10} {:<12} {:<40} {}",
             visible_line(&i.id),
@@ -55,6 +67,8 @@ pub fn list(args: IntentsArgs) -> anyhow::Result<ExitCode> {
 
 /// Show the agent trace.
 pub fn trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
+    let workspace = super::workspace_dir(&args.workspace)?;
+    let args = TraceArgs { workspace, ..args };
     let (entries, bad) = Trace::of(&args.workspace)
         .read(args.intent.as_deref())
         .context("cannot read the agent trace")?;

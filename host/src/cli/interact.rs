@@ -12,6 +12,7 @@ use crate::tools::ToolGroup;
 /// Asks on the terminal when there is one.
 pub struct Terminal {
     tty: bool,
+    assume_yes: bool,
 }
 
 impl Terminal {
@@ -19,7 +20,14 @@ impl Terminal {
     pub fn detect() -> Self {
         Self {
             tty: std::io::stdin().is_terminal(),
+            assume_yes: false,
         }
+    }
+
+    /// `--yes`: no questions at all; the result is accepted too.
+    pub fn assume_yes(mut self, yes: bool) -> Self {
+        self.assume_yes = yes;
+        self
     }
 }
 
@@ -145,7 +153,7 @@ impl Interaction for Terminal {
     }
 
     async fn completion(&self, result: &str) -> CompletionAnswer {
-        if !self.tty {
+        if !self.tty || self.assume_yes {
             return CompletionAnswer::Accept;
         }
         let _ = result;

@@ -58,6 +58,19 @@ pub enum IntentsCommand {
     List(intents::IntentsArgs),
 }
 
+/// A workspace named on the command line: it must be an existing directory
+/// (a file or a missing path is refused with a clear error).
+pub fn workspace_dir(path: &std::path::Path) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    let ws = crate::capability::Workspace::open(path).with_context(|| {
+        format!(
+            "workspace {} is not a directory Roost can open",
+            path.display()
+        )
+    })?;
+    Ok(ws.host_path().to_path_buf())
+}
+
 /// Where Roost keeps its data when no `--data-dir` is given.
 pub fn default_data_dir() -> PathBuf {
     directories::ProjectDirs::from("", "", "roost")

@@ -26,6 +26,7 @@ pub enum ModesCommand {
 /// Run a `roost modes` command.
 pub fn run(cmd: ModesCommand) -> anyhow::Result<ExitCode> {
     let ModesCommand::List { workspace, json } = cmd;
+    let workspace = super::workspace_dir(&workspace)?;
     let config_dir = config::default_path().parent().map(Path::to_path_buf);
     let set = ModeSet::load(&workspace, config_dir.as_deref());
     if json {

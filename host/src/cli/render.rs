@@ -175,6 +175,12 @@ fn text_of(ev: &TaskEvent, style: &Style) -> String {
                 )
             )
         ),
+        // The todo list was just shown by `TodosUpdated`: not twice.
+        TaskEvent::ToolCallResult {
+            tool,
+            result: Ok(_),
+            ..
+        } if tool == crate::task::native::UPDATE_TODO_LIST => Ok(()),
         TaskEvent::ToolCallResult { result, diff, .. } => {
             match result {
                 Ok(text) => {

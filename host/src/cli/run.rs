@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use super::config::{self, Profile};
 use super::interact::Terminal;
 use super::render::{self, Format};
-use super::sanitize::{visible, visible_line};
+use super::sanitize::{json_text, visible, visible_line};
 use crate::capability::Workspace;
 use crate::events::{EventBus, TaskEvent};
 use crate::llm::scripted::{Script, ScriptedTransport};
@@ -47,8 +47,8 @@ pub struct ProviderArgs {
 /// How the task runs and shows itself.
 #[derive(Debug, Args, Clone)]
 pub struct RunOptions {
-    /// Approve every tool call.
-    #[arg(long, conflicts_with = "approve")]
+    /// Approve every tool call and accept the result: no questions.
+    #[arg(short = 'y', long, conflicts_with = "approve")]
     pub yes: bool,
     /// Approve these tool groups without asking (e.g. read,edit).
     #[arg(long, value_name = "GROUPS")]
@@ -69,7 +69,7 @@ pub struct RunOptions {
 /// `roost run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// What to do.
+    /// What to do (`-` reads it from standard input).
     pub prompt: String,
     /// Workspace directory.
     #[arg(long, default_value = ".")]
@@ -106,6 +106,9 @@ pub enum HistoryCommand {
         /// How many.
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        /// One JSON object per task.
+        #[arg(long)]
+        json: bool,
     },
     /// One task's messages.
     Show {
@@ -315,9 +318,20 @@ async fn drive(
     let mut id_rx = events.subscribe();
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let renderer = tokio::spawn(render::render(events.subscribe(), format, stopped));
+    // Ctrl-C and SIGTERM (a service manager, `kill`) stop the task
+    // cleanly. Both handlers are installed before the task starts, so a
+    // signal that comes early is not missed.
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot watch for Ctrl-C")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
+    let mut signal_name = "Ctrl-C";
     let outcome = tokio::select! {
         o = fut => Some(o?),
-        _ = tokio::signal::ctrl_c() => None,
+        _ = interrupt.recv() => None,
+        _ = terminate.recv() => {
+            signal_name = "SIGTERM";
+            None
+        }
     };
     let code = match outcome {
         Some(TaskOutcome::Completed { .. }) => ExitCode::SUCCESS,
@@ -332,10 +346,11 @@ async fn drive(
                 }
             }
             if let Some(id) = id {
-                agent.abort(&id, "interrupted (Ctrl-C)", &events)?;
+                agent.abort(&id, &format!("interrupted ({signal_name})"), &events)?;
                 eprintln!("\ntask {id} aborted; `roost resume {id}` continues it");
             }
-            ExitCode::from(130)
+            // The shell's convention: 128 + the signal's number.
+            ExitCode::from(if signal_name == "SIGTERM" { 143 } else { 130 })
         }
     };
     let _ = stop.send(());
@@ -349,13 +364,24 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("workspace {} cannot be opened", args.workspace.display()))?
         .host_path()
         .to_path_buf();
+    let prompt = if args.prompt == "-" {
+        let mut p = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut p)
+            .context("cannot read the prompt from standard input")?;
+        if p.trim().is_empty() {
+            bail!("the prompt read from standard input is empty");
+        }
+        p
+    } else {
+        args.prompt.clone()
+    };
     let (provider, profile) = build_provider(&args.provider, None, 0)?;
     let agent = agent(data_dir, provider, &profile, &args.options)?;
     let events = EventBus::new();
-    let terminal = Terminal::detect();
+    let terminal = Terminal::detect().assume_yes(args.options.yes);
     let fut = async {
         let (_, outcome) = agent
-            .start(&args.prompt, &workspace, &args.mode, &terminal, &events)
+            .start(&prompt, &workspace, &args.mode, &terminal, &events)
             .await?;
         Ok(outcome)
     };
@@ -410,7 +436,7 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
     drop(store);
     let agent = agent(data_dir, provider, &profile, &args.options)?;
     let events = EventBus::new();
-    let terminal = Terminal::detect();
+    let terminal = Terminal::detect().assume_yes(args.options.yes);
     let id = task.id.clone();
     let fut = async { Ok(agent.resume(&id, &terminal, &events).await?) };
     drive(
@@ -427,8 +453,12 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
 pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let store = Store::open(&Store::default_path(data_dir))?;
     match cmd {
-        HistoryCommand::List { limit } => {
+        HistoryCommand::List { limit, json } => {
             for t in store.list_tasks(limit)? {
+                if json {
+                    println!("{}", json_text(&serde_json::to_string(&t)?));
+                    continue;
+                }
                 let prompt: String = t
                     .prompt
                     .lines()

@@ -47,7 +47,7 @@ impl Transport for HttpTransport {
         let resp = req
             .send()
             .await
-            .map_err(|e| LlmError::Connection(e.to_string()))?;
+            .map_err(|e| LlmError::Connection(root_cause(&e)))?;
         let status = resp.status();
         if !status.is_success() {
             let retry_after = resp
@@ -71,9 +71,26 @@ impl Transport for HttpTransport {
             });
         }
         Ok(Box::pin(resp.bytes_stream().map(|r| {
-            r.map_err(|e| LlmError::Connection(e.to_string()))
+            r.map_err(|e| LlmError::Connection(root_cause(&e)))
         })))
     }
+}
+
+/// An error with its causes, innermost last: reqwest's own message ("error
+/// sending request for url …") leaves out what the user needs ("Connection
+/// refused").
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let s = c.to_string();
+        if !msg.contains(&s) {
+            msg.push_str(": ");
+            msg.push_str(&s);
+        }
+        cur = c.source();
+    }
+    msg
 }
 
 /// A 404 names the URL that was tried and, when the base URL has no API

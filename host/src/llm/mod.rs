@@ -238,7 +238,8 @@ pub fn run(
                 Ok(b) => break b,
                 Err(e) if e.is_retryable() && attempt < retry.max_attempts.max(1) => {
                     let delay = retry.delay(attempt, e.retry_after());
-                    tracing::warn!(attempt, ?delay, "model request failed, retrying: {e}");
+                    // Shown once, as the `retrying` event; the log keeps detail.
+                    tracing::debug!(attempt, ?delay, "model request failed, retrying: {e}");
                     let ev = StreamEvent::Retrying {
                         attempt,
                         delay,

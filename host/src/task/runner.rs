@@ -1438,6 +1438,8 @@ impl Agent {
             Ok(items) => {
                 self.store.set_todos(id, &items)?;
                 let markdown = native::render_todos(&items);
+                // Like every tool, the call leaves its result in the UI history.
+                self.store.append_ui(id, "say", "tool_result", &markdown)?;
                 ctx.events.publish(TaskEvent::TodosUpdated {
                     markdown: markdown.clone(),
                 });
