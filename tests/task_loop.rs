@@ -1198,6 +1198,10 @@ async fn select_active_intent_is_offered_only_where_intents_are_on() {
     let reqs = h.transport.requests();
     assert!(names(&reqs[0]).iter().any(|n| n == "attempt_completion"));
     assert!(!names(&reqs[0]).iter().any(|n| n == "select_active_intent"));
+    // Tool schemas go out as their portable subset.
+    let tools = reqs[0]["tools"].to_string();
+    assert!(!tools.contains("$schema"), "{tools}");
+    assert!(!tools.contains("\"uint\""), "{tools}");
 
     let h = harness(json!([complete("done")]), ApprovalPolicy::yes());
     h.ws.write(".orchestration/active_intents.yaml", "active_intents: []\n");
@@ -1379,4 +1383,55 @@ async fn edits_replace_files_whole_and_keep_their_mode() {
         .filter(|n| n.contains("roost-"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// The UI history (`roost history show`) holds every gate error the API
+/// history holds: unknown tools, schema-invalid arguments, repetition
+/// refusals, calls skipped after `attempt_completion`.
+#[tokio::test]
+async fn gate_errors_reach_the_ui_history() {
+    let same = || turn("", vec![call("list_files", json!({"path": "."}))]);
+    let h = harness(
+        json!([
+            turn("", vec![call("delete_everything", json!({}))]),
+            turn("", vec![call("read_file", json!({"path": 42}))]),
+            same(),
+            same(),
+            same(),
+            turn(
+                "",
+                vec![
+                    call("attempt_completion", json!({"result": "done"})),
+                    call("list_files", json!({"path": "src"})),
+                ]
+            ),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let user = ScriptedUser::default().guide("carry on");
+    let (id, outcome) = h.run(&user, "go").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let ui: Vec<String> = h
+        .agent
+        .store
+        .load_ui(&id)
+        .expect("ui")
+        .into_iter()
+        .filter(|m| m.subtype == "error")
+        .map(|m| m.text)
+        .collect();
+    for needle in [
+        "delete_everything",
+        "read_file",
+        "same arguments 3 times",
+        "Not executed",
+    ] {
+        assert!(
+            ui.iter().any(|t| t.contains(needle)),
+            "{needle} missing from {ui:#?}"
+        );
+    }
 }

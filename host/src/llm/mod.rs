@@ -15,6 +15,7 @@ mod error;
 mod http;
 pub mod openai;
 mod retry;
+pub mod schema;
 pub mod scripted;
 mod types;
 

@@ -122,6 +122,8 @@ impl PluginEngine {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| PluginError::Engine(e.to_string()))?;
+        super::special_files::refuse_special_files(&mut linker)
+            .map_err(|e| PluginError::Engine(format!("cannot guard open-at: {e:#}")))?;
         ToolPlugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
             .map_err(|e| PluginError::Engine(e.to_string()))?;
         let cache = match &config.cache_dir {
@@ -651,6 +653,37 @@ fn check_unique(plugin: &str, tools: &[ToolSpec]) -> Result<(), PluginError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call whose thread is stuck inside the host (here: a blocking
+    /// sleep where the guest would be in a syscall, out of the epoch's
+    /// reach) is given up at its deadline with `limit-exceeded`, and the
+    /// engine serves the next call meanwhile.
+    #[tokio::test]
+    async fn a_call_blocked_in_the_host_is_abandoned_at_its_deadline() {
+        let engine = PluginEngine::new(EngineConfig {
+            pooling: false,
+            ..EngineConfig::default()
+        })
+        .expect("engine");
+        let grant = Grant::new(PathBuf::new()).limits(crate::capability::Limits {
+            deadline: Duration::from_millis(100),
+            ..crate::capability::Limits::default()
+        });
+        let stuck = engine
+            .bounded("stuck", &grant, async |_store: &mut Store<CallState>| {
+                std::thread::sleep(Duration::from_secs(3));
+                Ok(1u32)
+            })
+            .await;
+        let err = stuck.expect_err("abandoned");
+        assert_eq!(err.code, ErrorCode::LimitExceeded, "{err}");
+        let next = engine
+            .bounded("next", &grant, async |_store: &mut Store<CallState>| {
+                Ok(2u32)
+            })
+            .await;
+        assert_eq!(next.expect("runs"), 2);
+    }
 
     fn spec(group: wit::ToolGroup, destructive: bool) -> wit::ToolSpec {
         wit::ToolSpec {

@@ -9,6 +9,7 @@ mod engine;
 mod error;
 pub mod first_party;
 mod hook;
+mod special_files;
 mod state;
 
 pub use cache::{CacheOutcome, ComponentCache};

@@ -144,6 +144,9 @@ pub(super) struct CallResult {
     code: Option<ErrorCode>,
     /// Diff of the files the call changed.
     diff: Option<String>,
+    /// Whether the call already wrote its UI row; an error that did not
+    /// gets one from the loop, so `history show` holds every gate error.
+    ui_recorded: bool,
 }
 
 impl CallResult {
@@ -156,6 +159,7 @@ impl CallResult {
             abort: None,
             code: None,
             diff: None,
+            ui_recorded: false,
         }
     }
     pub(super) fn error(content: impl Into<String>) -> Self {
@@ -167,6 +171,7 @@ impl CallResult {
             abort: None,
             code: None,
             diff: None,
+            ui_recorded: false,
         }
     }
 
@@ -422,7 +427,8 @@ impl Agent {
                 .map(|s| ToolDefinition {
                     name: s.name.clone(),
                     description: s.description.clone(),
-                    parameters: s.args_schema.clone(),
+                    // The portable subset; calls are checked against the full schema.
+                    parameters: crate::llm::schema::portable(&s.args_schema),
                 })
                 .collect();
             let mut extra: Vec<String> = state
@@ -516,6 +522,18 @@ impl Agent {
                     self.handle_call(ctx, &mut state, call, &native_validators)
                         .await?
                 };
+                if r.is_error && !r.ui_recorded {
+                    self.store.append_ui(
+                        id,
+                        "say",
+                        "error",
+                        &format!(
+                            "{}: {}",
+                            call.name,
+                            r.content.trim_start_matches("[ERROR] ")
+                        ),
+                    )?;
+                }
                 if r.mistake {
                     state.mistakes += 1;
                 } else if !r.is_error {
@@ -760,9 +778,12 @@ impl Agent {
                     tool: call.name.clone(),
                     args: Value::Null,
                 });
-                return Ok(CallResult::mistake(format!(
-                    "[ERROR] {msg}\nSend the call again with valid JSON arguments."
-                )));
+                return Ok(CallResult {
+                    ui_recorded: true,
+                    ..CallResult::mistake(format!(
+                        "[ERROR] {msg}\nSend the call again with valid JSON arguments."
+                    ))
+                });
             }
         };
         ctx.events.publish(TaskEvent::ToolCallRequested {
@@ -815,7 +836,10 @@ impl Agent {
             && let Err(msg) = state.mode.check(spec, &args)
         {
             self.store.append_ui(id, "say", "error", &msg)?;
-            return Ok(CallResult::error(format!("[ERROR] {msg}")));
+            return Ok(CallResult {
+                ui_recorded: true,
+                ..CallResult::error(format!("[ERROR] {msg}"))
+            });
         }
         if let Some(v) = validator
             && let Some(msg) = schema_violations(&call.name, v, &args)
@@ -1103,6 +1127,7 @@ impl Agent {
         };
         r.code = result.err().map(|e| e.code);
         r.diff = diff;
+        r.ui_recorded = true;
         Ok(r)
     }
 
@@ -1123,7 +1148,10 @@ impl Agent {
             Err(r) => {
                 self.store
                     .append_ui(&ctx.task.id, "say", r.ui_subtype, &r.path)?;
-                Ok(Some(CallResult::error(format!("[ERROR] {}", r.message))))
+                Ok(Some(CallResult {
+                    ui_recorded: true,
+                    ..CallResult::error(format!("[ERROR] {}", r.message))
+                }))
             }
         }
     }
