@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work="$(mktemp -d)/workspace"
 cp -r tests/fixtures/example/workspace "$work"
-cargo run -q -p roost -- run "Add a farewell function next to greet" \
+# cargo shows its build progress (the first build takes minutes).
+cargo run -p roost -- run "Add a farewell function next to greet" \
   --workspace "$work" --script tests/fixtures/example/fix-greeting.json --yes "$@"
 echo "workspace: $work"

@@ -809,3 +809,92 @@ fn an_unreachable_endpoint_names_the_root_cause() {
     assert!(all.contains("gave up after 5 attempts"), "{all}");
     assert_eq!(all.matches("retrying (attempt").count(), 4, "{all}");
 }
+
+/// `--last`, ambiguous id prefixes, shell completions, a clear word for a
+/// call with no read access, and a notice when the first run compiles the
+/// tools (once).
+#[test]
+fn last_ambiguity_completions_and_clear_words() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = example_workspace(dir.path());
+    let script = repo().join("tests/fixtures/example/fix-greeting.json");
+    let mut ids = Vec::new();
+    for i in 0..2 {
+        let o = roost(dir.path())
+            .args(["run", "go", "-y", "--json", "--workspace"])
+            .arg(&ws)
+            .arg("--script")
+            .arg(&script)
+            .output()
+            .expect("runs");
+        // The compile notice comes on the first run only.
+        let notice = String::from_utf8_lossy(&o.stderr).contains("preparing the sandboxed tools");
+        assert_eq!(notice, i == 0, "run {i}: {}", text(&o));
+        let first: serde_json::Value = serde_json::from_str(
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .expect("event"),
+        )
+        .expect("JSON");
+        ids.push(first["task_id"].as_str().expect("id").to_owned());
+    }
+    let o = roost(dir.path())
+        .args(["history", "show", "--last"])
+        .output()
+        .expect("runs");
+    assert!(
+        o.status.success() && text(&o).contains(&ids[1]),
+        "{}",
+        text(&o)
+    );
+    // Both are completed: nothing to resume.
+    let o = roost(dir.path())
+        .args(["resume", "--last"])
+        .output()
+        .expect("runs");
+    assert!(
+        !o.status.success() && text(&o).contains("no resumable task"),
+        "{}",
+        text(&o)
+    );
+    // The common prefix of the two ids is ambiguous, and says so.
+    let common: String = ids[0]
+        .chars()
+        .zip(ids[1].chars())
+        .take_while(|(a, b)| a == b)
+        .map(|(a, _)| a)
+        .collect();
+    let o = roost(dir.path())
+        .args(["history", "show", &common])
+        .output()
+        .expect("runs");
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("ambiguous") && text(&o).contains(&ids[0]) && text(&o).contains(&ids[1]),
+        "{}",
+        text(&o)
+    );
+
+    let o = roost(dir.path())
+        .args(["completions", "bash"])
+        .output()
+        .expect("runs");
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("_roost()"));
+
+    let o = roost(dir.path())
+        .args([
+            "tool",
+            "call",
+            "read_file",
+            "--args",
+            r#"{"path":"README.md"}"#,
+            "--workspace",
+        ])
+        .arg(&ws)
+        .output()
+        .expect("runs");
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no read access"), "{}", text(&o));
+    assert!(!text(&o).contains("os error"), "{}", text(&o));
+}

@@ -75,13 +75,49 @@ impl ToolError {
     /// the message so the model knows which file failed.
     pub fn io(path: &str, err: &std::io::Error) -> Self {
         use std::io::ErrorKind as K;
+        // In a call granted no read access the workspace is not mounted:
+        // every path is "not found"; say what is really going on.
+        #[cfg(target_family = "wasm")]
+        if err.kind() == K::NotFound && !workspace::info().readable {
+            return Self::new(
+                ErrorCode::PermissionDenied,
+                format!("{path}: this call has no read access to the workspace"),
+            );
+        }
         let code = match err.kind() {
             K::NotFound => ErrorCode::NotFound,
             K::PermissionDenied | K::ReadOnlyFilesystem => ErrorCode::PermissionDenied,
             K::InvalidInput | K::InvalidFilename => ErrorCode::InvalidArgs,
             _ => ErrorCode::Internal,
         };
-        Self::new(code, format!("{path}: {err}"))
+        Self::new(code, format!("{path}: {}", io_words(err)))
+    }
+}
+
+/// An I/O error in words, without the raw `(os error N)` (WASI's numbers
+/// differ from the host's and mean nothing to a model or a user).
+fn io_words(err: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    let words = match err.kind() {
+        K::NotFound => "no such file or directory",
+        K::PermissionDenied => "permission denied (outside this call's grant)",
+        K::ReadOnlyFilesystem => "read-only here (outside this call's write grant)",
+        K::AlreadyExists => "already exists",
+        K::NotADirectory => "a path component is not a directory",
+        K::IsADirectory => "is a directory",
+        K::DirectoryNotEmpty => "directory not empty",
+        K::InvalidFilename => "invalid file name",
+        K::StorageFull => "no space left on the device",
+        K::FileTooLarge => "file too large",
+        _ => "",
+    };
+    if !words.is_empty() {
+        return words.to_owned();
+    }
+    let text = err.to_string();
+    match text.find(" (os error ") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
     }
 }
 

@@ -49,6 +49,11 @@ pub enum Command {
     /// List or call tools directly (debugging, scripts, benchmarks).
     #[command(subcommand)]
     Tool(tool::ToolCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// `roost intents …`
@@ -110,6 +115,11 @@ pub fn main() -> ExitCode {
             Command::Intents(IntentsCommand::List(args)) => intents::list(args),
             Command::Trace(args) => intents::trace(args),
             Command::Tool(cmd) => tool::run(cmd, &data_dir).await,
+            Command::Completions { shell } => {
+                let mut cmd = <Cli as clap::CommandFactory>::command();
+                clap_complete::generate(shell, &mut cmd, "roost", &mut std::io::stdout());
+                Ok(ExitCode::SUCCESS)
+            }
         }
     });
     // A plugin call abandoned at its deadline may still hold a blocked

@@ -89,7 +89,11 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// Task id (or a unique prefix).
-    pub id: String,
+    #[arg(required_unless_present = "last")]
+    pub id: Option<String>,
+    /// The most recent task that is not finished.
+    #[arg(long, conflicts_with = "id")]
+    pub last: bool,
     /// Model selection (defaults to the task's provider).
     #[command(flatten)]
     pub provider: ProviderArgs,
@@ -113,7 +117,11 @@ pub enum HistoryCommand {
     /// One task's messages.
     Show {
         /// Task id (or a unique prefix).
-        id: String,
+        #[arg(required_unless_present = "last")]
+        id: Option<String>,
+        /// The most recent task.
+        #[arg(long, conflicts_with = "id")]
+        last: bool,
         /// Write Roo Code's files (api_conversation_history.json, …) here.
         #[arg(long)]
         export: Option<PathBuf>,
@@ -259,6 +267,9 @@ fn agent(
         data_dir.join("cache").join("components"),
     ))?);
     let mut registry = Registry::new();
+    if first_party::needs_compile(&engine, true) {
+        eprintln!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
+    }
     for p in first_party::load_all(&engine)? {
         registry.add_plugin(p)?;
     }
@@ -391,7 +402,10 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
 /// `roost resume`.
 pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let store = Store::open(&Store::default_path(data_dir))?;
-    let task = store.find_task(&args.id)?;
+    let task = match &args.id {
+        Some(id) => store.find_task(id)?,
+        None => store.last_task(true)?,
+    };
     if task.status.is_final() {
         bail!(
             "task {} is {} and cannot be resumed",
@@ -479,8 +493,15 @@ pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode>
                 );
             }
         }
-        HistoryCommand::Show { id, export } => {
-            let t = store.find_task(&id)?;
+        HistoryCommand::Show {
+            id,
+            last: _,
+            export,
+        } => {
+            let t = match &id {
+                Some(id) => store.find_task(id)?,
+                None => store.last_task(false)?,
+            };
             println!(
                 "task {} · {} · mode {} · {}",
                 visible_line(&t.id),

@@ -91,6 +91,9 @@ fn load(data_dir: &Path, extra: &PluginArgs) -> anyhow::Result<(PluginEngine, Re
     let engine = PluginEngine::new(EngineConfig::with_cache_dir(
         data_dir.join("cache").join("components"),
     ))?;
+    if first_party::needs_compile(&engine, false) {
+        eprintln!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
+    }
     let mut plugins: Vec<Arc<LoadedPlugin>> = first_party::load_all(&engine)?;
     for path in &extra.plugins {
         let name = path

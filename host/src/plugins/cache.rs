@@ -75,6 +75,12 @@ impl ComponentCache {
             .join(format!("{content}-{}.cwasm", self.engine_tag))
     }
 
+    /// Whether `bytes` has an entry (not yet verified), so a front-end can
+    /// say a compile is coming.
+    pub fn has_entry(&self, bytes: &[u8]) -> bool {
+        self.entry(bytes).is_file()
+    }
+
     /// Load the precompiled form of `bytes`, or compile and store it.
     /// Compile errors are returned; cache I/O problems are logged and only
     /// cost a recompile.

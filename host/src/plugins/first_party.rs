@@ -31,6 +31,19 @@ pub const HOOKS: &[(&str, &[u8])] = &[
     ("protected-paths", PROTECTED_PATHS),
 ];
 
+/// Whether loading the first-party components will compile some (the
+/// first run on a machine, or after an upgrade): a front-end says so, as
+/// it takes seconds.
+pub fn needs_compile(engine: &PluginEngine, with_hooks: bool) -> bool {
+    let Some(cache) = engine.cache() else {
+        return true;
+    };
+    let hooks: &[(&str, &[u8])] = if with_hooks { HOOKS } else { &[] };
+    ALL.iter()
+        .chain(hooks)
+        .any(|(_, bytes)| !cache.has_entry(bytes))
+}
+
 /// Load every first-party tool plugin.
 pub fn load_all(engine: &PluginEngine) -> Result<Vec<Arc<LoadedPlugin>>, PluginError> {
     ALL.iter()

@@ -105,6 +105,14 @@ pub enum StoreError {
     /// No such task.
     #[error("no task with id {0}")]
     NotFound(String),
+    /// An id prefix that names more than one task.
+    #[error("task id prefix `{prefix}` is ambiguous: it starts {}; type more of the id", candidates.join(", "))]
+    Ambiguous {
+        /// The prefix given.
+        prefix: String,
+        /// Some of the tasks it matches.
+        candidates: Vec<String>,
+    },
     /// Writing an export failed.
     #[error("export to {path}: {source}")]
     Export {
@@ -323,14 +331,54 @@ impl Store {
     pub fn find_task(&self, prefix: &str) -> Result<TaskRecord, StoreError> {
         let ids: Vec<String> = {
             let conn = self.conn();
-            let mut stmt =
-                conn.prepare_cached("SELECT id FROM tasks WHERE id LIKE ?1 || '%' LIMIT 2")?;
+            let mut stmt = conn.prepare_cached(
+                "SELECT id FROM tasks WHERE id LIKE ?1 || '%' ORDER BY id LIMIT 6",
+            )?;
             stmt.query_map([prefix], |r| r.get(0))?
                 .collect::<Result<_, _>>()?
         };
         match ids.as_slice() {
+            [] => Err(StoreError::NotFound(prefix.to_owned())),
             [one] => self.get_task(one),
-            _ => Err(StoreError::NotFound(prefix.to_owned())),
+            many => Err(StoreError::Ambiguous {
+                prefix: prefix.to_owned(),
+                candidates: many.to_vec(),
+            }),
+        }
+    }
+
+    /// The most recent task (`--last`); with `resumable`, the most recent
+    /// one that is not finished.
+    pub fn last_task(&self, resumable: bool) -> Result<TaskRecord, StoreError> {
+        let mut offset = 0usize;
+        loop {
+            let batch = {
+                let conn = self.conn();
+                let mut stmt = conn.prepare_cached(&format!(
+                    "SELECT {TASK_COLUMNS} FROM tasks ORDER BY created_at DESC, id DESC LIMIT 50 OFFSET ?1"
+                ))?;
+                let rows = stmt.query_map([i64::try_from(offset).unwrap_or(i64::MAX)], task_row)?;
+                let mut out = Vec::new();
+                for r in rows {
+                    out.push(r??);
+                }
+                out
+            };
+            if batch.is_empty() {
+                let what = if resumable {
+                    "no resumable task"
+                } else {
+                    "no task yet"
+                };
+                return Err(StoreError::NotFound(what.to_owned()));
+            }
+            offset += batch.len();
+            if let Some(t) = batch
+                .into_iter()
+                .find(|t| !resumable || !t.status.is_final())
+            {
+                return Ok(t);
+            }
         }
     }
 
