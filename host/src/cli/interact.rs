@@ -60,6 +60,24 @@ pub fn short_args(args: &serde_json::Value) -> String {
     visible_line(&s).into_owned()
 }
 
+/// One reading of a yes/no answer for every kind of question: `y`/`yes`
+/// approves; an empty line, `n`/`no` or end of input denies; anything else
+/// denies with that text as feedback for the model.
+fn yes_no(answer: Option<&str>) -> Approval {
+    match answer.map(str::trim) {
+        Some(a) if a.eq_ignore_ascii_case("y") || a.eq_ignore_ascii_case("yes") => {
+            Approval::Approve
+        }
+        Some(a) if a.is_empty() || a.eq_ignore_ascii_case("n") || a.eq_ignore_ascii_case("no") => {
+            Approval::Deny { feedback: None }
+        }
+        None => Approval::Deny { feedback: None },
+        Some(f) => Approval::Deny {
+            feedback: Some(f.to_owned()),
+        },
+    }
+}
+
 #[async_trait::async_trait]
 impl Interaction for Terminal {
     async fn approve(&self, tool: &str, group: ToolGroup, args: &serde_json::Value) -> Approval {
@@ -75,17 +93,11 @@ impl Interaction for Terminal {
             };
         }
         let answer = ask_line(format!(
-            "\n? Run {shown_tool} {}  [y]es / [n]o / or type feedback: ",
+            "\n? Run {shown_tool} {}  [y]es / [N]o / or type feedback: ",
             short_args(args)
         ))
         .await;
-        match answer.as_deref().map(str::trim) {
-            Some("y" | "Y" | "yes" | "") => Approval::Approve,
-            Some("n" | "N" | "no") | None => Approval::Deny { feedback: None },
-            Some(feedback) => Approval::Deny {
-                feedback: Some(feedback.to_owned()),
-            },
-        }
+        yes_no(answer.as_deref())
     }
 
     async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval {
@@ -97,15 +109,9 @@ impl Interaction for Terminal {
             return Approval::Deny { feedback: None };
         }
         let q = format!(
-            "\n? {tool} writes {path}, outside the owned scope of {intent}: approve once? [y]es / [n]o / feedback: "
+            "\n? {tool} writes {path}, outside the owned scope of {intent}: approve once? [y]es / [N]o / feedback: "
         );
-        match ask_line(q).await.as_deref().map(str::trim) {
-            Some("y" | "Y" | "yes") => Approval::Approve,
-            Some("n" | "N" | "no" | "") | None => Approval::Deny { feedback: None },
-            Some(f) => Approval::Deny {
-                feedback: Some(f.to_owned()),
-            },
-        }
+        yes_no(ask_line(q).await.as_deref())
     }
 
     async fn hook_question(&self, hook: &str, tool: &str, question: &str) -> Approval {
@@ -124,14 +130,8 @@ impl Interaction for Terminal {
                 )),
             };
         }
-        let q = format!("\n? [{shown_hook}] {question} [y]es / [n]o / feedback: ");
-        match ask_line(q).await.as_deref().map(str::trim) {
-            Some("y" | "Y" | "yes") => Approval::Approve,
-            Some("n" | "N" | "no" | "") | None => Approval::Deny { feedback: None },
-            Some(f) => Approval::Deny {
-                feedback: Some(f.to_owned()),
-            },
-        }
+        let q = format!("\n? [{shown_hook}] {question} [y]es / [N]o / feedback: ");
+        yes_no(ask_line(q).await.as_deref())
     }
 
     async fn followup(&self, question: &str, suggestions: &[String]) -> Option<String> {
@@ -176,5 +176,26 @@ impl Interaction for Terminal {
         ))
         .await
         .filter(|l| !l.trim().is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_answer_denies_every_kind_of_question() {
+        assert_eq!(yes_no(Some("")), Approval::Deny { feedback: None });
+        assert_eq!(yes_no(Some("  ")), Approval::Deny { feedback: None });
+        assert_eq!(yes_no(None), Approval::Deny { feedback: None });
+        assert_eq!(yes_no(Some("N")), Approval::Deny { feedback: None });
+        assert_eq!(yes_no(Some("Yes")), Approval::Approve);
+        assert_eq!(yes_no(Some(" y ")), Approval::Approve);
+        assert_eq!(
+            yes_no(Some("use the other file")),
+            Approval::Deny {
+                feedback: Some("use the other file".into())
+            }
+        );
     }
 }
