@@ -201,6 +201,23 @@ fn sigkill_at_random_points_loses_nothing_and_resume_finishes() {
             continue;
         }
         killed_mid_task += 1;
+        // No process runs it any more: the listing says so.
+        if matches!(
+            task.status,
+            TaskStatus::Running | TaskStatus::WaitingForApproval | TaskStatus::WaitingForInput
+        ) {
+            let o = roost(&data)
+                .args(["history", "list"])
+                .output()
+                .expect("history runs");
+            let listing = String::from_utf8_lossy(&o.stdout);
+            let line = listing
+                .lines()
+                .find(|l| l.starts_with(&id))
+                .unwrap_or_default()
+                .to_owned();
+            assert!(line.contains("interrupted"), "run {run}: {line}");
+        }
         let o = roost(&data)
             .args(["resume", &id, "--yes", "--json", "--script"])
             .arg(&script)

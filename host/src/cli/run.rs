@@ -18,7 +18,7 @@ use crate::llm::{HttpTransport, Labelled, OpenAiCompatible, Provider, RetryPolic
 use crate::modes::HookRegistry;
 use crate::plugins::{EngineConfig, PluginEngine, first_party};
 use crate::store::{Store, TaskRecord};
-use crate::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
+use crate::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome, TaskStatus};
 use crate::tools::Registry;
 
 /// Which model to talk to.
@@ -469,10 +469,6 @@ pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode>
     match cmd {
         HistoryCommand::List { limit, json } => {
             for t in store.list_tasks(limit)? {
-                if json {
-                    println!("{}", json_text(&serde_json::to_string(&t)?));
-                    continue;
-                }
                 let prompt: String = t
                     .prompt
                     .lines()
@@ -481,10 +477,29 @@ pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode>
                     .chars()
                     .take(60)
                     .collect();
+                // A task that says it runs but has no live process was
+                // interrupted (a crash, a kill): resumable.
+                let interrupted = matches!(
+                    t.status,
+                    TaskStatus::Running
+                        | TaskStatus::WaitingForApproval
+                        | TaskStatus::WaitingForInput
+                ) && !store.is_live(&t.id);
+                if json {
+                    let mut v = serde_json::to_value(&t)?;
+                    v["interrupted"] = serde_json::Value::Bool(interrupted);
+                    println!("{}", json_text(&v.to_string()));
+                    continue;
+                }
+                let status = if interrupted {
+                    "interrupted".to_owned()
+                } else {
+                    t.status.to_string()
+                };
                 println!(
                     "{}  {:<20} {:<10} in {:>7} out {:>6} ${:.4}  {}",
                     visible_line(&t.id),
-                    t.status,
+                    status,
                     visible_line(&t.mode),
                     t.usage.input_tokens,
                     t.usage.output_tokens,

@@ -162,6 +162,12 @@ pub struct TaskRecord {
     pub active_intent: Option<String>,
 }
 
+/// This process runs a task; dropping it (or dying) releases the claim.
+#[derive(Debug)]
+pub struct TaskClaim {
+    _file: std::fs::File,
+}
+
 /// What is needed to create a task.
 #[derive(Debug, Clone)]
 pub struct NewTask {
@@ -345,6 +351,56 @@ impl Store {
                 candidates: many.to_vec(),
             }),
         }
+    }
+
+    /// Mark task `id` as owned by this process while the returned claim
+    /// lives: an exclusive lock on `<store dir>/live/<id>.lock`, released
+    /// by the OS when the process dies, so a task whose process died can
+    /// be told apart from one still running ([`Store::is_live`]).
+    pub fn claim(&self, id: &str) -> Result<TaskClaim, StoreError> {
+        let path = self.live_path(id);
+        let err = |e: std::io::Error| StoreError::Open {
+            path: path.clone(),
+            detail: e.to_string(),
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(err)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(err)?;
+        file.try_lock().map_err(|e| StoreError::Open {
+            path: path.clone(),
+            detail: format!("task {id} is already running in another process ({e})"),
+        })?;
+        Ok(TaskClaim { _file: file })
+    }
+
+    /// Whether a live process holds task `id`'s claim.
+    pub fn is_live(&self, id: &str) -> bool {
+        let Ok(file) = std::fs::File::open(self.live_path(id)) else {
+            return false;
+        };
+        match file.try_lock_shared() {
+            Ok(()) => {
+                let _ = file.unlock();
+                false
+            }
+            Err(_) => true,
+        }
+    }
+
+    fn live_path(&self, id: &str) -> PathBuf {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        // Ids are UUIDs; anything else is kept to safe characters.
+        let safe: String = id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        dir.join("live").join(format!("{safe}.lock"))
     }
 
     /// The most recent task (`--last`); with `resumable`, the most recent

@@ -274,6 +274,7 @@ impl Agent {
             resumed: false,
         });
         let id = task.id.clone();
+        let _claim = self.store.claim(&id)?;
         let ctx = Ctx {
             ws: Workspace::open(workspace)?,
             workspace: workspace.to_path_buf(),
@@ -324,6 +325,7 @@ impl Agent {
             task_id: task.id.clone(),
             resumed: true,
         });
+        let _claim = self.store.claim(&task.id)?;
         let ctx = Ctx {
             ws: Workspace::open(Path::new(&task.workspace))?,
             workspace: PathBuf::from(&task.workspace),
