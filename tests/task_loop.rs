@@ -518,26 +518,7 @@ async fn resume_answers_dangling_calls_and_finishes() {
         .expect("append");
 
     let h2 = Harness {
-        agent: Agent {
-            provider: Arc::new(OpenAiCompatible::new(
-                "scripted",
-                "scripted",
-                Arc::new(ScriptedTransport::new(
-                    serde_json::from_value(json!({"turns": [complete("resumed and done")]}))
-                        .expect("script"),
-                )),
-                RetryPolicy::default(),
-            )),
-            engine: engine(),
-            registry: Arc::clone(&h.agent.registry),
-            store: h.agent.store.clone(),
-            config: TaskConfig {
-                policy: ApprovalPolicy::yes(),
-                ..TaskConfig::default()
-            },
-            modes_dir: None,
-            hooks: Default::default(),
-        },
+        agent: resuming_agent(&h, json!([complete("resumed and done")])),
         transport: Arc::clone(&h.transport),
         ws: TestWorkspace::new(),
         events: EventBus::new(),
@@ -1274,25 +1255,7 @@ async fn an_invalid_intents_file_on_resume_is_reported() {
         ".orchestration/active_intents.yaml",
         "active_intents: [unclosed\n",
     );
-    let agent = Agent {
-        provider: Arc::new(OpenAiCompatible::new(
-            "scripted",
-            "scripted",
-            Arc::new(ScriptedTransport::new(
-                serde_json::from_value(json!({"turns": [complete("done")]})).expect("script"),
-            )),
-            RetryPolicy::default(),
-        )),
-        engine: engine(),
-        registry: Arc::clone(&h.agent.registry),
-        store: h.agent.store.clone(),
-        config: TaskConfig {
-            policy: ApprovalPolicy::yes(),
-            ..TaskConfig::default()
-        },
-        modes_dir: None,
-        hooks: Default::default(),
-    };
+    let agent = resuming_agent(&h, json!([complete("done")]));
     let events = EventBus::new();
     let mut rx = events.subscribe();
     let outcome = agent
@@ -1433,5 +1396,29 @@ async fn gate_errors_reach_the_ui_history() {
             ui.iter().any(|t| t.contains(needle)),
             "{needle} missing from {ui:#?}"
         );
+    }
+}
+
+/// An agent on `h`'s store and tools whose model replays `turns`: a second
+/// process resuming `h`'s tasks.
+fn resuming_agent(h: &Harness, turns: Value) -> Agent {
+    Agent {
+        provider: Arc::new(OpenAiCompatible::new(
+            "scripted",
+            "scripted",
+            Arc::new(ScriptedTransport::new(
+                serde_json::from_value(json!({ "turns": turns })).expect("script"),
+            )),
+            RetryPolicy::default(),
+        )),
+        engine: engine(),
+        registry: Arc::clone(&h.agent.registry),
+        store: h.agent.store.clone(),
+        config: TaskConfig {
+            policy: ApprovalPolicy::yes(),
+            ..TaskConfig::default()
+        },
+        modes_dir: None,
+        hooks: Default::default(),
     }
 }

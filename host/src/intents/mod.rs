@@ -74,7 +74,12 @@ const MAX_AGENT_NOTES: u64 = 64 << 10;
 /// Whether intents are on for `workspace` (it has a real `.orchestration/`
 /// directory; a symlink there does not count).
 pub fn enabled(workspace: &Path) -> bool {
-    Workspace::open(workspace).is_ok_and(|ws| ws.is_dir_strict(ORCHESTRATION_DIR))
+    Workspace::open(workspace).is_ok_and(|ws| enabled_in(&ws))
+}
+
+/// [`enabled`] on an already open workspace (the task loop asks every turn).
+pub fn enabled_in(ws: &Workspace) -> bool {
+    ws.is_dir_strict(ORCHESTRATION_DIR)
 }
 
 /// Read an orchestration sidecar: through the workspace layer, following

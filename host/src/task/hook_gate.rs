@@ -307,7 +307,7 @@ impl Agent {
         args: &Value,
         detail: String,
     ) {
-        if !intents::enabled(&ctx.workspace) {
+        if !intents::enabled_in(&ctx.ws) {
             return;
         }
         let mut entry = TraceEntry::now(

@@ -417,7 +417,7 @@ impl Agent {
             // The mode decides the role, the extra instructions and which
             // tools the model is offered (the gate checks again per call).
             // `select_active_intent` only where intents are on.
-            let intents_on = intents::enabled(&ctx.workspace);
+            let intents_on = intents::enabled_in(&ctx.ws);
             let offered: Vec<ToolSpec> = specs
                 .iter()
                 .filter(|s| state.mode.offers(s))
@@ -897,7 +897,7 @@ impl Agent {
 
         // Intent gate: destructive tools need an active intent, and their
         // declared paths must lie in its owned scope (or be approved once).
-        let intent_gated = intents::enabled(&ctx.workspace) && tool.spec.destructive;
+        let intent_gated = intents::enabled_in(&ctx.ws) && tool.spec.destructive;
         let mut write = None;
         if intent_gated {
             match self.intent_gate(ctx, state, &tool.spec, &args).await? {
@@ -1079,7 +1079,7 @@ impl Agent {
                     )
                 }
             ));
-            if intents::enabled(&ctx.workspace) {
+            if intents::enabled_in(&ctx.ws) {
                 self.trace(ctx, &entry);
             }
             let touched_authority = paths.iter().any(|p| authority::is_authority(p));
@@ -1237,7 +1237,7 @@ impl Agent {
         let id = ctx.task.id.as_str();
         let wanted = args["intent_id"].as_str().unwrap_or_default();
         let structured = |v: Value| CallResult::error(format!("[ERROR] {v}"));
-        if !intents::enabled(&ctx.workspace) {
+        if !intents::enabled_in(&ctx.ws) {
             return Ok(structured(serde_json::json!({
                 "code": "intents_off", "message": "this workspace has no .orchestration/ directory, so intents are off"
             })));
