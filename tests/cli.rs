@@ -393,9 +393,11 @@ fn readme_intent_walkthrough_stays_in_scope_and_is_traced() {
         .arg(&ws)
         .arg("--script")
         .arg(repo().join("tests/fixtures/intent-example/shorten-sessions.json"))
+        .env("RUST_LOG", "debug")
         .output()
         .expect("runs");
     assert!(o.status.success(), "{}", text(&o));
+    let run_output = text(&o);
     assert!(text(&o).contains("scope_violation"), "{}", text(&o));
     assert!(
         text(&o).contains("hook secret-guard: deny") && !ws.join("src/auth/test_keys.rs").exists(),
@@ -423,6 +425,7 @@ fn readme_intent_walkthrough_stays_in_scope_and_is_traced() {
         t.contains("mutation") && t.contains("src/auth/session.rs") && t.contains("violation"),
         "{t}"
     );
+    let trace_output = t;
     let o = roost(dir.path())
         .args(["intents", "list", "--workspace"])
         .arg(&ws)
@@ -433,6 +436,57 @@ fn readme_intent_walkthrough_stays_in_scope_and_is_traced() {
         "{}",
         text(&o)
     );
+
+    // The AWS key secret-guard refused is persisted nowhere and shown
+    // nowhere: not in the data dir (store, WAL), the workspace (trace), the
+    // run's own output and logs, the history, an export or `roost trace`.
+    const KEY: &str = "AKIAZ7QX2MHN4KLP8RTW";
+    let mut seen = vec![("run output", run_output)];
+    let o = roost(dir.path())
+        .args(["history", "show", "--last"])
+        .output()
+        .expect("runs");
+    seen.push(("history show", text(&o)));
+    let export = dir.path().join("export");
+    let o = roost(dir.path())
+        .args(["history", "show", "--last", "--export"])
+        .arg(&export)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    seen.push(("trace", trace_output));
+    for (what, out) in &seen {
+        assert!(!out.contains(KEY), "{what} shows the secret:\n{out}");
+    }
+    assert!(
+        seen[1].1.contains("[REDACTED: an AWS access key id]"),
+        "the history shows the call with the key redacted: {}",
+        seen[1].1
+    );
+    let leaks = files_containing(dir.path(), KEY.as_bytes());
+    assert!(leaks.is_empty(), "the secret was persisted in {leaks:?}");
+}
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => out.extend(files_containing(&path, needle)),
+            Ok(t) if t.is_file() => {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                if bytes.windows(needle.len()).any(|w| w == needle) {
+                    out.push(path);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// `roost tool call` runs declared paths through the same gate as a task:

@@ -315,6 +315,19 @@ async fn secret_guard_and_protected_paths() {
         !r[0].0.contains("Z7QX2MHN4KLP8RTW"),
         "the secret is never echoed"
     );
+    // The refused call is recorded, and shown to the model from then on,
+    // with the key redacted.
+    for (n, req) in h.transport.requests().iter().enumerate().skip(1) {
+        let body = req.to_string();
+        assert!(!body.contains("Z7QX2MHN4KLP8RTW"), "request {n}: {body}");
+        assert!(
+            body.contains("[REDACTED: an AWS access key id]"),
+            "request {n}"
+        );
+    }
+    let api = format!("{:?}", h.agent.store.load_api(&id, true).expect("messages"));
+    let ui = format!("{:?}", h.agent.store.load_ui(&id).expect("ui"));
+    assert!(!api.contains("Z7QX2MHN4KLP8RTW") && !ui.contains("Z7QX2MHN4KLP8RTW"));
     assert!(!h.ws.path().join("src/keys.rs").exists());
     assert!(r[1].1 && r[1].0.contains(".env"), "{}", r[1].0);
     assert!(!h.ws.path().join(".env.local").exists());

@@ -85,8 +85,9 @@ pub fn trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
             visible_line(&e.kind),
             visible_line(e.intent_id.as_deref().unwrap_or("-")),
             visible_line(&e.tool),
-            visible_line(&e.args_summary),
-            visible_line(e.detail.as_deref().unwrap_or(""))
+            // Traces written before redaction existed are redacted on display.
+            visible_line(&roost_secrets::redact(&e.args_summary)),
+            visible_line(&roost_secrets::redact(e.detail.as_deref().unwrap_or("")))
         );
         for f in &e.files {
             let short = |h: &Option<String>| {

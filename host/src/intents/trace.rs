@@ -134,7 +134,9 @@ impl TraceEntry {
     }
 }
 
-/// Arguments with long strings cut, so the trace stays readable.
+/// Arguments with credentials redacted (the trace is a file users commit)
+/// and then long strings cut, so the trace stays readable and no
+/// credential survives even in part.
 pub fn summarize(args: &serde_json::Value) -> String {
     fn cut(v: &serde_json::Value) -> serde_json::Value {
         match v {
@@ -150,7 +152,7 @@ pub fn summarize(args: &serde_json::Value) -> String {
             other => other.clone(),
         }
     }
-    cut(args).to_string()
+    cut(&roost_secrets::redact_json(args)).to_string()
 }
 
 /// Largest trace Roost reads back (`roost trace`, recent entries).
@@ -179,7 +181,9 @@ impl Trace {
 
     /// Append one entry durably (locked, one write, synced).
     pub fn append(&self, entry: &TraceEntry) -> std::io::Result<()> {
-        let mut line = serde_json::to_string(entry).map_err(std::io::Error::other)?;
+        let mut entry = entry.clone();
+        entry.detail = entry.detail.map(|d| roost_secrets::redact(&d).into_owned());
+        let mut line = serde_json::to_string(&entry).map_err(std::io::Error::other)?;
         line.push('\n');
         let ws = Workspace::open(&self.workspace).map_err(std::io::Error::other)?;
         ws.append_strict(&Self::rel(), line.as_bytes())

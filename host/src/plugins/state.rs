@@ -61,7 +61,8 @@ impl host::Host for CallState {
         if self.log_lines > MAX_LOG_LINES {
             return;
         }
-        let msg = cut(&message, MAX_LOG_BYTES);
+        let redacted = redact_for_log(&message);
+        let msg = cut(&redacted, MAX_LOG_BYTES);
         let plugin = self.plugin.as_str();
         match level {
             host::LogLevel::Trace => tracing::trace!(plugin, "{msg}"),
@@ -73,7 +74,8 @@ impl host::Host for CallState {
     }
 
     fn progress(&mut self, message: String, fraction: Option<f32>) {
-        let msg = cut(&message, MAX_LOG_BYTES);
+        let redacted = redact_for_log(&message);
+        let msg = cut(&redacted, MAX_LOG_BYTES);
         tracing::debug!(plugin = self.plugin.as_str(), ?fraction, "progress: {msg}");
     }
 
@@ -87,6 +89,13 @@ impl host::Host for CallState {
 }
 
 /// Cut `s` to at most `max` bytes on a character boundary.
+/// A plugin's log text with credentials redacted before the final cut (so
+/// none is left half-shown), scanning a bounded prefix: what lies beyond
+/// four times the log limit is never logged.
+fn redact_for_log(message: &str) -> std::borrow::Cow<'_, str> {
+    roost_secrets::redact(cut(message, 4 * MAX_LOG_BYTES))
+}
+
 pub(crate) fn cut(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;

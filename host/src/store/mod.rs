@@ -607,6 +607,8 @@ impl Store {
         upto_seq: i64,
         summary: &str,
     ) -> Result<(), StoreError> {
+        // A summary may quote what the model saw; it keeps no credential.
+        let summary = roost_secrets::redact(summary);
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         exec(
@@ -617,7 +619,7 @@ impl Store {
         exec(
             &tx,
             "INSERT OR REPLACE INTO condensations (task_id, upto_seq, summary, created_at) VALUES (?1, ?2, ?3, ?4)",
-            params![task, upto_seq, summary, now_ms()],
+            params![task, upto_seq, summary.as_ref(), now_ms()],
         )?;
         tx.commit()?;
         Ok(())
@@ -635,7 +637,9 @@ impl Store {
             .optional()?)
     }
 
-    /// Append a UI message; returns its sequence number.
+    /// Append a UI message; returns its sequence number. Credentials in
+    /// `text` are redacted first: the UI history is shown and exported, and
+    /// nothing persisted keeps a secret.
     pub fn append_ui(
         &self,
         task: &str,
@@ -643,6 +647,7 @@ impl Store {
         subtype: &str,
         text: &str,
     ) -> Result<i64, StoreError> {
+        let text = roost_secrets::redact(text);
         let conn = self.conn();
         let seq: i64 = conn.query_row(
             "SELECT COALESCE(MAX(seq), 0) + 1 FROM ui_messages WHERE task_id = ?1",
@@ -652,7 +657,7 @@ impl Store {
         exec(
             &conn,
             "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![task, seq, now_ms(), kind, subtype, text],
+            params![task, seq, now_ms(), kind, subtype, text.as_ref()],
         )?;
         Ok(seq)
     }

@@ -464,17 +464,19 @@ impl Agent {
             let cost = self.config.price.cost(&reply.usage);
             self.store.add_usage(id, &reply.usage, cost)?;
 
+            // What the model wrote is recorded with credentials redacted
+            // (the model sees its own calls that way from now on); calls
+            // still run, and hooks still judge, with the arguments as sent.
+            let text = roost_secrets::redact(&reply.text).into_owned();
             let mut content = Vec::new();
-            if !reply.text.trim().is_empty() {
-                content.push(ContentBlock::Text {
-                    text: reply.text.clone(),
-                });
+            if !text.trim().is_empty() {
+                content.push(ContentBlock::Text { text: text.clone() });
             }
             for c in &reply.calls {
-                let input = c
-                    .args
-                    .clone()
-                    .unwrap_or_else(|_| Value::Object(Default::default()));
+                let input = c.args.as_ref().map_or_else(
+                    |_| Value::Object(Default::default()),
+                    roost_secrets::redact_json,
+                );
                 content.push(ContentBlock::ToolUse {
                     id: c.id.clone(),
                     name: c.name.clone(),
@@ -490,12 +492,10 @@ impl Agent {
                 role: Role::Assistant,
                 content,
             })?;
-            if !reply.text.trim().is_empty() {
-                self.store.append_ui(id, "say", "text", &reply.text)?;
+            if !text.trim().is_empty() {
+                self.store.append_ui(id, "say", "text", &text)?;
             }
-            ctx.events.publish(TaskEvent::MessageFinal {
-                text: reply.text.clone(),
-            });
+            ctx.events.publish(TaskEvent::MessageFinal { text });
 
             if reply.calls.is_empty() {
                 state.mistakes += 1;
@@ -738,7 +738,7 @@ impl Agent {
                         events.publish(TaskEvent::ToolCallPartial {
                             id: id.clone(),
                             tool: name.clone(),
-                            args: partial,
+                            args: roost_secrets::redact_json(&partial),
                         });
                     }
                 }
@@ -788,17 +788,19 @@ impl Agent {
                 });
             }
         };
-        ctx.events.publish(TaskEvent::ToolCallRequested {
-            id: call.id.clone(),
-            tool: call.name.clone(),
-            args: args.clone(),
-        });
+        // Events and records show the call as the history holds it.
+        let shown = roost_secrets::redact_json(&args);
         self.store.append_ui(
             id,
             "say",
             "tool",
-            &serde_json::json!({"tool": call.name, "args": args}).to_string(),
+            &serde_json::json!({"tool": call.name, "args": shown}).to_string(),
         )?;
+        ctx.events.publish(TaskEvent::ToolCallRequested {
+            id: call.id.clone(),
+            tool: call.name.clone(),
+            args: shown,
+        });
 
         let (validator, registered) = if native::is_native(&call.name) {
             (
@@ -944,7 +946,8 @@ impl Agent {
                 id,
                 "ask",
                 "tool",
-                &serde_json::json!({"tool": call.name, "args": args}).to_string(),
+                &serde_json::json!({"tool": call.name, "args": roost_secrets::redact_json(&args)})
+                    .to_string(),
             )?;
             ctx.events.publish(TaskEvent::AskRequired {
                 kind: "tool".into(),
@@ -1128,7 +1131,7 @@ impl Agent {
             CallResult::ok(content)
         };
         r.code = result.err().map(|e| e.code);
-        r.diff = diff;
+        r.diff = diff.map(|d| roost_secrets::redact(&d).into_owned());
         r.ui_recorded = true;
         Ok(r)
     }

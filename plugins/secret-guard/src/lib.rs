@@ -11,9 +11,7 @@
 #[cfg(target_arch = "wasm32")]
 mod component;
 
-use std::sync::LazyLock;
-
-use regex::{Regex, RegexBuilder};
+pub use roost_secrets::{Finding, find_secrets};
 use serde_json::Value;
 
 /// Text appended to the system prompt, so the model knows the rule before it
@@ -35,121 +33,6 @@ pub enum Decision {
     Allow,
     /// Refuse the call; the reason goes to the model.
     Deny(String),
-}
-
-/// One credential found in a text: what it is and on which line, but not
-/// the value, so findings can be reported without leaking it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Finding {
-    /// What was found, with its article (e.g. "an AWS access key id").
-    pub kind: &'static str,
-    /// 1-based line of the text the credential starts on.
-    pub line: usize,
-}
-
-/// A kind of credential and how to recognise it.
-struct Detector {
-    /// What the credential is called in refusals.
-    kind: &'static str,
-    /// Matches the credential (or its tell-tale part).
-    pattern: Regex,
-    /// A second pattern the same text must also contain, if any.
-    also: Option<Regex>,
-}
-
-/// Compiles a built-in pattern. The patterns are constants covered by the
-/// tests, so a failure is a bug in this file, never bad input.
-fn compile(pattern: &str, case_insensitive: bool) -> Regex {
-    RegexBuilder::new(pattern)
-        .case_insensitive(case_insensitive)
-        .build()
-        .unwrap_or_else(|e| panic!("secret-guard: invalid built-in pattern {pattern:?}: {e}"))
-}
-
-/// The detectors, most specific first: a match overlapping an earlier
-/// detector's match is not reported again (an Anthropic key also looks like
-/// an OpenAI one).
-static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
-    let d = |kind, pattern, ci| Detector {
-        kind,
-        pattern: compile(pattern, ci),
-        also: None,
-    };
-    vec![
-        d(
-            "a private key (PEM)",
-            r"-----BEGIN (RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY( BLOCK)?-----",
-            false,
-        ),
-        d(
-            "an AWS access key id",
-            r"\b(AKIA|ASIA)[0-9A-Z]{16}\b",
-            false,
-        ),
-        d(
-            "an AWS secret access key",
-            r#"aws_secret_access_key\s*[=:]\s*["']?[A-Za-z0-9/+=]{40}"#,
-            true,
-        ),
-        Detector {
-            kind: "a GCP service-account key",
-            pattern: compile(r#""type"\s*:\s*"service_account""#, false),
-            also: Some(compile(r#""private_key""#, false)),
-        },
-        d("a GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b", false),
-        d("a GitHub token", r"\bgithub_pat_[A-Za-z0-9_]{22,}\b", false),
-        d("a Slack token", r"\bxox[baprs]-[A-Za-z0-9-]{10,}", false),
-        d(
-            "an Anthropic API key",
-            r"\bsk-ant-[A-Za-z0-9_-]{20,}",
-            false,
-        ),
-        d(
-            "an OpenAI API key",
-            r"\bsk-(proj-)?[A-Za-z0-9_-]{20,}",
-            false,
-        ),
-        d("a Stripe live key", r"\b[sr]k_live_[A-Za-z0-9]{20,}", false),
-        d("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b", false),
-    ]
-});
-
-/// Finds the credentials in `text`, in the order they appear. Public so
-/// other first-party code (and tests) can reuse the same detectors.
-pub fn find_secrets(text: &str) -> Vec<Finding> {
-    let mut taken: Vec<(usize, usize)> = Vec::new();
-    let mut found: Vec<(usize, &'static str)> = Vec::new();
-    for det in DETECTORS.iter() {
-        if let Some(also) = &det.also
-            && !also.is_match(text)
-        {
-            continue;
-        }
-        for m in det.pattern.find_iter(text) {
-            let (start, end) = (m.start(), m.end());
-            if taken.iter().any(|&(s, e)| start < e && s < end) {
-                continue;
-            }
-            taken.push((start, end));
-            found.push((start, det.kind));
-        }
-    }
-    found.sort_by_key(|&(start, _)| start);
-    found
-        .into_iter()
-        .map(|(start, kind)| Finding {
-            kind,
-            line: line_of(text, start),
-        })
-        .collect()
-}
-
-/// 1-based line number of byte offset `at` in `text`.
-fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()
-        .get(..at)
-        .map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count())
-        + 1
 }
 
 /// Whether `path` names a `.env*` file (`.env`, `.env.local`, `.envrc`, …)
@@ -209,8 +92,10 @@ pub fn decide(
 struct Located {
     /// Argument path, e.g. `content` or `files[0].content`.
     at: String,
-    /// What and where within that argument.
-    finding: Finding,
+    /// What was found.
+    kind: &'static str,
+    /// 1-based line within that argument.
+    line: usize,
 }
 
 /// Scans every string in `value` that the call would add, recording
@@ -257,10 +142,8 @@ fn scan_text(text: &str, at: &str, first_line: usize, found: &mut Vec<Located>) 
     for f in find_secrets(text) {
         found.push(Located {
             at: at.to_owned(),
-            finding: Finding {
-                kind: f.kind,
-                line: f.line + first_line - 1,
-            },
+            kind: f.kind,
+            line: f.line + first_line - 1,
         });
     }
 }
@@ -323,7 +206,7 @@ fn scan_diff(diff: &str, at: &str, found: &mut Vec<Located>) {
 fn describe(found: &[Located]) -> String {
     let mut groups: Vec<(&str, &str, Vec<usize>)> = Vec::new();
     for l in found {
-        let (kind, at, line) = (l.finding.kind, l.at.as_str(), l.finding.line);
+        let (kind, at, line) = (l.kind, l.at.as_str(), l.line);
         match groups.iter_mut().find(|g| g.0 == kind && g.1 == at) {
             Some(g) if g.2.contains(&line) => {}
             Some(g) => g.2.push(line),

@@ -488,24 +488,16 @@ fn clean_edits_are_allowed() {
 fn find_secrets_reports_kinds_and_lines_in_order() {
     let text = format!("x\nghp_{}\n{}\n", fake(36), aws_key_id());
     let found = find_secrets(&text);
+    let seen: Vec<(&str, usize)> = found.iter().map(|f| (f.kind, f.line)).collect();
     assert_eq!(
-        found,
-        vec![
-            Finding {
-                kind: "a GitHub token",
-                line: 2
-            },
-            Finding {
-                kind: "an AWS access key id",
-                line: 3
-            },
-        ]
+        seen,
+        vec![("a GitHub token", 2), ("an AWS access key id", 3)]
     );
 }
 
 #[test]
 fn every_detector_compiles() {
-    assert_eq!(DETECTORS.len(), 11);
+    assert_eq!(roost_secrets::detector_count(), 11);
 }
 
 #[test]
