@@ -952,3 +952,93 @@ fn last_ambiguity_completions_and_clear_words() {
     assert!(text(&o).contains("no read access"), "{}", text(&o));
     assert!(!text(&o).contains("os error"), "{}", text(&o));
 }
+
+/// Runs `roost` with `args` on a pseudo-terminal (util-linux `script`), its
+/// keyboard fed from `keys`; returns everything the terminal showed.
+fn on_a_terminal(data: &Path, args: &[&std::ffi::OsStr], keys: &str) -> String {
+    use std::io::Write;
+    let mut line = vec![shell_quote(env!("CARGO_BIN_EXE_roost").as_ref())];
+    line.push("--data-dir".into());
+    line.push(shell_quote(data.as_os_str()));
+    line.extend(args.iter().map(|a| shell_quote(a)));
+    let mut child = Command::new("script")
+        .args(["-qec", &line.join(" "), "/dev/null"])
+        .env_remove("OPENAI_API_KEY")
+        .env("ROOST_CONFIG", data.join("none.toml"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(keys.as_bytes())
+        .expect("keys");
+    let o = child.wait_with_output().expect("finishes");
+    text(&o).replace('\r', "")
+}
+
+/// `s` quoted for `sh -c`.
+fn shell_quote(s: &std::ffi::OsStr) -> String {
+    format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"))
+}
+
+/// On a terminal: an edit's approval shows the diff it would make (not the
+/// call's JSON); an empty answer denies it; `--yes` asks nothing at all,
+/// not even "Accept the result?".
+#[test]
+fn terminal_questions_show_diffs_and_yes_means_no_questions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = repo().join("tests/fixtures/example/fix-greeting.json");
+    let ws = example_workspace(dir.path());
+    let original = std::fs::read_to_string(ws.join("src/greeting.rs")).expect("read");
+    let args = |extra: &[&str]| {
+        let mut v: Vec<std::ffi::OsString> = ["run", "add farewell", "--workspace"]
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        v.push(ws.clone().into());
+        v.push("--script".into());
+        v.push(script.clone().into());
+        v.extend(extra.iter().map(Into::into));
+        v
+    };
+    let run = |extra: &[&str], keys: &str| {
+        let a = args(extra);
+        let refs: Vec<&std::ffi::OsStr> = a.iter().map(|s| s.as_os_str()).collect();
+        on_a_terminal(dir.path(), &refs, keys)
+    };
+
+    // An empty answer denies the edit; the question showed the diff.
+    let shown = run(&["--approve", "read"], "\n\n");
+    assert!(
+        shown.contains("It would make this change:") && shown.contains("+pub fn farewell"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("? Run write_to_file {"),
+        "the question is the diff, not the JSON: {shown}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/greeting.rs")).expect("read"),
+        original,
+        "an empty answer denied the edit (and the dry run changed nothing)"
+    );
+
+    // `y` approves it.
+    let shown = run(&["--approve", "read"], "y\n\n");
+    assert!(shown.contains("Updated src/greeting.rs"), "{shown}");
+    assert!(
+        std::fs::read_to_string(ws.join("src/greeting.rs"))
+            .expect("read")
+            .contains("farewell")
+    );
+
+    // `--yes`: no question of any kind.
+    std::fs::write(ws.join("src/greeting.rs"), &original).expect("reset");
+    let shown = run(&["--yes"], "");
+    assert!(!shown.contains("? "), "--yes asked something: {shown}");
+    assert!(shown.contains("Result:"), "{shown}");
+}

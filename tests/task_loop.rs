@@ -1422,3 +1422,83 @@ fn resuming_agent(h: &Harness, turns: Value) -> Agent {
         hooks: Default::default(),
     }
 }
+
+/// Approving an edit shows the change it would make, computed by a dry run
+/// of the tool before the question: the diff for `write_to_file` and for
+/// `apply_diff`, the failure for a diff that does not apply. Denied edits
+/// (and the dry runs) leave the workspace as it was.
+#[tokio::test]
+async fn edit_approvals_show_the_diff_before_the_call() {
+    let diff = "<<<<<<< SEARCH\nold line\n=======\nnew line\n>>>>>>> REPLACE\n";
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "src/a.txt", "content": "one\nTWO\nthree\n"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "apply_diff",
+                    json!({"path": "src/b.txt", "diff": diff})
+                )]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "apply_diff",
+                    json!({"path": "src/b.txt", "diff": diff.replace("old line", "missing")})
+                )]
+            ),
+            complete("done"),
+        ]),
+        ApprovalPolicy::from_groups("read").expect("policy"),
+    );
+    h.ws.write("src/a.txt", "one\ntwo\nthree\n");
+    h.ws.write("src/b.txt", "first\nold line\nlast\n");
+    let before = roost_tests::tree_hash(&h.ws.path());
+    let user = ScriptedUser::default()
+        .approve(Approval::Deny { feedback: None })
+        .approve(Approval::Approve)
+        .approve(Approval::Deny { feedback: None });
+    let (id, outcome) = h.run(&user, "edit").await;
+    assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+    let asked: Vec<String> = user
+        .asked()
+        .into_iter()
+        .filter(|q| q.starts_with("approve"))
+        .collect();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    assert!(
+        asked[0].contains("--- a/src/a.txt") && asked[0].contains("-two\n+TWO"),
+        "{}",
+        asked[0]
+    );
+    assert!(
+        asked[1].contains("-old line\n+new line") && !asked[1].contains("first\n+"),
+        "{}",
+        asked[1]
+    );
+    assert!(asked[2].contains("(the call would fail"), "{}", asked[2]);
+    // The denied write and the dry runs changed nothing; the approved diff
+    // applied once.
+    assert_eq!(h.ws.read("src/a.txt"), "one\ntwo\nthree\n");
+    assert_eq!(h.ws.read("src/b.txt"), "first\nnew line\nlast\n");
+    let mut after = roost_tests::tree_hash(&h.ws.path());
+    let mut expected = before;
+    for m in [&mut after, &mut expected] {
+        m.remove("src/b.txt");
+    }
+    assert_eq!(after, expected, "nothing else in the workspace changed");
+    // The ask row in the UI history carries the diff.
+    let ui = h.agent.store.load_ui(&id).expect("ui");
+    assert!(
+        ui.iter()
+            .any(|m| m.kind == "ask" && m.subtype == "tool" && m.text.contains("-two\\n+TWO")),
+        "{ui:?}"
+    );
+    assert_pairing(&h.agent.store, &id);
+}

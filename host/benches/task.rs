@@ -23,7 +23,13 @@ struct Yes;
 
 #[async_trait::async_trait]
 impl Interaction for Yes {
-    async fn approve(&self, _: &str, _: ToolGroup, _: &serde_json::Value) -> Approval {
+    async fn approve(
+        &self,
+        _: &str,
+        _: ToolGroup,
+        _: &serde_json::Value,
+        _: Option<&str>,
+    ) -> Approval {
         Approval::Approve
     }
     async fn scope_violation(&self, _: &str, _: &str, _: &str) -> Approval {

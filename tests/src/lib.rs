@@ -275,8 +275,12 @@ pub mod user {
             tool: &str,
             _group: ToolGroup,
             _args: &serde_json::Value,
+            preview: Option<&str>,
         ) -> Approval {
-            self.note(format!("approve: {tool}"));
+            match preview {
+                Some(p) => self.note(format!("approve: {tool}\n{p}")),
+                None => self.note(format!("approve: {tool}")),
+            }
             self.approvals
                 .lock()
                 .expect("lock")

@@ -5,6 +5,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
+use super::render::painted_diff;
 use super::sanitize::{visible, visible_line};
 use crate::task::{Approval, CompletionAnswer, Interaction};
 use crate::tools::ToolGroup;
@@ -80,7 +81,13 @@ fn yes_no(answer: Option<&str>) -> Approval {
 
 #[async_trait::async_trait]
 impl Interaction for Terminal {
-    async fn approve(&self, tool: &str, group: ToolGroup, args: &serde_json::Value) -> Approval {
+    async fn approve(
+        &self,
+        tool: &str,
+        group: ToolGroup,
+        args: &serde_json::Value,
+        preview: Option<&str>,
+    ) -> Approval {
         let shown_tool = visible_line(tool);
         if !self.tty {
             eprintln!(
@@ -92,11 +99,25 @@ impl Interaction for Terminal {
                 )),
             };
         }
-        let answer = ask_line(format!(
-            "\n? Run {shown_tool} {}  [y]es / [N]o / or type feedback: ",
-            short_args(args)
-        ))
-        .await;
+        // An edit shows the change it would make; other calls their arguments.
+        let question = match preview {
+            Some(p) => {
+                let color = std::io::stderr().is_terminal();
+                let lines: Vec<String> = painted_diff(p, color)
+                    .into_iter()
+                    .map(|l| format!("  {l}"))
+                    .collect();
+                format!(
+                    "\n? Run {shown_tool}? It would make this change:\n{}\n  [y]es / [N]o / or type feedback: ",
+                    lines.join("\n")
+                )
+            }
+            None => format!(
+                "\n? Run {shown_tool} {}  [y]es / [N]o / or type feedback: ",
+                short_args(args)
+            ),
+        };
+        let answer = ask_line(question).await;
         yes_no(answer.as_deref())
     }
 

@@ -40,6 +40,26 @@ impl Style {
     }
 }
 
+/// The lines of a unified diff with control characters made visible and,
+/// when `color`, additions green, removals red and hunk headers cyan.
+pub fn painted_diff(diff: &str, color: bool) -> Vec<String> {
+    let style = Style { color };
+    diff.lines()
+        .map(|l| {
+            let l = visible_line(l);
+            if l.starts_with('+') && !l.starts_with("+++") {
+                style.paint("32", &l)
+            } else if l.starts_with('-') && !l.starts_with("---") {
+                style.paint("31", &l)
+            } else if l.starts_with("@@") {
+                style.paint("36", &l)
+            } else {
+                l.into_owned()
+            }
+        })
+        .collect()
+}
+
 /// Print events until `stop` fires (then print what is still queued) or the
 /// channel closes.
 pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: oneshot::Receiver<()>) {
@@ -208,18 +228,8 @@ fn text_of(ev: &TaskEvent, style: &Style) -> String {
                 }
             }
             if let Some(d) = diff {
-                for l in d.lines() {
-                    let l = visible_line(l);
-                    let painted = if l.starts_with('+') && !l.starts_with("+++") {
-                        style.paint("32", &l)
-                    } else if l.starts_with('-') && !l.starts_with("---") {
-                        style.paint("31", &l)
-                    } else if l.starts_with("@@") {
-                        style.paint("36", &l)
-                    } else {
-                        l.into_owned()
-                    };
-                    let _ = writeln!(out, "  {painted}");
+                for l in painted_diff(d, style.color) {
+                    let _ = writeln!(out, "  {l}");
                 }
             }
             Ok(())

@@ -81,8 +81,15 @@ pub enum CompletionAnswer {
 /// a test script). Every method may take as long as the person does.
 #[async_trait::async_trait]
 pub trait Interaction: Send + Sync {
-    /// May `tool` run with `args`?
-    async fn approve(&self, tool: &str, group: ToolGroup, args: &serde_json::Value) -> Approval;
+    /// May `tool` run with `args`? `preview` is the diff an edit would make
+    /// (computed by a dry run before the question), when there is one.
+    async fn approve(
+        &self,
+        tool: &str,
+        group: ToolGroup,
+        args: &serde_json::Value,
+        preview: Option<&str>,
+    ) -> Approval;
     /// Answer a follow-up question; `None` when nobody can answer.
     async fn followup(&self, question: &str, suggestions: &[String]) -> Option<String>;
     /// Accept the result, or send feedback.

@@ -11,6 +11,7 @@ mod history;
 mod hook_gate;
 pub mod native;
 pub mod paths;
+mod preview;
 pub mod prompt;
 mod runner;
 mod snapshot;

@@ -23,6 +23,7 @@ use super::native::{
     self, ASK_FOLLOWUP, ATTEMPT_COMPLETION, SELECT_ACTIVE_INTENT, SWITCH_MODE, UPDATE_TODO_LIST,
 };
 use super::paths;
+use super::preview;
 use super::prompt::{PromptContext, build};
 use super::snapshot;
 use super::status::TaskStatus;
@@ -941,19 +942,37 @@ impl Agent {
                 auto: !user_approved,
             });
         } else {
+            // An edit is dry-run first, so the person sees the change.
+            let preview = if tool.spec.destructive {
+                preview::edit_preview(
+                    &self.engine,
+                    &tool.plugin,
+                    &tool.spec,
+                    &args,
+                    &ctx.ws,
+                    self.config.limits,
+                )
+                .await
+                .map(|p| roost_secrets::redact(&p).into_owned())
+            } else {
+                None
+            };
+            let shown = roost_secrets::redact_json(&args);
             self.store.set_status(id, TaskStatus::WaitingForApproval)?;
             self.store.append_ui(
                 id,
                 "ask",
                 "tool",
-                &serde_json::json!({"tool": call.name, "args": roost_secrets::redact_json(&args)})
-                    .to_string(),
+                &serde_json::json!({"tool": call.name, "args": shown, "diff": preview}).to_string(),
             )?;
             ctx.events.publish(TaskEvent::AskRequired {
                 kind: "tool".into(),
                 text: format!("run {}?", call.name),
             });
-            let answer = ctx.interaction.approve(&call.name, group, &args).await;
+            let answer = ctx
+                .interaction
+                .approve(&call.name, group, &shown, preview.as_deref())
+                .await;
             self.store.set_status(id, TaskStatus::Running)?;
             match answer {
                 Approval::Approve => ctx.events.publish(TaskEvent::ToolCallApproved {
@@ -1401,7 +1420,7 @@ impl Agent {
             });
             let answer = ctx
                 .interaction
-                .approve(SWITCH_MODE, ToolGroup::Modes, args)
+                .approve(SWITCH_MODE, ToolGroup::Modes, args, None)
                 .await;
             self.store.set_status(id, TaskStatus::Running)?;
             if let Approval::Deny { feedback } = answer {
