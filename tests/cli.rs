@@ -13,8 +13,19 @@ fn roost(data: &Path) -> Command {
     c.arg("--data-dir")
         .arg(data)
         .env_remove("OPENAI_API_KEY")
-        .env("ROOST_CONFIG", data.join("none.toml"));
+        .env("ROOST_CONFIG", empty_config(data));
     c
+}
+
+/// An empty config file in `data` (created if missing): a named config
+/// file must exist.
+fn empty_config(data: &Path) -> PathBuf {
+    let path = data.join("none.toml");
+    if !path.exists() {
+        let _ = std::fs::create_dir_all(data);
+        std::fs::write(&path, "").expect("write an empty config");
+    }
+    path
 }
 
 fn repo() -> PathBuf {
@@ -180,6 +191,29 @@ fn bad_input_gets_clear_errors() {
         .expect("runs");
     assert!(
         !o.status.success() && text(&o).contains("no task"),
+        "{}",
+        text(&o)
+    );
+    // A config file that is named must exist; a bad value names its field.
+    let o = roost(dir.path())
+        .args(["run", "x", "--config"])
+        .arg(dir.path().join("missing.toml"))
+        .output()
+        .expect("runs");
+    assert!(
+        !o.status.success() && text(&o).contains("missing.toml does not exist"),
+        "{}",
+        text(&o)
+    );
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[profiles.p]\ncondense_threshold = 1.5\n").expect("write");
+    let o = roost(dir.path())
+        .args(["run", "x", "--config"])
+        .arg(&bad)
+        .output()
+        .expect("runs");
+    assert!(
+        !o.status.success() && text(&o).contains("profiles.p.condense_threshold"),
         "{}",
         text(&o)
     );
@@ -964,7 +998,7 @@ fn on_a_terminal(data: &Path, args: &[&std::ffi::OsStr], keys: &str) -> String {
     let mut child = Command::new("script")
         .args(["-qec", &line.join(" "), "/dev/null"])
         .env_remove("OPENAI_API_KEY")
-        .env("ROOST_CONFIG", data.join("none.toml"))
+        .env("ROOST_CONFIG", empty_config(data))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -2,7 +2,6 @@
 //! through the real SSE/wire decoding path, tools run in real components,
 //! history lives in a real SQLite file. Only the person is scripted.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use roost::events::{EventBus, TaskEvent};
@@ -12,7 +11,7 @@ use roost::store::Store;
 use roost::task::{
     Agent, Approval, ApprovalPolicy, CompletionAnswer, TaskConfig, TaskOutcome, TaskStatus,
 };
-use roost_tests::harness::{Harness, call, complete, harness, trace_lines, turn};
+use roost_tests::harness::{Harness, call, complete, harness, scripted_harness, trace_lines, turn};
 use roost_tests::user::ScriptedUser;
 use roost_tests::{TestWorkspace, engine};
 use serde_json::{Value, json};
@@ -610,9 +609,14 @@ async fn repetition_without_guidance_stops_with_the_real_reason() {
     );
 }
 
+/// With a small window, history is condensed so that no request the
+/// provider receives (as sent: system prompt, messages and tool
+/// definitions) exceeds the window, summary requests included; pairs stay
+/// intact, nothing is deleted, and the export marks what was condensed.
 #[tokio::test]
-async fn long_histories_are_condensed_without_breaking_pairs() {
-    let reads: Vec<Value> = (0..6)
+async fn condensation_keeps_every_request_inside_the_window() {
+    const WINDOW: u64 = 8_000;
+    let mut turns: Vec<Value> = (0..8)
         .map(|i| {
             turn(
                 "",
@@ -620,23 +624,20 @@ async fn long_histories_are_condensed_without_breaking_pairs() {
             )
         })
         .collect();
-    let mut turns = reads;
-    // The summary request is a turn of its own.
-    turns.insert(
-        5,
-        json!({"text": "Summary: read f0..f4, all contain filler."}),
-    );
     turns.push(complete("done"));
-    let h = harness(Value::Array(turns), ApprovalPolicy::yes());
-    for i in 0..6 {
-        h.ws.write(&format!("f{i}.txt"), &"filler line\n".repeat(400));
+    let h = scripted_harness(
+        json!({"turns": turns, "summary": "Summary: read f0..f7, all filler."}),
+        ApprovalPolicy::yes(),
+    );
+    for i in 0..8 {
+        h.ws.write(&format!("f{i}.txt"), &"filler line\n".repeat(300));
     }
     let h = Harness {
         agent: Agent {
             config: TaskConfig {
                 policy: ApprovalPolicy::yes(),
-                context_window: 11_000,
-                keep_recent_messages: 2,
+                context_window: WINDOW,
+                keep_recent_messages: 4,
                 ..TaskConfig::default()
             },
             ..h.agent
@@ -648,6 +649,22 @@ async fn long_histories_are_condensed_without_breaking_pairs() {
         matches!(outcome, TaskOutcome::Completed { .. }),
         "{outcome:?}"
     );
+    let reqs = h.transport.requests();
+    let summaries = reqs
+        .iter()
+        .filter(|r| {
+            r.get("tools")
+                .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
+        })
+        .count();
+    assert!(summaries >= 1, "the history was condensed");
+    for (n, r) in reqs.iter().enumerate() {
+        let tokens = r.to_string().len() / 4;
+        assert!(
+            tokens as u64 <= WINDOW,
+            "request {n} is ~{tokens} tokens, over the {WINDOW}-token window"
+        );
+    }
     let all = h.agent.store.load_api(&id, true).expect("history");
     assert!(
         all.iter().any(|m| m.hidden),
@@ -659,13 +676,44 @@ async fn long_histories_are_condensed_without_breaking_pairs() {
         "first message kept"
     );
     assert_pairing(&h.agent.store, &id);
-    let reqs = h.transport.requests();
     let last = reqs.last().expect("requests");
     assert!(
-        last.to_string().contains("Summary: read f0..f4"),
+        last.to_string().contains("Summary: read f0..f7"),
         "summary sent to the model"
     );
-    let _ = Path::new("");
+    // The Roo-format export marks condensed messages and carries the summary.
+    let dir = tempfile::tempdir().expect("tempdir");
+    h.agent.store.export_roo(&id, dir.path()).expect("export");
+    let api: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("api_conversation_history.json")).expect("read"),
+    )
+    .expect("json");
+    let summary = api
+        .iter()
+        .find(|m| m["isSummary"] == true)
+        .expect("a summary message");
+    assert!(
+        summary["content"]
+            .to_string()
+            .contains("Summary: read f0..f7")
+    );
+    let id_of = summary["condenseId"].as_str().expect("condenseId");
+    assert!(api.iter().any(|m| m["condenseParent"] == id_of));
+    assert_eq!(
+        api.iter().filter(|m| m.get("isSummary").is_none()).count(),
+        all.len(),
+        "every stored message is exported"
+    );
+    let ui: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("ui_messages.json")).expect("read"),
+    )
+    .expect("json");
+    assert!(ui.iter().any(|m| {
+        m["say"] == "condense_context"
+            && m["contextCondense"]["summary"]
+                .as_str()
+                .is_some_and(|s| s.contains("Summary"))
+    }));
 }
 
 fn tool_names(req: &Value) -> Vec<String> {

@@ -31,8 +31,14 @@ pub struct Harness {
 
 /// A harness whose model replays `turns`, under `policy`.
 pub fn harness(turns: Value, policy: ApprovalPolicy) -> Harness {
+    scripted_harness(json!({ "turns": turns }), policy)
+}
+
+/// A harness whose model replays the whole transcript `script` (turns and
+/// other top-level fields such as `summary`), under `policy`.
+pub fn scripted_harness(script: Value, policy: ApprovalPolicy) -> Harness {
     let ws = TestWorkspace::new();
-    let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("valid script");
+    let script: Script = serde_json::from_value(script).expect("valid script");
     let transport = Arc::new(ScriptedTransport::recording(script));
     let retry = RetryPolicy {
         max_attempts: 3,

@@ -133,7 +133,7 @@ fn build_provider(
     stored: Option<&TaskRecord>,
     scripted_start: usize,
 ) -> anyhow::Result<(Arc<dyn Provider>, Profile)> {
-    let cfg = config::load(&args.config.clone().unwrap_or_else(config::default_path))?;
+    let cfg = config::load(args.config.as_deref())?;
     // A resumed task keeps the endpoint it was created with (provider,
     // base URL, model, profile) unless the user names another: naming a
     // profile picks that profile's endpoint; a flag overrides one field.
@@ -297,6 +297,12 @@ fn agent(
     };
     if let Some(w) = profile.context_window {
         config.context_window = w;
+    }
+    if let Some(t) = profile.condense_threshold {
+        config.condense_threshold = t;
+    }
+    if let Some(k) = profile.keep_recent_messages {
+        config.keep_recent_messages = k;
     }
     if let Some(p) = profile.price {
         config.price = p;

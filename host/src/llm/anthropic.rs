@@ -190,6 +190,10 @@ impl Provider for Anthropic {
         &self.model
     }
 
+    fn request_bytes(&self, req: &ChatRequest) -> usize {
+        request_body(&self.model, req).to_string().len()
+    }
+
     async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
         let body = request_body(&self.model, req);
         Ok(super::run(

@@ -113,6 +113,14 @@ pub trait Provider: Send + Sync {
     fn profile(&self) -> &str {
         ""
     }
+    /// Bytes of the request body this provider would send for `req`:
+    /// system prompt, messages and tool definitions in its wire format, so
+    /// the context estimate counts everything that is sent.
+    fn request_bytes(&self, req: &ChatRequest) -> usize {
+        serde_json::to_string(&(&req.system, &req.messages))
+            .map_or(0, |s| s.len())
+            .saturating_add(serde_json::to_string(&req.tools).map_or(0, |s| s.len()))
+    }
     /// Start a reply; errors before any output are retried inside.
     async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError>;
 }
@@ -152,6 +160,10 @@ impl Provider for Labelled {
 
     fn profile(&self) -> &str {
         &self.profile
+    }
+
+    fn request_bytes(&self, req: &ChatRequest) -> usize {
+        self.inner.request_bytes(req)
     }
 
     async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
@@ -209,6 +221,10 @@ impl Provider for OpenAiCompatible {
 
     fn model(&self) -> &str {
         &self.model
+    }
+
+    fn request_bytes(&self, req: &ChatRequest) -> usize {
+        openai::request_body(&self.model, req).to_string().len()
     }
 
     async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {

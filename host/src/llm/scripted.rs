@@ -24,6 +24,11 @@ pub struct Script {
     pub model: String,
     /// One entry per request.
     pub turns: Vec<Turn>,
+    /// The reply to every request that offers no tools (Roost's requests to
+    /// condense the history), served without using a turn, so a script does
+    /// not depend on when condensation happens. Without it such requests
+    /// take the next turn like any other.
+    pub summary: Option<String>,
 }
 
 fn default_model() -> String {
@@ -238,6 +243,18 @@ impl Transport for ScriptedTransport {
     async fn send(&self, body: &Value) -> Result<ByteStream, LlmError> {
         if let Some(Ok(mut r)) = self.requests.as_ref().map(|r| r.lock()) {
             r.push(body.clone());
+        }
+        let offers_tools = body
+            .get("tools")
+            .and_then(Value::as_array)
+            .is_some_and(|t| !t.is_empty());
+        if let (Some(summary), false) = (&self.script.summary, offers_tools) {
+            let turn = Turn {
+                text: summary.clone(),
+                ..Turn::default()
+            };
+            let joined = render(&turn, usize::MAX).concat().into_bytes();
+            return Ok(Box::pin(futures::stream::iter([Ok(Bytes::from(joined))])));
         }
         let index = self.next.fetch_add(1, Ordering::SeqCst);
         let Some(turn) = self.script.turns.get(index) else {

@@ -16,6 +16,61 @@ fn write_json(dir: &Path, name: &str, v: &Value) -> Result<(), StoreError> {
     std::fs::write(&path, text).map_err(|source| StoreError::Export { path, source })
 }
 
+/// Roo's name for condensation `upto_seq`.
+fn condense_id(upto_seq: i64) -> String {
+    format!("condense-{upto_seq}")
+}
+
+/// The API history in Roo's non-destructive condensing shape: each message
+/// a condensation hid carries `condenseParent` (the id of the first summary
+/// that replaced it), and each summary follows the messages it replaced as
+/// a user message with `isSummary` and its `condenseId`. A summary that a
+/// later one replaced carries that one's `condenseParent` too.
+fn with_condensations(
+    messages: Vec<super::StoredMessage>,
+    condensations: &[(i64, String, i64)],
+) -> Vec<Value> {
+    let parent = |seq: i64| {
+        condensations
+            .iter()
+            .find(|(upto, _, _)| *upto >= seq)
+            .map(|(upto, _, _)| condense_id(*upto))
+    };
+    let summary = |i: usize, (upto, text, ts): &(i64, String, i64)| {
+        let mut v = json!({
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "ts": ts,
+            "isSummary": true,
+            "condenseId": condense_id(*upto),
+        });
+        if let Some((later, _, _)) = condensations.get(i + 1) {
+            v["condenseParent"] = json!(condense_id(*later));
+        }
+        v
+    };
+    let mut out = Vec::with_capacity(messages.len() + condensations.len());
+    let mut next = 0;
+    for m in messages {
+        while let Some(c) = condensations.get(next).filter(|c| c.0 < m.seq) {
+            out.push(summary(next, c));
+            next += 1;
+        }
+        let mut v = serde_json::to_value(&m.message).unwrap_or(Value::Null);
+        v["ts"] = json!(m.created_at);
+        if m.hidden
+            && let Some(p) = parent(m.seq)
+        {
+            v["condenseParent"] = json!(p);
+        }
+        out.push(v);
+    }
+    for (i, c) in condensations.iter().enumerate().skip(next) {
+        out.push(summary(i, c));
+    }
+    out
+}
+
 /// Write `api_conversation_history.json`, `ui_messages.json` and
 /// `task_metadata.json` for `task` into `dir`.
 pub fn write(store: &Store, task: &str, dir: &Path) -> Result<(), StoreError> {
@@ -24,15 +79,7 @@ pub fn write(store: &Store, task: &str, dir: &Path) -> Result<(), StoreError> {
         path: dir.to_path_buf(),
         source,
     })?;
-    let api: Vec<Value> = store
-        .load_api(task, true)?
-        .into_iter()
-        .map(|m| {
-            let mut v = serde_json::to_value(&m.message).unwrap_or(Value::Null);
-            v["ts"] = json!(m.created_at);
-            v
-        })
-        .collect();
+    let api = with_condensations(store.load_api(task, true)?, &store.condensations(task)?);
     write_json(dir, "api_conversation_history.json", &Value::Array(api))?;
     let ui: Vec<Value> = store
         .load_ui(task)?
@@ -40,6 +87,9 @@ pub fn write(store: &Store, task: &str, dir: &Path) -> Result<(), StoreError> {
         .map(|m| {
             let mut v = json!({"ts": m.ts, "type": m.kind, "text": m.text});
             v[m.kind.as_str()] = json!(m.subtype);
+            if m.subtype == "condense_context" {
+                v["contextCondense"] = json!({"summary": m.text});
+            }
             v
         })
         .collect();

@@ -637,6 +637,17 @@ impl Store {
             .optional()?)
     }
 
+    /// Every condensation of a task, oldest first: `(upto_seq, summary,
+    /// created_at)`, for exports that mark what each summary replaced.
+    pub fn condensations(&self, task: &str) -> Result<Vec<(i64, String, i64)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT upto_seq, summary, created_at FROM condensations WHERE task_id = ?1 ORDER BY upto_seq",
+        )?;
+        let rows = stmt.query_map([task], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
     /// Append a UI message; returns its sequence number. Credentials in
     /// `text` are redacted first: the UI history is shown and exported, and
     /// nothing persisted keeps a secret.

@@ -7,7 +7,7 @@
 
 use futures::StreamExt;
 
-use crate::llm::{ChatRequest, Message, Provider, Role, StreamEvent};
+use crate::llm::{ChatRequest, ContentBlock, Message, Provider, Role, StreamEvent};
 use crate::store::StoredMessage;
 
 /// The history as the model sees it: visible messages, the latest summary
@@ -44,21 +44,90 @@ pub fn cut_point(visible: &[StoredMessage], keep: usize) -> Option<usize> {
         .find(|&i| visible[i].message.role == Role::Assistant)
 }
 
-/// Ask the model for a summary of `history`; `None` if it fails.
-pub async fn summarise(provider: &dyn Provider, history: &[Message]) -> Option<String> {
-    let mut messages = history.to_vec();
-    messages.push(Message::user_text(
+/// Bytes a token is estimated at: the usual rule for English and code
+/// under BPE tokenizers. Applied to the request body as the provider sends it.
+pub const BYTES_PER_TOKEN: usize = 4;
+
+/// Estimated tokens of `req` as `provider` would send it: everything
+/// counts (system prompt, messages, tool definitions, wire framing).
+pub fn request_tokens(provider: &dyn Provider, req: &ChatRequest) -> u64 {
+    u64::try_from(provider.request_bytes(req) / BYTES_PER_TOKEN).unwrap_or(u64::MAX)
+}
+
+/// The request that asks for a summary of `history`. Tool calls and results
+/// become text (a request without tool definitions may not carry tool
+/// blocks), and when the whole does not fit `window` tokens the earliest
+/// messages after the first are left out, as the previous summary covers
+/// them.
+fn summary_request(provider: &dyn Provider, history: &[Message], window: u64) -> ChatRequest {
+    let mut messages: Vec<Message> = history.iter().map(as_text).collect();
+    let ask = Message::user_text(
         "Summarise the conversation so far for yourself: the task, decisions made, files read or changed and \
          their relevant contents, errors met, and what remains to do. Be complete but concise; do not call tools.",
-    ));
-    let req = ChatRequest {
-        system:
-            "You condense an AI coding agent's conversation so it can continue with less context."
-                .into(),
-        messages: merge_all(messages),
-        tools: Vec::new(),
-        max_tokens: Some(4096),
+    );
+    let build = |messages: &[Message]| {
+        let mut all = messages.to_vec();
+        all.push(ask.clone());
+        ChatRequest {
+            system:
+                "You condense an AI coding agent's conversation so it can continue with less context."
+                    .into(),
+            messages: merge_all(all),
+            tools: Vec::new(),
+            max_tokens: Some(SUMMARY_MAX_TOKENS),
+        }
     };
+    let mut req = build(&messages);
+    while request_tokens(provider, &req).saturating_add(u64::from(SUMMARY_MAX_TOKENS)) > window
+        && messages.len() > 1
+    {
+        messages.remove(1);
+        req = build(&messages);
+    }
+    req
+}
+
+/// Longest summary asked for, in tokens.
+const SUMMARY_MAX_TOKENS: u32 = 4096;
+
+/// `m` with tool calls and results written out as text.
+fn as_text(m: &Message) -> Message {
+    let content = m
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text { .. } => b.clone(),
+            ContentBlock::ToolUse { name, input, .. } => ContentBlock::Text {
+                text: format!("[called {name} with {input}]"),
+            },
+            ContentBlock::ToolResult {
+                content, is_error, ..
+            } => ContentBlock::Text {
+                text: format!(
+                    "[{}]\n{content}",
+                    if *is_error {
+                        "tool error"
+                    } else {
+                        "tool result"
+                    }
+                ),
+            },
+        })
+        .collect();
+    Message {
+        role: m.role,
+        content,
+    }
+}
+
+/// Ask the model for a summary of `history`, in a request that fits
+/// `window` tokens; `None` if it fails.
+pub async fn summarise(
+    provider: &dyn Provider,
+    history: &[Message],
+    window: u64,
+) -> Option<String> {
+    let req = summary_request(provider, history, window);
     let mut stream = provider.stream(&req).await.ok()?;
     let mut text = String::new();
     while let Some(ev) = stream.next().await {

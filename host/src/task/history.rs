@@ -1,7 +1,6 @@
 //! The task's visible API history, mirrored in memory: the store stays the
 //! source of truth (every change is written first), but a turn neither
-//! reloads nor re-parses the whole conversation, and the size estimate is
-//! kept up to date incrementally.
+//! reloads nor re-parses the whole conversation.
 
 use crate::llm::{Message, Role};
 use crate::store::{Store, StoreError, StoredMessage};
@@ -12,11 +11,6 @@ pub struct History {
     task: String,
     visible: Vec<StoredMessage>,
     summary: Option<String>,
-    bytes: usize,
-}
-
-fn size(m: &Message) -> usize {
-    serde_json::to_string(&m.content).map_or(0, |s| s.len())
 }
 
 impl History {
@@ -27,7 +21,6 @@ impl History {
             task: task.to_owned(),
             visible: Vec::new(),
             summary: None,
-            bytes: 0,
         };
         h.reload()?;
         Ok(h)
@@ -37,15 +30,12 @@ impl History {
     pub fn reload(&mut self) -> Result<(), StoreError> {
         self.visible = self.store.load_api(&self.task, false)?;
         self.summary = self.store.latest_summary(&self.task)?;
-        self.bytes = self.visible.iter().map(|m| size(&m.message)).sum::<usize>()
-            + self.summary.as_ref().map_or(0, String::len);
         Ok(())
     }
 
     /// Append a message (durably, then in memory); returns its seq.
     pub fn append(&mut self, m: Message) -> Result<i64, StoreError> {
         let seq = self.store.append_api(&self.task, &m)?;
-        self.bytes += size(&m);
         self.visible.push(StoredMessage {
             seq,
             message: m,
@@ -59,7 +49,6 @@ impl History {
     pub fn update(&mut self, seq: i64, m: Message) -> Result<(), StoreError> {
         self.store.update_api(&self.task, seq, &m)?;
         if let Some(slot) = self.visible.iter_mut().find(|s| s.seq == seq) {
-            self.bytes = self.bytes.saturating_sub(size(&slot.message)) + size(&m);
             slot.message = m;
         }
         Ok(())
@@ -87,10 +76,5 @@ impl History {
     /// The latest condensation summary.
     pub fn summary(&self) -> Option<&str> {
         self.summary.as_deref()
-    }
-
-    /// Rough tokens of `system` plus the history (four bytes a token).
-    pub fn estimate_tokens(&self, system: &str) -> u64 {
-        ((system.len() + self.bytes) / 4) as u64
     }
 }

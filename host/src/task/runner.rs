@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::approval::{Approval, CompletionAnswer, Interaction};
 use super::config::TaskConfig;
-use super::context::{cut_point, model_history, summarise};
+use super::context::{cut_point, model_history, request_tokens, summarise};
 use super::gates::{RepetitionDetector, schema_violations};
 use super::history::History;
 use super::hook_gate::HookVerdict;
@@ -448,16 +448,12 @@ impl Agent {
                 tools: &offered,
                 extra: &extra,
             });
-            let messages = self.history_for_model(id, &system, &mut history).await?;
+            let req = self
+                .request_within_window(ctx, system, definitions, &mut history)
+                .await?;
             ctx.events.publish(TaskEvent::RequestStarted { turn });
             self.store
                 .append_ui(id, "say", "api_req_started", &format!("turn {turn}"))?;
-            let req = ChatRequest {
-                system,
-                messages,
-                tools: definitions,
-                max_tokens: None,
-            };
             let reply = match self.stream_reply(&req, ctx.events).await {
                 Ok(r) => r,
                 Err(e) => return self.fail(ctx, &format!("the model request failed: {e}")),
@@ -644,39 +640,69 @@ impl Agent {
         })
     }
 
-    /// The history to send, condensed first when it outgrows the window.
-    async fn history_for_model(
+    /// The next request: the system prompt, the tools and the history,
+    /// which is condensed first when the whole request (everything that is
+    /// sent, as the provider encodes it) outgrows `condense_threshold` of
+    /// the window. Each condensation summarises the older messages and
+    /// keeps the first and the most recent ones; while the request is still
+    /// too large, fewer recent messages are kept, down to one.
+    async fn request_within_window(
         &self,
-        id: &str,
-        system: &str,
+        ctx: &Ctx<'_>,
+        system: String,
+        tools: Vec<ToolDefinition>,
         history: &mut History,
-    ) -> Result<Vec<Message>, TaskError> {
-        let budget = (self.config.context_window as f64 * self.config.condense_threshold) as u64;
-        if history.estimate_tokens(system) <= budget {
-            return Ok(model_history(history.visible(), history.summary()));
-        }
-        let visible = history.visible();
-        let Some(cut) = cut_point(visible, self.config.keep_recent_messages) else {
-            return Ok(model_history(visible, history.summary()));
+    ) -> Result<ChatRequest, TaskError> {
+        let id = ctx.task.id.as_str();
+        let window = self.config.context_window;
+        let budget = (window as f64 * self.config.condense_threshold) as u64;
+        let mut req = ChatRequest {
+            system,
+            messages: model_history(history.visible(), history.summary()),
+            tools,
+            max_tokens: None,
         };
-        let older = model_history(&visible[..cut], history.summary());
-        let (first, upto) = (visible[0].seq, visible[cut - 1].seq);
-        let new_summary = match summarise(self.provider.as_ref(), &older).await {
-            Some(s) => s,
-            None => {
-                tracing::warn!(
-                    task = id,
-                    "could not summarise; hiding older messages instead"
-                );
-                "(Earlier messages were hidden to fit the context window; re-read files you need.)"
-                    .to_owned()
+        let mut keep = self.config.keep_recent_messages.max(1);
+        loop {
+            let tokens = request_tokens(self.provider.as_ref(), &req);
+            if tokens <= budget {
+                return Ok(req);
             }
-        };
-        self.store.condense(id, first, upto, &new_summary)?;
-        self.store
-            .append_ui(id, "say", "condense_context", &new_summary)?;
-        history.reload()?;
-        Ok(model_history(history.visible(), history.summary()))
+            let visible = history.visible();
+            let Some(cut) = cut_point(visible, keep) else {
+                if keep > 1 {
+                    keep /= 2;
+                    continue;
+                }
+                if tokens > window {
+                    let msg = format!(
+                        "the request (~{tokens} tokens) is larger than the context window ({window}) even \
+                         after condensing; the model may refuse it"
+                    );
+                    self.store.append_ui(id, "say", "error", &msg)?;
+                    ctx.events.publish(TaskEvent::Warning { message: msg });
+                }
+                return Ok(req);
+            };
+            let older = model_history(&visible[..cut], history.summary());
+            let (first, upto) = (visible[0].seq, visible[cut - 1].seq);
+            let summary = match summarise(self.provider.as_ref(), &older, window).await {
+                Some(s) => s,
+                None => {
+                    tracing::warn!(
+                        task = id,
+                        "could not summarise; hiding older messages instead"
+                    );
+                    "(Earlier messages were hidden to fit the context window; re-read files you need.)"
+                        .to_owned()
+                }
+            };
+            self.store.condense(id, first, upto, &summary)?;
+            self.store
+                .append_ui(id, "say", "condense_context", &summary)?;
+            history.reload()?;
+            req.messages = model_history(history.visible(), history.summary());
+        }
     }
 
     /// Stream one reply, publishing partial text and arguments. Failed
