@@ -988,8 +988,19 @@ fn last_ambiguity_completions_and_clear_words() {
 }
 
 /// Runs `roost` with `args` on a pseudo-terminal (util-linux `script`), its
-/// keyboard fed from `keys`; returns everything the terminal showed.
+/// keyboard fed from `keys`; returns everything the terminal showed, with
+/// carriage returns left out.
 fn on_a_terminal(data: &Path, args: &[&std::ffi::OsStr], keys: &str) -> String {
+    raw_terminal(data, args, keys, &[]).replace('\r', "")
+}
+
+/// Like [`on_a_terminal`], with `env` set, returning the raw bytes shown.
+fn raw_terminal(
+    data: &Path,
+    args: &[&std::ffi::OsStr],
+    keys: &str,
+    env: &[(&str, &str)],
+) -> String {
     use std::io::Write;
     let mut line = vec![shell_quote(env!("CARGO_BIN_EXE_roost").as_ref())];
     line.push("--data-dir".into());
@@ -999,6 +1010,7 @@ fn on_a_terminal(data: &Path, args: &[&std::ffi::OsStr], keys: &str) -> String {
         .args(["-qec", &line.join(" "), "/dev/null"])
         .env_remove("OPENAI_API_KEY")
         .env("ROOST_CONFIG", empty_config(data))
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -1011,7 +1023,7 @@ fn on_a_terminal(data: &Path, args: &[&std::ffi::OsStr], keys: &str) -> String {
         .write_all(keys.as_bytes())
         .expect("keys");
     let o = child.wait_with_output().expect("finishes");
-    text(&o).replace('\r', "")
+    text(&o)
 }
 
 /// `s` quoted for `sh -c`.
@@ -1075,4 +1087,48 @@ fn terminal_questions_show_diffs_and_yes_means_no_questions() {
     let shown = run(&["--yes"], "");
     assert!(!shown.contains("? "), "--yes asked something: {shown}");
     assert!(shown.contains("Result:"), "{shown}");
+}
+
+/// On a terminal, a log line or notice never lands on the spinner's line or
+/// in the middle of the model's text: stderr first clears the spinner.
+#[test]
+fn notices_start_on_a_line_of_their_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = example_workspace(dir.path());
+    let script = dir.path().join("slow.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({"turns": [
+            {"delay_ms": 400, "http_error": {"status": 500, "body": "busy"}},
+            {"text": "Done.", "tool_calls": [{"name": "attempt_completion", "args": {"result": "ok"}}]}
+        ]})
+        .to_string(),
+    )
+    .expect("write");
+    let args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        "hi".into(),
+        "-y".into(),
+        "--workspace".into(),
+        ws.into(),
+        "--script".into(),
+        script.into(),
+    ];
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_os_str()).collect();
+    let shown = raw_terminal(dir.path(), &refs, "", &[("ROOST_LOG", "roost=debug")]);
+    let mut saw_log = false;
+    for line in shown.split('\n') {
+        // What stays visible on a terminal line: the text after its last
+        // carriage return (a terminal's newline is "\r\n").
+        let line = line.trim_end_matches('\r');
+        let visible = line.rsplit('\r').next().unwrap_or(line);
+        if visible.contains("retrying") && visible.contains("busy") && visible.contains("DEBUG") {
+            saw_log = true;
+            assert!(
+                !visible.contains("thinking"),
+                "a log line landed on the spinner's line: {visible:?}"
+            );
+        }
+    }
+    assert!(saw_log, "the retry was logged: {shown}");
 }

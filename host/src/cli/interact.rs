@@ -3,6 +3,7 @@
 //! calls the policy does not cover are denied with a clear message, results
 //! are accepted, and questions go unanswered.
 
+use super::line::notice;
 use std::io::{BufRead, IsTerminal, Write};
 
 use super::render::painted_diff;
@@ -35,6 +36,7 @@ impl Terminal {
 /// Print `prompt` on stderr and read one line from stdin (off the runtime).
 async fn ask_line(prompt: String) -> Option<String> {
     tokio::task::spawn_blocking(move || {
+        super::line::before_stderr();
         let mut err = std::io::stderr();
         let _ = write!(err, "{prompt}");
         let _ = err.flush();
@@ -90,7 +92,7 @@ impl Interaction for Terminal {
     ) -> Approval {
         let shown_tool = visible_line(tool);
         if !self.tty {
-            eprintln!(
+            notice!(
                 "denied {shown_tool}: no terminal to ask, and the approval policy does not cover the `{group}` group (use --yes or --approve {group})"
             );
             return Approval::Deny {
@@ -124,7 +126,7 @@ impl Interaction for Terminal {
     async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval {
         let (intent, tool, path) = (visible_line(intent), visible_line(tool), visible_line(path));
         if !self.tty {
-            eprintln!(
+            notice!(
                 "denied {tool} on {path}: outside the owned scope of {intent}, and no terminal to ask"
             );
             return Approval::Deny { feedback: None };
@@ -142,7 +144,7 @@ impl Interaction for Terminal {
             visible_line(question),
         );
         if !self.tty {
-            eprintln!(
+            notice!(
                 "denied {tool}: hook `{shown_hook}` asks \"{question}\", and no terminal to ask"
             );
             return Approval::Deny {
@@ -189,7 +191,7 @@ impl Interaction for Terminal {
     async fn guidance(&self, reason: &str) -> Option<String> {
         let reason = visible(reason);
         if !self.tty {
-            eprintln!("{reason} No terminal to ask: stopping.");
+            notice!("{reason} No terminal to ask: stopping.");
             return None;
         }
         ask_line(format!(

@@ -4,6 +4,7 @@
 mod config;
 mod intents;
 mod interact;
+mod line;
 mod modes;
 mod render;
 mod run;
@@ -91,7 +92,7 @@ pub fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("ROOST_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(line::LogWriter)
         // Colour codes only for a person at a terminal, never in a log file.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();

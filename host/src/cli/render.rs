@@ -88,6 +88,7 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: onesh
             _ = tick.tick(), if spinning => {
                 frame += 1;
                 eprint!("\r{} thinking…", SPINNER[frame % SPINNER.len()]);
+                super::line::spinner_drawn(true);
                 continue;
             }
             }
@@ -102,6 +103,7 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: onesh
         };
         if spinning && !matches!(ev, TaskEvent::Retrying { .. }) {
             eprint!("\r\x1b[2K");
+            super::line::spinner_drawn(false);
             spinning = false;
         }
         if format == Format::Json {
@@ -120,6 +122,7 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: onesh
         let mut out = std::io::stdout().lock();
         let _ = write!(out, "{text}");
         let _ = out.flush();
+        super::line::wrote_stdout(&text);
     }
 }
 

@@ -1,5 +1,6 @@
 //! `roost run`, `roost resume` and `roost history`.
 
+use super::line::notice;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -268,7 +269,7 @@ fn agent(
     ))?);
     let mut registry = Registry::new();
     if first_party::needs_compile(&engine, true) {
-        eprintln!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
+        notice!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
     }
     for p in first_party::load_all(&engine)? {
         registry.add_plugin(p)?;
@@ -364,7 +365,7 @@ async fn drive(
             }
             if let Some(id) = id {
                 agent.abort(&id, &format!("interrupted ({signal_name})"), &events)?;
-                eprintln!("\ntask {id} aborted; `roost resume {id}` continues it");
+                notice!("\ntask {id} aborted; `roost resume {id}` continues it");
             }
             // The shell's convention: 128 + the signal's number.
             ExitCode::from(if signal_name == "SIGTERM" { 143 } else { 130 })
@@ -433,7 +434,7 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
     let now = endpoint(provider.name(), provider.base_url(), provider.model());
     if was != now {
         // Only an explicit choice gets here: say so, and record it.
-        eprintln!(
+        notice!(
             "resuming task {} on {} (it was created on {})",
             visible_line(&task.id),
             visible_line(&now),
