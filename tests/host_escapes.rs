@@ -503,11 +503,13 @@ async fn host_work_is_bounded_by_the_call() {
     let changed: String = (0..60_000)
         .map(|i| format!("LINE {i} of a big file\n"))
         .collect();
-    let h = hostile_harness(vec![
+    let mut h = hostile_harness(vec![
         select("INT-001"),
         write("big.txt", &changed),
         complete("done"),
     ]);
+    // The write's 1.4 MB of arguments fit a window this large uncondensed.
+    h.agent.config.context_window = 10_000_000;
     intents(&h.ws, "[\"big.txt\"]");
     h.ws.write("big.txt", &big);
     let (_id, outcome) = h.run(&ScriptedUser::default(), "big").await;

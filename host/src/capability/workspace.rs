@@ -483,6 +483,27 @@ impl Workspace {
         res.map_err(|e| WorkspaceError::io(&rel, e))
     }
 
+    /// Create the new regular file `rel` (it must not exist) with `bytes`
+    /// and permission bits `mode`, creating missing parent directories;
+    /// no symlink is followed on the way.
+    pub fn create_file(
+        &self,
+        rel: &RelPath,
+        bytes: &[u8],
+        mode: u32,
+    ) -> Result<(), WorkspaceError> {
+        let Some((parent, name)) = rel.split_last() else {
+            return Err(WorkspaceError::Outside { path: ".".into() });
+        };
+        let parent_rel = RelPath {
+            parts: parent.to_vec(),
+        };
+        self.ensure_dir(&parent_rel)?;
+        let dir = self.dir_of(parent, rel)?;
+        dir.create_file(name, bytes, mode)
+            .map_err(|e| entry_error(&dir, name, rel, e))
+    }
+
     /// Make sure the directory `rel` exists, creating missing components,
     /// and return its host path. No component may be a symlink or anything
     /// but a directory (a write root is never reached through a link).

@@ -58,9 +58,11 @@ pub(super) async fn edit_preview(
 }
 
 /// Writes the declared files' current content (or nothing, for an absent
-/// file) under `scratch`, at the same relative paths. A file the host could
-/// not read in full cannot be previewed.
+/// file) under `scratch`, at the same relative paths, through the
+/// workspace layer. A file the host could not read in full cannot be
+/// previewed.
 fn copy_declared(before: &snapshot::Snapshot, scratch: &Path) -> Result<(), String> {
+    let scratch = Workspace::open(scratch).map_err(|e| e.to_string())?;
     for (rel, state) in before {
         match state {
             FileState::Absent => {}
@@ -69,15 +71,10 @@ fn copy_declared(before: &snapshot::Snapshot, scratch: &Path) -> Result<(), Stri
                 mode,
                 ..
             } => {
-                // `rel` passed the path gate: normalised, inside the workspace.
-                let to = scratch.join(rel);
-                if let Some(parent) = to.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| format!("{rel}: {e}"))?;
-                }
-                std::fs::write(&to, bytes).map_err(|e| format!("{rel}: {e}"))?;
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&to, std::fs::Permissions::from_mode(*mode))
-                    .map_err(|e| format!("{rel}: {e}"))?;
+                let path = scratch.normalize(rel).map_err(|e| e.to_string())?;
+                scratch
+                    .create_file(&path, bytes, *mode)
+                    .map_err(|e| e.to_string())?;
             }
             FileState::File { size, .. } => {
                 return Err(format!("{rel} is too large to preview ({size} bytes)"));
