@@ -7,4 +7,4 @@ if [ ! -f target/mcp-bench/node_modules/@modelcontextprotocol/server-filesystem/
   mkdir -p target/mcp-bench
   npm install --silent --prefix target/mcp-bench @modelcontextprotocol/server-filesystem@2026.8.31
 fi
-cargo bench -p roost --bench sandbox "$@"
+cargo bench -p roost-core --bench sandbox "$@"

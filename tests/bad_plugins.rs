@@ -1,8 +1,9 @@
 //! Bad plugins fail to load with a clear error naming the plugin, and
 //! nothing else breaks.
 
-use roost::capability::Grant;
-use roost::plugins::{CacheOutcome, EngineConfig, PluginEngine, PluginError, first_party};
+use roost_core::first_party;
+use roost_sandbox::capability::Grant;
+use roost_sandbox::plugins::{CacheOutcome, EngineConfig, PluginEngine, PluginError};
 use roost_tests::{TestWorkspace, engine, fixture_wasm};
 
 fn load_err(name: &str, bytes: &[u8]) -> PluginError {

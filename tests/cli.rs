@@ -29,7 +29,8 @@ fn empty_config(data: &Path) -> PathBuf {
 }
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    // This test belongs to host/cli.
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn example_workspace(dir: &Path) -> PathBuf {

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use roost::capability::Grant;
-use roost::plugins::LoadedPlugin;
-use roost::tools::{ErrorCode, ToolGroup, ToolSpec};
+use roost_core::tools::{ErrorCode, ToolGroup, ToolSpec};
+use roost_sandbox::capability::Grant;
+use roost_sandbox::plugins::LoadedPlugin;
 use roost_tests::{TestWorkspace, engine, fixture_wasm, python_plugin_wasm};
 use serde_json::{Value, json};
 

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
-use roost::capability::Grant;
-use roost::plugins::{LoadedPlugin, first_party};
-use roost::tools::{ErrorCode, Registry, ToolError, ToolGroup, ToolOutput};
+use roost_core::first_party;
+use roost_core::tools::{ErrorCode, Registry, ToolError, ToolGroup, ToolOutput};
+use roost_sandbox::capability::Grant;
+use roost_sandbox::plugins::LoadedPlugin;
 use roost_tests::{TestWorkspace, engine};
 use serde_json::{Value, json};
 

@@ -7,10 +7,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use roost::capability::Limits;
-use roost::events::TaskEvent;
-use roost::modes::HookRegistry;
-use roost::task::{Approval, ApprovalPolicy, TaskOutcome};
+use roost_core::events::TaskEvent;
+use roost_core::modes::HookRegistry;
+use roost_core::task::{Approval, ApprovalPolicy, TaskOutcome};
+use roost_sandbox::capability::Limits;
 use roost_tests::harness::{Harness, call, complete, harness, turn};
 use roost_tests::user::ScriptedUser;
 use roost_tests::{engine, fixture_wasm};

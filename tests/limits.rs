@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use roost::capability::{Grant, Limits};
-use roost::plugins::LoadedPlugin;
-use roost::tools::ErrorCode;
+use roost_core::tools::ErrorCode;
+use roost_sandbox::capability::{Grant, Limits};
+use roost_sandbox::plugins::LoadedPlugin;
 use roost_tests::{TestWorkspace, engine, fixture_wasm};
 
 fn limits() -> Arc<LoadedPlugin> {

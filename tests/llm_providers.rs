@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use proptest::prelude::*;
-use roost::llm::anthropic::{Anthropic, AnthropicDecoder};
-use roost::llm::openai::OpenAiDecoder;
-use roost::llm::{
+use roost_core::llm::anthropic::{Anthropic, AnthropicDecoder};
+use roost_core::llm::openai::OpenAiDecoder;
+use roost_core::llm::{
     AssembledCall, ChatRequest, HttpTransport, LlmError, Message, OpenAiCompatible, Provider,
     RetryPolicy, StreamEvent, WireDecoder,
 };
@@ -252,7 +252,7 @@ async fn anthropic_tool_use_with_pings_and_usage() {
         ("toolu_01", "read_file")
     );
     assert_eq!(calls[0].args, Ok(json!({"path": "hello.txt"})));
-    let mut total = roost::llm::Usage::default();
+    let mut total = roost_core::llm::Usage::default();
     for e in &events {
         if let StreamEvent::Usage(u) = e {
             total.add(u);

@@ -12,8 +12,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use roost::capability::Grant;
-use roost::plugins::LoadedPlugin;
+use roost_sandbox::capability::Grant;
+use roost_sandbox::plugins::LoadedPlugin;
 use roost_tests::{engine, fixture_wasm, hostile_workspace, tree_hash};
 use serde_json::json;
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use roost::task::{ApprovalPolicy, TaskOutcome};
+use roost_core::task::{ApprovalPolicy, TaskOutcome};
 use roost_tests::harness::{call, complete, harness, trace_lines, turn};
 use roost_tests::user::ScriptedUser;
 use roost_tests::{engine, fixture_wasm, hostile_workspace, tree_hash};

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use roost::events::{EventBus, TaskEvent};
-use roost::llm::scripted::ScriptedTransport;
-use roost::llm::{ContentBlock, OpenAiCompatible, RetryPolicy, Role};
-use roost::store::Store;
-use roost::task::{
+use roost_core::events::{EventBus, TaskEvent};
+use roost_core::llm::scripted::ScriptedTransport;
+use roost_core::llm::{ContentBlock, OpenAiCompatible, RetryPolicy, Role};
+use roost_core::store::Store;
+use roost_core::task::{
     Agent, Approval, ApprovalPolicy, CompletionAnswer, TaskConfig, TaskOutcome, TaskStatus,
 };
 use roost_tests::harness::{Harness, call, complete, harness, scripted_harness, trace_lines, turn};
@@ -505,7 +505,7 @@ async fn resume_answers_dangling_calls_and_finishes() {
         .store
         .append_api(
             &id,
-            &roost::llm::Message {
+            &roost_core::llm::Message {
                 role: Role::Assistant,
                 content: vec![ContentBlock::ToolUse {
                     id: "dangling".into(),

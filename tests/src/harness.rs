@@ -5,13 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use roost::events::EventBus;
-use roost::llm::scripted::{Script, ScriptedTransport};
-use roost::llm::{ContentBlock, OpenAiCompatible, RetryPolicy};
-use roost::plugins::{LoadedPlugin, first_party};
-use roost::store::Store;
-use roost::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
-use roost::tools::Registry;
+use roost_core::events::EventBus;
+use roost_core::first_party;
+use roost_core::llm::scripted::{Script, ScriptedTransport};
+use roost_core::llm::{ContentBlock, OpenAiCompatible, RetryPolicy};
+use roost_core::store::Store;
+use roost_core::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
+use roost_core::tools::Registry;
+use roost_sandbox::plugins::LoadedPlugin;
 use serde_json::{Value, json};
 
 use crate::user::ScriptedUser;

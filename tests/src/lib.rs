@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use roost::plugins::{EngineConfig, PluginEngine};
+use roost_sandbox::plugins::{EngineConfig, PluginEngine};
 
 /// Directory of the built Rust fixture components.
 pub const FIXTURES_DIR: &str = env!("ROOST_FIXTURES_DIR");
@@ -206,8 +206,8 @@ pub mod user {
     use std::collections::VecDeque;
     use std::sync::Mutex;
 
-    use roost::task::{Approval, CompletionAnswer, Interaction};
-    use roost::tools::ToolGroup;
+    use roost_core::task::{Approval, CompletionAnswer, Interaction};
+    use roost_core::tools::ToolGroup;
 
     /// Scripted answers; records every question it was asked.
     #[derive(Default)]

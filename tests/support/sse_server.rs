@@ -18,8 +18,13 @@ pub struct Canned {
 impl Canned {
     /// An SSE stream from a fixture file under tests/fixtures/llm.
     pub fn sse(fixture: &str) -> Self {
+        // Included by crates at different depths: find the repository's
+        // fixtures above whichever crate this is.
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/fixtures/llm")
+            .ancestors()
+            .map(|a| a.join("tests/fixtures/llm"))
+            .find(|p| p.is_dir())
+            .expect("tests/fixtures/llm above the crate")
             .join(fixture);
         let body =
             std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()));

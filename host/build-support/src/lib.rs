@@ -1,4 +1,4 @@
-//! Used from build scripts (`host/build.rs`, `tests/build.rs`) so that a plain
+//! Used from build scripts (`host/core/build.rs`, `tests/build.rs`) so that a plain
 //! `cargo build` / `cargo test` also builds the plugin components, the way
 //! substrate's wasm-builder does: a nested `cargo build` for
 //! `wasm32-wasip2` in a target directory of its own.

@@ -1,0 +1,73 @@
+//! `roost modes list`: the modes a workspace sees, and problems in its mode files.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use super::config;
+use super::sanitize::{json_text, visible, visible_line};
+use roost_core::modes::{ModeSet, ModeSource};
+
+/// `roost modes …`
+#[derive(Debug, Subcommand)]
+pub enum ModesCommand {
+    /// Built-in, global and project modes, after overrides.
+    List {
+        /// Workspace whose `.roomodes` to read.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Print as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Run a `roost modes` command.
+pub fn run(cmd: ModesCommand) -> anyhow::Result<ExitCode> {
+    let ModesCommand::List { workspace, json } = cmd;
+    let workspace = super::workspace_dir(&workspace)?;
+    let config_dir = config::default_path().parent().map(Path::to_path_buf);
+    let set = ModeSet::load(&workspace, config_dir.as_deref());
+    if json {
+        let modes: Vec<_> = set.iter().collect();
+        println!("{}", json_text(&serde_json::to_string_pretty(&modes)?));
+    } else {
+        // Modes come from workspace and global files: shown, not interpreted.
+        for m in set.iter() {
+            let groups: Vec<String> = m
+                .groups
+                .iter()
+                .map(|g| match &g.file_regex {
+                    Some(r) => format!("{}({})", g.group, r.as_str()),
+                    None => g.group.to_string(),
+                })
+                .collect();
+            let source = match &m.source {
+                ModeSource::BuiltIn => "built-in".to_owned(),
+                ModeSource::Global(p) | ModeSource::Project(p) => p.display().to_string(),
+            };
+            let hooks = if m.hooks.is_empty() {
+                String::new()
+            } else {
+                format!("  hooks: {}", m.hooks.join(", "))
+            };
+            println!(
+                "{:<14} {:<22} {:<40} {}{}",
+                visible_line(&m.slug),
+                visible_line(&m.name),
+                visible_line(&groups.join(",")),
+                visible_line(&source),
+                visible_line(&hooks)
+            );
+        }
+    }
+    for e in &set.errors {
+        eprintln!("warning: {}", visible(&e.to_string()));
+    }
+    Ok(if set.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,418 @@
+//! Shows a task's events: streamed text, tool calls with short arguments,
+//! coloured diffs, a spinner while the model thinks; or NDJSON for scripts.
+
+use std::io::{IsTerminal, Write};
+
+use tokio::sync::broadcast::Receiver;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::oneshot;
+
+use super::interact::short_args;
+use super::sanitize::{json_text, visible, visible_line};
+use roost_core::events::TaskEvent;
+
+const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// How to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// For people.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+struct Style {
+    color: bool,
+}
+
+impl Style {
+    /// `s` in colour `code`. The control characters of `s` are made visible
+    /// first (a no-op for text already passed through [`visible`] or
+    /// [`visible_line`]), so the only escape codes written are Roost's own.
+    fn paint(&self, code: &str, s: &str) -> String {
+        let s = visible(s);
+        if self.color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.into_owned()
+        }
+    }
+}
+
+/// The lines of a unified diff with control characters made visible and,
+/// when `color`, additions green, removals red and hunk headers cyan.
+pub fn painted_diff(diff: &str, color: bool) -> Vec<String> {
+    let style = Style { color };
+    diff.lines()
+        .map(|l| {
+            let l = visible_line(l);
+            if l.starts_with('+') && !l.starts_with("+++") {
+                style.paint("32", &l)
+            } else if l.starts_with('-') && !l.starts_with("---") {
+                style.paint("31", &l)
+            } else if l.starts_with("@@") {
+                style.paint("36", &l)
+            } else {
+                l.into_owned()
+            }
+        })
+        .collect()
+}
+
+/// Print events until `stop` fires (then print what is still queued) or the
+/// channel closes.
+pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: oneshot::Receiver<()>) {
+    let style = Style {
+        color: std::io::stdout().is_terminal(),
+    };
+    let spin_ok = std::io::stderr().is_terminal() && format == Format::Text;
+    let mut spinning = false;
+    let mut frame = 0usize;
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    let mut stopping = false;
+    loop {
+        let ev = if stopping {
+            match rx.try_recv() {
+                Ok(ev) => Ok(ev),
+                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+                Err(_) => break,
+            }
+        } else {
+            tokio::select! {
+            ev = rx.recv() => ev,
+            _ = &mut stop => {
+                stopping = true;
+                continue;
+            }
+            _ = tick.tick(), if spinning => {
+                frame += 1;
+                eprint!("\r{} thinking…", SPINNER[frame % SPINNER.len()]);
+                super::line::spinner_drawn(true);
+                continue;
+            }
+            }
+        };
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(RecvError::Lagged(n)) => {
+                tracing::warn!("display fell {n} events behind");
+                continue;
+            }
+            Err(RecvError::Closed) => break,
+        };
+        if spinning && !matches!(ev, TaskEvent::Retrying { .. }) {
+            eprint!("\r\x1b[2K");
+            super::line::spinner_drawn(false);
+            spinning = false;
+        }
+        if format == Format::Json {
+            if let Ok(line) = serde_json::to_string(&ev).map(|l| json_text(&l).into_owned()) {
+                println!("{line}");
+            }
+            continue;
+        }
+        if matches!(ev, TaskEvent::RequestStarted { .. }) {
+            spinning = spin_ok;
+        }
+        let text = text_of(&ev, &style);
+        if text.is_empty() {
+            continue;
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "{text}");
+        let _ = out.flush();
+        super::line::wrote_stdout(&text);
+    }
+}
+
+/// What the text format prints for one event (empty for nothing). Text from
+/// the model, tools, hooks and the file system is made visible with
+/// [`visible`] / [`visible_line`] before it is painted, so it cannot drive
+/// the terminal; only Roost's own colour codes are escape sequences.
+fn text_of(ev: &TaskEvent, style: &Style) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = match ev {
+        TaskEvent::TaskCreated {
+            task_id,
+            mode,
+            workspace,
+        } => writeln!(
+            out,
+            "{}",
+            style.paint(
+                "2",
+                &format!(
+                    "task {} · mode {} · {}",
+                    visible_line(task_id),
+                    visible_line(mode),
+                    visible_line(workspace)
+                )
+            )
+        ),
+        TaskEvent::MessagePartial { delta } => write!(out, "{}", visible(delta)),
+        TaskEvent::MessageFinal { text } => {
+            if text.is_empty() {
+                Ok(())
+            } else {
+                writeln!(out)
+            }
+        }
+        TaskEvent::ToolCallRequested { tool, args, .. } => writeln!(
+            out,
+            "{} {}",
+            style.paint("1;36", &format!("⏺ {}", visible_line(tool))),
+            style.paint("2", &short_args(args))
+        ),
+        TaskEvent::ToolCallDenied { feedback, .. } => writeln!(
+            out,
+            "{}",
+            style.paint(
+                "33",
+                &format!(
+                    "  ✗ denied{}",
+                    feedback
+                        .as_deref()
+                        .map(|f| format!(": {}", visible_line(f)))
+                        .unwrap_or_default()
+                )
+            )
+        ),
+        TaskEvent::HookDecided {
+            hook,
+            decision,
+            detail,
+            ..
+        } => writeln!(
+            out,
+            "{}",
+            style.paint(
+                "35",
+                &format!(
+                    "  ⚑ hook {}: {}: {}",
+                    visible_line(hook),
+                    visible_line(decision),
+                    visible_line(detail)
+                )
+            )
+        ),
+        // The todo list was just shown by `TodosUpdated`: not twice.
+        TaskEvent::ToolCallResult {
+            tool,
+            result: Ok(_),
+            ..
+        } if tool == roost_core::task::native::UPDATE_TODO_LIST => Ok(()),
+        TaskEvent::ToolCallResult { result, diff, .. } => {
+            match result {
+                Ok(text) => {
+                    let lines: Vec<&str> = text.lines().collect();
+                    for l in lines.iter().take(6) {
+                        let _ = writeln!(out, "  {}", style.paint("2", &visible_line(l)));
+                    }
+                    if lines.len() > 6 {
+                        let _ = writeln!(
+                            out,
+                            "  {}",
+                            style.paint("2", &format!("… {} more lines", lines.len() - 6))
+                        );
+                    }
+                }
+                Err(e) => {
+                    let _ = writeln!(
+                        out,
+                        "  {}",
+                        style.paint(
+                            "31",
+                            &format!("error [{}]: {}", e.code, visible(&e.message))
+                        )
+                    );
+                }
+            }
+            if let Some(d) = diff {
+                for l in painted_diff(d, style.color) {
+                    let _ = writeln!(out, "  {l}");
+                }
+            }
+            Ok(())
+        }
+        TaskEvent::Retrying {
+            attempt,
+            delay_ms,
+            reason,
+        } => writeln!(
+            out,
+            "{}",
+            style.paint(
+                "33",
+                &format!(
+                    "  retrying (attempt {attempt} failed: {}) in {delay_ms} ms",
+                    visible_line(reason)
+                )
+            )
+        ),
+        TaskEvent::TodosUpdated { markdown } => writeln!(
+            out,
+            "{}\n{}",
+            style.paint("1", "Todo list:"),
+            visible(markdown)
+        ),
+        TaskEvent::AskRequired { kind, text } if kind == "completion_result" => writeln!(
+            out,
+            "\n{}\n{}",
+            style.paint("1;32", "✔ Result:"),
+            visible(text)
+        ),
+        TaskEvent::Completed { usage, cost, .. } => writeln!(
+            out,
+            "{}",
+            style.paint(
+                "2",
+                &format!(
+                    "completed · tokens in {} out {} (cache read {} write {}) · ${cost:.4}",
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens
+                )
+            )
+        ),
+        TaskEvent::Aborted { reason } => writeln!(
+            out,
+            "{}",
+            style.paint("33", &format!("aborted: {}", visible(reason)))
+        ),
+        TaskEvent::Failed { error } => writeln!(
+            out,
+            "{}",
+            style.paint("31", &format!("failed: {}", visible(error)))
+        ),
+        TaskEvent::Paused { reason } => {
+            writeln!(out, "{}", style.paint("33", &visible(reason)))
+        }
+        _ => Ok(()),
+    };
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roost_core::tools::{ErrorCode, ToolError};
+
+    const EVIL: &str = "a\x1b[2J\x1b]52;c;cHduZWQ=\x07\x1b]0;pwned\x07\u{9b}31m\r\x08\x7f\u{202e}z";
+
+    fn events() -> Vec<TaskEvent> {
+        vec![
+            TaskEvent::TaskCreated {
+                task_id: "t1".into(),
+                mode: EVIL.into(),
+                workspace: EVIL.into(),
+            },
+            TaskEvent::MessagePartial { delta: EVIL.into() },
+            TaskEvent::ToolCallRequested {
+                id: "c1".into(),
+                tool: EVIL.into(),
+                args: serde_json::json!({ "path": EVIL, EVIL: 1 }),
+            },
+            TaskEvent::ToolCallDenied {
+                id: "c1".into(),
+                feedback: Some(EVIL.into()),
+            },
+            TaskEvent::HookDecided {
+                id: "c1".into(),
+                hook: EVIL.into(),
+                decision: EVIL.into(),
+                detail: EVIL.into(),
+            },
+            TaskEvent::ToolCallResult {
+                id: "c1".into(),
+                tool: "read_file".into(),
+                result: Ok(format!("{EVIL}\n{EVIL}")),
+                diff: Some(format!(
+                    "--- a\n+++ b\n@@ -1 +1 @@\n-{EVIL}\n+{EVIL}\n {EVIL}\n"
+                )),
+            },
+            TaskEvent::ToolCallResult {
+                id: "c2".into(),
+                tool: "read_file".into(),
+                result: Err(ToolError::new(ErrorCode::NotFound, EVIL)),
+                diff: None,
+            },
+            TaskEvent::Retrying {
+                attempt: 1,
+                delay_ms: 10,
+                reason: EVIL.into(),
+            },
+            TaskEvent::TodosUpdated {
+                markdown: EVIL.into(),
+            },
+            TaskEvent::AskRequired {
+                kind: "completion_result".into(),
+                text: EVIL.into(),
+            },
+            TaskEvent::Aborted {
+                reason: EVIL.into(),
+            },
+            TaskEvent::Failed { error: EVIL.into() },
+        ]
+    }
+
+    /// No control character but `\n`, and no bidi control.
+    fn assert_inert(s: &str) {
+        assert!(
+            !s.chars()
+                .any(|c| (c.is_control() && c != '\n') || matches!(c, '\u{202a}'..='\u{202e}')),
+            "{s:?}"
+        );
+    }
+
+    #[test]
+    fn untrusted_text_is_shown_not_interpreted() {
+        let style = Style { color: false };
+        for ev in events() {
+            let text = text_of(&ev, &style);
+            assert!(!text.is_empty(), "{ev:?}");
+            assert_inert(&text);
+            assert!(text.contains("\\e[2J"), "{ev:?}: {text}");
+        }
+    }
+
+    #[test]
+    fn only_roosts_own_colour_codes_reach_the_terminal() {
+        let style = Style { color: true };
+        let colour = regex::Regex::new(r"\x1b\[[0-9;]*m").expect("regex");
+        for ev in events() {
+            let text = text_of(&ev, &style);
+            assert_inert(&colour.replace_all(&text, ""));
+            assert!(text.contains("\\e[2J"), "{ev:?}: {text}");
+        }
+        let painted = text_of(
+            &TaskEvent::Failed {
+                error: "boom".into(),
+            },
+            &style,
+        );
+        assert_eq!(painted, "\x1b[31mfailed: boom\x1b[0m\n");
+    }
+
+    #[test]
+    fn plain_text_is_unchanged() {
+        let style = Style { color: false };
+        let ev = TaskEvent::ToolCallResult {
+            id: "c1".into(),
+            tool: "read_file".into(),
+            result: Ok("1 | héllo\t🦀".into()),
+            diff: Some("@@ -1 +1 @@\n-old\n+new".into()),
+        };
+        assert_eq!(
+            text_of(&ev, &style),
+            "  1 | héllo\t🦀\n  @@ -1 +1 @@\n  -old\n  +new\n"
+        );
+        let ev = TaskEvent::MessagePartial {
+            delta: "Hi,\nthere".into(),
+        };
+        assert_eq!(text_of(&ev, &style), "Hi,\nthere");
+    }
+}

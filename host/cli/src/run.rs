@@ -1,0 +1,554 @@
+//! `roost run`, `roost resume` and `roost history`.
+
+use super::line::notice;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+
+use super::config::{self, Profile};
+use super::interact::Terminal;
+use super::render::{self, Format};
+use super::sanitize::{json_text, visible, visible_line};
+use roost_core::events::{EventBus, TaskEvent};
+use roost_core::first_party;
+use roost_core::llm::scripted::{Script, ScriptedTransport};
+use roost_core::llm::{HttpTransport, Labelled, OpenAiCompatible, Provider, RetryPolicy, Role};
+use roost_core::modes::HookRegistry;
+use roost_core::store::{Store, TaskRecord};
+use roost_core::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome, TaskStatus};
+use roost_core::tools::Registry;
+use roost_sandbox::capability::Workspace;
+use roost_sandbox::plugins::{EngineConfig, PluginEngine};
+
+/// Which model to talk to.
+#[derive(Debug, Args, Clone)]
+pub struct ProviderArgs {
+    /// Provider: openai (any OpenAI-compatible server), anthropic, scripted.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model id.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// API base URL (e.g. http://localhost:11434/v1 for Ollama).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Transcript for the scripted provider.
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+    /// Profile from the config file.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Config file (default ~/.config/roost/config.toml).
+    #[arg(long, env = "ROOST_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+/// How the task runs and shows itself.
+#[derive(Debug, Args, Clone)]
+pub struct RunOptions {
+    /// Approve every tool call and accept the result: no questions.
+    #[arg(short = 'y', long, conflicts_with = "approve")]
+    pub yes: bool,
+    /// Approve these tool groups without asking (e.g. read,edit).
+    #[arg(long, value_name = "GROUPS")]
+    pub approve: Option<String>,
+    /// Print events as NDJSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Model requests before the task pauses.
+    #[arg(long, default_value_t = 50)]
+    pub max_turns: u32,
+    /// Load a mode-hook component (world `mode-hook`) that modes can list in
+    /// `hooks:` by the file's stem (`guard.wasm` → `guard`). Repeatable; the
+    /// first-party `secret-guard` and `protected-paths` are always there.
+    #[arg(long = "hook", value_name = "WASM")]
+    pub hooks: Vec<PathBuf>,
+}
+
+/// `roost run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What to do (`-` reads it from standard input).
+    pub prompt: String,
+    /// Workspace directory.
+    #[arg(long, default_value = ".")]
+    pub workspace: PathBuf,
+    /// Mode slug.
+    #[arg(long, default_value = "code")]
+    pub mode: String,
+    /// Model selection.
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+    /// Run options.
+    #[command(flatten)]
+    pub options: RunOptions,
+}
+
+/// `roost resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// Task id (or a unique prefix).
+    #[arg(required_unless_present = "last")]
+    pub id: Option<String>,
+    /// The most recent task that is not finished.
+    #[arg(long, conflicts_with = "id")]
+    pub last: bool,
+    /// Model selection (defaults to the task's provider).
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+    /// Run options.
+    #[command(flatten)]
+    pub options: RunOptions,
+}
+
+/// `roost history`.
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Recent tasks.
+    List {
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// One JSON object per task.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One task's messages.
+    Show {
+        /// Task id (or a unique prefix).
+        #[arg(required_unless_present = "last")]
+        id: Option<String>,
+        /// The most recent task.
+        #[arg(long, conflicts_with = "id")]
+        last: bool,
+        /// Write Roo Code's files (api_conversation_history.json, …) here.
+        #[arg(long)]
+        export: Option<PathBuf>,
+    },
+}
+
+fn build_provider(
+    args: &ProviderArgs,
+    stored: Option<&TaskRecord>,
+    scripted_start: usize,
+) -> anyhow::Result<(Arc<dyn Provider>, Profile)> {
+    let cfg = config::load(args.config.as_deref())?;
+    // A resumed task keeps the endpoint it was created with (provider,
+    // base URL, model, profile) unless the user names another: naming a
+    // profile picks that profile's endpoint; a flag overrides one field.
+    let keep = stored.filter(|_| args.profile.is_none());
+    let kept =
+        |f: fn(&TaskRecord) -> &str| keep.map(f).filter(|v| !v.is_empty()).map(str::to_owned);
+    let profile_name = args
+        .profile
+        .clone()
+        .or_else(|| kept(|t| &t.profile))
+        .or_else(|| cfg.default_profile.clone());
+    let profile = match (cfg.profile(profile_name.as_deref()), keep) {
+        (Ok(p), _) => p,
+        // The task's profile is gone from the config: its recorded
+        // endpoint still holds.
+        (Err(e), Some(_)) => {
+            tracing::warn!("{e}; resuming on the task's recorded endpoint");
+            Profile::default()
+        }
+        (Err(e), None) => return Err(e),
+    };
+    let kind = args
+        .provider
+        .clone()
+        .or_else(|| kept(|t| &t.provider))
+        .or_else(|| profile.provider.clone())
+        .or_else(|| args.script.as_ref().map(|_| "scripted".to_owned()))
+        .unwrap_or_else(|| "openai".to_owned());
+    // The recorded URL and model belong to the recorded provider.
+    let same_kind = keep.is_some_and(|t| t.provider == kind);
+    let kept_base = kept(|t| &t.base_url).filter(|_| same_kind);
+    let kept_model = kept(|t| &t.model).filter(|_| same_kind);
+    let retry = RetryPolicy::default();
+    let provider: Arc<dyn Provider> = match kind.as_str() {
+        "scripted" => {
+            let path = args
+                .script
+                .as_ref()
+                .context("--provider scripted needs --script FILE")?;
+            let script = Script::load(path)?;
+            let model = script.model.clone();
+            let transport = Arc::new(ScriptedTransport::starting_at(script, scripted_start));
+            Arc::new(OpenAiCompatible::new("scripted", &model, transport, retry))
+        }
+        "openai" => {
+            let base = args
+                .base_url
+                .clone()
+                .or_else(|| kept_base.clone())
+                .or_else(|| profile.base_url.clone())
+                .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
+                .unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
+            let model = args
+                .model
+                .clone()
+                .or_else(|| kept_model.clone())
+                .or_else(|| profile.model.clone())
+                .unwrap_or_else(|| "gpt-4o-mini".to_owned());
+            let key_var = profile
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
+            let mut headers = Vec::new();
+            match std::env::var(&key_var) {
+                Ok(key) if !key.is_empty() => {
+                    headers.push(("authorization".to_owned(), format!("Bearer {key}")))
+                }
+                _ => tracing::warn!(
+                    "{key_var} is not set; sending requests without an API key (fine for local servers)"
+                ),
+            }
+            let url = format!("{}/chat/completions", base.trim_end_matches('/'));
+            let inner = Arc::new(OpenAiCompatible::new(
+                "openai",
+                &model,
+                Arc::new(HttpTransport::new(url, headers)?),
+                retry,
+            ));
+            Arc::new(Labelled::new(
+                inner,
+                &base,
+                profile_name.as_deref().unwrap_or(""),
+            ))
+        }
+        "anthropic" => {
+            let base = args
+                .base_url
+                .clone()
+                .or_else(|| kept_base.clone())
+                .or_else(|| profile.base_url.clone())
+                .unwrap_or_else(|| "https://api.anthropic.com/v1".to_owned());
+            let model = args
+                .model
+                .clone()
+                .or_else(|| kept_model.clone())
+                .or_else(|| profile.model.clone())
+                .unwrap_or_else(|| "claude-sonnet-4-5".to_owned());
+            let key_var = profile
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| "ANTHROPIC_API_KEY".to_owned());
+            let key = std::env::var(&key_var).with_context(|| format!("{key_var} is not set"))?;
+            let headers = vec![
+                ("x-api-key".to_owned(), key),
+                ("anthropic-version".to_owned(), "2023-06-01".to_owned()),
+            ];
+            let url = format!("{}/messages", base.trim_end_matches('/'));
+            let inner = Arc::new(roost_core::llm::anthropic::Anthropic::new(
+                &model,
+                Arc::new(HttpTransport::new(url, headers)?),
+                retry,
+            ));
+            Arc::new(Labelled::new(
+                inner,
+                &base,
+                profile_name.as_deref().unwrap_or(""),
+            ))
+        }
+        other => bail!("unknown provider `{other}` (openai, anthropic, scripted)"),
+    };
+    Ok((provider, profile))
+}
+
+fn agent(
+    data_dir: &Path,
+    provider: Arc<dyn Provider>,
+    profile: &Profile,
+    opts: &RunOptions,
+) -> anyhow::Result<Agent> {
+    let engine = Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
+        data_dir.join("cache").join("components"),
+    ))?);
+    let mut registry = Registry::new();
+    if first_party::needs_compile(&engine, true) {
+        notice!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
+    }
+    for p in first_party::load_all(&engine)? {
+        registry.add_plugin(p)?;
+    }
+    let mut hooks = HookRegistry::first_party(&engine)?;
+    for path in &opts.hooks {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .ok_or_else(|| anyhow::anyhow!("--hook {}: not a file name", path.display()))?;
+        hooks.add(engine.load_hook_file(&name, path)?);
+    }
+    let store = Store::open(&Store::default_path(data_dir))?;
+    let policy = if opts.yes {
+        ApprovalPolicy::yes()
+    } else {
+        match &opts.approve {
+            Some(g) => ApprovalPolicy::from_groups(g).map_err(anyhow::Error::msg)?,
+            None => ApprovalPolicy::default(),
+        }
+    };
+    let mut config = TaskConfig {
+        policy,
+        max_turns: opts.max_turns,
+        ..TaskConfig::default()
+    };
+    if let Some(w) = profile.context_window {
+        config.context_window = w;
+    }
+    if let Some(t) = profile.condense_threshold {
+        config.condense_threshold = t;
+    }
+    if let Some(k) = profile.keep_recent_messages {
+        config.keep_recent_messages = k;
+    }
+    if let Some(p) = profile.price {
+        config.price = p;
+    }
+    Ok(Agent {
+        provider,
+        engine,
+        registry: Arc::new(registry),
+        store,
+        config,
+        modes_dir: config::default_path().parent().map(Path::to_path_buf),
+        hooks: Arc::new(hooks),
+    })
+}
+
+/// Run a task future, rendering its events; Ctrl-C aborts cleanly (the
+/// task is marked aborted and its history kept).
+async fn drive(
+    agent: &Agent,
+    events: EventBus,
+    opts: &RunOptions,
+    known_id: Option<String>,
+    fut: impl std::future::Future<Output = anyhow::Result<TaskOutcome>>,
+) -> anyhow::Result<ExitCode> {
+    let format = if opts.json {
+        Format::Json
+    } else {
+        Format::Text
+    };
+    let mut id_rx = events.subscribe();
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let renderer = tokio::spawn(render::render(events.subscribe(), format, stopped));
+    // Ctrl-C and SIGTERM (a service manager, `kill`) stop the task
+    // cleanly. Both handlers are installed before the task starts, so a
+    // signal that comes early is not missed.
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot watch for Ctrl-C")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
+    let mut signal_name = "Ctrl-C";
+    let outcome = tokio::select! {
+        o = fut => Some(o?),
+        _ = interrupt.recv() => None,
+        _ = terminate.recv() => {
+            signal_name = "SIGTERM";
+            None
+        }
+    };
+    let code = match outcome {
+        Some(TaskOutcome::Completed { .. }) => ExitCode::SUCCESS,
+        Some(TaskOutcome::Failed { .. }) => ExitCode::from(1),
+        Some(TaskOutcome::Aborted { .. }) => ExitCode::from(2),
+        Some(TaskOutcome::Paused { .. }) => ExitCode::from(3),
+        None => {
+            let mut id = known_id;
+            while let Ok(ev) = id_rx.try_recv() {
+                if let TaskEvent::TaskCreated { task_id, .. } = ev {
+                    id = Some(task_id);
+                }
+            }
+            if let Some(id) = id {
+                agent.abort(&id, &format!("interrupted ({signal_name})"), &events)?;
+                notice!("\ntask {id} aborted; `roost resume {id}` continues it");
+            }
+            // The shell's convention: 128 + the signal's number.
+            ExitCode::from(if signal_name == "SIGTERM" { 143 } else { 130 })
+        }
+    };
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), renderer).await;
+    Ok(code)
+}
+
+/// `roost run`.
+pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let workspace = Workspace::open(&args.workspace)
+        .with_context(|| format!("workspace {} cannot be opened", args.workspace.display()))?
+        .host_path()
+        .to_path_buf();
+    let prompt = if args.prompt == "-" {
+        let mut p = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut p)
+            .context("cannot read the prompt from standard input")?;
+        if p.trim().is_empty() {
+            bail!("the prompt read from standard input is empty");
+        }
+        p
+    } else {
+        args.prompt.clone()
+    };
+    let (provider, profile) = build_provider(&args.provider, None, 0)?;
+    let agent = agent(data_dir, provider, &profile, &args.options)?;
+    let events = EventBus::new();
+    let terminal = Terminal::detect().assume_yes(args.options.yes);
+    let fut = async {
+        let (_, outcome) = agent
+            .start(&prompt, &workspace, &args.mode, &terminal, &events)
+            .await?;
+        Ok(outcome)
+    };
+    drive(&agent, events.clone(), &args.options, None, fut).await
+}
+
+/// `roost resume`.
+pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let store = Store::open(&Store::default_path(data_dir))?;
+    let task = match &args.id {
+        Some(id) => store.find_task(id)?,
+        None => store.last_task(true)?,
+    };
+    if task.status.is_final() {
+        bail!(
+            "task {} is {} and cannot be resumed",
+            visible_line(&task.id),
+            task.status
+        );
+    }
+    // A scripted transcript continues after the replies already in history.
+    let replies = store
+        .load_api(&task.id, true)?
+        .iter()
+        .filter(|m| m.message.role == Role::Assistant)
+        .count();
+    let (provider, profile) = build_provider(&args.provider, Some(&task), replies)?;
+    let endpoint = |p: &str, b: &str, m: &str| {
+        format!("{p} {m} at {}", if b.is_empty() { "(none)" } else { b })
+    };
+    let was = endpoint(&task.provider, &task.base_url, &task.model);
+    let now = endpoint(provider.name(), provider.base_url(), provider.model());
+    if was != now {
+        // Only an explicit choice gets here: say so, and record it.
+        notice!(
+            "resuming task {} on {} (it was created on {})",
+            visible_line(&task.id),
+            visible_line(&now),
+            visible_line(&was)
+        );
+        store.set_endpoint(
+            &task.id,
+            provider.name(),
+            provider.base_url(),
+            provider.model(),
+            provider.profile(),
+        )?;
+        store.append_ui(
+            &task.id,
+            "say",
+            "endpoint_changed",
+            &format!("{now} (was {was})"),
+        )?;
+    }
+    drop(store);
+    let agent = agent(data_dir, provider, &profile, &args.options)?;
+    let events = EventBus::new();
+    let terminal = Terminal::detect().assume_yes(args.options.yes);
+    let id = task.id.clone();
+    let fut = async { Ok(agent.resume(&id, &terminal, &events).await?) };
+    drive(
+        &agent,
+        events.clone(),
+        &args.options,
+        Some(task.id.clone()),
+        fut,
+    )
+    .await
+}
+
+/// `roost history`.
+pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let store = Store::open(&Store::default_path(data_dir))?;
+    match cmd {
+        HistoryCommand::List { limit, json } => {
+            for t in store.list_tasks(limit)? {
+                let prompt: String = t
+                    .prompt
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(60)
+                    .collect();
+                // A task that says it runs but has no live process was
+                // interrupted (a crash, a kill): resumable.
+                let interrupted = matches!(
+                    t.status,
+                    TaskStatus::Running
+                        | TaskStatus::WaitingForApproval
+                        | TaskStatus::WaitingForInput
+                ) && !store.is_live(&t.id);
+                if json {
+                    let mut v = serde_json::to_value(&t)?;
+                    v["interrupted"] = serde_json::Value::Bool(interrupted);
+                    println!("{}", json_text(&v.to_string()));
+                    continue;
+                }
+                let status = if interrupted {
+                    "interrupted".to_owned()
+                } else {
+                    t.status.to_string()
+                };
+                println!(
+                    "{}  {:<20} {:<10} in {:>7} out {:>6} ${:.4}  {}",
+                    visible_line(&t.id),
+                    status,
+                    visible_line(&t.mode),
+                    t.usage.input_tokens,
+                    t.usage.output_tokens,
+                    t.cost,
+                    visible_line(&prompt)
+                );
+            }
+        }
+        HistoryCommand::Show {
+            id,
+            last: _,
+            export,
+        } => {
+            let t = match &id {
+                Some(id) => store.find_task(id)?,
+                None => store.last_task(false)?,
+            };
+            println!(
+                "task {} · {} · mode {} · {}",
+                visible_line(&t.id),
+                t.status,
+                visible_line(&t.mode),
+                visible_line(&t.workspace)
+            );
+            println!(
+                "tokens in {} out {} · ${:.4}\n",
+                t.usage.input_tokens, t.usage.output_tokens, t.cost
+            );
+            for m in store.load_ui(&t.id)? {
+                println!(
+                    "[{} {}] {}",
+                    visible_line(&m.kind),
+                    visible_line(&m.subtype),
+                    visible(&m.text)
+                );
+            }
+            if let Some(dir) = export {
+                store.export_roo(&t.id, &dir)?;
+                println!("\nexported to {}", visible_line(&dir.display().to_string()));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

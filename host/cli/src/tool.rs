@@ -1,0 +1,178 @@
+//! `roost tool list` and `roost tool call`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+
+use super::sanitize::{json_text, visible, visible_line};
+use roost_core::first_party;
+use roost_core::task::paths;
+use roost_core::tools::Registry;
+use roost_sandbox::capability::{Grant, Limits, RooIgnore, Workspace};
+use roost_sandbox::plugins::{EngineConfig, LoadedPlugin, PluginEngine};
+
+/// `roost tool …`
+#[derive(Debug, Subcommand)]
+pub enum ToolCommand {
+    /// List the tools of the first-party plugins (and any `--plugin`).
+    List(PluginArgs),
+    /// Call one tool in its sandbox and print its output.
+    Call(CallArgs),
+}
+
+/// Extra plugins to load besides the first-party ones.
+#[derive(Debug, Args)]
+pub struct PluginArgs {
+    /// Also load this tool plugin component (name = file stem). Repeatable.
+    #[arg(long = "plugin", value_name = "FILE")]
+    pub plugins: Vec<PathBuf>,
+}
+
+/// `roost tool call` arguments.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// Tool name.
+    pub name: String,
+    /// Arguments as a JSON object.
+    #[arg(long, default_value = "{}")]
+    pub args: String,
+    /// Workspace directory.
+    #[arg(long, default_value = ".")]
+    pub workspace: PathBuf,
+    /// Grant read access to the whole workspace.
+    #[arg(long)]
+    pub read: bool,
+    /// Grant write access under this workspace-relative directory. Repeatable.
+    #[arg(long = "write", value_name = "PATH")]
+    pub write: Vec<PathBuf>,
+    /// Deadline of the call, in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    pub deadline_ms: u64,
+    /// Memory limit of the call, in MiB.
+    #[arg(long, default_value_t = 256)]
+    pub memory_mib: u64,
+    /// Output cap, in bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub output_bytes: usize,
+    /// Print the result as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Extra plugins.
+    #[command(flatten)]
+    pub plugins: PluginArgs,
+}
+
+/// Run a `roost tool` command.
+pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ToolCommand::List(p) => {
+            let (_engine, registry) = load(data_dir, &p)?;
+            for t in registry.iter() {
+                let first_line = t.spec.description.lines().next().unwrap_or("");
+                // Names and descriptions come from plugins.
+                println!(
+                    "{:<20} {:<8} {:<12} {}",
+                    visible_line(&t.spec.name),
+                    t.spec.group,
+                    visible_line(t.plugin.name()),
+                    visible_line(first_line)
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ToolCommand::Call(c) => call(c, data_dir).await,
+    }
+}
+
+fn load(data_dir: &Path, extra: &PluginArgs) -> anyhow::Result<(PluginEngine, Registry)> {
+    let engine = PluginEngine::new(EngineConfig::with_cache_dir(
+        data_dir.join("cache").join("components"),
+    ))?;
+    if first_party::needs_compile(&engine, false) {
+        eprintln!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
+    }
+    let mut plugins: Vec<Arc<LoadedPlugin>> = first_party::load_all(&engine)?;
+    for path in &extra.plugins {
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .with_context(|| format!("cannot name plugin {}", path.display()))?;
+        plugins.push(engine.load_file(name, path)?);
+    }
+    let mut registry = Registry::new();
+    for p in plugins {
+        registry.add_plugin(p)?;
+    }
+    Ok((engine, registry))
+}
+
+async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let args: serde_json::Value = serde_json::from_str(&c.args)
+        .with_context(|| format!("--args is not valid JSON: {}", c.args))?;
+    if !args.is_object() {
+        bail!("--args must be a JSON object, got {}", c.args);
+    }
+    let (engine, registry) = load(data_dir, &c.plugins)?;
+    let Some(tool) = registry.get(&c.name) else {
+        let known: Vec<_> = registry.iter().map(|t| t.spec.name.as_str()).collect();
+        bail!(
+            "unknown tool `{}`; known tools: {}",
+            c.name,
+            known.join(", ")
+        );
+    };
+    // Declared paths get the same gate as in a task: normalised, refused
+    // when they leave the workspace, are ignored by .rooignore, or (for a
+    // destructive tool) name an authority file.
+    let mut args = args;
+    let ws = Workspace::open(&c.workspace)
+        .with_context(|| format!("cannot open workspace {}", c.workspace.display()))?;
+    if let Err(r) = paths::check(&ws, &RooIgnore::load_in(&ws), &tool.spec, &mut args) {
+        bail!("{}", visible(&r.message));
+    }
+    let memory_bytes = c
+        .memory_mib
+        .checked_mul(1 << 20)
+        .with_context(|| format!("--memory-mib {} is too large", c.memory_mib))?;
+    let mut grant = Grant::new(&c.workspace).limits(Limits {
+        deadline: Duration::from_millis(c.deadline_ms),
+        memory_bytes,
+        output_bytes: c.output_bytes,
+    });
+    if c.read {
+        grant = grant.read();
+    }
+    for w in &c.write {
+        grant = grant.write(w);
+    }
+    let result = engine
+        .call(&tool.plugin, &c.name, &args.to_string(), &grant)
+        .await;
+    if c.json {
+        let v = match &result {
+            Ok(out) => serde_json::json!({ "ok": out }),
+            Err(e) => serde_json::json!({ "error": e }),
+        };
+        println!("{}", json_text(&v.to_string()));
+    } else {
+        // Tool output (file contents, file names) is shown, not interpreted.
+        match &result {
+            Ok(out) => {
+                print!("{}", visible(&out.text));
+                if !out.text.ends_with('\n') {
+                    println!();
+                }
+            }
+            Err(e) => eprintln!("error [{}]: {}", e.code, visible(&e.message)),
+        }
+    }
+    Ok(if result.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,349 @@
+//! P5: host overhead per turn with a zero-latency scripted provider and
+//! durable (SQLite) history. P6: 1,000 concurrent tasks in one process,
+//! the provider sleeping 200 ms per turn, 5 turns each with a read_file call.
+//! P7: the gates plus one no-op mode hook per call, against the same call
+//! with no hook. Run: `cargo bench -p roost --bench task` (P6 only: `-- p6`,
+//! P7 only: `-- p7`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use roost_core::events::{EventBus, TaskEvent};
+use roost_core::first_party;
+use roost_core::llm::scripted::{Script, ScriptedTransport};
+use roost_core::llm::{OpenAiCompatible, RetryPolicy};
+use roost_core::store::Store;
+use roost_core::task::{
+    Agent, Approval, ApprovalPolicy, CompletionAnswer, Interaction, TaskConfig, TaskOutcome,
+};
+use roost_core::tools::{Registry, ToolGroup};
+use roost_sandbox::plugins::{EngineConfig, PluginEngine};
+use serde_json::json;
+
+struct Yes;
+
+#[async_trait::async_trait]
+impl Interaction for Yes {
+    async fn approve(
+        &self,
+        _: &str,
+        _: ToolGroup,
+        _: &serde_json::Value,
+        _: Option<&str>,
+    ) -> Approval {
+        Approval::Approve
+    }
+    async fn scope_violation(&self, _: &str, _: &str, _: &str) -> Approval {
+        Approval::Deny { feedback: None }
+    }
+    async fn hook_question(&self, _: &str, _: &str, _: &str) -> Approval {
+        Approval::Approve
+    }
+    async fn followup(&self, _: &str, _: &[String]) -> Option<String> {
+        None
+    }
+    async fn completion(&self, _: &str) -> CompletionAnswer {
+        CompletionAnswer::Accept
+    }
+    async fn guidance(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+fn agent(
+    engine: &Arc<PluginEngine>,
+    registry: &Arc<Registry>,
+    store: &Store,
+    turns: serde_json::Value,
+) -> Agent {
+    let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("script");
+    let transport = Arc::new(ScriptedTransport::new(script));
+    Agent {
+        provider: Arc::new(OpenAiCompatible::new(
+            "scripted",
+            "bench",
+            transport,
+            RetryPolicy::default(),
+        )),
+        engine: Arc::clone(engine),
+        registry: Arc::clone(registry),
+        store: store.clone(),
+        config: TaskConfig {
+            policy: ApprovalPolicy::yes(),
+            max_turns: 10_000,
+            ..TaskConfig::default()
+        },
+        modes_dir: None,
+        hooks: Default::default(),
+    }
+}
+
+/// (user+system CPU seconds, peak RSS bytes) of this process so far.
+fn usage() -> (f64, u64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let cpu = (ticks(11) + ticks(12)) / 100.0;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let hwm = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    (cpu, hwm * 1024)
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+async fn p5(
+    engine: &Arc<PluginEngine>,
+    registry: &Arc<Registry>,
+    ws: &std::path::Path,
+    data: &std::path::Path,
+) {
+    let store = Store::open(&data.join("p5.db")).expect("store");
+    fn todo(i: usize) -> serde_json::Value {
+        json!({"name": "update_todo_list", "args": {"todos": format!("[x] step {i}\n[ ] next")}})
+    }
+    fn read(i: usize) -> serde_json::Value {
+        json!({"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + i % 5}})
+    }
+    type TurnCall = fn(usize) -> serde_json::Value;
+    let cases: [(&str, TurnCall); 2] = [
+        ("native tool (update_todo_list)", todo),
+        ("plugin tool (read_file 4 KiB)", read),
+    ];
+    for (label, tool_turn) in cases {
+        let turns: Vec<serde_json::Value> = (0..300)
+            .map(|i| json!({"text": "ok", "tool_calls": [tool_turn(i)], "usage": {"input_tokens": 10, "output_tokens": 2}}))
+            .chain(std::iter::once(json!({"tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
+            .collect();
+        let a = agent(engine, registry, &store, serde_json::Value::Array(turns));
+        let events = EventBus::new();
+        let mut rx = events.subscribe();
+        let collector = tokio::spawn(async move {
+            let mut stamps = Vec::new();
+            while let Ok(ev) = rx.recv().await {
+                match ev {
+                    TaskEvent::RequestStarted { .. } => stamps.push(Instant::now()),
+                    TaskEvent::Completed { .. } => break,
+                    _ => {}
+                }
+            }
+            stamps
+        });
+        let (_, outcome) = a
+            .start("bench", ws, "code", &Yes, &events)
+            .await
+            .expect("runs");
+        assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+        let stamps = collector.await.expect("join");
+        let mut per_turn: Vec<Duration> = stamps.windows(2).map(|w| w[1] - w[0]).skip(10).collect();
+        per_turn.sort();
+        println!(
+            "| P5 per turn, {label}, durable history | {:.0} µs | {:.0} µs | {:.0} µs |",
+            pct(&per_turn, 0.5).as_secs_f64() * 1e6,
+            pct(&per_turn, 0.9).as_secs_f64() * 1e6,
+            pct(&per_turn, 0.99).as_secs_f64() * 1e6
+        );
+    }
+}
+
+async fn p6(
+    engine: &Arc<PluginEngine>,
+    registry: &Arc<Registry>,
+    ws: &std::path::Path,
+    data: &std::path::Path,
+) {
+    let store = Store::open(&data.join("p6.db")).expect("store");
+    let tasks = 1000;
+    let (cpu0, _) = usage();
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let turns: Vec<serde_json::Value> = (0..4)
+            .map(|i| json!({"delay_ms": 200, "text": "reading", "tool_calls": [{"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + (t + i) % 7}}]}))
+            .chain(std::iter::once(json!({"delay_ms": 200, "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
+            .collect();
+        let a = agent(engine, registry, &store, serde_json::Value::Array(turns));
+        let ws = ws.to_path_buf();
+        handles.push(tokio::spawn(async move {
+            let (_, o) = a
+                .start("bench", &ws, "code", &Yes, &EventBus::new())
+                .await
+                .expect("runs");
+            matches!(o, TaskOutcome::Completed { .. })
+        }));
+    }
+    let mut done = 0;
+    for h in handles {
+        if h.await.unwrap_or(false) {
+            done += 1;
+        }
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let (cpu1, rss) = usage();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let cpu = cpu1 - cpu0;
+    println!(
+        "\nP6: {done}/{tasks} tasks completed (5 turns each, 200 ms provider latency, read_file per turn)"
+    );
+    println!("| wall | CPU time | CPU / (wall × cores) | peak RSS |\n|---|---|---|---|");
+    println!(
+        "| {wall:.2} s | {cpu:.2} s | {:.0}% (target ≤ 50%) | {:.0} MiB (target ≤ 1024 MiB) |",
+        100.0 * cpu / (wall * cores),
+        rss as f64 / (1 << 20) as f64
+    );
+    assert_eq!(done, tasks, "every task must finish");
+}
+
+/// P7: per call, the in-process gates (mode check, schema validation) and
+/// one mode hook's pre-tool call (a fresh sandboxed store and instance, as
+/// in a task), then the tool call itself; against the same without a hook.
+async fn p7(engine: &Arc<PluginEngine>, registry: &Arc<Registry>, ws: &std::path::Path) {
+    use roost_core::modes::{HookRegistry, ModeSet};
+    use roost_sandbox::capability::Grant;
+    use roost_sandbox::plugins::HookCall;
+
+    let hooks = HookRegistry::first_party(engine).expect("hooks");
+    // protected-paths allows a read call without inspecting anything: the
+    // cost measured is the hook machinery, not the hook's own logic.
+    let hook = hooks.get("protected-paths").expect("protected-paths");
+    let tool = registry.get("read_file").expect("read_file");
+    let modes = ModeSet::load(ws, None);
+    let mode = modes.get("code").expect("code mode");
+    let args = json!({"path": "file.txt", "start_line": 1, "end_line": 20});
+    let args_text = args.to_string();
+    let tool_grant = Grant::new(ws).read();
+    let hook_grant = Grant::new(ws)
+        .read_dir(".orchestration")
+        .limits(TaskConfig::default().hook_limits);
+    let n = 3000;
+    let mut gates_only = Vec::with_capacity(n);
+    let mut gates_hook = Vec::with_capacity(n);
+    let mut call_plain = Vec::with_capacity(n);
+    let mut call_hooked = Vec::with_capacity(n);
+    for i in 0..n + 200 {
+        let t0 = Instant::now();
+        mode.check(&tool.spec, &args).expect("mode allows");
+        tool.validator.check(&args).expect("valid");
+        let call = HookCall {
+            tool: tool.spec.name.clone(),
+            group: tool.spec.group,
+            destructive: tool.spec.destructive,
+            args: args_text.clone(),
+            mode: mode.slug.clone(),
+            intent_id: None,
+            paths: vec!["file.txt".into()],
+        };
+        let d = engine
+            .hook_pre_tool(hook, &call, &hook_grant)
+            .await
+            .expect("hook runs");
+        assert_eq!(d, roost_sandbox::plugins::HookDecision::Allow);
+        let t2 = Instant::now();
+        engine
+            .call(&tool.plugin, "read_file", &args_text, &tool_grant)
+            .await
+            .expect("read");
+        let t3 = Instant::now();
+        // The same call without a hook.
+        mode.check(&tool.spec, &args).expect("mode allows");
+        tool.validator.check(&args).expect("valid");
+        let t4 = Instant::now();
+        engine
+            .call(&tool.plugin, "read_file", &args_text, &tool_grant)
+            .await
+            .expect("read");
+        let t5 = Instant::now();
+        if i >= 200 {
+            gates_only.push(t4 - t3);
+            gates_hook.push(t2 - t0);
+            call_hooked.push(t3 - t0);
+            call_plain.push(t5 - t3);
+        }
+    }
+    for v in [
+        &mut gates_only,
+        &mut gates_hook,
+        &mut call_plain,
+        &mut call_hooked,
+    ] {
+        v.sort();
+    }
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let row = |label: &str, v: &[Duration]| {
+        println!(
+            "| P7 {label} | {:.1} µs | {:.1} µs | {:.1} µs |",
+            us(pct(v, 0.5)),
+            us(pct(v, 0.9)),
+            us(pct(v, 0.99))
+        );
+    };
+    row("gates only (mode check + schema)", &gates_only);
+    row(
+        "gates + one no-op hook (pre-tool, fresh sandbox)",
+        &gates_hook,
+    );
+    row("read_file call, no hook (gates + call)", &call_plain);
+    row(
+        "read_file call with one hook (gates + hook + call)",
+        &call_hooked,
+    );
+    println!(
+        "\nP7: gates + hook p50 {:.1} µs (target ≤ 100 µs); call with hook / call without = {:.2}×",
+        us(pct(&gates_hook, 0.5)),
+        us(pct(&call_hooked, 0.5)) / us(pct(&call_plain, 0.5))
+    );
+}
+
+fn main() {
+    let only_p6 = std::env::args().any(|a| a == "p6");
+    let only_p7 = std::env::args().any(|a| a == "p7");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir(&ws).expect("mkdir");
+        std::fs::write(
+            ws.join("file.txt"),
+            "the quick brown fox jumps over the lazy dog\n".repeat(93),
+        )
+        .expect("write");
+        let engine = Arc::new(
+            PluginEngine::new(EngineConfig::with_cache_dir(tmp.path().join("cache")))
+                .expect("engine"),
+        );
+        let mut registry = Registry::new();
+        for p in first_party::load_all(&engine).expect("plugins") {
+            registry.add_plugin(p).expect("register");
+        }
+        let registry = Arc::new(registry);
+        if only_p7 {
+            println!("| benchmark | p50 | p90 | p99 |\n|---|---|---|---|");
+            p7(&engine, &registry, &ws).await;
+            return;
+        }
+        if !only_p6 {
+            println!("| benchmark | p50 | p90 | p99 |\n|---|---|---|---|");
+            p5(&engine, &registry, &ws, tmp.path()).await;
+            p7(&engine, &registry, &ws).await;
+        }
+        p6(&engine, &registry, &ws, tmp.path()).await;
+    });
+}

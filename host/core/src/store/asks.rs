@@ -1,0 +1,144 @@
+//! Asks: the questions a task puts to a person (approvals, follow-ups,
+//! completions, scope widenings, hook questions, guidance), stored so any
+//! front-end can list and answer them later, and so a question still open
+//! when the process dies is open again after a resume. The store keeps the
+//! kind, payload and answer as text; the task layer gives them meaning.
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use super::{Store, StoreError, exec, now_ms};
+
+/// One stored ask.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredAsk {
+    /// Task that asked.
+    pub task_id: String,
+    /// Unique id, used to answer it.
+    pub ask_id: String,
+    /// Tool call the ask is about, if any (a resumed call finds its ask).
+    pub call_id: Option<String>,
+    /// Kind (`tool`, `followup`, `completion`, `scope`, `hook`, `guidance`).
+    pub kind: String,
+    /// What is asked, as JSON text.
+    pub payload: String,
+    /// The answer as JSON text; `None` while open.
+    pub answer: Option<String>,
+    /// When it was asked (ms since the epoch).
+    pub created_at: i64,
+    /// When it was answered.
+    pub answered_at: Option<i64>,
+}
+
+const COLUMNS: &str = "task_id, ask_id, call_id, kind, payload, answer, created_at, answered_at";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredAsk> {
+    Ok(StoredAsk {
+        task_id: r.get(0)?,
+        ask_id: r.get(1)?,
+        call_id: r.get(2)?,
+        kind: r.get(3)?,
+        payload: r.get(4)?,
+        answer: r.get(5)?,
+        created_at: r.get(6)?,
+        answered_at: r.get(7)?,
+    })
+}
+
+impl Store {
+    /// Record a new open ask and return it.
+    pub fn create_ask(
+        &self,
+        task: &str,
+        call_id: Option<&str>,
+        kind: &str,
+        payload: &str,
+    ) -> Result<StoredAsk, StoreError> {
+        let ask = StoredAsk {
+            task_id: task.to_owned(),
+            ask_id: uuid::Uuid::now_v7().to_string(),
+            call_id: call_id.map(str::to_owned),
+            kind: kind.to_owned(),
+            payload: roost_secrets::redact(payload).into_owned(),
+            answer: None,
+            created_at: now_ms(),
+            answered_at: None,
+        };
+        exec(
+            &self.conn(),
+            "INSERT INTO asks (task_id, ask_id, call_id, kind, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                ask.task_id,
+                ask.ask_id,
+                ask.call_id,
+                ask.kind,
+                ask.payload,
+                ask.created_at
+            ],
+        )?;
+        Ok(ask)
+    }
+
+    /// Record `answer` for the open ask `ask_id` of `task`; `false` when
+    /// there is no such open ask (unknown, another task's, or answered).
+    pub fn answer_ask(&self, task: &str, ask_id: &str, answer: &str) -> Result<bool, StoreError> {
+        let n = self.conn().execute(
+            "UPDATE asks SET answer = ?3, answered_at = ?4 WHERE task_id = ?1 AND ask_id = ?2 AND answer IS NULL",
+            params![task, ask_id, answer, now_ms()],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// The ask `ask_id` of `task`, open or answered.
+    pub fn get_ask(&self, task: &str, ask_id: &str) -> Result<Option<StoredAsk>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND ask_id = ?2"),
+                params![task, ask_id],
+                row,
+            )
+            .optional()?)
+    }
+
+    /// The open asks of `task`, oldest first.
+    pub fn open_asks(&self, task: &str) -> Result<Vec<StoredAsk>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND answer IS NULL ORDER BY created_at, ask_id"
+        ))?;
+        let rows = stmt.query_map([task], row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// The open ask of `kind` about tool call `call_id` (or about no call),
+    /// if one survives from before a crash.
+    pub fn find_open_ask(
+        &self,
+        task: &str,
+        kind: &str,
+        call_id: Option<&str>,
+    ) -> Result<Option<StoredAsk>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND kind = ?2 AND call_id IS ?3 AND answer IS NULL \
+                     ORDER BY created_at DESC LIMIT 1"
+                ),
+                params![task, kind, call_id],
+                row,
+            )
+            .optional()?)
+    }
+
+    /// Close every open ask of `task` without an answer (the task ended:
+    /// completed, aborted or failed); returns how many were closed.
+    pub fn close_asks(&self, task: &str, why: &str) -> Result<usize, StoreError> {
+        let answer = serde_json::json!({"type": "closed", "reason": why}).to_string();
+        Ok(self.conn().execute(
+            "UPDATE asks SET answer = ?2, answered_at = ?3 WHERE task_id = ?1 AND answer IS NULL",
+            params![task, answer, now_ms()],
+        )?)
+    }
+}

@@ -1,0 +1,899 @@
+//! Durable task state in SQLite (WAL): tasks, both histories (API messages
+//! with tool_use/tool_result blocks, UI messages), and todo lists.
+//!
+//! Every write is its own committed transaction before the call returns, so
+//! a message is durable before any front-end hears of it. The database runs
+//! in WAL mode with `synchronous=NORMAL`: a committed write survives the
+//! process being killed at any point (the WAL is in the OS before commit
+//! returns); only a power loss can drop the last commits, which a
+//! `--durability full` deployment would trade speed for (not yet exposed).
+
+mod asks;
+mod export;
+pub mod status;
+mod todos;
+
+pub use asks::StoredAsk;
+pub use status::TaskStatus;
+pub use todos::{TodoItem, TodoState};
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use crate::llm::{ContentBlock, Message, Role, Usage};
+
+const SCHEMA_VERSION: i64 = 2;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    parent_id TEXT,
+    root_id TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    status TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    provider TEXT NOT NULL DEFAULT '',
+    model TEXT NOT NULL DEFAULT '',
+    base_url TEXT NOT NULL DEFAULT '',
+    profile TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    cache_reads INTEGER NOT NULL DEFAULT 0,
+    cache_writes INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0,
+    active_intent TEXT
+);
+CREATE TABLE IF NOT EXISTS api_messages (
+    task_id TEXT NOT NULL REFERENCES tasks(id),
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    hidden INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE IF NOT EXISTS ui_messages (
+    task_id TEXT NOT NULL REFERENCES tasks(id),
+    seq INTEGER NOT NULL,
+    ts INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    subtype TEXT NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE IF NOT EXISTS asks (
+    task_id TEXT NOT NULL REFERENCES tasks(id),
+    ask_id TEXT PRIMARY KEY,
+    call_id TEXT,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    answer TEXT,
+    created_at INTEGER NOT NULL,
+    answered_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS asks_open ON asks (task_id, answer);
+CREATE TABLE IF NOT EXISTS condensations (
+    task_id TEXT NOT NULL REFERENCES tasks(id),
+    upto_seq INTEGER NOT NULL,
+    summary TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (task_id, upto_seq)
+);
+CREATE TABLE IF NOT EXISTS todos (
+    task_id TEXT NOT NULL REFERENCES tasks(id),
+    idx INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (task_id, idx)
+);
+";
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file cannot be opened or is not a Roost database.
+    #[error("cannot open the task store {path}: {detail}")]
+    Open {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        detail: String,
+    },
+    /// SQLite failed.
+    #[error("task store: {0}")]
+    Sql(#[from] rusqlite::Error),
+    /// A stored row does not decode.
+    #[error("task store: task {task} row {seq} is corrupt: {detail}")]
+    Corrupt {
+        /// Task id.
+        task: String,
+        /// Row.
+        seq: i64,
+        /// What is wrong.
+        detail: String,
+    },
+    /// No such task.
+    #[error("no task with id {0}")]
+    NotFound(String),
+    /// An id prefix that names more than one task.
+    #[error("task id prefix `{prefix}` is ambiguous: it starts {}; type more of the id", candidates.join(", "))]
+    Ambiguous {
+        /// The prefix given.
+        prefix: String,
+        /// Some of the tasks it matches.
+        candidates: Vec<String>,
+    },
+    /// Writing an export failed.
+    #[error("export to {path}: {source}")]
+    Export {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskRecord {
+    /// UUID v7.
+    pub id: String,
+    /// Task that started this one.
+    pub parent_id: Option<String>,
+    /// First task of the tree.
+    pub root_id: String,
+    /// Mode slug.
+    pub mode: String,
+    /// Workspace path.
+    pub workspace: String,
+    /// Status.
+    pub status: TaskStatus,
+    /// The user's first prompt.
+    pub prompt: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// Base URL of the provider's API the task was created with (empty for
+    /// the scripted provider).
+    pub base_url: String,
+    /// Config profile the task was created with (empty: none).
+    pub profile: String,
+    /// Created (ms since epoch).
+    pub created_at: i64,
+    /// Last change (ms since epoch).
+    pub updated_at: i64,
+    /// Token totals.
+    pub usage: Usage,
+    /// Cost in USD.
+    pub cost: f64,
+    /// Active intent id.
+    pub active_intent: Option<String>,
+}
+
+/// This process runs a task; dropping it (or dying) releases the claim.
+#[derive(Debug)]
+pub struct TaskClaim {
+    _file: std::fs::File,
+}
+
+/// What is needed to create a task.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    /// Parent task, for subtasks.
+    pub parent_id: Option<String>,
+    /// Root task (defaults to the new task itself).
+    pub root_id: Option<String>,
+    /// Mode slug.
+    pub mode: String,
+    /// Workspace path.
+    pub workspace: String,
+    /// First prompt.
+    pub prompt: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// Base URL of the provider's API.
+    pub base_url: String,
+    /// Config profile.
+    pub profile: String,
+}
+
+/// A UI message: what a front-end shows, in Roo's say/ask shape.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UiMessage {
+    /// Order within the task.
+    pub seq: i64,
+    /// Time (ms since epoch).
+    pub ts: i64,
+    /// `say` or `ask`.
+    pub kind: String,
+    /// Roo's say/ask type (`text`, `tool`, `error`, `completion_result`…).
+    pub subtype: String,
+    /// Content.
+    pub text: String,
+}
+
+/// An API message with its position and visibility.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    /// Order within the task.
+    pub seq: i64,
+    /// The message.
+    pub message: Message,
+    /// Hidden by context truncation (kept, not sent).
+    pub hidden: bool,
+    /// Time (ms since epoch).
+    pub created_at: i64,
+}
+
+/// The task store. Cheap to clone; calls are short and serialised.
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Connection>>,
+    path: PathBuf,
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl Store {
+    /// The database file under a data directory.
+    pub fn default_path(data_dir: &Path) -> PathBuf {
+        data_dir.join("roost.db")
+    }
+
+    /// Open (creating if needed) the store at `path`.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let err = |detail: String| StoreError::Open {
+            path: path.to_path_buf(),
+            detail,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| err(e.to_string()))?;
+        }
+        let conn = Connection::open(path).map_err(|e| err(e.to_string()))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(|e| err(e.to_string()))?;
+        // The first real read tells a non-database file apart.
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(|e| err(format!("{e} (is it a SQLite database?)")))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(path = %path.display(), "task store runs in {mode} mode, not WAL");
+        }
+        conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
+            .map_err(|e| err(e.to_string()))?;
+        conn.set_prepared_statement_cache_capacity(64);
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| err(e.to_string()))?;
+        if version > SCHEMA_VERSION {
+            return Err(err(format!(
+                "written by a newer Roost (schema {version}, this one knows {SCHEMA_VERSION})"
+            )));
+        }
+        conn.execute_batch(SCHEMA).map_err(|e| err(e.to_string()))?;
+        migrate(&conn, version).map_err(|e| err(e.to_string()))?;
+        conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
+            .map_err(|e| err(e.to_string()))?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Where the database lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent
+        // (transactions roll back), so a poisoned lock is still usable.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Create a task (status running) and return it.
+    pub fn create_task(&self, new: &NewTask) -> Result<TaskRecord, StoreError> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let root = new.root_id.clone().unwrap_or_else(|| id.clone());
+        let now = now_ms();
+        exec(&self.conn(),
+            "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)",
+            params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, new.base_url, new.profile, now],
+        )?;
+        self.get_task(&id)
+    }
+
+    /// Record that a task continues on another endpoint (the user named it
+    /// explicitly when resuming).
+    pub fn set_endpoint(
+        &self,
+        id: &str,
+        provider: &str,
+        base_url: &str,
+        model: &str,
+        profile: &str,
+    ) -> Result<(), StoreError> {
+        exec(
+            &self.conn(),
+            "UPDATE tasks SET provider = ?2, base_url = ?3, model = ?4, profile = ?5, updated_at = ?6 WHERE id = ?1",
+            params![id, provider, base_url, model, profile, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// A task by id.
+    pub fn get_task(&self, id: &str) -> Result<TaskRecord, StoreError> {
+        self.conn()
+            .query_row(
+                &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
+                [id],
+                task_row,
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NotFound(id.to_owned()))?
+    }
+
+    /// Find a task by id or unique id prefix (for the CLI).
+    pub fn find_task(&self, prefix: &str) -> Result<TaskRecord, StoreError> {
+        let ids: Vec<String> = {
+            let conn = self.conn();
+            let mut stmt = conn.prepare_cached(
+                "SELECT id FROM tasks WHERE id LIKE ?1 || '%' ORDER BY id LIMIT 6",
+            )?;
+            stmt.query_map([prefix], |r| r.get(0))?
+                .collect::<Result<_, _>>()?
+        };
+        match ids.as_slice() {
+            [] => Err(StoreError::NotFound(prefix.to_owned())),
+            [one] => self.get_task(one),
+            many => Err(StoreError::Ambiguous {
+                prefix: prefix.to_owned(),
+                candidates: many.to_vec(),
+            }),
+        }
+    }
+
+    /// Mark task `id` as owned by this process while the returned claim
+    /// lives: an exclusive lock on `<store dir>/live/<id>.lock`, released
+    /// by the OS when the process dies, so a task whose process died can
+    /// be told apart from one still running ([`Store::is_live`]).
+    pub fn claim(&self, id: &str) -> Result<TaskClaim, StoreError> {
+        let path = self.live_path(id);
+        let err = |e: std::io::Error| StoreError::Open {
+            path: path.clone(),
+            detail: e.to_string(),
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(err)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(err)?;
+        file.try_lock().map_err(|e| StoreError::Open {
+            path: path.clone(),
+            detail: format!("task {id} is already running in another process ({e})"),
+        })?;
+        Ok(TaskClaim { _file: file })
+    }
+
+    /// Whether a live process holds task `id`'s claim.
+    pub fn is_live(&self, id: &str) -> bool {
+        let Ok(file) = std::fs::File::open(self.live_path(id)) else {
+            return false;
+        };
+        match file.try_lock_shared() {
+            Ok(()) => {
+                let _ = file.unlock();
+                false
+            }
+            Err(_) => true,
+        }
+    }
+
+    fn live_path(&self, id: &str) -> PathBuf {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        // Ids are UUIDs; anything else is kept to safe characters.
+        let safe: String = id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        dir.join("live").join(format!("{safe}.lock"))
+    }
+
+    /// The most recent task (`--last`); with `resumable`, the most recent
+    /// one that is not finished.
+    pub fn last_task(&self, resumable: bool) -> Result<TaskRecord, StoreError> {
+        let mut offset = 0usize;
+        loop {
+            let batch = {
+                let conn = self.conn();
+                let mut stmt = conn.prepare_cached(&format!(
+                    "SELECT {TASK_COLUMNS} FROM tasks ORDER BY created_at DESC, id DESC LIMIT 50 OFFSET ?1"
+                ))?;
+                let rows = stmt.query_map([i64::try_from(offset).unwrap_or(i64::MAX)], task_row)?;
+                let mut out = Vec::new();
+                for r in rows {
+                    out.push(r??);
+                }
+                out
+            };
+            if batch.is_empty() {
+                let what = if resumable {
+                    "no resumable task"
+                } else {
+                    "no task yet"
+                };
+                return Err(StoreError::NotFound(what.to_owned()));
+            }
+            offset += batch.len();
+            if let Some(t) = batch
+                .into_iter()
+                .find(|t| !resumable || !t.status.is_final())
+            {
+                return Ok(t);
+            }
+        }
+    }
+
+    /// The most recent tasks, newest first.
+    pub fn list_tasks(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {TASK_COLUMNS} FROM tasks ORDER BY created_at DESC, id DESC LIMIT ?1"
+        ))?;
+        let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], task_row)?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r??);
+        }
+        Ok(out)
+    }
+
+    /// Change a task's status.
+    pub fn set_status(&self, id: &str, status: TaskStatus) -> Result<(), StoreError> {
+        self.touch(id, "status = ?2", status.as_str())
+    }
+
+    /// Change a task's mode.
+    pub fn set_mode(&self, id: &str, mode: &str) -> Result<(), StoreError> {
+        self.touch(id, "mode = ?2", mode)
+    }
+
+    /// Record the active intent.
+    pub fn set_active_intent(&self, id: &str, intent: Option<&str>) -> Result<(), StoreError> {
+        let n = exec(
+            &self.conn(),
+            "UPDATE tasks SET active_intent = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, intent, now_ms()],
+        )?;
+        if n == 0 {
+            Err(StoreError::NotFound(id.to_owned()))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn touch(&self, id: &str, set: &str, value: &str) -> Result<(), StoreError> {
+        let n = exec(
+            &self.conn(),
+            &format!("UPDATE tasks SET {set}, updated_at = ?3 WHERE id = ?1"),
+            params![id, value, now_ms()],
+        )?;
+        if n == 0 {
+            Err(StoreError::NotFound(id.to_owned()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Add a turn's usage and cost to the task's totals.
+    pub fn add_usage(&self, id: &str, u: &Usage, cost: f64) -> Result<(), StoreError> {
+        let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        exec(&self.conn(),
+            "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, cache_reads = cache_reads + ?4,
+             cache_writes = cache_writes + ?5, cost = cost + ?6, updated_at = ?7 WHERE id = ?1",
+            params![id, i(u.input_tokens), i(u.output_tokens), i(u.cache_read_tokens), i(u.cache_write_tokens), cost, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// Append an API message; returns its sequence number. The number is
+    /// taken by the insert itself (one statement, under SQLite's write
+    /// lock), so processes sharing a store never collide.
+    pub fn append_api(&self, task: &str, m: &Message) -> Result<i64, StoreError> {
+        let content = serde_json::to_string(&m.content).map_err(|e| StoreError::Corrupt {
+            task: task.to_owned(),
+            seq: -1,
+            detail: e.to_string(),
+        })?;
+        Ok(self.conn().query_row(
+            "INSERT INTO api_messages (task_id, seq, role, content, created_at) \
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM api_messages WHERE task_id = ?1 \
+             RETURNING seq",
+            params![task, role_str(m.role), content, now_ms()],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Replace the content of API message `seq` (a tool-result message grows
+    /// as the calls of one assistant message finish).
+    pub fn update_api(&self, task: &str, seq: i64, m: &Message) -> Result<(), StoreError> {
+        let content = serde_json::to_string(&m.content).map_err(|e| StoreError::Corrupt {
+            task: task.to_owned(),
+            seq,
+            detail: e.to_string(),
+        })?;
+        exec(
+            &self.conn(),
+            "UPDATE api_messages SET content = ?3, role = ?4 WHERE task_id = ?1 AND seq = ?2",
+            params![task, seq, content, role_str(m.role)],
+        )?;
+        Ok(())
+    }
+
+    /// Hide API messages from the model (non-destructive truncation).
+    pub fn hide_api(&self, task: &str, seqs: &[i64]) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        for s in seqs {
+            exec(
+                &tx,
+                "UPDATE api_messages SET hidden = 1 WHERE task_id = ?1 AND seq = ?2",
+                params![task, s],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The API history in order; hidden messages only when asked.
+    pub fn load_api(
+        &self,
+        task: &str,
+        include_hidden: bool,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare_cached("SELECT seq, role, content, hidden, created_at FROM api_messages WHERE task_id = ?1 ORDER BY seq")?;
+        let rows = stmt.query_map([task], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, bool>(3)?,
+                r.get::<_, i64>(4)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, role, content, hidden, created_at) = row?;
+            if hidden && !include_hidden {
+                continue;
+            }
+            let corrupt = |detail: String| StoreError::Corrupt {
+                task: task.to_owned(),
+                seq,
+                detail,
+            };
+            let role = match role.as_str() {
+                "user" => Role::User,
+                "assistant" => Role::Assistant,
+                other => return Err(corrupt(format!("unknown role {other:?}"))),
+            };
+            let content: Vec<ContentBlock> =
+                serde_json::from_str(&content).map_err(|e| corrupt(e.to_string()))?;
+            out.push(StoredMessage {
+                seq,
+                message: Message { role, content },
+                hidden,
+                created_at,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Record that messages up to `upto_seq` (after the first) were
+    /// condensed into `summary`, and hide them; nothing is deleted.
+    pub fn condense(
+        &self,
+        task: &str,
+        first_seq: i64,
+        upto_seq: i64,
+        summary: &str,
+    ) -> Result<(), StoreError> {
+        // A summary may quote what the model saw; it keeps no credential.
+        let summary = roost_secrets::redact(summary);
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        exec(
+            &tx,
+            "UPDATE api_messages SET hidden = 1 WHERE task_id = ?1 AND seq > ?2 AND seq <= ?3",
+            params![task, first_seq, upto_seq],
+        )?;
+        exec(
+            &tx,
+            "INSERT OR REPLACE INTO condensations (task_id, upto_seq, summary, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![task, upto_seq, summary.as_ref(), now_ms()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The latest condensation summary of a task, if any.
+    pub fn latest_summary(&self, task: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT summary FROM condensations WHERE task_id = ?1 ORDER BY upto_seq DESC LIMIT 1",
+                [task],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Every condensation of a task, oldest first: `(upto_seq, summary,
+    /// created_at)`, for exports that mark what each summary replaced.
+    pub fn condensations(&self, task: &str) -> Result<Vec<(i64, String, i64)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT upto_seq, summary, created_at FROM condensations WHERE task_id = ?1 ORDER BY upto_seq",
+        )?;
+        let rows = stmt.query_map([task], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Append a UI message; returns its sequence number. Credentials in
+    /// `text` are redacted first: the UI history is shown and exported, and
+    /// nothing persisted keeps a secret.
+    pub fn append_ui(
+        &self,
+        task: &str,
+        kind: &str,
+        subtype: &str,
+        text: &str,
+    ) -> Result<i64, StoreError> {
+        let text = roost_secrets::redact(text);
+        // The number is taken by the insert itself (see `append_api`).
+        Ok(self.conn().query_row(
+            "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) \
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM ui_messages WHERE task_id = ?1 \
+             RETURNING seq",
+            params![task, now_ms(), kind, subtype, text.as_ref()],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// The UI history in order.
+    pub fn load_ui(&self, task: &str) -> Result<Vec<UiMessage>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, ts, kind, subtype, text FROM ui_messages WHERE task_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([task], |r| {
+            Ok(UiMessage {
+                seq: r.get(0)?,
+                ts: r.get(1)?,
+                kind: r.get(2)?,
+                subtype: r.get(3)?,
+                text: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Replace the task's todo list.
+    pub fn set_todos(&self, task: &str, items: &[TodoItem]) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        exec(&tx, "DELETE FROM todos WHERE task_id = ?1", [task])?;
+        for (i, t) in items.iter().enumerate() {
+            let state = match t.state {
+                TodoState::Pending => "pending",
+                TodoState::InProgress => "in_progress",
+                TodoState::Completed => "completed",
+            };
+            exec(
+                &tx,
+                "INSERT INTO todos (task_id, idx, text, state) VALUES (?1, ?2, ?3, ?4)",
+                params![task, i64::try_from(i).unwrap_or(i64::MAX), t.text, state],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The task's todo list.
+    pub fn get_todos(&self, task: &str) -> Result<Vec<TodoItem>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached("SELECT idx, text, state FROM todos WHERE task_id = ?1 ORDER BY idx")?;
+        let rows = stmt.query_map([task], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (idx, text, state) = row?;
+            let state = match state.as_str() {
+                "pending" => TodoState::Pending,
+                "in_progress" => TodoState::InProgress,
+                "completed" => TodoState::Completed,
+                other => {
+                    return Err(StoreError::Corrupt {
+                        task: task.to_owned(),
+                        seq: idx,
+                        detail: format!("todo state {other:?}"),
+                    });
+                }
+            };
+            out.push(TodoItem { text, state });
+        }
+        Ok(out)
+    }
+
+    /// After a crash mid-tool: answer every tool_use of the last assistant
+    /// message that has no tool_result with an "interrupted" error result,
+    /// so the history is valid again. Returns how many were repaired.
+    pub fn repair_dangling_tool_uses(&self, task: &str) -> Result<usize, StoreError> {
+        let history = self.load_api(task, true)?;
+        let Some(last_assistant) = history
+            .iter()
+            .rposition(|m| m.message.role == Role::Assistant)
+        else {
+            return Ok(0);
+        };
+        let wanted: Vec<String> = history[last_assistant]
+            .message
+            .tool_use_ids()
+            .map(str::to_owned)
+            .collect();
+        if wanted.is_empty() {
+            return Ok(0);
+        }
+        let results_msg = history
+            .get(last_assistant + 1)
+            .filter(|m| m.message.role == Role::User);
+        let answered: Vec<String> = results_msg
+            .map(|m| {
+                m.message
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let missing: Vec<&String> = wanted.iter().filter(|id| !answered.contains(id)).collect();
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        let mut blocks: Vec<ContentBlock> = results_msg
+            .map(|m| m.message.content.clone())
+            .unwrap_or_default();
+        for id in &missing {
+            blocks.push(ContentBlock::ToolResult {
+                tool_use_id: (*id).clone(),
+                content: "[ERROR] The tool call was interrupted (the task was stopped while it ran). Its effects, if any, \
+                          are unknown: check the files before retrying."
+                    .into(),
+                is_error: true,
+            });
+        }
+        let msg = Message {
+            role: Role::User,
+            content: blocks,
+        };
+        match results_msg {
+            Some(m) => self.update_api(task, m.seq, &msg)?,
+            None => {
+                self.append_api(task, &msg)?;
+            }
+        }
+        Ok(missing.len())
+    }
+
+    /// Write Roo Code's files for a task into `dir`.
+    pub fn export_roo(&self, task: &str, dir: &Path) -> Result<(), StoreError> {
+        export::write(self, task, dir)
+    }
+}
+
+const TASK_COLUMNS: &str = "id, parent_id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at, \
+     tokens_in, tokens_out, cache_reads, cache_writes, cost, active_intent, base_url, profile";
+
+/// Bring a store written by an older Roost up to [`SCHEMA_VERSION`].
+fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
+    if from == 1 {
+        // Version 2 records the endpoint a task was created with, so a
+        // resume never silently switches to another one.
+        let has = |col: &str| -> rusqlite::Result<bool> {
+            let mut stmt =
+                conn.prepare("SELECT 1 FROM pragma_table_info('tasks') WHERE name = ?1")?;
+            stmt.exists([col])
+        };
+        if !has("base_url")? {
+            conn.execute_batch("ALTER TABLE tasks ADD COLUMN base_url TEXT NOT NULL DEFAULT ''")?;
+        }
+        if !has("profile")? {
+            conn.execute_batch("ALTER TABLE tasks ADD COLUMN profile TEXT NOT NULL DEFAULT ''")?;
+        }
+    }
+    Ok(())
+}
+
+fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TaskRecord, StoreError>> {
+    let id: String = r.get(0)?;
+    let status_text: String = r.get(5)?;
+    let u = |i: usize| r.get::<_, i64>(i).map(|v| u64::try_from(v).unwrap_or(0));
+    let Some(status) = TaskStatus::parse(&status_text) else {
+        return Ok(Err(StoreError::Corrupt {
+            task: id,
+            seq: 0,
+            detail: format!("unknown status {status_text:?}"),
+        }));
+    };
+    Ok(Ok(TaskRecord {
+        parent_id: r.get(1)?,
+        root_id: r.get(2)?,
+        mode: r.get(3)?,
+        workspace: r.get(4)?,
+        status,
+        prompt: r.get(6)?,
+        provider: r.get(7)?,
+        model: r.get(8)?,
+        created_at: r.get(9)?,
+        updated_at: r.get(10)?,
+        usage: Usage {
+            input_tokens: u(11)?,
+            output_tokens: u(12)?,
+            cache_read_tokens: u(13)?,
+            cache_write_tokens: u(14)?,
+        },
+        cost: r.get(15)?,
+        active_intent: r.get(16)?,
+        base_url: r.get(17)?,
+        profile: r.get(18)?,
+        id,
+    }))
+}
+
+fn role_str(r: Role) -> &'static str {
+    match r {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
+/// Run one statement through the connection's statement cache: the task
+/// loop issues the same few statements on every turn, and preparing them
+/// each time cost as much as running them.
+fn exec<P: rusqlite::Params>(conn: &Connection, sql: &str, params: P) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,337 @@
+use serde_json::json;
+
+use super::*;
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = Store::open(&dir.path().join("roost.db")).expect("opens");
+    (dir, s)
+}
+
+fn new_task(s: &Store) -> TaskRecord {
+    s.create_task(&NewTask {
+        parent_id: None,
+        root_id: None,
+        mode: "code".into(),
+        workspace: "/ws".into(),
+        prompt: "do it".into(),
+        provider: "scripted".into(),
+        model: "m".into(),
+        base_url: String::new(),
+        profile: String::new(),
+    })
+    .expect("creates")
+}
+
+fn tool_use(id: &str) -> Message {
+    Message {
+        role: Role::Assistant,
+        content: vec![
+            ContentBlock::Text {
+                text: "on it".into(),
+            },
+            ContentBlock::ToolUse {
+                id: id.into(),
+                name: "read_file".into(),
+                input: json!({"path": "a"}),
+            },
+        ],
+    }
+}
+
+#[test]
+fn tasks_round_trip_and_persist_across_reopen() {
+    let (dir, s) = store();
+    let t = new_task(&s);
+    assert_eq!(t.status, TaskStatus::Running);
+    assert_eq!(t.root_id, t.id);
+    s.set_status(&t.id, TaskStatus::Paused).expect("status");
+    s.add_usage(
+        &t.id,
+        &Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            cache_read_tokens: 2,
+            cache_write_tokens: 1,
+        },
+        0.25,
+    )
+    .expect("usage");
+    s.append_api(&t.id, &Message::user_text("hello"))
+        .expect("append");
+    drop(s);
+    let s = Store::open(&dir.path().join("roost.db")).expect("reopens");
+    let t2 = s.get_task(&t.id).expect("found");
+    assert_eq!(t2.status, TaskStatus::Paused);
+    assert_eq!(t2.usage.input_tokens, 10);
+    assert!((t2.cost - 0.25).abs() < 1e-9);
+    assert_eq!(s.load_api(&t.id, false).expect("history").len(), 1);
+    assert_eq!(s.find_task(&t.id[..8]).expect("prefix").id, t.id);
+    assert!(matches!(s.get_task("nope"), Err(StoreError::NotFound(_))));
+}
+
+#[test]
+fn api_history_order_update_and_hidden() {
+    let (_d, s) = store();
+    let t = new_task(&s);
+    let a = s
+        .append_api(&t.id, &Message::user_text("1"))
+        .expect("append");
+    let b = s.append_api(&t.id, &tool_use("c1")).expect("append");
+    let c = s
+        .append_api(&t.id, &Message::user_text("3"))
+        .expect("append");
+    assert_eq!((a, b, c), (1, 2, 3));
+    s.update_api(&t.id, c, &Message::user_text("three"))
+        .expect("update");
+    s.hide_api(&t.id, &[a]).expect("hide");
+    let visible = s.load_api(&t.id, false).expect("load");
+    assert_eq!(
+        visible.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        vec![2, 3]
+    );
+    assert_eq!(visible[1].message, Message::user_text("three"));
+    assert_eq!(s.load_api(&t.id, true).expect("load").len(), 3);
+}
+
+#[test]
+fn dangling_tool_uses_are_answered_as_interrupted() {
+    let (_d, s) = store();
+    let t = new_task(&s);
+    s.append_api(&t.id, &Message::user_text("go"))
+        .expect("append");
+    let mut two = tool_use("c1");
+    two.content.push(ContentBlock::ToolUse {
+        id: "c2".into(),
+        name: "list_files".into(),
+        input: json!({}),
+    });
+    s.append_api(&t.id, &two).expect("append");
+    s.append_api(
+        &t.id,
+        &Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: "c1".into(),
+                content: "ok".into(),
+                is_error: false,
+            }],
+        },
+    )
+    .expect("append");
+    assert_eq!(s.repair_dangling_tool_uses(&t.id).expect("repair"), 1);
+    assert_eq!(s.repair_dangling_tool_uses(&t.id).expect("idempotent"), 0);
+    let h = s.load_api(&t.id, false).expect("load");
+    assert_eq!(h.len(), 3);
+    let ids: Vec<_> = h[2]
+        .message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                is_error,
+                ..
+            } => Some((tool_use_id.clone(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, vec![("c1".to_owned(), false), ("c2".to_owned(), true)]);
+
+    let t2 = new_task(&s);
+    s.append_api(&t2.id, &tool_use("x")).expect("append");
+    assert_eq!(s.repair_dangling_tool_uses(&t2.id).expect("repair"), 1);
+    assert_eq!(s.load_api(&t2.id, false).expect("load").len(), 2);
+}
+
+#[test]
+fn ui_messages_todos_and_export() {
+    let (dir, s) = store();
+    let t = new_task(&s);
+    s.append_api(&t.id, &Message::user_text("go"))
+        .expect("append");
+    s.append_api(&t.id, &tool_use("c1")).expect("append");
+    s.append_ui(&t.id, "say", "text", "hello").expect("ui");
+    s.append_ui(&t.id, "ask", "tool", "{\"tool\":\"read_file\"}")
+        .expect("ui");
+    let todos = vec![
+        TodoItem {
+            text: "a".into(),
+            state: TodoState::Completed,
+        },
+        TodoItem {
+            text: "b".into(),
+            state: TodoState::Pending,
+        },
+    ];
+    s.set_todos(&t.id, &todos).expect("todos");
+    assert_eq!(s.get_todos(&t.id).expect("todos"), todos);
+    let out = dir.path().join("export");
+    s.export_roo(&t.id, &out).expect("export");
+    let api: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("api_conversation_history.json")).expect("read"),
+    )
+    .expect("json");
+    assert_eq!(api[1]["content"][1]["type"], "tool_use");
+    assert!(api[0]["ts"].is_i64());
+    let ui: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("ui_messages.json")).expect("read"))
+            .expect("json");
+    assert_eq!(ui[0]["type"], "say");
+    assert_eq!(ui[0]["say"], "text");
+    assert_eq!(ui[1]["ask"], "tool");
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("task_metadata.json")).expect("read"),
+    )
+    .expect("json");
+    assert!(meta["files_in_context"].is_array());
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("roost.db");
+    std::fs::write(
+        &p,
+        "this is not sqlite, just text that is long enough to have a header",
+    )
+    .expect("write");
+    let e = Store::open(&p).err().expect("refused");
+    let msg = e.to_string();
+    assert!(msg.contains("roost.db"), "{msg}");
+}
+
+#[test]
+fn a_corrupt_row_is_reported_not_a_panic() {
+    let (_d, s) = store();
+    let t = new_task(&s);
+    s.append_api(&t.id, &Message::user_text("ok"))
+        .expect("append");
+    s.conn()
+        .execute("INSERT INTO api_messages (task_id, seq, role, content, created_at) VALUES (?1, 2, 'user', '{broken', 0)", [&t.id])
+        .expect("inject");
+    let e = s.load_api(&t.id, false).expect_err("corrupt");
+    assert!(matches!(e, StoreError::Corrupt { seq: 2, .. }), "{e}");
+    s.conn()
+        .execute("UPDATE tasks SET status = 'weird' WHERE id = ?1", [&t.id])
+        .expect("inject");
+    assert!(matches!(s.get_task(&t.id), Err(StoreError::Corrupt { .. })));
+}
+
+#[test]
+fn concurrent_appends_keep_order_per_task() {
+    let (_d, s) = store();
+    let tasks: Vec<String> = (0..4).map(|_| new_task(&s).id).collect();
+    std::thread::scope(|sc| {
+        for id in &tasks {
+            let s = s.clone();
+            sc.spawn(move || {
+                for i in 0..50 {
+                    s.append_api(id, &Message::user_text(i.to_string()))
+                        .expect("append");
+                }
+            });
+        }
+    });
+    for id in &tasks {
+        let h = s.load_api(id, false).expect("load");
+        assert_eq!(h.len(), 50);
+        for (i, m) in h.iter().enumerate() {
+            assert_eq!(m.message, Message::user_text(i.to_string()));
+        }
+    }
+}
+
+/// A store written by schema 1 (no endpoint columns) opens, gains them,
+/// and keeps its tasks; new tasks record their endpoint.
+#[test]
+fn schema_1_stores_are_migrated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.db");
+    {
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch(
+            "CREATE TABLE tasks (id TEXT PRIMARY KEY, parent_id TEXT, root_id TEXT NOT NULL, mode TEXT NOT NULL,
+               workspace TEXT NOT NULL, status TEXT NOT NULL, prompt TEXT NOT NULL,
+               provider TEXT NOT NULL DEFAULT '', model TEXT NOT NULL DEFAULT '',
+               created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+               tokens_in INTEGER NOT NULL DEFAULT 0, tokens_out INTEGER NOT NULL DEFAULT 0,
+               cache_reads INTEGER NOT NULL DEFAULT 0, cache_writes INTEGER NOT NULL DEFAULT 0,
+               cost REAL NOT NULL DEFAULT 0, active_intent TEXT);
+             INSERT INTO tasks (id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at)
+               VALUES ('old-1', 'old-1', 'code', '/ws', 'paused', 'p', 'openai', 'm', 1, 1);
+             PRAGMA user_version=1;",
+        )
+        .expect("v1 schema");
+    }
+    let s = Store::open(&path).expect("migrates");
+    let old = s.get_task("old-1").expect("kept");
+    assert_eq!((old.base_url.as_str(), old.profile.as_str()), ("", ""));
+    s.set_endpoint("old-1", "openai", "http://127.0.0.1:1/v1", "m2", "local")
+        .expect("set");
+    let old = s.get_task("old-1").expect("kept");
+    assert_eq!(old.base_url, "http://127.0.0.1:1/v1");
+    assert_eq!((old.model.as_str(), old.profile.as_str()), ("m2", "local"));
+    drop(s);
+    // Opening again is a no-op.
+    assert!(Store::open(&path).is_ok());
+}
+
+/// Appends done by this process when it runs as a child of
+/// [`two_processes_append_to_one_store_without_collisions`].
+const CHILD_APPENDS: i64 = 150;
+
+/// Two processes appending to one task in one store at once: every
+/// message lands, with sequence numbers 1..=n and no collision. (The test
+/// re-runs its own binary as the two writers.)
+#[test]
+fn two_processes_append_to_one_store_without_collisions() {
+    if let (Ok(db), Ok(task)) = (
+        std::env::var("ROOST_STORE_CHILD_DB"),
+        std::env::var("ROOST_STORE_CHILD_TASK"),
+    ) {
+        let s = Store::open(Path::new(&db)).expect("child opens");
+        for i in 0..CHILD_APPENDS {
+            s.append_api(&task, &Message::user_text(format!("m{i}")))
+                .expect("append api");
+            s.append_ui(&task, "say", "text", &format!("u{i}"))
+                .expect("append ui");
+        }
+        return;
+    }
+    let (dir, s) = store();
+    let t = new_task(&s);
+    let exe = std::env::current_exe().expect("test binary");
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            std::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "store::tests::two_processes_append_to_one_store_without_collisions",
+                    "--test-threads=1",
+                ])
+                .env("ROOST_STORE_CHILD_DB", dir.path().join("roost.db"))
+                .env("ROOST_STORE_CHILD_TASK", &t.id)
+                .spawn()
+                .expect("spawns a writer")
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().expect("writer ends").success());
+    }
+    let api: Vec<i64> = s
+        .load_api(&t.id, true)
+        .expect("api")
+        .iter()
+        .map(|m| m.seq)
+        .collect();
+    let ui: Vec<i64> = s
+        .load_ui(&t.id)
+        .expect("ui")
+        .iter()
+        .map(|m| m.seq)
+        .collect();
+    let want: Vec<i64> = (1..=2 * CHILD_APPENDS).collect();
+    assert_eq!(api, want, "no API message lost or numbered twice");
+    assert_eq!(ui, want, "no UI message lost or numbered twice");
+}

@@ -1,0 +1,89 @@
+//! Limits and policies of a task run.
+
+use serde::{Deserialize, Serialize};
+
+use super::approval::ApprovalPolicy;
+use crate::llm::Usage;
+use roost_sandbox::capability::{GuardBudget, Limits};
+
+/// Price of a model, in USD per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Price {
+    /// Uncached input tokens.
+    #[serde(default)]
+    pub input: f64,
+    /// Output tokens.
+    #[serde(default)]
+    pub output: f64,
+    /// Input tokens read from cache.
+    #[serde(default)]
+    pub cache_read: f64,
+    /// Input tokens written to cache.
+    #[serde(default)]
+    pub cache_write: f64,
+}
+
+impl Price {
+    /// Cost of `u` in USD.
+    pub fn cost(&self, u: &Usage) -> f64 {
+        (u.input_tokens as f64 * self.input
+            + u.output_tokens as f64 * self.output
+            + u.cache_read_tokens as f64 * self.cache_read
+            + u.cache_write_tokens as f64 * self.cache_write)
+            / 1_000_000.0
+    }
+}
+
+/// How a task runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskConfig {
+    /// Model requests before the task pauses.
+    pub max_turns: u32,
+    /// Consecutive mistakes before the user is asked for guidance.
+    pub max_mistakes: u32,
+    /// Identical calls in a row before the repetition gate trips.
+    pub repetition_limit: u32,
+    /// Which calls run without asking.
+    pub policy: ApprovalPolicy,
+    /// Limits of each plugin call.
+    pub limits: Limits,
+    /// Model context window, in tokens.
+    pub context_window: u64,
+    /// Share of the window at which older history is condensed.
+    pub condense_threshold: f64,
+    /// Most recent messages always kept verbatim when condensing.
+    pub keep_recent_messages: usize,
+    /// Retries of a reply whose stream broke mid-way.
+    pub stream_retries: u32,
+    /// Price of the model, for cost accounting.
+    pub price: Price,
+    /// Limits of each mode-hook call: hooks run on every tool call, so they
+    /// get a tighter budget than tools.
+    pub hook_limits: Limits,
+    /// How much a write guard may keep to undo writes outside a scope that
+    /// is finer than a directory.
+    pub guard_budget: GuardBudget,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        Self {
+            max_turns: 50,
+            max_mistakes: 3,
+            repetition_limit: 3,
+            policy: ApprovalPolicy::default(),
+            limits: Limits::default(),
+            context_window: 128_000,
+            condense_threshold: 0.8,
+            keep_recent_messages: 6,
+            stream_retries: 2,
+            price: Price::default(),
+            hook_limits: Limits {
+                deadline: std::time::Duration::from_secs(5),
+                memory_bytes: 64 << 20,
+                output_bytes: 64 << 10,
+            },
+            guard_budget: GuardBudget::default(),
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! The mode-hook gate: the active mode's hook components decide on each
+//! plugin tool call before it runs (allow, deny, ask the user, rewrite the
+//! arguments), observe it afterwards, and add to the system prompt. Hooks
+//! fail closed: a hook that is missing, traps, times out or answers
+//! something malformed denies the call.
+
+use serde_json::Value;
+
+use super::TaskError;
+use super::approval::Approval;
+use super::gates::schema_violations;
+use super::runner::{Agent, CallResult, Ctx, RunState};
+use super::status::TaskStatus;
+use crate::events::TaskEvent;
+use crate::intents::{self, TraceEntry};
+use crate::tools::{ArgsValidator, ToolError, ToolOutput, ToolSpec};
+use roost_sandbox::capability::Grant;
+use roost_sandbox::plugins::{HookCall, HookDecision};
+
+/// What the pre-tool hooks made of a call.
+pub(super) enum HookVerdict {
+    /// Run it with these (possibly rewritten) arguments; `user_approved`
+    /// when the user already said yes to a hook's question about it.
+    Proceed { args: Value, user_approved: bool },
+    /// Do not run it; this is the tool_result.
+    Refuse(CallResult),
+}
+
+/// The sandbox of a hook call: `.orchestration/` readable, nothing else.
+pub(super) fn hook_grant(agent: &Agent, workspace: &std::path::Path) -> Grant {
+    Grant::new(workspace)
+        .read_dir(intents::ORCHESTRATION_DIR)
+        .limits(agent.config.hook_limits)
+}
+
+/// Workspace-relative paths a call declares through its path args.
+pub(super) fn declared_paths(spec: &ToolSpec, args: &Value) -> Vec<String> {
+    spec.path_args
+        .iter()
+        .filter_map(|a| args.get(a).and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The call as hooks see it.
+fn hook_call(spec: &ToolSpec, state: &RunState, args: &Value) -> HookCall {
+    HookCall {
+        tool: spec.name.clone(),
+        group: spec.group,
+        destructive: spec.destructive,
+        args: args.to_string(),
+        mode: state.mode.slug.clone(),
+        intent_id: state.intent_id().map(str::to_owned),
+        paths: declared_paths(spec, args),
+    }
+}
+
+impl Agent {
+    /// Run the mode's pre-tool hooks, in the order the mode lists them.
+    pub(super) async fn pre_hooks(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+        spec: &ToolSpec,
+        validator: &ArgsValidator,
+        call_id: &str,
+        mut args: Value,
+    ) -> Result<HookVerdict, TaskError> {
+        let mut user_approved = false;
+        if state.mode.hooks.is_empty() {
+            return Ok(HookVerdict::Proceed {
+                args,
+                user_approved,
+            });
+        }
+        let id = ctx.task.id.as_str();
+        let grant = hook_grant(self, &ctx.workspace);
+        for name in &state.mode.hooks {
+            let refuse = |decision: &str, detail: String, content: String| {
+                ctx.events.publish(TaskEvent::HookDecided {
+                    id: call_id.to_owned(),
+                    hook: name.clone(),
+                    decision: decision.to_owned(),
+                    detail,
+                });
+                Ok(HookVerdict::Refuse(CallResult::error(content)))
+            };
+            // The hook could not give a usable verdict: deny, and say so.
+            let fail = |msg: String| -> Result<HookVerdict, TaskError> {
+                self.store.append_ui(id, "say", "error", &msg)?;
+                refuse(
+                    "failed",
+                    msg.clone(),
+                    format!("[ERROR] {msg}; the call was denied (hooks fail closed)."),
+                )
+            };
+            let Some(hook) = self.hooks.get(name) else {
+                let msg = format!(
+                    "hook `{name}`, listed by mode `{}`, is not installed",
+                    state.mode.slug
+                );
+                return fail(msg);
+            };
+            let call = hook_call(spec, state, &args);
+            let decision = match self.engine.hook_pre_tool(hook, &call, &grant).await {
+                Ok(d) => d,
+                Err(e) => {
+                    let msg = format!("hook `{name}` failed ({}: {})", e.code, e.message);
+                    tracing::warn!(task = id, "{msg}");
+                    self.trace_hook(ctx, state, spec, &args, format!("failed: {name}: {msg}"));
+                    return fail(msg);
+                }
+            };
+            match decision {
+                HookDecision::Allow => {}
+                HookDecision::Deny(reason) => {
+                    let reason = if reason.trim().is_empty() {
+                        "(no reason given)".to_owned()
+                    } else {
+                        reason
+                    };
+                    self.store
+                        .append_ui(id, "say", "hook_denied", &format!("{name}: {reason}"))?;
+                    self.trace_hook(ctx, state, spec, &args, format!("denied: {name}: {reason}"));
+                    return refuse(
+                        "deny",
+                        reason.clone(),
+                        format!("[ERROR] Denied by hook `{name}`: {reason}"),
+                    );
+                }
+                HookDecision::Ask(question) => {
+                    let question = if question.trim().is_empty() {
+                        format!("hook `{name}` asks for approval of `{}`", spec.name)
+                    } else {
+                        question
+                    };
+                    ctx.events.publish(TaskEvent::HookDecided {
+                        id: call_id.to_owned(),
+                        hook: name.clone(),
+                        decision: "ask".into(),
+                        detail: question.clone(),
+                    });
+                    self.store.set_status(id, TaskStatus::WaitingForApproval)?;
+                    self.store
+                        .append_ui(id, "ask", "hook", &format!("{name}: {question}"))?;
+                    ctx.events.publish(TaskEvent::AskRequired {
+                        kind: "hook".into(),
+                        text: question.clone(),
+                    });
+                    let answer = ctx
+                        .interaction
+                        .hook_question(name, &spec.name, &question)
+                        .await;
+                    self.store.set_status(id, TaskStatus::Running)?;
+                    match answer {
+                        Approval::Approve => {
+                            user_approved = true;
+                            self.trace_hook(
+                                ctx,
+                                state,
+                                spec,
+                                &args,
+                                format!("approved: {name}: {question}"),
+                            );
+                        }
+                        Approval::Deny { feedback } => {
+                            self.record_denial(ctx, call_id, &feedback)?;
+                            self.trace_hook(
+                                ctx,
+                                state,
+                                spec,
+                                &args,
+                                format!("denied: {name}: {question}"),
+                            );
+                            let mut msg = format!(
+                                "The user denied this operation when hook `{name}` asked: {question}"
+                            );
+                            if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
+                                msg.push_str(&format!("\n<feedback>\n{f}\n</feedback>"));
+                            }
+                            return Ok(HookVerdict::Refuse(CallResult::error(msg)));
+                        }
+                    }
+                }
+                HookDecision::Rewrite(text) => {
+                    let new_args = match serde_json::from_str::<Value>(&text) {
+                        Ok(v) if v.is_object() => v,
+                        Ok(_) => {
+                            let msg = format!(
+                                "hook `{name}` rewrote the arguments of `{}` into JSON that is not an object",
+                                spec.name
+                            );
+                            return fail(msg);
+                        }
+                        Err(e) => {
+                            let msg = format!(
+                                "hook `{name}` rewrote the arguments of `{}` into malformed JSON ({e})",
+                                spec.name
+                            );
+                            return fail(msg);
+                        }
+                    };
+                    if let Some(violations) = schema_violations(&spec.name, validator, &new_args) {
+                        let msg = format!(
+                            "hook `{name}` rewrote the arguments into ones the tool does not accept. {violations}"
+                        );
+                        return fail(msg);
+                    }
+                    ctx.events.publish(TaskEvent::HookDecided {
+                        id: call_id.to_owned(),
+                        hook: name.clone(),
+                        decision: "rewrite".into(),
+                        detail: new_args.to_string(),
+                    });
+                    self.store.append_ui(
+                        id,
+                        "say",
+                        "hook_rewrite",
+                        &serde_json::json!({"hook": name, "args": new_args}).to_string(),
+                    )?;
+                    self.trace_hook(
+                        ctx,
+                        state,
+                        spec,
+                        &new_args,
+                        format!("rewrote: {name}: was {args}"),
+                    );
+                    args = new_args;
+                }
+            }
+        }
+        Ok(HookVerdict::Proceed {
+            args,
+            user_approved,
+        })
+    }
+
+    /// Tell the mode's hooks how a call went. A failing post-tool hook is
+    /// reported; the call has already happened, so nothing is undone.
+    pub(super) async fn post_hooks(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+        spec: &ToolSpec,
+        args: &Value,
+        result: &Result<ToolOutput, ToolError>,
+        changed: &[String],
+    ) {
+        if state.mode.hooks.is_empty() {
+            return;
+        }
+        let grant = hook_grant(self, &ctx.workspace);
+        let call = hook_call(spec, state, args);
+        for name in &state.mode.hooks {
+            let Some(hook) = self.hooks.get(name) else {
+                continue;
+            };
+            if let Err(e) = self
+                .engine
+                .hook_post_tool(hook, &call, result, changed, &grant)
+                .await
+            {
+                let msg = format!("post-tool hook `{name}` failed ({}: {})", e.code, e.message);
+                tracing::warn!(task = %ctx.task.id, "{msg}");
+                ctx.events.publish(TaskEvent::Warning { message: msg });
+            }
+        }
+    }
+
+    /// What the mode's hooks add to the system prompt this turn. A hook
+    /// that fails here only loses its contribution (its pre-tool gate
+    /// still fails closed).
+    pub(super) async fn hook_prompts(&self, ctx: &Ctx<'_>, state: &RunState) -> Vec<String> {
+        let mut out = Vec::new();
+        if state.mode.hooks.is_empty() {
+            return out;
+        }
+        let grant = hook_grant(self, &ctx.workspace);
+        for name in &state.mode.hooks {
+            let Some(hook) = self.hooks.get(name) else {
+                continue;
+            };
+            match self
+                .engine
+                .hook_prompt(hook, &state.mode.slug, &grant)
+                .await
+            {
+                Ok(Some(text)) if !text.trim().is_empty() => {
+                    out.push(format!("HOOK {name}\n\n{text}"));
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(
+                    task = %ctx.task.id,
+                    "prompt contribution of hook `{name}` failed: {}",
+                    e.message
+                ),
+            }
+        }
+        out
+    }
+
+    fn trace_hook(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+        spec: &ToolSpec,
+        args: &Value,
+        detail: String,
+    ) {
+        if !intents::enabled_in(&ctx.ws) {
+            return;
+        }
+        let mut entry = TraceEntry::now(
+            "hook",
+            &ctx.task.id,
+            state.intent_id(),
+            &state.mode.slug,
+            &spec.name,
+            args,
+        );
+        entry.detail = Some(detail);
+        self.trace(ctx, &entry);
+    }
+}

@@ -1,0 +1,24 @@
+//! The agent task loop (Roo Code's `Task`): a prompt becomes a task that
+//! streams a model reply, assembles tool calls, passes them through the
+//! gates, asks for approval, runs them and feeds the results back, until
+//! the work is accepted, the task is aborted, or a limit is hit.
+
+pub mod approval;
+pub mod config;
+mod context;
+mod gates;
+mod history;
+mod hook_gate;
+pub mod native;
+pub mod paths;
+mod preview;
+pub mod prompt;
+mod runner;
+mod snapshot;
+/// The task status lives with the record it is part of.
+pub use crate::store::status;
+
+pub use approval::{Approval, ApprovalPolicy, CompletionAnswer, Interaction};
+pub use config::{Price, TaskConfig};
+pub use runner::{Agent, TaskError, TaskOutcome};
+pub use status::TaskStatus;

@@ -1,0 +1,1529 @@
+//! The loop: stream a reply, persist it, run its tool calls through the
+//! gates one at a time, persist each result, repeat.
+//!
+//! Ordering rule: every message is written to the store before the event
+//! that announces it is published, so a front-end never shows something a
+//! crash could lose. The tool_use/tool_result pairing is an invariant: each
+//! assistant message's calls are answered, in order, by the next user
+//! message (a crash mid-call is repaired on resume).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::approval::{Approval, CompletionAnswer, Interaction};
+use super::config::TaskConfig;
+use super::context::{cut_point, model_history, request_tokens, summarise};
+use super::gates::{RepetitionDetector, schema_violations};
+use super::history::History;
+use super::hook_gate::HookVerdict;
+use super::native::{
+    self, ASK_FOLLOWUP, ATTEMPT_COMPLETION, SELECT_ACTIVE_INTENT, SWITCH_MODE, UPDATE_TODO_LIST,
+};
+use super::paths;
+use super::preview;
+use super::prompt::{PromptContext, build};
+use super::snapshot;
+use super::status::TaskStatus;
+use crate::events::{EventBus, TaskEvent};
+use crate::intents::{self, Intent, Scope, Trace, TraceEntry};
+use crate::llm::{
+    AssembledCall, ChatRequest, ContentBlock, LlmError, Message, Provider, Role, StreamEvent,
+    ToolDefinition, Usage,
+};
+use crate::modes::{HookRegistry, Mode, ModeSet};
+use crate::store::{NewTask, Store, StoreError, TaskRecord};
+use crate::tools::{ArgsValidator, ErrorCode, Registry, ToolError, ToolGroup, ToolSpec};
+use roost_sandbox::capability::{
+    Grant, GuardRule, RooIgnore, Workspace, WorkspaceError, WriteGuard, authority,
+};
+use roost_sandbox::plugins::PluginEngine;
+
+/// Roo's corrective message when a reply uses no tool.
+const NO_TOOLS_USED: &str = "[ERROR] You did not use a tool in your previous response. Every response must call a \
+tool. If the task is done, call attempt_completion with the result. If you need information from the user, call \
+ask_followup_question. Otherwise call the next tool the task needs.";
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskOutcome {
+    /// The user accepted the result.
+    Completed {
+        /// The accepted result.
+        result: String,
+    },
+    /// Stopped by the user or a signal; resumable.
+    Aborted {
+        /// Why.
+        reason: String,
+    },
+    /// The turn limit was hit; resumable.
+    Paused {
+        /// Why.
+        reason: String,
+    },
+    /// An error ended the run.
+    Failed {
+        /// What went wrong.
+        error: String,
+    },
+}
+
+/// Errors that stop the host from running a task at all (not the task's
+/// own failures, which are [`TaskOutcome::Failed`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The requested mode does not exist.
+    #[error("unknown mode `{mode}` (available: {available})")]
+    UnknownMode {
+        /// Requested slug.
+        mode: String,
+        /// Known slugs.
+        available: String,
+    },
+    /// The task's workspace cannot be opened.
+    #[error("workspace: {0}")]
+    Workspace(#[from] WorkspaceError),
+    /// Resume was asked for a task that cannot continue.
+    #[error("task {id} is {status} and cannot be resumed")]
+    NotResumable {
+        /// Task id.
+        id: String,
+        /// Its status.
+        status: TaskStatus,
+    },
+}
+
+/// The services a task runs with: model, tools, store, policies. One per
+/// process (or per tenant); tasks share it.
+pub struct Agent {
+    /// The model.
+    pub provider: Arc<dyn Provider>,
+    /// The plugin runtime.
+    pub engine: Arc<PluginEngine>,
+    /// Plugin tools by name.
+    pub registry: Arc<Registry>,
+    /// Durable state.
+    pub store: Store,
+    /// Limits and policies.
+    pub config: TaskConfig,
+    /// Directory of the global `custom_modes.yaml` (the config dir).
+    pub modes_dir: Option<PathBuf>,
+    /// Mode hooks by name (modes list the ones they use).
+    pub hooks: Arc<HookRegistry>,
+}
+
+/// Per-run state that is not persisted (it restarts with a resume).
+pub(super) struct RunState {
+    mistakes: u32,
+    repetition: RepetitionDetector,
+    modes: ModeSet,
+    pub(super) mode: Mode,
+    intent: Option<(Intent, Scope)>,
+}
+
+impl RunState {
+    pub(super) fn intent_id(&self) -> Option<&str> {
+        self.intent.as_ref().map(|(i, _)| i.id.as_str())
+    }
+}
+
+/// The result of one call, ready to become a tool_result block.
+pub(super) struct CallResult {
+    content: String,
+    is_error: bool,
+    mistake: bool,
+    completed: Option<String>,
+    /// Stop the task after this call, with this reason.
+    abort: Option<String>,
+    /// The tool's own error code, when a plugin failed.
+    code: Option<ErrorCode>,
+    /// Diff of the files the call changed.
+    diff: Option<String>,
+    /// Whether the call already wrote its UI row; an error that did not
+    /// gets one from the loop, so `history show` holds every gate error.
+    ui_recorded: bool,
+}
+
+impl CallResult {
+    fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+            mistake: false,
+            completed: None,
+            abort: None,
+            code: None,
+            diff: None,
+            ui_recorded: false,
+        }
+    }
+    pub(super) fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+            mistake: false,
+            completed: None,
+            abort: None,
+            code: None,
+            diff: None,
+            ui_recorded: false,
+        }
+    }
+
+    /// The result as front-ends see it.
+    fn event_result(&self) -> Result<String, ToolError> {
+        if !self.is_error {
+            return Ok(self.content.clone());
+        }
+        let code = self.code.unwrap_or(if self.mistake {
+            ErrorCode::InvalidArgs
+        } else {
+            ErrorCode::PermissionDenied
+        });
+        Err(ToolError::new(
+            code,
+            self.content.trim_start_matches("[ERROR] "),
+        ))
+    }
+    fn mistake(content: impl Into<String>) -> Self {
+        Self {
+            mistake: true,
+            ..Self::error(content)
+        }
+    }
+}
+
+/// Where a destructive call under an intent may write.
+struct WriteScope {
+    /// Directories granted read-write.
+    roots: Vec<PathBuf>,
+    /// Paths outside the scope the user approved for this call only.
+    approved: Vec<String>,
+}
+
+/// What a streamed reply amounted to.
+struct Reply {
+    text: String,
+    calls: Vec<AssembledCall>,
+    usage: Usage,
+}
+
+/// A running task's identity and event channel.
+pub(super) struct Ctx<'a> {
+    pub(super) task: TaskRecord,
+    pub(super) workspace: PathBuf,
+    /// The workspace as the host touches it (see [`Workspace`]).
+    pub(super) ws: Workspace,
+    pub(super) events: &'a EventBus,
+    pub(super) interaction: &'a dyn Interaction,
+}
+
+impl Agent {
+    /// Every tool offered to the model: plugin tools and host-native ones.
+    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        let mut specs: Vec<ToolSpec> = self.registry.iter().map(|t| t.spec.clone()).collect();
+        specs.extend(native::specs());
+        specs
+    }
+
+    /// Create a task for `prompt` in `workspace` and run it.
+    pub async fn start(
+        &self,
+        prompt: &str,
+        workspace: &Path,
+        mode: &str,
+        interaction: &dyn Interaction,
+        events: &EventBus,
+    ) -> Result<(String, TaskOutcome), TaskError> {
+        let modes = ModeSet::load(workspace, self.modes_dir.as_deref());
+        if modes.get(mode).is_none() {
+            let available: Vec<&str> = modes.iter().map(|m| m.slug.as_str()).collect();
+            return Err(TaskError::UnknownMode {
+                mode: mode.to_owned(),
+                available: available.join(", "),
+            });
+        }
+        let task = self.store.create_task(&NewTask {
+            parent_id: None,
+            root_id: None,
+            mode: mode.to_owned(),
+            workspace: workspace.display().to_string(),
+            prompt: prompt.to_owned(),
+            provider: self.provider.name().to_owned(),
+            model: self.provider.model().to_owned(),
+            base_url: self.provider.base_url().to_owned(),
+            profile: self.provider.profile().to_owned(),
+        })?;
+        self.store.append_ui(&task.id, "say", "text", prompt)?;
+        self.store.append_api(
+            &task.id,
+            &Message::user_text(format!("<task>\n{prompt}\n</task>")),
+        )?;
+        events.publish(TaskEvent::TaskCreated {
+            task_id: task.id.clone(),
+            mode: task.mode.clone(),
+            workspace: task.workspace.clone(),
+        });
+        events.publish(TaskEvent::TaskStarted {
+            task_id: task.id.clone(),
+            resumed: false,
+        });
+        let id = task.id.clone();
+        let _claim = self.store.claim(&id)?;
+        let ctx = Ctx {
+            ws: Workspace::open(workspace)?,
+            workspace: workspace.to_path_buf(),
+            task,
+            events,
+            interaction,
+        };
+        let outcome = self.run(&ctx).await?;
+        Ok((id, outcome))
+    }
+
+    /// Continue a task from its history (after a crash, Ctrl-C or pause).
+    pub async fn resume(
+        &self,
+        id: &str,
+        interaction: &dyn Interaction,
+        events: &EventBus,
+    ) -> Result<TaskOutcome, TaskError> {
+        let task = self.store.find_task(id)?;
+        if task.status.is_final() {
+            return Err(TaskError::NotResumable {
+                id: task.id,
+                status: task.status,
+            });
+        }
+        let repaired = self.store.repair_dangling_tool_uses(&task.id)?;
+        if repaired > 0 {
+            tracing::info!(task = %task.id, repaired, "answered interrupted tool calls");
+        }
+        let history = self.store.load_api(&task.id, false)?;
+        if history
+            .last()
+            .is_some_and(|m| m.message.role == Role::Assistant)
+        {
+            // A text-only reply was the last word: tell the model it was
+            // interrupted so the conversation alternates again.
+            self.store.append_api(
+                &task.id,
+                &Message::user_text(
+                    "[TASK RESUMPTION] The task was interrupted. Continue where you left off.",
+                ),
+            )?;
+        }
+        self.store.set_status(&task.id, TaskStatus::Running)?;
+        self.store
+            .append_ui(&task.id, "say", "resume", "task resumed")?;
+        events.publish(TaskEvent::TaskStarted {
+            task_id: task.id.clone(),
+            resumed: true,
+        });
+        let _claim = self.store.claim(&task.id)?;
+        let ctx = Ctx {
+            ws: Workspace::open(Path::new(&task.workspace))?,
+            workspace: PathBuf::from(&task.workspace),
+            task,
+            events,
+            interaction,
+        };
+        self.run(&ctx).await
+    }
+
+    /// Mark a task aborted (Ctrl-C); its history stays resumable.
+    pub fn abort(&self, id: &str, reason: &str, events: &EventBus) -> Result<(), TaskError> {
+        self.store.repair_dangling_tool_uses(id)?;
+        self.store.set_status(id, TaskStatus::Aborted)?;
+        self.store
+            .append_ui(id, "say", "error", &format!("aborted: {reason}"))?;
+        events.publish(TaskEvent::Aborted {
+            reason: reason.to_owned(),
+        });
+        Ok(())
+    }
+
+    async fn run(&self, ctx: &Ctx<'_>) -> Result<TaskOutcome, TaskError> {
+        let id = ctx.task.id.as_str();
+        let modes = ModeSet::load(&ctx.workspace, self.modes_dir.as_deref());
+        for e in &modes.errors {
+            self.store
+                .append_ui(id, "say", "error", &format!("invalid mode file: {e}"))?;
+            ctx.events.publish(TaskEvent::Warning {
+                message: format!("invalid mode file: {e}"),
+            });
+        }
+        let Some(mode) = modes
+            .get(&ctx.task.mode)
+            .or_else(|| modes.get("code"))
+            .cloned()
+        else {
+            return self.fail(ctx, &format!("mode `{}` is not defined", ctx.task.mode));
+        };
+        let mut state = RunState {
+            mistakes: 0,
+            repetition: RepetitionDetector::new(self.config.repetition_limit),
+            modes,
+            mode,
+            intent: None,
+        };
+        if let Some(active) = ctx.task.active_intent.as_deref() {
+            // A resumed task keeps its intent, if it is still in progress;
+            // when it cannot, the user and the model are told why.
+            let restored = intents::load(&ctx.workspace)
+                .map_err(|e| e.to_string())
+                .and_then(|all| {
+                    all.into_iter()
+                        .find(|x| x.id == active)
+                        .ok_or_else(|| format!("{active} is no longer in active_intents.yaml"))
+                })
+                .and_then(|intent| {
+                    if intent.status == "IN_PROGRESS" {
+                        Ok(intent)
+                    } else {
+                        Err(format!("{active} is {}, not IN_PROGRESS", intent.status))
+                    }
+                })
+                .and_then(|intent| {
+                    Scope::new(&ctx.workspace, &intent)
+                        .map(|scope| (intent, scope))
+                        .map_err(|e| e.to_string())
+                });
+            match restored {
+                Ok(pair) => state.intent = Some(pair),
+                Err(why) => {
+                    let msg = format!(
+                        "the task's intent {active} could not be restored: {why}; destructive tools need \
+                         select_active_intent again"
+                    );
+                    self.store.append_ui(id, "say", "error", &msg)?;
+                    ctx.events.publish(TaskEvent::Warning { message: msg });
+                }
+            }
+        }
+        let mut history = History::load(&self.store, id)?;
+        let specs = self.tool_specs();
+        let native_validators: Vec<(String, ArgsValidator)> = native::specs()
+            .into_iter()
+            .filter_map(|s| ArgsValidator::new(&s.args_schema).ok().map(|v| (s.name, v)))
+            .collect();
+
+        for turn in 1..=self.config.max_turns {
+            // The mode decides the role, the extra instructions and which
+            // tools the model is offered (the gate checks again per call).
+            // `select_active_intent` only where intents are on.
+            let intents_on = intents::enabled_in(&ctx.ws);
+            let offered: Vec<ToolSpec> = specs
+                .iter()
+                .filter(|s| state.mode.offers(s))
+                .filter(|s| intents_on || s.name != SELECT_ACTIVE_INTENT)
+                .cloned()
+                .collect();
+            let definitions: Vec<ToolDefinition> = offered
+                .iter()
+                .map(|s| ToolDefinition {
+                    name: s.name.clone(),
+                    description: s.description.clone(),
+                    // The portable subset; calls are checked against the full schema.
+                    parameters: crate::llm::schema::portable(&s.args_schema),
+                })
+                .collect();
+            let mut extra: Vec<String> = state
+                .mode
+                .custom_instructions
+                .iter()
+                .map(|c| format!("MODE-SPECIFIC INSTRUCTIONS\n\n{c}"))
+                .collect();
+            extra.extend(self.hook_prompts(ctx, &state).await);
+            let system = build(&PromptContext {
+                role: &state.mode.role_definition,
+                mode: &state.mode.slug,
+                workspace: &ctx.workspace,
+                tools: &offered,
+                extra: &extra,
+            });
+            let req = self
+                .request_within_window(ctx, system, definitions, &mut history)
+                .await?;
+            ctx.events.publish(TaskEvent::RequestStarted { turn });
+            self.store
+                .append_ui(id, "say", "api_req_started", &format!("turn {turn}"))?;
+            let reply = match self.stream_reply(&req, ctx.events).await {
+                Ok(r) => r,
+                Err(e) => return self.fail(ctx, &format!("the model request failed: {e}")),
+            };
+            let cost = self.config.price.cost(&reply.usage);
+            self.store.add_usage(id, &reply.usage, cost)?;
+
+            // What the model wrote is recorded with credentials redacted
+            // (the model sees its own calls that way from now on); calls
+            // still run, and hooks still judge, with the arguments as sent.
+            let text = roost_secrets::redact(&reply.text).into_owned();
+            let mut content = Vec::new();
+            if !text.trim().is_empty() {
+                content.push(ContentBlock::Text { text: text.clone() });
+            }
+            for c in &reply.calls {
+                let input = c.args.as_ref().map_or_else(
+                    |_| Value::Object(Default::default()),
+                    roost_secrets::redact_json,
+                );
+                content.push(ContentBlock::ToolUse {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    input,
+                });
+            }
+            if content.is_empty() {
+                content.push(ContentBlock::Text {
+                    text: "(empty response)".into(),
+                });
+            }
+            history.append(Message {
+                role: Role::Assistant,
+                content,
+            })?;
+            if !text.trim().is_empty() {
+                self.store.append_ui(id, "say", "text", &text)?;
+            }
+            ctx.events.publish(TaskEvent::MessageFinal { text });
+
+            if reply.calls.is_empty() {
+                state.mistakes += 1;
+                history.append(Message::user_text(NO_TOOLS_USED))?;
+                self.store
+                    .append_ui(id, "say", "error", "the model used no tool")?;
+                if let Some(outcome) = self.check_mistakes(ctx, &mut state, &mut history).await? {
+                    return Ok(outcome);
+                }
+                continue;
+            }
+
+            let mut results = Message {
+                role: Role::User,
+                content: Vec::new(),
+            };
+            let mut results_seq: Option<i64> = None;
+            let mut completed: Option<String> = None;
+            let mut abort: Option<String> = None;
+            for call in &reply.calls {
+                let r = if completed.is_some() || abort.is_some() {
+                    CallResult::error(
+                        "Not executed: an earlier call in the same message ended the task.",
+                    )
+                } else {
+                    self.handle_call(ctx, &mut state, call, &native_validators)
+                        .await?
+                };
+                if r.is_error && !r.ui_recorded {
+                    self.store.append_ui(
+                        id,
+                        "say",
+                        "error",
+                        &format!(
+                            "{}: {}",
+                            call.name,
+                            r.content.trim_start_matches("[ERROR] ")
+                        ),
+                    )?;
+                }
+                if r.mistake {
+                    state.mistakes += 1;
+                } else if !r.is_error {
+                    state.mistakes = 0;
+                }
+                completed = completed.or(r.completed.clone());
+                if r.abort.is_some() {
+                    abort = r.abort.clone();
+                }
+                results.content.push(ContentBlock::ToolResult {
+                    tool_use_id: call.id.clone(),
+                    content: r.content.clone(),
+                    is_error: r.is_error,
+                });
+                match results_seq {
+                    Some(seq) => history.update(seq, results.clone())?,
+                    None => results_seq = Some(history.append(results.clone())?),
+                }
+                // Announced only now that the result is durable.
+                ctx.events.publish(TaskEvent::ToolCallResult {
+                    id: call.id.clone(),
+                    tool: call.name.clone(),
+                    result: r.event_result(),
+                    diff: r.diff.clone(),
+                });
+            }
+            if let Some(result) = completed {
+                self.store.set_status(id, TaskStatus::Completed)?;
+                let t = self.store.get_task(id)?;
+                ctx.events.publish(TaskEvent::Completed {
+                    result: result.clone(),
+                    usage: t.usage,
+                    cost: t.cost,
+                });
+                return Ok(TaskOutcome::Completed { result });
+            }
+            if let Some(reason) = abort {
+                self.abort(id, &reason, ctx.events)?;
+                return Ok(TaskOutcome::Aborted { reason });
+            }
+            if let Some(outcome) = self.check_mistakes(ctx, &mut state, &mut history).await? {
+                return Ok(outcome);
+            }
+        }
+        let reason = format!(
+            "paused: reached the limit of {} model requests; `roost resume {}` continues",
+            self.config.max_turns, id
+        );
+        self.store.set_status(id, TaskStatus::Paused)?;
+        self.store.append_ui(id, "say", "paused", &reason)?;
+        ctx.events.publish(TaskEvent::Paused {
+            reason: reason.clone(),
+        });
+        Ok(TaskOutcome::Paused { reason })
+    }
+
+    /// After too many consecutive mistakes, ask the user for guidance; their
+    /// answer goes to the model, or the task stops.
+    async fn check_mistakes(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        history: &mut History,
+    ) -> Result<Option<TaskOutcome>, TaskError> {
+        if state.mistakes < self.config.max_mistakes {
+            return Ok(None);
+        }
+        let id = ctx.task.id.as_str();
+        let reason = format!(
+            "The model made {} mistakes in a row. Give guidance to continue, or stop the task.",
+            state.mistakes
+        );
+        self.store.set_status(id, TaskStatus::WaitingForInput)?;
+        self.store
+            .append_ui(id, "ask", "mistake_limit_reached", &reason)?;
+        ctx.events.publish(TaskEvent::AskRequired {
+            kind: "mistake_limit".into(),
+            text: reason.clone(),
+        });
+        let answer = ctx.interaction.guidance(&reason).await;
+        self.store.set_status(id, TaskStatus::Running)?;
+        state.mistakes = 0;
+        match answer {
+            Some(guidance) => {
+                history.add_user_text(format!("<user_guidance>\n{guidance}\n</user_guidance>"))?;
+                Ok(None)
+            }
+            None => {
+                let reason = "stopped after repeated mistakes".to_owned();
+                self.abort(id, &reason, ctx.events)?;
+                Ok(Some(TaskOutcome::Aborted { reason }))
+            }
+        }
+    }
+
+    fn fail(&self, ctx: &Ctx<'_>, error: &str) -> Result<TaskOutcome, TaskError> {
+        let id = ctx.task.id.as_str();
+        self.store.set_status(id, TaskStatus::Failed)?;
+        self.store.append_ui(id, "say", "error", error)?;
+        ctx.events.publish(TaskEvent::Failed {
+            error: error.to_owned(),
+        });
+        Ok(TaskOutcome::Failed {
+            error: error.to_owned(),
+        })
+    }
+
+    /// The next request: the system prompt, the tools and the history,
+    /// which is condensed first when the whole request (everything that is
+    /// sent, as the provider encodes it) outgrows `condense_threshold` of
+    /// the window. Each condensation summarises the older messages and
+    /// keeps the first and the most recent ones; while the request is still
+    /// too large, fewer recent messages are kept, down to one.
+    async fn request_within_window(
+        &self,
+        ctx: &Ctx<'_>,
+        system: String,
+        tools: Vec<ToolDefinition>,
+        history: &mut History,
+    ) -> Result<ChatRequest, TaskError> {
+        let id = ctx.task.id.as_str();
+        let window = self.config.context_window;
+        let budget = (window as f64 * self.config.condense_threshold) as u64;
+        let mut req = ChatRequest {
+            system,
+            messages: model_history(history.visible(), history.summary()),
+            tools,
+            max_tokens: None,
+        };
+        let mut keep = self.config.keep_recent_messages.max(1);
+        loop {
+            let tokens = request_tokens(self.provider.as_ref(), &req);
+            if tokens <= budget {
+                return Ok(req);
+            }
+            let visible = history.visible();
+            let Some(cut) = cut_point(visible, keep) else {
+                if keep > 1 {
+                    keep /= 2;
+                    continue;
+                }
+                if tokens > window {
+                    let msg = format!(
+                        "the request (~{tokens} tokens) is larger than the context window ({window}) even \
+                         after condensing; the model may refuse it"
+                    );
+                    self.store.append_ui(id, "say", "error", &msg)?;
+                    ctx.events.publish(TaskEvent::Warning { message: msg });
+                }
+                return Ok(req);
+            };
+            let older = model_history(&visible[..cut], history.summary());
+            let (first, upto) = (visible[0].seq, visible[cut - 1].seq);
+            let summary = match summarise(self.provider.as_ref(), &older, window).await {
+                Some(s) => s,
+                None => {
+                    tracing::warn!(
+                        task = id,
+                        "could not summarise; hiding older messages instead"
+                    );
+                    "(Earlier messages were hidden to fit the context window; re-read files you need.)"
+                        .to_owned()
+                }
+            };
+            self.store.condense(id, first, upto, &summary)?;
+            self.store
+                .append_ui(id, "say", "condense_context", &summary)?;
+            history.reload()?;
+            req.messages = model_history(history.visible(), history.summary());
+        }
+    }
+
+    /// Stream one reply, publishing partial text and arguments. Failed
+    /// requests are retried by the provider under its policy (one retry
+    /// layer: when spent, the error is final); a stream that broke after
+    /// its request succeeded is retried here, at most `stream_retries`
+    /// times. `retrying` events number every request of this model call
+    /// 1, 2, 3… across both.
+    async fn stream_reply(&self, req: &ChatRequest, events: &EventBus) -> Result<Reply, LlmError> {
+        let mut made = 0u32;
+        let mut broken = 0u32;
+        loop {
+            match self.stream_once(req, events, &mut made).await {
+                Ok(r) => return Ok(r),
+                Err(e) if e.is_retryable() && broken < self.config.stream_retries => {
+                    broken += 1;
+                    let delay = crate::llm::RetryPolicy::default().delay(broken, e.retry_after());
+                    events.publish(TaskEvent::Retrying {
+                        attempt: made,
+                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        reason: e.to_string(),
+                    });
+                    tokio::time::sleep(delay).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One request (with the provider's own retries); `made` counts the
+    /// requests of this model call so far.
+    async fn stream_once(
+        &self,
+        req: &ChatRequest,
+        events: &EventBus,
+        made: &mut u32,
+    ) -> Result<Reply, LlmError> {
+        let offset = *made;
+        *made += 1;
+        let mut stream = self.provider.stream(req).await?;
+        let mut text = String::new();
+        let mut usage = Usage::default();
+        let mut names: Vec<(u32, String, String)> = Vec::new();
+        while let Some(ev) = stream.next().await {
+            match ev? {
+                StreamEvent::TextDelta(d) => {
+                    text.push_str(&d);
+                    events.publish(TaskEvent::MessagePartial { delta: d });
+                }
+                StreamEvent::ToolCallStarted { index, id, name } => {
+                    events.publish(TaskEvent::ToolCallPartial {
+                        id: id.clone(),
+                        tool: name.clone(),
+                        args: Value::Null,
+                    });
+                    names.push((index, id, name));
+                }
+                StreamEvent::ToolCallArgs { index, partial } => {
+                    if let Some((_, id, name)) = names.iter().find(|(i, _, _)| *i == index) {
+                        events.publish(TaskEvent::ToolCallPartial {
+                            id: id.clone(),
+                            tool: name.clone(),
+                            args: roost_secrets::redact_json(&partial),
+                        });
+                    }
+                }
+                StreamEvent::Usage(u) => usage.add(&u),
+                StreamEvent::Retrying {
+                    attempt,
+                    delay,
+                    reason,
+                } => {
+                    *made = offset + attempt + 1;
+                    events.publish(TaskEvent::Retrying {
+                        attempt: offset + attempt,
+                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        reason,
+                    });
+                }
+                StreamEvent::Done { calls, .. } => return Ok(Reply { text, calls, usage }),
+            }
+        }
+        Err(LlmError::TruncatedStream)
+    }
+
+    /// One call through the gates: well-formed args → known tool → schema →
+    /// repetition → approval → execute.
+    async fn handle_call(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        call: &AssembledCall,
+        native_validators: &[(String, ArgsValidator)],
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let mut args = match &call.args {
+            Ok(a) => a.clone(),
+            Err(msg) => {
+                self.store.append_ui(id, "say", "error", msg)?;
+                ctx.events.publish(TaskEvent::ToolCallRequested {
+                    id: call.id.clone(),
+                    tool: call.name.clone(),
+                    args: Value::Null,
+                });
+                return Ok(CallResult {
+                    ui_recorded: true,
+                    ..CallResult::mistake(format!(
+                        "[ERROR] {msg}\nSend the call again with valid JSON arguments."
+                    ))
+                });
+            }
+        };
+        // Events and records show the call as the history holds it.
+        let shown = roost_secrets::redact_json(&args);
+        self.store.append_ui(
+            id,
+            "say",
+            "tool",
+            &serde_json::json!({"tool": call.name, "args": shown}).to_string(),
+        )?;
+        ctx.events.publish(TaskEvent::ToolCallRequested {
+            id: call.id.clone(),
+            tool: call.name.clone(),
+            args: shown,
+        });
+
+        let (validator, registered) = if native::is_native(&call.name) {
+            (
+                native_validators
+                    .iter()
+                    .find(|(n, _)| *n == call.name)
+                    .map(|(_, v)| v),
+                None,
+            )
+        } else {
+            match self.registry.get(&call.name) {
+                Some(t) => (Some(t.validator.as_ref()), Some(t)),
+                None => {
+                    let known: Vec<String> =
+                        self.tool_specs().into_iter().map(|s| s.name).collect();
+                    return Ok(CallResult::mistake(format!(
+                        "[ERROR] Tool `{}` does not exist. Available tools: {}.",
+                        call.name,
+                        known.join(", ")
+                    )));
+                }
+            }
+        };
+        let gate_spec = match registered {
+            Some(t) => Some(t.spec.clone()),
+            None => native::specs().into_iter().find(|s| s.name == call.name),
+        };
+        // Declared paths are normalised (and refused when they leave the
+        // workspace, are ignored, or name authority files) before any gate
+        // that looks at them.
+        if let Some(spec) = &gate_spec
+            && let Some(refusal) = self.path_gate(ctx, spec, &mut args)?
+        {
+            return Ok(refusal);
+        }
+        if let Some(spec) = &gate_spec
+            && let Err(msg) = state.mode.check(spec, &args)
+        {
+            self.store.append_ui(id, "say", "error", &msg)?;
+            return Ok(CallResult {
+                ui_recorded: true,
+                ..CallResult::error(format!("[ERROR] {msg}"))
+            });
+        }
+        if let Some(v) = validator
+            && let Some(msg) = schema_violations(&call.name, v, &args)
+        {
+            return Ok(CallResult::mistake(format!("[ERROR] {msg}")));
+        }
+        if state.repetition.record(&call.name, &args) {
+            let reason = format!(
+                "The model called `{}` with the same arguments {} times in a row.",
+                call.name, self.config.repetition_limit
+            );
+            ctx.events.publish(TaskEvent::AskRequired {
+                kind: "repetition".into(),
+                text: reason.clone(),
+            });
+            self.store.append_ui(id, "ask", "repetition", &reason)?;
+            let guidance = ctx.interaction.guidance(&reason).await;
+            let mut msg = format!(
+                "[ERROR] You have called `{}` with the same arguments {} times in a row. Its result will not change; \
+                 try a different approach.",
+                call.name, self.config.repetition_limit
+            );
+            match guidance {
+                Some(g) => msg.push_str(&format!("\n<user_guidance>\n{g}\n</user_guidance>")),
+                None => {
+                    return Ok(CallResult {
+                        abort: Some(format!(
+                            "stopped: the model called `{}` with the same arguments {} times in a row and no one \
+                             could give guidance",
+                            call.name, self.config.repetition_limit
+                        )),
+                        ..CallResult::mistake(msg)
+                    });
+                }
+            }
+            return Ok(CallResult::mistake(msg));
+        }
+
+        match call.name.as_str() {
+            ATTEMPT_COMPLETION => return self.attempt_completion(ctx, &args).await,
+            SWITCH_MODE => return self.switch_mode(ctx, state, &call.id, &args).await,
+            ASK_FOLLOWUP => return self.ask_followup(ctx, &args).await,
+            UPDATE_TODO_LIST => return self.update_todos(ctx, &args),
+            SELECT_ACTIVE_INTENT => return self.select_intent(ctx, state, &args),
+            _ => {}
+        }
+        let Some(tool) = registered else {
+            return Ok(CallResult::error(format!(
+                "[ERROR] Tool `{}` has no executor.",
+                call.name
+            )));
+        };
+
+        // Intent gate: destructive tools need an active intent, and their
+        // declared paths must lie in its owned scope (or be approved once).
+        let intent_gated = intents::enabled_in(&ctx.ws) && tool.spec.destructive;
+        let mut write = None;
+        if intent_gated {
+            match self.intent_gate(ctx, state, &tool.spec, &args).await? {
+                Ok(w) => write = Some(w),
+                Err(refusal) => return Ok(refusal),
+            }
+        }
+
+        // Mode hooks. A rewrite has passed the schema again in the hook
+        // gate; its paths pass the intent gate again here.
+        let original = args.clone();
+        let (mut args, user_approved) = match self
+            .pre_hooks(ctx, state, &tool.spec, &tool.validator, &call.id, args)
+            .await?
+        {
+            HookVerdict::Proceed {
+                args,
+                user_approved,
+            } => (args, user_approved),
+            HookVerdict::Refuse(r) => return Ok(r),
+        };
+        if args != original
+            && let Some(refusal) = self.path_gate(ctx, &tool.spec, &mut args)?
+        {
+            return Ok(refusal);
+        }
+        if intent_gated && args != original {
+            match self.intent_gate(ctx, state, &tool.spec, &args).await? {
+                Ok(w) => write = Some(w),
+                Err(refusal) => return Ok(refusal),
+            }
+        }
+
+        // Approval (a yes to a hook's question about this call counts).
+        let group = tool.spec.group;
+        if user_approved || self.config.policy.covers(group) {
+            ctx.events.publish(TaskEvent::ToolCallApproved {
+                id: call.id.clone(),
+                auto: !user_approved,
+            });
+        } else {
+            // An edit is dry-run first, so the person sees the change.
+            let preview = if tool.spec.destructive {
+                preview::edit_preview(
+                    &self.engine,
+                    &tool.plugin,
+                    &tool.spec,
+                    &args,
+                    &ctx.ws,
+                    self.config.limits,
+                )
+                .await
+                .map(|p| roost_secrets::redact(&p).into_owned())
+            } else {
+                None
+            };
+            let shown = roost_secrets::redact_json(&args);
+            self.store.set_status(id, TaskStatus::WaitingForApproval)?;
+            self.store.append_ui(
+                id,
+                "ask",
+                "tool",
+                &serde_json::json!({"tool": call.name, "args": shown, "diff": preview}).to_string(),
+            )?;
+            ctx.events.publish(TaskEvent::AskRequired {
+                kind: "tool".into(),
+                text: format!("run {}?", call.name),
+            });
+            let answer = ctx
+                .interaction
+                .approve(&call.name, group, &shown, preview.as_deref())
+                .await;
+            self.store.set_status(id, TaskStatus::Running)?;
+            match answer {
+                Approval::Approve => ctx.events.publish(TaskEvent::ToolCallApproved {
+                    id: call.id.clone(),
+                    auto: false,
+                }),
+                Approval::Deny { feedback } => {
+                    self.record_denial(ctx, &call.id, &feedback)?;
+                    let mut msg = "The user denied this operation.".to_owned();
+                    if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
+                        msg = format!(
+                            "The user denied this operation and provided the following feedback:\n<feedback>\n{f}\n</feedback>"
+                        );
+                    }
+                    return Ok(CallResult::error(msg));
+                }
+            }
+        }
+
+        // Execute. A guard watches every write root: it undoes writes the
+        // scope does not allow (globs finer than a directory) and any write
+        // to an authority file (`.git/`, `.orchestration/`), which no call
+        // may change whatever its scope.
+        let before = snapshot::before(&ctx.ws, &tool.spec, &args);
+        let mut grant = Grant::new(&ctx.workspace).read().limits(self.config.limits);
+        // Edit and command tools are always destructive (see `plugins`).
+        let mut roots: Vec<PathBuf> = Vec::new();
+        if tool.spec.destructive {
+            match &write {
+                Some(w) => roots.extend(w.roots.iter().cloned()),
+                None => roots.push(PathBuf::from(".")),
+            }
+        }
+        for r in &roots {
+            grant = grant.write(r);
+        }
+        let scope = state.intent.as_ref().map(|(_, s)| s);
+        let in_scope = |rel: &str| {
+            !authority::is_authority(rel)
+                && match (scope, &write) {
+                    (Some(scope), Some(w)) => {
+                        scope.allows(rel) || w.approved.iter().any(|p| p == rel)
+                    }
+                    _ => true,
+                }
+        };
+        // A root the scope covers whole (`src/auth/**`, or any root when
+        // intents are off) needs only its authority directories watched.
+        let covered: Vec<PathBuf> = roots
+            .iter()
+            .filter(|r| scope.is_none_or(|s| s.covers_dir(r)))
+            .cloned()
+            .collect();
+        let watch_dir = |dir: &str| {
+            authority::is_authority(dir)
+                || !covered.iter().any(|c| {
+                    let c = c.to_string_lossy();
+                    c == "." || c.is_empty() || dir == c || dir.starts_with(&format!("{c}/"))
+                })
+        };
+        let rule = GuardRule {
+            allows: &in_scope,
+            watch_dir: &watch_dir,
+        };
+        let guard = if roots.is_empty() {
+            None
+        } else {
+            match WriteGuard::arm(&ctx.ws, &roots, &rule, self.config.guard_budget) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    self.store.append_ui(id, "say", "error", &e.to_string())?;
+                    return Ok(CallResult::error(format!("[ERROR] {e}")));
+                }
+            }
+        };
+        let mut result = self
+            .engine
+            .call(&tool.plugin, &call.name, &args.to_string(), &grant)
+            .await;
+        let report = guard.map(|g| g.check(&rule)).unwrap_or_default();
+        let after = snapshot::after(&ctx.ws, &before);
+        snapshot::restore_modes(&ctx.ws, &before, &after);
+        let diff = snapshot::diff(&before, &after);
+        let changed = snapshot::changed(&before, &after);
+        if intent_gated {
+            let mut entry = TraceEntry::now(
+                "mutation",
+                id,
+                state.intent_id(),
+                &state.mode.slug,
+                &call.name,
+                &args,
+            );
+            entry.files = snapshot::changes(&before, &after);
+            if let Err(e) = &result {
+                entry.detail = Some(format!("error {}: {}", e.code, e.message));
+            }
+            self.trace(ctx, &entry);
+        }
+        if report.violated() {
+            let intent_id = state.intent_id().unwrap_or_default().to_owned();
+            let mut entry = TraceEntry::now(
+                "violation",
+                id,
+                state.intent_id(),
+                &state.mode.slug,
+                &call.name,
+                &args,
+            );
+            let mut paths: Vec<&str> = report.reverted.iter().map(String::as_str).collect();
+            paths.extend(report.failed.iter().map(|(p, _)| p.as_str()));
+            entry.detail = Some(format!(
+                "wrote outside owned scope, undone: {}{}",
+                report.reverted.join(", "),
+                if report.failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; NOT undone: {}",
+                        report
+                            .failed
+                            .iter()
+                            .map(|(p, e)| format!("{p} ({e})"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            ));
+            if intents::enabled_in(&ctx.ws) {
+                self.trace(ctx, &entry);
+            }
+            let touched_authority = paths.iter().any(|p| authority::is_authority(p));
+            let v = if state.intent.is_some() {
+                serde_json::json!({
+                    "code": "scope_violation",
+                    "intent_id": intent_id,
+                    "path": paths.first().copied().unwrap_or_default(),
+                    "paths": paths,
+                    "message": format!(
+                        "`{}` wrote outside the owned scope of {intent_id}{}; those changes were undone",
+                        call.name,
+                        if touched_authority { " (including .git/ or .orchestration/, which no tool may change)" } else { "" }
+                    ),
+                })
+            } else {
+                serde_json::json!({
+                    "code": "protected_path",
+                    "path": paths.first().copied().unwrap_or_default(),
+                    "paths": paths,
+                    "message": format!(
+                        "`{}` changed .git/ or .orchestration/, which no tool may change; those changes were undone",
+                        call.name
+                    ),
+                })
+            };
+            tracing::warn!(task = id, tool = %call.name, "scope violation: {v}");
+            result = Err(ToolError::new(ErrorCode::PermissionDenied, v.to_string()));
+        }
+        self.post_hooks(ctx, state, &tool.spec, &args, &result, &changed)
+            .await;
+        let (content, is_error) = match &result {
+            Ok(out) => (out.text.clone(), false),
+            Err(e) if report.violated() => (format!("[ERROR] {}", e.message), true),
+            Err(e) => (format!("[ERROR] {}: {}", e.code, e.message), true),
+        };
+        self.store.append_ui(
+            id,
+            "say",
+            if is_error { "error" } else { "tool_result" },
+            &content,
+        )?;
+        let mut r = if is_error {
+            CallResult::error(content)
+        } else {
+            CallResult::ok(content)
+        };
+        r.code = result.err().map(|e| e.code);
+        r.diff = diff.map(|d| roost_secrets::redact(&d).into_owned());
+        r.ui_recorded = true;
+        Ok(r)
+    }
+
+    /// The path gate ([`paths`]): declared paths normalised in place, or
+    /// the refusal to return to the model.
+    fn path_gate(
+        &self,
+        ctx: &Ctx<'_>,
+        spec: &ToolSpec,
+        args: &mut Value,
+    ) -> Result<Option<CallResult>, TaskError> {
+        if spec.path_args.is_empty() {
+            return Ok(None);
+        }
+        let ignore = RooIgnore::load_in(&ctx.ws);
+        match paths::check(&ctx.ws, &ignore, spec, args) {
+            Ok(()) => Ok(None),
+            Err(r) => {
+                self.store
+                    .append_ui(&ctx.task.id, "say", r.ui_subtype, &r.path)?;
+                Ok(Some(CallResult {
+                    ui_recorded: true,
+                    ..CallResult::error(format!("[ERROR] {}", r.message))
+                }))
+            }
+        }
+    }
+
+    async fn attempt_completion(
+        &self,
+        ctx: &Ctx<'_>,
+        args: &Value,
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let result = args["result"].as_str().unwrap_or_default().to_owned();
+        self.store.set_status(id, TaskStatus::WaitingForInput)?;
+        self.store
+            .append_ui(id, "say", "completion_result", &result)?;
+        ctx.events.publish(TaskEvent::AskRequired {
+            kind: "completion_result".into(),
+            text: result.clone(),
+        });
+        let answer = ctx.interaction.completion(&result).await;
+        self.store.set_status(id, TaskStatus::Running)?;
+        Ok(match answer {
+            CompletionAnswer::Accept => CallResult {
+                completed: Some(result),
+                ..CallResult::ok("The user accepted the result.")
+            },
+            CompletionAnswer::Feedback(f) => {
+                self.store.append_ui(id, "say", "user_feedback", &f)?;
+                CallResult::ok(format!(
+                    "The user has provided feedback on the result. Consider it, continue the task, and then attempt \
+                     completion again.\n<feedback>\n{f}\n</feedback>"
+                ))
+            }
+        })
+    }
+
+    /// The user said no: their feedback goes to the UI history and the
+    /// event stream (durable first).
+    pub(super) fn record_denial(
+        &self,
+        ctx: &Ctx<'_>,
+        call_id: &str,
+        feedback: &Option<String>,
+    ) -> Result<(), TaskError> {
+        self.store.append_ui(
+            &ctx.task.id,
+            "say",
+            "user_feedback",
+            feedback.as_deref().unwrap_or("(denied)"),
+        )?;
+        ctx.events.publish(TaskEvent::ToolCallDenied {
+            id: call_id.to_owned(),
+            feedback: feedback.clone(),
+        });
+        Ok(())
+    }
+
+    /// Append to the agent trace; a failure is not only logged but shown:
+    /// a UI error row and a warning event, so no one believes a mutation
+    /// was traced when it was not.
+    pub(super) fn trace(&self, ctx: &Ctx<'_>, entry: &TraceEntry) {
+        if let Err(e) = Trace::of(&ctx.workspace).append(entry) {
+            tracing::error!(task = %ctx.task.id, "cannot append to the agent trace: {e}");
+            let msg = format!(
+                "cannot append to .orchestration/agent_trace.jsonl: {e}; this {} of `{}` is not in the trace",
+                entry.kind, entry.tool
+            );
+            if let Err(store) = self.store.append_ui(&ctx.task.id, "say", "error", &msg) {
+                tracing::error!(task = %ctx.task.id, "cannot record the trace failure: {store}");
+            }
+            ctx.events.publish(TaskEvent::Warning { message: msg });
+        }
+    }
+
+    /// `select_active_intent`: check the intent and make it the task's.
+    fn select_intent(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        args: &Value,
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let wanted = args["intent_id"].as_str().unwrap_or_default();
+        let structured = |v: Value| CallResult::error(format!("[ERROR] {v}"));
+        if !intents::enabled_in(&ctx.ws) {
+            return Ok(structured(serde_json::json!({
+                "code": "intents_off", "message": "this workspace has no .orchestration/ directory, so intents are off"
+            })));
+        }
+        let all = match intents::load(&ctx.workspace) {
+            Ok(all) => all,
+            Err(e) => {
+                return Ok(structured(
+                    serde_json::json!({"code": "intents_file_invalid", "message": e.to_string()}),
+                ));
+            }
+        };
+        let Some(intent) = all.iter().find(|i| i.id == wanted).cloned() else {
+            let available: Vec<&str> = all.iter().map(|i| i.id.as_str()).collect();
+            return Ok(CallResult {
+                mistake: true,
+                ..structured(
+                    serde_json::json!({"code": "unknown_intent", "intent_id": wanted, "available": available}),
+                )
+            });
+        };
+        if intent.status != "IN_PROGRESS" {
+            return Ok(structured(serde_json::json!({
+                "code": "intent_not_in_progress", "intent_id": wanted, "status": intent.status,
+                "message": "only an IN_PROGRESS intent can be selected"
+            })));
+        }
+        let scope = match Scope::new(&ctx.workspace, &intent) {
+            Ok(s) => s,
+            Err(e) => {
+                return Ok(structured(
+                    serde_json::json!({"code": "intent_scope_invalid", "message": e.to_string()}),
+                ));
+            }
+        };
+        let recent = Trace::of(&ctx.workspace)
+            .read(Some(&intent.id))
+            .map(|(e, _)| e)
+            .unwrap_or_default();
+        let recent = &recent[recent.len().saturating_sub(10)..];
+        let block = intents::context_block(&ctx.workspace, &intent, recent);
+        self.store.set_active_intent(id, Some(&intent.id))?;
+        self.store
+            .append_ui(id, "say", "intent_selected", &intent.id)?;
+        state.intent = Some((intent, scope));
+        Ok(CallResult::ok(block))
+    }
+
+    /// The intent gate of a destructive call: the write roots it may use,
+    /// or the refusal to return to the model.
+    async fn intent_gate(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+        spec: &ToolSpec,
+        args: &Value,
+    ) -> Result<Result<WriteScope, CallResult>, TaskError> {
+        let id = ctx.task.id.as_str();
+        let Some((intent, scope)) = &state.intent else {
+            return Ok(Err(CallResult::error(format!(
+                "[ERROR] {}",
+                serde_json::json!({
+                    "code": "intent_required",
+                    "message": format!("`{}` changes the workspace: call select_active_intent with an IN_PROGRESS intent from .orchestration/active_intents.yaml first", spec.name)
+                })
+            ))));
+        };
+        let mut roots: Vec<PathBuf> = scope.write_roots().to_vec();
+        let mut approved = Vec::new();
+        for arg in &spec.path_args {
+            let Some(path) = args.get(arg).and_then(Value::as_str) else {
+                continue;
+            };
+            if scope.allows(path) {
+                if scope.ignored(path) {
+                    roots.push(intents::parent_dir(path));
+                }
+                continue;
+            }
+            let question = format!(
+                "`{}` writes {path}, outside the owned scope of {}: approve?",
+                spec.name, intent.id
+            );
+            self.store.set_status(id, TaskStatus::WaitingForApproval)?;
+            self.store
+                .append_ui(id, "ask", "scope_violation", &question)?;
+            ctx.events.publish(TaskEvent::AskRequired {
+                kind: "scope_violation".into(),
+                text: question,
+            });
+            let answer = ctx
+                .interaction
+                .scope_violation(&intent.id, &spec.name, path)
+                .await;
+            self.store.set_status(id, TaskStatus::Running)?;
+            let mut entry = TraceEntry::now(
+                "approval",
+                id,
+                Some(&intent.id),
+                &state.mode.slug,
+                &spec.name,
+                args,
+            );
+            entry.detail = Some(format!("outside owned scope: {path}"));
+            match answer {
+                Approval::Approve => {
+                    // A one-time widening for this call only.
+                    roots.push(intents::parent_dir(path));
+                    approved.push(path.trim_start_matches("./").to_owned());
+                    self.trace(ctx, &entry);
+                }
+                Approval::Deny { feedback } => {
+                    entry.kind = "violation".into();
+                    self.trace(ctx, &entry);
+                    let mut v = serde_json::json!({"code": "scope_violation", "intent_id": intent.id, "path": path});
+                    if let Some(f) = feedback {
+                        v["feedback"] = Value::String(f);
+                    }
+                    return Ok(Err(CallResult::error(format!("[ERROR] {v}"))));
+                }
+            }
+        }
+        Ok(Ok(WriteScope { roots, approved }))
+    }
+
+    async fn switch_mode(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        call_id: &str,
+        args: &Value,
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let slug = args["mode_slug"].as_str().unwrap_or_default();
+        let reason = args["reason"].as_str().unwrap_or_default();
+        let Some(target) = state.modes.get(slug).cloned() else {
+            let known: Vec<&str> = state.modes.iter().map(|m| m.slug.as_str()).collect();
+            return Ok(CallResult::mistake(format!(
+                "[ERROR] Unknown mode `{slug}`. Available modes: {}.",
+                known.join(", ")
+            )));
+        };
+        if target.slug == state.mode.slug {
+            return Ok(CallResult::ok(format!("Already in {} mode.", target.name)));
+        }
+        if self.config.policy.covers(ToolGroup::Modes) {
+            ctx.events.publish(TaskEvent::ToolCallApproved {
+                id: call_id.to_owned(),
+                auto: true,
+            });
+        } else {
+            self.store.set_status(id, TaskStatus::WaitingForApproval)?;
+            self.store
+                .append_ui(id, "ask", "switch_mode", &format!("{slug}: {reason}"))?;
+            ctx.events.publish(TaskEvent::AskRequired {
+                kind: "tool".into(),
+                text: format!("switch to {slug} mode?"),
+            });
+            let answer = ctx
+                .interaction
+                .approve(SWITCH_MODE, ToolGroup::Modes, args, None)
+                .await;
+            self.store.set_status(id, TaskStatus::Running)?;
+            if let Approval::Deny { feedback } = answer {
+                ctx.events.publish(TaskEvent::ToolCallDenied {
+                    id: call_id.to_owned(),
+                    feedback: feedback.clone(),
+                });
+                let mut msg = format!("The user denied switching to {slug} mode.");
+                if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
+                    msg.push_str(&format!("\n<feedback>\n{f}\n</feedback>"));
+                }
+                return Ok(CallResult::error(msg));
+            }
+        }
+        self.store.set_mode(id, &target.slug)?;
+        self.store.append_ui(
+            id,
+            "say",
+            "mode_switch",
+            &format!("{} ({reason})", target.slug),
+        )?;
+        ctx.events.publish(TaskEvent::ModeSwitched {
+            mode: target.slug.clone(),
+        });
+        let msg = format!(
+            "Switched from {} mode to {} mode because: {reason}",
+            state.mode.slug, target.slug
+        );
+        state.mode = target;
+        Ok(CallResult::ok(msg))
+    }
+
+    async fn ask_followup(&self, ctx: &Ctx<'_>, args: &Value) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let question = args["question"].as_str().unwrap_or_default();
+        let suggestions: Vec<String> = args["follow_up"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.store.set_status(id, TaskStatus::WaitingForInput)?;
+        self.store.append_ui(id, "ask", "followup", question)?;
+        ctx.events.publish(TaskEvent::AskRequired {
+            kind: "followup".into(),
+            text: question.to_owned(),
+        });
+        let answer = ctx.interaction.followup(question, &suggestions).await;
+        self.store.set_status(id, TaskStatus::Running)?;
+        Ok(match answer {
+            Some(a) => {
+                self.store.append_ui(id, "say", "user_feedback", &a)?;
+                CallResult::ok(format!("<answer>\n{a}\n</answer>"))
+            }
+            None => CallResult::ok(
+                "No one is available to answer (non-interactive run). Continue with your best judgement and state \
+                 your assumptions.",
+            ),
+        })
+    }
+
+    fn update_todos(&self, ctx: &Ctx<'_>, args: &Value) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        match native::parse_todos(args["todos"].as_str().unwrap_or_default()) {
+            Ok(items) => {
+                self.store.set_todos(id, &items)?;
+                let markdown = native::render_todos(&items);
+                // Like every tool, the call leaves its result in the UI history.
+                self.store.append_ui(id, "say", "tool_result", &markdown)?;
+                ctx.events.publish(TaskEvent::TodosUpdated {
+                    markdown: markdown.clone(),
+                });
+                Ok(CallResult::ok(format!("Todo list updated:\n{markdown}")))
+            }
+            Err(e) => Ok(CallResult::mistake(format!("[ERROR] {e}"))),
+        }
+    }
+}

@@ -1,0 +1,711 @@
+//! The process-wide engine: compiles and caches components, links the host
+//! interfaces, and runs each call in a fresh, bounded, sandboxed store.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder,
+    Trap, UpdateDeadline,
+};
+
+use super::bindings::tool_plugin::{ToolPlugin, ToolPluginPre, roost::plugin::types as wit};
+use super::cache::{CacheOutcome, ComponentCache};
+use super::error::PluginError;
+use super::state::{CallLimiter, CallState, cut};
+use crate::capability::{Grant, wasi};
+use crate::tool::{ErrorCode, ToolError, ToolGroup, ToolOutput, ToolSpec};
+
+/// Extra wall-clock time past a call's deadline before the host gives up on
+/// a call stuck in a host function (the epoch interrupt only stops guest code).
+const HOST_GRACE: Duration = Duration::from_millis(50);
+/// Longest trap message passed on to the model.
+const MAX_TRAP_MESSAGE: usize = 2048;
+/// Most tools one plugin may list.
+pub const MAX_TOOLS: usize = 128;
+/// Largest argument schema (JSON text) of one tool.
+pub const MAX_SCHEMA_BYTES: usize = 64 << 10;
+/// Longest tool description.
+pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
+
+/// How the engine is set up; one per process.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Where precompiled components are cached; `None` compiles every load.
+    pub cache_dir: Option<PathBuf>,
+    /// Instances that may run at once (pool slots); further calls wait.
+    pub max_concurrent_calls: u32,
+    /// Hard ceiling on any call's memory; grants asking for more are clamped.
+    pub max_memory_bytes: u64,
+    /// Use the pooling allocator (falls back to on-demand if the pool cannot
+    /// be reserved).
+    pub pooling: bool,
+    /// Epoch tick: the resolution of deadlines and how often a running
+    /// plugin yields to other tasks.
+    pub epoch_tick: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            cache_dir: None,
+            max_concurrent_calls: 256,
+            max_memory_bytes: 1 << 30,
+            pooling: true,
+            epoch_tick: Duration::from_millis(10),
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Default configuration caching components in `dir`.
+    pub fn with_cache_dir(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            cache_dir: Some(dir.into()),
+            ..Self::default()
+        }
+    }
+}
+
+/// A loaded tool plugin: its prepared instance and its tools.
+pub struct LoadedPlugin {
+    name: String,
+    pre: ToolPluginPre<CallState>,
+    tools: Vec<ToolSpec>,
+    hash: blake3::Hash,
+}
+
+impl LoadedPlugin {
+    /// Plugin name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Tools the plugin exports.
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+
+    /// Content hash of the component (for traces and the registry).
+    pub fn content_hash(&self) -> String {
+        self.hash.to_hex().to_string()
+    }
+}
+
+impl std::fmt::Debug for LoadedPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPlugin")
+            .field("name", &self.name)
+            .field("tools", &self.tools.len())
+            .finish()
+    }
+}
+
+/// One per process: owns the wasmtime `Engine`, the linker, the component
+/// cache, the epoch ticker and the pool of call slots.
+pub struct PluginEngine {
+    engine: Engine,
+    linker: Linker<CallState>,
+    cache: Option<ComponentCache>,
+    slots: Arc<Semaphore>,
+    config: EngineConfig,
+    pooled: bool,
+}
+
+impl PluginEngine {
+    /// Create the engine and start its epoch ticker.
+    pub fn new(config: EngineConfig) -> Result<Self, PluginError> {
+        let (engine, pooled) = create_engine(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| PluginError::Engine(e.to_string()))?;
+        super::special_files::refuse_special_files(&mut linker)
+            .map_err(|e| PluginError::Engine(format!("cannot guard open-at: {e:#}")))?;
+        ToolPlugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
+            .map_err(|e| PluginError::Engine(e.to_string()))?;
+        let cache = match &config.cache_dir {
+            Some(dir) => match ComponentCache::open(dir, &engine) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::warn!(dir = %dir.display(), "component cache unavailable, compiling every load: {e}");
+                    None
+                }
+            },
+            None => None,
+        };
+        spawn_epoch_ticker(&engine, config.epoch_tick);
+        Ok(Self {
+            engine,
+            linker,
+            cache,
+            slots: Arc::new(Semaphore::new(
+                usize::try_from(config.max_concurrent_calls).unwrap_or(usize::MAX),
+            )),
+            config,
+            pooled,
+        })
+    }
+
+    /// Whether the pooling allocator is in use (false after a fallback).
+    pub fn is_pooled(&self) -> bool {
+        self.pooled
+    }
+
+    /// The underlying wasmtime engine (for benchmarks and diagnostics).
+    pub fn wasmtime(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The component cache, if one is configured.
+    pub fn cache(&self) -> Option<&ComponentCache> {
+        self.cache.as_ref()
+    }
+
+    /// Load a tool plugin from a file.
+    pub fn load_file(&self, name: &str, path: &Path) -> Result<Arc<LoadedPlugin>, PluginError> {
+        let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
+            plugin: name.to_owned(),
+            path: path.to_path_buf(),
+            source,
+        })?;
+        self.load_bytes(name, &bytes)
+    }
+
+    /// Load a tool plugin from its bytes: check it is a component, compile
+    /// (or load from cache), link, check its world, and list its tools.
+    pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> Result<Arc<LoadedPlugin>, PluginError> {
+        let plugin = name.to_owned();
+        let instance_pre = self.prepare(name, bytes)?;
+        let pre = ToolPluginPre::new(instance_pre).map_err(|e| PluginError::WrongWorld {
+            plugin: plugin.clone(),
+            world: "roost:plugin/tool-plugin",
+            detail: format!("{e:#}"),
+        })?;
+        let raw = self.list_tools(name, &pre)?;
+        if raw.len() > MAX_TOOLS {
+            return Err(PluginError::BadTools {
+                plugin: plugin.clone(),
+                detail: format!(
+                    "lists {} tools; at most {MAX_TOOLS} are accepted",
+                    raw.len()
+                ),
+            });
+        }
+        let tools = raw
+            .into_iter()
+            .map(|s| convert_spec(name, s))
+            .collect::<Result<Vec<_>, _>>()?;
+        check_unique(name, &tools)?;
+        Ok(Arc::new(LoadedPlugin {
+            name: plugin,
+            pre,
+            tools,
+            hash: blake3::hash(bytes),
+        }))
+    }
+
+    /// Check, compile (or load from cache) and link a component of any
+    /// Roost world; the caller checks the world's exports.
+    pub(super) fn prepare(
+        &self,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<InstancePre<CallState>, PluginError> {
+        check_header(name, bytes)?;
+        let component = self.compile(name, bytes)?.0;
+        self.linker
+            .instantiate_pre(&component)
+            .map_err(|e| PluginError::UnsatisfiedImport {
+                plugin: name.to_owned(),
+                detail: format!("{e:#}"),
+            })
+    }
+
+    /// Compile `bytes` or load them from the cache (exposed for benchmarks).
+    pub fn compile(
+        &self,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<(Component, CacheOutcome), PluginError> {
+        let res = match &self.cache {
+            Some(cache) => cache.load_or_compile(&self.engine, bytes),
+            None => Component::new(&self.engine, bytes).map(|c| (c, CacheOutcome::Compiled)),
+        };
+        res.map_err(|e| PluginError::Compile {
+            plugin: name.to_owned(),
+            detail: format!("{e:#}"),
+        })
+    }
+
+    /// Ask a freshly prepared plugin for its tools, in a call that is granted
+    /// nothing. Runs on its own thread and runtime so loading works from
+    /// synchronous code and from inside any tokio runtime alike.
+    fn list_tools(
+        &self,
+        name: &str,
+        pre: &ToolPluginPre<CallState>,
+    ) -> Result<Vec<wit::ToolSpec>, PluginError> {
+        let grant = Grant::new(PathBuf::new());
+        let bad = |detail: String| PluginError::BadTools {
+            plugin: name.to_owned(),
+            detail,
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| bad(format!("cannot start a runtime: {e}")))?;
+                rt.block_on(async {
+                    let mut store = self.new_store(name, &grant).map_err(|e| bad(e.message))?;
+                    let fut = async {
+                        let inst = pre.instantiate_async(&mut store).await?;
+                        inst.roost_plugin_tool().call_tools(&mut store).await
+                    };
+                    let res = tokio::time::timeout(grant.limits.deadline + HOST_GRACE, fut).await;
+                    match res {
+                        Ok(Ok(tools)) => Ok(tools),
+                        Ok(Err(e)) => Err(bad(format!(
+                            "`tools` failed: {}",
+                            classify_trap(name, &e, &store, &grant).message
+                        ))),
+                        Err(_) => Err(bad("`tools` did not return within the deadline".into())),
+                    }
+                })
+            })
+            .join()
+            .map_err(|_| bad("listing tools panicked".into()))?
+        })
+    }
+
+    fn new_store(&self, name: &str, grant: &Grant) -> Result<Store<CallState>, ToolError> {
+        let sandbox = wasi::sandbox(grant)
+            .map_err(|e| ToolError::new(ErrorCode::PermissionDenied, e.to_string()))?;
+        let memory = grant.limits.memory_bytes.min(self.config.max_memory_bytes);
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(usize::try_from(memory).unwrap_or(usize::MAX))
+            .table_elements(1_000_000)
+            .instances(64)
+            .tables(256)
+            .memories(16)
+            .build();
+        let state = CallState::new(
+            name,
+            sandbox.ctx,
+            CallLimiter::new(limits),
+            grant.read,
+            sandbox.write_roots,
+        );
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        let deadline = Instant::now() + grant.limits.deadline;
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                // Yield every tick so a busy plugin never holds a runtime
+                // thread that other tasks need.
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store.set_epoch_deadline(1);
+        Ok(store)
+    }
+
+    /// Run `tool` of `plugin` with `args` (JSON text) under `grant`: a fresh
+    /// store, a sandbox built from the grant, the grant's limits. A plugin
+    /// that traps, overruns or misbehaves yields a [`ToolError`]; the engine
+    /// and other calls are unaffected.
+    pub async fn call(
+        &self,
+        plugin: &LoadedPlugin,
+        tool: &str,
+        args: &str,
+        grant: &Grant,
+    ) -> Result<ToolOutput, ToolError> {
+        let pre = plugin.pre.clone();
+        let (tool, args) = (tool.to_owned(), args.to_owned());
+        let res = self
+            .bounded(
+                &plugin.name,
+                grant,
+                async move |store: &mut Store<CallState>| {
+                    let inst = pre.instantiate_async(&mut *store).await?;
+                    inst.roost_plugin_tool()
+                        .call_call(&mut *store, &tool, &args)
+                        .await
+                },
+            )
+            .await?;
+        match res {
+            Err(e) => Err(ToolError::new(
+                convert_code(e.code),
+                cut(&e.message, grant.limits.output_bytes),
+            )),
+            Ok(out) => Ok(cap_output(&plugin.name, out, grant.limits.output_bytes)),
+        }
+    }
+
+    /// Run `f` in a fresh store for `name` under `grant`: a call slot, the
+    /// grant's sandbox and limits, and traps and overruns turned into
+    /// [`ToolError`]s.
+    ///
+    /// The call runs on a thread of its own (from tokio's blocking pool),
+    /// because a guest can block that thread in a host filesystem call (it
+    /// opens a FIFO in the workspace, say) where no epoch interrupt reaches
+    /// it. The caller waits at most the deadline: a call still blocked then
+    /// is abandoned with `limit-exceeded` while the host stays responsive;
+    /// its thread keeps the call's slot until the kernel lets it go, so
+    /// stuck calls can never exceed the slot count.
+    pub(super) async fn bounded<T, F>(
+        &self,
+        name: &str,
+        grant: &Grant,
+        f: F,
+    ) -> Result<T, ToolError>
+    where
+        T: Send + 'static,
+        F: AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<T> + Send + 'static,
+    {
+        let slot = Arc::clone(&self.slots)
+            .acquire_owned()
+            .await
+            .map_err(|_| ToolError::new(ErrorCode::Internal, "plugin engine is shutting down"))?;
+        let mut store = self.new_store(name, grant)?;
+        let limit = grant.limits.deadline + HOST_GRACE;
+        let handle = tokio::runtime::Handle::current();
+        let thread = tokio::task::spawn_blocking(move || {
+            let res = handle.block_on(async { tokio::time::timeout(limit, f(&mut store)).await });
+            drop(slot);
+            (res, store)
+        });
+        match tokio::time::timeout(limit + HOST_GRACE, thread).await {
+            Err(_) => {
+                tracing::warn!(
+                    plugin = name,
+                    "call blocked in the host past its deadline; abandoned"
+                );
+                Err(deadline_error(name, grant))
+            }
+            Ok(Err(e)) => Err(ToolError::new(
+                ErrorCode::Internal,
+                format!("plugin `{name}` call thread failed: {e}"),
+            )),
+            Ok(Ok((Err(_), _))) => Err(deadline_error(name, grant)),
+            Ok(Ok((Ok(Err(trap)), store))) => Err(classify_trap(name, &trap, &store, grant)),
+            Ok(Ok((Ok(Ok(v)), _))) => Ok(v),
+        }
+    }
+}
+
+fn create_engine(config: &EngineConfig) -> Result<(Engine, bool), PluginError> {
+    let base = || {
+        let mut c = Config::new();
+        c.epoch_interruption(true);
+        c.wasm_component_model(true);
+        c.max_wasm_stack(1 << 20);
+        c
+    };
+    if config.pooling {
+        let mut c = base();
+        let slots = config.max_concurrent_calls.max(1);
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(slots)
+            .total_core_instances(slots.saturating_mul(8))
+            .total_memories(slots.saturating_mul(2))
+            .total_tables(slots.saturating_mul(8))
+            .total_stacks(slots)
+            .max_memory_size(usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX))
+            .table_elements(100_000)
+            .max_core_instance_size(4 << 20)
+            .max_component_instance_size(4 << 20)
+            .max_core_instances_per_component(64)
+            .max_memories_per_component(16)
+            .max_tables_per_component(64)
+            .max_tables_per_module(8)
+            .linear_memory_keep_resident(64 << 10)
+            .table_keep_resident(64 << 10);
+        c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        match Engine::new(&c) {
+            Ok(e) => return Ok((e, true)),
+            Err(e) => tracing::warn!(
+                "cannot reserve the pooling allocator ({e}); falling back to on-demand instance allocation"
+            ),
+        }
+    }
+    let c = base();
+    Engine::new(&c)
+        .map(|e| (e, false))
+        .map_err(|e| PluginError::Engine(e.to_string()))
+}
+
+fn spawn_epoch_ticker(engine: &Engine, tick: Duration) {
+    let weak = engine.weak();
+    let spawned = std::thread::Builder::new()
+        .name("roost-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(tick);
+                match weak.upgrade() {
+                    Some(e) => e.increment_epoch(),
+                    None => break,
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!(
+            "cannot start the epoch ticker; plugin deadlines rely on the host timeout only: {e}"
+        );
+    }
+}
+
+/// Magic and layer bytes: `\0asm`, then version 1 (core module) or the
+/// component layer (`0d 00 01 00`).
+fn check_header(name: &str, bytes: &[u8]) -> Result<(), PluginError> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(PluginError::NotWasm {
+            plugin: name.to_owned(),
+        });
+    }
+    if bytes[6..8] == [0, 0] {
+        return Err(PluginError::CoreModule {
+            plugin: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+fn deadline_error(plugin: &str, grant: &Grant) -> ToolError {
+    ToolError::new(
+        ErrorCode::LimitExceeded,
+        format!(
+            "plugin `{plugin}` exceeded its deadline of {:?} and was stopped",
+            grant.limits.deadline
+        ),
+    )
+}
+
+fn classify_trap(
+    plugin: &str,
+    err: &wasmtime::Error,
+    store: &Store<CallState>,
+    grant: &Grant,
+) -> ToolError {
+    let trap = err.downcast_ref::<Trap>().copied();
+    if trap == Some(Trap::Interrupt) {
+        return deadline_error(plugin, grant);
+    }
+    if store.data().limiter.memory_refused {
+        return ToolError::new(
+            ErrorCode::LimitExceeded,
+            format!(
+                "plugin `{plugin}` exceeded its memory limit of {} MiB",
+                grant.limits.memory_bytes >> 20
+            ),
+        );
+    }
+    if trap == Some(Trap::StackOverflow) {
+        return ToolError::new(
+            ErrorCode::LimitExceeded,
+            format!("plugin `{plugin}` overflowed its stack (unbounded recursion?)"),
+        );
+    }
+    let msg = format!("{err:#}");
+    ToolError::new(
+        ErrorCode::Internal,
+        format!("plugin `{plugin}` failed: {}", cut(&msg, MAX_TRAP_MESSAGE)),
+    )
+}
+
+/// Bound a call's output before the host does any work on it: sizes are
+/// checked first, so `data` is parsed as JSON only when it fits the cap.
+fn cap_output(plugin: &str, out: wit::ToolOutput, cap: usize) -> ToolOutput {
+    let data_len = out.data.as_ref().map_or(0, String::len);
+    let total = out.text.len().saturating_add(data_len);
+    let parse = |d: String| match serde_json::from_str(&d) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            tracing::warn!(plugin, "tool returned data that is not JSON, dropped: {e}");
+            None
+        }
+    };
+    if total <= cap {
+        return ToolOutput {
+            text: out.text,
+            data: out.data.and_then(parse),
+            truncated: false,
+        };
+    }
+    let room = cap.saturating_sub(out.text.len());
+    let data = out.data.filter(|d| d.len() <= room).and_then(parse);
+    let mut text = cut(&out.text, cap).to_owned();
+    text.push_str(&format!(
+        "\n[output truncated by Roost: {total} bytes, cap {cap} bytes]"
+    ));
+    ToolOutput {
+        text,
+        data,
+        truncated: true,
+    }
+}
+
+fn convert_code(c: wit::ErrorCode) -> ErrorCode {
+    match c {
+        wit::ErrorCode::InvalidArgs => ErrorCode::InvalidArgs,
+        wit::ErrorCode::NotFound => ErrorCode::NotFound,
+        wit::ErrorCode::PermissionDenied => ErrorCode::PermissionDenied,
+        wit::ErrorCode::LimitExceeded => ErrorCode::LimitExceeded,
+        wit::ErrorCode::Internal => ErrorCode::Internal,
+    }
+}
+
+fn convert_group(g: wit::ToolGroup) -> ToolGroup {
+    match g {
+        wit::ToolGroup::Read => ToolGroup::Read,
+        wit::ToolGroup::Edit => ToolGroup::Edit,
+        wit::ToolGroup::Command => ToolGroup::Command,
+        wit::ToolGroup::Browser => ToolGroup::Browser,
+        wit::ToolGroup::Mcp => ToolGroup::Mcp,
+        wit::ToolGroup::Modes => ToolGroup::Modes,
+    }
+}
+
+/// Tool names follow the rules every provider accepts for function names.
+fn valid_tool_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 64
+        && n.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn convert_spec(plugin: &str, s: wit::ToolSpec) -> Result<ToolSpec, PluginError> {
+    let bad = |detail: String| PluginError::BadTools {
+        plugin: plugin.to_owned(),
+        detail,
+    };
+    if !valid_tool_name(&s.name) {
+        return Err(bad(format!(
+            "invalid tool name {:?} (want 1-64 of [A-Za-z0-9_-])",
+            s.name
+        )));
+    }
+    if s.args_schema.len() > MAX_SCHEMA_BYTES {
+        return Err(bad(format!(
+            "tool `{}` has an args schema of {} bytes; at most {MAX_SCHEMA_BYTES} are accepted",
+            s.name,
+            s.args_schema.len()
+        )));
+    }
+    if s.description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(bad(format!(
+            "tool `{}` has a description of {} bytes; at most {MAX_DESCRIPTION_BYTES} are accepted",
+            s.name,
+            s.description.len()
+        )));
+    }
+    if s.path_args.len() > 32 || s.path_args.iter().any(|a| a.len() > 64) {
+        return Err(bad(format!(
+            "tool `{}` declares too many or too long path arguments",
+            s.name
+        )));
+    }
+    let schema: serde_json::Value = serde_json::from_str(&s.args_schema).map_err(|e| {
+        bad(format!(
+            "tool `{}` has an args schema that is not JSON: {e}",
+            s.name
+        ))
+    })?;
+    if !schema.is_object() {
+        return Err(bad(format!(
+            "tool `{}` has an args schema that is not a JSON object",
+            s.name
+        )));
+    }
+    let group = convert_group(s.group);
+    Ok(ToolSpec {
+        name: s.name,
+        description: s.description,
+        args_schema: schema,
+        group,
+        // Edit and command tools change state whatever they declare: a
+        // plugin cannot opt out of the intent gate by saying otherwise.
+        destructive: s.destructive || matches!(group, ToolGroup::Edit | ToolGroup::Command),
+        path_args: s.path_args,
+    })
+}
+
+fn check_unique(plugin: &str, tools: &[ToolSpec]) -> Result<(), PluginError> {
+    let mut seen = std::collections::HashSet::new();
+    for t in tools {
+        if !seen.insert(t.name.as_str()) {
+            return Err(PluginError::BadTools {
+                plugin: plugin.to_owned(),
+                detail: format!("tool `{}` listed twice", t.name),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call whose thread is stuck inside the host (here: a blocking
+    /// sleep where the guest would be in a syscall, out of the epoch's
+    /// reach) is given up at its deadline with `limit-exceeded`, and the
+    /// engine serves the next call meanwhile.
+    #[tokio::test]
+    async fn a_call_blocked_in_the_host_is_abandoned_at_its_deadline() {
+        let engine = PluginEngine::new(EngineConfig {
+            pooling: false,
+            ..EngineConfig::default()
+        })
+        .expect("engine");
+        let grant = Grant::new(PathBuf::new()).limits(crate::capability::Limits {
+            deadline: Duration::from_millis(100),
+            ..crate::capability::Limits::default()
+        });
+        let stuck = engine
+            .bounded("stuck", &grant, async |_store: &mut Store<CallState>| {
+                std::thread::sleep(Duration::from_secs(3));
+                Ok(1u32)
+            })
+            .await;
+        let err = stuck.expect_err("abandoned");
+        assert_eq!(err.code, ErrorCode::LimitExceeded, "{err}");
+        let next = engine
+            .bounded("next", &grant, async |_store: &mut Store<CallState>| {
+                Ok(2u32)
+            })
+            .await;
+        assert_eq!(next.expect("runs"), 2);
+    }
+
+    fn spec(group: wit::ToolGroup, destructive: bool) -> wit::ToolSpec {
+        wit::ToolSpec {
+            name: "t".into(),
+            description: String::new(),
+            args_schema: "{}".into(),
+            group,
+            destructive,
+            path_args: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn edit_and_command_tools_are_always_destructive() {
+        for (group, declared, expected) in [
+            (wit::ToolGroup::Edit, false, true),
+            (wit::ToolGroup::Command, false, true),
+            (wit::ToolGroup::Read, false, false),
+            (wit::ToolGroup::Read, true, true),
+        ] {
+            let s = convert_spec("p", spec(group, declared)).expect("valid spec");
+            assert_eq!(s.destructive, expected, "{group:?} declared {declared}");
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! Mode hooks (world `mode-hook`) as the engine runs them: each handler is
+//! one bounded call in a fresh store, exactly like a tool call, so a hook
+//! that traps, overruns or loops is a [`ToolError`] and never a host crash.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use wasmtime::Store;
+
+use super::PluginEngine;
+use super::bindings::mode_hook::ModeHookPre;
+use super::bindings::tool_plugin::roost::plugin::types as wit;
+use super::error::PluginError;
+use super::state::{CallState, cut};
+use crate::capability::Grant;
+use crate::tool::{ErrorCode, ToolError, ToolGroup, ToolOutput};
+
+/// A mode hook ready to run: its prepared instance and its name (as modes
+/// list it in `hooks:`).
+pub struct LoadedHook {
+    name: String,
+    pre: ModeHookPre<CallState>,
+    hash: blake3::Hash,
+}
+
+impl LoadedHook {
+    /// Name modes refer to it by.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Content hash of the component (for traces).
+    pub fn content_hash(&self) -> String {
+        self.hash.to_hex().to_string()
+    }
+}
+
+impl std::fmt::Debug for LoadedHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedHook")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// A tool call as a hook sees it: enough to decide without re-deriving
+/// anything from the registry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookCall {
+    /// Tool name.
+    pub tool: String,
+    /// Its group.
+    pub group: ToolGroup,
+    /// Whether it changes state.
+    pub destructive: bool,
+    /// Arguments (JSON text).
+    pub args: String,
+    /// Mode slug.
+    pub mode: String,
+    /// Active intent, if any.
+    pub intent_id: Option<String>,
+    /// Declared workspace-relative paths.
+    pub paths: Vec<String>,
+}
+
+impl HookCall {
+    fn to_wit(&self) -> wit::ToolCall {
+        wit::ToolCall {
+            tool: self.tool.clone(),
+            group: to_wit_group(self.group),
+            destructive: self.destructive,
+            args: self.args.clone(),
+            mode: self.mode.clone(),
+            intent_id: self.intent_id.clone(),
+            paths: self.paths.clone(),
+        }
+    }
+}
+
+/// A pre-tool hook's verdict, as the task loop acts on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookDecision {
+    /// Proceed.
+    Allow,
+    /// Refuse, with a reason for the model.
+    Deny(String),
+    /// Ask the user this question.
+    Ask(String),
+    /// Replace the arguments (JSON text, not yet checked by anyone).
+    Rewrite(String),
+}
+
+impl PluginEngine {
+    /// Load a mode hook from a file.
+    pub fn load_hook_file(&self, name: &str, path: &Path) -> Result<Arc<LoadedHook>, PluginError> {
+        let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
+            plugin: name.to_owned(),
+            path: path.to_path_buf(),
+            source,
+        })?;
+        self.load_hook_bytes(name, &bytes)
+    }
+
+    /// Load a mode hook from its bytes: a component of world `mode-hook`,
+    /// checked and prepared like any plugin.
+    pub fn load_hook_bytes(
+        &self,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<Arc<LoadedHook>, PluginError> {
+        let instance_pre = self.prepare(name, bytes)?;
+        let pre = ModeHookPre::new(instance_pre).map_err(|e| PluginError::WrongWorld {
+            plugin: name.to_owned(),
+            world: "roost:plugin/mode-hook",
+            detail: format!("{e:#}"),
+        })?;
+        Ok(Arc::new(LoadedHook {
+            name: name.to_owned(),
+            pre,
+            hash: blake3::hash(bytes),
+        }))
+    }
+
+    /// Ask `hook` about a call before it runs.
+    pub async fn hook_pre_tool(
+        &self,
+        hook: &LoadedHook,
+        call: &HookCall,
+        grant: &Grant,
+    ) -> Result<HookDecision, ToolError> {
+        let wit_call = call.to_wit();
+        let cap = grant.limits.output_bytes;
+        let pre = hook.pre.clone();
+        let d = self
+            .bounded(
+                &hook.name,
+                grant,
+                async move |store: &mut Store<CallState>| {
+                    let inst = pre.instantiate_async(&mut *store).await?;
+                    inst.roost_plugin_hook()
+                        .call_pre_tool(&mut *store, &wit_call)
+                        .await
+                },
+            )
+            .await?;
+        let over = |what: &str, s: &str| {
+            ToolError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "hook `{}` returned a {what} of {} bytes, over the cap of {cap}",
+                    hook.name,
+                    s.len()
+                ),
+            )
+        };
+        Ok(match d {
+            wit::PreToolDecision::Allow => HookDecision::Allow,
+            wit::PreToolDecision::Deny(r) => HookDecision::Deny(cut(&r, cap).to_owned()),
+            wit::PreToolDecision::Ask(q) => HookDecision::Ask(cut(&q, cap).to_owned()),
+            // A cut rewrite would be different arguments: refuse it whole.
+            wit::PreToolDecision::Rewrite(a) if a.len() > cap => {
+                return Err(over("rewrite", &a));
+            }
+            wit::PreToolDecision::Rewrite(a) => HookDecision::Rewrite(a),
+        })
+    }
+
+    /// Tell `hook` how a call went.
+    pub async fn hook_post_tool(
+        &self,
+        hook: &LoadedHook,
+        call: &HookCall,
+        result: &Result<ToolOutput, ToolError>,
+        changed_paths: &[String],
+        grant: &Grant,
+    ) -> Result<(), ToolError> {
+        let wit_call = call.to_wit();
+        let outcome = wit::ToolOutcome {
+            outcome: match result {
+                Ok(o) => Ok(wit::ToolOutput {
+                    text: o.text.clone(),
+                    data: o.data.as_ref().map(|d| d.to_string()),
+                }),
+                Err(e) => Err(wit::ToolError {
+                    code: to_wit_code(e.code),
+                    message: e.message.clone(),
+                }),
+            },
+            changed_paths: changed_paths.to_vec(),
+        };
+        let pre = hook.pre.clone();
+        self.bounded(
+            &hook.name,
+            grant,
+            async move |store: &mut Store<CallState>| {
+                let inst = pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_hook()
+                    .call_post_tool(&mut *store, &wit_call, &outcome)
+                    .await
+            },
+        )
+        .await
+    }
+
+    /// The text `hook` adds to the system prompt in `mode`, if any.
+    pub async fn hook_prompt(
+        &self,
+        hook: &LoadedHook,
+        mode: &str,
+        grant: &Grant,
+    ) -> Result<Option<String>, ToolError> {
+        let pre = hook.pre.clone();
+        let mode = mode.to_owned();
+        let text = self
+            .bounded(
+                &hook.name,
+                grant,
+                async move |store: &mut Store<CallState>| {
+                    let inst = pre.instantiate_async(&mut *store).await?;
+                    inst.roost_plugin_hook()
+                        .call_prompt_contribution(&mut *store, &mode)
+                        .await
+                },
+            )
+            .await?;
+        Ok(text.map(|t| cut(&t, grant.limits.output_bytes).to_owned()))
+    }
+}
+
+fn to_wit_group(g: ToolGroup) -> wit::ToolGroup {
+    match g {
+        ToolGroup::Read => wit::ToolGroup::Read,
+        ToolGroup::Edit => wit::ToolGroup::Edit,
+        ToolGroup::Command => wit::ToolGroup::Command,
+        ToolGroup::Browser => wit::ToolGroup::Browser,
+        ToolGroup::Mcp => wit::ToolGroup::Mcp,
+        ToolGroup::Modes => wit::ToolGroup::Modes,
+    }
+}
+
+fn to_wit_code(c: ErrorCode) -> wit::ErrorCode {
+    match c {
+        ErrorCode::InvalidArgs => wit::ErrorCode::InvalidArgs,
+        ErrorCode::NotFound => wit::ErrorCode::NotFound,
+        ErrorCode::PermissionDenied => wit::ErrorCode::PermissionDenied,
+        ErrorCode::LimitExceeded => wit::ErrorCode::LimitExceeded,
+        ErrorCode::Internal => wit::ErrorCode::Internal,
+    }
+}

@@ -1,0 +1,17 @@
+//! The component runtime: one [`PluginEngine`] per process compiles each
+//! plugin once (cached on disk), keeps an `InstancePre` per plugin, and runs
+//! every call in a fresh `Store` sandboxed by the call's grant and bounded by
+//! its limits. Mode hooks run the same way ([`hook`]).
+
+mod bindings;
+mod cache;
+mod engine;
+mod error;
+mod hook;
+mod special_files;
+mod state;
+
+pub use cache::{CacheOutcome, ComponentCache};
+pub use engine::{EngineConfig, LoadedPlugin, PluginEngine};
+pub use error::PluginError;
+pub use hook::{HookCall, HookDecision, LoadedHook};
