@@ -261,9 +261,13 @@ async fn concurrent_tasks_leave_a_valid_trace() {
         .collect();
     let ws = shared.ws.path();
     let user = ScriptedUser::default();
-    let runs = harnesses
-        .iter()
-        .map(|h| h.agent.start("write", &ws, "code", &user, &h.events));
+    let runs = harnesses.iter().map(|h| {
+        h.agent.answered(
+            &h.events,
+            &user,
+            h.agent.start("write", &ws, "code", &h.events),
+        )
+    });
     for res in futures::future::join_all(runs).await {
         let (_, outcome) = res.expect("task runs");
         assert!(

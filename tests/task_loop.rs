@@ -524,7 +524,11 @@ async fn resume_answers_dangling_calls_and_finishes() {
     };
     let outcome = h2
         .agent
-        .resume(&id[..13], &ScriptedUser::default(), &h2.events)
+        .answered(
+            &h2.events,
+            &ScriptedUser::default(),
+            h2.agent.resume(&id[..13], &h2.events),
+        )
         .await
         .expect("resumes");
     assert_eq!(
@@ -537,10 +541,7 @@ async fn resume_answers_dangling_calls_and_finishes() {
     let results = h.results(&id);
     assert!(results.iter().any(|(c, e)| *e && c.contains("interrupted")));
     assert!(
-        h2.agent
-            .resume(&id, &ScriptedUser::default(), &h2.events)
-            .await
-            .is_err(),
+        h2.agent.resume(&id, &h2.events).await.is_err(),
         "completed tasks do not resume"
     );
 }
@@ -920,13 +921,7 @@ async fn unknown_mode_is_refused_before_a_task_exists() {
     let h = harness(json!([]), ApprovalPolicy::yes());
     let err = h
         .agent
-        .start(
-            "x",
-            &h.ws.path(),
-            "wizard",
-            &ScriptedUser::default(),
-            &h.events,
-        )
+        .start("x", &h.ws.path(), "wizard", &h.events)
         .await
         .expect_err("refused");
     let msg = err.to_string();
@@ -1307,7 +1302,11 @@ async fn an_invalid_intents_file_on_resume_is_reported() {
     let events = EventBus::new();
     let mut rx = events.subscribe();
     let outcome = agent
-        .resume(&id, &ScriptedUser::default(), &events)
+        .answered(
+            &events,
+            &ScriptedUser::default(),
+            agent.resume(&id, &events),
+        )
         .await
         .expect("resumes");
     assert!(
@@ -1468,6 +1467,7 @@ fn resuming_agent(h: &Harness, turns: Value) -> Agent {
         },
         modes_dir: None,
         hooks: Default::default(),
+        asks: Default::default(),
     }
 }
 

@@ -73,6 +73,7 @@ pub fn scripted_harness(script: Value, policy: ApprovalPolicy) -> Harness {
         config,
         modes_dir: None,
         hooks: Default::default(),
+        asks: Default::default(),
     };
     Harness {
         agent,
@@ -113,8 +114,13 @@ impl Harness {
         user: &ScriptedUser,
         prompt: &str,
     ) -> (String, TaskOutcome) {
+        let ws = self.ws.path();
         self.agent
-            .start(prompt, &self.ws.path(), mode, user, &self.events)
+            .answered(
+                &self.events,
+                user,
+                self.agent.start(prompt, &ws, mode, &self.events),
+            )
             .await
             .expect("task runs")
     }

@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 
 use super::interact::short_args;
 use super::sanitize::{json_text, visible, visible_line};
+use roost_core::asks::Ask;
 use roost_core::events::TaskEvent;
 
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -258,11 +259,14 @@ fn text_of(ev: &TaskEvent, style: &Style) -> String {
             style.paint("1", "Todo list:"),
             visible(markdown)
         ),
-        TaskEvent::AskRequired { kind, text } if kind == "completion_result" => writeln!(
+        TaskEvent::AskRequired {
+            ask: Ask::Completion { result },
+            ..
+        } => writeln!(
             out,
             "\n{}\n{}",
             style.paint("1;32", "✔ Result:"),
-            visible(text)
+            visible(result)
         ),
         TaskEvent::Completed { usage, cost, .. } => writeln!(
             out,
@@ -349,8 +353,12 @@ mod tests {
                 markdown: EVIL.into(),
             },
             TaskEvent::AskRequired {
-                kind: "completion_result".into(),
+                task_id: EVIL.into(),
+                ask_id: EVIL.into(),
                 text: EVIL.into(),
+                ask: Ask::Completion {
+                    result: EVIL.into(),
+                },
             },
             TaskEvent::Aborted {
                 reason: EVIL.into(),

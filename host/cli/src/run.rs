@@ -317,6 +317,7 @@ fn agent(
         config,
         modes_dir: config::default_path().parent().map(Path::to_path_buf),
         hooks: Arc::new(hooks),
+        asks: Default::default(),
     })
 }
 
@@ -398,12 +399,12 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let agent = agent(data_dir, provider, &profile, &args.options)?;
     let events = EventBus::new();
     let terminal = Terminal::detect().assume_yes(args.options.yes);
-    let fut = async {
+    let fut = agent.answered(&events, &terminal, async {
         let (_, outcome) = agent
-            .start(&prompt, &workspace, &args.mode, &terminal, &events)
+            .start(&prompt, &workspace, &args.mode, &events)
             .await?;
         Ok(outcome)
-    };
+    });
     drive(&agent, events.clone(), &args.options, None, fut).await
 }
 
@@ -460,7 +461,9 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
     let events = EventBus::new();
     let terminal = Terminal::detect().assume_yes(args.options.yes);
     let id = task.id.clone();
-    let fut = async { Ok(agent.resume(&id, &terminal, &events).await?) };
+    let fut = agent.answered(&events, &terminal, async {
+        Ok(agent.resume(&id, &events).await?)
+    });
     drive(
         &agent,
         events.clone(),

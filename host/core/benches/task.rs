@@ -13,40 +13,17 @@ use roost_core::first_party;
 use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{OpenAiCompatible, RetryPolicy};
 use roost_core::store::Store;
-use roost_core::task::{
-    Agent, Approval, ApprovalPolicy, CompletionAnswer, Interaction, TaskConfig, TaskOutcome,
-};
-use roost_core::tools::{Registry, ToolGroup};
+use roost_core::task::{Agent, Answer, ApprovalPolicy, Ask, Responder, TaskConfig, TaskOutcome};
+use roost_core::tools::Registry;
 use roost_sandbox::plugins::{EngineConfig, PluginEngine};
 use serde_json::json;
 
 struct Yes;
 
 #[async_trait::async_trait]
-impl Interaction for Yes {
-    async fn approve(
-        &self,
-        _: &str,
-        _: ToolGroup,
-        _: &serde_json::Value,
-        _: Option<&str>,
-    ) -> Approval {
-        Approval::Approve
-    }
-    async fn scope_violation(&self, _: &str, _: &str, _: &str) -> Approval {
-        Approval::Deny { feedback: None }
-    }
-    async fn hook_question(&self, _: &str, _: &str, _: &str) -> Approval {
-        Approval::Approve
-    }
-    async fn followup(&self, _: &str, _: &[String]) -> Option<String> {
-        None
-    }
-    async fn completion(&self, _: &str) -> CompletionAnswer {
-        CompletionAnswer::Accept
-    }
-    async fn guidance(&self, _: &str) -> Option<String> {
-        None
+impl Responder for Yes {
+    async fn respond(&self, _: &Ask) -> Answer {
+        Answer::Yes
     }
 }
 
@@ -75,6 +52,7 @@ fn agent(
         },
         modes_dir: None,
         hooks: Default::default(),
+        asks: Default::default(),
     }
 }
 
@@ -145,7 +123,7 @@ async fn p5(
             stamps
         });
         let (_, outcome) = a
-            .start("bench", ws, "code", &Yes, &events)
+            .answered(&events, &Yes, a.start("bench", ws, "code", &events))
             .await
             .expect("runs");
         assert!(matches!(outcome, TaskOutcome::Completed { .. }));
@@ -180,8 +158,9 @@ async fn p6(
         let a = agent(engine, registry, &store, serde_json::Value::Array(turns));
         let ws = ws.to_path_buf();
         handles.push(tokio::spawn(async move {
+            let events = EventBus::new();
             let (_, o) = a
-                .start("bench", &ws, "code", &Yes, &EventBus::new())
+                .answered(&events, &Yes, a.start("bench", &ws, "code", &events))
                 .await
                 .expect("runs");
             matches!(o, TaskOutcome::Completed { .. })

@@ -1,12 +1,14 @@
 //! Roost's core: the agent task loop and everything it needs above the
 //! sandbox layer (`roost-sandbox`). No command-line or HTTP code lives here.
 //!
-//! One module per concept: [`task`] (loop, gates, hook gate, approvals),
+//! One module per concept: [`task`] (loop, gates, hook gate, approvals,
+//! asks), [`asks`] (what a task asks a person, and the answers),
 //! [`llm`] (providers, stream decoding, tool-call assembly), [`tools`]
 //! (specs, results, registry), [`modes`] (modes, hook registry),
 //! [`intents`] (intents, trace), [`store`] (SQLite), [`events`], and
 //! [`first_party`] (the components that ship inside the binary).
 
+pub mod asks;
 pub mod events;
 pub mod first_party;
 pub mod intents;

@@ -5,6 +5,7 @@
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use crate::asks::Ask;
 use crate::llm::Usage;
 use crate::tools::ToolError;
 
@@ -112,10 +113,14 @@ pub enum TaskEvent {
     },
     /// The task waits for the user.
     AskRequired {
-        /// What kind of question (`tool`, `followup`, `completion_result`, `mistake_limit`…).
-        kind: String,
-        /// The question.
+        /// Task that asks.
+        task_id: String,
+        /// Id to answer it by.
+        ask_id: String,
+        /// The question in one line.
         text: String,
+        /// What is asked (its `kind` says which question it is).
+        ask: Ask,
     },
     /// The task completed.
     Completed {

@@ -1,5 +1,5 @@
 //! Approvals: a policy auto-approves tool calls by group; anything else is
-//! put to the user through the front-end's [`Interaction`].
+//! put to a person as an ask ([`crate::asks`]).
 
 use std::collections::BTreeSet;
 
@@ -54,55 +54,6 @@ impl ApprovalPolicy {
     pub fn covers(&self, group: ToolGroup) -> bool {
         self.approve_all || self.auto_groups.contains(&group)
     }
-}
-
-/// The user's answer to an approval request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Approval {
-    /// Run it.
-    Approve,
-    /// Do not run it; the feedback (if any) goes to the model.
-    Deny {
-        /// What the user said.
-        feedback: Option<String>,
-    },
-}
-
-/// The user's answer to `attempt_completion`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CompletionAnswer {
-    /// The task is done.
-    Accept,
-    /// Not done: the feedback goes to the model and the loop continues.
-    Feedback(String),
-}
-
-/// How the task loop talks to the person driving it (a TTY, an HTTP client,
-/// a test script). Every method may take as long as the person does.
-#[async_trait::async_trait]
-pub trait Interaction: Send + Sync {
-    /// May `tool` run with `args`? `preview` is the diff an edit would make
-    /// (computed by a dry run before the question), when there is one.
-    async fn approve(
-        &self,
-        tool: &str,
-        group: ToolGroup,
-        args: &serde_json::Value,
-        preview: Option<&str>,
-    ) -> Approval;
-    /// Answer a follow-up question; `None` when nobody can answer.
-    async fn followup(&self, question: &str, suggestions: &[String]) -> Option<String>;
-    /// Accept the result, or send feedback.
-    async fn completion(&self, result: &str) -> CompletionAnswer;
-    /// A call's declared `path` lies outside the owned scope of `intent`:
-    /// allow it once, or refuse (a `scope_violation`).
-    async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval;
-    /// Mode hook `hook` wants the user to confirm a call of `tool`:
-    /// `question` is the hook's own words.
-    async fn hook_question(&self, hook: &str, tool: &str, question: &str) -> Approval;
-    /// The model is stuck (too many mistakes in a row, or the same call
-    /// repeated): guidance to continue with, or `None` to stop the task.
-    async fn guidance(&self, reason: &str) -> Option<String>;
 }
 
 #[cfg(test)]

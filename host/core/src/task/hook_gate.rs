@@ -7,10 +7,10 @@
 use serde_json::Value;
 
 use super::TaskError;
-use super::approval::Approval;
 use super::gates::schema_violations;
 use super::runner::{Agent, CallResult, Ctx, RunState};
-use super::status::TaskStatus;
+use crate::asks::{Approval, Ask};
+
 use crate::events::TaskEvent;
 use crate::intents::{self, TraceEntry};
 use crate::tools::{ArgsValidator, ToolError, ToolOutput, ToolSpec};
@@ -140,18 +140,18 @@ impl Agent {
                         decision: "ask".into(),
                         detail: question.clone(),
                     });
-                    self.store.set_status(id, TaskStatus::WaitingForApproval)?;
-                    self.store
-                        .append_ui(id, "ask", "hook", &format!("{name}: {question}"))?;
-                    ctx.events.publish(TaskEvent::AskRequired {
-                        kind: "hook".into(),
-                        text: question.clone(),
-                    });
-                    let answer = ctx
-                        .interaction
-                        .hook_question(name, &spec.name, &question)
-                        .await;
-                    self.store.set_status(id, TaskStatus::Running)?;
+                    let answer = self
+                        .ask(
+                            ctx,
+                            Some(call_id),
+                            Ask::Hook {
+                                hook: name.to_owned(),
+                                tool: spec.name.clone(),
+                                question: question.clone(),
+                            },
+                        )
+                        .await?
+                        .approval();
                     match answer {
                         Approval::Approve => {
                             user_approved = true;

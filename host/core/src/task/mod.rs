@@ -4,6 +4,7 @@
 //! the work is accepted, the task is aborted, or a limit is hit.
 
 pub mod approval;
+pub mod ask;
 pub mod config;
 mod context;
 mod gates;
@@ -18,7 +19,9 @@ mod snapshot;
 /// The task status lives with the record it is part of.
 pub use crate::store::status;
 
-pub use approval::{Approval, ApprovalPolicy, CompletionAnswer, Interaction};
+pub use crate::asks::{Answer, Approval, Ask, CompletionAnswer};
+pub use approval::ApprovalPolicy;
+pub use ask::{AskBroker, AskError, Responder, answer_asks};
 pub use config::{Price, TaskConfig};
 pub use runner::{Agent, TaskError, TaskOutcome};
 pub use status::TaskStatus;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::approval::{Approval, CompletionAnswer, Interaction};
+use super::ask::{self, AskBroker, AskError, Responder};
 use super::config::TaskConfig;
 use super::context::{cut_point, model_history, request_tokens, summarise};
 use super::gates::{RepetitionDetector, schema_violations};
@@ -27,6 +27,7 @@ use super::preview;
 use super::prompt::{PromptContext, build};
 use super::snapshot;
 use super::status::TaskStatus;
+use crate::asks::{Answer, Approval, Ask, CompletionAnswer};
 use crate::events::{EventBus, TaskEvent};
 use crate::intents::{self, Intent, Scope, Trace, TraceEntry};
 use crate::llm::{
@@ -116,6 +117,8 @@ pub struct Agent {
     pub modes_dir: Option<PathBuf>,
     /// Mode hooks by name (modes list the ones they use).
     pub hooks: Arc<HookRegistry>,
+    /// Where questions to a person wait for their answers.
+    pub asks: Arc<AskBroker>,
 }
 
 /// Per-run state that is not persisted (it restarts with a resume).
@@ -221,7 +224,6 @@ pub(super) struct Ctx<'a> {
     /// The workspace as the host touches it (see [`Workspace`]).
     pub(super) ws: Workspace,
     pub(super) events: &'a EventBus,
-    pub(super) interaction: &'a dyn Interaction,
 }
 
 impl Agent {
@@ -238,7 +240,6 @@ impl Agent {
         prompt: &str,
         workspace: &Path,
         mode: &str,
-        interaction: &dyn Interaction,
         events: &EventBus,
     ) -> Result<(String, TaskOutcome), TaskError> {
         let modes = ModeSet::load(workspace, self.modes_dir.as_deref());
@@ -281,19 +282,13 @@ impl Agent {
             workspace: workspace.to_path_buf(),
             task,
             events,
-            interaction,
         };
         let outcome = self.run(&ctx).await?;
         Ok((id, outcome))
     }
 
     /// Continue a task from its history (after a crash, Ctrl-C or pause).
-    pub async fn resume(
-        &self,
-        id: &str,
-        interaction: &dyn Interaction,
-        events: &EventBus,
-    ) -> Result<TaskOutcome, TaskError> {
+    pub async fn resume(&self, id: &str, events: &EventBus) -> Result<TaskOutcome, TaskError> {
         let task = self.store.find_task(id)?;
         if task.status.is_final() {
             return Err(TaskError::NotResumable {
@@ -332,9 +327,48 @@ impl Agent {
             workspace: PathBuf::from(&task.workspace),
             task,
             events,
-            interaction,
         };
         self.run(&ctx).await
+    }
+
+    /// Drive `fut` (a task of this agent) while `responder` answers the
+    /// questions announced on `events`.
+    pub async fn answered<T>(
+        &self,
+        events: &EventBus,
+        responder: &dyn Responder,
+        fut: impl std::future::Future<Output = T>,
+    ) -> T {
+        let answering = ask::answer_asks(events.subscribe(), &self.asks, &self.store, responder);
+        tokio::pin!(fut);
+        tokio::pin!(answering);
+        tokio::select! {
+            out = &mut fut => out,
+            () = &mut answering => fut.await,
+        }
+    }
+
+    /// Answer the open question `ask_id` of task `task` (any front-end).
+    pub fn answer(&self, task: &str, ask_id: &str, answer: Answer) -> Result<(), AskError> {
+        self.asks.answer(&self.store, task, ask_id, answer)
+    }
+
+    /// Put `ask` to a person (see [`ask::ask`]) and wait for the answer.
+    pub(super) async fn ask(
+        &self,
+        ctx: &Ctx<'_>,
+        call_id: Option<&str>,
+        ask: Ask,
+    ) -> Result<Answer, TaskError> {
+        Ok(ask::ask(
+            &self.store,
+            &self.asks,
+            ctx.events,
+            &ctx.task.id,
+            call_id,
+            ask,
+        )
+        .await?)
     }
 
     /// Mark a task aborted (Ctrl-C); its history stays resumable.
@@ -605,15 +639,17 @@ impl Agent {
             "The model made {} mistakes in a row. Give guidance to continue, or stop the task.",
             state.mistakes
         );
-        self.store.set_status(id, TaskStatus::WaitingForInput)?;
-        self.store
-            .append_ui(id, "ask", "mistake_limit_reached", &reason)?;
-        ctx.events.publish(TaskEvent::AskRequired {
-            kind: "mistake_limit".into(),
-            text: reason.clone(),
-        });
-        let answer = ctx.interaction.guidance(&reason).await;
-        self.store.set_status(id, TaskStatus::Running)?;
+        let answer = self
+            .ask(
+                ctx,
+                None,
+                Ask::Guidance {
+                    reason,
+                    repetition: false,
+                },
+            )
+            .await?
+            .words();
         state.mistakes = 0;
         match answer {
             Some(guidance) => {
@@ -882,12 +918,17 @@ impl Agent {
                 "The model called `{}` with the same arguments {} times in a row.",
                 call.name, self.config.repetition_limit
             );
-            ctx.events.publish(TaskEvent::AskRequired {
-                kind: "repetition".into(),
-                text: reason.clone(),
-            });
-            self.store.append_ui(id, "ask", "repetition", &reason)?;
-            let guidance = ctx.interaction.guidance(&reason).await;
+            let guidance = self
+                .ask(
+                    ctx,
+                    Some(&call.id),
+                    Ask::Guidance {
+                        reason,
+                        repetition: true,
+                    },
+                )
+                .await?
+                .words();
             let mut msg = format!(
                 "[ERROR] You have called `{}` with the same arguments {} times in a row. Its result will not change; \
                  try a different approach.",
@@ -910,9 +951,9 @@ impl Agent {
         }
 
         match call.name.as_str() {
-            ATTEMPT_COMPLETION => return self.attempt_completion(ctx, &args).await,
+            ATTEMPT_COMPLETION => return self.attempt_completion(ctx, &call.id, &args).await,
             SWITCH_MODE => return self.switch_mode(ctx, state, &call.id, &args).await,
-            ASK_FOLLOWUP => return self.ask_followup(ctx, &args).await,
+            ASK_FOLLOWUP => return self.ask_followup(ctx, &call.id, &args).await,
             UPDATE_TODO_LIST => return self.update_todos(ctx, &args),
             SELECT_ACTIVE_INTENT => return self.select_intent(ctx, state, &args),
             _ => {}
@@ -929,7 +970,10 @@ impl Agent {
         let intent_gated = intents::enabled_in(&ctx.ws) && tool.spec.destructive;
         let mut write = None;
         if intent_gated {
-            match self.intent_gate(ctx, state, &tool.spec, &args).await? {
+            match self
+                .intent_gate(ctx, state, &call.id, &tool.spec, &args)
+                .await?
+            {
                 Ok(w) => write = Some(w),
                 Err(refusal) => return Ok(refusal),
             }
@@ -954,7 +998,10 @@ impl Agent {
             return Ok(refusal);
         }
         if intent_gated && args != original {
-            match self.intent_gate(ctx, state, &tool.spec, &args).await? {
+            match self
+                .intent_gate(ctx, state, &call.id, &tool.spec, &args)
+                .await?
+            {
                 Ok(w) => write = Some(w),
                 Err(refusal) => return Ok(refusal),
             }
@@ -983,23 +1030,19 @@ impl Agent {
             } else {
                 None
             };
-            let shown = roost_secrets::redact_json(&args);
-            self.store.set_status(id, TaskStatus::WaitingForApproval)?;
-            self.store.append_ui(
-                id,
-                "ask",
-                "tool",
-                &serde_json::json!({"tool": call.name, "args": shown, "diff": preview}).to_string(),
-            )?;
-            ctx.events.publish(TaskEvent::AskRequired {
-                kind: "tool".into(),
-                text: format!("run {}?", call.name),
-            });
-            let answer = ctx
-                .interaction
-                .approve(&call.name, group, &shown, preview.as_deref())
-                .await;
-            self.store.set_status(id, TaskStatus::Running)?;
+            let answer = self
+                .ask(
+                    ctx,
+                    Some(&call.id),
+                    Ask::Tool {
+                        tool: call.name.clone(),
+                        group,
+                        args: roost_secrets::redact_json(&args),
+                        preview,
+                    },
+                )
+                .await?
+                .approval();
             match answer {
                 Approval::Approve => ctx.events.publish(TaskEvent::ToolCallApproved {
                     id: call.id.clone(),
@@ -1209,19 +1252,21 @@ impl Agent {
     async fn attempt_completion(
         &self,
         ctx: &Ctx<'_>,
+        call_id: &str,
         args: &Value,
     ) -> Result<CallResult, TaskError> {
         let id = ctx.task.id.as_str();
         let result = args["result"].as_str().unwrap_or_default().to_owned();
-        self.store.set_status(id, TaskStatus::WaitingForInput)?;
-        self.store
-            .append_ui(id, "say", "completion_result", &result)?;
-        ctx.events.publish(TaskEvent::AskRequired {
-            kind: "completion_result".into(),
-            text: result.clone(),
-        });
-        let answer = ctx.interaction.completion(&result).await;
-        self.store.set_status(id, TaskStatus::Running)?;
+        let answer = self
+            .ask(
+                ctx,
+                Some(call_id),
+                Ask::Completion {
+                    result: result.clone(),
+                },
+            )
+            .await?
+            .completion();
         Ok(match answer {
             CompletionAnswer::Accept => CallResult {
                 completed: Some(result),
@@ -1340,6 +1385,7 @@ impl Agent {
         &self,
         ctx: &Ctx<'_>,
         state: &RunState,
+        call_id: &str,
         spec: &ToolSpec,
         args: &Value,
     ) -> Result<Result<WriteScope, CallResult>, TaskError> {
@@ -1365,22 +1411,18 @@ impl Agent {
                 }
                 continue;
             }
-            let question = format!(
-                "`{}` writes {path}, outside the owned scope of {}: approve?",
-                spec.name, intent.id
-            );
-            self.store.set_status(id, TaskStatus::WaitingForApproval)?;
-            self.store
-                .append_ui(id, "ask", "scope_violation", &question)?;
-            ctx.events.publish(TaskEvent::AskRequired {
-                kind: "scope_violation".into(),
-                text: question,
-            });
-            let answer = ctx
-                .interaction
-                .scope_violation(&intent.id, &spec.name, path)
-                .await;
-            self.store.set_status(id, TaskStatus::Running)?;
+            let answer = self
+                .ask(
+                    ctx,
+                    Some(call_id),
+                    Ask::Scope {
+                        intent: intent.id.clone(),
+                        tool: spec.name.clone(),
+                        path: path.to_owned(),
+                    },
+                )
+                .await?
+                .approval();
             let mut entry = TraceEntry::now(
                 "approval",
                 id,
@@ -1437,18 +1479,19 @@ impl Agent {
                 auto: true,
             });
         } else {
-            self.store.set_status(id, TaskStatus::WaitingForApproval)?;
-            self.store
-                .append_ui(id, "ask", "switch_mode", &format!("{slug}: {reason}"))?;
-            ctx.events.publish(TaskEvent::AskRequired {
-                kind: "tool".into(),
-                text: format!("switch to {slug} mode?"),
-            });
-            let answer = ctx
-                .interaction
-                .approve(SWITCH_MODE, ToolGroup::Modes, args, None)
-                .await;
-            self.store.set_status(id, TaskStatus::Running)?;
+            let answer = self
+                .ask(
+                    ctx,
+                    Some(call_id),
+                    Ask::Tool {
+                        tool: SWITCH_MODE.to_owned(),
+                        group: ToolGroup::Modes,
+                        args: roost_secrets::redact_json(args),
+                        preview: None,
+                    },
+                )
+                .await?
+                .approval();
             if let Approval::Deny { feedback } = answer {
                 ctx.events.publish(TaskEvent::ToolCallDenied {
                     id: call_id.to_owned(),
@@ -1479,7 +1522,12 @@ impl Agent {
         Ok(CallResult::ok(msg))
     }
 
-    async fn ask_followup(&self, ctx: &Ctx<'_>, args: &Value) -> Result<CallResult, TaskError> {
+    async fn ask_followup(
+        &self,
+        ctx: &Ctx<'_>,
+        call_id: &str,
+        args: &Value,
+    ) -> Result<CallResult, TaskError> {
         let id = ctx.task.id.as_str();
         let question = args["question"].as_str().unwrap_or_default();
         let suggestions: Vec<String> = args["follow_up"]
@@ -1490,14 +1538,17 @@ impl Agent {
                     .collect()
             })
             .unwrap_or_default();
-        self.store.set_status(id, TaskStatus::WaitingForInput)?;
-        self.store.append_ui(id, "ask", "followup", question)?;
-        ctx.events.publish(TaskEvent::AskRequired {
-            kind: "followup".into(),
-            text: question.to_owned(),
-        });
-        let answer = ctx.interaction.followup(question, &suggestions).await;
-        self.store.set_status(id, TaskStatus::Running)?;
+        let answer = self
+            .ask(
+                ctx,
+                Some(call_id),
+                Ask::Followup {
+                    question: question.to_owned(),
+                    suggestions,
+                },
+            )
+            .await?
+            .words();
         Ok(match answer {
             Some(a) => {
                 self.store.append_ui(id, "say", "user_feedback", &a)?;

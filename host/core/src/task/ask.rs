@@ -1,0 +1,160 @@
+//! Every question the loop puts to a person goes through one mechanism:
+//! the ask ([`crate::asks::Ask`]) is stored (kind, payload, the call it is
+//! about), announced as an event, and waits until a front-end answers it by
+//! id — the terminal, a test's scripted user, later an HTTP client. A
+//! question left open by a process that died is found again when its task
+//! resumes.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tokio::sync::{broadcast, oneshot};
+
+use super::status::TaskStatus;
+use crate::asks::{Answer, Ask};
+use crate::events::TaskEvent;
+use crate::store::{Store, StoreError};
+
+/// Why an answer was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// No open ask has this id in this task (unknown, or already answered).
+    #[error("task {task} has no open question {ask_id}")]
+    NotOpen {
+        /// Task id.
+        task: String,
+        /// Ask id.
+        ask_id: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The answer could not be recorded.
+    #[error("cannot record the answer: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// Where waiting loops meet their answers: one per process, shared by all
+/// tasks. An answer is recorded durably before the loop sees it.
+#[derive(Default)]
+pub struct AskBroker {
+    waiting: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+}
+
+impl AskBroker {
+    /// Register interest in the answer to `ask_id`; the receiver resolves
+    /// when it is answered (or with `No` if the broker goes away).
+    pub(super) fn wait_for(&self, ask_id: &str) -> oneshot::Receiver<Answer> {
+        let (tx, rx) = oneshot::channel();
+        self.lock().insert(ask_id.to_owned(), tx);
+        rx
+    }
+
+    /// Answer the open ask `ask_id` of `task`: recorded in `store` first,
+    /// then handed to the loop waiting for it. (With no loop waiting, the
+    /// answer stays on record and a resumed task asks again.)
+    pub fn answer(
+        &self,
+        store: &Store,
+        task: &str,
+        ask_id: &str,
+        answer: Answer,
+    ) -> Result<(), AskError> {
+        let text = serde_json::to_string(&answer)?;
+        if !store.answer_ask(task, ask_id, &text)? {
+            return Err(AskError::NotOpen {
+                task: task.to_owned(),
+                ask_id: ask_id.to_owned(),
+            });
+        }
+        if let Some(tx) = self.lock().remove(ask_id) {
+            let _ = tx.send(answer);
+        }
+        Ok(())
+    }
+
+    /// Stop waiting for `ask_id` (its task ended another way).
+    pub(super) fn forget(&self, ask_id: &str) {
+        self.lock().remove(ask_id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Answer>>> {
+        // The map stays consistent whatever panicked while it was held.
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A front-end that answers asks as they come (the terminal; a test's
+/// scripted user).
+#[async_trait::async_trait]
+pub trait Responder: Send + Sync {
+    /// The answer to `ask`.
+    async fn respond(&self, ask: &Ask) -> Answer;
+}
+
+/// Answer every ask announced on `events` with `responder`, until the bus
+/// closes. Run it beside the task (for example in a `select!`).
+pub async fn answer_asks(
+    mut events: broadcast::Receiver<TaskEvent>,
+    broker: &AskBroker,
+    store: &Store,
+    responder: &dyn Responder,
+) {
+    loop {
+        match events.recv().await {
+            Ok(TaskEvent::AskRequired {
+                task_id,
+                ask_id,
+                ask,
+                ..
+            }) => {
+                let answer = responder.respond(&ask).await;
+                if let Err(e) = broker.answer(store, &task_id, &ask_id, answer) {
+                    tracing::warn!("answer not taken: {e}");
+                }
+            }
+            Ok(_) => {}
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("the answering front-end fell {n} events behind");
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Ask, as the loop does: reuse a question about the same call left open
+/// by a process that died (else record a new one), set the waiting status,
+/// record the UI row, announce it, wait for the answer, set `running`.
+pub(super) async fn ask(
+    store: &Store,
+    broker: &AskBroker,
+    events: &crate::events::EventBus,
+    task: &str,
+    call_id: Option<&str>,
+    ask: Ask,
+) -> Result<Answer, StoreError> {
+    let payload = serde_json::to_string(&ask).unwrap_or_default();
+    let stored = match store.find_open_ask(task, ask.kind(), call_id)? {
+        Some(open) => open,
+        None => store.create_ask(task, call_id, ask.kind(), &payload)?,
+    };
+    let waiting = broker.wait_for(&stored.ask_id);
+    store.set_status(task, ask.waiting_status())?;
+    let (kind, subtype, text) = ask.ui_row();
+    store.append_ui(task, kind, subtype, &text)?;
+    events.publish(TaskEvent::AskRequired {
+        task_id: task.to_owned(),
+        ask_id: stored.ask_id.clone(),
+        text: ask.question(),
+        ask,
+    });
+    let answer = match waiting.await {
+        Ok(a) => a,
+        Err(_) => {
+            broker.forget(&stored.ask_id);
+            Answer::No { feedback: None }
+        }
+    };
+    store.set_status(task, TaskStatus::Running)?;
+    Ok(answer)
+}
