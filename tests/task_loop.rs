@@ -7,47 +7,15 @@ use std::sync::Arc;
 use roost_core::events::{EventBus, TaskEvent};
 use roost_core::llm::scripted::ScriptedTransport;
 use roost_core::llm::{ContentBlock, OpenAiCompatible, RetryPolicy, Role};
-use roost_core::store::Store;
 use roost_core::task::{
     Agent, Approval, ApprovalPolicy, CompletionAnswer, TaskConfig, TaskOutcome, TaskStatus,
 };
-use roost_tests::harness::{Harness, call, complete, harness, scripted_harness, trace_lines, turn};
+use roost_tests::harness::{
+    Harness, assert_pairing, call, complete, harness, scripted_harness, trace_lines, turn,
+};
 use roost_tests::user::ScriptedUser;
 use roost_tests::{TestWorkspace, engine};
 use serde_json::{Value, json};
-
-/// Every assistant message's tool_use ids are answered, in order, by the
-/// tool_results of the next message; no result answers nothing.
-fn assert_pairing(store: &Store, id: &str) {
-    let h = store.load_api(id, true).expect("history");
-    for (i, m) in h.iter().enumerate() {
-        let uses: Vec<&str> = m.message.tool_use_ids().collect();
-        if m.message.role == Role::Assistant && !uses.is_empty() {
-            let next = h.get(i + 1).expect("tool_use without a following message");
-            let answered: Vec<&str> = next
-                .message
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
-                    _ => None,
-                })
-                .collect();
-            assert_eq!(uses, answered, "message {} is not answered in order", m.seq);
-        }
-        if m.message.role == Role::User && i > 0 {
-            let prev_uses: Vec<&str> = h[i - 1].message.tool_use_ids().collect();
-            for b in &m.message.content {
-                if let ContentBlock::ToolResult { tool_use_id, .. } = b {
-                    assert!(
-                        prev_uses.contains(&tool_use_id.as_str()),
-                        "orphan tool_result {tool_use_id}"
-                    );
-                }
-            }
-        }
-    }
-}
 
 #[tokio::test]
 async fn reads_edits_lists_and_completes() {

@@ -1,7 +1,8 @@
 //! Roost's core: the agent task loop and everything it needs above the
 //! sandbox layer (`roost-sandbox`). No command-line or HTTP code lives here.
 //!
-//! One module per concept: [`task`] (loop, gates, hook gate, approvals,
+//! [`engine`] runs many tasks at once, addressable by id; it is what
+//! front-ends drive. One module per concept below it: [`task`] (loop, gates, hook gate, approvals,
 //! asks), [`asks`] (what a task asks a person, and the answers),
 //! [`llm`] (providers, stream decoding, tool-call assembly), [`tools`]
 //! (specs, results, registry), [`modes`] (modes, hook registry),
@@ -9,6 +10,7 @@
 //! [`first_party`] (the components that ship inside the binary).
 
 pub mod asks;
+pub mod engine;
 pub mod events;
 pub mod first_party;
 pub mod intents;

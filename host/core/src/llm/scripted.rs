@@ -107,6 +107,8 @@ pub struct ScriptedTransport {
     script: Script,
     next: AtomicUsize,
     requests: Option<Mutex<Vec<Value>>>,
+    /// Pick each reply by the conversation it answers, not by arrival.
+    by_history: bool,
 }
 
 impl ScriptedTransport {
@@ -122,6 +124,7 @@ impl ScriptedTransport {
             script,
             next: AtomicUsize::new(first),
             requests: None,
+            by_history: false,
         }
     }
 
@@ -132,6 +135,23 @@ impl ScriptedTransport {
             requests: Some(Mutex::new(Vec::new())),
             ..Self::new(script)
         }
+    }
+
+    /// Serve `script` to many conversations at once: each request gets
+    /// the turn numbered by the assistant messages it already holds (the
+    /// first request of every task gets turn 1), so concurrent tasks each
+    /// follow the whole script.
+    pub fn per_conversation(script: Script) -> Self {
+        Self {
+            by_history: true,
+            ..Self::new(script)
+        }
+    }
+
+    /// This transport, keeping every request body (see [`Self::recording`]).
+    pub fn recorded(mut self) -> Self {
+        self.requests = Some(Mutex::new(Vec::new()));
+        self
     }
 
     /// Turns served so far.
@@ -256,7 +276,14 @@ impl Transport for ScriptedTransport {
             let joined = render(&turn, usize::MAX).concat().into_bytes();
             return Ok(Box::pin(futures::stream::iter([Ok(Bytes::from(joined))])));
         }
-        let index = self.next.fetch_add(1, Ordering::SeqCst);
+        let index = if self.by_history {
+            self.next.fetch_add(1, Ordering::SeqCst);
+            body.get("messages")
+                .and_then(Value::as_array)
+                .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
+        } else {
+            self.next.fetch_add(1, Ordering::SeqCst)
+        };
         let Some(turn) = self.script.turns.get(index) else {
             return Err(LlmError::Config(format!(
                 "the script has no turn {} (it has {}): the model was asked more often than the transcript expects",

@@ -129,6 +129,7 @@ pub(super) async fn ask(
     store: &Store,
     broker: &AskBroker,
     events: &crate::events::EventBus,
+    control: &super::control::Control,
     task: &str,
     call_id: Option<&str>,
     ask: Ask,
@@ -148,13 +149,12 @@ pub(super) async fn ask(
         text: ask.question(),
         ask,
     });
-    let answer = match waiting.await {
-        Ok(a) => a,
-        Err(_) => {
-            broker.forget(&stored.ask_id);
-            Answer::No { feedback: None }
-        }
+    // A cancel while waiting is a no; the loop then stops.
+    let answer = tokio::select! {
+        a = waiting => a.unwrap_or(Answer::No { feedback: None }),
+        () = control.cancelled() => Answer::No { feedback: None },
     };
+    broker.forget(&stored.ask_id);
     store.set_status(task, TaskStatus::Running)?;
     Ok(answer)
 }

@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::ask::{self, AskBroker, AskError, Responder};
 use super::config::TaskConfig;
 use super::context::{cut_point, model_history, request_tokens, summarise};
+use super::control::Control;
 use super::gates::{RepetitionDetector, schema_violations};
 use super::history::History;
 use super::hook_gate::HookVerdict;
@@ -224,6 +225,8 @@ pub(super) struct Ctx<'a> {
     /// The workspace as the host touches it (see [`Workspace`]).
     pub(super) ws: Workspace,
     pub(super) events: &'a EventBus,
+    /// Cancellation and queued messages from outside.
+    pub(super) control: &'a Control,
 }
 
 impl Agent {
@@ -242,6 +245,26 @@ impl Agent {
         mode: &str,
         events: &EventBus,
     ) -> Result<(String, TaskOutcome), TaskError> {
+        let task = self.create(prompt, workspace, mode)?;
+        events.publish(TaskEvent::TaskCreated {
+            task_id: task.id.clone(),
+            mode: task.mode.clone(),
+            workspace: task.workspace.clone(),
+        });
+        let outcome = self
+            .run_created(&task.id, events, &Control::default())
+            .await?;
+        Ok((task.id, outcome))
+    }
+
+    /// Create (persist) a task for `prompt` in `workspace`, ready to run;
+    /// an unknown mode is refused before anything is stored.
+    pub fn create(
+        &self,
+        prompt: &str,
+        workspace: &Path,
+        mode: &str,
+    ) -> Result<TaskRecord, TaskError> {
         let modes = ModeSet::load(workspace, self.modes_dir.as_deref());
         if modes.get(mode).is_none() {
             let available: Vec<&str> = modes.iter().map(|m| m.slug.as_str()).collect();
@@ -250,6 +273,8 @@ impl Agent {
                 available: available.join(", "),
             });
         }
+        // The workspace must open before a task is recorded for it.
+        Workspace::open(workspace)?;
         let task = self.store.create_task(&NewTask {
             parent_id: None,
             root_id: None,
@@ -266,29 +291,45 @@ impl Agent {
             &task.id,
             &Message::user_text(format!("<task>\n{prompt}\n</task>")),
         )?;
-        events.publish(TaskEvent::TaskCreated {
-            task_id: task.id.clone(),
-            mode: task.mode.clone(),
-            workspace: task.workspace.clone(),
-        });
+        Ok(task)
+    }
+
+    /// Run task `id`, created with [`Agent::create`] and not run yet,
+    /// steered by `control`.
+    pub async fn run_created(
+        &self,
+        id: &str,
+        events: &EventBus,
+        control: &Control,
+    ) -> Result<TaskOutcome, TaskError> {
+        let task = self.store.get_task(id)?;
         events.publish(TaskEvent::TaskStarted {
             task_id: task.id.clone(),
             resumed: false,
         });
-        let id = task.id.clone();
-        let _claim = self.store.claim(&id)?;
+        let _claim = self.store.claim(&task.id)?;
         let ctx = Ctx {
-            ws: Workspace::open(workspace)?,
-            workspace: workspace.to_path_buf(),
+            ws: Workspace::open(Path::new(&task.workspace))?,
+            workspace: PathBuf::from(&task.workspace),
             task,
             events,
+            control,
         };
-        let outcome = self.run(&ctx).await?;
-        Ok((id, outcome))
+        self.run(&ctx).await
     }
 
     /// Continue a task from its history (after a crash, Ctrl-C or pause).
     pub async fn resume(&self, id: &str, events: &EventBus) -> Result<TaskOutcome, TaskError> {
+        self.resume_with(id, events, &Control::default()).await
+    }
+
+    /// [`Agent::resume`], steered by `control`.
+    pub async fn resume_with(
+        &self,
+        id: &str,
+        events: &EventBus,
+        control: &Control,
+    ) -> Result<TaskOutcome, TaskError> {
         let task = self.store.find_task(id)?;
         if task.status.is_final() {
             return Err(TaskError::NotResumable {
@@ -327,6 +368,7 @@ impl Agent {
             workspace: PathBuf::from(&task.workspace),
             task,
             events,
+            control,
         };
         self.run(&ctx).await
     }
@@ -364,6 +406,7 @@ impl Agent {
             &self.store,
             &self.asks,
             ctx.events,
+            ctx.control,
             &ctx.task.id,
             call_id,
             ask,
@@ -374,6 +417,7 @@ impl Agent {
     /// Mark a task aborted (Ctrl-C); its history stays resumable.
     pub fn abort(&self, id: &str, reason: &str, events: &EventBus) -> Result<(), TaskError> {
         self.store.repair_dangling_tool_uses(id)?;
+        self.store.close_asks(id, reason)?;
         self.store.set_status(id, TaskStatus::Aborted)?;
         self.store
             .append_ui(id, "say", "error", &format!("aborted: {reason}"))?;
@@ -449,6 +493,15 @@ impl Agent {
             .collect();
 
         for turn in 1..=self.config.max_turns {
+            if ctx.control.is_cancelled() {
+                return self.cancelled(ctx);
+            }
+            // Messages the user queued while the task ran join the
+            // conversation now (Roo's message queue).
+            for text in ctx.control.take_messages() {
+                self.store.append_ui(id, "say", "user_message", &text)?;
+                history.add_user_text(format!("<user_message>\n{text}\n</user_message>"))?;
+            }
             // The mode decides the role, the extra instructions and which
             // tools the model is offered (the gate checks again per call).
             // `select_active_intent` only where intents are on.
@@ -488,7 +541,13 @@ impl Agent {
             ctx.events.publish(TaskEvent::RequestStarted { turn });
             self.store
                 .append_ui(id, "say", "api_req_started", &format!("turn {turn}"))?;
-            let reply = match self.stream_reply(&req, ctx.events).await {
+            // A cancel during streaming drops the stream: nothing of the
+            // reply is durable yet.
+            let streamed = tokio::select! {
+                r = self.stream_reply(&req, ctx.events) => r,
+                () = ctx.control.cancelled() => return self.cancelled(ctx),
+            };
+            let reply = match streamed {
                 Ok(r) => r,
                 Err(e) => return self.fail(ctx, &format!("the model request failed: {e}")),
             };
@@ -576,6 +635,11 @@ impl Agent {
                 if r.abort.is_some() {
                     abort = r.abort.clone();
                 }
+                // A cancel lets the running call finish (its guard ran);
+                // the calls after it are not executed.
+                if ctx.control.is_cancelled() && completed.is_none() && abort.is_none() {
+                    abort = Some(ctx.control.reason());
+                }
                 results.content.push(ContentBlock::ToolResult {
                     tool_use_id: call.id.clone(),
                     content: r.content.clone(),
@@ -662,6 +726,13 @@ impl Agent {
                 Ok(Some(TaskOutcome::Aborted { reason }))
             }
         }
+    }
+
+    /// End the task as cancelled from outside (between steps).
+    fn cancelled(&self, ctx: &Ctx<'_>) -> Result<TaskOutcome, TaskError> {
+        let reason = ctx.control.reason();
+        self.abort(&ctx.task.id, &reason, ctx.events)?;
+        Ok(TaskOutcome::Aborted { reason })
     }
 
     fn fail(&self, ctx: &Ctx<'_>, error: &str) -> Result<TaskOutcome, TaskError> {

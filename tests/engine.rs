@@ -1,0 +1,337 @@
+//! The engine: many tasks at once in one process, addressable by id, whose
+//! questions are durable asks answered by id from anywhere. Real
+//! components, the scripted provider (one transcript followed by every
+//! task), a real SQLite store.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use roost_core::asks::{Answer, Ask};
+use roost_core::engine::{Engine, TaskSpec};
+use roost_core::events::TaskEvent;
+use roost_core::first_party;
+use roost_core::llm::scripted::{Script, ScriptedTransport};
+use roost_core::llm::{OpenAiCompatible, RetryPolicy};
+use roost_core::store::{Store, TaskStatus};
+use roost_core::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
+use roost_core::tools::Registry;
+use roost_tests::harness::{assert_pairing, call, complete, turn};
+use roost_tests::{TestWorkspace, engine};
+use serde_json::{Value, json};
+
+/// An engine whose model follows `turns` in every task, under `policy`.
+fn engine_with(
+    turns: Value,
+    policy: ApprovalPolicy,
+    data: &TestWorkspace,
+) -> (Arc<Engine>, Arc<ScriptedTransport>) {
+    let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("script");
+    let transport = Arc::new(ScriptedTransport::per_conversation(script).recorded());
+    let mut registry = Registry::new();
+    registry
+        .add_plugin(
+            engine()
+                .load_bytes("fs-tools", first_party::FS_TOOLS)
+                .expect("fs-tools"),
+        )
+        .expect("registers");
+    let agent = Agent {
+        provider: Arc::new(OpenAiCompatible::new(
+            "scripted",
+            "scripted",
+            transport.clone(),
+            RetryPolicy::default(),
+        )),
+        engine: engine(),
+        registry: Arc::new(registry),
+        store: Store::open(&data.root().join("data").join("roost.db")).expect("store"),
+        config: TaskConfig {
+            policy,
+            ..TaskConfig::default()
+        },
+        modes_dir: None,
+        hooks: Default::default(),
+        asks: Default::default(),
+    };
+    (Engine::new(agent), transport)
+}
+
+/// Deterministic pseudo-random order (xorshift), so a failure replays.
+fn shuffle<T>(items: &mut [T], seed: &mut u64) {
+    for i in (1..items.len()).rev() {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        let j = usize::try_from(*seed % (i as u64 + 1)).unwrap_or(0);
+        items.swap(i, j);
+    }
+}
+
+/// 50 tasks started at once through the engine, each asking for an edit
+/// approval and a completion review; another tokio task answers the open
+/// asks by id in random order. All complete, with whole, paired histories.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_tasks_answered_by_ask_id_in_random_order() {
+    const TASKS: usize = 50;
+    let data = TestWorkspace::new();
+    let (engine, _) = engine_with(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "out.txt", "content": "done\n"})
+                )]
+            ),
+            complete("wrote out.txt"),
+        ]),
+        ApprovalPolicy::from_groups("read").expect("policy"),
+        &data,
+    );
+    let workspaces: Vec<TestWorkspace> = (0..TASKS).map(|_| TestWorkspace::new()).collect();
+    let mut ids = Vec::new();
+    for ws in &workspaces {
+        let id = engine
+            .create_task(&TaskSpec {
+                prompt: "write out.txt".into(),
+                workspace: ws.path(),
+                mode: "code".into(),
+            })
+            .expect("created");
+        ids.push(id);
+    }
+    for id in &ids {
+        engine.start(id).expect("started");
+    }
+    // The answerer: whatever is pending, in a shuffled order, by ask id.
+    let answerer = {
+        let engine = Arc::clone(&engine);
+        let ids = ids.clone();
+        tokio::spawn(async move {
+            let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+            let mut answered = HashSet::new();
+            let mut kinds = Vec::new();
+            while answered.len() < 2 * TASKS {
+                let mut pending = Vec::new();
+                for id in &ids {
+                    pending.extend(engine.pending_asks(id).expect("asks"));
+                }
+                shuffle(&mut pending, &mut seed);
+                for ask in pending {
+                    if answered.insert(ask.ask_id.clone()) {
+                        kinds.push(ask.kind.clone());
+                        engine
+                            .answer(&ask.task_id, &ask.ask_id, Answer::Yes)
+                            .expect("answer taken");
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            kinds
+        })
+    };
+    for id in &ids {
+        let outcome = engine.wait(id).await.expect("outcome");
+        assert_eq!(
+            outcome,
+            TaskOutcome::Completed {
+                result: "wrote out.txt".into()
+            }
+        );
+    }
+    let kinds = answerer.await.expect("answerer");
+    assert_eq!(kinds.iter().filter(|k| *k == "tool").count(), TASKS);
+    assert_eq!(kinds.iter().filter(|k| *k == "completion").count(), TASKS);
+    for (id, ws) in ids.iter().zip(&workspaces) {
+        assert_eq!(ws.read("out.txt"), "done\n");
+        assert_pairing(&engine.agent().store, id);
+        assert!(engine.pending_asks(id).expect("asks").is_empty());
+        assert_eq!(
+            engine.get_task(id).expect("task").status,
+            TaskStatus::Completed
+        );
+    }
+}
+
+/// Answers every question of task `id` with yes, from another tokio task.
+fn say_yes(engine: &Arc<Engine>, id: &str) {
+    let mut rx = engine.subscribe(id).expect("events");
+    let engine = Arc::clone(engine);
+    tokio::spawn(async move {
+        loop {
+            let ev = rx.recv().await;
+            let Ok(ev) = ev else { break };
+            if let TaskEvent::AskRequired {
+                task_id, ask_id, ..
+            } = ev
+            {
+                let _ = engine.answer(&task_id, &ask_id, Answer::Yes);
+            }
+        }
+    });
+}
+
+/// Waits for the first event of `rx` that `pick` accepts.
+async fn until(
+    rx: &mut tokio::sync::broadcast::Receiver<TaskEvent>,
+    pick: impl Fn(&TaskEvent) -> bool,
+) -> TaskEvent {
+    loop {
+        let ev = rx.recv().await.expect("event");
+        if pick(&ev) {
+            return ev;
+        }
+    }
+}
+
+/// A cancel while the model streams ends the task `aborted` with nothing
+/// of the reply recorded; a cancel during a tool call lets the call finish
+/// (its file is whole) and skips nothing silently. Both tasks stay
+/// resumable and their histories paired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_during_streaming_and_during_a_tool_call() {
+    let data = TestWorkspace::new();
+    let (engine, _) = engine_with(
+        json!([
+            {"delay_ms": 3000, "text": "thinking slowly", "tool_calls": []},
+        ]),
+        ApprovalPolicy::yes(),
+        &data,
+    );
+    let ws = TestWorkspace::new();
+    let id = engine
+        .create_task(&TaskSpec {
+            prompt: "slow".into(),
+            workspace: ws.path(),
+            mode: "code".into(),
+        })
+        .expect("created");
+    let mut rx = engine.subscribe(&id).expect("events");
+    engine.start(&id).expect("started");
+    until(&mut rx, |e| matches!(e, TaskEvent::RequestStarted { .. })).await;
+    engine.cancel(&id, "stopped by the test").expect("cancel");
+    let outcome = engine.wait(&id).await.expect("outcome");
+    assert_eq!(
+        outcome,
+        TaskOutcome::Aborted {
+            reason: "stopped by the test".into()
+        }
+    );
+    let store = &engine.agent().store;
+    assert_eq!(
+        store.get_task(&id).expect("task").status,
+        TaskStatus::Aborted
+    );
+    assert!(
+        store
+            .load_api(&id, true)
+            .expect("history")
+            .iter()
+            .all(|m| !format!("{:?}", m.message).contains("thinking slowly")),
+        "nothing of the cancelled reply is recorded"
+    );
+
+    // During a tool call: the call finishes, then the task stops.
+    let (engine, _) = engine_with(
+        json!([
+            turn(
+                "",
+                vec![
+                    call(
+                        "write_to_file",
+                        json!({"path": "a.txt", "content": "whole\n"})
+                    ),
+                    call(
+                        "write_to_file",
+                        json!({"path": "b.txt", "content": "never\n"})
+                    ),
+                ]
+            ),
+            complete("done"),
+        ]),
+        ApprovalPolicy::from_groups("read").expect("policy"),
+        &data,
+    );
+    let id = engine
+        .create_task(&TaskSpec {
+            prompt: "two writes".into(),
+            workspace: ws.path(),
+            mode: "code".into(),
+        })
+        .expect("created");
+    let mut rx = engine.subscribe(&id).expect("events");
+    engine.start(&id).expect("started");
+    // Cancel while the first write waits for its approval, then approve
+    // it: the answer is taken as no (the task is stopping), nothing runs.
+    let TaskEvent::AskRequired { ask_id, ask, .. } =
+        until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await
+    else {
+        unreachable!("picked an ask")
+    };
+    assert!(matches!(ask, Ask::Tool { .. }));
+    engine.cancel(&id, "user cancelled").expect("cancel");
+    let outcome = engine.wait(&id).await.expect("outcome");
+    assert!(
+        matches!(outcome, TaskOutcome::Aborted { .. }),
+        "{outcome:?}"
+    );
+    assert!(!ws.path().join("a.txt").exists() && !ws.path().join("b.txt").exists());
+    assert!(
+        engine.answer(&id, &ask_id, Answer::Yes).is_err(),
+        "the ask was closed with the task"
+    );
+    assert!(engine.pending_asks(&id).expect("asks").is_empty());
+    assert_pairing(store, &id);
+    assert_eq!(
+        store.get_task(&id).expect("task").status,
+        TaskStatus::Aborted
+    );
+}
+
+/// A message sent while the task runs joins the conversation at its next
+/// turn (Roo's message queue).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_while_running_reach_the_next_turn() {
+    let data = TestWorkspace::new();
+    let (engine, transport) = engine_with(
+        json!([
+            {"delay_ms": 300, "text": "", "tool_calls": [{"name": "read_file", "args": {"path": "a.txt"}}]},
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+        &data,
+    );
+    let ws = TestWorkspace::new();
+    ws.write("a.txt", "hello\n");
+    let id = engine
+        .create_task(&TaskSpec {
+            prompt: "read".into(),
+            workspace: ws.path(),
+            mode: "code".into(),
+        })
+        .expect("created");
+    let mut rx = engine.subscribe(&id).expect("events");
+    say_yes(&engine, &id);
+    engine.start(&id).expect("started");
+    until(&mut rx, |e| {
+        matches!(e, TaskEvent::RequestStarted { turn: 1 })
+    })
+    .await;
+    engine
+        .send_message(&id, "also check b.txt")
+        .expect("queued");
+    let outcome = engine.wait(&id).await.expect("outcome");
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let reqs = transport.requests();
+    let second = reqs.last().expect("requests").to_string();
+    assert!(
+        second.contains("<user_message>") && second.contains("also check b.txt"),
+        "{second}"
+    );
+    let ui = engine.agent().store.load_ui(&id).expect("ui");
+    assert!(ui.iter().any(|m| m.subtype == "user_message"));
+}
