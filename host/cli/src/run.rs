@@ -12,12 +12,14 @@ use super::config::{self, Profile};
 use super::interact::Terminal;
 use super::render::{self, Format};
 use super::sanitize::{json_text, visible, visible_line};
-use roost_core::events::{EventBus, TaskEvent};
+use roost_core::engine::{Engine, TaskSpec};
+use roost_core::events::EventBus;
 use roost_core::first_party;
 use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{HttpTransport, Labelled, OpenAiCompatible, Provider, RetryPolicy, Role};
 use roost_core::modes::HookRegistry;
 use roost_core::store::{Store, TaskRecord};
+use roost_core::task::answer_asks;
 use roost_core::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome, TaskStatus};
 use roost_core::tools::Registry;
 use roost_sandbox::capability::Workspace;
@@ -321,57 +323,58 @@ fn agent(
     })
 }
 
-/// Run a task future, rendering its events; Ctrl-C aborts cleanly (the
-/// task is marked aborted and its history kept).
+/// Run a created (or prepared) task of `engine` to its end: render its
+/// events, answer its questions on the terminal, and turn Ctrl-C or
+/// SIGTERM into a clean cancel (the task stops between steps, ends
+/// `aborted`, and resumes).
 async fn drive(
-    agent: &Agent,
+    engine: &Arc<Engine>,
+    id: &str,
     events: EventBus,
     opts: &RunOptions,
-    known_id: Option<String>,
-    fut: impl std::future::Future<Output = anyhow::Result<TaskOutcome>>,
 ) -> anyhow::Result<ExitCode> {
     let format = if opts.json {
         Format::Json
     } else {
         Format::Text
     };
-    let mut id_rx = events.subscribe();
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let renderer = tokio::spawn(render::render(events.subscribe(), format, stopped));
-    // Ctrl-C and SIGTERM (a service manager, `kill`) stop the task
-    // cleanly. Both handlers are installed before the task starts, so a
-    // signal that comes early is not missed.
+    let terminal = Terminal::detect().assume_yes(opts.yes);
+    let agent = engine.agent();
+    let answering = answer_asks(events.subscribe(), &agent.asks, &agent.store, &terminal);
+    tokio::pin!(answering);
+    // Both handlers are installed before the task starts, so a signal that
+    // comes early is not missed.
     use tokio::signal::unix::{SignalKind, signal};
     let mut interrupt = signal(SignalKind::interrupt()).context("cannot watch for Ctrl-C")?;
     let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
-    let mut signal_name = "Ctrl-C";
-    let outcome = tokio::select! {
-        o = fut => Some(o?),
-        _ = interrupt.recv() => None,
-        _ = terminate.recv() => {
-            signal_name = "SIGTERM";
-            None
+    let mut signal_name = None;
+    engine.start(id)?;
+    let outcome = loop {
+        tokio::select! {
+            o = engine.wait(id) => break o?,
+            () = &mut answering => {}
+            _ = interrupt.recv(), if signal_name.is_none() => {
+                signal_name = Some("Ctrl-C");
+                engine.cancel(id, "interrupted (Ctrl-C)")?;
+            }
+            _ = terminate.recv(), if signal_name.is_none() => {
+                signal_name = Some("SIGTERM");
+                engine.cancel(id, "interrupted (SIGTERM)")?;
+            }
         }
     };
-    let code = match outcome {
-        Some(TaskOutcome::Completed { .. }) => ExitCode::SUCCESS,
-        Some(TaskOutcome::Failed { .. }) => ExitCode::from(1),
-        Some(TaskOutcome::Aborted { .. }) => ExitCode::from(2),
-        Some(TaskOutcome::Paused { .. }) => ExitCode::from(3),
-        None => {
-            let mut id = known_id;
-            while let Ok(ev) = id_rx.try_recv() {
-                if let TaskEvent::TaskCreated { task_id, .. } = ev {
-                    id = Some(task_id);
-                }
-            }
-            if let Some(id) = id {
-                agent.abort(&id, &format!("interrupted ({signal_name})"), &events)?;
-                notice!("\ntask {id} aborted; `roost resume {id}` continues it");
-            }
+    let code = match (&outcome, signal_name) {
+        (TaskOutcome::Aborted { .. }, Some(name)) => {
+            notice!("\ntask {id} aborted; `roost resume {id}` continues it");
             // The shell's convention: 128 + the signal's number.
-            ExitCode::from(if signal_name == "SIGTERM" { 143 } else { 130 })
+            ExitCode::from(if name == "SIGTERM" { 143 } else { 130 })
         }
+        (TaskOutcome::Completed { .. }, _) => ExitCode::SUCCESS,
+        (TaskOutcome::Failed { .. }, _) => ExitCode::from(1),
+        (TaskOutcome::Aborted { .. }, None) => ExitCode::from(2),
+        (TaskOutcome::Paused { .. }, _) => ExitCode::from(3),
     };
     let _ = stop.send(());
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), renderer).await;
@@ -396,16 +399,14 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         args.prompt.clone()
     };
     let (provider, profile) = build_provider(&args.provider, None, 0)?;
-    let agent = agent(data_dir, provider, &profile, &args.options)?;
-    let events = EventBus::new();
-    let terminal = Terminal::detect().assume_yes(args.options.yes);
-    let fut = agent.answered(&events, &terminal, async {
-        let (_, outcome) = agent
-            .start(&prompt, &workspace, &args.mode, &events)
-            .await?;
-        Ok(outcome)
-    });
-    drive(&agent, events.clone(), &args.options, None, fut).await
+    let engine = Engine::new(agent(data_dir, provider, &profile, &args.options)?);
+    let id = engine.create_task(&TaskSpec {
+        prompt,
+        workspace,
+        mode: args.mode.clone(),
+    })?;
+    let events = engine.events(&id)?;
+    drive(&engine, &id, events, &args.options).await
 }
 
 /// `roost resume`.
@@ -457,21 +458,10 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
         )?;
     }
     drop(store);
-    let agent = agent(data_dir, provider, &profile, &args.options)?;
-    let events = EventBus::new();
-    let terminal = Terminal::detect().assume_yes(args.options.yes);
-    let id = task.id.clone();
-    let fut = agent.answered(&events, &terminal, async {
-        Ok(agent.resume(&id, &events).await?)
-    });
-    drive(
-        &agent,
-        events.clone(),
-        &args.options,
-        Some(task.id.clone()),
-        fut,
-    )
-    .await
+    let engine = Engine::new(agent(data_dir, provider, &profile, &args.options)?);
+    let id = engine.prepare_resume(&task.id)?;
+    let events = engine.events(&id)?;
+    drive(&engine, &id, events, &args.options).await
 }
 
 /// `roost history`.

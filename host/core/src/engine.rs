@@ -55,6 +55,8 @@ struct Running {
     events: EventBus,
     control: Control,
     started: bool,
+    /// Whether starting it resumes stored history (else it is new).
+    resume: bool,
     outcome: watch::Sender<Option<Result<TaskOutcome, String>>>,
 }
 
@@ -82,7 +84,7 @@ impl Engine {
         self.tasks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn register(&self, id: &str, started: bool) -> (EventBus, Control) {
+    fn register(&self, id: &str, resume: bool) -> (EventBus, Control) {
         let (outcome, _) = watch::channel(None);
         let events = EventBus::new();
         let control = Control::default();
@@ -91,7 +93,8 @@ impl Engine {
             Running {
                 events: events.clone(),
                 control: control.clone(),
-                started,
+                started: false,
+                resume,
                 outcome,
             },
         );
@@ -104,18 +107,45 @@ impl Engine {
         let task = self
             .agent
             .create(&spec.prompt, &spec.workspace, &spec.mode)?;
-        let (events, _) = self.register(&task.id, false);
-        events.publish(TaskEvent::TaskCreated {
-            task_id: task.id.clone(),
-            mode: task.mode.clone(),
-            workspace: task.workspace.clone(),
-        });
+        self.register(&task.id, false);
         Ok(task.id)
     }
 
-    /// Start a created task's loop on the runtime; returns at once.
+    /// Get a stored task (by id or unambiguous prefix) ready to resume and
+    /// return its full id; it continues when [`Engine::start`]ed.
+    /// Subscribe in between to see all its events.
+    pub fn prepare_resume(&self, id: &str) -> Result<String, EngineError> {
+        let task = self.agent.store.find_task(id)?;
+        if task.status.is_final() {
+            return Err(TaskError::NotResumable {
+                id: task.id,
+                status: task.status,
+            }
+            .into());
+        }
+        if self
+            .lock()
+            .get(&task.id)
+            .is_some_and(|r| r.started && r.outcome.borrow().is_none())
+        {
+            return Err(EngineError::AlreadyStarted(task.id));
+        }
+        self.register(&task.id, true);
+        Ok(task.id)
+    }
+
+    /// Resume a stored task at once ([`Engine::prepare_resume`], then
+    /// [`Engine::start`]); returns its full id.
+    pub fn resume(self: &Arc<Self>, id: &str) -> Result<String, EngineError> {
+        let id = self.prepare_resume(id)?;
+        self.start(&id)?;
+        Ok(id)
+    }
+
+    /// Start a created (or prepared) task's loop on the runtime; returns
+    /// at once.
     pub fn start(self: &Arc<Self>, id: &str) -> Result<(), EngineError> {
-        let (events, control) = {
+        let (events, control, resume) = {
             let mut tasks = self.lock();
             let r = tasks
                 .get_mut(id)
@@ -124,36 +154,35 @@ impl Engine {
                 return Err(EngineError::AlreadyStarted(id.to_owned()));
             }
             r.started = true;
-            (r.events.clone(), r.control.clone())
+            (r.events.clone(), r.control.clone(), r.resume)
         };
         let engine = Arc::clone(self);
         let id = id.to_owned();
         tokio::spawn(async move {
-            let res = engine.agent.run_created(&id, &events, &control).await;
+            let res = if resume {
+                engine.agent.resume_with(&id, &events, &control).await
+            } else {
+                engine.announce_and_run(&id, &events, &control).await
+            };
             engine.finish(&id, res);
         });
         Ok(())
     }
 
-    /// Resume a task from its stored history (after a crash, a cancel or a
-    /// pause); returns at once. Questions it left open are asked again.
-    pub fn resume(self: &Arc<Self>, id: &str) -> Result<String, EngineError> {
-        let task = self.agent.store.find_task(id)?;
-        if self
-            .lock()
-            .get(&task.id)
-            .is_some_and(|r| r.started && r.outcome.borrow().is_none())
-        {
-            return Err(EngineError::AlreadyStarted(task.id));
-        }
-        let (events, control) = self.register(&task.id, true);
-        let engine = Arc::clone(self);
-        let id = task.id.clone();
-        tokio::spawn(async move {
-            let res = engine.agent.resume_with(&id, &events, &control).await;
-            engine.finish(&id, res);
+    /// Announce a new task (only now can anyone be subscribed) and run it.
+    async fn announce_and_run(
+        &self,
+        id: &str,
+        events: &EventBus,
+        control: &Control,
+    ) -> Result<TaskOutcome, TaskError> {
+        let task = self.agent.store.get_task(id)?;
+        events.publish(TaskEvent::TaskCreated {
+            task_id: task.id,
+            mode: task.mode,
+            workspace: task.workspace,
         });
-        Ok(task.id)
+        self.agent.run_created(id, events, control).await
     }
 
     fn finish(&self, id: &str, res: Result<TaskOutcome, TaskError>) {
