@@ -335,3 +335,91 @@ async fn messages_sent_while_running_reach_the_next_turn() {
     let ui = engine.agent().store.load_ui(&id).expect("ui");
     assert!(ui.iter().any(|m| m.subtype == "user_message"));
 }
+
+/// The process dies while a question is open (here: a runtime shut down
+/// under the task, dropping it mid-wait, as a kill would); after `resume`
+/// the same ask is pending again, and answering it by its id continues
+/// the task to the end.
+#[test]
+fn an_ask_open_when_the_process_dies_is_pending_again_after_resume() {
+    let data = TestWorkspace::new();
+    let ws = TestWorkspace::new();
+    let turns = json!([
+        turn(
+            "",
+            vec![call(
+                "write_to_file",
+                json!({"path": "out.txt", "content": "after the crash\n"})
+            )]
+        ),
+        complete("done"),
+    ]);
+    let policy = ApprovalPolicy::from_groups("read").expect("policy");
+
+    // The first "process": the task waits on its approval when it dies.
+    let first = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (id, ask_id) = first.block_on(async {
+        let (engine, _) = engine_with(turns.clone(), policy.clone(), &data);
+        let id = engine
+            .create_task(&TaskSpec {
+                prompt: "write".into(),
+                workspace: ws.path(),
+                mode: "code".into(),
+            })
+            .expect("created");
+        let mut rx = engine.subscribe(&id).expect("events");
+        engine.start(&id).expect("started");
+        let TaskEvent::AskRequired { ask_id, .. } =
+            until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await
+        else {
+            unreachable!("picked an ask")
+        };
+        (id, ask_id)
+    });
+    first.shutdown_background();
+
+    // The second: the ask is open in the store, and again after resume.
+    let second = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    second.block_on(async {
+        let (engine, _) = engine_with(turns, policy, &data);
+        let open = engine.pending_asks(&id).expect("asks");
+        assert_eq!(open.len(), 1);
+        assert_eq!(open[0].ask_id, ask_id, "the open ask survived the crash");
+        let mut rx = {
+            let resumed = engine.prepare_resume(&id).expect("resumable");
+            assert_eq!(resumed, id);
+            engine.subscribe(&id).expect("events")
+        };
+        engine.start(&id).expect("started");
+        let TaskEvent::AskRequired { ask_id: again, .. } =
+            until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await
+        else {
+            unreachable!("picked an ask")
+        };
+        assert_eq!(again, ask_id, "the same question is asked again");
+        engine.answer(&id, &ask_id, Answer::Yes).expect("answered");
+        let TaskEvent::AskRequired { ask_id: review, .. } =
+            until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await
+        else {
+            unreachable!("picked an ask")
+        };
+        engine.answer(&id, &review, Answer::Yes).expect("accepted");
+        let outcome = engine.wait(&id).await.expect("outcome");
+        assert_eq!(
+            outcome,
+            TaskOutcome::Completed {
+                result: "done".into()
+            }
+        );
+        assert_eq!(ws.read("out.txt"), "after the crash\n");
+        assert_pairing(&engine.agent().store, &id);
+    });
+}

@@ -211,6 +211,16 @@ struct WriteScope {
     approved: Vec<String>,
 }
 
+/// Calls a resumed task runs again before its next turn: they were
+/// waiting for a person when its process died.
+struct PendingCalls {
+    calls: Vec<AssembledCall>,
+    /// The message answering the assistant message, so far.
+    results: Message,
+    /// Its seq, once stored.
+    results_seq: Option<i64>,
+}
+
 /// What a streamed reply amounted to.
 struct Reply {
     text: String,
@@ -315,7 +325,7 @@ impl Agent {
             events,
             control,
         };
-        self.run(&ctx).await
+        self.run(&ctx, None).await
     }
 
     /// Continue a task from its history (after a crash, Ctrl-C or pause).
@@ -337,14 +347,24 @@ impl Agent {
                 status: task.status,
             });
         }
-        let repaired = self.store.repair_dangling_tool_uses(&task.id)?;
-        if repaired > 0 {
-            tracing::info!(task = %task.id, repaired, "answered interrupted tool calls");
+        let claim = self.store.claim(&task.id)?;
+        // Calls that were waiting for a person when the process died run
+        // again (their open question is asked again, by the same id); any
+        // other interrupted call is answered as interrupted.
+        let pending = self.pending_asked_calls(&task.id)?;
+        if pending.is_none() {
+            let repaired = self.store.repair_dangling_tool_uses(&task.id)?;
+            if repaired > 0 {
+                tracing::info!(task = %task.id, repaired, "answered interrupted tool calls");
+            }
+            self.store
+                .close_asks(&task.id, "the task was interrupted before an answer")?;
         }
         let history = self.store.load_api(&task.id, false)?;
-        if history
-            .last()
-            .is_some_and(|m| m.message.role == Role::Assistant)
+        if pending.is_none()
+            && history
+                .last()
+                .is_some_and(|m| m.message.role == Role::Assistant)
         {
             // A text-only reply was the last word: tell the model it was
             // interrupted so the conversation alternates again.
@@ -362,7 +382,7 @@ impl Agent {
             task_id: task.id.clone(),
             resumed: true,
         });
-        let _claim = self.store.claim(&task.id)?;
+        let _claim = claim;
         let ctx = Ctx {
             ws: Workspace::open(Path::new(&task.workspace))?,
             workspace: PathBuf::from(&task.workspace),
@@ -370,7 +390,71 @@ impl Agent {
             events,
             control,
         };
-        self.run(&ctx).await
+        self.run(&ctx, pending).await
+    }
+
+    /// The calls of the last assistant message still waiting for a person
+    /// (the first unanswered one has an open ask), with the results already
+    /// recorded for the others.
+    fn pending_asked_calls(&self, task: &str) -> Result<Option<PendingCalls>, TaskError> {
+        let open: Vec<String> = self
+            .store
+            .open_asks(task)?
+            .into_iter()
+            .filter_map(|a| a.call_id)
+            .collect();
+        if open.is_empty() {
+            return Ok(None);
+        }
+        let history = self.store.load_api(task, false)?;
+        let Some(k) = history
+            .iter()
+            .rposition(|m| m.message.role == Role::Assistant)
+        else {
+            return Ok(None);
+        };
+        let (results, results_seq) = match history.get(k + 1) {
+            Some(m) if m.message.role == Role::User => (m.message.clone(), Some(m.seq)),
+            _ => (
+                Message {
+                    role: Role::User,
+                    content: Vec::new(),
+                },
+                None,
+            ),
+        };
+        let answered: Vec<&str> = results
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let calls: Vec<AssembledCall> = history[k]
+            .message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolUse { id, name, input } if !answered.contains(&id.as_str()) => {
+                    Some(AssembledCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        args: Ok(input.clone()),
+                        raw_args: input.to_string(),
+                    })
+                }
+                _ => None,
+            })
+            .collect();
+        Ok(match calls.first() {
+            Some(c) if open.contains(&c.id) => Some(PendingCalls {
+                calls,
+                results,
+                results_seq,
+            }),
+            _ => None,
+        })
     }
 
     /// Drive `fut` (a task of this agent) while `responder` answers the
@@ -427,7 +511,11 @@ impl Agent {
         Ok(())
     }
 
-    async fn run(&self, ctx: &Ctx<'_>) -> Result<TaskOutcome, TaskError> {
+    async fn run(
+        &self,
+        ctx: &Ctx<'_>,
+        pending: Option<PendingCalls>,
+    ) -> Result<TaskOutcome, TaskError> {
         let id = ctx.task.id.as_str();
         let modes = ModeSet::load(&ctx.workspace, self.modes_dir.as_deref());
         for e in &modes.errors {
@@ -491,6 +579,22 @@ impl Agent {
             .into_iter()
             .filter_map(|s| ArgsValidator::new(&s.args_schema).ok().map(|v| (s.name, v)))
             .collect();
+
+        if let Some(p) = pending {
+            let outcome = self
+                .run_calls(
+                    ctx,
+                    &mut state,
+                    &mut history,
+                    &native_validators,
+                    &p.calls,
+                    (p.results, p.results_seq),
+                )
+                .await?;
+            if let Some(outcome) = outcome {
+                return Ok(outcome);
+            }
+        }
 
         for turn in 1..=self.config.max_turns {
             if ctx.control.is_cancelled() {
@@ -598,78 +702,22 @@ impl Agent {
                 continue;
             }
 
-            let mut results = Message {
+            let empty = Message {
                 role: Role::User,
                 content: Vec::new(),
             };
-            let mut results_seq: Option<i64> = None;
-            let mut completed: Option<String> = None;
-            let mut abort: Option<String> = None;
-            for call in &reply.calls {
-                let r = if completed.is_some() || abort.is_some() {
-                    CallResult::error(
-                        "Not executed: an earlier call in the same message ended the task.",
-                    )
-                } else {
-                    self.handle_call(ctx, &mut state, call, &native_validators)
-                        .await?
-                };
-                if r.is_error && !r.ui_recorded {
-                    self.store.append_ui(
-                        id,
-                        "say",
-                        "error",
-                        &format!(
-                            "{}: {}",
-                            call.name,
-                            r.content.trim_start_matches("[ERROR] ")
-                        ),
-                    )?;
-                }
-                if r.mistake {
-                    state.mistakes += 1;
-                } else if !r.is_error {
-                    state.mistakes = 0;
-                }
-                completed = completed.or(r.completed.clone());
-                if r.abort.is_some() {
-                    abort = r.abort.clone();
-                }
-                // A cancel lets the running call finish (its guard ran);
-                // the calls after it are not executed.
-                if ctx.control.is_cancelled() && completed.is_none() && abort.is_none() {
-                    abort = Some(ctx.control.reason());
-                }
-                results.content.push(ContentBlock::ToolResult {
-                    tool_use_id: call.id.clone(),
-                    content: r.content.clone(),
-                    is_error: r.is_error,
-                });
-                match results_seq {
-                    Some(seq) => history.update(seq, results.clone())?,
-                    None => results_seq = Some(history.append(results.clone())?),
-                }
-                // Announced only now that the result is durable.
-                ctx.events.publish(TaskEvent::ToolCallResult {
-                    id: call.id.clone(),
-                    tool: call.name.clone(),
-                    result: r.event_result(),
-                    diff: r.diff.clone(),
-                });
-            }
-            if let Some(result) = completed {
-                self.store.set_status(id, TaskStatus::Completed)?;
-                let t = self.store.get_task(id)?;
-                ctx.events.publish(TaskEvent::Completed {
-                    result: result.clone(),
-                    usage: t.usage,
-                    cost: t.cost,
-                });
-                return Ok(TaskOutcome::Completed { result });
-            }
-            if let Some(reason) = abort {
-                self.abort(id, &reason, ctx.events)?;
-                return Ok(TaskOutcome::Aborted { reason });
+            if let Some(outcome) = self
+                .run_calls(
+                    ctx,
+                    &mut state,
+                    &mut history,
+                    &native_validators,
+                    &reply.calls,
+                    (empty, None),
+                )
+                .await?
+            {
+                return Ok(outcome);
             }
             if let Some(outcome) = self.check_mistakes(ctx, &mut state, &mut history).await? {
                 return Ok(outcome);
@@ -685,6 +733,92 @@ impl Agent {
             reason: reason.clone(),
         });
         Ok(TaskOutcome::Paused { reason })
+    }
+
+    /// Run the calls of one assistant message through the gates, in
+    /// order, appending each result to `results` (the user message that
+    /// answers them, at `seq` once stored). The outcome when the task
+    /// ended (completed, aborted); `None` to go on.
+    async fn run_calls(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        history: &mut History,
+        native_validators: &[(String, ArgsValidator)],
+        calls: &[AssembledCall],
+        results: (Message, Option<i64>),
+    ) -> Result<Option<TaskOutcome>, TaskError> {
+        let id = ctx.task.id.as_str();
+        let (mut results, mut results_seq) = results;
+        let mut completed: Option<String> = None;
+        let mut abort: Option<String> = None;
+        for call in calls {
+            let r = if completed.is_some() || abort.is_some() {
+                CallResult::error(
+                    "Not executed: an earlier call in the same message ended the task.",
+                )
+            } else {
+                self.handle_call(ctx, state, call, native_validators)
+                    .await?
+            };
+            if r.is_error && !r.ui_recorded {
+                self.store.append_ui(
+                    id,
+                    "say",
+                    "error",
+                    &format!(
+                        "{}: {}",
+                        call.name,
+                        r.content.trim_start_matches("[ERROR] ")
+                    ),
+                )?;
+            }
+            if r.mistake {
+                state.mistakes += 1;
+            } else if !r.is_error {
+                state.mistakes = 0;
+            }
+            completed = completed.or(r.completed.clone());
+            if r.abort.is_some() {
+                abort = r.abort.clone();
+            }
+            // A cancel lets the running call finish (its guard ran);
+            // the calls after it are not executed.
+            if ctx.control.is_cancelled() && completed.is_none() && abort.is_none() {
+                abort = Some(ctx.control.reason());
+            }
+            results.content.push(ContentBlock::ToolResult {
+                tool_use_id: call.id.clone(),
+                content: r.content.clone(),
+                is_error: r.is_error,
+            });
+            match results_seq {
+                Some(seq) => history.update(seq, results.clone())?,
+                None => results_seq = Some(history.append(results.clone())?),
+            }
+            // Announced only now that the result is durable.
+            ctx.events.publish(TaskEvent::ToolCallResult {
+                id: call.id.clone(),
+                tool: call.name.clone(),
+                result: r.event_result(),
+                diff: r.diff.clone(),
+            });
+        }
+        if let Some(result) = completed {
+            self.store.set_status(id, TaskStatus::Completed)?;
+            let t = self.store.get_task(id)?;
+            ctx.events.publish(TaskEvent::Completed {
+                result: result.clone(),
+                usage: t.usage,
+                cost: t.cost,
+            });
+            return Ok(Some(TaskOutcome::Completed { result }));
+        }
+        if let Some(reason) = abort {
+            self.abort(id, &reason, ctx.events)?;
+            return Ok(Some(TaskOutcome::Aborted { reason }));
+        }
+        Ok(None)
     }
 
     /// After too many consecutive mistakes, ask the user for guidance; their
