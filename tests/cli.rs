@@ -2,6 +2,9 @@
 //! events, history, export, bad input, and a task against an
 //! OpenAI-compatible server on 127.0.0.1.
 
+// Test code: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "support/sse_server.rs"]
 mod sse_server;
 

@@ -1,3 +1,6 @@
+// Build-script code: a panic is how an error reaches the user.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 //! Builds the first-party plugins (`plugins/`) for wasm32-wasip2 so the host
 //! can embed them; see `roost-build`.
 

@@ -2,6 +2,9 @@
 //! a naive assembler that re-parses the whole buffer on every delta.
 //! Run: `cargo bench -p roost --bench llm`.
 
+// Benchmark code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::time::Instant;
 
 use roost_core::llm::{ToolCallAssembler, partial_json};

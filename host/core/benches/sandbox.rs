@@ -11,6 +11,9 @@
 //! `cargo bench -p roost --bench sandbox`; P2 is skipped when the server is
 //! not installed.
 
+// Benchmark code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -5,6 +5,9 @@
 //! with no hook. Run: `cargo bench -p roost --bench task` (P6 only: `-- p6`,
 //! P7 only: `-- p7`).
 
+// Benchmark code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
