@@ -2,11 +2,7 @@
 //! events, history, export, bad input, and a task against an
 //! OpenAI-compatible server on 127.0.0.1.
 
-// Test code: a panic is how a test fails.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/sse_server.rs"]
-mod sse_server;
+use crate::sse_server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

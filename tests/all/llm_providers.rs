@@ -3,8 +3,7 @@
 //! Retry-After, 500 then success. Plus the property that tool-call assembly
 //! does not depend on how the stream is chunked.
 
-#[path = "support/sse_server.rs"]
-mod sse_server;
+use crate::sse_server;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,9 +3,6 @@
 //! the run acknowledged (printed as an event) is in it, and `roost resume`
 //! finishes the task with every tool_use answered in order.
 
-// Test code: a panic is how a test fails.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,0 +1,23 @@
+//! Every end-to-end test of Roost, as one test binary (one link of
+//! wasmtime instead of one per suite), on the shared support crate
+//! `roost-tests`: real components built from `plugins/` and
+//! `tests/fixtures/`, the scripted provider, real SQLite files, real HTTP
+//! servers on 127.0.0.1, the real `roost` binary.
+
+// Test code: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod bad_plugins;
+mod cli;
+mod conformance;
+mod crash;
+mod engine;
+mod fs_tools;
+mod hooks;
+mod host_escapes;
+mod limits;
+mod llm_providers;
+mod sandbox;
+mod scope;
+mod sse_server;
+mod task_loop;
