@@ -19,5 +19,6 @@ mod limits;
 mod llm_providers;
 mod sandbox;
 mod scope;
+mod snapshots;
 mod sse_server;
 mod task_loop;
