@@ -516,6 +516,51 @@ impl Store {
         Ok(())
     }
 
+    /// Record one model reply as one step: the assistant message, its UI
+    /// row (`ui_text`, redacted; none for a reply without text) and the
+    /// turn's usage and cost, in one transaction. Returns the message's seq.
+    pub fn record_reply(
+        &self,
+        task: &str,
+        m: &Message,
+        ui_text: Option<&str>,
+        u: &Usage,
+        cost: f64,
+    ) -> Result<i64, StoreError> {
+        let content = serde_json::to_string(&m.content).map_err(|e| StoreError::Corrupt {
+            task: task.to_owned(),
+            seq: -1,
+            detail: e.to_string(),
+        })?;
+        let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        let now = now_ms();
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        exec(&tx,
+            "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, cache_reads = cache_reads + ?4,
+             cache_writes = cache_writes + ?5, cost = cost + ?6, updated_at = ?7 WHERE id = ?1",
+            params![task, i(u.input_tokens), i(u.output_tokens), i(u.cache_read_tokens), i(u.cache_write_tokens), cost, now],
+        )?;
+        let seq: i64 = tx.query_row(
+            "INSERT INTO api_messages (task_id, seq, role, content, created_at) \
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM api_messages WHERE task_id = ?1 \
+             RETURNING seq",
+            params![task, role_str(m.role), content, now],
+            |r| r.get(0),
+        )?;
+        if let Some(text) = ui_text {
+            let text = roost_secrets::redact(text);
+            exec(
+                &tx,
+                "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) \
+                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, 'say', 'text', ?3 FROM ui_messages WHERE task_id = ?1",
+                params![task, now, text.as_ref()],
+            )?;
+        }
+        tx.commit()?;
+        Ok(seq)
+    }
+
     /// Append an API message; returns its sequence number. The number is
     /// taken by the insert itself (one statement, under SQLite's write
     /// lock), so processes sharing a store never collide.

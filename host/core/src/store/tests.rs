@@ -335,3 +335,32 @@ fn two_processes_append_to_one_store_without_collisions() {
     assert_eq!(api, want, "no API message lost or numbered twice");
     assert_eq!(ui, want, "no UI message lost or numbered twice");
 }
+
+/// A model reply is one step: message, UI row and usage land together.
+#[test]
+fn a_reply_is_recorded_as_one_step() {
+    let (_d, s) = store();
+    let t = new_task(&s);
+    let usage = Usage {
+        input_tokens: 10,
+        output_tokens: 2,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+    };
+    let seq = s
+        .record_reply(&t.id, &tool_use("c1"), Some("on it"), &usage, 0.5)
+        .expect("recorded");
+    let api = s.load_api(&t.id, true).expect("api");
+    assert_eq!(api.last().map(|m| m.seq), Some(seq));
+    let ui = s.load_ui(&t.id).expect("ui");
+    assert_eq!(ui.last().map(|m| m.text.as_str()), Some("on it"));
+    let rec = s.get_task(&t.id).expect("task");
+    assert_eq!(rec.usage.input_tokens, 10);
+    assert!((rec.cost - 0.5).abs() < f64::EPSILON);
+    // A reply on a task that does not exist writes nothing at all.
+    assert!(
+        s.record_reply("no-such-task", &tool_use("c2"), Some("x"), &usage, 1.0)
+            .is_err()
+    );
+    assert!(s.load_ui("no-such-task").expect("ui").is_empty());
+}

@@ -45,6 +45,27 @@ impl History {
         Ok(seq)
     }
 
+    /// Append the model's reply with its UI row (`ui_text`, if any) and
+    /// its usage, in one transaction (then in memory); returns its seq.
+    pub fn append_reply(
+        &mut self,
+        m: Message,
+        ui_text: Option<&str>,
+        usage: &crate::llm::Usage,
+        cost: f64,
+    ) -> Result<i64, StoreError> {
+        let seq = self
+            .store
+            .record_reply(&self.task, &m, ui_text, usage, cost)?;
+        self.visible.push(StoredMessage {
+            seq,
+            message: m,
+            hidden: false,
+            created_at: crate::store::now_ms(),
+        });
+        Ok(seq)
+    }
+
     /// Replace message `seq` (durably, then in memory).
     pub fn update(&mut self, seq: i64, m: Message) -> Result<(), StoreError> {
         self.store.update_api(&self.task, seq, &m)?;

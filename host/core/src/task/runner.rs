@@ -656,7 +656,6 @@ impl Agent {
                 Err(e) => return self.fail(ctx, &format!("the model request failed: {e}")),
             };
             let cost = self.config.price.cost(&reply.usage);
-            self.store.add_usage(id, &reply.usage, cost)?;
 
             // What the model wrote is recorded with credentials redacted
             // (the model sees its own calls that way from now on); calls
@@ -682,13 +681,16 @@ impl Agent {
                     text: "(empty response)".into(),
                 });
             }
-            history.append(Message {
-                role: Role::Assistant,
-                content,
-            })?;
-            if !text.trim().is_empty() {
-                self.store.append_ui(id, "say", "text", &text)?;
-            }
+            // The reply, its UI row and its usage are one transaction.
+            history.append_reply(
+                Message {
+                    role: Role::Assistant,
+                    content,
+                },
+                Some(text.as_str()).filter(|t| !t.trim().is_empty()),
+                &reply.usage,
+                cost,
+            )?;
             ctx.events.publish(TaskEvent::MessageFinal { text });
 
             if reply.calls.is_empty() {
