@@ -206,7 +206,7 @@ pub mod user {
     use std::collections::VecDeque;
     use std::sync::Mutex;
 
-    use roost_core::task::{Answer, Approval, Ask, CompletionAnswer, Responder};
+    use roost_core::task::{Answers, Approval, CompletionAnswer};
     use roost_core::tools::ToolGroup;
 
     /// Scripted answers; records every question it was asked.
@@ -268,8 +268,9 @@ pub mod user {
         }
     }
 
-    impl ScriptedUser {
-        async fn on_approve(
+    #[async_trait::async_trait]
+    impl Answers for ScriptedUser {
+        async fn approve(
             &self,
             tool: &str,
             _group: ToolGroup,
@@ -286,7 +287,7 @@ pub mod user {
                 .pop_front()
                 .unwrap_or(Approval::Approve)
         }
-        async fn on_scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval {
+        async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval {
             self.note(format!("scope: {intent} {tool} {path}"));
             self.scope
                 .lock()
@@ -294,7 +295,7 @@ pub mod user {
                 .pop_front()
                 .unwrap_or(Approval::Deny { feedback: None })
         }
-        async fn on_hook_question(&self, hook: &str, tool: &str, question: &str) -> Approval {
+        async fn hook_question(&self, hook: &str, tool: &str, question: &str) -> Approval {
             self.note(format!("hook: {hook} {tool} {question}"));
             self.hook
                 .lock()
@@ -302,11 +303,11 @@ pub mod user {
                 .pop_front()
                 .unwrap_or(Approval::Deny { feedback: None })
         }
-        async fn on_followup(&self, question: &str, _suggestions: &[String]) -> Option<String> {
+        async fn followup(&self, question: &str, _suggestions: &[String]) -> Option<String> {
             self.note(format!("followup: {question}"));
             self.followups.lock().expect("lock").pop_front()
         }
-        async fn on_completion(&self, result: &str) -> CompletionAnswer {
+        async fn completion(&self, result: &str) -> CompletionAnswer {
             self.note(format!("completion: {result}"));
             self.completions
                 .lock()
@@ -314,40 +315,9 @@ pub mod user {
                 .pop_front()
                 .unwrap_or(CompletionAnswer::Accept)
         }
-        async fn on_guidance(&self, reason: &str) -> Option<String> {
+        async fn guidance(&self, reason: &str) -> Option<String> {
             self.note(format!("guidance: {reason}"));
             self.guidance.lock().expect("lock").pop_front()
-        }
-    }
-
-    #[async_trait::async_trait]
-    impl Responder for ScriptedUser {
-        async fn respond(&self, ask: &Ask) -> Answer {
-            match ask {
-                Ask::Tool {
-                    tool,
-                    group,
-                    args,
-                    preview,
-                } => self
-                    .on_approve(tool, *group, args, preview.as_deref())
-                    .await
-                    .into(),
-                Ask::Followup {
-                    question,
-                    suggestions,
-                } => self.on_followup(question, suggestions).await.into(),
-                Ask::Completion { result } => self.on_completion(result).await.into(),
-                Ask::Scope { intent, tool, path } => {
-                    self.on_scope_violation(intent, tool, path).await.into()
-                }
-                Ask::Hook {
-                    hook,
-                    tool,
-                    question,
-                } => self.on_hook_question(hook, tool, question).await.into(),
-                Ask::Guidance { reason, .. } => self.on_guidance(reason).await.into(),
-            }
         }
     }
 }

@@ -8,7 +8,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use super::render::painted_diff;
 use super::sanitize::{visible, visible_line};
-use roost_core::task::{Answer, Approval, Ask, CompletionAnswer, Responder};
+use roost_core::task::{Answers, Approval, CompletionAnswer};
 use roost_core::tools::ToolGroup;
 
 /// Asks on the terminal when there is one.
@@ -82,7 +82,8 @@ fn yes_no(answer: Option<&str>) -> Approval {
 }
 
 /// The terminal's answer to each kind of question.
-impl Terminal {
+#[async_trait::async_trait]
+impl Answers for Terminal {
     async fn approve(
         &self,
         tool: &str,
@@ -199,37 +200,6 @@ impl Terminal {
         ))
         .await
         .filter(|l| !l.trim().is_empty())
-    }
-}
-
-#[async_trait::async_trait]
-impl Responder for Terminal {
-    async fn respond(&self, ask: &Ask) -> Answer {
-        match ask {
-            Ask::Tool {
-                tool,
-                group,
-                args,
-                preview,
-            } => self
-                .approve(tool, *group, args, preview.as_deref())
-                .await
-                .into(),
-            Ask::Followup {
-                question,
-                suggestions,
-            } => self.followup(question, suggestions).await.into(),
-            Ask::Completion { result } => self.completion(result).await.into(),
-            Ask::Scope { intent, tool, path } => {
-                self.scope_violation(intent, tool, path).await.into()
-            }
-            Ask::Hook {
-                hook,
-                tool,
-                question,
-            } => self.hook_question(hook, tool, question).await.into(),
-            Ask::Guidance { reason, .. } => self.guidance(reason).await.into(),
-        }
     }
 }
 

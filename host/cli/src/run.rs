@@ -19,7 +19,6 @@ use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{HttpTransport, Labelled, OpenAiCompatible, Provider, RetryPolicy, Role};
 use roost_core::modes::HookRegistry;
 use roost_core::store::{Store, TaskRecord};
-use roost_core::task::answer_asks;
 use roost_core::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome, TaskStatus};
 use roost_core::tools::Registry;
 use roost_sandbox::capability::Workspace;
@@ -341,8 +340,7 @@ async fn drive(
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let renderer = tokio::spawn(render::render(events.subscribe(), format, stopped));
     let terminal = Terminal::detect().assume_yes(opts.yes);
-    let agent = engine.agent();
-    let answering = answer_asks(events.subscribe(), &agent.asks, &agent.store, &terminal);
+    let answering = engine.answer_with(id, &terminal)?;
     tokio::pin!(answering);
     // Both handlers are installed before the task starts, so a signal that
     // comes early is not missed.

@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, watch};
 use crate::asks::Answer;
 use crate::events::{EventBus, TaskEvent};
 use crate::store::{StoreError, StoredAsk, TaskRecord};
-use crate::task::{Agent, AskError, Control, TaskError, TaskOutcome};
+use crate::task::{Agent, AskError, Control, Responder, TaskError, TaskOutcome, answer_asks};
 
 /// What a new task is.
 #[derive(Debug, Clone)]
@@ -248,6 +248,23 @@ impl Engine {
     /// Answer the open question `ask_id` of task `task_id`.
     pub fn answer(&self, task_id: &str, ask_id: &str, answer: Answer) -> Result<(), EngineError> {
         Ok(self.agent.answer(task_id, ask_id, answer)?)
+    }
+
+    /// Answer every question task `id` asks with `responder` (a front-end
+    /// that answers as questions come, like a terminal), until its event
+    /// bus closes; run it beside [`Engine::wait`]. Subscribes at once.
+    pub fn answer_with<'a>(
+        &'a self,
+        id: &str,
+        responder: &'a dyn Responder,
+    ) -> Result<impl std::future::Future<Output = ()> + 'a, EngineError> {
+        let events = self.subscribe(id)?;
+        Ok(answer_asks(
+            events,
+            &self.agent.asks,
+            &self.agent.store,
+            responder,
+        ))
     }
 
     /// The questions task `task_id` waits on (open asks, oldest first).

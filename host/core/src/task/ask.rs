@@ -11,9 +11,10 @@ use std::sync::Mutex;
 use tokio::sync::{broadcast, oneshot};
 
 use super::status::TaskStatus;
-use crate::asks::{Answer, Ask};
+use crate::asks::{Answer, Approval, Ask, CompletionAnswer};
 use crate::events::TaskEvent;
 use crate::store::{Store, StoreError};
+use crate::tools::ToolGroup;
 
 /// Why an answer was not taken.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +91,61 @@ impl AskBroker {
 pub trait Responder: Send + Sync {
     /// The answer to `ask`.
     async fn respond(&self, ask: &Ask) -> Answer;
+}
+
+/// A front-end that answers each kind of question with a method of its
+/// own (the terminal, a test's scripted user); it is a [`Responder`].
+#[async_trait::async_trait]
+pub trait Answers: Send + Sync {
+    /// May `tool` run with `args`? `preview`: the diff an edit would make.
+    async fn approve(
+        &self,
+        tool: &str,
+        group: ToolGroup,
+        args: &serde_json::Value,
+        preview: Option<&str>,
+    ) -> Approval;
+    /// Answer the model's question; `None` when nobody can.
+    async fn followup(&self, question: &str, suggestions: &[String]) -> Option<String>;
+    /// Accept the result, or send feedback.
+    async fn completion(&self, result: &str) -> CompletionAnswer;
+    /// Allow `tool` to write `path`, outside `intent`'s scope, once?
+    async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval;
+    /// Hook `hook` asks about a call of `tool`, in its own words.
+    async fn hook_question(&self, hook: &str, tool: &str, question: &str) -> Approval;
+    /// The model is stuck: guidance to go on, or `None` to stop.
+    async fn guidance(&self, reason: &str) -> Option<String>;
+}
+
+#[async_trait::async_trait]
+impl<T: Answers> Responder for T {
+    async fn respond(&self, ask: &Ask) -> Answer {
+        match ask {
+            Ask::Tool {
+                tool,
+                group,
+                args,
+                preview,
+            } => self
+                .approve(tool, *group, args, preview.as_deref())
+                .await
+                .into(),
+            Ask::Followup {
+                question,
+                suggestions,
+            } => self.followup(question, suggestions).await.into(),
+            Ask::Completion { result } => self.completion(result).await.into(),
+            Ask::Scope { intent, tool, path } => {
+                self.scope_violation(intent, tool, path).await.into()
+            }
+            Ask::Hook {
+                hook,
+                tool,
+                question,
+            } => self.hook_question(hook, tool, question).await.into(),
+            Ask::Guidance { reason, .. } => self.guidance(reason).await.into(),
+        }
+    }
 }
 
 /// Answer every ask announced on `events` with `responder`, until the bus

@@ -22,7 +22,7 @@ pub use crate::store::status;
 
 pub use crate::asks::{Answer, Approval, Ask, CompletionAnswer};
 pub use approval::ApprovalPolicy;
-pub use ask::{AskBroker, AskError, Responder, answer_asks};
+pub use ask::{Answers, AskBroker, AskError, Responder, answer_asks};
 pub use config::{Price, TaskConfig};
 pub use control::Control;
 pub use runner::{Agent, TaskError, TaskOutcome};
