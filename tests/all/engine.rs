@@ -17,7 +17,7 @@ use roost_core::store::{Store, TaskStatus};
 use roost_core::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
 use roost_core::tools::Registry;
 use roost_tests::harness::{assert_pairing, call, complete, turn};
-use roost_tests::{TestWorkspace, engine};
+use roost_tests::{TestWorkspace, engine, fixture_wasm};
 use serde_json::{Value, json};
 
 /// An engine whose model follows `turns` in every task, under `policy`.
@@ -25,6 +25,16 @@ fn engine_with(
     turns: Value,
     policy: ApprovalPolicy,
     data: &TestWorkspace,
+) -> (Arc<Engine>, Arc<ScriptedTransport>) {
+    engine_with_plugins(turns, policy, data, false)
+}
+
+/// [`engine_with`], with the `limits` fixture's tools too when asked.
+fn engine_with_plugins(
+    turns: Value,
+    policy: ApprovalPolicy,
+    data: &TestWorkspace,
+    limits_fixture: bool,
 ) -> (Arc<Engine>, Arc<ScriptedTransport>) {
     let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("script");
     let transport = Arc::new(ScriptedTransport::per_conversation(script).recorded());
@@ -36,6 +46,15 @@ fn engine_with(
                 .expect("fs-tools"),
         )
         .expect("registers");
+    if limits_fixture {
+        registry
+            .add_plugin(
+                engine()
+                    .load_file("limits", &fixture_wasm("limits"))
+                    .expect("limits"),
+            )
+            .expect("registers");
+    }
     let agent = Agent {
         provider: Arc::new(OpenAiCompatible::new(
             "scripted",
@@ -422,4 +441,93 @@ fn an_ask_open_when_the_process_dies_is_pending_again_after_resume() {
         assert_eq!(ws.read("out.txt"), "after the crash\n");
         assert_pairing(&engine.agent().store, &id);
     });
+}
+
+/// Two tasks whose write roots overlap (`src/a` under intent A, `src` under
+/// intent B's `src/*.md`) run at once on one workspace. B's call holds its
+/// write open waiting for A's file and also writes outside its scope. Each
+/// in-scope write persists; B's out-of-scope write is undone; B's guard
+/// never undoes A's write, because the calls take turns on their roots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapping_write_roots_take_turns() {
+    let data = TestWorkspace::new();
+    let ws = TestWorkspace::new();
+    ws.write(
+        ".orchestration/active_intents.yaml",
+        "active_intents:\n  - {id: INT-A, name: A, status: IN_PROGRESS, owned_scope: [\"src/a/**\"]}\n  - {id: INT-B, name: B, status: IN_PROGRESS, owned_scope: [\"src/*.md\"]}\n",
+    );
+    ws.write("src/a/.keep", "");
+    let policy = ApprovalPolicy::from_groups("read,edit,modes").expect("policy");
+    let (a, _) = engine_with(
+        json!([
+            turn(
+                "",
+                vec![call("select_active_intent", json!({"intent_id": "INT-A"}))]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "src/a/one.txt", "content": "A\n"})
+                )]
+            ),
+            complete("A done"),
+        ]),
+        policy.clone(),
+        &data,
+    );
+    let (b, _) = engine_with_plugins(
+        json!([
+            turn(
+                "",
+                vec![call("select_active_intent", json!({"intent_id": "INT-B"}))]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "write_after",
+                    json!({"path": "src/notes.md", "text": "B\n", "wait_for": "src/a/one.txt",
+                           "polls": 300, "also": "src/b.txt"})
+                )]
+            ),
+            complete("B done"),
+        ]),
+        policy,
+        &data,
+        true,
+    );
+    let spec = |prompt: &str| TaskSpec {
+        prompt: prompt.into(),
+        workspace: ws.path(),
+        mode: "code".into(),
+    };
+    let b_id = b.create_task(&spec("B")).expect("created");
+    let mut b_events = b.subscribe(&b_id).expect("events");
+    b.start(&b_id).expect("started");
+    say_yes(&b, &b_id);
+    // A starts once B's write call is under way.
+    until(&mut b_events, |e| {
+        matches!(e, TaskEvent::ToolCallApproved { .. })
+    })
+    .await;
+    let a_id = a.create_task(&spec("A")).expect("created");
+    say_yes(&a, &a_id);
+    a.start(&a_id).expect("started");
+    let (ra, rb) = tokio::join!(a.wait(&a_id), b.wait(&b_id));
+    assert!(matches!(ra, Ok(TaskOutcome::Completed { .. })), "{ra:?}");
+    assert!(matches!(rb, Ok(TaskOutcome::Completed { .. })), "{rb:?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("src/a/one.txt"))
+            .ok()
+            .as_deref(),
+        Some("A\n"),
+        "B's guard undid A's write"
+    );
+    assert_eq!(ws.read("src/notes.md"), "B\n");
+    assert!(
+        !ws.path().join("src/b.txt").exists(),
+        "B's out-of-scope write persisted"
+    );
+    assert_pairing(&a.agent().store, &a_id);
+    assert_pairing(&b.agent().store, &b_id);
 }

@@ -39,7 +39,7 @@ use crate::modes::{HookRegistry, Mode, ModeSet};
 use crate::store::{NewTask, Store, StoreError, TaskRecord};
 use crate::tools::{ArgsValidator, ErrorCode, Registry, ToolError, ToolGroup, ToolSpec};
 use roost_sandbox::capability::{
-    Grant, GuardRule, RooIgnore, Workspace, WorkspaceError, WriteGuard, authority,
+    Grant, GuardRule, RooIgnore, Workspace, WorkspaceError, WriteGuard, WriteLeases, authority,
 };
 use roost_sandbox::plugins::PluginEngine;
 
@@ -1272,7 +1272,6 @@ impl Agent {
         // scope does not allow (globs finer than a directory) and any write
         // to an authority file (`.git/`, `.orchestration/`), which no call
         // may change whatever its scope.
-        let before = snapshot::before(&ctx.ws, &tool.spec, &args);
         let mut grant = Grant::new(&ctx.workspace).read().limits(self.config.limits);
         // Edit and command tools are always destructive (see `plugins`).
         let mut roots: Vec<PathBuf> = Vec::new();
@@ -1282,6 +1281,14 @@ impl Agent {
                 None => roots.push(PathBuf::from(".")),
             }
         }
+        // Calls whose roots overlap (another task's, in this process) take
+        // turns, so the guard only ever undoes writes of this call.
+        let lease = if roots.is_empty() {
+            None
+        } else {
+            Some(WriteLeases::process().acquire(&ctx.ws, &roots).await)
+        };
+        let before = snapshot::before(&ctx.ws, &tool.spec, &args);
         for r in &roots {
             grant = grant.write(r);
         }
@@ -1333,6 +1340,7 @@ impl Agent {
         snapshot::restore_modes(&ctx.ws, &before, &after);
         let diff = snapshot::diff(&before, &after);
         let changed = snapshot::changed(&before, &after);
+        drop(lease);
         if intent_gated {
             let mut entry = TraceEntry::now(
                 "mutation",

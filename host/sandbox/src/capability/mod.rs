@@ -4,7 +4,9 @@
 //! (directory handles, no symlinks out, no special files, bounded reads).
 //! Scopes finer than a directory, and the [`authority`] files under a write
 //! root, are held by a [`WriteGuard`] around the call; `.rooignore`
-//! ([`RooIgnore`]) is checked on declared paths.
+//! ([`RooIgnore`]) is checked on declared paths. A call holds a
+//! [`WriteLease`] on its write roots, so calls whose roots overlap take
+//! turns.
 //!
 //! # Guest path convention
 //!
@@ -19,6 +21,7 @@ pub mod authority;
 pub mod dirfd;
 mod grant;
 mod guard;
+mod lease;
 mod rooignore;
 pub mod wasi;
 mod workspace;
@@ -27,6 +30,7 @@ pub use grant::{Grant, GrantError, Limits};
 pub use guard::{
     GuardBudget, GuardError, GuardReport, GuardRule, WriteGuard, rule, watch_authority_only,
 };
+pub use lease::{WriteLease, WriteLeases};
 pub use rooignore::{ROOIGNORE, RooIgnore};
 pub use workspace::{RelPath, Workspace, WorkspaceError};
 
