@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use roost_core::asks::{Answer, Ask};
 use roost_core::engine::{Engine, TaskSpec};
-use roost_core::events::TaskEvent;
+use roost_core::events::{Envelope, TaskEvent};
 use roost_core::first_party;
+use roost_core::llm::Message;
 use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{OpenAiCompatible, RetryPolicy};
-use roost_core::store::{Store, TaskStatus};
+use roost_core::store::{NewTask, Store, TaskStatus};
 use roost_core::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
 use roost_core::tools::Registry;
 use roost_tests::harness::{assert_pairing, call, complete, turn};
@@ -181,11 +182,8 @@ fn say_yes(engine: &Arc<Engine>, id: &str) {
         loop {
             let ev = rx.recv().await;
             let Ok(ev) = ev else { break };
-            if let TaskEvent::AskRequired {
-                task_id, ask_id, ..
-            } = ev
-            {
-                let _ = engine.answer(&task_id, &ask_id, Answer::Yes);
+            if let TaskEvent::AskRequired { ask_id, .. } = ev.event {
+                let _ = engine.answer(&ev.task_id, &ask_id, Answer::Yes);
             }
         }
     });
@@ -193,11 +191,11 @@ fn say_yes(engine: &Arc<Engine>, id: &str) {
 
 /// Waits for the first event of `rx` that `pick` accepts.
 async fn until(
-    rx: &mut tokio::sync::broadcast::Receiver<TaskEvent>,
+    rx: &mut tokio::sync::broadcast::Receiver<Envelope>,
     pick: impl Fn(&TaskEvent) -> bool,
 ) -> TaskEvent {
     loop {
-        let ev = rx.recv().await.expect("event");
+        let ev = rx.recv().await.expect("event").event;
         if pick(&ev) {
             return ev;
         }
@@ -530,4 +528,219 @@ async fn overlapping_write_roots_take_turns() {
     );
     assert_pairing(&a.agent().store, &a_id);
     assert_pairing(&b.agent().store, &b_id);
+}
+
+/// Events carry their task and their position in its log. A front-end
+/// that disconnects and comes back asks for everything after the last
+/// position it saw: the recorded past and then the live stream, with no
+/// event missed or repeated; after the process is gone, a new engine on the
+/// same store reads the whole log back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_front_end_that_reconnects_gets_what_it_missed() {
+    let data = TestWorkspace::new();
+    let ws = TestWorkspace::new();
+    let (engine, _) = engine_with(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "out.txt", "content": "done\n"})
+                )]
+            ),
+            complete("wrote out.txt"),
+        ]),
+        ApprovalPolicy::from_groups("read").expect("policy"),
+        &data,
+    );
+    let id = engine
+        .create_task(&TaskSpec {
+            prompt: "write out.txt".into(),
+            workspace: ws.path(),
+            mode: "code".into(),
+        })
+        .expect("created");
+    let mut live = engine.subscribe(&id).expect("events");
+    engine.start(&id).expect("started");
+    // The first front-end sees events up to the first question, then goes.
+    let mut seen = Vec::new();
+    let first_ask = loop {
+        let ev = live.recv().await.expect("event");
+        assert_eq!(ev.task_id, id);
+        seen.extend(ev.seq);
+        if let TaskEvent::AskRequired { ask_id, .. } = &ev.event {
+            break ask_id.clone();
+        }
+    };
+    drop(live);
+    let last_seen = *seen.last().expect("a recorded event");
+    assert_eq!(seen, (1..=last_seen).collect::<Vec<_>>());
+    // Meanwhile the question is answered elsewhere and the task goes on.
+    engine
+        .answer(&id, &first_ask, Answer::Yes)
+        .expect("answered");
+    let completion = loop {
+        if let Some(ask) = engine
+            .pending_asks(&id)
+            .expect("asks")
+            .into_iter()
+            .find(|a| a.kind == "completion")
+        {
+            break ask.ask_id;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    // It reconnects while the task waits, from the last position it saw.
+    let (past, rx) = engine.events_after(&id, last_seen).expect("replay");
+    let mut rx = rx.expect("the task runs here");
+    engine
+        .answer(&id, &completion, Answer::Yes)
+        .expect("answered");
+    let mut after: Vec<i64> = past.iter().filter_map(|e| e.seq).collect();
+    assert!(
+        past.iter()
+            .any(|e| matches!(e.event, TaskEvent::ToolCallResult { .. })),
+        "the missed tool result is replayed: {past:?}"
+    );
+    loop {
+        let ev = rx.recv().await.expect("event");
+        after.extend(ev.seq);
+        if matches!(ev.event, TaskEvent::Completed { .. }) {
+            break;
+        }
+    }
+    let last = *after.last().expect("events");
+    assert_eq!(
+        after,
+        (last_seen + 1..=last).collect::<Vec<_>>(),
+        "nothing missed or repeated"
+    );
+    engine.wait(&id).await.expect("outcome");
+
+    // Another process (a new engine on the same store) reads the log back.
+    let (again, _) = engine_with(json!([]), ApprovalPolicy::yes(), &data);
+    let (all, rx) = again.events_after(&id, 0).expect("replay");
+    assert!(rx.is_none());
+    assert_eq!(
+        all.iter().filter_map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=last).collect::<Vec<_>>()
+    );
+    assert!(matches!(all[0].event, TaskEvent::TaskCreated { .. }));
+    assert!(matches!(
+        all.last().map(|e| &e.event),
+        Some(TaskEvent::Completed { .. })
+    ));
+}
+
+/// How many of each record every appending process writes.
+const APPENDS: usize = 150;
+
+/// Not a test on its own: the child process of
+/// [`two_processes_append_to_one_store_without_collisions`], which runs
+/// this binary again with the store, task and its name in the environment.
+#[test]
+#[ignore = "run by two_processes_append_to_one_store_without_collisions"]
+fn store_appender_child() {
+    let (Ok(path), Ok(task), Ok(who), Ok(go)) = (
+        std::env::var("ROOST_APPEND_STORE"),
+        std::env::var("ROOST_APPEND_TASK"),
+        std::env::var("ROOST_APPEND_WHO"),
+        std::env::var("ROOST_APPEND_GO"),
+    ) else {
+        return;
+    };
+    let store = Store::open(std::path::Path::new(&path)).expect("store");
+    // Start together with the other process.
+    while !std::path::Path::new(&go).exists() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for i in 0..APPENDS {
+        let text = format!("{who} {i}");
+        store
+            .append_api(&task, &Message::user_text(text.clone()))
+            .expect("api message");
+        store
+            .append_ui(&task, "say", "text", &text)
+            .expect("ui row");
+        store
+            .append_event(&task, &json!({"who": who, "i": i}).to_string())
+            .expect("event");
+    }
+}
+
+/// Two processes append messages, UI rows and events to one task of one
+/// store at the same time: every record is there once, numbered 1…N with
+/// no collision and no gap, and each process's records keep their order.
+#[test]
+fn two_processes_append_to_one_store_without_collisions() {
+    let data = TestWorkspace::new();
+    let path = data.root().join("roost.db");
+    let store = Store::open(&path).expect("store");
+    let task = store
+        .create_task(&NewTask {
+            parent_id: None,
+            root_id: None,
+            mode: "code".into(),
+            workspace: data.path().display().to_string(),
+            prompt: "append".into(),
+            provider: "scripted".into(),
+            model: "scripted".into(),
+            base_url: String::new(),
+            profile: String::new(),
+        })
+        .expect("task");
+    let go = data.root().join("go");
+    let children: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|who| {
+            std::process::Command::new(std::env::current_exe().expect("test binary"))
+                .args([
+                    "--exact",
+                    "engine::store_appender_child",
+                    "--ignored",
+                    "--test-threads=1",
+                ])
+                .env("ROOST_APPEND_STORE", &path)
+                .env("ROOST_APPEND_TASK", &task.id)
+                .env("ROOST_APPEND_WHO", who)
+                .env("ROOST_APPEND_GO", &go)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    std::fs::write(&go, "").expect("go");
+    for child in children {
+        let out = child.wait_with_output().expect("child");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "child failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let total = 2 * APPENDS;
+    let numbered = |seqs: Vec<i64>| {
+        assert_eq!(
+            seqs,
+            (1..=i64::try_from(total).expect("small")).collect::<Vec<_>>()
+        );
+    };
+    let api = store.load_api(&task.id, true).expect("api");
+    numbered(api.iter().map(|m| m.seq).collect());
+    let ui = store.load_ui(&task.id).expect("ui");
+    // The prompt row is not written here; only the appended rows count.
+    numbered(ui.iter().map(|m| m.seq).collect());
+    let events = store.events_after(&task.id, 0, usize::MAX).expect("events");
+    numbered(events.iter().map(|e| e.seq).collect());
+    for who in ["a", "b"] {
+        let mine: Vec<String> = ui
+            .iter()
+            .filter(|m| m.text.starts_with(&format!("{who} ")))
+            .map(|m| m.text.clone())
+            .collect();
+        let expected: Vec<String> = (0..APPENDS).map(|i| format!("{who} {i}")).collect();
+        assert_eq!(mine, expected, "{who}'s rows in order, none lost");
+    }
 }

@@ -4,7 +4,7 @@
 //! change per run (ids, temp paths) are replaced by names first. A change
 //! here is a change to a contract: review the `.snap` diff.
 
-use roost_core::events::TaskEvent;
+use roost_core::events::{TaskEvent, recorded_after};
 use roost_core::task::ApprovalPolicy;
 use roost_tests::harness::{call, complete, harness, turn};
 use roost_tests::user::ScriptedUser;
@@ -50,12 +50,28 @@ async fn first_request_and_event_stream() {
 
     let mut lines = Vec::new();
     let mut asks = Vec::new();
+    let mut recorded = Vec::new();
     while let Ok(ev) = rx.try_recv() {
-        if let TaskEvent::AskRequired { ask_id, .. } = &ev {
+        if let TaskEvent::AskRequired { ask_id, .. } = &ev.event {
             asks.push(ask_id.clone());
         }
         lines.push(serde_json::to_string(&ev).expect("json"));
+        if ev.seq.is_some() {
+            recorded.push(ev);
+        }
     }
+    // Every event but the streaming partials is in the task's log, numbered
+    // 1, 2, 3, … in the order it was published; the log reads back the same.
+    let seqs: Vec<i64> = recorded.iter().filter_map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>());
+    assert_eq!(
+        recorded_after(&h.agent.store, &id, 0).expect("log"),
+        recorded
+    );
+    assert_eq!(
+        recorded_after(&h.agent.store, &id, 3).expect("log"),
+        recorded[3..]
+    );
     let mut names: Vec<(String, String)> =
         vec![(id.clone(), "[task]".into()), (ws, "[workspace]".into())];
     names.extend(

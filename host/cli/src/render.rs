@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use super::interact::short_args;
 use super::sanitize::{json_text, visible, visible_line};
 use roost_core::asks::Ask;
-use roost_core::events::TaskEvent;
+use roost_core::events::{Envelope, TaskEvent};
 
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -63,7 +63,7 @@ pub fn painted_diff(diff: &str, color: bool) -> Vec<String> {
 
 /// Print events until `stop` fires (then print what is still queued) or the
 /// channel closes.
-pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: oneshot::Receiver<()>) {
+pub async fn render(mut rx: Receiver<Envelope>, format: Format, mut stop: oneshot::Receiver<()>) {
     let style = Style {
         color: std::io::stdout().is_terminal(),
     };
@@ -94,7 +94,7 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: onesh
             }
             }
         };
-        let ev = match ev {
+        let envelope = match ev {
             Ok(ev) => ev,
             Err(RecvError::Lagged(n)) => {
                 tracing::warn!("display fell {n} events behind");
@@ -102,13 +102,14 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: onesh
             }
             Err(RecvError::Closed) => break,
         };
+        let ev = &envelope.event;
         if spinning && !matches!(ev, TaskEvent::Retrying { .. }) {
             eprint!("\r\x1b[2K");
             super::line::spinner_drawn(false);
             spinning = false;
         }
         if format == Format::Json {
-            if let Ok(line) = serde_json::to_string(&ev).map(|l| json_text(&l).into_owned()) {
+            if let Ok(line) = serde_json::to_string(&envelope).map(|l| json_text(&l).into_owned()) {
                 println!("{line}");
             }
             continue;
@@ -116,7 +117,7 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: onesh
         if matches!(ev, TaskEvent::RequestStarted { .. }) {
             spinning = spin_ok;
         }
-        let text = text_of(&ev, &style);
+        let text = text_of(&envelope.task_id, ev, &style);
         if text.is_empty() {
             continue;
         }
@@ -131,16 +132,12 @@ pub async fn render(mut rx: Receiver<TaskEvent>, format: Format, mut stop: onesh
 /// the model, tools, hooks and the file system is made visible with
 /// [`visible`] / [`visible_line`] before it is painted, so it cannot drive
 /// the terminal; only Roost's own colour codes are escape sequences.
-fn text_of(ev: &TaskEvent, style: &Style) -> String {
+fn text_of(task_id: &str, ev: &TaskEvent, style: &Style) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = match ev {
-        TaskEvent::TaskCreated {
-            task_id,
-            mode,
-            workspace,
-        } => writeln!(
+        TaskEvent::TaskCreated { mode, workspace } => writeln!(
             out,
             "{}",
             style.paint(
@@ -310,7 +307,6 @@ mod tests {
     fn events() -> Vec<TaskEvent> {
         vec![
             TaskEvent::TaskCreated {
-                task_id: "t1".into(),
                 mode: EVIL.into(),
                 workspace: EVIL.into(),
             },
@@ -353,7 +349,6 @@ mod tests {
                 markdown: EVIL.into(),
             },
             TaskEvent::AskRequired {
-                task_id: EVIL.into(),
                 ask_id: EVIL.into(),
                 text: EVIL.into(),
                 ask: Ask::Completion {
@@ -380,7 +375,7 @@ mod tests {
     fn untrusted_text_is_shown_not_interpreted() {
         let style = Style { color: false };
         for ev in events() {
-            let text = text_of(&ev, &style);
+            let text = text_of(EVIL, &ev, &style);
             assert!(!text.is_empty(), "{ev:?}");
             assert_inert(&text);
             assert!(text.contains("\\e[2J"), "{ev:?}: {text}");
@@ -392,11 +387,12 @@ mod tests {
         let style = Style { color: true };
         let colour = regex::Regex::new(r"\x1b\[[0-9;]*m").expect("regex");
         for ev in events() {
-            let text = text_of(&ev, &style);
+            let text = text_of(EVIL, &ev, &style);
             assert_inert(&colour.replace_all(&text, ""));
             assert!(text.contains("\\e[2J"), "{ev:?}: {text}");
         }
         let painted = text_of(
+            "t1",
             &TaskEvent::Failed {
                 error: "boom".into(),
             },
@@ -415,12 +411,12 @@ mod tests {
             diff: Some("@@ -1 +1 @@\n-old\n+new".into()),
         };
         assert_eq!(
-            text_of(&ev, &style),
+            text_of(EVIL, &ev, &style),
             "  1 | héllo\t🦀\n  @@ -1 +1 @@\n  -old\n  +new\n"
         );
         let ev = TaskEvent::MessagePartial {
             delta: "Hi,\nthere".into(),
         };
-        assert_eq!(text_of(&ev, &style), "Hi,\nthere");
+        assert_eq!(text_of(EVIL, &ev, &style), "Hi,\nthere");
     }
 }

@@ -116,7 +116,7 @@ async fn p5(
         let mut rx = events.subscribe();
         let collector = tokio::spawn(async move {
             let mut stamps = Vec::new();
-            while let Ok(ev) = rx.recv().await {
+            while let Ok(ev) = rx.recv().await.map(|e| e.event) {
                 match ev {
                     TaskEvent::RequestStarted { .. } => stamps.push(Instant::now()),
                     TaskEvent::Completed { .. } => break,

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{broadcast, watch};
 
 use crate::asks::Answer;
-use crate::events::{EventBus, TaskEvent};
+use crate::events::{Envelope, EventBus, ReplayError, TaskEvent, recorded_after};
 use crate::store::{StoreError, StoredAsk, TaskRecord};
 use crate::task::{Agent, AskError, Control, Responder, TaskError, TaskOutcome, answer_asks};
 
@@ -42,6 +42,9 @@ pub enum EngineError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The event log could not be read back.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
     /// An answer was not taken.
     #[error(transparent)]
     Ask(#[from] AskError),
@@ -86,7 +89,7 @@ impl Engine {
 
     fn register(&self, id: &str, resume: bool) -> (EventBus, Control) {
         let (outcome, _) = watch::channel(None);
-        let events = EventBus::new();
+        let events = EventBus::for_task(id, &self.agent.store);
         let control = Control::default();
         self.lock().insert(
             id.to_owned(),
@@ -178,7 +181,6 @@ impl Engine {
     ) -> Result<TaskOutcome, TaskError> {
         let task = self.agent.store.get_task(id)?;
         events.publish(TaskEvent::TaskCreated {
-            task_id: task.id,
             mode: task.mode,
             workspace: task.workspace,
         });
@@ -230,11 +232,34 @@ impl Engine {
     }
 
     /// Events of a task from now on.
-    pub fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<TaskEvent>, EngineError> {
+    pub fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<Envelope>, EngineError> {
         self.lock()
             .get(id)
             .map(|r| r.events.subscribe())
             .ok_or_else(|| EngineError::NotHere(id.to_owned()))
+    }
+
+    /// Everything a front-end that saw task `id`'s events up to position
+    /// `after` missed (0 for all): the recorded events after it and, when
+    /// the task runs in this engine, a receiver for the rest, with none
+    /// missed or repeated. A task of the store that is not running here
+    /// has only its recorded events.
+    pub fn events_after(
+        &self,
+        id: &str,
+        after: i64,
+    ) -> Result<(Vec<Envelope>, Option<broadcast::Receiver<Envelope>>), EngineError> {
+        let bus = self.lock().get(id).map(|r| r.events.clone());
+        match bus {
+            Some(bus) => {
+                let (past, rx) = bus.replay(after)?;
+                Ok((past, Some(rx)))
+            }
+            None => {
+                let task = self.agent.store.get_task(id)?;
+                Ok((recorded_after(&self.agent.store, &task.id, after)?, None))
+            }
+        }
     }
 
     /// The event bus of a task (to drive a front-end beside it).

@@ -1,9 +1,17 @@
 //! The typed event stream of a task: everything a front-end shows (CLI
 //! spinner and diffs, `--json` NDJSON, HTTP SSE) comes from here. Events are
-//! published after the state they describe is durable.
+//! published after the state they describe is durable, and are themselves
+//! recorded in the task's event log (all but the streaming partials) before
+//! anyone hears of them: each carries its task id and its position in that
+//! log, so a front-end that reconnects reads what it missed from the store
+//! ([`EventBus::replay`]) and continues with the live stream.
 
-use serde::Serialize;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
+
+use crate::store::{Store, StoreError};
 
 use crate::asks::Ask;
 use crate::llm::Usage;
@@ -14,13 +22,11 @@ use crate::tools::ToolError;
 const CHANNEL_CAPACITY: usize = 1024;
 
 /// One thing that happened in a task.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum TaskEvent {
     /// The task exists (persisted).
     TaskCreated {
-        /// Task id.
-        task_id: String,
         /// Mode slug.
         mode: String,
         /// Workspace path.
@@ -28,8 +34,6 @@ pub enum TaskEvent {
     },
     /// The loop started or resumed.
     TaskStarted {
-        /// Task id.
-        task_id: String,
         /// Whether this is a resume of earlier history.
         resumed: bool,
     },
@@ -113,8 +117,6 @@ pub enum TaskEvent {
     },
     /// The task waits for the user.
     AskRequired {
-        /// Task that asks.
-        task_id: String,
         /// Id to answer it by.
         ask_id: String,
         /// The question in one line.
@@ -164,11 +166,74 @@ pub enum TaskEvent {
     },
 }
 
-/// Per-task broadcast of [`TaskEvent`]s. Cheap to clone; publishing with no
-/// subscriber is fine.
-#[derive(Debug, Clone)]
+impl TaskEvent {
+    /// Whether the event is recorded in the task's log. Streaming partials
+    /// are not: the final message or call that follows them is.
+    pub fn is_recorded(&self) -> bool {
+        !matches!(
+            self,
+            Self::MessagePartial { .. } | Self::ToolCallPartial { .. }
+        )
+    }
+}
+
+/// An event as published: the task it belongs to and, for a recorded
+/// event, its position in that task's log (1-based, no gaps). Serialised
+/// flat: `{"task_id": …, "seq": …, "event": "…", …}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// Task the event belongs to.
+    pub task_id: String,
+    /// Position in the task's event log; `None` for streaming partials
+    /// (and on a bus with no log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<i64>,
+    /// What happened.
+    #[serde(flatten)]
+    pub event: TaskEvent,
+}
+
+/// Why the log could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A recorded event does not decode (written by another version?).
+    #[error("task {task}: recorded event {seq} does not decode: {detail}")]
+    Corrupt {
+        /// Task id.
+        task: String,
+        /// Position.
+        seq: i64,
+        /// Decoder message.
+        detail: String,
+    },
+}
+
+/// Where a bus records its events.
+#[derive(Clone)]
+struct EventLog {
+    task_id: String,
+    store: Store,
+}
+
+/// Per-task broadcast of [`Envelope`]s, recorded in the task's event log
+/// once the bus is bound to its task ([`EventBus::bind`]). Cheap to clone
+/// (clones share the binding); publishing with no subscriber is fine.
+#[derive(Clone)]
 pub struct EventBus {
-    tx: broadcast::Sender<TaskEvent>,
+    tx: broadcast::Sender<Envelope>,
+    /// The log, held while publishing so log order is broadcast order.
+    log: Arc<Mutex<Option<EventLog>>>,
+}
+
+impl std::fmt::Debug for EventBus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventBus")
+            .field("task_id", &self.task_id())
+            .finish()
+    }
 }
 
 impl Default for EventBus {
@@ -178,19 +243,113 @@ impl Default for EventBus {
 }
 
 impl EventBus {
-    /// A new bus.
+    /// A bus not yet bound to a task (the loop binds it when the task is
+    /// created or loaded).
     pub fn new() -> Self {
         let (tx, _) = broadcast::channel(CHANNEL_CAPACITY);
-        Self { tx }
+        Self {
+            tx,
+            log: Arc::new(Mutex::new(None)),
+        }
     }
 
-    /// Publish an event to every current subscriber.
+    /// A bus recording into `task_id`'s log in `store`.
+    pub fn for_task(task_id: &str, store: &Store) -> Self {
+        let bus = Self::new();
+        bus.bind(task_id, store);
+        bus
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<EventLog>> {
+        self.log.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Record this bus's events into `task_id`'s log from now on (a bus
+    /// reused for a later task follows it).
+    pub fn bind(&self, task_id: &str, store: &Store) {
+        *self.lock() = Some(EventLog {
+            task_id: task_id.to_owned(),
+            store: store.clone(),
+        });
+    }
+
+    /// The task this bus is bound to.
+    pub fn task_id(&self) -> Option<String> {
+        self.lock().as_ref().map(|l| l.task_id.clone())
+    }
+
+    /// Record `event` (unless it is a partial) and publish it to every
+    /// current subscriber. A log that cannot be written is reported in the
+    /// logs and the event still goes out, without a position.
     pub fn publish(&self, event: TaskEvent) {
-        let _ = self.tx.send(event);
+        let log = self.lock();
+        let (task_id, seq) = match log.as_ref() {
+            Some(log) if event.is_recorded() => {
+                let seq = serde_json::to_string(&event)
+                    .map_err(|e| e.to_string())
+                    .and_then(|json| {
+                        log.store
+                            .append_event(&log.task_id, &json)
+                            .map_err(|e| e.to_string())
+                    });
+                match seq {
+                    Ok(seq) => (log.task_id.clone(), Some(seq)),
+                    Err(e) => {
+                        tracing::warn!(task_id = %log.task_id, "event not recorded: {e}");
+                        (log.task_id.clone(), None)
+                    }
+                }
+            }
+            Some(log) => (log.task_id.clone(), None),
+            None => (String::new(), None),
+        };
+        let _ = self.tx.send(Envelope {
+            task_id,
+            seq,
+            event,
+        });
+        drop(log);
     }
 
     /// Receive events published from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<TaskEvent> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Envelope> {
         self.tx.subscribe()
     }
+
+    /// Subscribe, and read back every recorded event after position
+    /// `after` (0 for all): the past from the log, the rest from the
+    /// receiver, none missed or repeated (nothing is published in between).
+    pub fn replay(
+        &self,
+        after: i64,
+    ) -> Result<(Vec<Envelope>, broadcast::Receiver<Envelope>), ReplayError> {
+        let log = self.lock();
+        let rx = self.tx.subscribe();
+        let past = match log.as_ref() {
+            Some(log) => recorded_after(&log.store, &log.task_id, after)?,
+            None => Vec::new(),
+        };
+        Ok((past, rx))
+    }
+}
+
+/// Every recorded event of `task` after position `after`, decoded.
+pub fn recorded_after(store: &Store, task: &str, after: i64) -> Result<Vec<Envelope>, ReplayError> {
+    store
+        .events_after(task, after, usize::MAX)?
+        .into_iter()
+        .map(|row| {
+            serde_json::from_str::<TaskEvent>(&row.event)
+                .map(|event| Envelope {
+                    task_id: task.to_owned(),
+                    seq: Some(row.seq),
+                    event,
+                })
+                .map_err(|e| ReplayError::Corrupt {
+                    task: task.to_owned(),
+                    seq: row.seq,
+                    detail: e.to_string(),
+                })
+        })
+        .collect()
 }

@@ -1,5 +1,6 @@
 //! Durable task state in SQLite (WAL): tasks, both histories (API messages
-//! with tool_use/tool_result blocks, UI messages), and todo lists.
+//! with tool_use/tool_result blocks, UI messages), todo lists, asks, and
+//! each task's event log.
 //!
 //! Every write is its own committed transaction before the call returns, so
 //! a message is durable before any front-end hears of it. The database runs
@@ -9,11 +10,13 @@
 //! `--durability full` deployment would trade speed for (not yet exposed).
 
 mod asks;
+mod events;
 mod export;
 pub mod status;
 mod todos;
 
 pub use asks::StoredAsk;
+pub use events::StoredEvent;
 pub use status::TaskStatus;
 pub use todos::{TodoItem, TodoState};
 
@@ -25,7 +28,7 @@ use serde::Serialize;
 
 use crate::llm::{ContentBlock, Message, Role, Usage};
 
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -84,6 +87,13 @@ CREATE TABLE IF NOT EXISTS condensations (
     summary TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     PRIMARY KEY (task_id, upto_seq)
+);
+CREATE TABLE IF NOT EXISTS events (
+    task_id TEXT NOT NULL REFERENCES tasks(id),
+    seq INTEGER NOT NULL,
+    ts INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (task_id, seq)
 );
 CREATE TABLE IF NOT EXISTS todos (
     task_id TEXT NOT NULL REFERENCES tasks(id),
@@ -887,6 +897,8 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
             conn.execute_batch("ALTER TABLE tasks ADD COLUMN profile TEXT NOT NULL DEFAULT ''")?;
         }
     }
+    // Version 3 adds the `events` table, which `SCHEMA`
+    // creates when missing; older tasks simply have no recorded events.
     Ok(())
 }
 

@@ -12,7 +12,7 @@ use tokio::sync::{broadcast, oneshot};
 
 use super::status::TaskStatus;
 use crate::asks::{Answer, Approval, Ask, CompletionAnswer};
-use crate::events::TaskEvent;
+use crate::events::{Envelope, TaskEvent};
 use crate::store::{Store, StoreError};
 use crate::tools::ToolGroup;
 
@@ -151,17 +151,16 @@ impl<T: Answers> Responder for T {
 /// Answer every ask announced on `events` with `responder`, until the bus
 /// closes. Run it beside the task (for example in a `select!`).
 pub async fn answer_asks(
-    mut events: broadcast::Receiver<TaskEvent>,
+    mut events: broadcast::Receiver<Envelope>,
     broker: &AskBroker,
     store: &Store,
     responder: &dyn Responder,
 ) {
     loop {
         match events.recv().await {
-            Ok(TaskEvent::AskRequired {
+            Ok(Envelope {
                 task_id,
-                ask_id,
-                ask,
+                event: TaskEvent::AskRequired { ask_id, ask, .. },
                 ..
             }) => {
                 let answer = responder.respond(&ask).await;
@@ -200,7 +199,6 @@ pub(super) async fn ask(
     let (kind, subtype, text) = ask.ui_row();
     store.append_ui(task, kind, subtype, &text)?;
     events.publish(TaskEvent::AskRequired {
-        task_id: task.to_owned(),
         ask_id: stored.ask_id.clone(),
         text: ask.question(),
         ask,

@@ -256,8 +256,8 @@ impl Agent {
         events: &EventBus,
     ) -> Result<(String, TaskOutcome), TaskError> {
         let task = self.create(prompt, workspace, mode)?;
+        events.bind(&task.id, &self.store);
         events.publish(TaskEvent::TaskCreated {
-            task_id: task.id.clone(),
             mode: task.mode.clone(),
             workspace: task.workspace.clone(),
         });
@@ -313,10 +313,8 @@ impl Agent {
         control: &Control,
     ) -> Result<TaskOutcome, TaskError> {
         let task = self.store.get_task(id)?;
-        events.publish(TaskEvent::TaskStarted {
-            task_id: task.id.clone(),
-            resumed: false,
-        });
+        events.bind(&task.id, &self.store);
+        events.publish(TaskEvent::TaskStarted { resumed: false });
         let _claim = self.store.claim(&task.id)?;
         let ctx = Ctx {
             ws: Workspace::open(Path::new(&task.workspace))?,
@@ -348,6 +346,7 @@ impl Agent {
             });
         }
         let claim = self.store.claim(&task.id)?;
+        events.bind(&task.id, &self.store);
         // Calls that were waiting for a person when the process died run
         // again (their open question is asked again, by the same id); any
         // other interrupted call is answered as interrupted.
@@ -378,10 +377,7 @@ impl Agent {
         self.store.set_status(&task.id, TaskStatus::Running)?;
         self.store
             .append_ui(&task.id, "say", "resume", "task resumed")?;
-        events.publish(TaskEvent::TaskStarted {
-            task_id: task.id.clone(),
-            resumed: true,
-        });
+        events.publish(TaskEvent::TaskStarted { resumed: true });
         let _claim = claim;
         let ctx = Ctx {
             ws: Workspace::open(Path::new(&task.workspace))?,

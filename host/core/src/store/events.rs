@@ -1,0 +1,56 @@
+//! The event log: every recorded event of a task, numbered from 1 in the
+//! order it was published, so a front-end that reconnects asks for what
+//! came after the last number it saw (SSE's `Last-Event-ID`). The store
+//! keeps each event as JSON text; the events layer gives it meaning.
+
+use rusqlite::params;
+
+use super::{Store, StoreError, now_ms};
+
+/// One recorded event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    /// Position in the task's log (1-based, no gaps).
+    pub seq: i64,
+    /// When it was recorded (ms since the epoch).
+    pub ts: i64,
+    /// The event as JSON text.
+    pub event: String,
+}
+
+impl Store {
+    /// Record an event of `task`; returns its position. The number is
+    /// taken by the insert itself (see `append_api`), so two processes on
+    /// one store cannot collide.
+    pub fn append_event(&self, task: &str, event: &str) -> Result<i64, StoreError> {
+        Ok(self.conn().query_row(
+            "INSERT INTO events (task_id, seq, ts, event) \
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM events WHERE task_id = ?1 \
+             RETURNING seq",
+            params![task, now_ms(), event],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Up to `limit` events of `task` after position `after`, in order.
+    pub fn events_after(
+        &self,
+        task: &str,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, ts, event FROM events WHERE task_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![task, after, limit], |r| {
+            Ok(StoredEvent {
+                seq: r.get(0)?,
+                ts: r.get(1)?,
+                event: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
