@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use roost_core::first_party;
-use roost_core::tools::{ErrorCode, Registry, ToolError, ToolGroup, ToolOutput};
+use roost_core::task::Registry;
+use roost_core::tools::{ErrorCode, ToolError, ToolGroup, ToolOutput};
 use roost_sandbox::capability::Grant;
 use roost_sandbox::plugins::LoadedPlugin;
 use roost_tests::{TestWorkspace, engine};

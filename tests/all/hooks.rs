@@ -107,6 +107,54 @@ async fn deny_refuses_with_the_hooks_reason() {
     assert_eq!(h.ws.read("src/a.rs"), "old\n");
 }
 
+/// Host-native tools pass the mode's hooks too: a policy hook cannot be
+/// sidestepped by switching to a mode that does not run it, or by any
+/// other host-native call.
+#[tokio::test]
+async fn hooks_decide_on_host_native_calls_too() {
+    let h = hooked(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "switch_mode",
+                    json!({"mode_slug": "code", "reason": "no hooks there"})
+                )]
+            ),
+            turn(
+                "",
+                vec![call("update_todo_list", json!({"todos": "[ ] sneak"}))]
+            ),
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let (id, outcome) = h
+        .run_in("hook-deny", &ScriptedUser::default(), "escape")
+        .await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let r = h.results(&id);
+    assert!(
+        r[0].1
+            && r[0]
+                .0
+                .contains("Denied by hook `hook-fixture`: hook-fixture refuses switch_mode"),
+        "{}",
+        r[0].0
+    );
+    assert!(
+        r[1].1 && r[1].0.contains("refuses update_todo_list"),
+        "{}",
+        r[1].0
+    );
+    let task = h.agent.store.get_task(&id).expect("task");
+    assert_eq!(task.mode, "hook-deny", "the mode did not change");
+    assert!(h.agent.store.get_todos(&id).expect("todos").is_empty());
+}
+
 #[tokio::test]
 async fn ask_puts_the_hooks_question_to_the_user() {
     // Approved: the call runs, and the user is not asked a second time
@@ -181,10 +229,6 @@ async fn failing_hooks_fail_closed() {
         ("hook-trap", "hook `hook-fixture` failed (internal"),
         ("hook-loop", "exceeded its deadline"),
         ("hook-bomb", "exceeded its memory limit"),
-        (
-            "hook-missing",
-            "hook `no-such-hook`, listed by mode `hook-missing`, is not installed",
-        ),
     ];
     for (mode, needle) in cases {
         let start = Instant::now();
@@ -199,6 +243,32 @@ async fn failing_hooks_fail_closed() {
             assert!(start.elapsed() < HOOK_DEADLINE * 6, "{:?}", start.elapsed());
         }
     }
+}
+
+/// A mode naming a hook that is not installed denies every call, the
+/// host-native ones included (even `attempt_completion`): the task can only
+/// stop at a limit, and nothing it asked for ran.
+#[tokio::test]
+async fn a_missing_hook_denies_every_call() {
+    let mut h = hooked(json!([write_a(), complete("done")]), ApprovalPolicy::yes());
+    h.agent.config.max_turns = 2;
+    let (id, outcome) = h
+        .run_in("hook-missing", &ScriptedUser::default(), "edit a")
+        .await;
+    assert!(matches!(outcome, TaskOutcome::Paused { .. }), "{outcome:?}");
+    let r = h.results(&id);
+    assert_eq!(r.len(), 2);
+    for (text, is_error) in &r {
+        assert!(
+            *is_error
+                && text.contains(
+                    "hook `no-such-hook`, listed by mode `hook-missing`, is not installed"
+                )
+                && text.contains("denied"),
+            "{text}"
+        );
+    }
+    assert_eq!(h.ws.read("src/a.rs"), "old\n");
 }
 
 #[tokio::test]

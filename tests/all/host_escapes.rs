@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use roost_core::task::Registry;
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
-use roost_core::tools::Registry;
 use roost_sandbox::capability::{Grant, Limits, RooIgnore};
 use roost_sandbox::plugins::PluginEngine;
 use roost_tests::harness::{Harness, call, complete, harness, trace_lines, turn};
@@ -540,7 +540,13 @@ fn impostor_tool_names_are_refused_at_load() {
         msg.contains("attempt_completion") && msg.contains("host-native"),
         "{msg}"
     );
-    assert!(registry.get("attempt_completion").is_none());
+    // The name stays the host's, and nothing of the impostor is registered.
+    assert!(
+        registry
+            .get("attempt_completion")
+            .is_some_and(|t| t.is_native())
+    );
+    assert!(registry.iter().all(|t| t.provider() != "impostor"));
 }
 
 /// No host code reads or writes a workspace path with `std::fs` outside

@@ -10,8 +10,8 @@ use roost_core::first_party;
 use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{ContentBlock, OpenAiCompatible, RetryPolicy, Role};
 use roost_core::store::Store;
+use roost_core::task::Registry;
 use roost_core::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
-use roost_core::tools::Registry;
 use roost_sandbox::plugins::LoadedPlugin;
 use serde_json::{Value, json};
 

@@ -19,8 +19,8 @@ use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{HttpTransport, Labelled, OpenAiCompatible, Provider, RetryPolicy, Role};
 use roost_core::modes::HookRegistry;
 use roost_core::store::{Store, TaskRecord};
+use roost_core::task::Registry;
 use roost_core::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome, TaskStatus};
-use roost_core::tools::Registry;
 use roost_sandbox::capability::Workspace;
 use roost_sandbox::plugins::{EngineConfig, PluginEngine};
 

@@ -10,8 +10,8 @@ use clap::{Args, Subcommand};
 
 use super::sanitize::{json_text, visible, visible_line};
 use roost_core::first_party;
+use roost_core::task::Registry;
 use roost_core::task::paths;
-use roost_core::tools::Registry;
 use roost_sandbox::capability::{Grant, Limits, RooIgnore, Workspace};
 use roost_sandbox::plugins::{EngineConfig, LoadedPlugin, PluginEngine};
 
@@ -78,7 +78,7 @@ pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> 
                     "{:<20} {:<8} {:<12} {}",
                     visible_line(&t.spec.name),
                     t.spec.group,
-                    visible_line(t.plugin.name()),
+                    visible_line(t.provider()),
                     visible_line(first_line)
                 );
             }
@@ -125,6 +125,12 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             known.join(", ")
         );
     };
+    let Some(plugin) = tool.component() else {
+        bail!(
+            "`{}` is a host-native tool: it talks to the person or the task, so it runs only inside a task",
+            c.name
+        );
+    };
     // Declared paths get the same gate as in a task: normalised, refused
     // when they leave the workspace, are ignored by .rooignore, or (for a
     // destructive tool) name an authority file.
@@ -150,7 +156,7 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         grant = grant.write(w);
     }
     let result = engine
-        .call(&tool.plugin, &c.name, &args.to_string(), &grant)
+        .call(plugin, &c.name, &args.to_string(), &grant)
         .await;
     if c.json {
         let v = match &result {

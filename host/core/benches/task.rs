@@ -16,8 +16,8 @@ use roost_core::first_party;
 use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{OpenAiCompatible, RetryPolicy};
 use roost_core::store::Store;
+use roost_core::task::Registry;
 use roost_core::task::{Agent, Answer, ApprovalPolicy, Ask, Responder, TaskConfig, TaskOutcome};
-use roost_core::tools::Registry;
 use roost_sandbox::plugins::{EngineConfig, PluginEngine};
 use serde_json::json;
 
@@ -204,6 +204,7 @@ async fn p7(engine: &Arc<PluginEngine>, registry: &Arc<Registry>, ws: &std::path
     // cost measured is the hook machinery, not the hook's own logic.
     let hook = hooks.get("protected-paths").expect("protected-paths");
     let tool = registry.get("read_file").expect("read_file");
+    let plugin = tool.component().expect("a plugin tool");
     let modes = ModeSet::load(ws, None);
     let mode = modes.get("code").expect("code mode");
     let args = json!({"path": "file.txt", "start_line": 1, "end_line": 20});
@@ -237,7 +238,7 @@ async fn p7(engine: &Arc<PluginEngine>, registry: &Arc<Registry>, ws: &std::path
         assert_eq!(d, roost_sandbox::plugins::HookDecision::Allow);
         let t2 = Instant::now();
         engine
-            .call(&tool.plugin, "read_file", &args_text, &tool_grant)
+            .call(plugin, "read_file", &args_text, &tool_grant)
             .await
             .expect("read");
         let t3 = Instant::now();
@@ -246,7 +247,7 @@ async fn p7(engine: &Arc<PluginEngine>, registry: &Arc<Registry>, ws: &std::path
         tool.validator.check(&args).expect("valid");
         let t4 = Instant::now();
         engine
-            .call(&tool.plugin, "read_file", &args_text, &tool_grant)
+            .call(plugin, "read_file", &args_text, &tool_grant)
             .await
             .expect("read");
         let t5 = Instant::now();

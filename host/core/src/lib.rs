@@ -2,11 +2,13 @@
 //! sandbox layer (`roost-sandbox`). No command-line or HTTP code lives here.
 //!
 //! [`engine`] runs many tasks at once, addressable by id; it is what
-//! front-ends drive. One module per concept below it: [`task`] (loop, gates, hook gate, approvals,
-//! asks), [`asks`] (what a task asks a person, and the answers),
-//! [`llm`] (providers, stream decoding, tool-call assembly), [`tools`]
-//! (specs, results, registry), [`modes`] (modes, hook registry),
-//! [`intents`] (intents, trace), [`store`] (SQLite), [`events`], and
+//! front-ends drive. One module per concept below it: [`task`] (the loop,
+//! the tool registry with its executors, the call pipeline of gates and
+//! execution, host-native tools, asks), [`asks`] (what a task asks a
+//! person, and the answers), [`llm`] (providers, stream decoding, tool-call
+//! assembly), [`tools`] (specs, results, reserved names, argument
+//! validation), [`modes`] (modes, hook registry), [`intents`] (intents,
+//! trace), [`store`] (SQLite), [`events`] (the event stream and its log), and
 //! [`first_party`] (the components that ship inside the binary).
 
 pub mod asks;

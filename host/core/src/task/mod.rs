@@ -5,25 +5,24 @@
 
 pub mod approval;
 pub mod ask;
+mod call;
 pub mod config;
 mod context;
 pub mod control;
-mod gates;
 mod history;
-mod hook_gate;
 pub mod native;
-pub mod paths;
-mod preview;
 pub mod prompt;
+mod registry;
 mod runner;
-mod snapshot;
 /// The task status lives with the record it is part of.
 pub use crate::store::status;
 
 pub use crate::asks::{Answer, Approval, Ask, CompletionAnswer};
 pub use approval::ApprovalPolicy;
 pub use ask::{Answers, AskBroker, AskError, Responder, answer_asks};
+pub use call::paths;
 pub use config::{Price, TaskConfig};
 pub use control::Control;
+pub use registry::{Executor, HOST, NativeHandler, RegisteredTool, Registry, RegistryError};
 pub use runner::{Agent, TaskError, TaskOutcome};
 pub use status::TaskStatus;

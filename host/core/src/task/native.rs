@@ -1,9 +1,19 @@
 //! Host-native tools: the ones that talk to the user or the task itself
 //! rather than the workspace, so they run in the host, not a plugin:
-//! `attempt_completion`, `ask_followup_question`, `update_todo_list`.
+//! `attempt_completion`, `ask_followup_question`, `update_todo_list`,
+//! `select_active_intent`, `switch_mode`. Each is a [`NativeTool`] in
+//! [`table`], registered in the task's [`Registry`](super::Registry) like a
+//! plugin's tools and passed through the same gates (mode hooks included).
 
-use serde_json::json;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
 
+use super::TaskError;
+use super::call::CallResult;
+use super::runner::{Agent, Ctx, RunState};
+use crate::asks::{Approval, Ask, CompletionAnswer};
+use crate::events::TaskEvent;
+use crate::intents::{self, Scope, Trace};
 use crate::tools::{ToolGroup, ToolSpec};
 
 /// Name of the tool that ends a task.
@@ -17,9 +27,45 @@ pub const SELECT_ACTIVE_INTENT: &str = "select_active_intent";
 /// Name of the tool that changes the task's mode.
 pub const SWITCH_MODE: &str = "switch_mode";
 
-/// Specs of the host-native tools, offered to the model like plugin tools.
-pub fn specs() -> Vec<ToolSpec> {
+/// A tool the host runs itself: its spec and its handler.
+pub(super) trait NativeTool: Send + Sync {
+    /// What the model is told about it.
+    fn spec(&self) -> ToolSpec;
+
+    /// Run it (every gate has passed).
+    fn call<'a>(&'a self, call: NativeCall<'a>) -> BoxFuture<'a, Result<CallResult, TaskError>>;
+}
+
+/// One call of a host-native tool: the services, the task, the call.
+pub(super) struct NativeCall<'a> {
+    /// The services the task runs with.
+    pub(super) agent: &'a Agent,
+    /// The task.
+    pub(super) ctx: &'a Ctx<'a>,
+    /// Its run state (mode, intent), which some tools change.
+    pub(super) state: &'a mut RunState,
+    /// The model's call id.
+    pub(super) call_id: &'a str,
+    /// The arguments, past every gate.
+    pub(super) args: &'a Value,
+}
+
+/// Every host-native tool.
+pub(super) fn table() -> Vec<std::sync::Arc<dyn NativeTool>> {
     vec![
+        std::sync::Arc::new(AttemptCompletion),
+        std::sync::Arc::new(AskFollowup),
+        std::sync::Arc::new(SelectActiveIntent),
+        std::sync::Arc::new(SwitchMode),
+        std::sync::Arc::new(UpdateTodoList),
+    ]
+}
+
+/// The `attempt_completion` tool.
+struct AttemptCompletion;
+
+impl NativeTool for AttemptCompletion {
+    fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: ATTEMPT_COMPLETION.into(),
             description: "Present the result of your work to the user once the task is complete and verified. \
@@ -35,12 +81,25 @@ pub fn specs() -> Vec<ToolSpec> {
             group: ToolGroup::Modes,
             destructive: false,
             path_args: vec![],
-        },
+        }
+    }
+
+    fn call<'a>(&'a self, c: NativeCall<'a>) -> BoxFuture<'a, Result<CallResult, TaskError>> {
+        Box::pin(c.agent.attempt_completion(c.ctx, c.call_id, c.args))
+    }
+}
+
+/// The `ask_followup_question` tool.
+struct AskFollowup;
+
+impl NativeTool for AskFollowup {
+    fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: ASK_FOLLOWUP.into(),
-            description: "Ask the user a question when you need information you cannot get with your tools. \
+            description:
+                "Ask the user a question when you need information you cannot get with your tools. \
                 Offer 2-4 suggested answers, each a complete, actionable answer."
-                .into(),
+                    .into(),
             args_schema: json!({
                 "type": "object",
                 "properties": {
@@ -53,7 +112,19 @@ pub fn specs() -> Vec<ToolSpec> {
             group: ToolGroup::Modes,
             destructive: false,
             path_args: vec![],
-        },
+        }
+    }
+
+    fn call<'a>(&'a self, c: NativeCall<'a>) -> BoxFuture<'a, Result<CallResult, TaskError>> {
+        Box::pin(c.agent.ask_followup(c.ctx, c.call_id, c.args))
+    }
+}
+
+/// The `select_active_intent` tool.
+struct SelectActiveIntent;
+
+impl NativeTool for SelectActiveIntent {
+    fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: SELECT_ACTIVE_INTENT.into(),
             description: "Select the intent (from .orchestration/active_intents.yaml) this work belongs to, before \
@@ -69,7 +140,19 @@ pub fn specs() -> Vec<ToolSpec> {
             group: ToolGroup::Modes,
             destructive: false,
             path_args: vec![],
-        },
+        }
+    }
+
+    fn call<'a>(&'a self, c: NativeCall<'a>) -> BoxFuture<'a, Result<CallResult, TaskError>> {
+        Box::pin(async move { c.agent.select_intent(c.ctx, c.state, c.args) })
+    }
+}
+
+/// The `switch_mode` tool.
+struct SwitchMode;
+
+impl NativeTool for SwitchMode {
+    fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: SWITCH_MODE.into(),
             description: "Ask to switch the task to another mode (for example to `code` to implement a plan, or \
@@ -84,12 +167,25 @@ pub fn specs() -> Vec<ToolSpec> {
             group: ToolGroup::Modes,
             destructive: false,
             path_args: vec![],
-        },
+        }
+    }
+
+    fn call<'a>(&'a self, c: NativeCall<'a>) -> BoxFuture<'a, Result<CallResult, TaskError>> {
+        Box::pin(c.agent.switch_mode(c.ctx, c.state, c.call_id, c.args))
+    }
+}
+
+/// The `update_todo_list` tool.
+struct UpdateTodoList;
+
+impl NativeTool for UpdateTodoList {
+    fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: UPDATE_TODO_LIST.into(),
-            description: "Replace the task's todo list with a markdown checklist: `[ ]` pending, `[-]` in \
+            description:
+                "Replace the task's todo list with a markdown checklist: `[ ]` pending, `[-]` in \
                 progress, `[x]` completed, one item per line. Send the whole list every time."
-                .into(),
+                    .into(),
             args_schema: json!({
                 "type": "object",
                 "properties": {"todos": {"type": "string"}},
@@ -99,16 +195,231 @@ pub fn specs() -> Vec<ToolSpec> {
             group: ToolGroup::Modes,
             destructive: false,
             path_args: vec![],
-        },
-    ]
+        }
+    }
+
+    fn call<'a>(&'a self, c: NativeCall<'a>) -> BoxFuture<'a, Result<CallResult, TaskError>> {
+        Box::pin(async move { c.agent.update_todos(c.ctx, c.args) })
+    }
 }
 
-/// Whether `name` is a host-native tool.
-pub fn is_native(name: &str) -> bool {
-    matches!(
-        name,
-        ATTEMPT_COMPLETION | ASK_FOLLOWUP | UPDATE_TODO_LIST | SWITCH_MODE | SELECT_ACTIVE_INTENT
-    )
+impl Agent {
+    async fn attempt_completion(
+        &self,
+        ctx: &Ctx<'_>,
+        call_id: &str,
+        args: &Value,
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let result = args["result"].as_str().unwrap_or_default().to_owned();
+        let answer = self
+            .ask(
+                ctx,
+                Some(call_id),
+                Ask::Completion {
+                    result: result.clone(),
+                },
+            )
+            .await?
+            .completion();
+        Ok(match answer {
+            CompletionAnswer::Accept => CallResult {
+                completed: Some(result),
+                ..CallResult::ok("The user accepted the result.")
+            },
+            CompletionAnswer::Feedback(f) => {
+                self.store.append_ui(id, "say", "user_feedback", &f)?;
+                CallResult::ok(format!(
+                    "The user has provided feedback on the result. Consider it, continue the task, and then attempt \
+                     completion again.\n<feedback>\n{f}\n</feedback>"
+                ))
+            }
+        })
+    }
+
+    /// `select_active_intent`: check the intent and make it the task's.
+    fn select_intent(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        args: &Value,
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let wanted = args["intent_id"].as_str().unwrap_or_default();
+        let structured = |v: Value| CallResult::error(format!("[ERROR] {v}"));
+        if !intents::enabled_in(&ctx.ws) {
+            return Ok(structured(serde_json::json!({
+                "code": "intents_off", "message": "this workspace has no .orchestration/ directory, so intents are off"
+            })));
+        }
+        let all = match intents::load(&ctx.workspace) {
+            Ok(all) => all,
+            Err(e) => {
+                return Ok(structured(
+                    serde_json::json!({"code": "intents_file_invalid", "message": e.to_string()}),
+                ));
+            }
+        };
+        let Some(intent) = all.iter().find(|i| i.id == wanted).cloned() else {
+            let available: Vec<&str> = all.iter().map(|i| i.id.as_str()).collect();
+            return Ok(CallResult {
+                mistake: true,
+                ..structured(
+                    serde_json::json!({"code": "unknown_intent", "intent_id": wanted, "available": available}),
+                )
+            });
+        };
+        if intent.status != "IN_PROGRESS" {
+            return Ok(structured(serde_json::json!({
+                "code": "intent_not_in_progress", "intent_id": wanted, "status": intent.status,
+                "message": "only an IN_PROGRESS intent can be selected"
+            })));
+        }
+        let scope = match Scope::new(&ctx.workspace, &intent) {
+            Ok(s) => s,
+            Err(e) => {
+                return Ok(structured(
+                    serde_json::json!({"code": "intent_scope_invalid", "message": e.to_string()}),
+                ));
+            }
+        };
+        let recent = Trace::of(&ctx.workspace)
+            .read(Some(&intent.id))
+            .map(|(e, _)| e)
+            .unwrap_or_default();
+        let recent = &recent[recent.len().saturating_sub(10)..];
+        let block = intents::context_block(&ctx.workspace, &intent, recent);
+        self.store.set_active_intent(id, Some(&intent.id))?;
+        self.store
+            .append_ui(id, "say", "intent_selected", &intent.id)?;
+        state.intent = Some((intent, scope));
+        Ok(CallResult::ok(block))
+    }
+
+    async fn switch_mode(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        call_id: &str,
+        args: &Value,
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let slug = args["mode_slug"].as_str().unwrap_or_default();
+        let reason = args["reason"].as_str().unwrap_or_default();
+        let Some(target) = state.modes.get(slug).cloned() else {
+            let known: Vec<&str> = state.modes.iter().map(|m| m.slug.as_str()).collect();
+            return Ok(CallResult::mistake(format!(
+                "[ERROR] Unknown mode `{slug}`. Available modes: {}.",
+                known.join(", ")
+            )));
+        };
+        if target.slug == state.mode.slug {
+            return Ok(CallResult::ok(format!("Already in {} mode.", target.name)));
+        }
+        if self.config.policy.covers(ToolGroup::Modes) {
+            ctx.events.publish(TaskEvent::ToolCallApproved {
+                id: call_id.to_owned(),
+                auto: true,
+            });
+        } else {
+            let answer = self
+                .ask(
+                    ctx,
+                    Some(call_id),
+                    Ask::Tool {
+                        tool: SWITCH_MODE.to_owned(),
+                        group: ToolGroup::Modes,
+                        args: roost_secrets::redact_json(args),
+                        preview: None,
+                    },
+                )
+                .await?
+                .approval();
+            if let Approval::Deny { feedback } = answer {
+                ctx.events.publish(TaskEvent::ToolCallDenied {
+                    id: call_id.to_owned(),
+                    feedback: feedback.clone(),
+                });
+                let mut msg = format!("The user denied switching to {slug} mode.");
+                if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
+                    msg.push_str(&format!("\n<feedback>\n{f}\n</feedback>"));
+                }
+                return Ok(CallResult::error(msg));
+            }
+        }
+        self.store.set_mode(id, &target.slug)?;
+        self.store.append_ui(
+            id,
+            "say",
+            "mode_switch",
+            &format!("{} ({reason})", target.slug),
+        )?;
+        ctx.events.publish(TaskEvent::ModeSwitched {
+            mode: target.slug.clone(),
+        });
+        let msg = format!(
+            "Switched from {} mode to {} mode because: {reason}",
+            state.mode.slug, target.slug
+        );
+        state.mode = target;
+        Ok(CallResult::ok(msg))
+    }
+
+    async fn ask_followup(
+        &self,
+        ctx: &Ctx<'_>,
+        call_id: &str,
+        args: &Value,
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let question = args["question"].as_str().unwrap_or_default();
+        let suggestions: Vec<String> = args["follow_up"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let answer = self
+            .ask(
+                ctx,
+                Some(call_id),
+                Ask::Followup {
+                    question: question.to_owned(),
+                    suggestions,
+                },
+            )
+            .await?
+            .words();
+        Ok(match answer {
+            Some(a) => {
+                self.store.append_ui(id, "say", "user_feedback", &a)?;
+                CallResult::ok(format!("<answer>\n{a}\n</answer>"))
+            }
+            None => CallResult::ok(
+                "No one is available to answer (non-interactive run). Continue with your best judgement and state \
+                 your assumptions.",
+            ),
+        })
+    }
+
+    fn update_todos(&self, ctx: &Ctx<'_>, args: &Value) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        match parse_todos(args["todos"].as_str().unwrap_or_default()) {
+            Ok(items) => {
+                self.store.set_todos(id, &items)?;
+                let markdown = render_todos(&items);
+                // Like every tool, the call leaves its result in the UI history.
+                self.store.append_ui(id, "say", "tool_result", &markdown)?;
+                ctx.events.publish(TaskEvent::TodosUpdated {
+                    markdown: markdown.clone(),
+                });
+                Ok(CallResult::ok(format!("Todo list updated:\n{markdown}")))
+            }
+            Err(e) => Ok(CallResult::mistake(format!("[ERROR] {e}"))),
+        }
+    }
 }
 
 pub use crate::store::{TodoItem, TodoState};
@@ -168,18 +479,6 @@ pub fn render_todos(items: &[TodoItem]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_native_tool_name_is_reserved_from_plugins() {
-        for s in specs() {
-            assert!(is_native(&s.name), "{}", s.name);
-            assert!(
-                crate::tools::reserved::reserved(&s.name).is_some(),
-                "{} must be reserved",
-                s.name
-            );
-        }
-    }
 
     #[test]
     fn todos_round_trip() {

@@ -14,21 +14,17 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use super::ask::{self, AskBroker, AskError, Responder};
+use super::call::CallResult;
+use super::call::gates::RepetitionDetector;
 use super::config::TaskConfig;
 use super::context::{cut_point, model_history, request_tokens, summarise};
 use super::control::Control;
-use super::gates::{RepetitionDetector, schema_violations};
 use super::history::History;
-use super::hook_gate::HookVerdict;
-use super::native::{
-    self, ASK_FOLLOWUP, ATTEMPT_COMPLETION, SELECT_ACTIVE_INTENT, SWITCH_MODE, UPDATE_TODO_LIST,
-};
-use super::paths;
-use super::preview;
+use super::native::SELECT_ACTIVE_INTENT;
 use super::prompt::{PromptContext, build};
-use super::snapshot;
+use super::registry::Registry;
 use super::status::TaskStatus;
-use crate::asks::{Answer, Approval, Ask, CompletionAnswer};
+use crate::asks::{Answer, Ask};
 use crate::events::{EventBus, TaskEvent};
 use crate::intents::{self, Intent, Scope, Trace, TraceEntry};
 use crate::llm::{
@@ -37,10 +33,8 @@ use crate::llm::{
 };
 use crate::modes::{HookRegistry, Mode, ModeSet};
 use crate::store::{NewTask, Store, StoreError, TaskRecord};
-use crate::tools::{ArgsValidator, ErrorCode, Registry, ToolError, ToolGroup, ToolSpec};
-use roost_sandbox::capability::{
-    Grant, GuardRule, RooIgnore, Workspace, WorkspaceError, WriteGuard, WriteLeases, authority,
-};
+use crate::tools::ToolSpec;
+use roost_sandbox::capability::{Workspace, WorkspaceError};
 use roost_sandbox::plugins::PluginEngine;
 
 /// Roo's corrective message when a reply uses no tool.
@@ -124,91 +118,17 @@ pub struct Agent {
 
 /// Per-run state that is not persisted (it restarts with a resume).
 pub(super) struct RunState {
-    mistakes: u32,
-    repetition: RepetitionDetector,
-    modes: ModeSet,
+    pub(super) mistakes: u32,
+    pub(super) repetition: RepetitionDetector,
+    pub(super) modes: ModeSet,
     pub(super) mode: Mode,
-    intent: Option<(Intent, Scope)>,
+    pub(super) intent: Option<(Intent, Scope)>,
 }
 
 impl RunState {
     pub(super) fn intent_id(&self) -> Option<&str> {
         self.intent.as_ref().map(|(i, _)| i.id.as_str())
     }
-}
-
-/// The result of one call, ready to become a tool_result block.
-pub(super) struct CallResult {
-    content: String,
-    is_error: bool,
-    mistake: bool,
-    completed: Option<String>,
-    /// Stop the task after this call, with this reason.
-    abort: Option<String>,
-    /// The tool's own error code, when a plugin failed.
-    code: Option<ErrorCode>,
-    /// Diff of the files the call changed.
-    diff: Option<String>,
-    /// Whether the call already wrote its UI row; an error that did not
-    /// gets one from the loop, so `history show` holds every gate error.
-    ui_recorded: bool,
-}
-
-impl CallResult {
-    fn ok(content: impl Into<String>) -> Self {
-        Self {
-            content: content.into(),
-            is_error: false,
-            mistake: false,
-            completed: None,
-            abort: None,
-            code: None,
-            diff: None,
-            ui_recorded: false,
-        }
-    }
-    pub(super) fn error(content: impl Into<String>) -> Self {
-        Self {
-            content: content.into(),
-            is_error: true,
-            mistake: false,
-            completed: None,
-            abort: None,
-            code: None,
-            diff: None,
-            ui_recorded: false,
-        }
-    }
-
-    /// The result as front-ends see it.
-    fn event_result(&self) -> Result<String, ToolError> {
-        if !self.is_error {
-            return Ok(self.content.clone());
-        }
-        let code = self.code.unwrap_or(if self.mistake {
-            ErrorCode::InvalidArgs
-        } else {
-            ErrorCode::PermissionDenied
-        });
-        Err(ToolError::new(
-            code,
-            self.content.trim_start_matches("[ERROR] "),
-        ))
-    }
-    fn mistake(content: impl Into<String>) -> Self {
-        Self {
-            mistake: true,
-            ..Self::error(content)
-        }
-    }
-}
-
-/// Where a destructive call under an intent may write.
-struct WriteScope {
-    /// Directories granted read-write.
-    roots: Vec<PathBuf>,
-    /// Paths outside the scope the user approved for this call only.
-    approved: Vec<String>,
 }
 
 /// Calls a resumed task runs again before its next turn: they were
@@ -242,9 +162,7 @@ pub(super) struct Ctx<'a> {
 impl Agent {
     /// Every tool offered to the model: plugin tools and host-native ones.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
-        let mut specs: Vec<ToolSpec> = self.registry.iter().map(|t| t.spec.clone()).collect();
-        specs.extend(native::specs());
-        specs
+        self.registry.iter().map(|t| t.spec.clone()).collect()
     }
 
     /// Create a task for `prompt` in `workspace` and run it.
@@ -571,10 +489,6 @@ impl Agent {
         }
         let mut history = History::load(&self.store, id)?;
         let specs = self.tool_specs();
-        let native_validators: Vec<(String, ArgsValidator)> = native::specs()
-            .into_iter()
-            .filter_map(|s| ArgsValidator::new(&s.args_schema).ok().map(|v| (s.name, v)))
-            .collect();
 
         if let Some(p) = pending {
             let outcome = self
@@ -582,7 +496,6 @@ impl Agent {
                     ctx,
                     &mut state,
                     &mut history,
-                    &native_validators,
                     &p.calls,
                     (p.results, p.results_seq),
                 )
@@ -705,14 +618,7 @@ impl Agent {
                 content: Vec::new(),
             };
             if let Some(outcome) = self
-                .run_calls(
-                    ctx,
-                    &mut state,
-                    &mut history,
-                    &native_validators,
-                    &reply.calls,
-                    (empty, None),
-                )
+                .run_calls(ctx, &mut state, &mut history, &reply.calls, (empty, None))
                 .await?
             {
                 return Ok(outcome);
@@ -742,7 +648,6 @@ impl Agent {
         ctx: &Ctx<'_>,
         state: &mut RunState,
         history: &mut History,
-        native_validators: &[(String, ArgsValidator)],
         calls: &[AssembledCall],
         results: (Message, Option<i64>),
     ) -> Result<Option<TaskOutcome>, TaskError> {
@@ -756,8 +661,7 @@ impl Agent {
                     "Not executed: an earlier call in the same message ended the task.",
                 )
             } else {
-                self.handle_call(ctx, state, call, native_validators)
-                    .await?
+                self.handle_call(ctx, state, call).await?
             };
             if r.is_error && !r.ui_recorded {
                 self.store.append_ui(
@@ -1027,473 +931,6 @@ impl Agent {
         Err(LlmError::TruncatedStream)
     }
 
-    /// One call through the gates: well-formed args → known tool → schema →
-    /// repetition → approval → execute.
-    async fn handle_call(
-        &self,
-        ctx: &Ctx<'_>,
-        state: &mut RunState,
-        call: &AssembledCall,
-        native_validators: &[(String, ArgsValidator)],
-    ) -> Result<CallResult, TaskError> {
-        let id = ctx.task.id.as_str();
-        let mut args = match &call.args {
-            Ok(a) => a.clone(),
-            Err(msg) => {
-                self.store.append_ui(id, "say", "error", msg)?;
-                ctx.events.publish(TaskEvent::ToolCallRequested {
-                    id: call.id.clone(),
-                    tool: call.name.clone(),
-                    args: Value::Null,
-                });
-                return Ok(CallResult {
-                    ui_recorded: true,
-                    ..CallResult::mistake(format!(
-                        "[ERROR] {msg}\nSend the call again with valid JSON arguments."
-                    ))
-                });
-            }
-        };
-        // Events and records show the call as the history holds it.
-        let shown = roost_secrets::redact_json(&args);
-        self.store.append_ui(
-            id,
-            "say",
-            "tool",
-            &serde_json::json!({"tool": call.name, "args": shown}).to_string(),
-        )?;
-        ctx.events.publish(TaskEvent::ToolCallRequested {
-            id: call.id.clone(),
-            tool: call.name.clone(),
-            args: shown,
-        });
-
-        let (validator, registered) = if native::is_native(&call.name) {
-            (
-                native_validators
-                    .iter()
-                    .find(|(n, _)| *n == call.name)
-                    .map(|(_, v)| v),
-                None,
-            )
-        } else {
-            match self.registry.get(&call.name) {
-                Some(t) => (Some(t.validator.as_ref()), Some(t)),
-                None => {
-                    let known: Vec<String> =
-                        self.tool_specs().into_iter().map(|s| s.name).collect();
-                    return Ok(CallResult::mistake(format!(
-                        "[ERROR] Tool `{}` does not exist. Available tools: {}.",
-                        call.name,
-                        known.join(", ")
-                    )));
-                }
-            }
-        };
-        let gate_spec = match registered {
-            Some(t) => Some(t.spec.clone()),
-            None => native::specs().into_iter().find(|s| s.name == call.name),
-        };
-        // Declared paths are normalised (and refused when they leave the
-        // workspace, are ignored, or name authority files) before any gate
-        // that looks at them.
-        if let Some(spec) = &gate_spec
-            && let Some(refusal) = self.path_gate(ctx, spec, &mut args)?
-        {
-            return Ok(refusal);
-        }
-        if let Some(spec) = &gate_spec
-            && let Err(msg) = state.mode.check(spec, &args)
-        {
-            self.store.append_ui(id, "say", "error", &msg)?;
-            return Ok(CallResult {
-                ui_recorded: true,
-                ..CallResult::error(format!("[ERROR] {msg}"))
-            });
-        }
-        if let Some(v) = validator
-            && let Some(msg) = schema_violations(&call.name, v, &args)
-        {
-            return Ok(CallResult::mistake(format!("[ERROR] {msg}")));
-        }
-        if state.repetition.record(&call.name, &args) {
-            let reason = format!(
-                "The model called `{}` with the same arguments {} times in a row.",
-                call.name, self.config.repetition_limit
-            );
-            let guidance = self
-                .ask(
-                    ctx,
-                    Some(&call.id),
-                    Ask::Guidance {
-                        reason,
-                        repetition: true,
-                    },
-                )
-                .await?
-                .words();
-            let mut msg = format!(
-                "[ERROR] You have called `{}` with the same arguments {} times in a row. Its result will not change; \
-                 try a different approach.",
-                call.name, self.config.repetition_limit
-            );
-            match guidance {
-                Some(g) => msg.push_str(&format!("\n<user_guidance>\n{g}\n</user_guidance>")),
-                None => {
-                    return Ok(CallResult {
-                        abort: Some(format!(
-                            "stopped: the model called `{}` with the same arguments {} times in a row and no one \
-                             could give guidance",
-                            call.name, self.config.repetition_limit
-                        )),
-                        ..CallResult::mistake(msg)
-                    });
-                }
-            }
-            return Ok(CallResult::mistake(msg));
-        }
-
-        match call.name.as_str() {
-            ATTEMPT_COMPLETION => return self.attempt_completion(ctx, &call.id, &args).await,
-            SWITCH_MODE => return self.switch_mode(ctx, state, &call.id, &args).await,
-            ASK_FOLLOWUP => return self.ask_followup(ctx, &call.id, &args).await,
-            UPDATE_TODO_LIST => return self.update_todos(ctx, &args),
-            SELECT_ACTIVE_INTENT => return self.select_intent(ctx, state, &args),
-            _ => {}
-        }
-        let Some(tool) = registered else {
-            return Ok(CallResult::error(format!(
-                "[ERROR] Tool `{}` has no executor.",
-                call.name
-            )));
-        };
-
-        // Intent gate: destructive tools need an active intent, and their
-        // declared paths must lie in its owned scope (or be approved once).
-        let intent_gated = intents::enabled_in(&ctx.ws) && tool.spec.destructive;
-        let mut write = None;
-        if intent_gated {
-            match self
-                .intent_gate(ctx, state, &call.id, &tool.spec, &args)
-                .await?
-            {
-                Ok(w) => write = Some(w),
-                Err(refusal) => return Ok(refusal),
-            }
-        }
-
-        // Mode hooks. A rewrite has passed the schema again in the hook
-        // gate; its paths pass the intent gate again here.
-        let original = args.clone();
-        let (mut args, user_approved) = match self
-            .pre_hooks(ctx, state, &tool.spec, &tool.validator, &call.id, args)
-            .await?
-        {
-            HookVerdict::Proceed {
-                args,
-                user_approved,
-            } => (args, user_approved),
-            HookVerdict::Refuse(r) => return Ok(r),
-        };
-        if args != original
-            && let Some(refusal) = self.path_gate(ctx, &tool.spec, &mut args)?
-        {
-            return Ok(refusal);
-        }
-        if intent_gated && args != original {
-            match self
-                .intent_gate(ctx, state, &call.id, &tool.spec, &args)
-                .await?
-            {
-                Ok(w) => write = Some(w),
-                Err(refusal) => return Ok(refusal),
-            }
-        }
-
-        // Approval (a yes to a hook's question about this call counts).
-        let group = tool.spec.group;
-        if user_approved || self.config.policy.covers(group) {
-            ctx.events.publish(TaskEvent::ToolCallApproved {
-                id: call.id.clone(),
-                auto: !user_approved,
-            });
-        } else {
-            // An edit is dry-run first, so the person sees the change.
-            let preview = if tool.spec.destructive {
-                preview::edit_preview(
-                    &self.engine,
-                    &tool.plugin,
-                    &tool.spec,
-                    &args,
-                    &ctx.ws,
-                    self.config.limits,
-                )
-                .await
-                .map(|p| roost_secrets::redact(&p).into_owned())
-            } else {
-                None
-            };
-            let answer = self
-                .ask(
-                    ctx,
-                    Some(&call.id),
-                    Ask::Tool {
-                        tool: call.name.clone(),
-                        group,
-                        args: roost_secrets::redact_json(&args),
-                        preview,
-                    },
-                )
-                .await?
-                .approval();
-            match answer {
-                Approval::Approve => ctx.events.publish(TaskEvent::ToolCallApproved {
-                    id: call.id.clone(),
-                    auto: false,
-                }),
-                Approval::Deny { feedback } => {
-                    self.record_denial(ctx, &call.id, &feedback)?;
-                    let mut msg = "The user denied this operation.".to_owned();
-                    if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
-                        msg = format!(
-                            "The user denied this operation and provided the following feedback:\n<feedback>\n{f}\n</feedback>"
-                        );
-                    }
-                    return Ok(CallResult::error(msg));
-                }
-            }
-        }
-
-        // Execute. A guard watches every write root: it undoes writes the
-        // scope does not allow (globs finer than a directory) and any write
-        // to an authority file (`.git/`, `.orchestration/`), which no call
-        // may change whatever its scope.
-        let mut grant = Grant::new(&ctx.workspace).read().limits(self.config.limits);
-        // Edit and command tools are always destructive (see `plugins`).
-        let mut roots: Vec<PathBuf> = Vec::new();
-        if tool.spec.destructive {
-            match &write {
-                Some(w) => roots.extend(w.roots.iter().cloned()),
-                None => roots.push(PathBuf::from(".")),
-            }
-        }
-        // Calls whose roots overlap (another task's, in this process) take
-        // turns, so the guard only ever undoes writes of this call.
-        let lease = if roots.is_empty() {
-            None
-        } else {
-            Some(WriteLeases::process().acquire(&ctx.ws, &roots).await)
-        };
-        let before = snapshot::before(&ctx.ws, &tool.spec, &args);
-        for r in &roots {
-            grant = grant.write(r);
-        }
-        let scope = state.intent.as_ref().map(|(_, s)| s);
-        let in_scope = |rel: &str| {
-            !authority::is_authority(rel)
-                && match (scope, &write) {
-                    (Some(scope), Some(w)) => {
-                        scope.allows(rel) || w.approved.iter().any(|p| p == rel)
-                    }
-                    _ => true,
-                }
-        };
-        // A root the scope covers whole (`src/auth/**`, or any root when
-        // intents are off) needs only its authority directories watched.
-        let covered: Vec<PathBuf> = roots
-            .iter()
-            .filter(|r| scope.is_none_or(|s| s.covers_dir(r)))
-            .cloned()
-            .collect();
-        let watch_dir = |dir: &str| {
-            authority::is_authority(dir)
-                || !covered.iter().any(|c| {
-                    let c = c.to_string_lossy();
-                    c == "." || c.is_empty() || dir == c || dir.starts_with(&format!("{c}/"))
-                })
-        };
-        let rule = GuardRule {
-            allows: &in_scope,
-            watch_dir: &watch_dir,
-        };
-        let guard = if roots.is_empty() {
-            None
-        } else {
-            match WriteGuard::arm(&ctx.ws, &roots, &rule, self.config.guard_budget) {
-                Ok(g) => Some(g),
-                Err(e) => {
-                    self.store.append_ui(id, "say", "error", &e.to_string())?;
-                    return Ok(CallResult::error(format!("[ERROR] {e}")));
-                }
-            }
-        };
-        let mut result = self
-            .engine
-            .call(&tool.plugin, &call.name, &args.to_string(), &grant)
-            .await;
-        let report = guard.map(|g| g.check(&rule)).unwrap_or_default();
-        let after = snapshot::after(&ctx.ws, &before);
-        snapshot::restore_modes(&ctx.ws, &before, &after);
-        let diff = snapshot::diff(&before, &after);
-        let changed = snapshot::changed(&before, &after);
-        drop(lease);
-        if intent_gated {
-            let mut entry = TraceEntry::now(
-                "mutation",
-                id,
-                state.intent_id(),
-                &state.mode.slug,
-                &call.name,
-                &args,
-            );
-            entry.files = snapshot::changes(&before, &after);
-            if let Err(e) = &result {
-                entry.detail = Some(format!("error {}: {}", e.code, e.message));
-            }
-            self.trace(ctx, &entry);
-        }
-        if report.violated() {
-            let intent_id = state.intent_id().unwrap_or_default().to_owned();
-            let mut entry = TraceEntry::now(
-                "violation",
-                id,
-                state.intent_id(),
-                &state.mode.slug,
-                &call.name,
-                &args,
-            );
-            let mut paths: Vec<&str> = report.reverted.iter().map(String::as_str).collect();
-            paths.extend(report.failed.iter().map(|(p, _)| p.as_str()));
-            entry.detail = Some(format!(
-                "wrote outside owned scope, undone: {}{}",
-                report.reverted.join(", "),
-                if report.failed.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "; NOT undone: {}",
-                        report
-                            .failed
-                            .iter()
-                            .map(|(p, e)| format!("{p} ({e})"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
-            ));
-            if intents::enabled_in(&ctx.ws) {
-                self.trace(ctx, &entry);
-            }
-            let touched_authority = paths.iter().any(|p| authority::is_authority(p));
-            let v = if state.intent.is_some() {
-                serde_json::json!({
-                    "code": "scope_violation",
-                    "intent_id": intent_id,
-                    "path": paths.first().copied().unwrap_or_default(),
-                    "paths": paths,
-                    "message": format!(
-                        "`{}` wrote outside the owned scope of {intent_id}{}; those changes were undone",
-                        call.name,
-                        if touched_authority { " (including .git/ or .orchestration/, which no tool may change)" } else { "" }
-                    ),
-                })
-            } else {
-                serde_json::json!({
-                    "code": "protected_path",
-                    "path": paths.first().copied().unwrap_or_default(),
-                    "paths": paths,
-                    "message": format!(
-                        "`{}` changed .git/ or .orchestration/, which no tool may change; those changes were undone",
-                        call.name
-                    ),
-                })
-            };
-            tracing::warn!(task = id, tool = %call.name, "scope violation: {v}");
-            result = Err(ToolError::new(ErrorCode::PermissionDenied, v.to_string()));
-        }
-        self.post_hooks(ctx, state, &tool.spec, &args, &result, &changed)
-            .await;
-        let (content, is_error) = match &result {
-            Ok(out) => (out.text.clone(), false),
-            Err(e) if report.violated() => (format!("[ERROR] {}", e.message), true),
-            Err(e) => (format!("[ERROR] {}: {}", e.code, e.message), true),
-        };
-        self.store.append_ui(
-            id,
-            "say",
-            if is_error { "error" } else { "tool_result" },
-            &content,
-        )?;
-        let mut r = if is_error {
-            CallResult::error(content)
-        } else {
-            CallResult::ok(content)
-        };
-        r.code = result.err().map(|e| e.code);
-        r.diff = diff.map(|d| roost_secrets::redact(&d).into_owned());
-        r.ui_recorded = true;
-        Ok(r)
-    }
-
-    /// The path gate ([`paths`]): declared paths normalised in place, or
-    /// the refusal to return to the model.
-    fn path_gate(
-        &self,
-        ctx: &Ctx<'_>,
-        spec: &ToolSpec,
-        args: &mut Value,
-    ) -> Result<Option<CallResult>, TaskError> {
-        if spec.path_args.is_empty() {
-            return Ok(None);
-        }
-        let ignore = RooIgnore::load_in(&ctx.ws);
-        match paths::check(&ctx.ws, &ignore, spec, args) {
-            Ok(()) => Ok(None),
-            Err(r) => {
-                self.store
-                    .append_ui(&ctx.task.id, "say", r.ui_subtype, &r.path)?;
-                Ok(Some(CallResult {
-                    ui_recorded: true,
-                    ..CallResult::error(format!("[ERROR] {}", r.message))
-                }))
-            }
-        }
-    }
-
-    async fn attempt_completion(
-        &self,
-        ctx: &Ctx<'_>,
-        call_id: &str,
-        args: &Value,
-    ) -> Result<CallResult, TaskError> {
-        let id = ctx.task.id.as_str();
-        let result = args["result"].as_str().unwrap_or_default().to_owned();
-        let answer = self
-            .ask(
-                ctx,
-                Some(call_id),
-                Ask::Completion {
-                    result: result.clone(),
-                },
-            )
-            .await?
-            .completion();
-        Ok(match answer {
-            CompletionAnswer::Accept => CallResult {
-                completed: Some(result),
-                ..CallResult::ok("The user accepted the result.")
-            },
-            CompletionAnswer::Feedback(f) => {
-                self.store.append_ui(id, "say", "user_feedback", &f)?;
-                CallResult::ok(format!(
-                    "The user has provided feedback on the result. Consider it, continue the task, and then attempt \
-                     completion again.\n<feedback>\n{f}\n</feedback>"
-                ))
-            }
-        })
-    }
-
-    /// The user said no: their feedback goes to the UI history and the
     /// event stream (durable first).
     pub(super) fn record_denial(
         &self,
@@ -1528,264 +965,6 @@ impl Agent {
                 tracing::error!(task = %ctx.task.id, "cannot record the trace failure: {store}");
             }
             ctx.events.publish(TaskEvent::Warning { message: msg });
-        }
-    }
-
-    /// `select_active_intent`: check the intent and make it the task's.
-    fn select_intent(
-        &self,
-        ctx: &Ctx<'_>,
-        state: &mut RunState,
-        args: &Value,
-    ) -> Result<CallResult, TaskError> {
-        let id = ctx.task.id.as_str();
-        let wanted = args["intent_id"].as_str().unwrap_or_default();
-        let structured = |v: Value| CallResult::error(format!("[ERROR] {v}"));
-        if !intents::enabled_in(&ctx.ws) {
-            return Ok(structured(serde_json::json!({
-                "code": "intents_off", "message": "this workspace has no .orchestration/ directory, so intents are off"
-            })));
-        }
-        let all = match intents::load(&ctx.workspace) {
-            Ok(all) => all,
-            Err(e) => {
-                return Ok(structured(
-                    serde_json::json!({"code": "intents_file_invalid", "message": e.to_string()}),
-                ));
-            }
-        };
-        let Some(intent) = all.iter().find(|i| i.id == wanted).cloned() else {
-            let available: Vec<&str> = all.iter().map(|i| i.id.as_str()).collect();
-            return Ok(CallResult {
-                mistake: true,
-                ..structured(
-                    serde_json::json!({"code": "unknown_intent", "intent_id": wanted, "available": available}),
-                )
-            });
-        };
-        if intent.status != "IN_PROGRESS" {
-            return Ok(structured(serde_json::json!({
-                "code": "intent_not_in_progress", "intent_id": wanted, "status": intent.status,
-                "message": "only an IN_PROGRESS intent can be selected"
-            })));
-        }
-        let scope = match Scope::new(&ctx.workspace, &intent) {
-            Ok(s) => s,
-            Err(e) => {
-                return Ok(structured(
-                    serde_json::json!({"code": "intent_scope_invalid", "message": e.to_string()}),
-                ));
-            }
-        };
-        let recent = Trace::of(&ctx.workspace)
-            .read(Some(&intent.id))
-            .map(|(e, _)| e)
-            .unwrap_or_default();
-        let recent = &recent[recent.len().saturating_sub(10)..];
-        let block = intents::context_block(&ctx.workspace, &intent, recent);
-        self.store.set_active_intent(id, Some(&intent.id))?;
-        self.store
-            .append_ui(id, "say", "intent_selected", &intent.id)?;
-        state.intent = Some((intent, scope));
-        Ok(CallResult::ok(block))
-    }
-
-    /// The intent gate of a destructive call: the write roots it may use,
-    /// or the refusal to return to the model.
-    async fn intent_gate(
-        &self,
-        ctx: &Ctx<'_>,
-        state: &RunState,
-        call_id: &str,
-        spec: &ToolSpec,
-        args: &Value,
-    ) -> Result<Result<WriteScope, CallResult>, TaskError> {
-        let id = ctx.task.id.as_str();
-        let Some((intent, scope)) = &state.intent else {
-            return Ok(Err(CallResult::error(format!(
-                "[ERROR] {}",
-                serde_json::json!({
-                    "code": "intent_required",
-                    "message": format!("`{}` changes the workspace: call select_active_intent with an IN_PROGRESS intent from .orchestration/active_intents.yaml first", spec.name)
-                })
-            ))));
-        };
-        let mut roots: Vec<PathBuf> = scope.write_roots().to_vec();
-        let mut approved = Vec::new();
-        for arg in &spec.path_args {
-            let Some(path) = args.get(arg).and_then(Value::as_str) else {
-                continue;
-            };
-            if scope.allows(path) {
-                if scope.ignored(path) {
-                    roots.push(intents::parent_dir(path));
-                }
-                continue;
-            }
-            let answer = self
-                .ask(
-                    ctx,
-                    Some(call_id),
-                    Ask::Scope {
-                        intent: intent.id.clone(),
-                        tool: spec.name.clone(),
-                        path: path.to_owned(),
-                    },
-                )
-                .await?
-                .approval();
-            let mut entry = TraceEntry::now(
-                "approval",
-                id,
-                Some(&intent.id),
-                &state.mode.slug,
-                &spec.name,
-                args,
-            );
-            entry.detail = Some(format!("outside owned scope: {path}"));
-            match answer {
-                Approval::Approve => {
-                    // A one-time widening for this call only.
-                    roots.push(intents::parent_dir(path));
-                    approved.push(path.trim_start_matches("./").to_owned());
-                    self.trace(ctx, &entry);
-                }
-                Approval::Deny { feedback } => {
-                    entry.kind = "violation".into();
-                    self.trace(ctx, &entry);
-                    let mut v = serde_json::json!({"code": "scope_violation", "intent_id": intent.id, "path": path});
-                    if let Some(f) = feedback {
-                        v["feedback"] = Value::String(f);
-                    }
-                    return Ok(Err(CallResult::error(format!("[ERROR] {v}"))));
-                }
-            }
-        }
-        Ok(Ok(WriteScope { roots, approved }))
-    }
-
-    async fn switch_mode(
-        &self,
-        ctx: &Ctx<'_>,
-        state: &mut RunState,
-        call_id: &str,
-        args: &Value,
-    ) -> Result<CallResult, TaskError> {
-        let id = ctx.task.id.as_str();
-        let slug = args["mode_slug"].as_str().unwrap_or_default();
-        let reason = args["reason"].as_str().unwrap_or_default();
-        let Some(target) = state.modes.get(slug).cloned() else {
-            let known: Vec<&str> = state.modes.iter().map(|m| m.slug.as_str()).collect();
-            return Ok(CallResult::mistake(format!(
-                "[ERROR] Unknown mode `{slug}`. Available modes: {}.",
-                known.join(", ")
-            )));
-        };
-        if target.slug == state.mode.slug {
-            return Ok(CallResult::ok(format!("Already in {} mode.", target.name)));
-        }
-        if self.config.policy.covers(ToolGroup::Modes) {
-            ctx.events.publish(TaskEvent::ToolCallApproved {
-                id: call_id.to_owned(),
-                auto: true,
-            });
-        } else {
-            let answer = self
-                .ask(
-                    ctx,
-                    Some(call_id),
-                    Ask::Tool {
-                        tool: SWITCH_MODE.to_owned(),
-                        group: ToolGroup::Modes,
-                        args: roost_secrets::redact_json(args),
-                        preview: None,
-                    },
-                )
-                .await?
-                .approval();
-            if let Approval::Deny { feedback } = answer {
-                ctx.events.publish(TaskEvent::ToolCallDenied {
-                    id: call_id.to_owned(),
-                    feedback: feedback.clone(),
-                });
-                let mut msg = format!("The user denied switching to {slug} mode.");
-                if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
-                    msg.push_str(&format!("\n<feedback>\n{f}\n</feedback>"));
-                }
-                return Ok(CallResult::error(msg));
-            }
-        }
-        self.store.set_mode(id, &target.slug)?;
-        self.store.append_ui(
-            id,
-            "say",
-            "mode_switch",
-            &format!("{} ({reason})", target.slug),
-        )?;
-        ctx.events.publish(TaskEvent::ModeSwitched {
-            mode: target.slug.clone(),
-        });
-        let msg = format!(
-            "Switched from {} mode to {} mode because: {reason}",
-            state.mode.slug, target.slug
-        );
-        state.mode = target;
-        Ok(CallResult::ok(msg))
-    }
-
-    async fn ask_followup(
-        &self,
-        ctx: &Ctx<'_>,
-        call_id: &str,
-        args: &Value,
-    ) -> Result<CallResult, TaskError> {
-        let id = ctx.task.id.as_str();
-        let question = args["question"].as_str().unwrap_or_default();
-        let suggestions: Vec<String> = args["follow_up"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let answer = self
-            .ask(
-                ctx,
-                Some(call_id),
-                Ask::Followup {
-                    question: question.to_owned(),
-                    suggestions,
-                },
-            )
-            .await?
-            .words();
-        Ok(match answer {
-            Some(a) => {
-                self.store.append_ui(id, "say", "user_feedback", &a)?;
-                CallResult::ok(format!("<answer>\n{a}\n</answer>"))
-            }
-            None => CallResult::ok(
-                "No one is available to answer (non-interactive run). Continue with your best judgement and state \
-                 your assumptions.",
-            ),
-        })
-    }
-
-    fn update_todos(&self, ctx: &Ctx<'_>, args: &Value) -> Result<CallResult, TaskError> {
-        let id = ctx.task.id.as_str();
-        match native::parse_todos(args["todos"].as_str().unwrap_or_default()) {
-            Ok(items) => {
-                self.store.set_todos(id, &items)?;
-                let markdown = native::render_todos(&items);
-                // Like every tool, the call leaves its result in the UI history.
-                self.store.append_ui(id, "say", "tool_result", &markdown)?;
-                ctx.events.publish(TaskEvent::TodosUpdated {
-                    markdown: markdown.clone(),
-                });
-                Ok(CallResult::ok(format!("Todo list updated:\n{markdown}")))
-            }
-            Err(e) => Ok(CallResult::mistake(format!("[ERROR] {e}"))),
         }
     }
 }

@@ -1,15 +1,16 @@
 //! The mode-hook gate: the active mode's hook components decide on each
-//! plugin tool call before it runs (allow, deny, ask the user, rewrite the
+//! tool call (plugin and host-native alike) before it runs (allow, deny, ask the user, rewrite the
 //! arguments), observe it afterwards, and add to the system prompt. Hooks
 //! fail closed: a hook that is missing, traps, times out or answers
 //! something malformed denies the call.
 
 use serde_json::Value;
 
-use super::TaskError;
 use super::gates::schema_violations;
-use super::runner::{Agent, CallResult, Ctx, RunState};
+use super::{CallResult, Verdict};
 use crate::asks::{Approval, Ask};
+use crate::task::TaskError;
+use crate::task::runner::{Agent, Ctx, RunState};
 
 use crate::events::TaskEvent;
 use crate::intents::{self, TraceEntry};
@@ -17,17 +18,8 @@ use crate::tools::{ArgsValidator, ToolError, ToolOutput, ToolSpec};
 use roost_sandbox::capability::Grant;
 use roost_sandbox::plugins::{HookCall, HookDecision};
 
-/// What the pre-tool hooks made of a call.
-pub(super) enum HookVerdict {
-    /// Run it with these (possibly rewritten) arguments; `user_approved`
-    /// when the user already said yes to a hook's question about it.
-    Proceed { args: Value, user_approved: bool },
-    /// Do not run it; this is the tool_result.
-    Refuse(CallResult),
-}
-
 /// The sandbox of a hook call: `.orchestration/` readable, nothing else.
-pub(super) fn hook_grant(agent: &Agent, workspace: &std::path::Path) -> Grant {
+pub(in crate::task) fn hook_grant(agent: &Agent, workspace: &std::path::Path) -> Grant {
     Grant::new(workspace)
         .read_dir(intents::ORCHESTRATION_DIR)
         .limits(agent.config.hook_limits)
@@ -56,7 +48,8 @@ fn hook_call(spec: &ToolSpec, state: &RunState, args: &Value) -> HookCall {
 }
 
 impl Agent {
-    /// Run the mode's pre-tool hooks, in the order the mode lists them.
+    /// Run the mode's pre-tool hooks, in the order the mode lists them,
+    /// each seeing the arguments as the hooks before it left them.
     pub(super) async fn pre_hooks(
         &self,
         ctx: &Ctx<'_>,
@@ -65,14 +58,12 @@ impl Agent {
         validator: &ArgsValidator,
         call_id: &str,
         mut args: Value,
-    ) -> Result<HookVerdict, TaskError> {
+    ) -> Result<Verdict, TaskError> {
         let mut user_approved = false;
         if state.mode.hooks.is_empty() {
-            return Ok(HookVerdict::Proceed {
-                args,
-                user_approved,
-            });
+            return Ok(Verdict::Proceed);
         }
+        let original = args.clone();
         let id = ctx.task.id.as_str();
         let grant = hook_grant(self, &ctx.workspace);
         for name in &state.mode.hooks {
@@ -83,10 +74,10 @@ impl Agent {
                     decision: decision.to_owned(),
                     detail,
                 });
-                Ok(HookVerdict::Refuse(CallResult::error(content)))
+                Ok(Verdict::Refuse(CallResult::error(content)))
             };
             // The hook could not give a usable verdict: deny, and say so.
-            let fail = |msg: String| -> Result<HookVerdict, TaskError> {
+            let fail = |msg: String| -> Result<Verdict, TaskError> {
                 self.store.append_ui(id, "say", "error", &msg)?;
                 refuse(
                     "failed",
@@ -178,7 +169,7 @@ impl Agent {
                             if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
                                 msg.push_str(&format!("\n<feedback>\n{f}\n</feedback>"));
                             }
-                            return Ok(HookVerdict::Refuse(CallResult::error(msg)));
+                            return Ok(Verdict::Refuse(CallResult::error(msg)));
                         }
                     }
                 }
@@ -229,9 +220,15 @@ impl Agent {
                 }
             }
         }
-        Ok(HookVerdict::Proceed {
-            args,
-            user_approved,
+        Ok(if args != original {
+            Verdict::Rewrite {
+                args,
+                approved: user_approved,
+            }
+        } else if user_approved {
+            Verdict::Approved
+        } else {
+            Verdict::Proceed
         })
     }
 
@@ -270,7 +267,11 @@ impl Agent {
     /// What the mode's hooks add to the system prompt this turn. A hook
     /// that fails here only loses its contribution (its pre-tool gate
     /// still fails closed).
-    pub(super) async fn hook_prompts(&self, ctx: &Ctx<'_>, state: &RunState) -> Vec<String> {
+    pub(in crate::task) async fn hook_prompts(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         if state.mode.hooks.is_empty() {
             return out;

@@ -1,0 +1,202 @@
+//! Running a component plugin's call once every gate has passed: a lease
+//! on its write roots, the grant (read the workspace, write only the
+//! roots), a write guard that undoes what the scope does not allow, the
+//! call itself, the diff of what changed, the agent trace, and the mode's
+//! post-tool hooks.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{CallResult, Pending, snapshot};
+use crate::intents::{self, TraceEntry};
+use crate::task::TaskError;
+use crate::task::runner::{Agent, Ctx, RunState};
+use crate::tools::{ErrorCode, ToolError};
+use roost_sandbox::capability::{Grant, GuardRule, WriteGuard, WriteLeases, authority};
+use roost_sandbox::plugins::LoadedPlugin;
+
+impl Agent {
+    /// Run `call` in `plugin` and turn the outcome into its result.
+    pub(super) async fn execute(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+        call: Pending<'_>,
+        plugin: &Arc<LoadedPlugin>,
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let spec = &call.tool.spec;
+        let args = call.args;
+        let write = call.write;
+        let intent_gated = intents::enabled_in(&ctx.ws) && spec.destructive;
+        // Execute. A guard watches every write root: it undoes writes the
+        // scope does not allow (globs finer than a directory) and any write
+        // to an authority file (`.git/`, `.orchestration/`), which no call
+        // may change whatever its scope.
+        let mut grant = Grant::new(&ctx.workspace).read().limits(self.config.limits);
+        // Edit and command tools are always destructive (see `plugins`).
+        let mut roots: Vec<PathBuf> = Vec::new();
+        if spec.destructive {
+            match &write {
+                Some(w) => roots.extend(w.roots.iter().cloned()),
+                None => roots.push(PathBuf::from(".")),
+            }
+        }
+        // Calls whose roots overlap (another task's, in this process) take
+        // turns, so the guard only ever undoes writes of this call.
+        let lease = if roots.is_empty() {
+            None
+        } else {
+            Some(WriteLeases::process().acquire(&ctx.ws, &roots).await)
+        };
+        let before = snapshot::before(&ctx.ws, spec, &args);
+        for r in &roots {
+            grant = grant.write(r);
+        }
+        let scope = state.intent.as_ref().map(|(_, s)| s);
+        let in_scope = |rel: &str| {
+            !authority::is_authority(rel)
+                && match (scope, &write) {
+                    (Some(scope), Some(w)) => {
+                        scope.allows(rel) || w.approved.iter().any(|p| p == rel)
+                    }
+                    _ => true,
+                }
+        };
+        // A root the scope covers whole (`src/auth/**`, or any root when
+        // intents are off) needs only its authority directories watched.
+        let covered: Vec<PathBuf> = roots
+            .iter()
+            .filter(|r| scope.is_none_or(|s| s.covers_dir(r)))
+            .cloned()
+            .collect();
+        let watch_dir = |dir: &str| {
+            authority::is_authority(dir)
+                || !covered.iter().any(|c| {
+                    let c = c.to_string_lossy();
+                    c == "." || c.is_empty() || dir == c || dir.starts_with(&format!("{c}/"))
+                })
+        };
+        let rule = GuardRule {
+            allows: &in_scope,
+            watch_dir: &watch_dir,
+        };
+        let guard = if roots.is_empty() {
+            None
+        } else {
+            match WriteGuard::arm(&ctx.ws, &roots, &rule, self.config.guard_budget) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    self.store.append_ui(id, "say", "error", &e.to_string())?;
+                    return Ok(CallResult::error(format!("[ERROR] {e}")));
+                }
+            }
+        };
+        let mut result = self
+            .engine
+            .call(plugin, &spec.name, &args.to_string(), &grant)
+            .await;
+        let report = guard.map(|g| g.check(&rule)).unwrap_or_default();
+        let after = snapshot::after(&ctx.ws, &before);
+        snapshot::restore_modes(&ctx.ws, &before, &after);
+        let diff = snapshot::diff(&before, &after);
+        let changed = snapshot::changed(&before, &after);
+        drop(lease);
+        if intent_gated {
+            let mut entry = TraceEntry::now(
+                "mutation",
+                id,
+                state.intent_id(),
+                &state.mode.slug,
+                &spec.name,
+                &args,
+            );
+            entry.files = snapshot::changes(&before, &after);
+            if let Err(e) = &result {
+                entry.detail = Some(format!("error {}: {}", e.code, e.message));
+            }
+            self.trace(ctx, &entry);
+        }
+        if report.violated() {
+            let intent_id = state.intent_id().unwrap_or_default().to_owned();
+            let mut entry = TraceEntry::now(
+                "violation",
+                id,
+                state.intent_id(),
+                &state.mode.slug,
+                &spec.name,
+                &args,
+            );
+            let mut paths: Vec<&str> = report.reverted.iter().map(String::as_str).collect();
+            paths.extend(report.failed.iter().map(|(p, _)| p.as_str()));
+            entry.detail = Some(format!(
+                "wrote outside owned scope, undone: {}{}",
+                report.reverted.join(", "),
+                if report.failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; NOT undone: {}",
+                        report
+                            .failed
+                            .iter()
+                            .map(|(p, e)| format!("{p} ({e})"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            ));
+            if intents::enabled_in(&ctx.ws) {
+                self.trace(ctx, &entry);
+            }
+            let touched_authority = paths.iter().any(|p| authority::is_authority(p));
+            let v = if state.intent.is_some() {
+                serde_json::json!({
+                    "code": "scope_violation",
+                    "intent_id": intent_id,
+                    "path": paths.first().copied().unwrap_or_default(),
+                    "paths": paths,
+                    "message": format!(
+                        "`{}` wrote outside the owned scope of {intent_id}{}; those changes were undone",
+                        spec.name,
+                        if touched_authority { " (including .git/ or .orchestration/, which no tool may change)" } else { "" }
+                    ),
+                })
+            } else {
+                serde_json::json!({
+                    "code": "protected_path",
+                    "path": paths.first().copied().unwrap_or_default(),
+                    "paths": paths,
+                    "message": format!(
+                        "`{}` changed .git/ or .orchestration/, which no tool may change; those changes were undone",
+                        spec.name
+                    ),
+                })
+            };
+            tracing::warn!(task = id, tool = %spec.name, "scope violation: {v}");
+            result = Err(ToolError::new(ErrorCode::PermissionDenied, v.to_string()));
+        }
+        self.post_hooks(ctx, state, spec, &args, &result, &changed)
+            .await;
+        let (content, is_error) = match &result {
+            Ok(out) => (out.text.clone(), false),
+            Err(e) if report.violated() => (format!("[ERROR] {}", e.message), true),
+            Err(e) => (format!("[ERROR] {}: {}", e.code, e.message), true),
+        };
+        self.store.append_ui(
+            id,
+            "say",
+            if is_error { "error" } else { "tool_result" },
+            &content,
+        )?;
+        let mut r = if is_error {
+            CallResult::error(content)
+        } else {
+            CallResult::ok(content)
+        };
+        r.code = result.err().map(|e| e.code);
+        r.diff = diff.map(|d| roost_secrets::redact(&d).into_owned());
+        r.ui_recorded = true;
+        Ok(r)
+    }
+}

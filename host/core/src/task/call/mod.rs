@@ -1,0 +1,405 @@
+//! One tool call, from the model's arguments to its tool_result: every
+//! gate in its order, then the tool's executor. Each gate returns a
+//! [`Verdict`]; this module alone decides what a verdict does, so the
+//! order below is the whole policy:
+//!
+//! 1. **arguments**: well-formed JSON, else a mistake the model fixes;
+//! 2. **known tool**: in the [`Registry`](super::Registry) (plugins and
+//!    host-native tools alike);
+//! 3. **path gate** ([`paths`]): declared paths normalised, and refused when
+//!    they leave the workspace, are `.rooignore`d or name authority files;
+//! 4. **mode gate**: the mode's tool groups and file patterns;
+//! 5. **schema gate**: the tool's JSON schema, every violation listed;
+//! 6. **repetition gate**: the same call N times in a row asks for guidance;
+//! 7. **intent gate** (destructive tools): an active intent, declared paths
+//!    in its owned scope or widened once by a person;
+//! 8. **mode hooks** ([`hook_gate`]): allow, deny, ask, rewrite. A rewrite
+//!    passes gates 3–5 and 7 again, once;
+//! 9. **approval gate**: the policy, an earlier yes, or a question with the
+//!    diff an edit would make ([`preview`]);
+//!
+//! then the executor: a component plugin ([`execute`]: lease, grant, write
+//! guard, call, diff, trace) or a host-native handler.
+
+mod execute;
+pub(super) mod gates;
+mod hook_gate;
+pub mod paths;
+mod preview;
+mod scope;
+mod snapshot;
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::TaskError;
+use super::native::NativeCall;
+use super::registry::{Executor, RegisteredTool};
+use super::runner::{Agent, Ctx, RunState};
+use crate::asks::{Approval, Ask};
+use crate::events::TaskEvent;
+use crate::llm::AssembledCall;
+use crate::tools::{ErrorCode, ToolError};
+use gates::schema_violations;
+
+/// The result of one call, ready to become a tool_result block.
+pub(in crate::task) struct CallResult {
+    pub(in crate::task) content: String,
+    pub(in crate::task) is_error: bool,
+    pub(in crate::task) mistake: bool,
+    pub(in crate::task) completed: Option<String>,
+    /// Stop the task after this call, with this reason.
+    pub(in crate::task) abort: Option<String>,
+    /// The tool's own error code, when a plugin failed.
+    pub(in crate::task) code: Option<ErrorCode>,
+    /// Diff of the files the call changed.
+    pub(in crate::task) diff: Option<String>,
+    /// Whether the call already wrote its UI row; an error that did not
+    /// gets one from the loop, so `history show` holds every gate error.
+    pub(in crate::task) ui_recorded: bool,
+}
+
+impl CallResult {
+    pub(in crate::task) fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+            mistake: false,
+            completed: None,
+            abort: None,
+            code: None,
+            diff: None,
+            ui_recorded: false,
+        }
+    }
+    pub(in crate::task) fn error(content: impl Into<String>) -> Self {
+        Self {
+            is_error: true,
+            ..Self::ok(content)
+        }
+    }
+
+    /// The result as front-ends see it.
+    pub(in crate::task) fn event_result(&self) -> Result<String, ToolError> {
+        if !self.is_error {
+            return Ok(self.content.clone());
+        }
+        let code = self.code.unwrap_or(if self.mistake {
+            ErrorCode::InvalidArgs
+        } else {
+            ErrorCode::PermissionDenied
+        });
+        Err(ToolError::new(
+            code,
+            self.content.trim_start_matches("[ERROR] "),
+        ))
+    }
+    pub(in crate::task) fn mistake(content: impl Into<String>) -> Self {
+        Self {
+            mistake: true,
+            ..Self::error(content)
+        }
+    }
+}
+
+/// Where a destructive call under an intent may write.
+struct WriteScope {
+    /// Directories granted read-write.
+    roots: Vec<PathBuf>,
+    /// Paths outside the scope the user approved for this call only.
+    approved: Vec<String>,
+}
+
+/// What a gate made of a call.
+pub(super) enum Verdict {
+    /// Go on to the next gate.
+    Proceed,
+    /// Go on; a person already said yes to this very call (a hook's or a
+    /// scope question), so the approval gate asks nothing more.
+    Approved,
+    /// Go on with these arguments (a hook rewrote them): the gates that
+    /// judge arguments run again, once.
+    Rewrite {
+        /// The new arguments.
+        args: Value,
+        /// Whether a person said yes along the way.
+        approved: bool,
+    },
+    /// Ask a person: yes approves the call, no refuses it.
+    Ask(Ask),
+    /// Do not run the call; this is its result.
+    Refuse(CallResult),
+}
+
+/// The gates, in the order a call meets them (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    Paths,
+    Mode,
+    Schema,
+    Repetition,
+    Intent,
+    Hooks,
+    Approval,
+}
+
+const ORDER: [Gate; 7] = [
+    Gate::Paths,
+    Gate::Mode,
+    Gate::Schema,
+    Gate::Repetition,
+    Gate::Intent,
+    Gate::Hooks,
+    Gate::Approval,
+];
+
+/// A call on its way through the gates.
+struct Pending<'c> {
+    /// The model's call id.
+    id: &'c str,
+    /// The tool and what runs it.
+    tool: &'c RegisteredTool,
+    /// Its arguments (normalised and possibly rewritten by now).
+    args: Value,
+    /// Where it may write, once the intent gate has decided.
+    write: Option<WriteScope>,
+    /// Whether a person has said yes to it.
+    approved: bool,
+}
+
+impl Agent {
+    /// One call through the gates and its executor.
+    pub(super) async fn handle_call(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        call: &AssembledCall,
+    ) -> Result<CallResult, TaskError> {
+        let id = ctx.task.id.as_str();
+        let args = match &call.args {
+            Ok(a) => a.clone(),
+            Err(msg) => {
+                self.store.append_ui(id, "say", "error", msg)?;
+                ctx.events.publish(TaskEvent::ToolCallRequested {
+                    id: call.id.clone(),
+                    tool: call.name.clone(),
+                    args: Value::Null,
+                });
+                return Ok(CallResult {
+                    ui_recorded: true,
+                    ..CallResult::mistake(format!(
+                        "[ERROR] {msg}\nSend the call again with valid JSON arguments."
+                    ))
+                });
+            }
+        };
+        // Events and records show the call as the history holds it.
+        let shown = roost_secrets::redact_json(&args);
+        self.store.append_ui(
+            id,
+            "say",
+            "tool",
+            &serde_json::json!({"tool": call.name, "args": shown}).to_string(),
+        )?;
+        ctx.events.publish(TaskEvent::ToolCallRequested {
+            id: call.id.clone(),
+            tool: call.name.clone(),
+            args: shown,
+        });
+        let Some(tool) = self.registry.get(&call.name) else {
+            let known: Vec<&str> = self.registry.iter().map(|t| t.spec.name.as_str()).collect();
+            return Ok(CallResult::mistake(format!(
+                "[ERROR] Tool `{}` does not exist. Available tools: {}.",
+                call.name,
+                known.join(", ")
+            )));
+        };
+        let mut pending = Pending {
+            id: &call.id,
+            tool,
+            args,
+            write: None,
+            approved: false,
+        };
+        let mut rewritten = false;
+        let mut next = 0;
+        while let Some(&gate) = ORDER.get(next) {
+            next += 1;
+            // After a rewrite only the gates that judge arguments run again.
+            if rewritten && matches!(gate, Gate::Repetition | Gate::Hooks) {
+                continue;
+            }
+            match self.judge(gate, ctx, state, &mut pending).await? {
+                Verdict::Proceed => {}
+                Verdict::Approved => pending.approved = true,
+                Verdict::Rewrite { args, approved } => {
+                    pending.args = args;
+                    pending.approved |= approved;
+                    if !rewritten {
+                        rewritten = true;
+                        next = 0;
+                    }
+                }
+                Verdict::Ask(ask) => match self.ask(ctx, Some(pending.id), ask).await?.approval() {
+                    Approval::Approve => {
+                        pending.approved = true;
+                        ctx.events.publish(TaskEvent::ToolCallApproved {
+                            id: pending.id.to_owned(),
+                            auto: false,
+                        });
+                    }
+                    Approval::Deny { feedback } => {
+                        self.record_denial(ctx, pending.id, &feedback)?;
+                        let mut msg = "The user denied this operation.".to_owned();
+                        if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
+                            msg = format!(
+                                "The user denied this operation and provided the following feedback:\n<feedback>\n{f}\n</feedback>"
+                            );
+                        }
+                        return Ok(CallResult::error(msg));
+                    }
+                },
+                Verdict::Refuse(r) => return Ok(r),
+            }
+        }
+        match &tool.executor {
+            Executor::Native(handler) => {
+                let call = NativeCall {
+                    agent: self,
+                    ctx,
+                    state,
+                    call_id: pending.id,
+                    args: &pending.args,
+                };
+                handler.0.call(call).await
+            }
+            Executor::Component(plugin) => self.execute(ctx, state, pending, plugin).await,
+        }
+    }
+
+    /// One gate's verdict on `call`.
+    async fn judge(
+        &self,
+        gate: Gate,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        call: &mut Pending<'_>,
+    ) -> Result<Verdict, TaskError> {
+        let spec = &call.tool.spec;
+        Ok(match gate {
+            Gate::Paths => self.path_gate(ctx, spec, &mut call.args)?,
+            Gate::Mode => match state.mode.check(spec, &call.args) {
+                Ok(()) => Verdict::Proceed,
+                Err(msg) => {
+                    self.store.append_ui(&ctx.task.id, "say", "error", &msg)?;
+                    Verdict::Refuse(CallResult {
+                        ui_recorded: true,
+                        ..CallResult::error(format!("[ERROR] {msg}"))
+                    })
+                }
+            },
+            Gate::Schema => match schema_violations(&spec.name, &call.tool.validator, &call.args) {
+                Some(msg) => Verdict::Refuse(CallResult::mistake(format!("[ERROR] {msg}"))),
+                None => Verdict::Proceed,
+            },
+            Gate::Repetition => self.repetition_gate(ctx, state, call).await?,
+            Gate::Intent => self.intent_gate(ctx, state, call).await?,
+            Gate::Hooks => {
+                self.pre_hooks(
+                    ctx,
+                    state,
+                    spec,
+                    &call.tool.validator,
+                    call.id,
+                    call.args.clone(),
+                )
+                .await?
+            }
+            Gate::Approval => self.approval_gate(ctx, call).await,
+        })
+    }
+
+    /// The same call again and again: ask for guidance, which goes to the
+    /// model with the refusal; with no one to ask, the task stops.
+    async fn repetition_gate(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        call: &Pending<'_>,
+    ) -> Result<Verdict, TaskError> {
+        let name = &call.tool.spec.name;
+        if !state.repetition.record(name, &call.args) {
+            return Ok(Verdict::Proceed);
+        }
+        let limit = self.config.repetition_limit;
+        let reason =
+            format!("The model called `{name}` with the same arguments {limit} times in a row.");
+        let guidance = self
+            .ask(
+                ctx,
+                Some(call.id),
+                Ask::Guidance {
+                    reason,
+                    repetition: true,
+                },
+            )
+            .await?
+            .words();
+        let mut msg = format!(
+            "[ERROR] You have called `{name}` with the same arguments {limit} times in a row. Its result will not \
+             change; try a different approach."
+        );
+        Ok(Verdict::Refuse(match guidance {
+            Some(g) => {
+                msg.push_str(&format!("\n<user_guidance>\n{g}\n</user_guidance>"));
+                CallResult::mistake(msg)
+            }
+            None => CallResult {
+                abort: Some(format!(
+                    "stopped: the model called `{name}` with the same arguments {limit} times in a row and no one \
+                     could give guidance"
+                )),
+                ..CallResult::mistake(msg)
+            },
+        }))
+    }
+
+    /// Plugin tools run when the policy covers their group or a person has
+    /// said yes; otherwise a person is asked, shown the diff an edit would
+    /// make. Host-native tools ask their own questions when they run.
+    async fn approval_gate(&self, ctx: &Ctx<'_>, call: &Pending<'_>) -> Verdict {
+        let Executor::Component(plugin) = &call.tool.executor else {
+            return Verdict::Proceed;
+        };
+        let spec = &call.tool.spec;
+        if call.approved || self.config.policy.covers(spec.group) {
+            ctx.events.publish(TaskEvent::ToolCallApproved {
+                id: call.id.to_owned(),
+                auto: !call.approved,
+            });
+            return Verdict::Proceed;
+        }
+        // An edit is dry-run first, so the person sees the change.
+        let preview = if spec.destructive {
+            preview::edit_preview(
+                &self.engine,
+                plugin,
+                spec,
+                &call.args,
+                &ctx.ws,
+                self.config.limits,
+            )
+            .await
+            .map(|p| roost_secrets::redact(&p).into_owned())
+        } else {
+            None
+        };
+        Verdict::Ask(Ask::Tool {
+            tool: spec.name.clone(),
+            group: spec.group,
+            args: roost_secrets::redact_json(&call.args),
+            preview,
+        })
+    }
+}

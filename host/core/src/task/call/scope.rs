@@ -1,0 +1,121 @@
+//! The gates that judge where a call reaches: the path gate (declared
+//! paths inside the workspace, not ignored, not authority files) and the
+//! intent gate (writes inside the active intent's owned scope).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::{CallResult, Pending, Verdict, WriteScope, paths};
+use crate::asks::{Approval, Ask};
+use crate::intents::{self, TraceEntry};
+use crate::task::TaskError;
+use crate::task::runner::{Agent, Ctx, RunState};
+use crate::tools::ToolSpec;
+use roost_sandbox::capability::RooIgnore;
+
+impl Agent {
+    /// The path gate ([`paths`]): declared paths normalised in place, or
+    /// the refusal to return to the model.
+    pub(super) fn path_gate(
+        &self,
+        ctx: &Ctx<'_>,
+        spec: &ToolSpec,
+        args: &mut Value,
+    ) -> Result<Verdict, TaskError> {
+        if spec.path_args.is_empty() {
+            return Ok(Verdict::Proceed);
+        }
+        let ignore = RooIgnore::load_in(&ctx.ws);
+        match paths::check(&ctx.ws, &ignore, spec, args) {
+            Ok(()) => Ok(Verdict::Proceed),
+            Err(r) => {
+                self.store
+                    .append_ui(&ctx.task.id, "say", r.ui_subtype, &r.path)?;
+                Ok(Verdict::Refuse(CallResult {
+                    ui_recorded: true,
+                    ..CallResult::error(format!("[ERROR] {}", r.message))
+                }))
+            }
+        }
+    }
+
+    /// The intent gate: a destructive call (when intents are on) needs an
+    /// active intent, and its declared paths must lie in the intent's owned
+    /// scope or be approved once; it then gets the write roots it may use.
+    pub(super) async fn intent_gate(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+        call: &mut Pending<'_>,
+    ) -> Result<Verdict, TaskError> {
+        let spec = &call.tool.spec;
+        if !(spec.destructive && intents::enabled_in(&ctx.ws)) {
+            return Ok(Verdict::Proceed);
+        }
+        let (call_id, args) = (call.id, &call.args);
+        let id = ctx.task.id.as_str();
+        let Some((intent, scope)) = &state.intent else {
+            return Ok(Verdict::Refuse(CallResult::error(format!(
+                "[ERROR] {}",
+                serde_json::json!({
+                    "code": "intent_required",
+                    "message": format!("`{}` changes the workspace: call select_active_intent with an IN_PROGRESS intent from .orchestration/active_intents.yaml first", spec.name)
+                })
+            ))));
+        };
+        let mut roots: Vec<PathBuf> = scope.write_roots().to_vec();
+        let mut approved = Vec::new();
+        for arg in &spec.path_args {
+            let Some(path) = args.get(arg).and_then(Value::as_str) else {
+                continue;
+            };
+            if scope.allows(path) {
+                if scope.ignored(path) {
+                    roots.push(intents::parent_dir(path));
+                }
+                continue;
+            }
+            let answer = self
+                .ask(
+                    ctx,
+                    Some(call_id),
+                    Ask::Scope {
+                        intent: intent.id.clone(),
+                        tool: spec.name.clone(),
+                        path: path.to_owned(),
+                    },
+                )
+                .await?
+                .approval();
+            let mut entry = TraceEntry::now(
+                "approval",
+                id,
+                Some(&intent.id),
+                &state.mode.slug,
+                &spec.name,
+                args,
+            );
+            entry.detail = Some(format!("outside owned scope: {path}"));
+            match answer {
+                Approval::Approve => {
+                    // A one-time widening for this call only.
+                    roots.push(intents::parent_dir(path));
+                    approved.push(path.trim_start_matches("./").to_owned());
+                    self.trace(ctx, &entry);
+                }
+                Approval::Deny { feedback } => {
+                    entry.kind = "violation".into();
+                    self.trace(ctx, &entry);
+                    let mut v = serde_json::json!({"code": "scope_violation", "intent_id": intent.id, "path": path});
+                    if let Some(f) = feedback {
+                        v["feedback"] = Value::String(f);
+                    }
+                    return Ok(Verdict::Refuse(CallResult::error(format!("[ERROR] {v}"))));
+                }
+            }
+        }
+        call.write = Some(WriteScope { roots, approved });
+        Ok(Verdict::Proceed)
+    }
+}

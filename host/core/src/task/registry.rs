@@ -1,0 +1,214 @@
+//! Every tool a task can call, by name, with what runs it: a component
+//! plugin in the sandbox, or a host-native handler (and, later, skills and
+//! MCP servers). The always-available list, `is_native` and the dispatch
+//! are all read from here, so a tool is offered, gated and run the same
+//! way whoever provides it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::native::{self, NativeTool};
+use crate::tools::{ArgsValidator, ToolSpec, reserved};
+use roost_sandbox::plugins::LoadedPlugin;
+
+/// Two providers may not claim the same tool name: the model could not
+/// tell them apart.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// A name is provided twice.
+    #[error("tool `{tool}` is provided by both `{first}` and `{second}`")]
+    Duplicate {
+        /// Tool name.
+        tool: String,
+        /// Provider registered first.
+        first: String,
+        /// Provider registered second.
+        second: String,
+    },
+    /// A plugin tries to register a name only the host may use.
+    #[error("plugin `{plugin}` may not register tool `{tool}`: {reason}")]
+    Reserved {
+        /// Tool name.
+        tool: String,
+        /// Plugin.
+        plugin: String,
+        /// Why the name is reserved.
+        reason: String,
+    },
+    /// A tool's argument schema does not compile.
+    #[error("tool `{tool}` of `{plugin}` has an invalid args schema: {detail}")]
+    BadSchema {
+        /// Tool name.
+        tool: String,
+        /// Plugin.
+        plugin: String,
+        /// Compiler message.
+        detail: String,
+    },
+}
+
+/// What runs a tool.
+#[derive(Clone)]
+pub enum Executor {
+    /// A component plugin, called in the sandbox with the call's grant.
+    Component(Arc<LoadedPlugin>),
+    /// A handler in the host (it talks to the person or the task itself).
+    Native(NativeHandler),
+}
+
+/// A host-native tool's handler (opaque outside the task loop).
+#[derive(Clone)]
+pub struct NativeHandler(pub(super) Arc<dyn NativeTool>);
+
+/// Name shown as the provider of host-native tools.
+pub const HOST: &str = "host";
+
+/// A tool, its compiled argument schema, and what runs it.
+#[derive(Clone)]
+pub struct RegisteredTool {
+    /// The tool's spec.
+    pub spec: ToolSpec,
+    /// The spec's schema, compiled once.
+    pub validator: Arc<ArgsValidator>,
+    /// What runs it.
+    pub executor: Executor,
+}
+
+impl RegisteredTool {
+    /// Who provides the tool: the plugin's name, or [`HOST`].
+    pub fn provider(&self) -> &str {
+        match &self.executor {
+            Executor::Component(p) => p.name(),
+            Executor::Native(_) => HOST,
+        }
+    }
+
+    /// The component plugin that runs the tool, if one does.
+    pub fn component(&self) -> Option<&Arc<LoadedPlugin>> {
+        match &self.executor {
+            Executor::Component(p) => Some(p),
+            Executor::Native(_) => None,
+        }
+    }
+
+    /// Whether the host runs the tool itself.
+    pub fn is_native(&self) -> bool {
+        matches!(self.executor, Executor::Native(_))
+    }
+}
+
+/// Every tool the host can offer, by name (sorted, so prompts are stable).
+#[derive(Clone)]
+pub struct Registry {
+    tools: BTreeMap<String, RegisteredTool>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Registry {
+    /// A registry holding the host-native tools.
+    pub fn new() -> Self {
+        let mut tools = BTreeMap::new();
+        for handler in native::table() {
+            let spec = handler.spec();
+            match ArgsValidator::new(&spec.args_schema) {
+                Ok(v) => {
+                    tools.insert(
+                        spec.name.clone(),
+                        RegisteredTool {
+                            spec,
+                            validator: Arc::new(v),
+                            executor: Executor::Native(NativeHandler(handler)),
+                        },
+                    );
+                }
+                // The native schemas are the host's own (a unit test
+                // compiles them); a broken one leaves its tool out.
+                Err(e) => tracing::error!(tool = %spec.name, "native tool schema: {e}"),
+            }
+        }
+        Self { tools }
+    }
+
+    /// Register every tool of `plugin`; nothing is registered when one of
+    /// its names is reserved, taken, or has a schema that does not compile.
+    pub fn add_plugin(&mut self, plugin: Arc<LoadedPlugin>) -> Result<(), RegistryError> {
+        for spec in plugin.tools() {
+            if let Some(reason) = reserved::reserved(&spec.name) {
+                return Err(RegistryError::Reserved {
+                    tool: spec.name.clone(),
+                    plugin: plugin.name().to_owned(),
+                    reason,
+                });
+            }
+            if let Some(existing) = self.tools.get(&spec.name) {
+                return Err(RegistryError::Duplicate {
+                    tool: spec.name.clone(),
+                    first: existing.provider().to_owned(),
+                    second: plugin.name().to_owned(),
+                });
+            }
+        }
+        let mut compiled = Vec::new();
+        for spec in plugin.tools() {
+            let validator = ArgsValidator::new(&spec.args_schema).map_err(|detail| {
+                RegistryError::BadSchema {
+                    tool: spec.name.clone(),
+                    plugin: plugin.name().to_owned(),
+                    detail,
+                }
+            })?;
+            compiled.push((spec.clone(), Arc::new(validator)));
+        }
+        for (spec, validator) in compiled {
+            self.tools.insert(
+                spec.name.clone(),
+                RegisteredTool {
+                    spec,
+                    validator,
+                    executor: Executor::Component(Arc::clone(&plugin)),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Look a tool up by name.
+    pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
+        self.tools.get(name)
+    }
+
+    /// Whether `name` is a host-native tool.
+    pub fn is_native(&self, name: &str) -> bool {
+        self.get(name).is_some_and(RegisteredTool::is_native)
+    }
+
+    /// All tools, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = &RegisteredTool> {
+        self.tools.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_native_tool_registers_and_its_name_is_reserved_from_plugins() {
+        let registry = Registry::new();
+        let natives: Vec<&RegisteredTool> = registry.iter().filter(|t| t.is_native()).collect();
+        assert_eq!(natives.len(), native::table().len());
+        for t in natives {
+            assert!(
+                reserved::reserved(&t.spec.name).is_some(),
+                "{} must be reserved",
+                t.spec.name
+            );
+            assert_eq!(t.provider(), HOST);
+        }
+    }
+}
