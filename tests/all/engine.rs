@@ -8,15 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use roost_core::asks::{Answer, Ask};
-use roost_core::engine::{Engine, TaskSpec};
+use roost_core::engine::{Engine, EngineBuilder, TaskSpec};
 use roost_core::events::{Envelope, TaskEvent};
-use roost_core::first_party;
 use roost_core::llm::Message;
 use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{OpenAiCompatible, RetryPolicy};
 use roost_core::store::{NewTask, Store, TaskStatus};
-use roost_core::task::Registry;
-use roost_core::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
+use roost_core::task::{ApprovalPolicy, TaskConfig, TaskOutcome};
 use roost_tests::harness::{assert_pairing, call, complete, turn};
 use roost_tests::{TestWorkspace, engine, fixture_wasm};
 use serde_json::{Value, json};
@@ -39,42 +37,23 @@ fn engine_with_plugins(
 ) -> (Arc<Engine>, Arc<ScriptedTransport>) {
     let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("script");
     let transport = Arc::new(ScriptedTransport::per_conversation(script).recorded());
-    let mut registry = Registry::new();
-    registry
-        .add_plugin(
-            engine()
-                .load_bytes("fs-tools", first_party::FS_TOOLS)
-                .expect("fs-tools"),
-        )
-        .expect("registers");
-    if limits_fixture {
-        registry
-            .add_plugin(
-                engine()
-                    .load_file("limits", &fixture_wasm("limits"))
-                    .expect("limits"),
-            )
-            .expect("registers");
-    }
-    let agent = Agent {
-        provider: Arc::new(OpenAiCompatible::new(
+    // Built the way every front-end builds its engine.
+    let mut builder = EngineBuilder::new(&data.root().join("data"))
+        .plugin_engine(engine())
+        .provider(Arc::new(OpenAiCompatible::new(
             "scripted",
             "scripted",
             transport.clone(),
             RetryPolicy::default(),
-        )),
-        engine: engine(),
-        registry: Arc::new(registry),
-        store: Store::open(&data.root().join("data").join("roost.db")).expect("store"),
-        config: TaskConfig {
+        )))
+        .config(TaskConfig {
             policy,
             ..TaskConfig::default()
-        },
-        modes_dir: None,
-        hooks: Default::default(),
-        asks: Default::default(),
-    };
-    (Engine::new(agent), transport)
+        });
+    if limits_fixture {
+        builder = builder.plugin_file(&fixture_wasm("limits"));
+    }
+    (builder.build().expect("engine"), transport)
 }
 
 /// Deterministic pseudo-random order (xorshift), so a failure replays.
@@ -743,4 +722,42 @@ fn two_processes_append_to_one_store_without_collisions() {
         let expected: Vec<String> = (0..APPENDS).map(|i| format!("{who} {i}")).collect();
         assert_eq!(mine, expected, "{who}'s rows in order, none lost");
     }
+}
+
+/// The builder refuses, with a clear error and nothing half-built: no
+/// model, a plugin impersonating a host tool, a component that is not one,
+/// a store file that is not a database.
+#[test]
+fn the_builder_refuses_what_it_cannot_run() {
+    let data = TestWorkspace::new();
+    let provider = || {
+        Arc::new(OpenAiCompatible::new(
+            "scripted",
+            "scripted",
+            Arc::new(ScriptedTransport::per_conversation(
+                serde_json::from_value(json!({"turns": []})).expect("script"),
+            )),
+            RetryPolicy::default(),
+        ))
+    };
+    let dir = data.root().join("data");
+    let err = |b: EngineBuilder| b.build().err().expect("refused").to_string();
+    assert!(err(EngineBuilder::new(&dir).plugin_engine(engine())).contains("no model provider"));
+    let impostor = err(EngineBuilder::new(&dir)
+        .plugin_engine(engine())
+        .provider(provider())
+        .plugin_file(&fixture_wasm("impostor")));
+    assert!(impostor.contains("attempt_completion"), "{impostor}");
+    data.write("junk.wasm", "not a component");
+    let junk = err(EngineBuilder::new(&dir)
+        .plugin_engine(engine())
+        .provider(provider())
+        .plugin_file(&data.path().join("junk.wasm")));
+    assert!(junk.contains("junk"), "{junk}");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("roost.db"), "not a database, not at all").expect("write");
+    let store = err(EngineBuilder::new(&dir)
+        .plugin_engine(engine())
+        .provider(provider()));
+    assert!(store.contains("SQLite"), "{store}");
 }

@@ -12,17 +12,13 @@ use super::config::{self, Profile};
 use super::interact::Terminal;
 use super::render::{self, Format};
 use super::sanitize::{json_text, visible, visible_line};
-use roost_core::engine::{Engine, TaskSpec};
+use roost_core::engine::{Engine, EngineBuilder, TaskSpec};
 use roost_core::events::EventBus;
-use roost_core::first_party;
 use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{HttpTransport, Labelled, OpenAiCompatible, Provider, RetryPolicy, Role};
-use roost_core::modes::HookRegistry;
 use roost_core::store::{Store, TaskRecord};
-use roost_core::task::Registry;
-use roost_core::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome, TaskStatus};
+use roost_core::task::{ApprovalPolicy, TaskConfig, TaskOutcome, TaskStatus};
 use roost_sandbox::capability::Workspace;
-use roost_sandbox::plugins::{EngineConfig, PluginEngine};
 
 /// Which model to talk to.
 #[derive(Debug, Args, Clone)]
@@ -260,31 +256,14 @@ fn build_provider(
     Ok((provider, profile))
 }
 
-fn agent(
+/// The engine a run or resume drives: the chosen model, the profile's
+/// context settings, the run's policy, limits and extra hooks.
+fn engine(
     data_dir: &Path,
     provider: Arc<dyn Provider>,
     profile: &Profile,
     opts: &RunOptions,
-) -> anyhow::Result<Agent> {
-    let engine = Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
-        data_dir.join("cache").join("components"),
-    ))?);
-    let mut registry = Registry::new();
-    if first_party::needs_compile(&engine, true) {
-        notice!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
-    }
-    for p in first_party::load_all(&engine)? {
-        registry.add_plugin(p)?;
-    }
-    let mut hooks = HookRegistry::first_party(&engine)?;
-    for path in &opts.hooks {
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .ok_or_else(|| anyhow::anyhow!("--hook {}: not a file name", path.display()))?;
-        hooks.add(engine.load_hook_file(&name, path)?);
-    }
-    let store = Store::open(&Store::default_path(data_dir))?;
+) -> anyhow::Result<Arc<Engine>> {
     let policy = if opts.yes {
         ApprovalPolicy::yes()
     } else {
@@ -310,16 +289,17 @@ fn agent(
     if let Some(p) = profile.price {
         config.price = p;
     }
-    Ok(Agent {
-        provider,
-        engine,
-        registry: Arc::new(registry),
-        store,
-        config,
-        modes_dir: config::default_path().parent().map(Path::to_path_buf),
-        hooks: Arc::new(hooks),
-        asks: Default::default(),
-    })
+    let mut builder = EngineBuilder::new(data_dir)
+        .provider(provider)
+        .config(config)
+        .modes_dir(config::default_path().parent().map(Path::to_path_buf))
+        .before_compile(|| {
+            notice!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
+        });
+    for path in &opts.hooks {
+        builder = builder.hook_file(path);
+    }
+    Ok(builder.build()?)
 }
 
 /// Run a created (or prepared) task of `engine` to its end: render its
@@ -397,7 +377,7 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         args.prompt.clone()
     };
     let (provider, profile) = build_provider(&args.provider, None, 0)?;
-    let engine = Engine::new(agent(data_dir, provider, &profile, &args.options)?);
+    let engine = engine(data_dir, provider, &profile, &args.options)?;
     let id = engine.create_task(&TaskSpec {
         prompt,
         workspace,
@@ -456,7 +436,7 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
         )?;
     }
     drop(store);
-    let engine = Engine::new(agent(data_dir, provider, &profile, &args.options)?);
+    let engine = engine(data_dir, provider, &profile, &args.options)?;
     let id = engine.prepare_resume(&task.id)?;
     let events = engine.events(&id)?;
     drive(&engine, &id, events, &args.options).await

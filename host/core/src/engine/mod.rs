@@ -5,6 +5,10 @@
 //! durable asks that any front-end lists (`pending_asks`) and answers
 //! (`answer`), and waited for (`wait`). The CLI is its first client.
 
+mod builder;
+
+pub use builder::{BuildError, EngineBuilder};
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,162 @@
+//! Assembling an [`Engine`] from what a deployment chooses: where its data
+//! lives, which model, which extra plugins and hooks, which policies. Every
+//! front-end (the CLI today, the HTTP server next) builds its engine here,
+//! so they all run tasks with the same tools, hooks and store.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::Engine;
+use crate::first_party;
+use crate::llm::Provider;
+use crate::modes::HookRegistry;
+use crate::store::{Store, StoreError};
+use crate::task::{Agent, Registry, RegistryError, TaskConfig};
+use roost_sandbox::plugins::{EngineConfig, PluginEngine, PluginError};
+
+/// Why an engine could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// No model was chosen.
+    #[error("no model provider was given to the engine builder")]
+    NoProvider,
+    /// A component failed to load or compile.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+    /// A plugin's tools cannot be registered.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The task store cannot be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A component file has no usable name.
+    #[error("{0}: cannot take a plugin or hook name from this file name")]
+    Unnamed(PathBuf),
+}
+
+/// Builds an [`Engine`]: first-party tools and hooks always, then the
+/// extra components given, a store in the data directory.
+pub struct EngineBuilder {
+    data_dir: PathBuf,
+    provider: Option<Arc<dyn Provider>>,
+    config: TaskConfig,
+    plugin_files: Vec<PathBuf>,
+    hook_files: Vec<PathBuf>,
+    modes_dir: Option<PathBuf>,
+    plugin_engine: Option<Arc<PluginEngine>>,
+    before_compile: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl EngineBuilder {
+    /// An engine keeping its store and component cache in `data_dir`.
+    pub fn new(data_dir: &Path) -> Self {
+        Self {
+            data_dir: data_dir.to_path_buf(),
+            provider: None,
+            config: TaskConfig::default(),
+            plugin_files: Vec::new(),
+            hook_files: Vec::new(),
+            modes_dir: None,
+            plugin_engine: None,
+            before_compile: None,
+        }
+    }
+
+    /// The model every task talks to.
+    pub fn provider(mut self, provider: Arc<dyn Provider>) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
+    /// Limits and policies of every task.
+    pub fn config(mut self, config: TaskConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Also offer the tools of the component at `path` (named after its
+    /// file stem).
+    pub fn plugin_file(mut self, path: &Path) -> Self {
+        self.plugin_files.push(path.to_path_buf());
+        self
+    }
+
+    /// Also make the mode hook at `path` available (named after its file
+    /// stem), for modes that list it.
+    pub fn hook_file(mut self, path: &Path) -> Self {
+        self.hook_files.push(path.to_path_buf());
+        self
+    }
+
+    /// Where the global `custom_modes.yaml` lives.
+    pub fn modes_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.modes_dir = dir;
+        self
+    }
+
+    /// Share an existing plugin runtime (its cache and compiled
+    /// components) instead of opening one on the data directory.
+    pub fn plugin_engine(mut self, engine: Arc<PluginEngine>) -> Self {
+        self.plugin_engine = Some(engine);
+        self
+    }
+
+    /// Called once before the first-party components are compiled (the
+    /// first run takes seconds; a front-end may say so).
+    pub fn before_compile(mut self, f: impl FnOnce() + Send + 'static) -> Self {
+        self.before_compile = Some(Box::new(f));
+        self
+    }
+
+    /// Load everything and open the store.
+    pub fn build(self) -> Result<Arc<Engine>, BuildError> {
+        Ok(Engine::new(self.build_agent()?))
+    }
+
+    /// The services an engine runs its tasks with (for a front-end that
+    /// also needs them outside a task).
+    pub fn build_agent(self) -> Result<Agent, BuildError> {
+        let provider = self.provider.ok_or(BuildError::NoProvider)?;
+        let engine = match self.plugin_engine {
+            Some(e) => e,
+            None => Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
+                self.data_dir.join("cache").join("components"),
+            ))?),
+        };
+        if first_party::needs_compile(&engine, true)
+            && let Some(say) = self.before_compile
+        {
+            say();
+        }
+        let mut registry = Registry::new();
+        for p in first_party::load_all(&engine)? {
+            registry.add_plugin(p)?;
+        }
+        for path in &self.plugin_files {
+            registry.add_plugin(engine.load_file(&stem(path)?, path)?)?;
+        }
+        let mut hooks = HookRegistry::first_party(&engine)?;
+        for path in &self.hook_files {
+            hooks.add(engine.load_hook_file(&stem(path)?, path)?);
+        }
+        Ok(Agent {
+            provider,
+            engine,
+            registry: Arc::new(registry),
+            store: Store::open(&Store::default_path(&self.data_dir))?,
+            config: self.config,
+            modes_dir: self.modes_dir,
+            hooks: Arc::new(hooks),
+            asks: Default::default(),
+        })
+    }
+}
+
+/// A component's name: its file stem.
+fn stem(path: &Path) -> Result<String, BuildError> {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| BuildError::Unnamed(path.to_path_buf()))
+}
