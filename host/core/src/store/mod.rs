@@ -571,6 +571,64 @@ impl Store {
         Ok(seq)
     }
 
+    /// Record one tool call's outcome as one step: the message of tool
+    /// results (appended when `seq` is `None`, else replaced as the calls
+    /// of one assistant message finish), the call's UI row (redacted), and
+    /// the task's new status when the call ended the task, in one
+    /// transaction. Returns the message's seq.
+    pub fn record_result(
+        &self,
+        task: &str,
+        seq: Option<i64>,
+        m: &Message,
+        ui: Option<(&str, &str)>,
+        status: Option<TaskStatus>,
+    ) -> Result<i64, StoreError> {
+        let content = serde_json::to_string(&m.content).map_err(|e| StoreError::Corrupt {
+            task: task.to_owned(),
+            seq: seq.unwrap_or(-1),
+            detail: e.to_string(),
+        })?;
+        let now = now_ms();
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let seq = match seq {
+            Some(seq) => {
+                exec(
+                    &tx,
+                    "UPDATE api_messages SET content = ?3 WHERE task_id = ?1 AND seq = ?2",
+                    params![task, seq, content],
+                )?;
+                seq
+            }
+            None => tx.query_row(
+                "INSERT INTO api_messages (task_id, seq, role, content, created_at) \
+                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM api_messages WHERE task_id = ?1 \
+                 RETURNING seq",
+                params![task, role_str(m.role), content, now],
+                |r| r.get(0),
+            )?,
+        };
+        if let Some((subtype, text)) = ui {
+            let text = roost_secrets::redact(text);
+            exec(
+                &tx,
+                "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) \
+                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, 'say', ?3, ?4 FROM ui_messages WHERE task_id = ?1",
+                params![task, now, subtype, text.as_ref()],
+            )?;
+        }
+        if let Some(status) = status {
+            exec(
+                &tx,
+                "UPDATE tasks SET status = ?2, updated_at = ?3 WHERE id = ?1",
+                params![task, status.as_str(), now],
+            )?;
+        }
+        tx.commit()?;
+        Ok(seq)
+    }
+
     /// Append an API message; returns its sequence number. The number is
     /// taken by the insert itself (one statement, under SQLite's write
     /// lock), so processes sharing a store never collide.

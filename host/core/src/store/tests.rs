@@ -277,65 +277,6 @@ fn schema_1_stores_are_migrated() {
     assert!(Store::open(&path).is_ok());
 }
 
-/// Appends done by this process when it runs as a child of
-/// [`two_processes_append_to_one_store_without_collisions`].
-const CHILD_APPENDS: i64 = 150;
-
-/// Two processes appending to one task in one store at once: every
-/// message lands, with sequence numbers 1..=n and no collision. (The test
-/// re-runs its own binary as the two writers.)
-#[test]
-fn two_processes_append_to_one_store_without_collisions() {
-    if let (Ok(db), Ok(task)) = (
-        std::env::var("ROOST_STORE_CHILD_DB"),
-        std::env::var("ROOST_STORE_CHILD_TASK"),
-    ) {
-        let s = Store::open(Path::new(&db)).expect("child opens");
-        for i in 0..CHILD_APPENDS {
-            s.append_api(&task, &Message::user_text(format!("m{i}")))
-                .expect("append api");
-            s.append_ui(&task, "say", "text", &format!("u{i}"))
-                .expect("append ui");
-        }
-        return;
-    }
-    let (dir, s) = store();
-    let t = new_task(&s);
-    let exe = std::env::current_exe().expect("test binary");
-    let children: Vec<_> = (0..2)
-        .map(|_| {
-            std::process::Command::new(&exe)
-                .args([
-                    "--exact",
-                    "store::tests::two_processes_append_to_one_store_without_collisions",
-                    "--test-threads=1",
-                ])
-                .env("ROOST_STORE_CHILD_DB", dir.path().join("roost.db"))
-                .env("ROOST_STORE_CHILD_TASK", &t.id)
-                .spawn()
-                .expect("spawns a writer")
-        })
-        .collect();
-    for mut c in children {
-        assert!(c.wait().expect("writer ends").success());
-    }
-    let api: Vec<i64> = s
-        .load_api(&t.id, true)
-        .expect("api")
-        .iter()
-        .map(|m| m.seq)
-        .collect();
-    let ui: Vec<i64> = s
-        .load_ui(&t.id)
-        .expect("ui")
-        .iter()
-        .map(|m| m.seq)
-        .collect();
-    let want: Vec<i64> = (1..=2 * CHILD_APPENDS).collect();
-    assert_eq!(api, want, "no API message lost or numbered twice");
-    assert_eq!(ui, want, "no UI message lost or numbered twice");
-}
-
 /// A model reply is one step: message, UI row and usage land together.
 #[test]
 fn a_reply_is_recorded_as_one_step() {
@@ -361,6 +302,62 @@ fn a_reply_is_recorded_as_one_step() {
     assert!(
         s.record_reply("no-such-task", &tool_use("c2"), Some("x"), &usage, 1.0)
             .is_err()
+    );
+    assert!(s.load_ui("no-such-task").expect("ui").is_empty());
+}
+
+/// A tool call's outcome is one step: the result message, its UI row and,
+/// for the call that ended the task, the final status land together.
+#[test]
+fn a_result_is_recorded_as_one_step() {
+    let (_d, s) = store();
+    let t = new_task(&s);
+    let results = |n: usize| Message {
+        role: Role::User,
+        content: (0..n)
+            .map(|i| ContentBlock::ToolResult {
+                tool_use_id: format!("c{i}"),
+                content: format!("r{i}"),
+                is_error: false,
+            })
+            .collect(),
+    };
+    let seq = s
+        .record_result(&t.id, None, &results(1), Some(("tool_result", "r0")), None)
+        .expect("recorded");
+    let again = s
+        .record_result(
+            &t.id,
+            Some(seq),
+            &results(2),
+            Some(("tool_result", "r1")),
+            Some(TaskStatus::Completed),
+        )
+        .expect("recorded");
+    assert_eq!(seq, again);
+    let api = s.load_api(&t.id, true).expect("api");
+    assert_eq!(api.last().map(|m| m.message.content.len()), Some(2));
+    let ui: Vec<String> = s
+        .load_ui(&t.id)
+        .expect("ui")
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert!(ui.ends_with(&["r0".to_owned(), "r1".to_owned()]), "{ui:?}");
+    assert_eq!(
+        s.get_task(&t.id).expect("task").status,
+        TaskStatus::Completed
+    );
+    // A result for a task that does not exist writes nothing at all.
+    assert!(
+        s.record_result(
+            "no-such-task",
+            None,
+            &results(1),
+            Some(("tool_result", "x")),
+            None
+        )
+        .is_err()
     );
     assert!(s.load_ui("no-such-task").expect("ui").is_empty());
 }

@@ -66,6 +66,29 @@ impl History {
         Ok(seq)
     }
 
+    /// Record the message of tool results (appended when `seq` is `None`,
+    /// else replaced) with the call's UI row and the task's new status, in
+    /// one transaction (then in memory); returns its seq.
+    pub fn record_result(
+        &mut self,
+        seq: Option<i64>,
+        m: Message,
+        ui: Option<(&str, &str)>,
+        status: Option<crate::store::TaskStatus>,
+    ) -> Result<i64, StoreError> {
+        let seq = self.store.record_result(&self.task, seq, &m, ui, status)?;
+        match self.visible.iter_mut().find(|s| s.seq == seq) {
+            Some(slot) => slot.message = m,
+            None => self.visible.push(StoredMessage {
+                seq,
+                message: m,
+                hidden: false,
+                created_at: crate::store::now_ms(),
+            }),
+        }
+        Ok(seq)
+    }
+
     /// Replace message `seq` (durably, then in memory).
     pub fn update(&mut self, seq: i64, m: Message) -> Result<(), StoreError> {
         self.store.update_api(&self.task, seq, &m)?;

@@ -410,12 +410,14 @@ impl Agent {
             Ok(items) => {
                 self.store.set_todos(id, &items)?;
                 let markdown = render_todos(&items);
-                // Like every tool, the call leaves its result in the UI history.
-                self.store.append_ui(id, "say", "tool_result", &markdown)?;
                 ctx.events.publish(TaskEvent::TodosUpdated {
                     markdown: markdown.clone(),
                 });
-                Ok(CallResult::ok(format!("Todo list updated:\n{markdown}")))
+                // Like every tool, the call leaves its result in the UI history.
+                Ok(CallResult {
+                    ui_row: Some(("tool_result", markdown.clone())),
+                    ..CallResult::ok(format!("Todo list updated:\n{markdown}"))
+                })
             }
             Err(e) => Ok(CallResult::mistake(format!("[ERROR] {e}"))),
         }

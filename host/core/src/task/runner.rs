@@ -655,7 +655,7 @@ impl Agent {
         let (mut results, mut results_seq) = results;
         let mut completed: Option<String> = None;
         let mut abort: Option<String> = None;
-        for call in calls {
+        for (index, call) in calls.iter().enumerate() {
             let r = if completed.is_some() || abort.is_some() {
                 CallResult::error(
                     "Not executed: an earlier call in the same message ended the task.",
@@ -663,18 +663,6 @@ impl Agent {
             } else {
                 self.handle_call(ctx, state, call).await?
             };
-            if r.is_error && !r.ui_recorded {
-                self.store.append_ui(
-                    id,
-                    "say",
-                    "error",
-                    &format!(
-                        "{}: {}",
-                        call.name,
-                        r.content.trim_start_matches("[ERROR] ")
-                    ),
-                )?;
-            }
             if r.mistake {
                 state.mistakes += 1;
             } else if !r.is_error {
@@ -694,10 +682,22 @@ impl Agent {
                 content: r.content.clone(),
                 is_error: r.is_error,
             });
-            match results_seq {
-                Some(seq) => history.update(seq, results.clone())?,
-                None => results_seq = Some(history.append(results.clone())?),
-            }
+            // One step: the result, its UI row, and `completed` when this
+            // is the last write of a task that just ended.
+            let ui = r.ui_row.clone().or_else(|| {
+                r.is_error.then(|| {
+                    let text = r.content.trim_start_matches("[ERROR] ");
+                    ("error", format!("{}: {text}", call.name))
+                })
+            });
+            let last = index + 1 == calls.len();
+            let status = (last && completed.is_some()).then_some(TaskStatus::Completed);
+            results_seq = Some(history.record_result(
+                results_seq,
+                results.clone(),
+                ui.as_ref().map(|(subtype, text)| (*subtype, text.as_str())),
+                status,
+            )?);
             // Announced only now that the result is durable.
             ctx.events.publish(TaskEvent::ToolCallResult {
                 id: call.id.clone(),
@@ -707,7 +707,6 @@ impl Agent {
             });
         }
         if let Some(result) = completed {
-            self.store.set_status(id, TaskStatus::Completed)?;
             let t = self.store.get_task(id)?;
             ctx.events.publish(TaskEvent::Completed {
                 result: result.clone(),

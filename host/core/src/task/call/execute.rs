@@ -87,8 +87,10 @@ impl Agent {
             match WriteGuard::arm(&ctx.ws, &roots, &rule, self.config.guard_budget) {
                 Ok(g) => Some(g),
                 Err(e) => {
-                    self.store.append_ui(id, "say", "error", &e.to_string())?;
-                    return Ok(CallResult::error(format!("[ERROR] {e}")));
+                    return Ok(CallResult {
+                        ui_row: Some(("error", e.to_string())),
+                        ..CallResult::error(format!("[ERROR] {e}"))
+                    });
                 }
             }
         };
@@ -183,20 +185,15 @@ impl Agent {
             Err(e) if report.violated() => (format!("[ERROR] {}", e.message), true),
             Err(e) => (format!("[ERROR] {}: {}", e.code, e.message), true),
         };
-        self.store.append_ui(
-            id,
-            "say",
-            if is_error { "error" } else { "tool_result" },
-            &content,
-        )?;
+        let subtype = if is_error { "error" } else { "tool_result" };
         let mut r = if is_error {
-            CallResult::error(content)
+            CallResult::error(content.clone())
         } else {
-            CallResult::ok(content)
+            CallResult::ok(content.clone())
         };
         r.code = result.err().map(|e| e.code);
         r.diff = diff.map(|d| roost_secrets::redact(&d).into_owned());
-        r.ui_recorded = true;
+        r.ui_row = Some((subtype, content));
         Ok(r)
     }
 }

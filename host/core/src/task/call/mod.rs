@@ -55,9 +55,10 @@ pub(in crate::task) struct CallResult {
     pub(in crate::task) code: Option<ErrorCode>,
     /// Diff of the files the call changed.
     pub(in crate::task) diff: Option<String>,
-    /// Whether the call already wrote its UI row; an error that did not
-    /// gets one from the loop, so `history show` holds every gate error.
-    pub(in crate::task) ui_recorded: bool,
+    /// The call's UI row (subtype, text), recorded with the result in one
+    /// transaction; an error without one gets one from the loop, so
+    /// `history show` holds every gate error.
+    pub(in crate::task) ui_row: Option<(&'static str, String)>,
 }
 
 impl CallResult {
@@ -70,7 +71,7 @@ impl CallResult {
             abort: None,
             code: None,
             diff: None,
-            ui_recorded: false,
+            ui_row: None,
         }
     }
     pub(in crate::task) fn error(content: impl Into<String>) -> Self {
@@ -180,14 +181,13 @@ impl Agent {
         let args = match &call.args {
             Ok(a) => a.clone(),
             Err(msg) => {
-                self.store.append_ui(id, "say", "error", msg)?;
                 ctx.events.publish(TaskEvent::ToolCallRequested {
                     id: call.id.clone(),
                     tool: call.name.clone(),
                     args: Value::Null,
                 });
                 return Ok(CallResult {
-                    ui_recorded: true,
+                    ui_row: Some(("error", msg.clone())),
                     ..CallResult::mistake(format!(
                         "[ERROR] {msg}\nSend the call again with valid JSON arguments."
                     ))
@@ -291,13 +291,10 @@ impl Agent {
             Gate::Paths => self.path_gate(ctx, spec, &mut call.args)?,
             Gate::Mode => match state.mode.check(spec, &call.args) {
                 Ok(()) => Verdict::Proceed,
-                Err(msg) => {
-                    self.store.append_ui(&ctx.task.id, "say", "error", &msg)?;
-                    Verdict::Refuse(CallResult {
-                        ui_recorded: true,
-                        ..CallResult::error(format!("[ERROR] {msg}"))
-                    })
-                }
+                Err(msg) => Verdict::Refuse(CallResult {
+                    ui_row: Some(("error", msg.clone())),
+                    ..CallResult::error(format!("[ERROR] {msg}"))
+                }),
             },
             Gate::Schema => match schema_violations(&spec.name, &call.tool.validator, &call.args) {
                 Some(msg) => Verdict::Refuse(CallResult::mistake(format!("[ERROR] {msg}"))),

@@ -29,14 +29,10 @@ impl Agent {
         let ignore = RooIgnore::load_in(&ctx.ws);
         match paths::check(&ctx.ws, &ignore, spec, args) {
             Ok(()) => Ok(Verdict::Proceed),
-            Err(r) => {
-                self.store
-                    .append_ui(&ctx.task.id, "say", r.ui_subtype, &r.path)?;
-                Ok(Verdict::Refuse(CallResult {
-                    ui_recorded: true,
-                    ..CallResult::error(format!("[ERROR] {}", r.message))
-                }))
-            }
+            Err(r) => Ok(Verdict::Refuse(CallResult {
+                ui_row: Some((r.ui_subtype, r.path)),
+                ..CallResult::error(format!("[ERROR] {}", r.message))
+            })),
         }
     }
 
