@@ -9,74 +9,8 @@ use std::collections::BTreeMap;
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
 use roost_tests::harness::{call, complete, harness, trace_lines, turn};
 use roost_tests::user::ScriptedUser;
-use roost_tests::{engine, fixture_wasm, hostile_workspace, tree_hash};
+use roost_tests::{engine, escape_routes, fixture_wasm, hostile_workspace, tree_hash};
 use serde_json::{Value, json};
-
-/// Every route of the sandbox suite (`tests/sandbox.rs`), controls included.
-const ROUTES: &[&str] = &[
-    "control_read",
-    "control_write",
-    "control_list",
-    "dotdot_read",
-    "dotdot_write",
-    "dotdot_from_write_root",
-    "dotdot_into_ro_area",
-    "relative_dotdot",
-    "abs_etc_passwd",
-    "abs_write_tmp",
-    "abs_host_path",
-    "abs_host_path_write",
-    "list_root",
-    "list_parent",
-    "symlink_abs_read",
-    "symlink_rel_read",
-    "symlink_chain_read",
-    "symlink_write_through",
-    "symlink_dir_write",
-    "symlink_create_abs",
-    "symlink_create_rel",
-    "symlink_create_to_ro",
-    "trailing_slash_symlink_list",
-    "trailing_slash_symlink_read",
-    "trailing_slash_symlink_mkdir",
-    "trailing_slash_symlink_write",
-    "trailing_slash_file",
-    "hardlink_from_outside",
-    "hardlink_ro_into_write_root",
-    "hardlink_via_symlink",
-    "rename_into_ro_area",
-    "rename_out_of_workspace",
-    "rename_ro_file_into_root",
-    "truncate_ro_file",
-    "append_ro_file",
-    "write_ro_workspace",
-    "create_outside_write_roots",
-    "write_root_prefix_confusion",
-    "mkdir_ro_area",
-    "remove_ro_file",
-    "remove_ro_dir",
-    "set_times_ro_file",
-    "set_len_ro_file",
-    "env_vars",
-    "args",
-    "tcp_connect",
-    "tcp_listen",
-    "udp_send",
-    "dns_lookup",
-    "proc_self_environ",
-    "proc_self_status",
-    "stdin_read",
-    "write_git_config",
-    "add_git_hook",
-    "rewrite_intents",
-    "replace_trace",
-    "plant_agent_link",
-    "plant_trace_link",
-    "plant_agents_md_link",
-    "swap_dir_for_link",
-    "write_nested",
-    "deep_chain",
-];
 
 /// Everything on disk that the task may not change: the workspace, the
 /// canary beside it, minus the trace, the task store and the files the
@@ -104,7 +38,14 @@ async fn a_hostile_plugin_under_an_intent_cannot_write_outside_its_scope() {
     )];
     let h0 = hostile_workspace();
     let canary_secret = h0.canary().join("secret.txt").display().to_string();
-    for case in ROUTES {
+    // Every route the list marks for this suite, controls included.
+    let routes: Vec<String> = escape_routes()
+        .into_iter()
+        .filter(|r| r.scope)
+        .map(|r| r.case)
+        .collect();
+    assert!(routes.len() > 50, "the route list was cut");
+    for case in &routes {
         turns.push(turn(
             "",
             vec![call(
@@ -144,9 +85,9 @@ async fn a_hostile_plugin_under_an_intent_cannot_write_outside_its_scope() {
     assert!(!std::path::Path::new("/tmp/roost-hostile-pwned").exists());
 
     let r = h.results(&id);
-    assert_eq!(r.len(), ROUTES.len() + 2);
+    assert_eq!(r.len(), routes.len() + 2);
     let mut violations = 0;
-    for (case, (content, is_error)) in ROUTES.iter().zip(&r[1..]) {
+    for (case, (content, is_error)) in routes.iter().zip(&r[1..]) {
         if *is_error {
             assert!(
                 content.contains("\"code\":\"scope_violation\"") && content.contains("INT-001"),
@@ -155,16 +96,17 @@ async fn a_hostile_plugin_under_an_intent_cannot_write_outside_its_scope() {
             violations += 1;
         } else {
             assert!(
-                content.ends_with(": denied") || matches!(*case, "control_read" | "control_list"),
+                content.ends_with(": denied")
+                    || matches!(case.as_str(), "control_read" | "control_list"),
                 "{case} got through: {content}"
             );
         }
     }
     // The positive control writes `out/ok.txt`: inside the write root,
     // outside the glob. The sandbox lets it happen; the guard undoes it.
-    let control = &r[1 + ROUTES
+    let control = &r[1 + routes
         .iter()
-        .position(|c| *c == "control_write")
+        .position(|c| c == "control_write")
         .expect("listed")];
     assert!(
         control.1 && control.0.contains("out/ok.txt"),

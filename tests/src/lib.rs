@@ -321,3 +321,50 @@ pub mod user {
         }
     }
 }
+
+/// What the sandbox suite expects of an escape route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// A positive control (or a write inside the write root): it must work.
+    Allowed,
+    /// An attack: the sandbox must refuse it.
+    Denied,
+    /// Driven by a named test of the host suite instead.
+    Host,
+}
+
+/// One sandbox escape route of `tests/escape-routes.txt`.
+#[derive(Debug, Clone)]
+pub struct EscapeRoute {
+    /// The case the hostile fixture runs.
+    pub case: String,
+    /// What the sandbox suite expects.
+    pub expect: Expect,
+    /// Whether the scope suite runs it under a finer intent scope.
+    pub scope: bool,
+}
+
+/// Every escape route, in the file's order (the one list the sandbox
+/// suite, the scope suite and the hostile fixture share).
+pub fn escape_routes() -> Vec<EscapeRoute> {
+    const ROUTES: &str = include_str!("../escape-routes.txt");
+    ROUTES
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let expect = match words.get(1).copied() {
+                Some("allowed") => Expect::Allowed,
+                Some("denied") => Expect::Denied,
+                Some("host") => Expect::Host,
+                other => panic!("escape-routes.txt: `{l}`: unknown expectation {other:?}"),
+            };
+            EscapeRoute {
+                case: words[0].to_owned(),
+                expect,
+                scope: words.get(2) == Some(&"scope"),
+            }
+        })
+        .collect()
+}
