@@ -568,6 +568,10 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
             "transcripts named on the command line",
         ),
         ("core/src/store/mod.rs", "the data dir"),
+        (
+            "core/src/store/claims.rs",
+            "owner lock files in the data dir",
+        ),
         ("core/src/store/export.rs", "the export dir the user names"),
         (
             "sandbox/src/plugins/engine.rs",

@@ -10,12 +10,14 @@
 //! `--durability full` deployment would trade speed for (not yet exposed).
 
 mod asks;
+mod claims;
 mod events;
 mod export;
 pub mod status;
 mod todos;
 
 pub use asks::StoredAsk;
+pub use claims::TaskClaim;
 pub use events::StoredEvent;
 pub use status::TaskStatus;
 pub use todos::{TodoItem, TodoState};
@@ -28,7 +30,7 @@ use serde::Serialize;
 
 use crate::llm::{ContentBlock, Message, Role, Usage};
 
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -94,6 +96,10 @@ CREATE TABLE IF NOT EXISTS events (
     ts INTEGER NOT NULL,
     event TEXT NOT NULL,
     PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE IF NOT EXISTS claims (
+    task_id TEXT PRIMARY KEY REFERENCES tasks(id),
+    owner TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS todos (
     task_id TEXT NOT NULL REFERENCES tasks(id),
@@ -188,12 +194,6 @@ pub struct TaskRecord {
     pub active_intent: Option<String>,
 }
 
-/// This process runs a task; dropping it (or dying) releases the claim.
-#[derive(Debug)]
-pub struct TaskClaim {
-    _file: std::fs::File,
-}
-
 /// What is needed to create a task.
 #[derive(Debug, Clone)]
 pub struct NewTask {
@@ -250,6 +250,7 @@ pub struct StoredMessage {
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
     path: PathBuf,
+    claims: Arc<claims::Claims>,
 }
 
 /// Milliseconds since the epoch.
@@ -302,6 +303,7 @@ impl Store {
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
             path: path.to_path_buf(),
+            claims: claims::shared(),
         })
     }
 
@@ -377,56 +379,6 @@ impl Store {
                 candidates: many.to_vec(),
             }),
         }
-    }
-
-    /// Mark task `id` as owned by this process while the returned claim
-    /// lives: an exclusive lock on `<store dir>/live/<id>.lock`, released
-    /// by the OS when the process dies, so a task whose process died can
-    /// be told apart from one still running ([`Store::is_live`]).
-    pub fn claim(&self, id: &str) -> Result<TaskClaim, StoreError> {
-        let path = self.live_path(id);
-        let err = |e: std::io::Error| StoreError::Open {
-            path: path.clone(),
-            detail: e.to_string(),
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(err)?;
-        }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(err)?;
-        file.try_lock().map_err(|e| StoreError::Open {
-            path: path.clone(),
-            detail: format!("task {id} is already running in another process ({e})"),
-        })?;
-        Ok(TaskClaim { _file: file })
-    }
-
-    /// Whether a live process holds task `id`'s claim.
-    pub fn is_live(&self, id: &str) -> bool {
-        let Ok(file) = std::fs::File::open(self.live_path(id)) else {
-            return false;
-        };
-        match file.try_lock_shared() {
-            Ok(()) => {
-                let _ = file.unlock();
-                false
-            }
-            Err(_) => true,
-        }
-    }
-
-    fn live_path(&self, id: &str) -> PathBuf {
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        // Ids are UUIDs; anything else is kept to safe characters.
-        let safe: String = id
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
-            .collect();
-        dir.join("live").join(format!("{safe}.lock"))
     }
 
     /// The most recent task (`--last`); with `resumable`, the most recent
@@ -955,8 +907,9 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
             conn.execute_batch("ALTER TABLE tasks ADD COLUMN profile TEXT NOT NULL DEFAULT ''")?;
         }
     }
-    // Version 3 adds the `events` table, which `SCHEMA`
-    // creates when missing; older tasks simply have no recorded events.
+    // Version 3 adds the `events` table and version 4 the `claims` table,
+    // which `SCHEMA` creates when missing; older tasks simply have no
+    // recorded events, and no claim (lock files of version 3 are ignored).
     Ok(())
 }
 

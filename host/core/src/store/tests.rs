@@ -361,3 +361,26 @@ fn a_result_is_recorded_as_one_step() {
     );
     assert!(s.load_ui("no-such-task").expect("ui").is_empty());
 }
+
+/// A claim keeps a task from running twice: in this process, and in
+/// another (a second store handle has its own owner lock); releasing it
+/// frees the task, and only a live owner counts.
+#[test]
+fn claims_are_exclusive_and_released() {
+    let (dir, s) = store();
+    let t = new_task(&s);
+    assert!(!s.is_live(&t.id));
+    let claim = s.claim(&t.id).expect("claimed");
+    assert!(s.is_live(&t.id));
+    let again = s.claim(&t.id).expect_err("twice in one process");
+    assert!(again.to_string().contains("this process"), "{again}");
+    let other = Store::open(&dir.path().join("roost.db")).expect("second handle");
+    let err = other.claim(&t.id).expect_err("held by a live owner");
+    assert!(err.to_string().contains("another process"), "{err}");
+    assert!(other.is_live(&t.id));
+    drop(claim);
+    assert!(!s.is_live(&t.id));
+    let taken = other.claim(&t.id).expect("free again");
+    assert!(s.is_live(&t.id));
+    drop(taken);
+}

@@ -1,0 +1,203 @@
+//! Which process runs which task. A task is claimed while a process runs
+//! it; a claim whose process died must not keep the task from resuming,
+//! and a claim held by a live process must. Each [`Store`] holds one
+//! exclusive lock file for itself (`<store dir>/live/<owner>.lock`, released
+//! by the OS when the process dies) and records `task → owner` in the
+//! `claims` table, so a process running ten thousand tasks holds one file
+//! descriptor for all of them, not one per task.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+
+use super::{Store, StoreError, exec};
+
+/// This store's owner identity: its token and the lock that proves it is
+/// alive.
+#[derive(Debug)]
+pub(super) struct Owner {
+    token: String,
+    _lock: File,
+}
+
+/// The claims of one store handle (shared by its clones).
+#[derive(Debug, Default)]
+pub(super) struct Claims {
+    owner: OnceLock<Owner>,
+    /// Tasks this process runs now (a second claim here is refused too).
+    held: Mutex<HashSet<String>>,
+}
+
+/// This process runs a task; dropping it (or dying) releases the claim.
+pub struct TaskClaim {
+    store: Store,
+    task: String,
+}
+
+impl std::fmt::Debug for TaskClaim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskClaim")
+            .field("task", &self.task)
+            .finish()
+    }
+}
+
+impl Drop for TaskClaim {
+    fn drop(&mut self) {
+        let claims = &self.store.claims;
+        if let Some(owner) = claims.owner.get()
+            && let Err(e) = exec(
+                &self.store.conn(),
+                "DELETE FROM claims WHERE task_id = ?1 AND owner = ?2",
+                params![self.task, owner.token],
+            )
+        {
+            tracing::warn!(task = %self.task, "releasing the claim: {e}");
+        }
+        claims
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.task);
+    }
+}
+
+fn live_dir(store: &Path) -> PathBuf {
+    store.parent().unwrap_or(Path::new(".")).join("live")
+}
+
+/// Whether the owner `token` is a live process (its lock is held).
+fn alive(store: &Path, token: &str) -> bool {
+    // Tokens are UUIDs; anything else is kept to safe characters.
+    let safe: String = token
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    let Ok(file) = File::open(live_dir(store).join(format!("{safe}.lock"))) else {
+        return false;
+    };
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            false
+        }
+        Err(_) => true,
+    }
+}
+
+/// Take this store's owner lock: made under a temporary name, locked, then
+/// renamed into place, so a sweeper never removes a lock before it is held.
+/// Lock files of dead owners are swept on the way.
+fn take_owner(store: &Path) -> Result<Owner, std::io::Error> {
+    let dir = live_dir(store);
+    std::fs::create_dir_all(&dir)?;
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.extension().is_some_and(|x| x == "lock")
+                && let Ok(f) = File::open(&path)
+                && f.try_lock().is_ok()
+            {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+    let token = uuid::Uuid::now_v7().to_string();
+    let tmp = dir.join(format!("{token}.lock.tmp"));
+    let lock = std::fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(&tmp)?;
+    lock.try_lock().map_err(std::io::Error::other)?;
+    std::fs::rename(&tmp, dir.join(format!("{token}.lock")))?;
+    Ok(Owner { token, _lock: lock })
+}
+
+impl Store {
+    fn owner(&self) -> Result<&Owner, StoreError> {
+        if let Some(o) = self.claims.owner.get() {
+            return Ok(o);
+        }
+        let owner = take_owner(&self.path).map_err(|e| StoreError::Open {
+            path: live_dir(&self.path),
+            detail: format!("cannot take the store's owner lock: {e}"),
+        })?;
+        // Another thread may have won the race; its owner is as good.
+        let _ = self.claims.owner.set(owner);
+        self.claims.owner.get().ok_or_else(|| StoreError::Open {
+            path: live_dir(&self.path),
+            detail: "no owner lock".into(),
+        })
+    }
+
+    /// Mark task `id` as run by this process while the returned claim
+    /// lives. Refused while another live process, or this one, runs it.
+    pub fn claim(&self, id: &str) -> Result<TaskClaim, StoreError> {
+        let refused = |detail: String| StoreError::Open {
+            path: self.path.clone(),
+            detail,
+        };
+        let mine = self.owner()?.token.clone();
+        if !self
+            .claims
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_owned())
+        {
+            return Err(refused(format!(
+                "task {id} is already running in this process"
+            )));
+        }
+        let claim = TaskClaim {
+            store: self.clone(),
+            task: id.to_owned(),
+        };
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current: Option<String> = tx
+            .query_row("SELECT owner FROM claims WHERE task_id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if let Some(other) = current
+            && other != mine
+            && alive(&self.path, &other)
+        {
+            drop(tx);
+            drop(conn);
+            return Err(refused(format!(
+                "task {id} is already running in another process"
+            )));
+        }
+        exec(
+            &tx,
+            "INSERT INTO claims (task_id, owner) VALUES (?1, ?2) \
+             ON CONFLICT (task_id) DO UPDATE SET owner = excluded.owner",
+            params![id, mine],
+        )?;
+        tx.commit()?;
+        drop(conn);
+        Ok(claim)
+    }
+
+    /// Whether a live process runs task `id`.
+    pub fn is_live(&self, id: &str) -> bool {
+        let owner: Option<String> = self
+            .conn()
+            .query_row("SELECT owner FROM claims WHERE task_id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .unwrap_or(None);
+        owner.is_some_and(|o| alive(&self.path, &o))
+    }
+}
+
+/// Clones of a store share its claims.
+pub(super) fn shared() -> Arc<Claims> {
+    Arc::new(Claims::default())
+}
