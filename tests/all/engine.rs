@@ -161,8 +161,8 @@ fn say_yes(engine: &Arc<Engine>, id: &str) {
         loop {
             let ev = rx.recv().await;
             let Ok(ev) = ev else { break };
-            if let TaskEvent::AskRequired { ask_id, .. } = ev.event {
-                let _ = engine.answer(&ev.task_id, &ask_id, Answer::Yes);
+            if let TaskEvent::AskRequired { ask_id, .. } = &ev.event {
+                let _ = engine.answer(&ev.task_id, ask_id, Answer::Yes);
             }
         }
     });
@@ -170,11 +170,11 @@ fn say_yes(engine: &Arc<Engine>, id: &str) {
 
 /// Waits for the first event of `rx` that `pick` accepts.
 async fn until(
-    rx: &mut tokio::sync::broadcast::Receiver<Envelope>,
+    rx: &mut tokio::sync::broadcast::Receiver<Arc<Envelope>>,
     pick: impl Fn(&TaskEvent) -> bool,
 ) -> TaskEvent {
     loop {
-        let ev = rx.recv().await.expect("event").event;
+        let ev = rx.recv().await.expect("event").event.clone();
         if pick(&ev) {
             return ev;
         }

@@ -313,7 +313,7 @@ async fn post_tool_sees_the_result_and_changed_paths() {
     let r = h.results(&id);
     assert!(!r[0].1 && !r[1].1, "{r:?}");
     let mut warnings = Vec::new();
-    while let Ok(ev) = rx.try_recv().map(|e| e.event) {
+    while let Ok(ev) = rx.try_recv().map(|e| e.event.clone()) {
         if let TaskEvent::Warning { message } = ev {
             warnings.push(message);
         }
@@ -435,7 +435,7 @@ async fn a_hook_on_the_sdk_rewrites_observes_and_contributes() {
     let r = h.results(&id);
     assert!(!r[0].1 && !r[1].1, "{r:?}");
     assert_eq!(h.ws.read("src/a.rs"), "new\n// via sdk-hook\n");
-    while let Ok(ev) = rx.try_recv().map(|e| e.event) {
+    while let Ok(ev) = rx.try_recv().map(|e| e.event.clone()) {
         assert!(
             !matches!(ev, TaskEvent::Warning { .. }),
             "post-tool must not fail: {ev:?}"

@@ -51,7 +51,7 @@ async fn first_request_and_event_stream() {
     let mut lines = Vec::new();
     let mut asks = Vec::new();
     let mut recorded = Vec::new();
-    while let Ok(ev) = rx.try_recv() {
+    while let Ok(ev) = rx.try_recv().map(|e| (*e).clone()) {
         if let TaskEvent::AskRequired { ask_id, .. } = &ev.event {
             asks.push(ask_id.clone());
         }

@@ -74,7 +74,7 @@ async fn reads_edits_lists_and_completes() {
     // The edit's diff reached the event stream; the text streamed in pieces.
     let mut saw_diff = false;
     let mut partials = 0;
-    while let Ok(ev) = rx.try_recv().map(|e| e.event) {
+    while let Ok(ev) = rx.try_recv().map(|e| e.event.clone()) {
         match ev {
             TaskEvent::ToolCallResult { diff: Some(d), .. } => {
                 saw_diff |= d.contains("+    println!(\"hello\");")
@@ -400,7 +400,7 @@ async fn provider_errors_are_retried_then_succeed() {
     let (_, outcome) = h.run(&ScriptedUser::default(), "go").await;
     assert!(matches!(outcome, TaskOutcome::Completed { .. }));
     let mut retries = 0;
-    while let Ok(ev) = rx.try_recv().map(|e| e.event) {
+    while let Ok(ev) = rx.try_recv().map(|e| e.event.clone()) {
         if matches!(ev, TaskEvent::Retrying { .. }) {
             retries += 1;
         }
@@ -543,7 +543,7 @@ async fn max_turns_pauses_the_task() {
     );
     // Events, history and outcome agree: paused, not failed.
     let mut last = None;
-    while let Ok(ev) = rx.try_recv().map(|e| e.event) {
+    while let Ok(ev) = rx.try_recv().map(|e| e.event.clone()) {
         assert!(!matches!(ev, TaskEvent::Failed { .. }), "{ev:?}");
         last = Some(ev);
     }
@@ -823,7 +823,7 @@ async fn an_invalid_roomodes_is_reported_and_the_task_goes_on() {
         err.text
     );
     let mut warned = false;
-    while let Ok(ev) = rx.try_recv().map(|e| e.event) {
+    while let Ok(ev) = rx.try_recv().map(|e| e.event.clone()) {
         warned |= matches!(ev, TaskEvent::Warning { .. });
     }
     assert!(warned);
@@ -1224,7 +1224,7 @@ async fn a_persistent_error_costs_exactly_the_policys_requests() {
         assert!(error.contains("gave up after 3 attempts"), "{error}");
         assert_eq!(h.transport.requests().len(), 3, "{status}: requests made");
         let mut attempts = Vec::new();
-        while let Ok(ev) = rx.try_recv().map(|e| e.event) {
+        while let Ok(ev) = rx.try_recv().map(|e| e.event.clone()) {
             if let TaskEvent::Retrying { attempt, .. } = ev {
                 attempts.push(attempt);
             }
@@ -1289,7 +1289,7 @@ async fn an_invalid_intents_file_on_resume_is_reported() {
         "not reported"
     );
     let mut warned = false;
-    while let Ok(ev) = rx.try_recv().map(|e| e.event) {
+    while let Ok(ev) = rx.try_recv().map(|e| e.event.clone()) {
         warned |= matches!(ev, TaskEvent::Warning { message } if message.contains("could not be restored"));
     }
     assert!(warned);

@@ -63,7 +63,11 @@ pub fn painted_diff(diff: &str, color: bool) -> Vec<String> {
 
 /// Print events until `stop` fires (then print what is still queued) or the
 /// channel closes.
-pub async fn render(mut rx: Receiver<Envelope>, format: Format, mut stop: oneshot::Receiver<()>) {
+pub async fn render(
+    mut rx: Receiver<std::sync::Arc<Envelope>>,
+    format: Format,
+    mut stop: oneshot::Receiver<()>,
+) {
     let style = Style {
         color: std::io::stdout().is_terminal(),
     };
@@ -109,7 +113,8 @@ pub async fn render(mut rx: Receiver<Envelope>, format: Format, mut stop: onesho
             spinning = false;
         }
         if format == Format::Json {
-            if let Ok(line) = serde_json::to_string(&envelope).map(|l| json_text(&l).into_owned()) {
+            if let Ok(line) = serde_json::to_string(&*envelope).map(|l| json_text(&l).into_owned())
+            {
                 println!("{line}");
             }
             continue;

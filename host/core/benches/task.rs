@@ -2,8 +2,9 @@
 //! durable (SQLite) history. P6: 1,000 concurrent tasks in one process,
 //! the provider sleeping 200 ms per turn, 5 turns each with a read_file call.
 //! P7: the gates plus one no-op mode hook per call, against the same call
-//! with no hook. Run: `cargo bench -p roost --bench task` (P6 only: `-- p6`,
-//! P7 only: `-- p7`).
+//! with no hook. P8: 10,000 tasks through the engine, 50 ms latency, 3
+//! turns. Run: `cargo bench -p roost-core --bench task` (one of them only:
+//! `-- p5`, `-- p6`, `-- p7`, `-- p8`).
 
 // Benchmark code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -11,6 +12,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use roost_core::engine::{EngineBuilder, TaskSpec};
 use roost_core::events::{EventBus, TaskEvent};
 use roost_core::first_party;
 use roost_core::llm::scripted::{Script, ScriptedTransport};
@@ -116,7 +118,7 @@ async fn p5(
         let mut rx = events.subscribe();
         let collector = tokio::spawn(async move {
             let mut stamps = Vec::new();
-            while let Ok(ev) = rx.recv().await.map(|e| e.event) {
+            while let Ok(ev) = rx.recv().await.map(|e| e.event.clone()) {
                 match ev {
                     TaskEvent::RequestStarted { .. } => stamps.push(Instant::now()),
                     TaskEvent::Completed { .. } => break,
@@ -142,49 +144,110 @@ async fn p5(
     }
 }
 
-async fn p6(
+/// Many tasks at once through the engine API, as a server runs them: each
+/// created, started, answered by its own front-end (`answer_with`), and
+/// waited for; the scripted provider sleeps `delay_ms` per turn, and every
+/// turn but the last reads a file through the sandboxed `read_file`.
+/// Returns (completed, wall s, CPU s, peak RSS bytes).
+async fn fleet(
     engine: &Arc<PluginEngine>,
-    registry: &Arc<Registry>,
     ws: &std::path::Path,
     data: &std::path::Path,
-) {
-    let store = Store::open(&data.join("p6.db")).expect("store");
-    let tasks = 1000;
+    tasks: usize,
+    delay_ms: u64,
+    turns: usize,
+) -> (usize, f64, f64, u64) {
+    static YES: Yes = Yes;
+    let script: Vec<serde_json::Value> = (0..turns - 1)
+        .map(|i| json!({"delay_ms": delay_ms, "text": "reading", "tool_calls": [{"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + i % 7}}]}))
+        .chain(std::iter::once(json!({"delay_ms": delay_ms, "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
+        .collect();
+    let script: Script = serde_json::from_value(json!({ "turns": script })).expect("script");
+    let transport = Arc::new(ScriptedTransport::per_conversation(script));
+    let roost = EngineBuilder::new(data)
+        .plugin_engine(Arc::clone(engine))
+        .provider(Arc::new(OpenAiCompatible::new(
+            "scripted",
+            "bench",
+            transport,
+            RetryPolicy::default(),
+        )))
+        .config(TaskConfig {
+            policy: ApprovalPolicy::yes(),
+            ..TaskConfig::default()
+        })
+        .build()
+        .expect("engine");
     let (cpu0, _) = usage();
     let start = Instant::now();
-    let mut handles = Vec::new();
-    for t in 0..tasks {
-        let turns: Vec<serde_json::Value> = (0..4)
-            .map(|i| json!({"delay_ms": 200, "text": "reading", "tool_calls": [{"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + (t + i) % 7}}]}))
-            .chain(std::iter::once(json!({"delay_ms": 200, "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
-            .collect();
-        let a = agent(engine, registry, &store, serde_json::Value::Array(turns));
-        let ws = ws.to_path_buf();
-        handles.push(tokio::spawn(async move {
-            let events = EventBus::new();
-            let (_, o) = a
-                .answered(&events, &Yes, a.start("bench", &ws, "code", &events))
-                .await
-                .expect("runs");
-            matches!(o, TaskOutcome::Completed { .. })
-        }));
+    let mut ids = Vec::with_capacity(tasks);
+    for _ in 0..tasks {
+        let id = roost
+            .create_task(&TaskSpec {
+                prompt: "bench".into(),
+                workspace: ws.to_path_buf(),
+                mode: "code".into(),
+            })
+            .expect("created");
+        let answering = {
+            let roost = Arc::clone(&roost);
+            let id = id.clone();
+            tokio::spawn(async move {
+                if let Ok(answers) = roost.answer_with(&id, &YES) {
+                    answers.await;
+                }
+            })
+        };
+        roost.start(&id).expect("started");
+        ids.push((id, answering));
     }
     let mut done = 0;
-    for h in handles {
-        if h.await.unwrap_or(false) {
+    for (id, answering) in ids {
+        if matches!(roost.wait(&id).await, Ok(TaskOutcome::Completed { .. })) {
             done += 1;
         }
+        answering.abort();
     }
     let wall = start.elapsed().as_secs_f64();
     let (cpu1, rss) = usage();
+    (done, wall, cpu1 - cpu0, rss)
+}
+
+/// P6: 1,000 concurrent tasks, 200 ms model latency, 5 turns.
+async fn p6(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::Path) {
+    let (tasks, turns) = (1000, 5);
+    let (done, wall, cpu, rss) = fleet(engine, ws, &data.join("p6"), tasks, 200, turns).await;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let cpu = cpu1 - cpu0;
     println!(
-        "\nP6: {done}/{tasks} tasks completed (5 turns each, 200 ms provider latency, read_file per turn)"
+        "\nP6: {done}/{tasks} tasks completed through the engine ({turns} turns each, 200 ms provider latency, read_file per turn)"
     );
-    println!("| wall | CPU time | CPU / (wall × cores) | peak RSS |\n|---|---|---|---|");
     println!(
-        "| {wall:.2} s | {cpu:.2} s | {:.0}% (target ≤ 50%) | {:.0} MiB (target ≤ 1024 MiB) |",
+        "| wall | CPU time | CPU per turn | CPU / (wall × cores) | peak RSS |\n|---|---|---|---|---|"
+    );
+    println!(
+        "| {wall:.2} s | {cpu:.2} s | {:.0} µs | {:.0}% (target ≤ 50%) | {:.0} MiB (target ≤ 1024 MiB) |",
+        cpu * 1e6 / (tasks * turns) as f64,
+        100.0 * cpu / (wall * cores),
+        rss as f64 / (1 << 20) as f64
+    );
+    assert_eq!(done, tasks, "every task must finish");
+}
+
+/// P8: 10,000 tasks created and run to completion in one process, 50 ms
+/// model latency, 3 turns.
+async fn p8(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::Path) {
+    let (tasks, turns) = (10_000, 3);
+    let (done, wall, cpu, rss) = fleet(engine, ws, &data.join("p8"), tasks, 50, turns).await;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    println!(
+        "\nP8: {done}/{tasks} tasks completed through the engine ({turns} turns each, 50 ms provider latency, read_file per turn)"
+    );
+    println!(
+        "| wall | CPU time | CPU per turn | CPU / (wall × cores) | peak RSS |\n|---|---|---|---|---|"
+    );
+    println!(
+        "| {wall:.2} s | {cpu:.2} s | {:.0} µs | {:.0}% | {:.0} MiB (target ≤ 2048 MiB) |",
+        cpu * 1e6 / (tasks * turns) as f64,
         100.0 * cpu / (wall * cores),
         rss as f64 / (1 << 20) as f64
     );
@@ -295,6 +358,8 @@ async fn p7(engine: &Arc<PluginEngine>, registry: &Arc<Registry>, ws: &std::path
 fn main() {
     let only_p6 = std::env::args().any(|a| a == "p6");
     let only_p7 = std::env::args().any(|a| a == "p7");
+    let only_p8 = std::env::args().any(|a| a == "p8");
+    let only_p5 = std::env::args().any(|a| a == "p5");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -317,6 +382,15 @@ fn main() {
             registry.add_plugin(p).expect("register");
         }
         let registry = Arc::new(registry);
+        if only_p5 {
+            println!("| benchmark | p50 | p90 | p99 |\n|---|---|---|---|");
+            p5(&engine, &registry, &ws, tmp.path()).await;
+            return;
+        }
+        if only_p8 {
+            p8(&engine, &ws, tmp.path()).await;
+            return;
+        }
         if only_p7 {
             println!("| benchmark | p50 | p90 | p99 |\n|---|---|---|---|");
             p7(&engine, &registry, &ws).await;
@@ -327,6 +401,9 @@ fn main() {
             p5(&engine, &registry, &ws, tmp.path()).await;
             p7(&engine, &registry, &ws).await;
         }
-        p6(&engine, &registry, &ws, tmp.path()).await;
+        p6(&engine, &ws, tmp.path()).await;
+        if !only_p6 {
+            p8(&engine, &ws, tmp.path()).await;
+        }
     });
 }

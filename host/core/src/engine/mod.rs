@@ -13,10 +13,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 use crate::asks::Answer;
-use crate::events::{Envelope, EventBus, ReplayError, TaskEvent, recorded_after};
+use crate::events::{Envelope, EventBus, ReplayError, Subscription, TaskEvent, recorded_after};
 use crate::store::{StoreError, StoredAsk, TaskRecord};
 use crate::task::{Agent, AskError, Control, Responder, TaskError, TaskOutcome, answer_asks};
 
@@ -236,7 +236,7 @@ impl Engine {
     }
 
     /// Events of a task from now on.
-    pub fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<Envelope>, EngineError> {
+    pub fn subscribe(&self, id: &str) -> Result<Subscription, EngineError> {
         self.lock()
             .get(id)
             .map(|r| r.events.subscribe())
@@ -252,7 +252,7 @@ impl Engine {
         &self,
         id: &str,
         after: i64,
-    ) -> Result<(Vec<Envelope>, Option<broadcast::Receiver<Envelope>>), EngineError> {
+    ) -> Result<(Vec<Envelope>, Option<Subscription>), EngineError> {
         let bus = self.lock().get(id).map(|r| r.events.clone());
         match bus {
             Some(bus) => {

@@ -18,7 +18,8 @@ use crate::llm::Usage;
 use crate::tools::ToolError;
 
 /// Capacity of each task's broadcast channel; a subscriber that lags further
-/// behind skips events (it can reload state from the store).
+/// behind skips events (it can read them back from the log). Each slot
+/// holds a pointer, so a task's channel costs tens of KiB, not hundreds.
 const CHANNEL_CAPACITY: usize = 1024;
 
 /// One thing that happened in a task.
@@ -193,6 +194,9 @@ pub struct Envelope {
     pub event: TaskEvent,
 }
 
+/// A live stream of a task's events.
+pub type Subscription = broadcast::Receiver<Arc<Envelope>>;
+
 /// Why the log could not be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -223,7 +227,7 @@ struct EventLog {
 /// (clones share the binding); publishing with no subscriber is fine.
 #[derive(Clone)]
 pub struct EventBus {
-    tx: broadcast::Sender<Envelope>,
+    tx: broadcast::Sender<Arc<Envelope>>,
     /// The log, held while publishing so log order is broadcast order.
     log: Arc<Mutex<Option<EventLog>>>,
 }
@@ -303,26 +307,23 @@ impl EventBus {
             Some(log) => (log.task_id.clone(), None),
             None => (String::new(), None),
         };
-        let _ = self.tx.send(Envelope {
+        let _ = self.tx.send(Arc::new(Envelope {
             task_id,
             seq,
             event,
-        });
+        }));
         drop(log);
     }
 
     /// Receive events published from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Envelope> {
+    pub fn subscribe(&self) -> Subscription {
         self.tx.subscribe()
     }
 
     /// Subscribe, and read back every recorded event after position
     /// `after` (0 for all): the past from the log, the rest from the
     /// receiver, none missed or repeated (nothing is published in between).
-    pub fn replay(
-        &self,
-        after: i64,
-    ) -> Result<(Vec<Envelope>, broadcast::Receiver<Envelope>), ReplayError> {
+    pub fn replay(&self, after: i64) -> Result<(Vec<Envelope>, Subscription), ReplayError> {
         let log = self.lock();
         let rx = self.tx.subscribe();
         let past = match log.as_ref() {

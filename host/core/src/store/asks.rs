@@ -7,7 +7,7 @@
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use super::{Store, StoreError, exec, now_ms};
+use super::{Store, StoreError, exec, now_ms, one_row};
 
 /// One stored ask.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -91,14 +91,13 @@ impl Store {
 
     /// The ask `ask_id` of `task`, open or answered.
     pub fn get_ask(&self, task: &str, ask_id: &str) -> Result<Option<StoredAsk>, StoreError> {
-        Ok(self
-            .conn()
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND ask_id = ?2"),
-                params![task, ask_id],
-                row,
-            )
-            .optional()?)
+        Ok(one_row(
+            &self.conn(),
+            &format!("SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND ask_id = ?2"),
+            params![task, ask_id],
+            row,
+        )
+        .optional()?)
     }
 
     /// The open asks of `task`, oldest first.
@@ -119,9 +118,7 @@ impl Store {
         kind: &str,
         call_id: Option<&str>,
     ) -> Result<Option<StoredAsk>, StoreError> {
-        Ok(self
-            .conn()
-            .query_row(
+        Ok(one_row(&self.conn(),
                 &format!(
                     "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND kind = ?2 AND call_id IS ?3 AND answer IS NULL \
                      ORDER BY created_at DESC LIMIT 1"

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
-use super::{Store, StoreError, exec};
+use super::{Store, StoreError, exec, one_row};
 
 /// This store's owner identity: its token and the lock that proves it is
 /// alive.
@@ -158,11 +158,13 @@ impl Store {
         };
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current: Option<String> = tx
-            .query_row("SELECT owner FROM claims WHERE task_id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .optional()?;
+        let current: Option<String> = one_row(
+            &tx,
+            "SELECT owner FROM claims WHERE task_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()?;
         if let Some(other) = current
             && other != mine
             && alive(&self.path, &other)
@@ -186,13 +188,14 @@ impl Store {
 
     /// Whether a live process runs task `id`.
     pub fn is_live(&self, id: &str) -> bool {
-        let owner: Option<String> = self
-            .conn()
-            .query_row("SELECT owner FROM claims WHERE task_id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .optional()
-            .unwrap_or(None);
+        let owner: Option<String> = one_row(
+            &self.conn(),
+            "SELECT owner FROM claims WHERE task_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()
+        .unwrap_or(None);
         owner.is_some_and(|o| alive(&self.path, &o))
     }
 }

@@ -5,7 +5,7 @@
 
 use rusqlite::params;
 
-use super::{Store, StoreError, now_ms};
+use super::{Store, StoreError, now_ms, one_row};
 
 /// One recorded event.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,7 +23,8 @@ impl Store {
     /// taken by the insert itself (see `append_api`), so two processes on
     /// one store cannot collide.
     pub fn append_event(&self, task: &str, event: &str) -> Result<i64, StoreError> {
-        Ok(self.conn().query_row(
+        Ok(one_row(
+            &self.conn(),
             "INSERT INTO events (task_id, seq, ts, event) \
              SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM events WHERE task_id = ?1 \
              RETURNING seq",

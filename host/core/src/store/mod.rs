@@ -287,7 +287,7 @@ impl Store {
         }
         conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
             .map_err(|e| err(e.to_string()))?;
-        conn.set_prepared_statement_cache_capacity(64);
+        conn.set_prepared_statement_cache_capacity(128);
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(|e| err(e.to_string()))?;
@@ -351,14 +351,14 @@ impl Store {
 
     /// A task by id.
     pub fn get_task(&self, id: &str) -> Result<TaskRecord, StoreError> {
-        self.conn()
-            .query_row(
-                &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
-                [id],
-                task_row,
-            )
-            .optional()?
-            .ok_or_else(|| StoreError::NotFound(id.to_owned()))?
+        one_row(
+            &self.conn(),
+            &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
+            [id],
+            task_row,
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(id.to_owned()))?
     }
 
     /// Find a task by id or unique id prefix (for the CLI).
@@ -503,7 +503,8 @@ impl Store {
              cache_writes = cache_writes + ?5, cost = cost + ?6, updated_at = ?7 WHERE id = ?1",
             params![task, i(u.input_tokens), i(u.output_tokens), i(u.cache_read_tokens), i(u.cache_write_tokens), cost, now],
         )?;
-        let seq: i64 = tx.query_row(
+        let seq: i64 = one_row(
+            &tx,
             "INSERT INTO api_messages (task_id, seq, role, content, created_at) \
              SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM api_messages WHERE task_id = ?1 \
              RETURNING seq",
@@ -553,7 +554,8 @@ impl Store {
                 )?;
                 seq
             }
-            None => tx.query_row(
+            None => one_row(
+                &tx,
                 "INSERT INTO api_messages (task_id, seq, role, content, created_at) \
                  SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM api_messages WHERE task_id = ?1 \
                  RETURNING seq",
@@ -590,7 +592,8 @@ impl Store {
             seq: -1,
             detail: e.to_string(),
         })?;
-        Ok(self.conn().query_row(
+        Ok(one_row(
+            &self.conn(),
             "INSERT INTO api_messages (task_id, seq, role, content, created_at) \
              SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM api_messages WHERE task_id = ?1 \
              RETURNING seq",
@@ -705,14 +708,13 @@ impl Store {
 
     /// The latest condensation summary of a task, if any.
     pub fn latest_summary(&self, task: &str) -> Result<Option<String>, StoreError> {
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT summary FROM condensations WHERE task_id = ?1 ORDER BY upto_seq DESC LIMIT 1",
-                [task],
-                |r| r.get(0),
-            )
-            .optional()?)
+        Ok(one_row(
+            &self.conn(),
+            "SELECT summary FROM condensations WHERE task_id = ?1 ORDER BY upto_seq DESC LIMIT 1",
+            [task],
+            |r| r.get(0),
+        )
+        .optional()?)
     }
 
     /// Every condensation of a task, oldest first: `(upto_seq, summary,
@@ -738,7 +740,8 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let text = roost_secrets::redact(text);
         // The number is taken by the insert itself (see `append_api`).
-        Ok(self.conn().query_row(
+        Ok(one_row(
+            &self.conn(),
             "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) \
              SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM ui_messages WHERE task_id = ?1 \
              RETURNING seq",
@@ -959,6 +962,17 @@ fn role_str(r: Role) -> &'static str {
 /// Run one statement through the connection's statement cache: the task
 /// loop issues the same few statements on every turn, and preparing them
 /// each time cost as much as running them.
+/// One row of a statement compiled once per connection (`query_row`
+/// would parse the SQL on every call).
+fn one_row<T, P: rusqlite::Params>(
+    conn: &Connection,
+    sql: &str,
+    params: P,
+    f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.prepare_cached(sql)?.query_row(params, f)
+}
+
 fn exec<P: rusqlite::Params>(conn: &Connection, sql: &str, params: P) -> rusqlite::Result<usize> {
     conn.prepare_cached(sql)?.execute(params)
 }

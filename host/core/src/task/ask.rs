@@ -151,20 +151,21 @@ impl<T: Answers> Responder for T {
 /// Answer every ask announced on `events` with `responder`, until the bus
 /// closes. Run it beside the task (for example in a `select!`).
 pub async fn answer_asks(
-    mut events: broadcast::Receiver<Envelope>,
+    mut events: broadcast::Receiver<std::sync::Arc<Envelope>>,
     broker: &AskBroker,
     store: &Store,
     responder: &dyn Responder,
 ) {
     loop {
-        match events.recv().await {
+        let received = events.recv().await;
+        match received.as_deref() {
             Ok(Envelope {
                 task_id,
                 event: TaskEvent::AskRequired { ask_id, ask, .. },
                 ..
             }) => {
-                let answer = responder.respond(&ask).await;
-                if let Err(e) = broker.answer(store, &task_id, &ask_id, answer) {
+                let answer = responder.respond(ask).await;
+                if let Err(e) = broker.answer(store, task_id, ask_id, answer) {
                     tracing::warn!("answer not taken: {e}");
                 }
             }

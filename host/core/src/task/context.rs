@@ -5,6 +5,8 @@
 //! an assistant message); when summarising fails the older messages are
 //! hidden instead. Nothing is ever deleted.
 
+use std::collections::HashMap;
+
 use futures::StreamExt;
 
 use crate::llm::{ChatRequest, ContentBlock, Message, Provider, Role, StreamEvent};
@@ -19,10 +21,7 @@ pub fn model_history(visible: &[StoredMessage], summary: Option<&str>) -> Vec<Me
         if i == 0
             && let Some(s) = summary
         {
-            push_merged(
-                &mut out,
-                Message::user_text(format!("[Summary of the earlier conversation]\n{s}")),
-            );
+            push_merged(&mut out, summary_message(s));
         }
     }
     out
@@ -52,6 +51,72 @@ pub const BYTES_PER_TOKEN: usize = 4;
 /// counts (system prompt, messages, tool definitions, wire framing).
 pub fn request_tokens(provider: &dyn Provider, req: &ChatRequest) -> u64 {
     u64::try_from(provider.request_bytes(req) / BYTES_PER_TOKEN).unwrap_or(u64::MAX)
+}
+
+/// Wire sizes of history messages, remembered across the turns of a run: a
+/// turn measures its system prompt and tool definitions, and only the
+/// messages that are new or grew since the last turn (a long task would
+/// otherwise serialise its whole history twice a turn). The sum of the
+/// messages measured one by one, plus two bytes each for framing, is never
+/// below the size of the request that merges them.
+#[derive(Debug, Default)]
+pub struct RequestSizer {
+    /// Bytes of a request with nothing in it.
+    empty: Option<usize>,
+    /// Message seq → (content blocks when measured, bytes).
+    sizes: HashMap<i64, (usize, usize)>,
+}
+
+impl RequestSizer {
+    /// Estimated tokens of `req`, whose messages are
+    /// `model_history(visible, summary)`, as `provider` would send it.
+    pub fn tokens(
+        &mut self,
+        provider: &dyn Provider,
+        req: &mut ChatRequest,
+        visible: &[StoredMessage],
+        summary: Option<&str>,
+    ) -> u64 {
+        let messages = std::mem::take(&mut req.messages);
+        let mut bytes = provider.request_bytes(req);
+        req.messages = messages;
+        let bare = |messages: Vec<Message>| ChatRequest {
+            system: String::new(),
+            messages,
+            tools: Vec::new(),
+            max_tokens: None,
+        };
+        let empty = *self
+            .empty
+            .get_or_insert_with(|| provider.request_bytes(&bare(Vec::new())));
+        let one = |m: &Message| {
+            provider
+                .request_bytes(&bare(vec![m.clone()]))
+                .saturating_sub(empty)
+                .saturating_add(2)
+        };
+        for m in visible {
+            let blocks = m.message.content.len();
+            let size = match self.sizes.get(&m.seq) {
+                Some(&(b, size)) if b == blocks => size,
+                _ => {
+                    let size = one(&m.message);
+                    self.sizes.insert(m.seq, (blocks, size));
+                    size
+                }
+            };
+            bytes = bytes.saturating_add(size);
+        }
+        if let Some(s) = summary {
+            bytes = bytes.saturating_add(one(&summary_message(s)));
+        }
+        u64::try_from(bytes / BYTES_PER_TOKEN).unwrap_or(u64::MAX)
+    }
+}
+
+/// The summary as the model sees it, right after the first message.
+fn summary_message(summary: &str) -> Message {
+    Message::user_text(format!("[Summary of the earlier conversation]\n{summary}"))
 }
 
 /// The request that asks for a summary of `history`. Tool calls and results

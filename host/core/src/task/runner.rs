@@ -17,7 +17,7 @@ use super::ask::{self, AskBroker, AskError, Responder};
 use super::call::CallResult;
 use super::call::gates::RepetitionDetector;
 use super::config::TaskConfig;
-use super::context::{cut_point, model_history, request_tokens, summarise};
+use super::context::{RequestSizer, cut_point, model_history, summarise};
 use super::control::Control;
 use super::history::History;
 use super::native::SELECT_ACTIVE_INTENT;
@@ -123,6 +123,8 @@ pub(super) struct RunState {
     pub(super) modes: ModeSet,
     pub(super) mode: Mode,
     pub(super) intent: Option<(Intent, Scope)>,
+    /// Wire sizes of the history, for the context estimate.
+    pub(super) sizer: RequestSizer,
 }
 
 impl RunState {
@@ -452,6 +454,7 @@ impl Agent {
             modes,
             mode,
             intent: None,
+            sizer: RequestSizer::default(),
         };
         if let Some(active) = ctx.task.active_intent.as_deref() {
             // A resumed task keeps its intent, if it is still in progress;
@@ -549,7 +552,7 @@ impl Agent {
                 extra: &extra,
             });
             let req = self
-                .request_within_window(ctx, system, definitions, &mut history)
+                .request_within_window(ctx, system, definitions, &mut history, &mut state.sizer)
                 .await?;
             ctx.events.publish(TaskEvent::RequestStarted { turn });
             self.store
@@ -794,6 +797,7 @@ impl Agent {
         system: String,
         tools: Vec<ToolDefinition>,
         history: &mut History,
+        sizer: &mut RequestSizer,
     ) -> Result<ChatRequest, TaskError> {
         let id = ctx.task.id.as_str();
         let window = self.config.context_window;
@@ -806,7 +810,12 @@ impl Agent {
         };
         let mut keep = self.config.keep_recent_messages.max(1);
         loop {
-            let tokens = request_tokens(self.provider.as_ref(), &req);
+            let tokens = sizer.tokens(
+                self.provider.as_ref(),
+                &mut req,
+                history.visible(),
+                history.summary(),
+            );
             if tokens <= budget {
                 return Ok(req);
             }
