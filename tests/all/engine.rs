@@ -761,3 +761,50 @@ fn the_builder_refuses_what_it_cannot_run() {
         .provider(provider()));
     assert!(store.contains("SQLite"), "{store}");
 }
+
+/// Ids and positions from outside (a front-end, later an HTTP client) get
+/// clear errors: unknown tasks and asks, any position, a corrupt log row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engine_refuses_bad_ids_and_positions() {
+    let data = TestWorkspace::new();
+    let ws = TestWorkspace::new();
+    let (engine, _) = engine_with(json!([complete("done")]), ApprovalPolicy::yes(), &data);
+    let err = |e: Result<(), roost_core::engine::EngineError>| e.expect_err("refused").to_string();
+    assert!(err(engine.cancel("no-such-task", "x")).contains("no task no-such-task"));
+    assert!(err(engine.send_message("no-such-task", "x")).contains("no task"));
+    assert!(engine.subscribe("no-such-task").is_err());
+    assert!(
+        engine
+            .answer("no-such-task", "no-such-ask", Answer::Yes)
+            .is_err()
+    );
+    assert!(engine.events_after("no-such-task", 0).is_err());
+    assert!(engine.get_task("no-such-task").is_err());
+    let id = engine
+        .create_task(&TaskSpec {
+            prompt: "p".into(),
+            workspace: ws.path(),
+            mode: "code".into(),
+        })
+        .expect("created");
+    say_yes(&engine, &id);
+    engine.start(&id).expect("started");
+    assert!(engine.start(&id).is_err(), "started twice");
+    engine.wait(&id).await.expect("outcome");
+    assert!(
+        engine.answer(&id, "no-such-ask", Answer::Yes).is_err(),
+        "an unknown ask"
+    );
+    let (all, _) = engine.events_after(&id, -5).expect("any position");
+    assert!(!all.is_empty());
+    let (none, _) = engine.events_after(&id, i64::MAX).expect("past the end");
+    assert!(none.is_empty());
+    // A row that does not decode is reported, not skipped or a panic.
+    engine
+        .agent()
+        .store
+        .append_event(&id, "{not json")
+        .expect("written");
+    let bad = engine.events_after(&id, 0).expect_err("corrupt");
+    assert!(bad.to_string().contains("does not decode"), "{bad}");
+}
