@@ -5,7 +5,7 @@
 //! leave the task running.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use roost_core::events::TaskEvent;
 use roost_core::modes::HookRegistry;
@@ -231,17 +231,11 @@ async fn failing_hooks_fail_closed() {
         ("hook-bomb", "exceeded its memory limit"),
     ];
     for (mode, needle) in cases {
-        let start = Instant::now();
         let (h, _, r) = one_write(mode, &ScriptedUser::default()).await;
         assert!(r[0].1, "{mode}: {}", r[0].0);
         assert!(r[0].0.contains(needle), "{mode}: {}", r[0].0);
         assert!(r[0].0.contains("denied"), "{mode}: {}", r[0].0);
         assert_eq!(h.ws.read("src/a.rs"), "old\n", "{mode}");
-        if mode == "hook-loop" {
-            // Pre-tool and the prompt contribution each run bounded; the
-            // whole task stays far below a hung hook.
-            assert!(start.elapsed() < HOOK_DEADLINE * 6, "{:?}", start.elapsed());
-        }
     }
 }
 

@@ -166,7 +166,6 @@ async fn rate_limit_with_retry_after_then_success() {
         Canned::sse("openai_complete.sse"),
     ])
     .await;
-    let started = std::time::Instant::now();
     let (events, err) = collect(&openai(&server.base_url())).await;
     assert!(err.is_none(), "{err:?}");
     let retry = events.iter().find_map(|e| {
@@ -177,7 +176,6 @@ async fn rate_limit_with_retry_after_then_success() {
         }
     });
     assert_eq!(retry, Some(Duration::from_secs(1)), "Retry-After honoured");
-    assert!(started.elapsed() >= Duration::from_millis(900));
     assert_eq!(done(&events)[0].name, "attempt_completion");
 }
 
