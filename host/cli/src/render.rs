@@ -76,6 +76,8 @@ pub async fn render(
     let mut frame = 0usize;
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
     let mut stopping = false;
+    // Streamed text lost to a lag is printed whole from the final message.
+    let mut lagged = false;
     loop {
         let ev = if stopping {
             match rx.try_recv() {
@@ -102,11 +104,26 @@ pub async fn render(
             Ok(ev) => ev,
             Err(RecvError::Lagged(n)) => {
                 tracing::warn!("display fell {n} events behind");
+                lagged = true;
                 continue;
             }
             Err(RecvError::Closed) => break,
         };
         let ev = &envelope.event;
+        if format == Format::Text
+            && lagged
+            && let TaskEvent::MessageFinal { text } = ev
+        {
+            lagged = false;
+            if !text.is_empty() {
+                let whole = format!("\n{}\n", visible(text));
+                let mut out = std::io::stdout().lock();
+                let _ = write!(out, "{whole}");
+                let _ = out.flush();
+                super::line::wrote_stdout(&whole);
+            }
+            continue;
+        }
         if spinning && !matches!(ev, TaskEvent::Retrying { .. }) {
             eprint!("\r\x1b[2K");
             super::line::spinner_drawn(false);

@@ -18,9 +18,11 @@ use crate::llm::Usage;
 use crate::tools::ToolError;
 
 /// Capacity of each task's broadcast channel; a subscriber that lags further
-/// behind skips events (it can read them back from the log). Each slot
-/// holds a pointer, so a task's channel costs tens of KiB, not hundreds.
-const CHANNEL_CAPACITY: usize = 1024;
+/// behind skips events (recorded ones it can read back from the log; the
+/// CLI prints a message whose streamed text it lost from the final one).
+/// Slots are allocated up front, cache-line padded: 1,024 of them cost
+/// ~180 KiB a task, which ten thousand tasks could not afford.
+const CHANNEL_CAPACITY: usize = 256;
 
 /// One thing that happened in a task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

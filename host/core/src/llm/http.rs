@@ -35,11 +35,12 @@ impl HttpTransport {
 
 #[async_trait::async_trait]
 impl Transport for HttpTransport {
-    async fn send(&self, body: &serde_json::Value) -> Result<ByteStream, LlmError> {
+    async fn send(&self, body: &bytes::Bytes) -> Result<ByteStream, LlmError> {
         let mut req = self
             .client
             .post(&self.url)
-            .json(body)
+            .body(body.clone())
+            .header("content-type", "application/json")
             .header("accept", "text/event-stream");
         for (k, v) in &self.headers {
             req = req.header(k, v);

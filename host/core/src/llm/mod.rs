@@ -175,9 +175,10 @@ impl Provider for Labelled {
 /// a transcript for the scripted one. Everything after it is shared.
 #[async_trait::async_trait]
 pub trait Transport: Send + Sync {
-    /// Send `body` and return the response's bytes, or an error (HTTP
+    /// Send `body` (JSON, serialised once per request and kept as bytes
+    /// for retries) and return the response's bytes, or an error (HTTP
     /// status, connection) for the retry logic to judge.
-    async fn send(&self, body: &serde_json::Value) -> Result<ByteStream, LlmError>;
+    async fn send(&self, body: &Bytes) -> Result<ByteStream, LlmError>;
 }
 
 /// Turns the SSE events of one wire format into [`StreamEvent`]s.
@@ -247,7 +248,19 @@ pub fn run(
     decoder: impl Fn() -> Box<dyn WireDecoder> + Send + 'static,
 ) -> EventStream {
     let (mut tx, rx) = mpsc::channel::<Result<StreamEvent, LlmError>>(64);
+    // The body as sent: a few KiB of bytes instead of a tree of values kept
+    // alive while the model thinks (ten thousand tasks wait at once).
+    let body = serde_json::to_vec(&body).map(Bytes::from);
     tokio::spawn(async move {
+        let body = match body {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = tx
+                    .send(Err(LlmError::Config(format!("request body: {e}"))))
+                    .await;
+                return;
+            }
+        };
         let mut attempt = 0u32;
         let bytes = loop {
             attempt += 1;

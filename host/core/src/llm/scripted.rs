@@ -102,6 +102,22 @@ impl Script {
     }
 }
 
+/// What the scripted transport reads of a request body.
+#[derive(serde::Deserialize)]
+struct Peek<'a> {
+    #[serde(default, borrow)]
+    messages: Vec<PeekMessage<'a>>,
+    #[serde(default)]
+    tools: Option<Vec<serde::de::IgnoredAny>>,
+}
+
+/// A message's role, nothing else.
+#[derive(serde::Deserialize)]
+struct PeekMessage<'a> {
+    #[serde(default, borrow)]
+    role: Option<std::borrow::Cow<'a, str>>,
+}
+
 /// Serves a [`Script`] turn by turn in place of the network.
 pub struct ScriptedTransport {
     script: Script,
@@ -260,14 +276,15 @@ pub fn render(turn: &Turn, turn_index: usize) -> Vec<String> {
 
 #[async_trait::async_trait]
 impl Transport for ScriptedTransport {
-    async fn send(&self, body: &Value) -> Result<ByteStream, LlmError> {
+    async fn send(&self, body: &Bytes) -> Result<ByteStream, LlmError> {
+        let unreadable =
+            |e: serde_json::Error| LlmError::Config(format!("the request body is not JSON: {e}"));
         if let Some(Ok(mut r)) = self.requests.as_ref().map(|r| r.lock()) {
-            r.push(body.clone());
+            r.push(serde_json::from_slice(body).map_err(unreadable)?);
         }
-        let offers_tools = body
-            .get("tools")
-            .and_then(Value::as_array)
-            .is_some_and(|t| !t.is_empty());
+        // Only what picks the reply is read: the tool list and the roles.
+        let peek: Peek<'_> = serde_json::from_slice(body).map_err(unreadable)?;
+        let offers_tools = peek.tools.is_some_and(|t| !t.is_empty());
         if let (Some(summary), false) = (&self.script.summary, offers_tools) {
             let turn = Turn {
                 text: summary.clone(),
@@ -278,9 +295,10 @@ impl Transport for ScriptedTransport {
         }
         let index = if self.by_history {
             self.next.fetch_add(1, Ordering::SeqCst);
-            body.get("messages")
-                .and_then(Value::as_array)
-                .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
+            peek.messages
+                .iter()
+                .filter(|m| m.role.as_deref() == Some("assistant"))
+                .count()
         } else {
             self.next.fetch_add(1, Ordering::SeqCst)
         };

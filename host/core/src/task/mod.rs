@@ -2,6 +2,11 @@
 //! streams a model reply, assembles tool calls, passes them through the
 //! gates, asks for approval, runs them and feeds the results back, until
 //! the work is accepted, the task is aborted, or a limit is hit.
+//!
+//! [`runner`](Agent) keeps the turns; `call` takes one tool call through
+//! the gates and its executor; [`Registry`] says what runs each tool (a
+//! component plugin or a [`native`] handler); `context` keeps requests
+//! inside the model's window; [`ask`] puts questions to a person.
 
 pub mod approval;
 pub mod ask;
