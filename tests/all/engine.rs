@@ -56,6 +56,17 @@ fn engine_with_plugins(
     (builder.build().expect("engine"), transport)
 }
 
+/// Create a task in `code` mode (persisted, not started).
+fn create(engine: &Engine, prompt: &str, workspace: std::path::PathBuf) -> String {
+    engine
+        .create_task(&TaskSpec {
+            prompt: prompt.into(),
+            workspace,
+            mode: "code".into(),
+        })
+        .expect("created")
+}
+
 /// Deterministic pseudo-random order (xorshift), so a failure replays.
 fn shuffle<T>(items: &mut [T], seed: &mut u64) {
     for i in (1..items.len()).rev() {
@@ -91,13 +102,7 @@ async fn fifty_tasks_answered_by_ask_id_in_random_order() {
     let workspaces: Vec<TestWorkspace> = (0..TASKS).map(|_| TestWorkspace::new()).collect();
     let mut ids = Vec::new();
     for ws in &workspaces {
-        let id = engine
-            .create_task(&TaskSpec {
-                prompt: "write out.txt".into(),
-                workspace: ws.path(),
-                mode: "code".into(),
-            })
-            .expect("created");
+        let id = create(&engine, "write out.txt", ws.path());
         ids.push(id);
     }
     for id in &ids {
@@ -196,13 +201,7 @@ async fn cancel_during_streaming_and_during_a_tool_call() {
         &data,
     );
     let ws = TestWorkspace::new();
-    let id = engine
-        .create_task(&TaskSpec {
-            prompt: "slow".into(),
-            workspace: ws.path(),
-            mode: "code".into(),
-        })
-        .expect("created");
+    let id = create(&engine, "slow", ws.path());
     let mut rx = engine.subscribe(&id).expect("events");
     engine.start(&id).expect("started");
     until(&mut rx, |e| matches!(e, TaskEvent::RequestStarted { .. })).await;
@@ -249,13 +248,7 @@ async fn cancel_during_streaming_and_during_a_tool_call() {
         ApprovalPolicy::from_groups("read").expect("policy"),
         &data,
     );
-    let id = engine
-        .create_task(&TaskSpec {
-            prompt: "two writes".into(),
-            workspace: ws.path(),
-            mode: "code".into(),
-        })
-        .expect("created");
+    let id = create(&engine, "two writes", ws.path());
     let mut rx = engine.subscribe(&id).expect("events");
     engine.start(&id).expect("started");
     // Cancel while the first write waits for its approval, then approve
@@ -300,13 +293,7 @@ async fn messages_sent_while_running_reach_the_next_turn() {
     );
     let ws = TestWorkspace::new();
     ws.write("a.txt", "hello\n");
-    let id = engine
-        .create_task(&TaskSpec {
-            prompt: "read".into(),
-            workspace: ws.path(),
-            mode: "code".into(),
-        })
-        .expect("created");
+    let id = create(&engine, "read", ws.path());
     let mut rx = engine.subscribe(&id).expect("events");
     say_yes(&engine, &id);
     engine.start(&id).expect("started");
@@ -360,13 +347,7 @@ fn an_ask_open_when_the_process_dies_is_pending_again_after_resume() {
         .expect("runtime");
     let (id, ask_id) = first.block_on(async {
         let (engine, _) = engine_with(turns.clone(), policy.clone(), &data);
-        let id = engine
-            .create_task(&TaskSpec {
-                prompt: "write".into(),
-                workspace: ws.path(),
-                mode: "code".into(),
-            })
-            .expect("created");
+        let id = create(&engine, "write", ws.path());
         let mut rx = engine.subscribe(&id).expect("events");
         engine.start(&id).expect("started");
         let TaskEvent::AskRequired { ask_id, .. } =
@@ -532,13 +513,7 @@ async fn a_front_end_that_reconnects_gets_what_it_missed() {
         ApprovalPolicy::from_groups("read").expect("policy"),
         &data,
     );
-    let id = engine
-        .create_task(&TaskSpec {
-            prompt: "write out.txt".into(),
-            workspace: ws.path(),
-            mode: "code".into(),
-        })
-        .expect("created");
+    let id = create(&engine, "write out.txt", ws.path());
     let mut live = engine.subscribe(&id).expect("events");
     engine.start(&id).expect("started");
     // The first front-end sees events up to the first question, then goes.
@@ -780,13 +755,7 @@ async fn the_engine_refuses_bad_ids_and_positions() {
     );
     assert!(engine.events_after("no-such-task", 0).is_err());
     assert!(engine.get_task("no-such-task").is_err());
-    let id = engine
-        .create_task(&TaskSpec {
-            prompt: "p".into(),
-            workspace: ws.path(),
-            mode: "code".into(),
-        })
-        .expect("created");
+    let id = create(&engine, "p", ws.path());
     say_yes(&engine, &id);
     engine.start(&id).expect("started");
     assert!(engine.start(&id).is_err(), "started twice");
