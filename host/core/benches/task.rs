@@ -127,10 +127,18 @@ async fn p5(
             }
             stamps
         });
+        let (cpu0, _) = usage();
+        let started = Instant::now();
         let (_, outcome) = a
             .answered(&events, &Yes, a.start("bench", ws, "code", &events))
             .await
             .expect("runs");
+        let (cpu1, _) = usage();
+        eprintln!(
+            "P5 {label}: {:.0} µs CPU and {:.0} µs wall per turn (mean)",
+            (cpu1 - cpu0) / 301.0 * 1e6,
+            started.elapsed().as_secs_f64() / 301.0 * 1e6
+        );
         assert!(matches!(outcome, TaskOutcome::Completed { .. }));
         let stamps = collector.await.expect("join");
         let mut per_turn: Vec<Duration> = stamps.windows(2).map(|w| w[1] - w[0]).skip(10).collect();

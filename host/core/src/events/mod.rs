@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
-use crate::store::{Store, StoreError};
+use crate::store::{Committed, Step, Store, StoreError};
 
 use crate::asks::Ask;
 use crate::llm::Usage;
@@ -315,6 +315,51 @@ impl EventBus {
             event,
         }));
         drop(log);
+    }
+
+    /// Commit `step` for `task` with `events` recorded in the same
+    /// transaction, then publish them: a front-end hears of a step only
+    /// once all of it is durable, and the step costs one commit. When the
+    /// bus is not bound to `task` the events go out without positions.
+    /// A step that fails to commit publishes nothing.
+    pub fn commit(
+        &self,
+        store: &Store,
+        task: &str,
+        mut step: Step<'_>,
+        events: Vec<TaskEvent>,
+    ) -> Result<Committed, StoreError> {
+        let log = self.lock();
+        let bound = log.as_ref().is_some_and(|l| l.task_id == task);
+        let mut recorded = Vec::with_capacity(events.len());
+        for (i, event) in events.iter().enumerate() {
+            if !(bound && event.is_recorded()) {
+                continue;
+            }
+            match serde_json::to_string(event) {
+                Ok(json) => {
+                    step = step.event(json);
+                    recorded.push(i);
+                }
+                Err(e) => tracing::warn!(task_id = task, "event not recorded: {e}"),
+            }
+        }
+        let committed = store.commit_step(task, &step)?;
+        let mut seqs = vec![None; events.len()];
+        for (slot, seq) in recorded.iter().zip(&committed.events) {
+            if let Some(s) = seqs.get_mut(*slot) {
+                *s = Some(*seq);
+            }
+        }
+        for (event, seq) in events.into_iter().zip(seqs) {
+            let _ = self.tx.send(Arc::new(Envelope {
+                task_id: task.to_owned(),
+                seq,
+                event,
+            }));
+        }
+        drop(log);
+        Ok(committed)
     }
 
     /// Receive events published from now on.

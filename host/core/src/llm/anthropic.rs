@@ -5,33 +5,67 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::assemble::ToolCallAssembler;
 use super::{
-    ChatRequest, EventStream, LlmError, Provider, RetryPolicy, StreamEvent, Transport, Usage,
-    WireDecoder,
+    ChatRequest, EventStream, LlmError, Message, Provider, RetryPolicy, StreamEvent, Transport,
+    Usage, WireDecoder,
 };
 
 /// Output cap sent when the request names none (the API requires one).
 const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// Build the JSON body of a streaming Messages request. The history is
-/// already in Anthropic's block shape.
+/// The JSON body of a streaming Messages request, serialised straight from
+/// the history it borrows (already in Anthropic's block shape).
+pub fn request_json(model: &str, req: &ChatRequest) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(&Body::new(model, req))
+}
+
+/// The same body as a JSON value, for tests and inspection.
 pub fn request_body(model: &str, req: &ChatRequest) -> Value {
-    let mut body = json!({
-        "model": model,
-        "max_tokens": req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "stream": true,
-        "system": req.system,
-        "messages": req.messages,
-    });
-    if !req.tools.is_empty() {
-        body["tools"] = Value::Array(
-            req.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters})).collect(),
-        );
+    serde_json::to_value(Body::new(model, req)).unwrap_or(Value::Null)
+}
+
+/// A Messages request, borrowing from the [`ChatRequest`].
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    stream: bool,
+    system: &'a str,
+    messages: &'a [Message],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+}
+
+impl<'a> Body<'a> {
+    fn new(model: &'a str, req: &'a ChatRequest) -> Self {
+        Body {
+            model,
+            max_tokens: req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            stream: true,
+            system: &req.system,
+            messages: &req.messages,
+            tools: req
+                .tools
+                .iter()
+                .map(|t| WireTool {
+                    name: &t.name,
+                    description: &t.description,
+                    input_schema: &t.parameters,
+                })
+                .collect(),
+        }
     }
-    body
 }
 
 /// Decodes an Anthropic Messages stream.
@@ -191,11 +225,11 @@ impl Provider for Anthropic {
     }
 
     fn request_bytes(&self, req: &ChatRequest) -> usize {
-        request_body(&self.model, req).to_string().len()
+        request_json(&self.model, req).map_or(0, |b| b.len())
     }
 
     async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
-        let body = request_body(&self.model, req);
+        let body = request_json(&self.model, req);
         Ok(super::run(
             Arc::clone(&self.transport),
             body,

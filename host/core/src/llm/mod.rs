@@ -225,11 +225,11 @@ impl Provider for OpenAiCompatible {
     }
 
     fn request_bytes(&self, req: &ChatRequest) -> usize {
-        openai::request_body(&self.model, req).to_string().len()
+        openai::request_json(&self.model, req).map_or(0, |b| b.len())
     }
 
     async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
-        let body = openai::request_body(&self.model, req);
+        let body = openai::request_json(&self.model, req);
         Ok(run(Arc::clone(&self.transport), body, self.retry, || {
             Box::new(openai::OpenAiDecoder::new())
         }))
@@ -243,14 +243,14 @@ impl Provider for OpenAiCompatible {
 /// (it only retries a stream that broke after the request succeeded).
 pub fn run(
     transport: Arc<dyn Transport>,
-    body: serde_json::Value,
+    body: Result<Vec<u8>, serde_json::Error>,
     retry: RetryPolicy,
     decoder: impl Fn() -> Box<dyn WireDecoder> + Send + 'static,
 ) -> EventStream {
     let (mut tx, rx) = mpsc::channel::<Result<StreamEvent, LlmError>>(64);
-    // The body as sent: a few KiB of bytes instead of a tree of values kept
-    // alive while the model thinks (ten thousand tasks wait at once).
-    let body = serde_json::to_vec(&body).map(Bytes::from);
+    // The body as sent: bytes, not a tree of values kept alive while the
+    // model thinks (ten thousand tasks wait at once).
+    let body = body.map(Bytes::from);
     tokio::spawn(async move {
         let body = match body {
             Ok(b) => b,

@@ -5,9 +5,11 @@
 //! the deprecated `function_call` field, usage folded into the last chunk,
 //! and a missing `[DONE]` after a `finish_reason`.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::assemble::ToolCallAssembler;
 use super::{ChatRequest, ContentBlock, LlmError, Role, StreamEvent, Usage, WireDecoder};
@@ -15,83 +17,180 @@ use super::{ChatRequest, ContentBlock, LlmError, Role, StreamEvent, Usage, WireD
 /// Stream index used for the deprecated single `function_call` field.
 const LEGACY_FUNCTION_INDEX: u32 = 0;
 
-/// Build the JSON body of a streaming chat-completions request.
+/// The JSON body of a streaming chat-completions request, serialised
+/// straight from the history it borrows: a long task's request is built
+/// every turn, so no tree of JSON values is made and dropped for it.
+pub fn request_json(model: &str, req: &ChatRequest) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(&Body::new(model, req))
+}
+
+/// The same body as a JSON value, for tests and inspection.
 pub fn request_body(model: &str, req: &ChatRequest) -> Value {
-    let mut messages = vec![json!({"role": "system", "content": req.system})];
-    for m in &req.messages {
-        match m.role {
-            Role::Assistant => {
-                let text: String = m
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                let calls: Vec<Value> = m
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::ToolUse { id, name, input } => Some(json!({
-                            "id": id, "type": "function",
-                            "function": {"name": name, "arguments": input.to_string()}
-                        })),
-                        _ => None,
-                    })
-                    .collect();
-                let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
-                if !calls.is_empty() {
-                    msg["tool_calls"] = Value::Array(calls);
-                }
-                messages.push(msg);
+    serde_json::to_value(Body::new(model, req)).unwrap_or(Value::Null)
+}
+
+/// A chat-completions request, borrowing from the [`ChatRequest`].
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    stream: bool,
+    stream_options: StreamOptions,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// One message in OpenAI's shape: tool results are messages of their own.
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: Cow<'a, str>,
+    },
+    Assistant {
+        /// `null` when the reply was only tool calls.
+        content: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+/// A function call; `arguments` is the JSON text of the input.
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: String,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireToolFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireToolFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// The text blocks of `blocks` joined by `sep`, borrowed when there is one.
+fn joined<'a>(blocks: &'a [ContentBlock], sep: &str) -> Option<Cow<'a, str>> {
+    let mut texts = blocks.iter().filter_map(|b| match b {
+        ContentBlock::Text { text } => Some(text.as_str()),
+        _ => None,
+    });
+    let first = texts.next()?;
+    match texts.next() {
+        None => Some(Cow::Borrowed(first)),
+        Some(second) => {
+            let mut all = format!("{first}{sep}{second}");
+            for t in texts {
+                all.push_str(sep);
+                all.push_str(t);
             }
-            Role::User => {
-                // Tool results must directly follow the assistant message
-                // that asked for them, so they go first.
-                for b in &m.content {
-                    if let ContentBlock::ToolResult {
-                        tool_use_id,
-                        content,
-                        ..
-                    } = b
-                    {
-                        messages.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
-                    }
+            Some(Cow::Owned(all))
+        }
+    }
+}
+
+impl<'a> Body<'a> {
+    fn new(model: &'a str, req: &'a ChatRequest) -> Self {
+        let mut messages = Vec::with_capacity(req.messages.len() + 1);
+        messages.push(WireMessage::System {
+            content: &req.system,
+        });
+        for m in &req.messages {
+            match m.role {
+                Role::Assistant => {
+                    let tool_calls = m
+                        .content
+                        .iter()
+                        .filter_map(|b| match b {
+                            ContentBlock::ToolUse { id, name, input } => Some(WireCall {
+                                id,
+                                kind: "function",
+                                function: WireFunction {
+                                    name,
+                                    arguments: input.to_string(),
+                                },
+                            }),
+                            _ => None,
+                        })
+                        .collect();
+                    messages.push(WireMessage::Assistant {
+                        content: joined(&m.content, "\n").filter(|t| !t.is_empty()),
+                        tool_calls,
+                    });
                 }
-                let text: Vec<&str> = m
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                if !text.is_empty() {
-                    messages.push(json!({"role": "user", "content": text.join("\n\n")}));
+                Role::User => {
+                    // Tool results must directly follow the assistant
+                    // message that asked for them, so they go first.
+                    for b in &m.content {
+                        if let ContentBlock::ToolResult {
+                            tool_use_id,
+                            content,
+                            ..
+                        } = b
+                        {
+                            messages.push(WireMessage::Tool {
+                                tool_call_id: tool_use_id,
+                                content,
+                            });
+                        }
+                    }
+                    if let Some(content) = joined(&m.content, "\n\n") {
+                        messages.push(WireMessage::User { content });
+                    }
                 }
             }
         }
-    }
-    let mut body = json!({
-        "model": model,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-        "messages": messages,
-    });
-    if !req.tools.is_empty() {
-        body["tools"] = Value::Array(
-            req.tools
+        Body {
+            model,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            messages,
+            tools: req
+                .tools
                 .iter()
-                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+                .map(|t| WireTool {
+                    kind: "function",
+                    function: WireToolFunction {
+                        name: &t.name,
+                        description: &t.description,
+                        parameters: &t.parameters,
+                    },
+                })
                 .collect(),
-        );
+            max_tokens: req.max_tokens,
+        }
     }
-    if let Some(max) = req.max_tokens {
-        body["max_tokens"] = json!(max);
-    }
-    body
 }
 
 /// Decodes `data:` payloads of an OpenAI-compatible stream.
@@ -258,6 +357,7 @@ pub(crate) fn tool_index(v: &serde_json::Value, pos: usize) -> Result<u32, LlmEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn bad_tool_indexes_are_stream_errors() {

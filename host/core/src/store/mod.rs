@@ -2,8 +2,10 @@
 //! with tool_use/tool_result blocks, UI messages), todo lists, asks, and
 //! each task's event log.
 //!
-//! Every write is its own committed transaction before the call returns, so
-//! a message is durable before any front-end hears of it. The database runs
+//! Every write is committed before the call returns, so a message is
+//! durable before any front-end hears of it; the writes of one step of a
+//! task (message, UI rows, usage, status, events) are one transaction
+//! ([`Step`]). The database runs
 //! in WAL mode with `synchronous=NORMAL`: a committed write survives the
 //! process being killed at any point (the WAL is in the OS before commit
 //! returns); only a power loss can drop the last commits, which a
@@ -14,12 +16,14 @@ mod claims;
 mod events;
 mod export;
 pub mod status;
+mod step;
 mod todos;
 
 pub use asks::StoredAsk;
 pub use claims::TaskClaim;
 pub use events::StoredEvent;
 pub use status::TaskStatus;
+pub use step::{Committed, Step};
 pub use todos::{TodoItem, TodoState};
 
 use std::path::{Path, PathBuf};
@@ -489,39 +493,11 @@ impl Store {
         u: &Usage,
         cost: f64,
     ) -> Result<i64, StoreError> {
-        let content = serde_json::to_string(&m.content).map_err(|e| StoreError::Corrupt {
-            task: task.to_owned(),
-            seq: -1,
-            detail: e.to_string(),
-        })?;
-        let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        let now = now_ms();
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        exec(&tx,
-            "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, cache_reads = cache_reads + ?4,
-             cache_writes = cache_writes + ?5, cost = cost + ?6, updated_at = ?7 WHERE id = ?1",
-            params![task, i(u.input_tokens), i(u.output_tokens), i(u.cache_read_tokens), i(u.cache_write_tokens), cost, now],
-        )?;
-        let seq: i64 = one_row(
-            &tx,
-            "INSERT INTO api_messages (task_id, seq, role, content, created_at) \
-             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM api_messages WHERE task_id = ?1 \
-             RETURNING seq",
-            params![task, role_str(m.role), content, now],
-            |r| r.get(0),
-        )?;
+        let mut step = Step::new().append(m).usage(u, cost);
         if let Some(text) = ui_text {
-            let text = roost_secrets::redact(text);
-            exec(
-                &tx,
-                "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) \
-                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, 'say', 'text', ?3 FROM ui_messages WHERE task_id = ?1",
-                params![task, now, text.as_ref()],
-            )?;
+            step = step.ui("say", "text", text);
         }
-        tx.commit()?;
-        Ok(seq)
+        self.stepped_message(task, &step)
     }
 
     /// Record one tool call's outcome as one step: the message of tool
@@ -537,50 +513,21 @@ impl Store {
         ui: Option<(&str, &str)>,
         status: Option<TaskStatus>,
     ) -> Result<i64, StoreError> {
-        let content = serde_json::to_string(&m.content).map_err(|e| StoreError::Corrupt {
-            task: task.to_owned(),
-            seq: seq.unwrap_or(-1),
-            detail: e.to_string(),
-        })?;
-        let now = now_ms();
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let seq = match seq {
-            Some(seq) => {
-                exec(
-                    &tx,
-                    "UPDATE api_messages SET content = ?3 WHERE task_id = ?1 AND seq = ?2",
-                    params![task, seq, content],
-                )?;
-                seq
-            }
-            None => one_row(
-                &tx,
-                "INSERT INTO api_messages (task_id, seq, role, content, created_at) \
-                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM api_messages WHERE task_id = ?1 \
-                 RETURNING seq",
-                params![task, role_str(m.role), content, now],
-                |r| r.get(0),
-            )?,
-        };
+        let mut step = Step::new().put(seq, m);
         if let Some((subtype, text)) = ui {
-            let text = roost_secrets::redact(text);
-            exec(
-                &tx,
-                "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) \
-                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, 'say', ?3, ?4 FROM ui_messages WHERE task_id = ?1",
-                params![task, now, subtype, text.as_ref()],
-            )?;
+            step = step.ui("say", subtype, text);
         }
         if let Some(status) = status {
-            exec(
-                &tx,
-                "UPDATE tasks SET status = ?2, updated_at = ?3 WHERE id = ?1",
-                params![task, status.as_str(), now],
-            )?;
+            step = step.status(status);
         }
-        tx.commit()?;
-        Ok(seq)
+        self.stepped_message(task, &step)
+    }
+
+    /// Commit a step that writes a message; the message's seq.
+    fn stepped_message(&self, task: &str, step: &Step<'_>) -> Result<i64, StoreError> {
+        self.commit_step(task, step)?
+            .message
+            .ok_or_else(|| StoreError::NotFound(task.to_owned()))
     }
 
     /// Append an API message; returns its sequence number. The number is
@@ -959,11 +906,10 @@ fn role_str(r: Role) -> &'static str {
     }
 }
 
-/// Run one statement through the connection's statement cache: the task
-/// loop issues the same few statements on every turn, and preparing them
-/// each time cost as much as running them.
 /// One row of a statement compiled once per connection (`query_row`
-/// would parse the SQL on every call).
+/// would parse the SQL on every call): the task loop issues the same few
+/// statements on every turn, and preparing them each time cost as much as
+/// running them.
 fn one_row<T, P: rusqlite::Params>(
     conn: &Connection,
     sql: &str,
@@ -973,6 +919,7 @@ fn one_row<T, P: rusqlite::Params>(
     conn.prepare_cached(sql)?.query_row(params, f)
 }
 
+/// Run one statement through the connection's statement cache.
 fn exec<P: rusqlite::Params>(conn: &Connection, sql: &str, params: P) -> rusqlite::Result<usize> {
     conn.prepare_cached(sql)?.execute(params)
 }

@@ -2,8 +2,15 @@
 //! source of truth (every change is written first), but a turn neither
 //! reloads nor re-parses the whole conversation.
 
+use crate::events::{EventBus, TaskEvent};
 use crate::llm::{Message, Role};
-use crate::store::{Store, StoreError, StoredMessage};
+use crate::store::{Committed, Step, Store, StoreError, StoredMessage};
+
+/// The seq of the message a committed step wrote.
+fn committed_seq(task: &str, c: Committed) -> Result<i64, StoreError> {
+    c.message
+        .ok_or_else(|| StoreError::NotFound(task.to_owned()))
+}
 
 /// Visible history plus the latest condensation summary.
 pub struct History {
@@ -45,18 +52,26 @@ impl History {
         Ok(seq)
     }
 
-    /// Append the model's reply with its UI row (`ui_text`, if any) and
-    /// its usage, in one transaction (then in memory); returns its seq.
+    /// Append the model's reply with its UI row (`ui_text`, if any), its
+    /// usage and the `events` announcing it, in one transaction (then in
+    /// memory, then the events go out); returns its seq.
     pub fn append_reply(
         &mut self,
         m: Message,
         ui_text: Option<&str>,
         usage: &crate::llm::Usage,
         cost: f64,
+        announce: (&EventBus, Vec<TaskEvent>),
     ) -> Result<i64, StoreError> {
-        let seq = self
-            .store
-            .record_reply(&self.task, &m, ui_text, usage, cost)?;
+        let mut step = Step::new().append(&m).usage(usage, cost);
+        if let Some(text) = ui_text {
+            step = step.ui("say", "text", text);
+        }
+        let (bus, events) = announce;
+        let seq = committed_seq(
+            &self.task,
+            bus.commit(&self.store, &self.task, step, events)?,
+        )?;
         self.visible.push(StoredMessage {
             seq,
             message: m,
@@ -67,16 +82,29 @@ impl History {
     }
 
     /// Record the message of tool results (appended when `seq` is `None`,
-    /// else replaced) with the call's UI row and the task's new status, in
-    /// one transaction (then in memory); returns its seq.
+    /// else replaced) with the call's UI row, the task's new status and the
+    /// `events` announcing it, in one transaction (then in memory, then the
+    /// events go out); returns its seq.
     pub fn record_result(
         &mut self,
         seq: Option<i64>,
         m: Message,
         ui: Option<(&str, &str)>,
         status: Option<crate::store::TaskStatus>,
+        announce: (&EventBus, Vec<TaskEvent>),
     ) -> Result<i64, StoreError> {
-        let seq = self.store.record_result(&self.task, seq, &m, ui, status)?;
+        let mut step = Step::new().put(seq, &m);
+        if let Some((subtype, text)) = ui {
+            step = step.ui("say", subtype, text);
+        }
+        if let Some(status) = status {
+            step = step.status(status);
+        }
+        let (bus, events) = announce;
+        let seq = committed_seq(
+            &self.task,
+            bus.commit(&self.store, &self.task, step, events)?,
+        )?;
         match self.visible.iter_mut().find(|s| s.seq == seq) {
             Some(slot) => slot.message = m,
             None => self.visible.push(StoredMessage {

@@ -32,7 +32,7 @@ use crate::llm::{
     ToolDefinition, Usage,
 };
 use crate::modes::{HookRegistry, Mode, ModeSet};
-use crate::store::{NewTask, Store, StoreError, TaskRecord};
+use crate::store::{NewTask, Step, Store, StoreError, TaskRecord};
 use crate::tools::ToolSpec;
 use roost_sandbox::capability::{Workspace, WorkspaceError};
 use roost_sandbox::plugins::PluginEngine;
@@ -554,9 +554,12 @@ impl Agent {
             let req = self
                 .request_within_window(ctx, system, definitions, &mut history, &mut state.sizer)
                 .await?;
-            ctx.events.publish(TaskEvent::RequestStarted { turn });
-            self.store
-                .append_ui(id, "say", "api_req_started", &format!("turn {turn}"))?;
+            ctx.events.commit(
+                &self.store,
+                id,
+                Step::new().ui("say", "api_req_started", format!("turn {turn}")),
+                vec![TaskEvent::RequestStarted { turn }],
+            )?;
             // A cancel during streaming drops the stream: nothing of the
             // reply is durable yet.
             let streamed = tokio::select! {
@@ -593,17 +596,21 @@ impl Agent {
                     text: "(empty response)".into(),
                 });
             }
-            // The reply, its UI row and its usage are one transaction.
+            // The reply, its UI row, its usage and its event are one
+            // transaction.
+            let ui_text = Some(text.as_str())
+                .filter(|t| !t.trim().is_empty())
+                .map(str::to_owned);
             history.append_reply(
                 Message {
                     role: Role::Assistant,
                     content,
                 },
-                Some(text.as_str()).filter(|t| !t.trim().is_empty()),
+                ui_text.as_deref(),
                 &reply.usage,
                 cost,
+                (ctx.events, vec![TaskEvent::MessageFinal { text }]),
             )?;
-            ctx.events.publish(TaskEvent::MessageFinal { text });
 
             if reply.calls.is_empty() {
                 state.mistakes += 1;
@@ -695,19 +702,20 @@ impl Agent {
             });
             let last = index + 1 == calls.len();
             let status = (last && completed.is_some()).then_some(TaskStatus::Completed);
+            // Announced in the same transaction, published once durable.
+            let announce = TaskEvent::ToolCallResult {
+                id: call.id.clone(),
+                tool: call.name.clone(),
+                result: r.event_result(),
+                diff: r.diff.clone(),
+            };
             results_seq = Some(history.record_result(
                 results_seq,
                 results.clone(),
                 ui.as_ref().map(|(subtype, text)| (*subtype, text.as_str())),
                 status,
+                (ctx.events, vec![announce]),
             )?);
-            // Announced only now that the result is durable.
-            ctx.events.publish(TaskEvent::ToolCallResult {
-                id: call.id.clone(),
-                tool: call.name.clone(),
-                result: r.event_result(),
-                diff: r.diff.clone(),
-            });
         }
         if let Some(result) = completed {
             let t = self.store.get_task(id)?;

@@ -40,6 +40,7 @@ use super::runner::{Agent, Ctx, RunState};
 use crate::asks::{Approval, Ask};
 use crate::events::TaskEvent;
 use crate::llm::AssembledCall;
+use crate::store::Step;
 use crate::tools::{ErrorCode, ToolError};
 use gates::schema_violations;
 
@@ -196,17 +197,17 @@ impl Agent {
         };
         // Events and records show the call as the history holds it.
         let shown = roost_secrets::redact_json(&args);
-        self.store.append_ui(
+        let row = serde_json::json!({"tool": call.name, "args": shown}).to_string();
+        ctx.events.commit(
+            &self.store,
             id,
-            "say",
-            "tool",
-            &serde_json::json!({"tool": call.name, "args": shown}).to_string(),
+            Step::new().ui("say", "tool", row),
+            vec![TaskEvent::ToolCallRequested {
+                id: call.id.clone(),
+                tool: call.name.clone(),
+                args: shown,
+            }],
         )?;
-        ctx.events.publish(TaskEvent::ToolCallRequested {
-            id: call.id.clone(),
-            tool: call.name.clone(),
-            args: shown,
-        });
         let Some(tool) = self.registry.get(&call.name) else {
             let known: Vec<&str> = self.registry.iter().map(|t| t.spec.name.as_str()).collect();
             return Ok(CallResult::mistake(format!(
