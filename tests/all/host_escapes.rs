@@ -558,7 +558,7 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
     let allowed: &[(&str, &str)] = &[
         ("sandbox/src/capability/dirfd.rs", "the layer itself"),
         ("sandbox/src/capability/workspace.rs", "the layer itself"),
-        ("cli/src/config.rs", "the user's config file"),
+        ("core/src/config/mod.rs", "the user's config file"),
         (
             "core/src/modes/file.rs",
             "the global custom_modes.yaml in the config dir",

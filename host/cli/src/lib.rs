@@ -2,7 +2,6 @@
 //! parsing, terminal interaction and rendering. This is the binary's edge:
 //! errors are `anyhow` here and become a message plus a non-zero exit code.
 
-mod config;
 mod intents;
 mod interact;
 mod line;

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::config;
 use super::sanitize::{json_text, visible, visible_line};
 use roost_core::modes::{ModeSet, ModeSource};
 
@@ -27,7 +26,9 @@ pub enum ModesCommand {
 pub fn run(cmd: ModesCommand) -> anyhow::Result<ExitCode> {
     let ModesCommand::List { workspace, json } = cmd;
     let workspace = super::workspace_dir(&workspace)?;
-    let config_dir = config::default_path().parent().map(Path::to_path_buf);
+    let config_dir = roost_core::config::default_path()
+        .parent()
+        .map(Path::to_path_buf);
     let set = ModeSet::load(&workspace, config_dir.as_deref());
     if json {
         let modes: Vec<_> = set.iter().collect();

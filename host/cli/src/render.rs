@@ -61,6 +61,37 @@ pub fn painted_diff(diff: &str, color: bool) -> Vec<String> {
         .collect()
 }
 
+/// Streamed text lost to a lag is printed whole from the final message:
+/// a display that fell behind the broadcast channel (a slow terminal, a
+/// long reply) still shows everything the model said.
+#[derive(Debug, Default)]
+struct CatchUp {
+    lagged: bool,
+}
+
+impl CatchUp {
+    /// The display missed events.
+    fn lagged(&mut self) {
+        self.lagged = true;
+    }
+
+    /// What to print instead of `ev`'s usual text: the whole final message
+    /// after a lag (empty when it has no text), else `None`.
+    fn on_event(&mut self, ev: &TaskEvent) -> Option<String> {
+        let TaskEvent::MessageFinal { text } = ev else {
+            return None;
+        };
+        if !std::mem::take(&mut self.lagged) {
+            return None;
+        }
+        Some(if text.is_empty() {
+            String::new()
+        } else {
+            format!("\n{}\n", visible(text))
+        })
+    }
+}
+
 /// Print events until `stop` fires (then print what is still queued) or the
 /// channel closes.
 pub async fn render(
@@ -76,8 +107,7 @@ pub async fn render(
     let mut frame = 0usize;
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
     let mut stopping = false;
-    // Streamed text lost to a lag is printed whole from the final message.
-    let mut lagged = false;
+    let mut catch_up = CatchUp::default();
     loop {
         let ev = if stopping {
             match rx.try_recv() {
@@ -104,19 +134,16 @@ pub async fn render(
             Ok(ev) => ev,
             Err(RecvError::Lagged(n)) => {
                 tracing::warn!("display fell {n} events behind");
-                lagged = true;
+                catch_up.lagged();
                 continue;
             }
             Err(RecvError::Closed) => break,
         };
         let ev = &envelope.event;
         if format == Format::Text
-            && lagged
-            && let TaskEvent::MessageFinal { text } = ev
+            && let Some(whole) = catch_up.on_event(ev)
         {
-            lagged = false;
-            if !text.is_empty() {
-                let whole = format!("\n{}\n", visible(text));
+            if !whole.is_empty() {
                 let mut out = std::io::stdout().lock();
                 let _ = write!(out, "{whole}");
                 let _ = out.flush();
@@ -322,6 +349,59 @@ fn text_of(task_id: &str, ev: &TaskEvent, style: &Style) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A display that fell behind prints the final message whole, made
+    /// visible; one that kept up prints nothing extra.
+    #[test]
+    fn a_lagging_display_prints_the_final_message_whole() {
+        let final_msg = TaskEvent::MessageFinal {
+            text: "Hello \x1b[2Jworld".into(),
+        };
+        let mut kept_up = CatchUp::default();
+        assert_eq!(kept_up.on_event(&final_msg), None);
+        let mut behind = CatchUp::default();
+        behind.lagged();
+        assert_eq!(
+            behind.on_event(&TaskEvent::MessagePartial {
+                delta: "Hel".into()
+            }),
+            None
+        );
+        let whole = behind.on_event(&final_msg).expect("printed whole");
+        assert!(
+            whole.contains("Hello") && whole.contains("world"),
+            "{whole}"
+        );
+        assert!(!whole.contains('\x1b'), "{whole:?}");
+        // Caught up: the next final message is rendered as usual.
+        assert_eq!(behind.on_event(&final_msg), None);
+    }
+
+    /// Through a real channel: a receiver that fell behind gets `Lagged`
+    /// and then the final message, which the catch-up prints.
+    #[tokio::test]
+    async fn a_lagged_receiver_still_gets_the_final_text() {
+        let (tx, mut rx) = tokio::sync::broadcast::channel::<TaskEvent>(4);
+        for i in 0..20 {
+            let _ = tx.send(TaskEvent::MessagePartial {
+                delta: format!("part {i} "),
+            });
+        }
+        let _ = tx.send(TaskEvent::MessageFinal {
+            text: "the whole answer".into(),
+        });
+        drop(tx);
+        let mut catch_up = CatchUp::default();
+        let mut printed = Vec::new();
+        loop {
+            match rx.recv().await {
+                Ok(ev) => printed.extend(catch_up.on_event(&ev)),
+                Err(RecvError::Lagged(_)) => catch_up.lagged(),
+                Err(RecvError::Closed) => break,
+            }
+        }
+        assert_eq!(printed, vec!["\nthe whole answer\n".to_owned()]);
+    }
     use roost_core::tools::{ErrorCode, ToolError};
 
     const EVIL: &str = "a\x1b[2J\x1b]52;c;cHduZWQ=\x07\x1b]0;pwned\x07\u{9b}31m\r\x08\x7f\u{202e}z";

@@ -8,14 +8,13 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
-use super::config::{self, Profile};
 use super::interact::Terminal;
 use super::render::{self, Format};
 use super::sanitize::{json_text, visible, visible_line};
+use roost_core::config::{self, Profile, ProviderChoice, RecordedEndpoint};
 use roost_core::engine::{Engine, EngineBuilder, TaskSpec};
 use roost_core::events::EventBus;
-use roost_core::llm::scripted::{Script, ScriptedTransport};
-use roost_core::llm::{HttpTransport, Labelled, OpenAiCompatible, Provider, RetryPolicy, Role};
+use roost_core::llm::{Provider, Role};
 use roost_core::store::{Store, TaskRecord};
 use roost_core::task::{ApprovalPolicy, TaskConfig, TaskOutcome, TaskStatus};
 use roost_sandbox::capability::Workspace;
@@ -127,133 +126,28 @@ pub enum HistoryCommand {
     },
 }
 
+/// The provider the flags, the config file and (on resume) the task's
+/// recorded endpoint choose, with the profile it came from.
 fn build_provider(
     args: &ProviderArgs,
     stored: Option<&TaskRecord>,
     scripted_start: usize,
 ) -> anyhow::Result<(Arc<dyn Provider>, Profile)> {
     let cfg = config::load(args.config.as_deref())?;
-    // A resumed task keeps the endpoint it was created with (provider,
-    // base URL, model, profile) unless the user names another: naming a
-    // profile picks that profile's endpoint; a flag overrides one field.
-    let keep = stored.filter(|_| args.profile.is_none());
-    let kept =
-        |f: fn(&TaskRecord) -> &str| keep.map(f).filter(|v| !v.is_empty()).map(str::to_owned);
-    let profile_name = args
-        .profile
-        .clone()
-        .or_else(|| kept(|t| &t.profile))
-        .or_else(|| cfg.default_profile.clone());
-    let profile = match (cfg.profile(profile_name.as_deref()), keep) {
-        (Ok(p), _) => p,
-        // The task's profile is gone from the config: its recorded
-        // endpoint still holds.
-        (Err(e), Some(_)) => {
-            tracing::warn!("{e}; resuming on the task's recorded endpoint");
-            Profile::default()
-        }
-        (Err(e), None) => return Err(e),
+    let choice = ProviderChoice {
+        provider: args.provider.clone(),
+        model: args.model.clone(),
+        base_url: args.base_url.clone(),
+        script: args.script.clone(),
+        profile: args.profile.clone(),
     };
-    let kind = args
-        .provider
-        .clone()
-        .or_else(|| kept(|t| &t.provider))
-        .or_else(|| profile.provider.clone())
-        .or_else(|| args.script.as_ref().map(|_| "scripted".to_owned()))
-        .unwrap_or_else(|| "openai".to_owned());
-    // The recorded URL and model belong to the recorded provider.
-    let same_kind = keep.is_some_and(|t| t.provider == kind);
-    let kept_base = kept(|t| &t.base_url).filter(|_| same_kind);
-    let kept_model = kept(|t| &t.model).filter(|_| same_kind);
-    let retry = RetryPolicy::default();
-    let provider: Arc<dyn Provider> = match kind.as_str() {
-        "scripted" => {
-            let path = args
-                .script
-                .as_ref()
-                .context("--provider scripted needs --script FILE")?;
-            let script = Script::load(path)?;
-            let model = script.model.clone();
-            let transport = Arc::new(ScriptedTransport::starting_at(script, scripted_start));
-            Arc::new(OpenAiCompatible::new("scripted", &model, transport, retry))
-        }
-        "openai" => {
-            let base = args
-                .base_url
-                .clone()
-                .or_else(|| kept_base.clone())
-                .or_else(|| profile.base_url.clone())
-                .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
-                .unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
-            let model = args
-                .model
-                .clone()
-                .or_else(|| kept_model.clone())
-                .or_else(|| profile.model.clone())
-                .unwrap_or_else(|| "gpt-4o-mini".to_owned());
-            let key_var = profile
-                .api_key_env
-                .clone()
-                .unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
-            let mut headers = Vec::new();
-            match std::env::var(&key_var) {
-                Ok(key) if !key.is_empty() => {
-                    headers.push(("authorization".to_owned(), format!("Bearer {key}")))
-                }
-                _ => tracing::warn!(
-                    "{key_var} is not set; sending requests without an API key (fine for local servers)"
-                ),
-            }
-            let url = format!("{}/chat/completions", base.trim_end_matches('/'));
-            let inner = Arc::new(OpenAiCompatible::new(
-                "openai",
-                &model,
-                Arc::new(HttpTransport::new(url, headers)?),
-                retry,
-            ));
-            Arc::new(Labelled::new(
-                inner,
-                &base,
-                profile_name.as_deref().unwrap_or(""),
-            ))
-        }
-        "anthropic" => {
-            let base = args
-                .base_url
-                .clone()
-                .or_else(|| kept_base.clone())
-                .or_else(|| profile.base_url.clone())
-                .unwrap_or_else(|| "https://api.anthropic.com/v1".to_owned());
-            let model = args
-                .model
-                .clone()
-                .or_else(|| kept_model.clone())
-                .or_else(|| profile.model.clone())
-                .unwrap_or_else(|| "claude-sonnet-4-5".to_owned());
-            let key_var = profile
-                .api_key_env
-                .clone()
-                .unwrap_or_else(|| "ANTHROPIC_API_KEY".to_owned());
-            let key = std::env::var(&key_var).with_context(|| format!("{key_var} is not set"))?;
-            let headers = vec![
-                ("x-api-key".to_owned(), key),
-                ("anthropic-version".to_owned(), "2023-06-01".to_owned()),
-            ];
-            let url = format!("{}/messages", base.trim_end_matches('/'));
-            let inner = Arc::new(roost_core::llm::anthropic::Anthropic::new(
-                &model,
-                Arc::new(HttpTransport::new(url, headers)?),
-                retry,
-            ));
-            Arc::new(Labelled::new(
-                inner,
-                &base,
-                profile_name.as_deref().unwrap_or(""),
-            ))
-        }
-        other => bail!("unknown provider `{other}` (openai, anthropic, scripted)"),
-    };
-    Ok((provider, profile))
+    let recorded = stored.map(|t| RecordedEndpoint {
+        provider: &t.provider,
+        base_url: &t.base_url,
+        model: &t.model,
+        profile: &t.profile,
+    });
+    Ok(config::provider(&cfg, &choice, recorded, scripted_start)?)
 }
 
 /// The engine a run or resume drives: the chosen model, the profile's
@@ -272,26 +166,14 @@ fn engine(
             None => ApprovalPolicy::default(),
         }
     };
-    let mut config = TaskConfig {
+    let config = TaskConfig {
         policy,
         max_turns: opts.max_turns,
         ..TaskConfig::default()
     };
-    if let Some(w) = profile.context_window {
-        config.context_window = w;
-    }
-    if let Some(t) = profile.condense_threshold {
-        config.condense_threshold = t;
-    }
-    if let Some(k) = profile.keep_recent_messages {
-        config.keep_recent_messages = k;
-    }
-    if let Some(p) = profile.price {
-        config.price = p;
-    }
     let mut builder = EngineBuilder::new(data_dir)
-        .provider(provider)
         .config(config)
+        .profile(provider, profile)
         .modes_dir(config::default_path().parent().map(Path::to_path_buf))
         .before_compile(|| {
             notice!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");

@@ -9,9 +9,11 @@
 //! assembly), [`tools`] (specs, results, reserved names, argument
 //! validation), [`modes`] (modes, hook registry), [`intents`] (intents,
 //! trace), [`store`] (SQLite), [`events`] (the event stream and its log), and
-//! [`first_party`] (the components that ship inside the binary).
+//! [`first_party`] (the components that ship inside the binary); [`config`]
+//! is the deployment's config file (provider profiles) every front-end reads.
 
 pub mod asks;
+pub mod config;
 pub mod engine;
 pub mod events;
 pub mod first_party;

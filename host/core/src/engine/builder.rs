@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Engine;
+use crate::config::Profile;
 use crate::first_party;
 use crate::llm::Provider;
 use crate::modes::HookRegistry;
@@ -71,6 +72,15 @@ impl EngineBuilder {
     /// Limits and policies of every task.
     pub fn config(mut self, config: TaskConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// The model and context settings of a provider profile (see
+    /// [`crate::config::provider`]): its provider, and its window,
+    /// condensing and prices over the config given so far.
+    pub fn profile(mut self, provider: Arc<dyn Provider>, profile: &Profile) -> Self {
+        profile.apply(&mut self.config);
+        self.provider = Some(provider);
         self
     }
 

@@ -196,14 +196,17 @@ pub(super) async fn ask(
         None => store.create_ask(task, call_id, ask.kind(), &payload)?,
     };
     let waiting = broker.wait_for(&stored.ask_id);
-    store.set_status(task, ask.waiting_status())?;
+    // The waiting status, the UI row and the announcement are one step.
     let (kind, subtype, text) = ask.ui_row();
-    store.append_ui(task, kind, subtype, &text)?;
-    events.publish(TaskEvent::AskRequired {
+    let step = crate::store::Step::new()
+        .status(ask.waiting_status())
+        .ui(kind, subtype, text);
+    let announce = TaskEvent::AskRequired {
         ask_id: stored.ask_id.clone(),
         text: ask.question(),
         ask,
-    });
+    };
+    events.commit(store, task, step, vec![announce])?;
     // A cancel while waiting is a no; the loop then stops.
     let answer = tokio::select! {
         a = waiting => a.unwrap_or(Answer::No { feedback: None }),

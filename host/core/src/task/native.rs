@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::TaskError;
 use super::call::CallResult;
 use super::runner::{Agent, Ctx, RunState};
-use crate::asks::{Approval, Ask, CompletionAnswer};
+use crate::asks::{Ask, CompletionAnswer};
 use crate::events::TaskEvent;
 use crate::intents::{self, Scope, Trace};
 use crate::tools::{ToolGroup, ToolSpec};
@@ -32,8 +32,24 @@ pub(super) trait NativeTool: Send + Sync {
     /// What the model is told about it.
     fn spec(&self) -> ToolSpec;
 
+    /// What a call needs from the approval gate: by default nothing (the
+    /// tool talks to the user itself, or changes only the task's notes).
+    fn needs(&self, _state: &RunState, _args: &Value) -> Needs {
+        Needs::Nothing
+    }
+
     /// Run it (every gate has passed).
     fn call<'a>(&'a self, call: NativeCall<'a>) -> BoxFuture<'a, Result<CallResult, TaskError>>;
+}
+
+/// What a host-native call needs before it may run.
+pub(super) enum Needs {
+    /// Nothing: it runs.
+    Nothing,
+    /// Approval under this group: the policy's, or a person's.
+    Approval(ToolGroup),
+    /// It cannot run: this is its result.
+    Refused(CallResult),
 }
 
 /// One call of a host-native tool: the services, the task, the call.
@@ -170,8 +186,25 @@ impl NativeTool for SwitchMode {
         }
     }
 
+    /// A switch to another known mode is approved like any call of the
+    /// `modes` group; an unknown mode is refused before anyone is asked.
+    fn needs(&self, state: &RunState, args: &Value) -> Needs {
+        let slug = args["mode_slug"].as_str().unwrap_or_default();
+        match state.modes.get(slug) {
+            None => {
+                let known: Vec<&str> = state.modes.iter().map(|m| m.slug.as_str()).collect();
+                Needs::Refused(CallResult::mistake(format!(
+                    "[ERROR] Unknown mode `{slug}`. Available modes: {}.",
+                    known.join(", ")
+                )))
+            }
+            Some(target) if target.slug == state.mode.slug => Needs::Nothing,
+            Some(_) => Needs::Approval(ToolGroup::Modes),
+        }
+    }
+
     fn call<'a>(&'a self, c: NativeCall<'a>) -> BoxFuture<'a, Result<CallResult, TaskError>> {
-        Box::pin(c.agent.switch_mode(c.ctx, c.state, c.call_id, c.args))
+        Box::pin(async move { c.agent.switch_mode(c.ctx, c.state, c.args) })
     }
 }
 
@@ -296,56 +329,23 @@ impl Agent {
         Ok(CallResult::ok(block))
     }
 
-    async fn switch_mode(
+    /// `switch_mode`, approved by the approval gate: change the mode.
+    fn switch_mode(
         &self,
         ctx: &Ctx<'_>,
         state: &mut RunState,
-        call_id: &str,
         args: &Value,
     ) -> Result<CallResult, TaskError> {
         let id = ctx.task.id.as_str();
         let slug = args["mode_slug"].as_str().unwrap_or_default();
         let reason = args["reason"].as_str().unwrap_or_default();
         let Some(target) = state.modes.get(slug).cloned() else {
-            let known: Vec<&str> = state.modes.iter().map(|m| m.slug.as_str()).collect();
             return Ok(CallResult::mistake(format!(
-                "[ERROR] Unknown mode `{slug}`. Available modes: {}.",
-                known.join(", ")
+                "[ERROR] Unknown mode `{slug}`."
             )));
         };
         if target.slug == state.mode.slug {
             return Ok(CallResult::ok(format!("Already in {} mode.", target.name)));
-        }
-        if self.config.policy.covers(ToolGroup::Modes) {
-            ctx.events.publish(TaskEvent::ToolCallApproved {
-                id: call_id.to_owned(),
-                auto: true,
-            });
-        } else {
-            let answer = self
-                .ask(
-                    ctx,
-                    Some(call_id),
-                    Ask::Tool {
-                        tool: SWITCH_MODE.to_owned(),
-                        group: ToolGroup::Modes,
-                        args: roost_secrets::redact_json(args),
-                        preview: None,
-                    },
-                )
-                .await?
-                .approval();
-            if let Approval::Deny { feedback } = answer {
-                ctx.events.publish(TaskEvent::ToolCallDenied {
-                    id: call_id.to_owned(),
-                    feedback: feedback.clone(),
-                });
-                let mut msg = format!("The user denied switching to {slug} mode.");
-                if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
-                    msg.push_str(&format!("\n<feedback>\n{f}\n</feedback>"));
-                }
-                return Ok(CallResult::error(msg));
-            }
         }
         self.store.set_mode(id, &target.slug)?;
         self.store.append_ui(

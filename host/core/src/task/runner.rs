@@ -418,12 +418,15 @@ impl Agent {
     pub fn abort(&self, id: &str, reason: &str, events: &EventBus) -> Result<(), TaskError> {
         self.store.repair_dangling_tool_uses(id)?;
         self.store.close_asks(id, reason)?;
-        self.store.set_status(id, TaskStatus::Aborted)?;
-        self.store
-            .append_ui(id, "say", "error", &format!("aborted: {reason}"))?;
-        events.publish(TaskEvent::Aborted {
+        let step = Step::new().status(TaskStatus::Aborted).ui(
+            "say",
+            "error",
+            format!("aborted: {reason}"),
+        );
+        let announce = TaskEvent::Aborted {
             reason: reason.to_owned(),
-        });
+        };
+        events.commit(&self.store, id, step, vec![announce])?;
         Ok(())
     }
 
@@ -641,11 +644,13 @@ impl Agent {
             "paused: reached the limit of {} model requests; `roost resume {}` continues",
             self.config.max_turns, id
         );
-        self.store.set_status(id, TaskStatus::Paused)?;
-        self.store.append_ui(id, "say", "paused", &reason)?;
-        ctx.events.publish(TaskEvent::Paused {
+        let step = Step::new()
+            .status(TaskStatus::Paused)
+            .ui("say", "paused", reason.as_str());
+        let announce = TaskEvent::Paused {
             reason: reason.clone(),
-        });
+        };
+        ctx.events.commit(&self.store, id, step, vec![announce])?;
         Ok(TaskOutcome::Paused { reason })
     }
 
@@ -783,11 +788,13 @@ impl Agent {
 
     fn fail(&self, ctx: &Ctx<'_>, error: &str) -> Result<TaskOutcome, TaskError> {
         let id = ctx.task.id.as_str();
-        self.store.set_status(id, TaskStatus::Failed)?;
-        self.store.append_ui(id, "say", "error", error)?;
-        ctx.events.publish(TaskEvent::Failed {
+        let step = Step::new()
+            .status(TaskStatus::Failed)
+            .ui("say", "error", error);
+        let announce = TaskEvent::Failed {
             error: error.to_owned(),
-        });
+        };
+        ctx.events.commit(&self.store, id, step, vec![announce])?;
         Ok(TaskOutcome::Failed {
             error: error.to_owned(),
         })

@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::TaskError;
-use super::native::NativeCall;
+use super::native::{NativeCall, Needs};
 use super::registry::{Executor, RegisteredTool};
 use super::runner::{Agent, Ctx, RunState};
 use crate::asks::{Approval, Ask};
@@ -314,7 +314,7 @@ impl Agent {
                 )
                 .await?
             }
-            Gate::Approval => self.approval_gate(ctx, call).await,
+            Gate::Approval => self.approval_gate(ctx, state, call).await,
         })
     }
 
@@ -365,12 +365,36 @@ impl Agent {
 
     /// Plugin tools run when the policy covers their group or a person has
     /// said yes; otherwise a person is asked, shown the diff an edit would
-    /// make. Host-native tools ask their own questions when they run.
-    async fn approval_gate(&self, ctx: &Ctx<'_>, call: &Pending<'_>) -> Verdict {
-        let Executor::Component(plugin) = &call.tool.executor else {
-            return Verdict::Proceed;
-        };
+    /// make. A host-native tool says what it needs ([`Needs`]): a mode
+    /// switch is approved here like a plugin call; the tools that are
+    /// themselves questions (follow-up, completion) need nothing.
+    async fn approval_gate(&self, ctx: &Ctx<'_>, state: &RunState, call: &Pending<'_>) -> Verdict {
         let spec = &call.tool.spec;
+        let plugin = match &call.tool.executor {
+            Executor::Component(plugin) => plugin,
+            Executor::Native(native) => {
+                return match native.0.needs(state, &call.args) {
+                    Needs::Nothing => Verdict::Proceed,
+                    Needs::Refused(result) => Verdict::Refuse(result),
+                    Needs::Approval(group) => {
+                        if call.approved || self.config.policy.covers(group) {
+                            ctx.events.publish(TaskEvent::ToolCallApproved {
+                                id: call.id.to_owned(),
+                                auto: !call.approved,
+                            });
+                            Verdict::Proceed
+                        } else {
+                            Verdict::Ask(Ask::Tool {
+                                tool: spec.name.clone(),
+                                group,
+                                args: roost_secrets::redact_json(&call.args),
+                                preview: None,
+                            })
+                        }
+                    }
+                };
+            }
+        };
         if call.approved || self.config.policy.covers(spec.group) {
             ctx.events.publish(TaskEvent::ToolCallApproved {
                 id: call.id.to_owned(),

@@ -1,0 +1,210 @@
+//! The deployment's configuration file (`~/.config/roost/config.toml`):
+//! provider profiles (endpoint, model, key variable, context window,
+//! prices). Every front-end reads it here, so a profile means the same
+//! thing to the CLI and to the server; command-line flags override it.
+
+mod provider;
+
+pub use provider::{ProviderChoice, RecordedEndpoint, provider};
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::task::{Price, TaskConfig};
+
+/// Why the configuration (or a provider from it) cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file named explicitly is missing.
+    #[error("the config file {0} does not exist")]
+    Missing(PathBuf),
+    /// The file cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The file is not valid: the message names the field.
+    #[error("invalid config file {path}: {detail}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Which field, and why.
+        detail: String,
+    },
+    /// A profile named on the command line or in the file is not there.
+    #[error("no profile `{name}` in the config (known: {known})")]
+    NoProfile {
+        /// The name asked for.
+        name: String,
+        /// The profiles there are, comma-separated.
+        known: String,
+    },
+    /// The provider cannot be built (unknown kind, missing key or script).
+    #[error("{0}")]
+    Provider(String),
+}
+
+/// The config file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Profile used when none is named.
+    pub default_profile: Option<String>,
+    /// Named provider profiles.
+    #[serde(default)]
+    pub profiles: BTreeMap<String, Profile>,
+}
+
+/// One provider profile.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// `openai` (any OpenAI-compatible server), `anthropic` or `scripted`.
+    pub provider: Option<String>,
+    /// Model id.
+    pub model: Option<String>,
+    /// API base URL (e.g. `http://localhost:11434/v1` for Ollama).
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Context window in tokens.
+    pub context_window: Option<u64>,
+    /// Share of the window (above 0, at most 1) at which older history is
+    /// condensed; default 0.8.
+    pub condense_threshold: Option<f64>,
+    /// Most recent messages kept verbatim when condensing; default 6.
+    pub keep_recent_messages: Option<usize>,
+    /// Price per million tokens.
+    pub price: Option<Price>,
+}
+
+impl Profile {
+    /// Put this profile's context and price settings into `config`.
+    pub fn apply(&self, config: &mut TaskConfig) {
+        if let Some(w) = self.context_window {
+            config.context_window = w;
+        }
+        if let Some(t) = self.condense_threshold {
+            config.condense_threshold = t;
+        }
+        if let Some(k) = self.keep_recent_messages {
+            config.keep_recent_messages = k;
+        }
+        if let Some(p) = self.price {
+            config.price = p;
+        }
+    }
+}
+
+/// Where the config file lives by default.
+pub fn default_path() -> PathBuf {
+    directories::ProjectDirs::from("", "", "roost")
+        .map(|d| d.config_dir().join("config.toml"))
+        .unwrap_or_else(|| PathBuf::from(".roost/config.toml"))
+}
+
+/// Load the config file `explicit` (which must exist), or else the default
+/// one (which may be absent: an empty config). A malformed file is an
+/// error naming the file and the field.
+pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+    let path = explicit.map_or_else(default_path, Path::to_path_buf);
+    let config: Config = match std::fs::read_to_string(&path) {
+        Ok(text) => toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+            path: path.clone(),
+            detail: e.to_string(),
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && explicit.is_none() => {
+            Config::default()
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ConfigError::Missing(path));
+        }
+        Err(source) => return Err(ConfigError::Read { path, source }),
+    };
+    for (name, p) in &config.profiles {
+        if let Some(t) = p.condense_threshold
+            && !(t > 0.0 && t <= 1.0)
+        {
+            return Err(ConfigError::Invalid {
+                path,
+                detail: format!(
+                    "profiles.{name}.condense_threshold must be above 0 and at most 1, not {t}"
+                ),
+            });
+        }
+    }
+    Ok(config)
+}
+
+impl Config {
+    /// The profile `name`, or the default one, or an empty profile.
+    pub fn profile(&self, name: Option<&str>) -> Result<Profile, ConfigError> {
+        match name.or(self.default_profile.as_deref()) {
+            Some(n) => self
+                .profiles
+                .get(n)
+                .cloned()
+                .ok_or_else(|| ConfigError::NoProfile {
+                    name: n.to_owned(),
+                    known: self
+                        .profiles
+                        .keys()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                }),
+            None => Ok(Profile::default()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_profiles_and_reports_bad_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("config.toml");
+        std::fs::write(
+            &p,
+            "default_profile = \"local\"\n[profiles.local]\nprovider = \"openai\"\nmodel = \"qwen\"\nbase_url = \"http://localhost:11434/v1\"\n[profiles.local.price]\ninput = 1.0\noutput = 2.0\n",
+        )
+        .expect("write");
+        let c = load(Some(&p)).expect("parses");
+        let prof = c.profile(None).expect("default");
+        assert_eq!(prof.model.as_deref(), Some("qwen"));
+        assert_eq!(prof.price.expect("price").output, 2.0);
+        assert!(c.profile(Some("nope")).is_err());
+        std::fs::write(&p, "profiles = 3").expect("write");
+        let e = load(Some(&p)).expect_err("invalid");
+        assert!(e.to_string().contains("config.toml"));
+        let e = load(Some(&dir.path().join("missing.toml"))).expect_err("named, so required");
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        std::fs::write(
+            &p,
+            "[profiles.small]\ncontext_window = 8000\ncondense_threshold = 0.7\nkeep_recent_messages = 4\n",
+        )
+        .expect("write");
+        let prof = load(Some(&p))
+            .expect("parses")
+            .profile(Some("small"))
+            .expect("profile");
+        assert_eq!(prof.condense_threshold, Some(0.7));
+        assert_eq!(prof.keep_recent_messages, Some(4));
+        let mut config = TaskConfig::default();
+        prof.apply(&mut config);
+        assert_eq!(config.context_window, 8000);
+        std::fs::write(&p, "[profiles.bad]\ncondense_threshold = 1.5\n").expect("write");
+        let e = load(Some(&p)).expect_err("out of range");
+        assert!(
+            e.to_string().contains("profiles.bad.condense_threshold"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! Choosing the model a task talks to: the flags a front-end was given,
+//! the task's recorded endpoint (a resume goes back to it), the profile
+//! named or the default one, in that order.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{Config, ConfigError, Profile};
+use crate::llm::anthropic::Anthropic;
+use crate::llm::scripted::{Script, ScriptedTransport};
+use crate::llm::{HttpTransport, Labelled, OpenAiCompatible, Provider, RetryPolicy};
+
+/// What a front-end was asked for; every field may be left to the config.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderChoice {
+    /// `openai`, `anthropic` or `scripted`.
+    pub provider: Option<String>,
+    /// Model id.
+    pub model: Option<String>,
+    /// API base URL.
+    pub base_url: Option<String>,
+    /// Transcript for the scripted provider.
+    pub script: Option<PathBuf>,
+    /// Profile from the config file.
+    pub profile: Option<String>,
+}
+
+/// Where a task was created to talk to (from its record): a resume keeps
+/// it unless another profile is named.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordedEndpoint<'a> {
+    /// Provider kind.
+    pub provider: &'a str,
+    /// Base URL.
+    pub base_url: &'a str,
+    /// Model id.
+    pub model: &'a str,
+    /// Profile name.
+    pub profile: &'a str,
+}
+
+/// The provider for `choice` under `cfg`, and the profile it came from
+/// (whose context settings the engine applies). `recorded` is the task's
+/// endpoint when resuming; `scripted_start` the reply a scripted
+/// transcript resumes at.
+pub fn provider(
+    cfg: &Config,
+    choice: &ProviderChoice,
+    recorded: Option<RecordedEndpoint<'_>>,
+    scripted_start: usize,
+) -> Result<(Arc<dyn Provider>, Profile), ConfigError> {
+    // Naming a profile picks that profile's endpoint; a flag overrides one
+    // field.
+    let keep = recorded.filter(|_| choice.profile.is_none());
+    let kept = |v: Option<&str>| v.filter(|v| !v.is_empty()).map(str::to_owned);
+    let profile_name = choice
+        .profile
+        .clone()
+        .or_else(|| kept(keep.map(|t| t.profile)))
+        .or_else(|| cfg.default_profile.clone());
+    let profile = match (cfg.profile(profile_name.as_deref()), keep) {
+        (Ok(p), _) => p,
+        // The task's profile is gone from the config: its recorded
+        // endpoint still holds.
+        (Err(e), Some(_)) => {
+            tracing::warn!("{e}; resuming on the task's recorded endpoint");
+            Profile::default()
+        }
+        (Err(e), None) => return Err(e),
+    };
+    let kind = choice
+        .provider
+        .clone()
+        .or_else(|| kept(keep.map(|t| t.provider)))
+        .or_else(|| profile.provider.clone())
+        .or_else(|| choice.script.as_ref().map(|_| "scripted".to_owned()))
+        .unwrap_or_else(|| "openai".to_owned());
+    // The recorded URL and model belong to the recorded provider.
+    let same_kind = keep.is_some_and(|t| t.provider == kind);
+    let base_url = |default: &str| {
+        choice
+            .base_url
+            .clone()
+            .or_else(|| kept(keep.map(|t| t.base_url)).filter(|_| same_kind))
+            .or_else(|| profile.base_url.clone())
+            .unwrap_or_else(|| default.to_owned())
+    };
+    let model = |default: &str| {
+        choice
+            .model
+            .clone()
+            .or_else(|| kept(keep.map(|t| t.model)).filter(|_| same_kind))
+            .or_else(|| profile.model.clone())
+            .unwrap_or_else(|| default.to_owned())
+    };
+    let http = |url: String, headers| {
+        HttpTransport::new(url, headers).map_err(|e| ConfigError::Provider(e.to_string()))
+    };
+    let label = profile_name.as_deref().unwrap_or("");
+    let retry = RetryPolicy::default();
+    let provider: Arc<dyn Provider> = match kind.as_str() {
+        "scripted" => {
+            let path = choice.script.as_ref().ok_or_else(|| {
+                ConfigError::Provider("--provider scripted needs --script FILE".into())
+            })?;
+            let script = Script::load(path).map_err(|e| ConfigError::Provider(e.to_string()))?;
+            let model = script.model.clone();
+            let transport = Arc::new(ScriptedTransport::starting_at(script, scripted_start));
+            Arc::new(OpenAiCompatible::new("scripted", &model, transport, retry))
+        }
+        "openai" => {
+            let env_base = std::env::var("OPENAI_BASE_URL").ok();
+            let base = base_url(env_base.as_deref().unwrap_or("https://api.openai.com/v1"));
+            let key_var = profile.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
+            let mut headers = Vec::new();
+            match std::env::var(key_var) {
+                Ok(key) if !key.is_empty() => {
+                    headers.push(("authorization".to_owned(), format!("Bearer {key}")));
+                }
+                _ => tracing::warn!(
+                    "{key_var} is not set; sending requests without an API key (fine for local servers)"
+                ),
+            }
+            let url = format!("{}/chat/completions", base.trim_end_matches('/'));
+            let inner = Arc::new(OpenAiCompatible::new(
+                "openai",
+                &model("gpt-4o-mini"),
+                Arc::new(http(url, headers)?),
+                retry,
+            ));
+            Arc::new(Labelled::new(inner, &base, label))
+        }
+        "anthropic" => {
+            let base = base_url("https://api.anthropic.com/v1");
+            let key_var = profile
+                .api_key_env
+                .as_deref()
+                .unwrap_or("ANTHROPIC_API_KEY");
+            let key = std::env::var(key_var)
+                .map_err(|_| ConfigError::Provider(format!("{key_var} is not set")))?;
+            let headers = vec![
+                ("x-api-key".to_owned(), key),
+                ("anthropic-version".to_owned(), "2023-06-01".to_owned()),
+            ];
+            let url = format!("{}/messages", base.trim_end_matches('/'));
+            let inner = Arc::new(Anthropic::new(
+                &model("claude-sonnet-4-5"),
+                Arc::new(http(url, headers)?),
+                retry,
+            ));
+            Arc::new(Labelled::new(inner, &base, label))
+        }
+        other => {
+            return Err(ConfigError::Provider(format!(
+                "unknown provider `{other}` (openai, anthropic, scripted)"
+            )));
+        }
+    };
+    Ok((provider, profile))
+}
