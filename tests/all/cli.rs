@@ -7,7 +7,7 @@ use crate::sse_server;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn roost(data: &Path) -> Command {
+pub(crate) fn roost(data: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_roost"));
     c.arg("--data-dir")
         .arg(data)
@@ -55,7 +55,7 @@ fn mkfifo(path: &Path) {
     assert!(made.success(), "mkfifo {}", path.display());
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),

@@ -17,6 +17,7 @@ mod hooks;
 mod host_escapes;
 mod limits;
 mod llm_providers;
+mod plugin_install;
 mod sandbox;
 mod scope;
 mod snapshots;

@@ -6,6 +6,7 @@ mod intents;
 mod interact;
 mod line;
 mod modes;
+mod plugin;
 mod render;
 mod run;
 pub mod sanitize;
@@ -47,6 +48,9 @@ pub enum Command {
     /// Past tasks.
     #[command(subcommand)]
     History(run::HistoryCommand),
+    /// Install and manage third-party tool plugins.
+    #[command(subcommand)]
+    Plugin(plugin::PluginCommand),
     /// List or call tools directly (debugging, scripts, benchmarks).
     #[command(subcommand)]
     Tool(tool::ToolCommand),
@@ -116,6 +120,7 @@ pub fn main() -> ExitCode {
             Command::Intents(IntentsCommand::List(args)) => intents::list(args),
             Command::Trace(args) => intents::trace(args),
             Command::Tool(cmd) => tool::run(cmd, &data_dir).await,
+            Command::Plugin(cmd) => plugin::run(cmd, &data_dir),
             Command::Completions { shell } => {
                 let mut cmd = <Cli as clap::CommandFactory>::command();
                 clap_complete::generate(shell, &mut cmd, "roost", &mut std::io::stdout());

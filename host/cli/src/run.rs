@@ -174,6 +174,7 @@ fn engine(
     let mut builder = EngineBuilder::new(data_dir)
         .config(config)
         .profile(provider, profile)
+        .installed_plugins(true)
         .modes_dir(config::default_path().parent().map(Path::to_path_buf))
         .before_compile(|| {
             notice!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");

@@ -10,6 +10,8 @@ use clap::{Args, Subcommand};
 
 use super::sanitize::{json_text, visible, visible_line};
 use roost_core::first_party;
+use roost_core::install::Plugins;
+use roost_core::store::Store;
 use roost_core::task::Registry;
 use roost_core::task::paths;
 use roost_sandbox::capability::{Grant, Limits, RooIgnore, Workspace};
@@ -18,7 +20,7 @@ use roost_sandbox::plugins::{EngineConfig, LoadedPlugin, PluginEngine};
 /// `roost tool …`
 #[derive(Debug, Subcommand)]
 pub enum ToolCommand {
-    /// List the tools of the first-party plugins (and any `--plugin`).
+    /// List the tools: first-party, installed and enabled, and any `--plugin`.
     List(PluginArgs),
     /// Call one tool in its sandbox and print its output.
     Call(CallArgs),
@@ -88,10 +90,10 @@ pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> 
     }
 }
 
-fn load(data_dir: &Path, extra: &PluginArgs) -> anyhow::Result<(PluginEngine, Registry)> {
-    let engine = PluginEngine::new(EngineConfig::with_cache_dir(
+fn load(data_dir: &Path, extra: &PluginArgs) -> anyhow::Result<(Arc<PluginEngine>, Registry)> {
+    let engine = Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
         data_dir.join("cache").join("components"),
-    ))?;
+    ))?);
     if first_party::needs_compile(&engine, false) {
         eprintln!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
     }
@@ -107,6 +109,9 @@ fn load(data_dir: &Path, extra: &PluginArgs) -> anyhow::Result<(PluginEngine, Re
     for p in plugins {
         registry.add_plugin(p)?;
     }
+    // Installed plugins, each with at most what it was granted.
+    let store = Store::open(&Store::default_path(data_dir))?;
+    Plugins::new(data_dir, &store, &engine, Limits::default()).load_enabled(&mut registry)?;
     Ok((engine, registry))
 }
 
@@ -144,11 +149,25 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         .memory_mib
         .checked_mul(1 << 20)
         .with_context(|| format!("--memory-mib {} is too large", c.memory_mib))?;
-    let mut grant = Grant::new(&c.workspace).limits(Limits {
+    // An installed plugin gets at most what it was granted at install.
+    let access = tool.access;
+    if c.read && !access.read {
+        bail!(
+            "plugin `{}` was not granted read access at install",
+            visible_line(plugin.name())
+        );
+    }
+    if !c.write.is_empty() && !access.write {
+        bail!(
+            "plugin `{}` was not granted write access at install",
+            visible_line(plugin.name())
+        );
+    }
+    let mut grant = Grant::new(&c.workspace).limits(access.limits(Limits {
         deadline: Duration::from_millis(c.deadline_ms),
         memory_bytes,
         output_bytes: c.output_bytes,
-    });
+    }));
     if c.read {
         grant = grant.read();
     }

@@ -10,13 +10,15 @@
 //! validation), [`modes`] (modes, hook registry), [`intents`] (intents,
 //! trace), [`store`] (SQLite), [`events`] (the event stream and its log), and
 //! [`first_party`] (the components that ship inside the binary); [`config`]
-//! is the deployment's config file (provider profiles) every front-end reads.
+//! is the deployment's config file (provider profiles) every front-end reads;
+//! [`install`] holds third-party plugins: manifests, grants, upgrades.
 
 pub mod asks;
 pub mod config;
 pub mod engine;
 pub mod events;
 pub mod first_party;
+pub mod install;
 pub mod intents;
 pub mod llm;
 pub mod modes;

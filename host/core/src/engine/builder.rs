@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::Engine;
 use crate::config::Profile;
 use crate::first_party;
+use crate::install::Plugins;
 use crate::llm::Provider;
 use crate::modes::HookRegistry;
 use crate::store::{Store, StoreError};
@@ -30,6 +31,9 @@ pub enum BuildError {
     /// The task store cannot be opened.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// An installed plugin cannot be loaded.
+    #[error(transparent)]
+    Install(#[from] crate::install::InstallError),
     /// A component file has no usable name.
     #[error("{0}: cannot take a plugin or hook name from this file name")]
     Unnamed(PathBuf),
@@ -46,6 +50,7 @@ pub struct EngineBuilder {
     modes_dir: Option<PathBuf>,
     plugin_engine: Option<Arc<PluginEngine>>,
     before_compile: Option<Box<dyn FnOnce() + Send>>,
+    installed: bool,
 }
 
 impl EngineBuilder {
@@ -60,6 +65,7 @@ impl EngineBuilder {
             modes_dir: None,
             plugin_engine: None,
             before_compile: None,
+            installed: false,
         }
     }
 
@@ -81,6 +87,13 @@ impl EngineBuilder {
     pub fn profile(mut self, provider: Arc<dyn Provider>, profile: &Profile) -> Self {
         profile.apply(&mut self.config);
         self.provider = Some(provider);
+        self
+    }
+
+    /// Also offer the tools of every enabled plugin installed in the data
+    /// directory (`roost plugin install`), each with at most its grant.
+    pub fn installed_plugins(mut self, yes: bool) -> Self {
+        self.installed = yes;
         self
     }
 
@@ -145,6 +158,11 @@ impl EngineBuilder {
         for path in &self.plugin_files {
             registry.add_plugin(engine.load_file(&stem(path)?, path)?)?;
         }
+        let store = Store::open(&Store::default_path(&self.data_dir))?;
+        if self.installed {
+            Plugins::new(&self.data_dir, &store, &engine, self.config.limits)
+                .load_enabled(&mut registry)?;
+        }
         let mut hooks = HookRegistry::first_party(&engine)?;
         for path in &self.hook_files {
             hooks.add(engine.load_hook_file(&stem(path)?, path)?);
@@ -153,7 +171,7 @@ impl EngineBuilder {
             provider,
             engine,
             registry: Arc::new(registry),
-            store: Store::open(&Store::default_path(&self.data_dir))?,
+            store,
             config: self.config,
             modes_dir: self.modes_dir,
             hooks: Arc::new(hooks),

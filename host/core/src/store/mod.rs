@@ -15,6 +15,7 @@ mod asks;
 mod claims;
 mod events;
 mod export;
+mod plugins;
 pub mod status;
 mod step;
 mod todos;
@@ -22,6 +23,7 @@ mod todos;
 pub use asks::StoredAsk;
 pub use claims::TaskClaim;
 pub use events::StoredEvent;
+pub use plugins::PluginRecord;
 pub use status::TaskStatus;
 pub use step::{Committed, Step};
 pub use todos::{TodoItem, TodoState};
@@ -34,7 +36,7 @@ use serde::Serialize;
 
 use crate::llm::{ContentBlock, Message, Role, Usage};
 
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -100,6 +102,17 @@ CREATE TABLE IF NOT EXISTS events (
     ts INTEGER NOT NULL,
     event TEXT NOT NULL,
     PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE IF NOT EXISTS plugins (
+    name TEXT PRIMARY KEY,
+    version TEXT NOT NULL,
+    manifest TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    granted TEXT NOT NULL,
+    tools TEXT NOT NULL,
+    enabled INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    installed_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS claims (
     task_id TEXT PRIMARY KEY REFERENCES tasks(id),
@@ -857,8 +870,8 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
             conn.execute_batch("ALTER TABLE tasks ADD COLUMN profile TEXT NOT NULL DEFAULT ''")?;
         }
     }
-    // Version 3 adds the `events` table and version 4 the `claims` table,
-    // which `SCHEMA` creates when missing; older tasks simply have no
+    // Version 3 adds the `events` table, version 4 the `claims` table and
+    // version 5 the `plugins` table, which `SCHEMA` creates when missing; older tasks simply have no
     // recorded events, and no claim (lock files of version 3 are ignored).
     Ok(())
 }

@@ -28,6 +28,8 @@ pub use ask::{Answers, AskBroker, AskError, Responder, answer_asks};
 pub use call::paths;
 pub use config::{Price, TaskConfig};
 pub use control::Control;
-pub use registry::{Executor, HOST, NativeHandler, RegisteredTool, Registry, RegistryError};
+pub use registry::{
+    Access, Executor, HOST, NativeHandler, RegisteredTool, Registry, RegistryError,
+};
 pub use runner::{Agent, TaskError, TaskOutcome};
 pub use status::TaskStatus;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::native::{self, NativeTool};
 use crate::tools::{ArgsValidator, ToolSpec, reserved};
+use roost_sandbox::capability::Limits;
 use roost_sandbox::plugins::LoadedPlugin;
 
 /// Two providers may not claim the same tool name: the model could not
@@ -63,6 +64,41 @@ pub struct NativeHandler(pub(super) Arc<dyn NativeTool>);
 /// Name shown as the provider of host-native tools.
 pub const HOST: &str = "host";
 
+/// What a plugin's calls may be granted at most: an installed plugin's
+/// recorded grant (the user approved it at install). Within it, each call
+/// still gets only what its intent's scope allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// May read the workspace.
+    pub read: bool,
+    /// May write at all (where the scope allows).
+    pub write: bool,
+    /// Per-call limits, when tighter than the host's.
+    pub limits: Option<Limits>,
+}
+
+impl Access {
+    /// Everything the intent allows: host-native tools, first-party
+    /// plugins and components named on the command line.
+    pub const FULL: Access = Access {
+        read: true,
+        write: true,
+        limits: None,
+    };
+
+    /// `limits` narrowed by this access's own.
+    pub fn limits(&self, host: Limits) -> Limits {
+        match self.limits {
+            None => host,
+            Some(own) => Limits {
+                deadline: own.deadline.min(host.deadline),
+                memory_bytes: own.memory_bytes.min(host.memory_bytes),
+                output_bytes: own.output_bytes.min(host.output_bytes),
+            },
+        }
+    }
+}
+
 /// A tool, its compiled argument schema, and what runs it.
 #[derive(Clone)]
 pub struct RegisteredTool {
@@ -72,6 +108,8 @@ pub struct RegisteredTool {
     pub validator: Arc<ArgsValidator>,
     /// What runs it.
     pub executor: Executor,
+    /// The most its calls may be granted.
+    pub access: Access,
 }
 
 impl RegisteredTool {
@@ -123,6 +161,7 @@ impl Registry {
                             spec,
                             validator: Arc::new(v),
                             executor: Executor::Native(NativeHandler(handler)),
+                            access: Access::FULL,
                         },
                     );
                 }
@@ -137,6 +176,15 @@ impl Registry {
     /// Register every tool of `plugin`; nothing is registered when one of
     /// its names is reserved, taken, or has a schema that does not compile.
     pub fn add_plugin(&mut self, plugin: Arc<LoadedPlugin>) -> Result<(), RegistryError> {
+        self.add_plugin_with(plugin, Access::FULL)
+    }
+
+    /// Register every tool of `plugin`, its calls granted at most `access`.
+    pub fn add_plugin_with(
+        &mut self,
+        plugin: Arc<LoadedPlugin>,
+        access: Access,
+    ) -> Result<(), RegistryError> {
         for spec in plugin.tools() {
             if let Some(reason) = reserved::reserved(&spec.name) {
                 return Err(RegistryError::Reserved {
@@ -171,6 +219,7 @@ impl Registry {
                     spec,
                     validator,
                     executor: Executor::Component(Arc::clone(&plugin)),
+                    access,
                 },
             );
         }

@@ -33,7 +33,23 @@ impl Agent {
         // scope does not allow (globs finer than a directory) and any write
         // to an authority file (`.git/`, `.orchestration/`), which no call
         // may change whatever its scope.
-        let mut grant = Grant::new(&ctx.workspace).read().limits(self.config.limits);
+        let access = call.tool.access;
+        // An installed plugin gets at most what the user granted it.
+        if spec.destructive && !access.write {
+            let msg = format!(
+                "plugin `{}` was not granted write access at install; `{}` cannot run",
+                plugin.name(),
+                spec.name
+            );
+            return Ok(CallResult {
+                ui_row: Some(("error", msg.clone())),
+                ..CallResult::error(format!("[ERROR] {msg}"))
+            });
+        }
+        let mut grant = Grant::new(&ctx.workspace).limits(access.limits(self.config.limits));
+        if access.read {
+            grant = grant.read();
+        }
         // Edit and command tools are always destructive (see `plugins`).
         let mut roots: Vec<PathBuf> = Vec::new();
         if spec.destructive {

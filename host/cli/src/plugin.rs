@@ -1,0 +1,282 @@
+//! `roost plugin`: install, list, inspect, upgrade, enable, disable and
+//! remove third-party tool plugins. What a plugin asks for is shown before
+//! anything is recorded; a person says yes at the terminal, or `--yes`.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::bail;
+use clap::Subcommand;
+
+use super::sanitize::{json_text, visible_line};
+use roost_core::install::{self, Candidate, Installed, Plugins};
+use roost_core::store::Store;
+use roost_sandbox::capability::Limits;
+use roost_sandbox::plugins::{EngineConfig, PluginEngine};
+
+/// `roost plugin …`
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Verify and install a plugin (a folder with plugin.toml, a plugin.toml, or a .wasm).
+    Install {
+        /// Where the plugin is.
+        source: PathBuf,
+        /// Grant what it asks for without asking.
+        #[arg(short = 'y', long)]
+        yes: bool,
+    },
+    /// Installed plugins.
+    List {
+        /// Print as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One plugin: tools, world, capabilities requested and granted, hash.
+    Inspect {
+        /// Plugin name.
+        name: String,
+        /// Print as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replace a plugin with a new version; anything it asks for beyond
+    /// its grant must be approved.
+    Upgrade {
+        /// Plugin name.
+        name: String,
+        /// Where the new version is.
+        source: PathBuf,
+        /// Approve what it asks for beyond the grant without asking.
+        #[arg(short = 'y', long)]
+        yes: bool,
+    },
+    /// Remove a plugin and its component.
+    Remove {
+        /// Plugin name.
+        name: String,
+    },
+    /// Offer a plugin's tools to tasks again.
+    Enable {
+        /// Plugin name.
+        name: String,
+    },
+    /// Stop offering a plugin's tools to tasks (it stays installed).
+    Disable {
+        /// Plugin name.
+        name: String,
+    },
+}
+
+/// Run a `roost plugin` command.
+pub fn run(cmd: PluginCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let store = Store::open(&Store::default_path(data_dir))?;
+    let engine = Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
+        data_dir.join("cache").join("components"),
+    ))?);
+    let ceiling = Limits::default();
+    let plugins = Plugins::new(data_dir, &store, &engine, ceiling);
+    match cmd {
+        PluginCommand::Install { source, yes } => {
+            eprintln!(
+                "verifying and compiling {} (a large component takes a while)…",
+                source.display()
+            );
+            let c = plugins.prepare(&source, None)?;
+            let requested = Plugins::requested(&c);
+            show_candidate(&c, &install::describe(&requested, &ceiling));
+            if !confirm("Install it with these capabilities?", yes)? {
+                bail!("not installed: the capabilities were not approved");
+            }
+            let p = plugins.install(&c, &requested)?;
+            println!(
+                "installed {} {} ({} tools)",
+                visible_line(p.name()),
+                visible_line(&p.manifest.plugin.version),
+                p.tools.len()
+            );
+        }
+        PluginCommand::List { json } => {
+            let all = plugins.list()?;
+            if json {
+                let v: Vec<_> = all.iter().map(summary_json).collect();
+                println!("{}", json_text(&serde_json::to_string(&v)?));
+            } else if all.is_empty() {
+                println!("no plugins installed (`roost plugin install <dir>` adds one)");
+            } else {
+                for p in &all {
+                    let tools: Vec<&str> = p.tools.iter().map(|t| t.name.as_str()).collect();
+                    println!(
+                        "{:<20} {:<10} {:<9} {}",
+                        visible_line(p.name()),
+                        visible_line(&p.manifest.plugin.version),
+                        if p.enabled { "enabled" } else { "disabled" },
+                        visible_line(&tools.join(", "))
+                    );
+                }
+            }
+        }
+        PluginCommand::Inspect { name, json } => {
+            let p = plugins.get(&name)?;
+            if json {
+                let mut v = summary_json(&p);
+                v["requested"] = serde_json::to_value(&p.manifest.capabilities)?;
+                v["granted"] = serde_json::to_value(&p.granted)?;
+                println!("{}", json_text(&serde_json::to_string(&v)?));
+            } else {
+                inspect(&p, &ceiling);
+            }
+        }
+        PluginCommand::Upgrade { name, source, yes } => {
+            let old = plugins.get(&name)?;
+            eprintln!("verifying and compiling {}…", source.display());
+            let c = plugins.prepare(&source, Some(&name))?;
+            let requested = Plugins::requested(&c);
+            show_candidate(&c, &install::describe(&requested, &ceiling));
+            let wider = install::widening(&old.granted, &requested, &ceiling);
+            if wider.is_empty() {
+                println!("it asks for nothing beyond what {name} was granted");
+            } else {
+                println!("it asks for more than {name} was granted:");
+                for line in &wider {
+                    println!("  {}", visible_line(line));
+                }
+                if !confirm("Grant the difference and upgrade?", yes)? {
+                    bail!(
+                        "not upgraded: the wider capabilities were not approved; {} {} keeps working",
+                        visible_line(&name),
+                        visible_line(&old.manifest.plugin.version)
+                    );
+                }
+            }
+            let p = plugins.upgrade(&name, &c, &requested)?;
+            println!(
+                "upgraded {} {} → {}",
+                visible_line(p.name()),
+                visible_line(&old.manifest.plugin.version),
+                visible_line(&p.manifest.plugin.version)
+            );
+        }
+        PluginCommand::Remove { name } => {
+            let p = plugins.remove(&name)?;
+            println!("removed {}", visible_line(p.name()));
+        }
+        PluginCommand::Enable { name } => {
+            plugins.set_enabled(&name, true)?;
+            println!("enabled {}", visible_line(&name));
+        }
+        PluginCommand::Disable { name } => {
+            plugins.set_enabled(&name, false)?;
+            println!("disabled {}", visible_line(&name));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a candidate is and asks for. Names and descriptions come from the
+/// plugin: shown, not interpreted.
+fn show_candidate(c: &Candidate, capabilities: &[String]) {
+    let a = &c.manifest.plugin;
+    println!(
+        "plugin {} {} ({}, roost:plugin@{})",
+        visible_line(&a.name),
+        visible_line(&a.version),
+        visible_line(&a.world),
+        visible_line(&a.wit_version)
+    );
+    if !a.description.is_empty() {
+        println!("  {}", visible_line(&a.description));
+    }
+    if !c.has_manifest {
+        println!("  (no plugin.toml: named after the file, asking for the defaults)");
+    }
+    println!("tools:");
+    for t in &c.tools {
+        println!(
+            "  {:<24} {:<8}{}",
+            visible_line(&t.name),
+            t.group,
+            if t.destructive { " writes" } else { "" }
+        );
+    }
+    println!("capabilities it asks for:");
+    for line in capabilities {
+        println!("  {}", visible_line(line));
+    }
+}
+
+fn inspect(p: &Installed, ceiling: &Limits) {
+    let a = &p.manifest.plugin;
+    println!("{} {}", visible_line(&a.name), visible_line(&a.version));
+    if !a.description.is_empty() {
+        println!("  {}", visible_line(&a.description));
+    }
+    if !a.authors.is_empty() {
+        println!("authors: {}", visible_line(&a.authors.join(", ")));
+    }
+    println!(
+        "world: {} (roost:plugin@{})",
+        visible_line(&a.world),
+        visible_line(&a.wit_version)
+    );
+    println!("sha256: {}", p.sha256);
+    println!("size: {} bytes", p.size);
+    println!(
+        "installed: {}",
+        humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH
+                + std::time::Duration::from_millis(u64::try_from(p.installed_at).unwrap_or(0))
+        )
+    );
+    println!("state: {}", if p.enabled { "enabled" } else { "disabled" });
+    println!("signed by: nobody (signatures are not checked yet)");
+    println!("tools:");
+    for t in &p.tools {
+        println!(
+            "  {:<24} {:<8}{}",
+            visible_line(&t.name),
+            t.group,
+            if t.destructive { " writes" } else { "" }
+        );
+    }
+    println!("requested:");
+    for line in install::describe(&p.manifest.capabilities, ceiling) {
+        println!("  {}", visible_line(&line));
+    }
+    println!("granted:");
+    for line in install::describe(&p.granted, ceiling) {
+        println!("  {}", visible_line(&line));
+    }
+}
+
+fn summary_json(p: &Installed) -> serde_json::Value {
+    serde_json::json!({
+        "name": p.name(),
+        "version": p.manifest.plugin.version,
+        "enabled": p.enabled,
+        "sha256": p.sha256,
+        "size": p.size,
+        "installed_at": p.installed_at,
+        "world": p.manifest.plugin.world,
+        "wit_version": p.manifest.plugin.wit_version,
+        "tools": p.tools,
+    })
+}
+
+/// `--yes`, or a person's yes at a terminal; anything else is no.
+fn confirm(question: &str, yes: bool) -> anyhow::Result<bool> {
+    if yes {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        eprintln!("{question} No terminal to ask on: pass --yes to approve.");
+        return Ok(false);
+    }
+    let mut err = std::io::stderr();
+    write!(err, "{question} [y/N] ")?;
+    err.flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes"))
+}

@@ -1,0 +1,593 @@
+//! Third-party plugins as installed things: a component with its
+//! `plugin.toml`, verified (hash, component, world, imports, tool names
+//! that shadow nothing), shown with what it asks for, recorded with what
+//! the user granted, kept in the data directory under its hash, and loaded
+//! for every task with at most that grant. An upgrade that asks for more
+//! than the recorded grant is shown as a list of widenings to approve.
+
+pub mod manifest;
+
+pub use manifest::{Capabilities, LimitRequest, Manifest, ManifestError, ReadAccess};
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::first_party;
+use crate::store::{PluginRecord, Store, StoreError};
+use crate::task::{Access, Registry, RegistryError};
+use manifest::{NetworkRule, SUPPORTED_WIT, TOOL_WORLD, check_name};
+use roost_sandbox::capability::Limits;
+use roost_sandbox::plugins::{LoadedPlugin, PluginEngine, PluginError};
+
+/// The manifest's file name.
+pub const MANIFEST_FILE: &str = "plugin.toml";
+
+/// Why a plugin cannot be installed, changed or loaded. Nothing is left
+/// half-installed by any of them.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// The manifest is invalid.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// The source cannot be used (missing, unreadable, unknown kind).
+    #[error("{0}")]
+    Source(String),
+    /// The component is not the one the manifest names.
+    #[error(
+        "plugin.toml: plugin.sha256: the component's SHA-256 is {actual}, the manifest says {expected}"
+    )]
+    HashMismatch {
+        /// From the manifest.
+        expected: String,
+        /// Of the file.
+        actual: String,
+    },
+    /// The component is not a loadable tool plugin.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+    /// A tool name is reserved, taken by a first-party tool, or its schema
+    /// is broken.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// A tool name is taken by another installed plugin.
+    #[error("tool `{tool}` is already provided by the installed plugin `{owner}`")]
+    Collision {
+        /// The tool.
+        tool: String,
+        /// The plugin that has it.
+        owner: String,
+    },
+    /// The name of a plugin that ships with Roost.
+    #[error("`{0}` is the name of a plugin that ships with Roost; give yours another name")]
+    FirstPartyName(String),
+    /// Installing a name that is installed (use upgrade).
+    #[error("plugin `{0}` is already installed; `roost plugin upgrade {0} <source>` replaces it")]
+    AlreadyInstalled(String),
+    /// No such installed plugin.
+    #[error("no installed plugin `{0}`")]
+    NotInstalled(String),
+    /// An upgrade for another plugin.
+    #[error("the new source is plugin `{new}`, not `{old}`")]
+    OtherPlugin {
+        /// Installed name.
+        old: String,
+        /// The source's name.
+        new: String,
+    },
+    /// The installed component changed on disk since it was installed.
+    #[error(
+        "installed plugin `{name}` changed on disk since it was installed (expected SHA-256 {expected}); reinstall or remove it"
+    )]
+    Tampered {
+        /// Plugin.
+        name: String,
+        /// Recorded hash.
+        expected: String,
+    },
+    /// A record in the store does not decode.
+    #[error("installed plugin `{name}`: its record does not decode: {detail}")]
+    Corrupt {
+        /// Plugin.
+        name: String,
+        /// Decoder message.
+        detail: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A file in the data directory could not be written or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+}
+
+/// One tool of a plugin, as `list` and `inspect` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolSummary {
+    /// Name the model calls.
+    pub name: String,
+    /// Its group.
+    pub group: String,
+    /// Whether it changes files.
+    pub destructive: bool,
+}
+
+/// A verified plugin ready to install or upgrade to.
+pub struct Candidate {
+    /// Its manifest (written for a bare `.wasm`).
+    pub manifest: Manifest,
+    /// Whether the manifest came with the source (else it was written
+    /// from the component).
+    pub has_manifest: bool,
+    /// The component's bytes.
+    pub bytes: Vec<u8>,
+    /// Its tools.
+    pub tools: Vec<ToolSummary>,
+    /// The compiled plugin (precompiled into the cache).
+    pub plugin: Arc<LoadedPlugin>,
+}
+
+/// One installed plugin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Installed {
+    /// The manifest it was installed with.
+    pub manifest: Manifest,
+    /// What the user granted.
+    pub granted: Capabilities,
+    /// Its tools.
+    pub tools: Vec<ToolSummary>,
+    /// SHA-256 of its component.
+    pub sha256: String,
+    /// Component size in bytes.
+    pub size: i64,
+    /// Whether tasks get its tools.
+    pub enabled: bool,
+    /// When it was installed (ms since the epoch).
+    pub installed_at: i64,
+}
+
+impl Installed {
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.manifest.plugin.name
+    }
+}
+
+/// The installed plugins of a data directory.
+pub struct Plugins {
+    dir: PathBuf,
+    store: Store,
+    engine: Arc<PluginEngine>,
+    ceiling: Limits,
+}
+
+impl Plugins {
+    /// The plugins installed under `data_dir` (recorded in `store`), loaded
+    /// with `engine`; `ceiling` is the most any call may be given.
+    pub fn new(
+        data_dir: &Path,
+        store: &Store,
+        engine: &Arc<PluginEngine>,
+        ceiling: Limits,
+    ) -> Self {
+        Self {
+            dir: data_dir.join("plugins"),
+            store: store.clone(),
+            engine: Arc::clone(engine),
+            ceiling,
+        }
+    }
+
+    /// Read and verify `source` (a folder with a `plugin.toml`, a
+    /// `plugin.toml`, or a `.wasm`, with or without a manifest beside it).
+    /// `replacing` is the installed plugin an upgrade replaces, whose tool
+    /// names the new version may keep.
+    pub fn prepare(
+        &self,
+        source: &Path,
+        replacing: Option<&str>,
+    ) -> Result<Candidate, InstallError> {
+        let (mut manifest, has_manifest, bytes) = self.read_source(source)?;
+        if first_party::ALL
+            .iter()
+            .any(|(n, _)| *n == manifest.plugin.name)
+        {
+            return Err(InstallError::FirstPartyName(manifest.plugin.name));
+        }
+        let actual = sha256_hex(&bytes);
+        if actual != manifest.plugin.sha256 {
+            return Err(InstallError::HashMismatch {
+                expected: manifest.plugin.sha256.clone(),
+                actual,
+            });
+        }
+        let plugin = self.engine.load_bytes(&manifest.plugin.name, &bytes)?;
+        // First-party and host-native names, reserved names and schemas.
+        let mut scratch = Registry::new();
+        for p in first_party::load_all(&self.engine)? {
+            scratch.add_plugin(p)?;
+        }
+        scratch.add_plugin(Arc::clone(&plugin))?;
+        let mut owners: BTreeMap<String, String> = BTreeMap::new();
+        for other in self.list()? {
+            if Some(other.name()) == replacing || other.name() == manifest.plugin.name {
+                continue;
+            }
+            for t in &other.tools {
+                owners.insert(t.name.clone(), other.name().to_owned());
+            }
+        }
+        let tools: Vec<ToolSummary> = plugin
+            .tools()
+            .iter()
+            .map(|t| ToolSummary {
+                name: t.name.clone(),
+                group: t.group.as_str().to_owned(),
+                destructive: t.destructive,
+            })
+            .collect();
+        if let Some(t) = tools.iter().find(|t| owners.contains_key(&t.name)) {
+            return Err(InstallError::Collision {
+                tool: t.name.clone(),
+                owner: owners.get(&t.name).cloned().unwrap_or_default(),
+            });
+        }
+        // A bare component asks for the workspace to read and, when one of
+        // its tools writes, for write.
+        if !has_manifest && tools.iter().any(|t| t.destructive) {
+            manifest.capabilities.write = true;
+        }
+        Ok(Candidate {
+            manifest,
+            has_manifest,
+            bytes,
+            tools,
+            plugin,
+        })
+    }
+
+    fn read_source(&self, source: &Path) -> Result<(Manifest, bool, Vec<u8>), InstallError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| InstallError::Io { path, source }
+        };
+        if source.to_string_lossy().ends_with(".tar.gz") {
+            return Err(InstallError::Source(format!(
+                "{}: installing from a .tar.gz is not supported yet; unpack it and install the folder",
+                source.display()
+            )));
+        }
+        let meta = std::fs::metadata(source)
+            .map_err(|e| InstallError::Source(format!("{}: {e}", source.display())))?;
+        let manifest_path = if meta.is_dir() {
+            Some(source.join(MANIFEST_FILE))
+        } else if source.extension().is_some_and(|e| e == "toml") {
+            Some(source.to_path_buf())
+        } else if source.extension().is_some_and(|e| e == "wasm") {
+            // A manifest beside the component that names it is used.
+            let beside = source.with_file_name(MANIFEST_FILE);
+            let names_it = std::fs::read_to_string(&beside).ok().is_some_and(|t| {
+                Manifest::parse(&t, &self.ceiling).is_ok_and(|m| {
+                    source
+                        .file_name()
+                        .is_some_and(|f| f.to_string_lossy() == m.plugin.component)
+                })
+            });
+            names_it.then_some(beside)
+        } else {
+            return Err(InstallError::Source(format!(
+                "{}: not a plugin folder, plugin.toml or .wasm component",
+                source.display()
+            )));
+        };
+        match manifest_path {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+                let manifest = Manifest::parse(&text, &self.ceiling)?;
+                let dir = path.parent().unwrap_or(Path::new("."));
+                let component = dir.join(&manifest.plugin.component);
+                let bytes = std::fs::read(&component).map_err(io(&component))?;
+                Ok((manifest, true, bytes))
+            }
+            None => {
+                let bytes = std::fs::read(source).map_err(io(source))?;
+                let stem = source
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().replace('_', "-"))
+                    .unwrap_or_default();
+                check_name(&stem).map_err(|d| ManifestError {
+                    field: "plugin.name".into(),
+                    detail: format!("taken from the file name: {d}"),
+                })?;
+                let manifest = Manifest {
+                    plugin: manifest::About {
+                        name: stem,
+                        version: "0.0.0".into(),
+                        description: String::new(),
+                        authors: Vec::new(),
+                        world: TOOL_WORLD.into(),
+                        wit_version: SUPPORTED_WIT.first().copied().unwrap_or("0.1.0").into(),
+                        component: source
+                            .file_name()
+                            .map(|f| f.to_string_lossy().into_owned())
+                            .unwrap_or_default(),
+                        sha256: sha256_hex(&bytes),
+                    },
+                    capabilities: Capabilities::default(),
+                };
+                Ok((manifest, false, bytes))
+            }
+        }
+    }
+
+    /// What `c` asks for.
+    pub fn requested(c: &Candidate) -> Capabilities {
+        c.manifest.capabilities.clone()
+    }
+
+    /// Install `c` with `granted` (what the user approved). The component
+    /// is kept under its hash; a name already installed is refused.
+    pub fn install(
+        &self,
+        c: &Candidate,
+        granted: &Capabilities,
+    ) -> Result<Installed, InstallError> {
+        let name = &c.manifest.plugin.name;
+        if self.store.get_plugin(name)?.is_some() {
+            return Err(InstallError::AlreadyInstalled(name.clone()));
+        }
+        self.record(c, granted, true)
+    }
+
+    /// Replace the installed `name` with `c`, granted `granted`; the old
+    /// component stays until the new one is recorded.
+    pub fn upgrade(
+        &self,
+        name: &str,
+        c: &Candidate,
+        granted: &Capabilities,
+    ) -> Result<Installed, InstallError> {
+        let old = self.get(name)?;
+        if c.manifest.plugin.name != name {
+            return Err(InstallError::OtherPlugin {
+                old: name.to_owned(),
+                new: c.manifest.plugin.name.clone(),
+            });
+        }
+        let new = self.record(c, granted, old.enabled)?;
+        if old.sha256 != new.sha256 {
+            let _ = std::fs::remove_file(self.component_path(name, &old.sha256));
+        }
+        Ok(new)
+    }
+
+    fn record(
+        &self,
+        c: &Candidate,
+        granted: &Capabilities,
+        enabled: bool,
+    ) -> Result<Installed, InstallError> {
+        let name = &c.manifest.plugin.name;
+        let sha = &c.manifest.plugin.sha256;
+        let dir = self.dir.join(name);
+        std::fs::create_dir_all(&dir).map_err(|source| InstallError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let path = self.component_path(name, sha);
+        let tmp = dir.join(format!(".{sha}.tmp"));
+        std::fs::write(&tmp, &c.bytes)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|source| InstallError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        let record = PluginRecord {
+            name: name.clone(),
+            version: c.manifest.plugin.version.clone(),
+            manifest: toml::to_string(&c.manifest).unwrap_or_default(),
+            sha256: sha.clone(),
+            granted: to_json(granted),
+            tools: to_json(&c.tools),
+            enabled,
+            size: i64::try_from(c.bytes.len()).unwrap_or(i64::MAX),
+            installed_at: 0,
+        };
+        self.store.put_plugin(&record)?;
+        self.get(name)
+    }
+
+    fn component_path(&self, name: &str, sha: &str) -> PathBuf {
+        self.dir.join(name).join(format!("{sha}.wasm"))
+    }
+
+    /// The installed plugin `name`.
+    pub fn get(&self, name: &str) -> Result<Installed, InstallError> {
+        let r = self
+            .store
+            .get_plugin(name)?
+            .ok_or_else(|| InstallError::NotInstalled(name.to_owned()))?;
+        decode(&r)
+    }
+
+    /// Every installed plugin, by name.
+    pub fn list(&self) -> Result<Vec<Installed>, InstallError> {
+        self.store.list_plugins()?.iter().map(decode).collect()
+    }
+
+    /// Remove `name`: its record and its component.
+    pub fn remove(&self, name: &str) -> Result<Installed, InstallError> {
+        let old = self.get(name)?;
+        self.store.delete_plugin(name)?;
+        let _ = std::fs::remove_dir_all(self.dir.join(name));
+        Ok(old)
+    }
+
+    /// Turn `name` on or off for tasks.
+    pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), InstallError> {
+        if self.store.set_plugin_enabled(name, enabled)? {
+            Ok(())
+        } else {
+            Err(InstallError::NotInstalled(name.to_owned()))
+        }
+    }
+
+    /// Register every enabled plugin's tools in `registry`, each with at
+    /// most its grant. A component that changed on disk is refused.
+    pub fn load_enabled(&self, registry: &mut Registry) -> Result<(), InstallError> {
+        for p in self.list()?.into_iter().filter(|p| p.enabled) {
+            let path = self.component_path(p.name(), &p.sha256);
+            let bytes = std::fs::read(&path).map_err(|source| InstallError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            if sha256_hex(&bytes) != p.sha256 {
+                return Err(InstallError::Tampered {
+                    name: p.name().to_owned(),
+                    expected: p.sha256.clone(),
+                });
+            }
+            let plugin = self.engine.load_bytes(p.name(), &bytes)?;
+            let limits = p.granted.limits.resolve(&self.ceiling)?;
+            let access = Access {
+                read: p.granted.read == ReadAccess::Workspace,
+                write: p.granted.write,
+                limits: Some(limits),
+            };
+            registry.add_plugin_with(plugin, access)?;
+        }
+        Ok(())
+    }
+}
+
+/// What `new` asks for beyond `old`, one line each (empty: nothing more).
+pub fn widening(old: &Capabilities, new: &Capabilities, ceiling: &Limits) -> Vec<String> {
+    let mut out = Vec::new();
+    if old.read == ReadAccess::None && new.read == ReadAccess::Workspace {
+        out.push("+ read: the workspace".to_owned());
+    }
+    if new.write && !old.write {
+        out.push("+ write: where the task's intent allows".to_owned());
+    }
+    let rules = |c: &Capabilities| -> Vec<NetworkRule> {
+        c.network
+            .iter()
+            .filter_map(|n| NetworkRule::parse(n).ok())
+            .collect()
+    };
+    let had = rules(old);
+    for r in rules(new) {
+        if !had.contains(&r) {
+            out.push(format!("+ network: {r}"));
+        }
+    }
+    for s in &new.secrets {
+        if !old.secrets.contains(s) {
+            out.push(format!("+ secret: {s}"));
+        }
+    }
+    if let (Ok(o), Ok(n)) = (old.limits.resolve(ceiling), new.limits.resolve(ceiling)) {
+        if n.deadline > o.deadline {
+            out.push(format!(
+                "+ deadline: {} ms (was {} ms)",
+                n.deadline.as_millis(),
+                o.deadline.as_millis()
+            ));
+        }
+        if n.memory_bytes > o.memory_bytes {
+            out.push(format!(
+                "+ memory: {} MiB (was {} MiB)",
+                n.memory_bytes >> 20,
+                o.memory_bytes >> 20
+            ));
+        }
+        if n.output_bytes > o.output_bytes {
+            out.push(format!(
+                "+ output: {} KiB (was {} KiB)",
+                n.output_bytes >> 10,
+                o.output_bytes >> 10
+            ));
+        }
+    }
+    out
+}
+
+/// The capability lines an install prompt and `inspect` show.
+pub fn describe(c: &Capabilities, ceiling: &Limits) -> Vec<String> {
+    let mut out = vec![
+        match c.read {
+            ReadAccess::Workspace => "read: the workspace (read-only)".to_owned(),
+            ReadAccess::None => "read: nothing".to_owned(),
+        },
+        if c.write {
+            "write: yes, only where the task's active intent allows".to_owned()
+        } else {
+            "write: no".to_owned()
+        },
+    ];
+    if c.network.is_empty() {
+        out.push("network: none".to_owned());
+    }
+    for n in &c.network {
+        match NetworkRule::parse(n) {
+            Ok(r) => out.push(format!("network: {r}")),
+            Err(e) => out.push(format!("network: {e}")),
+        }
+    }
+    for s in &c.secrets {
+        out.push(format!(
+            "secret: {s} (used by the host in requests; never shown to the plugin)"
+        ));
+    }
+    if let Ok(l) = c.limits.resolve(ceiling) {
+        out.push(format!(
+            "limits: {} ms, {} MiB memory, {} KiB output per call",
+            l.deadline.as_millis(),
+            l.memory_bytes >> 20,
+            l.output_bytes >> 10
+        ));
+    }
+    out
+}
+
+fn decode(r: &PluginRecord) -> Result<Installed, InstallError> {
+    let corrupt = |detail: String| InstallError::Corrupt {
+        name: r.name.clone(),
+        detail,
+    };
+    let manifest: Manifest = toml::from_str(&r.manifest).map_err(|e| corrupt(e.to_string()))?;
+    let granted: Capabilities =
+        serde_json::from_str(&r.granted).map_err(|e| corrupt(e.to_string()))?;
+    let tools: Vec<ToolSummary> =
+        serde_json::from_str(&r.tools).map_err(|e| corrupt(e.to_string()))?;
+    Ok(Installed {
+        manifest,
+        granted,
+        tools,
+        sha256: r.sha256.clone(),
+        size: r.size,
+        enabled: r.enabled,
+        installed_at: r.installed_at,
+    })
+}
+
+/// SHA-256 of `bytes`, lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `v` as JSON text (the types recorded here always serialise).
+fn to_json<T: Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}

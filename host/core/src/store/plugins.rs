@@ -1,0 +1,103 @@
+//! Installed plugins: what each is (its manifest, hash, size, tools) and
+//! what the user granted it, as text the install layer gives meaning to.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::{Store, StoreError, exec, now_ms};
+
+/// One installed plugin as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginRecord {
+    /// Unique name.
+    pub name: String,
+    /// Version from its manifest.
+    pub version: String,
+    /// The manifest as installed (TOML).
+    pub manifest: String,
+    /// SHA-256 of the component (hex).
+    pub sha256: String,
+    /// The capabilities granted at install (JSON).
+    pub granted: String,
+    /// Its tools: names and groups (JSON).
+    pub tools: String,
+    /// Whether tasks get its tools.
+    pub enabled: bool,
+    /// Component size in bytes.
+    pub size: i64,
+    /// When it was installed or last upgraded (ms since the epoch).
+    pub installed_at: i64,
+}
+
+const COLUMNS: &str =
+    "name, version, manifest, sha256, granted, tools, enabled, size, installed_at";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PluginRecord> {
+    Ok(PluginRecord {
+        name: r.get(0)?,
+        version: r.get(1)?,
+        manifest: r.get(2)?,
+        sha256: r.get(3)?,
+        granted: r.get(4)?,
+        tools: r.get(5)?,
+        enabled: r.get::<_, i64>(6)? != 0,
+        size: r.get(7)?,
+        installed_at: r.get(8)?,
+    })
+}
+
+impl Store {
+    /// Record `p` as installed (replacing an earlier version of it).
+    pub fn put_plugin(&self, p: &PluginRecord) -> Result<(), StoreError> {
+        exec(
+            &self.conn(),
+            &format!(
+                "INSERT OR REPLACE INTO plugins ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+            ),
+            params![
+                p.name,
+                p.version,
+                p.manifest,
+                p.sha256,
+                p.granted,
+                p.tools,
+                i64::from(p.enabled),
+                p.size,
+                now_ms()
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The installed plugin `name`.
+    pub fn get_plugin(&self, name: &str) -> Result<Option<PluginRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare_cached(&format!("SELECT {COLUMNS} FROM plugins WHERE name = ?1"))?;
+        Ok(stmt.query_row([name], row).optional()?)
+    }
+
+    /// Every installed plugin, by name.
+    pub fn list_plugins(&self) -> Result<Vec<PluginRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare_cached(&format!("SELECT {COLUMNS} FROM plugins ORDER BY name"))?;
+        let rows = stmt.query_map([], row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Turn `name` on or off; false when it is not installed.
+    pub fn set_plugin_enabled(&self, name: &str, enabled: bool) -> Result<bool, StoreError> {
+        let n = exec(
+            &self.conn(),
+            "UPDATE plugins SET enabled = ?2 WHERE name = ?1",
+            params![name, i64::from(enabled)],
+        )?;
+        Ok(n > 0)
+    }
+
+    /// Forget `name`; false when it was not installed.
+    pub fn delete_plugin(&self, name: &str) -> Result<bool, StoreError> {
+        let n = exec(&self.conn(), "DELETE FROM plugins WHERE name = ?1", [name])?;
+        Ok(n > 0)
+    }
+}

@@ -1,0 +1,365 @@
+//! `roost plugin`: third-party plugins installed, used by tasks with at
+//! most their grant, upgraded only with approval of what they add, and
+//! removed; every refusal clear and leaving nothing half-installed.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::cli::{roost, text};
+use roost_tests::fixture_wasm;
+
+/// A plugin folder: `component` copied in as `<name>.wasm`, with a
+/// manifest whose `[capabilities]` table is `caps` (hash filled in unless
+/// `sha` is given).
+fn plugin_dir(
+    root: &Path,
+    name: &str,
+    version: &str,
+    component: &Path,
+    caps: &str,
+    sha: Option<&str>,
+) -> PathBuf {
+    let dir = root.join(format!("{name}-{version}"));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let file = format!("{name}.wasm");
+    std::fs::copy(component, dir.join(&file)).expect("copy component");
+    let bytes = std::fs::read(dir.join(&file)).expect("read");
+    let sha = sha.map_or_else(|| roost_core::install::sha256_hex(&bytes), str::to_owned);
+    std::fs::write(
+        dir.join("plugin.toml"),
+        format!(
+            "[plugin]\nname = \"{name}\"\nversion = \"{version}\"\ndescription = \"A third party's plugin\"\nauthors = [\"Ada\"]\nworld = \"tool-plugin\"\nwit_version = \"0.1.0\"\ncomponent = \"{file}\"\nsha256 = \"{sha}\"\n\n[capabilities]\n{caps}\n"
+        ),
+    )
+    .expect("write manifest");
+    dir
+}
+
+fn ok(o: &Output) -> String {
+    let t = text(o);
+    assert!(o.status.success(), "{t}");
+    t
+}
+
+fn refused(o: &Output) -> String {
+    let t = text(o);
+    assert!(!o.status.success(), "accepted: {t}");
+    t
+}
+
+/// Installed plugins: names in `roost plugin list --json`.
+fn installed(data: &Path) -> Vec<String> {
+    let o = roost(data)
+        .args(["plugin", "list", "--json"])
+        .output()
+        .expect("list");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|p| p["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Files under the data dir's plugin folder.
+fn plugin_files(data: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![data.join("plugins")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// Run a scripted task that reads `notes.txt` and writes `out.txt` with
+/// the plugin's tools; the NDJSON events.
+fn run_task(data: &Path, ws: &Path) -> String {
+    let script = data.join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({"model": "scripted", "turns": [
+            {"tool_calls": [{"name": "read_text", "args": {"path": "notes.txt"}}]},
+            {"tool_calls": [{"name": "write_text", "args": {"path": "out.txt", "content": "written"}}]},
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    let o = roost(data)
+        .args(["run", "use the plugin", "--yes", "--json", "--workspace"])
+        .arg(ws)
+        .arg("--script")
+        .arg(&script)
+        .output()
+        .expect("run");
+    ok(&o)
+}
+
+fn result_of<'a>(events: &'a str, tool: &str) -> &'a str {
+    events
+        .lines()
+        .find(|l| l.contains("\"tool_call_result\"") && l.contains(&format!("\"tool\":\"{tool}\"")))
+        .unwrap_or_else(|| panic!("no result of {tool} in {events}"))
+}
+
+#[test]
+fn install_run_upgrade_inspect_remove_a_rust_plugin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("notes.txt"), "hello from the workspace").expect("notes");
+    let conf = fixture_wasm("conformance-rs");
+
+    // Version 1 asks to read, not to write.
+    let v1 = plugin_dir(
+        dir.path(),
+        "notes",
+        "1.0.0",
+        &conf,
+        "read = \"workspace\"\nwrite = false",
+        None,
+    );
+    let shown = ok(&roost(&data)
+        .args(["plugin", "install", "--yes"])
+        .arg(&v1)
+        .output()
+        .expect("install"));
+    assert!(
+        shown.contains("read_text") && shown.contains("write: no"),
+        "{shown}"
+    );
+    assert_eq!(installed(&data), ["notes"]);
+    let tools = ok(&roost(&data).args(["tool", "list"]).output().expect("tools"));
+    assert!(
+        tools.contains("read_text") && tools.contains("notes"),
+        "{tools}"
+    );
+
+    // A task uses it: the read works, the write is refused (not granted).
+    let events = run_task(&data, &ws);
+    assert!(
+        result_of(&events, "read_text").contains("hello from the workspace"),
+        "{events}"
+    );
+    assert!(
+        result_of(&events, "write_text").contains("not granted write access"),
+        "{events}"
+    );
+    assert!(!ws.join("out.txt").exists());
+
+    // Version 2 asks to write too: refused without approval (no terminal,
+    // no --yes), and version 1 keeps working.
+    let v2 = plugin_dir(
+        dir.path(),
+        "notes",
+        "2.0.0",
+        &conf,
+        "read = \"workspace\"\nwrite = true\nnetwork = [\"api.example.com\"]\nsecrets = [\"NOTES_TOKEN\"]\n[capabilities.limits]\ndeadline_ms = 30000",
+        None,
+    );
+    let o = roost(&data)
+        .args(["plugin", "upgrade", "notes"])
+        .arg(&v2)
+        .output()
+        .expect("upgrade");
+    let t = refused(&o);
+    for line in [
+        "+ write",
+        "+ network: https://api.example.com:443",
+        "+ secret: NOTES_TOKEN",
+    ] {
+        assert!(t.contains(line), "{line} not shown in {t}");
+    }
+    assert!(t.contains("1.0.0 keeps working"), "{t}");
+    let inspect = ok(&roost(&data)
+        .args(["plugin", "inspect", "notes", "--json"])
+        .output()
+        .expect("inspect"));
+    let v: serde_json::Value = serde_json::from_str(inspect.trim()).expect("json");
+    assert_eq!(v["version"], "1.0.0");
+    assert_eq!(v["granted"]["write"], false);
+
+    // Approved: recorded, and the task's write now lands.
+    ok(&roost(&data)
+        .args(["plugin", "upgrade", "notes", "--yes"])
+        .arg(&v2)
+        .output()
+        .expect("upgrade"));
+    let inspect = ok(&roost(&data)
+        .args(["plugin", "inspect", "notes"])
+        .output()
+        .expect("inspect"));
+    assert!(
+        inspect.contains("notes 2.0.0") && inspect.contains("sha256:"),
+        "{inspect}"
+    );
+    assert!(inspect.contains("secret: NOTES_TOKEN"), "{inspect}");
+    run_task(&data, &ws);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("out.txt")).expect("written"),
+        "written"
+    );
+    assert_eq!(plugin_files(&data).len(), 1, "the old component is gone");
+
+    // Disabled: its tools are not offered; enabled again: they are.
+    ok(&roost(&data)
+        .args(["plugin", "disable", "notes"])
+        .output()
+        .expect("disable"));
+    let tools = ok(&roost(&data).args(["tool", "list"]).output().expect("tools"));
+    assert!(!tools.contains("read_text"), "{tools}");
+    ok(&roost(&data)
+        .args(["plugin", "enable", "notes"])
+        .output()
+        .expect("enable"));
+
+    // A component changed on disk after install is refused at load.
+    let file = plugin_files(&data).pop().expect("component");
+    let mut bytes = std::fs::read(&file).expect("read");
+    bytes.push(0);
+    std::fs::write(&file, &bytes).expect("tamper");
+    let t = refused(&roost(&data).args(["tool", "list"]).output().expect("tools"));
+    assert!(t.contains("changed on disk since it was installed"), "{t}");
+
+    // Removed: gone from the list, the tools and the data dir.
+    ok(&roost(&data)
+        .args(["plugin", "remove", "notes"])
+        .output()
+        .expect("remove"));
+    assert!(installed(&data).is_empty());
+    assert!(plugin_files(&data).is_empty());
+    let tools = ok(&roost(&data).args(["tool", "list"]).output().expect("tools"));
+    assert!(!tools.contains("read_text"), "{tools}");
+}
+
+#[test]
+fn refusals_are_clear_and_leave_nothing_installed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let root = dir.path();
+    let conf = fixture_wasm("conformance-rs");
+    let not_component = root.join("text.wasm");
+    std::fs::write(&not_component, "not wasm at all").expect("write");
+    let core_module = root.join("core.wasm");
+    std::fs::write(&core_module, b"\0asm\x01\0\0\0").expect("write");
+    let bad_toml = plugin_dir(root, "badtoml", "1.0.0", &conf, "write = \"yes\"", None);
+    let unknown_field = plugin_dir(root, "unknown", "1.0.0", &conf, "shell = true", None);
+    let wrong_hash = plugin_dir(root, "hashy", "1.0.0", &conf, "", Some(&"0".repeat(64)));
+    let shadow = plugin_dir(
+        root,
+        "shadow",
+        "1.0.0",
+        &fixture_wasm("fs-tools"),
+        "write = true",
+        None,
+    );
+    let first_party = root.join("fs_tools.wasm");
+    std::fs::copy(fixture_wasm("fs-tools"), &first_party).expect("copy");
+    let plain_http = plugin_dir(
+        root,
+        "plainhttp",
+        "1.0.0",
+        &conf,
+        "network = [\"http://example.com\"]",
+        None,
+    );
+    let greedy = plugin_dir(
+        root,
+        "greedy",
+        "1.0.0",
+        &conf,
+        "[capabilities.limits]\nmemory_mb = 999999",
+        None,
+    );
+    let cases: Vec<(PathBuf, &str)> = vec![
+        (not_component, "not a WebAssembly file"),
+        (core_module, "core WebAssembly module"),
+        (fixture_wasm("hook-fixture"), "tool-plugin"),
+        (
+            fixture_wasm("missing-import"),
+            "imports something Roost does not provide",
+        ),
+        (bad_toml, "capabilities.write"),
+        (unknown_field, "capabilities.shell"),
+        (wrong_hash, "plugin.sha256"),
+        (shadow, "read_file"),
+        (first_party, "ships with Roost"),
+        (plain_http, "capabilities.network[0]"),
+        (greedy, "capabilities.limits.memory_mb"),
+        (root.join("missing"), "missing"),
+        (root.join("plugin.tar.gz"), "not supported yet"),
+    ];
+    for (source, expect) in &cases {
+        let o = roost(&data)
+            .args(["plugin", "install", "--yes"])
+            .arg(source)
+            .output()
+            .expect("install");
+        let t = refused(&o);
+        assert!(
+            t.contains(expect),
+            "{}: expected {expect:?} in {t}",
+            source.display()
+        );
+        assert!(
+            installed(&data).is_empty(),
+            "{}: half-installed",
+            source.display()
+        );
+        assert!(
+            plugin_files(&data).is_empty(),
+            "{}: files left",
+            source.display()
+        );
+    }
+
+    // A tool name another installed plugin has.
+    let first = plugin_dir(root, "first", "1.0.0", &conf, "", None);
+    ok(&roost(&data)
+        .args(["plugin", "install", "--yes"])
+        .arg(&first)
+        .output()
+        .expect("install"));
+    let second = plugin_dir(root, "second", "1.0.0", &conf, "", None);
+    let t = refused(
+        &roost(&data)
+            .args(["plugin", "install", "--yes"])
+            .arg(&second)
+            .output()
+            .expect("install"),
+    );
+    assert!(
+        t.contains("already provided by the installed plugin `first`"),
+        "{t}"
+    );
+    assert_eq!(installed(&data), ["first"]);
+
+    // No terminal and no --yes: nothing is installed.
+    ok(&roost(&data)
+        .args(["plugin", "remove", "first"])
+        .output()
+        .expect("remove"));
+    let t = refused(
+        &roost(&data)
+            .args(["plugin", "install"])
+            .arg(&first)
+            .output()
+            .expect("install"),
+    );
+    assert!(t.contains("pass --yes"), "{t}");
+    assert!(installed(&data).is_empty());
+    let t = refused(
+        &roost(&data)
+            .args(["plugin", "remove", "first"])
+            .output()
+            .expect("remove"),
+    );
+    assert!(t.contains("no installed plugin `first`"), "{t}");
+}
