@@ -363,3 +363,83 @@ fn refusals_are_clear_and_leave_nothing_installed() {
     );
     assert!(t.contains("no installed plugin `first`"), "{t}");
 }
+
+/// Write `bytes`' minisign signature by `kp` beside `component`.
+fn sign(kp: &minisign::KeyPair, bytes: &[u8], component: &Path) {
+    let sig = minisign::sign(
+        Some(&kp.pk),
+        &kp.sk,
+        std::io::Cursor::new(bytes),
+        None,
+        None,
+    )
+    .expect("sign");
+    let mut name = component.file_name().expect("name").to_os_string();
+    name.push(".minisig");
+    std::fs::write(component.with_file_name(name), sig.to_string()).expect("write signature");
+}
+
+#[test]
+fn signatures_are_verified_against_trusted_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let data = root.join("data");
+    std::fs::create_dir_all(&data).expect("data");
+    let conf = fixture_wasm("conformance-rs");
+    let bytes = std::fs::read(&conf).expect("component");
+    let ada = minisign::KeyPair::generate_unencrypted_keypair().expect("key");
+    let mallory = minisign::KeyPair::generate_unencrypted_keypair().expect("key");
+    let trust = data.join("trust.toml");
+    std::fs::write(
+        &trust,
+        format!(
+            "[plugins]\ntrusted_keys = {{ ada = \"{}\" }}\n",
+            ada.pk.to_base64()
+        ),
+    )
+    .expect("config");
+    let install = |source: &Path, required: bool| {
+        let mut c = roost(&data);
+        c.env("ROOST_CONFIG", &trust)
+            .args(["plugin", "install", "--yes"]);
+        if required {
+            c.arg("--require-signed");
+        }
+        c.arg(source).output().expect("install")
+    };
+
+    // Unsigned, or signed by a key nobody trusts: refused when required.
+    let unsigned = plugin_dir(root, "unsigned", "1.0.0", &conf, "", None);
+    let t = refused(&install(&unsigned, true));
+    assert!(t.contains("unsigned"), "{t}");
+    let stranger = plugin_dir(root, "stranger", "1.0.0", &conf, "", None);
+    sign(&mallory, &bytes, &stranger.join("stranger.wasm"));
+    let t = refused(&install(&stranger, true));
+    assert!(t.contains("not a trusted one"), "{t}");
+    // A signature by a trusted key over other bytes: refused, required or not.
+    let forged = plugin_dir(root, "forged", "1.0.0", &conf, "", None);
+    sign(&ada, b"some other component", &forged.join("forged.wasm"));
+    let t = refused(&install(&forged, false));
+    assert!(t.contains("does not match the component"), "{t}");
+    assert!(installed(&data).is_empty());
+    assert!(plugin_files(&data).is_empty());
+
+    // Signed by Ada: installed, and `inspect` says who signed.
+    let signed = plugin_dir(root, "signed", "1.0.0", &conf, "", None);
+    sign(&ada, &bytes, &signed.join("signed.wasm"));
+    let shown = ok(&install(&signed, true));
+    assert!(shown.contains("signed by: ada"), "{shown}");
+    let o = roost(&data)
+        .env("ROOST_CONFIG", &trust)
+        .args(["plugin", "inspect", "signed"])
+        .output()
+        .expect("inspect");
+    assert!(ok(&o).contains("signed by: ada (a trusted key)"));
+    // Without the requirement an unsigned plugin installs, shown as such.
+    ok(&roost(&data)
+        .args(["plugin", "remove", "signed"])
+        .output()
+        .expect("remove"));
+    let shown = ok(&install(&unsigned, false));
+    assert!(shown.contains("signed by: nobody"), "{shown}");
+}

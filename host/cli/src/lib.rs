@@ -49,8 +49,7 @@ pub enum Command {
     #[command(subcommand)]
     History(run::HistoryCommand),
     /// Install and manage third-party tool plugins.
-    #[command(subcommand)]
-    Plugin(plugin::PluginCommand),
+    Plugin(plugin::PluginArgs),
     /// List or call tools directly (debugging, scripts, benchmarks).
     #[command(subcommand)]
     Tool(tool::ToolCommand),

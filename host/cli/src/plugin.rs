@@ -8,13 +8,25 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::bail;
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 
 use super::sanitize::{json_text, visible_line};
-use roost_core::install::{self, Candidate, Installed, Plugins};
+use roost_core::config;
+use roost_core::install::{self, Candidate, Installed, Plugins, Signer, Trust};
 use roost_core::store::Store;
 use roost_sandbox::capability::Limits;
 use roost_sandbox::plugins::{EngineConfig, PluginEngine};
+
+/// `roost plugin …` with its config file.
+#[derive(Debug, Args)]
+pub struct PluginArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: PluginCommand,
+    /// Config file (trusted signing keys, `require_signed`).
+    #[arg(long, env = "ROOST_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+}
 
 /// `roost plugin …`
 #[derive(Debug, Subcommand)]
@@ -26,6 +38,9 @@ pub enum PluginCommand {
         /// Grant what it asks for without asking.
         #[arg(short = 'y', long)]
         yes: bool,
+        /// Refuse it unless it is signed by a trusted key.
+        #[arg(long)]
+        require_signed: bool,
     },
     /// Installed plugins.
     List {
@@ -51,6 +66,9 @@ pub enum PluginCommand {
         /// Approve what it asks for beyond the grant without asking.
         #[arg(short = 'y', long)]
         yes: bool,
+        /// Refuse it unless it is signed by a trusted key.
+        #[arg(long)]
+        require_signed: bool,
     },
     /// Remove a plugin and its component.
     Remove {
@@ -70,15 +88,26 @@ pub enum PluginCommand {
 }
 
 /// Run a `roost plugin` command.
-pub fn run(cmd: PluginCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
+pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let cfg = config::load(args.config.as_deref())?;
+    let cmd = args.command;
+    let required = match &cmd {
+        PluginCommand::Install { require_signed, .. }
+        | PluginCommand::Upgrade { require_signed, .. } => *require_signed,
+        _ => false,
+    };
+    let trust = Trust {
+        keys: cfg.plugins.trusted_keys.clone(),
+        require_signed: cfg.plugins.require_signed || required,
+    };
     let store = Store::open(&Store::default_path(data_dir))?;
     let engine = Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
         data_dir.join("cache").join("components"),
     ))?);
     let ceiling = Limits::default();
-    let plugins = Plugins::new(data_dir, &store, &engine, ceiling);
+    let plugins = Plugins::new(data_dir, &store, &engine, ceiling).with_trust(trust);
     match cmd {
-        PluginCommand::Install { source, yes } => {
+        PluginCommand::Install { source, yes, .. } => {
             eprintln!(
                 "verifying and compiling {} (a large component takes a while)…",
                 source.display()
@@ -128,7 +157,9 @@ pub fn run(cmd: PluginCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
                 inspect(&p, &ceiling);
             }
         }
-        PluginCommand::Upgrade { name, source, yes } => {
+        PluginCommand::Upgrade {
+            name, source, yes, ..
+        } => {
             let old = plugins.get(&name)?;
             eprintln!("verifying and compiling {}…", source.display());
             let c = plugins.prepare(&source, Some(&name))?;
@@ -191,6 +222,11 @@ fn show_candidate(c: &Candidate, capabilities: &[String]) {
     if !c.has_manifest {
         println!("  (no plugin.toml: named after the file, asking for the defaults)");
     }
+    match &c.signer {
+        Signer::Trusted(name) => println!("signed by: {} (a trusted key)", visible_line(name)),
+        Signer::Unknown => println!("signed by: a key you do not trust"),
+        Signer::Unsigned => println!("signed by: nobody"),
+    }
     println!("tools:");
     for t in &c.tools {
         println!(
@@ -230,7 +266,11 @@ fn inspect(p: &Installed, ceiling: &Limits) {
         )
     );
     println!("state: {}", if p.enabled { "enabled" } else { "disabled" });
-    println!("signed by: nobody (signatures are not checked yet)");
+    if p.signer.is_empty() {
+        println!("signed by: no trusted key");
+    } else {
+        println!("signed by: {} (a trusted key)", visible_line(&p.signer));
+    }
     println!("tools:");
     for t in &p.tools {
         println!(
@@ -259,6 +299,7 @@ fn summary_json(p: &Installed) -> serde_json::Value {
         "size": p.size,
         "installed_at": p.installed_at,
         "world": p.manifest.plugin.world,
+        "signer": p.signer,
         "wit_version": p.manifest.plugin.wit_version,
         "tools": p.tools,
     })

@@ -58,6 +58,22 @@ pub struct Config {
     /// Named provider profiles.
     #[serde(default)]
     pub profiles: BTreeMap<String, Profile>,
+    /// Who plugins may be signed by, and whether they must be.
+    #[serde(default)]
+    pub plugins: PluginPolicy,
+}
+
+/// The `[plugins]` table: signature policy for installed plugins.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginPolicy {
+    /// Signers the user trusts: a name for each, and its minisign public
+    /// key (the base64 line of a `minisign.pub`).
+    #[serde(default)]
+    pub trusted_keys: BTreeMap<String, String>,
+    /// Refuse plugins without a valid signature by a trusted key.
+    #[serde(default)]
+    pub require_signed: bool,
 }
 
 /// One provider profile.

@@ -6,8 +6,10 @@
 //! than the recorded grant is shown as a list of widenings to approve.
 
 pub mod manifest;
+pub mod signature;
 
 pub use manifest::{Capabilities, LimitRequest, Manifest, ManifestError, ReadAccess};
+pub use signature::{Signer, Trust};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -96,6 +98,9 @@ pub enum InstallError {
         /// Decoder message.
         detail: String,
     },
+    /// The signature is missing where required, or does not verify.
+    #[error("signature: {0}")]
+    Signature(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -133,6 +138,8 @@ pub struct Candidate {
     pub tools: Vec<ToolSummary>,
     /// The compiled plugin (precompiled into the cache).
     pub plugin: Arc<LoadedPlugin>,
+    /// Who signed it.
+    pub signer: Signer,
 }
 
 /// One installed plugin.
@@ -152,6 +159,8 @@ pub struct Installed {
     pub enabled: bool,
     /// When it was installed (ms since the epoch).
     pub installed_at: i64,
+    /// The trusted signer's name (empty: unsigned or not trusted).
+    pub signer: String,
 }
 
 impl Installed {
@@ -167,6 +176,7 @@ pub struct Plugins {
     store: Store,
     engine: Arc<PluginEngine>,
     ceiling: Limits,
+    trust: Trust,
 }
 
 impl Plugins {
@@ -183,7 +193,15 @@ impl Plugins {
             store: store.clone(),
             engine: Arc::clone(engine),
             ceiling,
+            trust: Trust::default(),
         }
+    }
+
+    /// Check signatures against `trust` (by default: none trusted, none
+    /// required).
+    pub fn with_trust(mut self, trust: Trust) -> Self {
+        self.trust = trust;
+        self
     }
 
     /// Read and verify `source` (a folder with a `plugin.toml`, a
@@ -195,7 +213,7 @@ impl Plugins {
         source: &Path,
         replacing: Option<&str>,
     ) -> Result<Candidate, InstallError> {
-        let (mut manifest, has_manifest, bytes) = self.read_source(source)?;
+        let (mut manifest, has_manifest, bytes, signature) = self.read_source(source)?;
         if first_party::ALL
             .iter()
             .any(|(n, _)| *n == manifest.plugin.name)
@@ -209,6 +227,7 @@ impl Plugins {
                 actual,
             });
         }
+        let signer = self.trust.check(&bytes, signature.as_deref())?;
         let plugin = self.engine.load_bytes(&manifest.plugin.name, &bytes)?;
         // First-party and host-native names, reserved names and schemas.
         let mut scratch = Registry::new();
@@ -251,10 +270,17 @@ impl Plugins {
             bytes,
             tools,
             plugin,
+            signer,
         })
     }
 
-    fn read_source(&self, source: &Path) -> Result<(Manifest, bool, Vec<u8>), InstallError> {
+    /// The manifest (and whether it came with the source), the component's
+    /// bytes, and its detached signature if one is beside it.
+    #[allow(clippy::type_complexity)]
+    fn read_source(
+        &self,
+        source: &Path,
+    ) -> Result<(Manifest, bool, Vec<u8>, Option<String>), InstallError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| InstallError::Io { path, source }
@@ -295,7 +321,7 @@ impl Plugins {
                 let dir = path.parent().unwrap_or(Path::new("."));
                 let component = dir.join(&manifest.plugin.component);
                 let bytes = std::fs::read(&component).map_err(io(&component))?;
-                Ok((manifest, true, bytes))
+                Ok((manifest, true, bytes, signature_beside(&component)))
             }
             None => {
                 let bytes = std::fs::read(source).map_err(io(source))?;
@@ -323,7 +349,7 @@ impl Plugins {
                     },
                     capabilities: Capabilities::default(),
                 };
-                Ok((manifest, false, bytes))
+                Ok((manifest, false, bytes, signature_beside(source)))
             }
         }
     }
@@ -400,6 +426,7 @@ impl Plugins {
             enabled,
             size: i64::try_from(c.bytes.len()).unwrap_or(i64::MAX),
             installed_at: 0,
+            signer: c.signer.name().to_owned(),
         };
         self.store.put_plugin(&record)?;
         self.get(name)
@@ -576,7 +603,15 @@ fn decode(r: &PluginRecord) -> Result<Installed, InstallError> {
         size: r.size,
         enabled: r.enabled,
         installed_at: r.installed_at,
+        signer: r.signer.clone(),
     })
+}
+
+/// The detached signature beside `component`, if there is one.
+fn signature_beside(component: &Path) -> Option<String> {
+    let mut name = component.file_name()?.to_os_string();
+    name.push(signature::SIGNATURE_SUFFIX);
+    std::fs::read_to_string(component.with_file_name(name)).ok()
 }
 
 /// SHA-256 of `bytes`, lowercase hex.

@@ -112,7 +112,8 @@ CREATE TABLE IF NOT EXISTS plugins (
     tools TEXT NOT NULL,
     enabled INTEGER NOT NULL,
     size INTEGER NOT NULL,
-    installed_at INTEGER NOT NULL
+    installed_at INTEGER NOT NULL,
+    signer TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS claims (
     task_id TEXT PRIMARY KEY REFERENCES tasks(id),

@@ -26,10 +26,12 @@ pub struct PluginRecord {
     pub size: i64,
     /// When it was installed or last upgraded (ms since the epoch).
     pub installed_at: i64,
+    /// Who signed it (a trusted key's name; empty: unsigned).
+    pub signer: String,
 }
 
 const COLUMNS: &str =
-    "name, version, manifest, sha256, granted, tools, enabled, size, installed_at";
+    "name, version, manifest, sha256, granted, tools, enabled, size, installed_at, signer";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PluginRecord> {
     Ok(PluginRecord {
@@ -42,6 +44,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PluginRecord> {
         enabled: r.get::<_, i64>(6)? != 0,
         size: r.get(7)?,
         installed_at: r.get(8)?,
+        signer: r.get(9)?,
     })
 }
 
@@ -51,7 +54,7 @@ impl Store {
         exec(
             &self.conn(),
             &format!(
-                "INSERT OR REPLACE INTO plugins ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                "INSERT OR REPLACE INTO plugins ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
             ),
             params![
                 p.name,
@@ -62,7 +65,8 @@ impl Store {
                 p.tools,
                 i64::from(p.enabled),
                 p.size,
-                now_ms()
+                now_ms(),
+                p.signer
             ],
         )?;
         Ok(())
