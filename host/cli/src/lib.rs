@@ -10,6 +10,7 @@ mod plugin;
 mod render;
 mod run;
 pub mod sanitize;
+mod template;
 mod tool;
 
 use std::path::PathBuf;

@@ -42,6 +42,18 @@ pub enum PluginCommand {
         #[arg(long)]
         require_signed: bool,
     },
+    /// Write a new plugin project (a tool with typed arguments, a test,
+    /// the SDK and WIT, a plugin.toml) that builds on its own.
+    New {
+        /// Plugin name.
+        name: String,
+        /// Language: rust (python and js are not written yet).
+        #[arg(long, default_value = "rust")]
+        lang: String,
+        /// Folder to create (default: ./NAME).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Installed plugins.
     List {
         /// Print as JSON.
@@ -89,6 +101,22 @@ pub enum PluginCommand {
 
 /// Run a `roost plugin` command.
 pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    if let PluginCommand::New { name, lang, dir } = &args.command {
+        let dir = dir.clone().unwrap_or_else(|| PathBuf::from(name));
+        match lang.as_str() {
+            "rust" => super::template::rust(name, &dir)?,
+            "python" | "js" => bail!(
+                "`--lang {lang}` templates are not written yet; see the README's Python example"
+            ),
+            other => bail!("unknown language `{other}` (rust, python, js)"),
+        }
+        println!(
+            "wrote {}: build with `cargo build --release --target wasm32-wasip2` there, then `roost plugin install {}`",
+            dir.display(),
+            dir.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let cfg = config::load(args.config.as_deref())?;
     let cmd = args.command;
     let required = match &cmd {
@@ -201,6 +229,7 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             plugins.set_enabled(&name, false)?;
             println!("disabled {}", visible_line(&name));
         }
+        PluginCommand::New { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
 }

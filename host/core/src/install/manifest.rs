@@ -44,9 +44,12 @@ pub struct About {
     pub world: String,
     /// The `roost:plugin` WIT version it was built against.
     pub wit_version: String,
-    /// The component file, relative to the manifest.
+    /// The component file, relative to the manifest's folder (inside it).
     pub component: String,
-    /// SHA-256 of the component file, lowercase hex.
+    /// SHA-256 of the component file, lowercase hex. Optional while
+    /// developing (the installed hash is recorded either way); when given,
+    /// the file must match it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub sha256: String,
 }
 
@@ -153,18 +156,19 @@ impl Manifest {
         }
         let c = &self.plugin.component;
         if c.is_empty()
-            || c.contains('/')
+            || c.starts_with('/')
             || c.contains('\\')
-            || c.starts_with('.')
+            || c.split('/')
+                .any(|part| part.is_empty() || part == ".." || part == ".")
             || !c.ends_with(".wasm")
         {
             return Err(bad(
                 "plugin.component",
-                format!("`{c}` must be a .wasm file name beside plugin.toml"),
+                format!("`{c}` must be a .wasm file inside the plugin's folder"),
             ));
         }
         let h = &self.plugin.sha256;
-        if h.len() != 64
+        if !h.is_empty() && h.len() != 64
             || !h
                 .bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))

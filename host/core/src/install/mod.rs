@@ -221,7 +221,9 @@ impl Plugins {
             return Err(InstallError::FirstPartyName(manifest.plugin.name));
         }
         let actual = sha256_hex(&bytes);
-        if actual != manifest.plugin.sha256 {
+        if manifest.plugin.sha256.is_empty() {
+            manifest.plugin.sha256.clone_from(&actual);
+        } else if actual != manifest.plugin.sha256 {
             return Err(InstallError::HashMismatch {
                 expected: manifest.plugin.sha256.clone(),
                 actual,
