@@ -560,6 +560,10 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
         ("sandbox/src/capability/workspace.rs", "the layer itself"),
         ("core/src/config/mod.rs", "the user's config file"),
         (
+            "cli/src/template.rs",
+            "the new plugin folder the user names",
+        ),
+        (
             "core/src/install/mod.rs",
             "the plugin source the user names, and the plugins dir in the data dir",
         ),
