@@ -506,8 +506,12 @@ deadline_ms = 5000
                 }
             }
         }
-        let missing = GOOD.replacen("sha256 = ", "# sha256 = ", 1);
+        // A missing required field is named with its table.
+        let missing = GOOD.replacen("version = ", "# version = ", 1);
         let e = Manifest::parse(&missing, &Limits::default()).expect_err("missing");
-        assert_eq!(e.field, "plugin.sha256");
+        assert_eq!(e.field, "plugin.version");
+        // The hash is optional while developing; when given it must be hex.
+        let unhashed = GOOD.replacen("sha256 = ", "# sha256 = ", 1);
+        assert!(Manifest::parse(&unhashed, &Limits::default()).is_ok());
     }
 }
