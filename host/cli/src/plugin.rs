@@ -12,7 +12,7 @@ use clap::{Args, Subcommand};
 
 use super::sanitize::{json_text, visible_line};
 use roost_core::config;
-use roost_core::install::{self, Candidate, Installed, Plugins, Signer, Trust};
+use roost_core::install::{self, Candidate, Installed, Plugins, Signer, ToolSummary, Trust};
 use roost_core::store::Store;
 use roost_sandbox::capability::Limits;
 use roost_sandbox::plugins::{EngineConfig, PluginEngine};
@@ -256,15 +256,7 @@ fn show_candidate(c: &Candidate, capabilities: &[String]) {
         Signer::Unknown => println!("signed by: a key you do not trust"),
         Signer::Unsigned => println!("signed by: nobody"),
     }
-    println!("tools:");
-    for t in &c.tools {
-        println!(
-            "  {:<24} {:<8}{}",
-            visible_line(&t.name),
-            t.group,
-            if t.destructive { " writes" } else { "" }
-        );
-    }
+    print_tools(&c.tools);
     println!("capabilities it asks for:");
     for line in capabilities {
         println!("  {}", visible_line(line));
@@ -300,15 +292,7 @@ fn inspect(p: &Installed, ceiling: &Limits) {
     } else {
         println!("signed by: {} (a trusted key)", visible_line(&p.signer));
     }
-    println!("tools:");
-    for t in &p.tools {
-        println!(
-            "  {:<24} {:<8}{}",
-            visible_line(&t.name),
-            t.group,
-            if t.destructive { " writes" } else { "" }
-        );
-    }
+    print_tools(&p.tools);
     println!("requested:");
     for line in install::describe(&p.manifest.capabilities, ceiling) {
         println!("  {}", visible_line(&line));
@@ -316,6 +300,20 @@ fn inspect(p: &Installed, ceiling: &Limits) {
     println!("granted:");
     for line in install::describe(&p.granted, ceiling) {
         println!("  {}", visible_line(&line));
+    }
+}
+
+/// A plugin's tools, one line each. Names come from the plugin: shown,
+/// not interpreted.
+fn print_tools(tools: &[ToolSummary]) {
+    println!("tools:");
+    for t in tools {
+        println!(
+            "  {:<24} {:<8}{}",
+            visible_line(&t.name),
+            t.group,
+            if t.destructive { " writes" } else { "" }
+        );
     }
 }
 
