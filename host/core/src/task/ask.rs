@@ -196,6 +196,14 @@ pub(super) async fn ask(
         None => store.create_ask(task, call_id, ask.kind(), &payload)?,
     };
     let waiting = broker.wait_for(&stored.ask_id);
+    // The ask is visible from the moment it is recorded: a front-end may
+    // answer it before the waiter above was registered, in which case the
+    // answer is only on record. Read it back now that a later answer can
+    // no longer miss the waiter (answers are recorded before delivered).
+    let early = store
+        .get_ask(task, &stored.ask_id)?
+        .and_then(|a| a.answer)
+        .and_then(|text| serde_json::from_str::<Answer>(&text).ok());
     // The waiting status, the UI row and the announcement are one step.
     let (kind, subtype, text) = ask.ui_row();
     let step = crate::store::Step::new()
@@ -208,9 +216,12 @@ pub(super) async fn ask(
     };
     events.commit(store, task, step, vec![announce])?;
     // A cancel while waiting is a no; the loop then stops.
-    let answer = tokio::select! {
-        a = waiting => a.unwrap_or(Answer::No { feedback: None }),
-        () = control.cancelled() => Answer::No { feedback: None },
+    let answer = match early {
+        Some(a) => a,
+        None => tokio::select! {
+            a = waiting => a.unwrap_or(Answer::No { feedback: None }),
+            () = control.cancelled() => Answer::No { feedback: None },
+        },
     };
     broker.forget(&stored.ask_id);
     store.set_status(task, TaskStatus::Running)?;
