@@ -184,10 +184,12 @@ impl Engine {
         control: &Control,
     ) -> Result<TaskOutcome, TaskError> {
         let task = self.agent.store.get_task(id)?;
-        events.publish(TaskEvent::TaskCreated {
-            mode: task.mode,
-            workspace: task.workspace,
-        });
+        events
+            .publish(TaskEvent::TaskCreated {
+                mode: task.mode,
+                workspace: task.workspace,
+            })
+            .await;
         self.agent.run_created(id, events, control).await
     }
 

@@ -1,7 +1,8 @@
 //! The typed event stream of a task: everything a front-end shows (CLI
 //! spinner and diffs, `--json` NDJSON, HTTP SSE) comes from here. Events are
 //! published after the state they describe is durable, and are themselves
-//! recorded in the task's event log (all but the streaming partials) before
+//! recorded in the task's event log (all but the live signals of a request
+//! in flight: request started, streamed text and arguments) before
 //! anyone hears of them: each carries its task id and its position in that
 //! log, so a front-end that reconnects reads what it missed from the store
 //! ([`EventBus::replay`]) and continues with the live stream.
@@ -40,7 +41,7 @@ pub enum TaskEvent {
         /// Whether this is a resume of earlier history.
         resumed: bool,
     },
-    /// A model request is being made (turn number, attempt).
+    /// A model request is being made (live only, like the streamed text).
     RequestStarted {
         /// Turn number (1-based).
         turn: u32,
@@ -170,12 +171,16 @@ pub enum TaskEvent {
 }
 
 impl TaskEvent {
-    /// Whether the event is recorded in the task's log. Streaming partials
-    /// are not: the final message or call that follows them is.
+    /// Whether the event is recorded in the task's log. The live signals
+    /// of a request in flight are not (the request started, the streamed
+    /// text and arguments): the reply that follows them is, with the
+    /// request's UI row.
     pub fn is_recorded(&self) -> bool {
         !matches!(
             self,
-            Self::MessagePartial { .. } | Self::ToolCallPartial { .. }
+            Self::RequestStarted { .. }
+                | Self::MessagePartial { .. }
+                | Self::ToolCallPartial { .. }
         )
     }
 }
@@ -187,7 +192,7 @@ impl TaskEvent {
 pub struct Envelope {
     /// Task the event belongs to.
     pub task_id: String,
-    /// Position in the task's event log; `None` for streaming partials
+    /// Position in the task's event log; `None` for the live signals
     /// (and on a bus with no log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<i64>,
@@ -224,14 +229,27 @@ struct EventLog {
     store: Store,
 }
 
+/// A bus's log and how far its broadcast has got.
+#[derive(Default)]
+struct LogState {
+    log: Option<EventLog>,
+    /// Highest position broadcast so far: a recorded event above it is
+    /// committed but not yet sent, so a replay leaves it to the receiver.
+    published: i64,
+}
+
 /// Per-task broadcast of [`Envelope`]s, recorded in the task's event log
 /// once the bus is bound to its task ([`EventBus::bind`]). Cheap to clone
 /// (clones share the binding); publishing with no subscriber is fine.
+///
+/// One writer per task (its loop, and the engine announcing it before the
+/// loop starts): events are recorded and sent in the order they were
+/// committed, and a front-end reading the log while the task runs
+/// ([`EventBus::replay`]) gets every event once, none missed.
 #[derive(Clone)]
 pub struct EventBus {
     tx: broadcast::Sender<Arc<Envelope>>,
-    /// The log, held while publishing so log order is broadcast order.
-    log: Arc<Mutex<Option<EventLog>>>,
+    state: Arc<Mutex<LogState>>,
 }
 
 impl std::fmt::Debug for EventBus {
@@ -255,7 +273,7 @@ impl EventBus {
         let (tx, _) = broadcast::channel(CHANNEL_CAPACITY);
         Self {
             tx,
-            log: Arc::new(Mutex::new(None)),
+            state: Arc::default(),
         }
     }
 
@@ -266,14 +284,26 @@ impl EventBus {
         bus
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<EventLog>> {
-        self.log.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, LogState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Record this bus's events into `task_id`'s log from now on (a bus
-    /// reused for a later task follows it).
+    /// reused for a later task follows it). What the log already holds
+    /// counts as published.
     pub fn bind(&self, task_id: &str, store: &Store) {
-        *self.lock() = Some(EventLog {
+        let mut state = self.lock();
+        if state.log.as_ref().is_some_and(|l| l.task_id == task_id) {
+            return;
+        }
+        state.published = match store.last_event_seq(task_id) {
+            Ok(seq) => seq,
+            Err(e) => {
+                tracing::warn!(task_id, "event log position unknown: {e}");
+                0
+            }
+        };
+        state.log = Some(EventLog {
             task_id: task_id.to_owned(),
             store: store.clone(),
         });
@@ -281,56 +311,73 @@ impl EventBus {
 
     /// The task this bus is bound to.
     pub fn task_id(&self) -> Option<String> {
-        self.lock().as_ref().map(|l| l.task_id.clone())
+        self.lock().log.as_ref().map(|l| l.task_id.clone())
     }
 
-    /// Record `event` (unless it is a partial) and publish it to every
-    /// current subscriber. A log that cannot be written is reported in the
-    /// logs and the event still goes out, without a position.
-    pub fn publish(&self, event: TaskEvent) {
-        let log = self.lock();
-        let (task_id, seq) = match log.as_ref() {
+    /// Record `event` (unless it is a streaming partial) and publish it to
+    /// every current subscriber once it is durable. A log that cannot be
+    /// written is reported in the logs and the event still goes out,
+    /// without a position.
+    pub async fn publish(&self, event: TaskEvent) {
+        let log = self.lock().log.clone();
+        match log {
             Some(log) if event.is_recorded() => {
-                let seq = serde_json::to_string(&event)
-                    .map_err(|e| e.to_string())
-                    .and_then(|json| {
-                        log.store
-                            .append_event(&log.task_id, &json)
-                            .map_err(|e| e.to_string())
-                    });
-                match seq {
-                    Ok(seq) => (log.task_id.clone(), Some(seq)),
-                    Err(e) => {
-                        tracing::warn!(task_id = %log.task_id, "event not recorded: {e}");
-                        (log.task_id.clone(), None)
-                    }
+                if let Err(e) = self
+                    .commit(&log.store, &log.task_id, Step::new(), vec![event.clone()])
+                    .await
+                {
+                    tracing::warn!(task_id = %log.task_id, "event not recorded: {e}");
+                    self.send(&log.task_id, vec![(event, None)]);
                 }
             }
-            Some(log) => (log.task_id.clone(), None),
-            None => (String::new(), None),
-        };
-        let _ = self.tx.send(Arc::new(Envelope {
-            task_id,
-            seq,
-            event,
-        }));
-        drop(log);
+            Some(log) => self.send(&log.task_id, vec![(event, None)]),
+            None => self.send("", vec![(event, None)]),
+        }
     }
 
     /// Commit `step` for `task` with `events` recorded in the same
-    /// transaction, then publish them: a front-end hears of a step only
-    /// once all of it is durable, and the step costs one commit. When the
-    /// bus is not bound to `task` the events go out without positions.
-    /// A step that fails to commit publishes nothing.
-    pub fn commit(
+    /// transaction (shared with other tasks' steps, see
+    /// [`Store::commit`]), then publish them: a front-end hears of a step
+    /// only once all of it is durable. When the bus is not bound to
+    /// `task` the events go out without positions. A step that fails to
+    /// commit publishes nothing.
+    pub async fn commit(
         &self,
         store: &Store,
         task: &str,
-        mut step: Step<'_>,
+        step: Step<'_>,
         events: Vec<TaskEvent>,
     ) -> Result<Committed, StoreError> {
-        let log = self.lock();
-        let bound = log.as_ref().is_some_and(|l| l.task_id == task);
+        let (step, recorded) = self.record(task, step, &events);
+        let committed = store.commit(task, step.prepare(task)?).await?;
+        self.announce(task, events, &recorded, &committed);
+        Ok(committed)
+    }
+
+    /// [`EventBus::commit`] in a transaction of its own, now, for the
+    /// rare step taken where the loop cannot wait (a failure report).
+    pub fn commit_now(
+        &self,
+        store: &Store,
+        task: &str,
+        step: Step<'_>,
+        events: Vec<TaskEvent>,
+    ) -> Result<Committed, StoreError> {
+        let (step, recorded) = self.record(task, step, &events);
+        let committed = store.commit_step(task, step)?;
+        self.announce(task, events, &recorded, &committed);
+        Ok(committed)
+    }
+
+    /// Add the events to be recorded (when the bus is bound to `task`) to
+    /// `step`; returns it and which of `events` it records.
+    fn record<'a>(
+        &self,
+        task: &str,
+        mut step: Step<'a>,
+        events: &[TaskEvent],
+    ) -> (Step<'a>, Vec<usize>) {
+        let bound = self.lock().log.as_ref().is_some_and(|l| l.task_id == task);
         let mut recorded = Vec::with_capacity(events.len());
         for (i, event) in events.iter().enumerate() {
             if !(bound && event.is_recorded()) {
@@ -344,22 +391,40 @@ impl EventBus {
                 Err(e) => tracing::warn!(task_id = task, "event not recorded: {e}"),
             }
         }
-        let committed = store.commit_step(task, &step)?;
+        (step, recorded)
+    }
+
+    /// Broadcast `events` of a committed step, the recorded ones (at
+    /// `recorded`) with the positions the commit gave them.
+    fn announce(
+        &self,
+        task: &str,
+        events: Vec<TaskEvent>,
+        recorded: &[usize],
+        committed: &Committed,
+    ) {
         let mut seqs = vec![None; events.len()];
         for (slot, seq) in recorded.iter().zip(&committed.events) {
             if let Some(s) = seqs.get_mut(*slot) {
                 *s = Some(*seq);
             }
         }
-        for (event, seq) in events.into_iter().zip(seqs) {
+        self.send(task, events.into_iter().zip(seqs).collect());
+    }
+
+    /// Broadcast events (recorded ones with their positions, in order).
+    fn send(&self, task: &str, events: Vec<(TaskEvent, Option<i64>)>) {
+        let mut state = self.lock();
+        for (event, seq) in events {
+            if let Some(seq) = seq {
+                state.published = state.published.max(seq);
+            }
             let _ = self.tx.send(Arc::new(Envelope {
                 task_id: task.to_owned(),
                 seq,
                 event,
             }));
         }
-        drop(log);
-        Ok(committed)
     }
 
     /// Receive events published from now on.
@@ -369,12 +434,17 @@ impl EventBus {
 
     /// Subscribe, and read back every recorded event after position
     /// `after` (0 for all): the past from the log, the rest from the
-    /// receiver, none missed or repeated (nothing is published in between).
+    /// receiver, none missed or repeated. Events committed but not yet
+    /// broadcast are left to the receiver.
     pub fn replay(&self, after: i64) -> Result<(Vec<Envelope>, Subscription), ReplayError> {
-        let log = self.lock();
+        let state = self.lock();
         let rx = self.tx.subscribe();
-        let past = match log.as_ref() {
-            Some(log) => recorded_after(&log.store, &log.task_id, after)?,
+        let past = match state.log.as_ref() {
+            Some(log) => {
+                let mut past = recorded_after(&log.store, &log.task_id, after)?;
+                past.retain(|e| e.seq.is_none_or(|s| s <= state.published));
+                past
+            }
             None => Vec::new(),
         };
         Ok((past, rx))

@@ -5,39 +5,77 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::assemble::ToolCallAssembler;
+use super::wire::{Parts, WireFormat, join_messages};
 use super::{
-    ChatRequest, EventStream, LlmError, Message, Provider, RetryPolicy, StreamEvent, Transport,
-    Usage, WireDecoder,
+    ChatRequest, EventStream, LlmError, Message, Provider, RetryPolicy, StreamEvent,
+    ToolDefinition, Transport, Usage, WireDecoder,
 };
 
 /// Output cap sent when the request names none (the API requires one).
 const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// The JSON body of a streaming Messages request, serialised straight from
-/// the history it borrows (already in Anthropic's block shape).
+/// The JSON body of a streaming Messages request, every part encoded now
+/// (a task reuses its messages' encodings; see [`super::wire`]).
 pub fn request_json(model: &str, req: &ChatRequest) -> Result<Vec<u8>, serde_json::Error> {
-    serde_json::to_vec(&Body::new(model, req))
+    super::wire::encode(&AnthropicWire, model, req)
 }
 
 /// The same body as a JSON value, for tests and inspection.
 pub fn request_body(model: &str, req: &ChatRequest) -> Value {
-    serde_json::to_value(Body::new(model, req)).unwrap_or(Value::Null)
+    request_json(model, req)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
 }
 
-/// A Messages request, borrowing from the [`ChatRequest`].
-#[derive(Serialize)]
-struct Body<'a> {
-    model: &'a str,
-    max_tokens: u32,
-    stream: bool,
-    system: &'a str,
-    messages: &'a [Message],
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
+/// The Messages wire format, in parts (history messages are already in
+/// Anthropic's block shape).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AnthropicWire;
+
+impl WireFormat for AnthropicWire {
+    fn message(&self, out: &mut Vec<u8>, m: &Message) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(out, m)
+    }
+
+    fn tools(&self, out: &mut Vec<u8>, tools: &[ToolDefinition]) -> Result<(), serde_json::Error> {
+        if tools.is_empty() {
+            return Ok(());
+        }
+        let wire: Vec<WireTool<'_>> = tools
+            .iter()
+            .map(|t| WireTool {
+                name: &t.name,
+                description: &t.description,
+                input_schema: &t.parameters,
+            })
+            .collect();
+        serde_json::to_writer(out, &wire)
+    }
+
+    fn body(&self, parts: &Parts<'_>) -> Result<Vec<u8>, serde_json::Error> {
+        let mut out = Vec::with_capacity(parts.len());
+        out.extend_from_slice(b"{\"model\":");
+        serde_json::to_writer(&mut out, parts.model)?;
+        out.extend_from_slice(b",\"max_tokens\":");
+        serde_json::to_writer(&mut out, &parts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS))?;
+        out.extend_from_slice(b",\"stream\":true,\"system\":");
+        serde_json::to_writer(&mut out, parts.system)?;
+        out.extend_from_slice(b",\"messages\":[");
+        join_messages(&mut out, parts.messages, true);
+        out.push(b']');
+        if !parts.tools.is_empty() {
+            out.extend_from_slice(b",\"tools\":");
+            out.extend_from_slice(parts.tools);
+        }
+        out.push(b'}');
+        Ok(out)
+    }
 }
 
 #[derive(Serialize)]
@@ -45,27 +83,6 @@ struct WireTool<'a> {
     name: &'a str,
     description: &'a str,
     input_schema: &'a Value,
-}
-
-impl<'a> Body<'a> {
-    fn new(model: &'a str, req: &'a ChatRequest) -> Self {
-        Body {
-            model,
-            max_tokens: req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-            stream: true,
-            system: &req.system,
-            messages: &req.messages,
-            tools: req
-                .tools
-                .iter()
-                .map(|t| WireTool {
-                    name: &t.name,
-                    description: &t.description,
-                    input_schema: &t.parameters,
-                })
-                .collect(),
-        }
-    }
 }
 
 /// Decodes an Anthropic Messages stream.
@@ -224,12 +241,11 @@ impl Provider for Anthropic {
         &self.model
     }
 
-    fn request_bytes(&self, req: &ChatRequest) -> usize {
-        request_json(&self.model, req).map_or(0, |b| b.len())
+    fn wire(&self) -> &dyn WireFormat {
+        &AnthropicWire
     }
 
-    async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
-        let body = request_json(&self.model, req);
+    async fn stream_body(&self, body: Bytes) -> Result<EventStream, LlmError> {
         Ok(super::run(
             Arc::clone(&self.transport),
             body,

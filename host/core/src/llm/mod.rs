@@ -18,6 +18,7 @@ mod retry;
 pub mod schema;
 pub mod scripted;
 mod types;
+pub mod wire;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -35,6 +36,7 @@ pub use error::{LlmError, parse_retry_after};
 pub use http::HttpTransport;
 pub use retry::RetryPolicy;
 pub use types::{ContentBlock, Message, Role, ToolDefinition, Usage};
+pub use wire::{Parts, WireFormat};
 
 /// One request to a model.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,16 +115,24 @@ pub trait Provider: Send + Sync {
     fn profile(&self) -> &str {
         ""
     }
+    /// How this provider encodes request bodies, in parts a task can keep
+    /// from turn to turn.
+    fn wire(&self) -> &dyn WireFormat;
     /// Bytes of the request body this provider would send for `req`:
     /// system prompt, messages and tool definitions in its wire format, so
     /// the context estimate counts everything that is sent.
     fn request_bytes(&self, req: &ChatRequest) -> usize {
-        serde_json::to_string(&(&req.system, &req.messages))
-            .map_or(0, |s| s.len())
-            .saturating_add(serde_json::to_string(&req.tools).map_or(0, |s| s.len()))
+        wire::encode(self.wire(), self.model(), req).map_or(0, |b| b.len())
     }
-    /// Start a reply; errors before any output are retried inside.
-    async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError>;
+    /// Start a reply to a request already encoded in this provider's wire
+    /// format; errors before any output are retried inside.
+    async fn stream_body(&self, body: Bytes) -> Result<EventStream, LlmError>;
+    /// Start a reply to `req` (encoded now).
+    async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
+        let body = wire::encode(self.wire(), self.model(), req)
+            .map_err(|e| LlmError::Config(format!("request body: {e}")))?;
+        self.stream_body(Bytes::from(body)).await
+    }
 }
 
 /// A provider labelled with where it points: its base URL and the config
@@ -162,12 +172,12 @@ impl Provider for Labelled {
         &self.profile
     }
 
-    fn request_bytes(&self, req: &ChatRequest) -> usize {
-        self.inner.request_bytes(req)
+    fn wire(&self) -> &dyn WireFormat {
+        self.inner.wire()
     }
 
-    async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
-        self.inner.stream(req).await
+    async fn stream_body(&self, body: Bytes) -> Result<EventStream, LlmError> {
+        self.inner.stream_body(body).await
     }
 }
 
@@ -224,12 +234,11 @@ impl Provider for OpenAiCompatible {
         &self.model
     }
 
-    fn request_bytes(&self, req: &ChatRequest) -> usize {
-        openai::request_json(&self.model, req).map_or(0, |b| b.len())
+    fn wire(&self) -> &dyn WireFormat {
+        &openai::OpenAiWire
     }
 
-    async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
-        let body = openai::request_json(&self.model, req);
+    async fn stream_body(&self, body: Bytes) -> Result<EventStream, LlmError> {
         Ok(run(Arc::clone(&self.transport), body, self.retry, || {
             Box::new(openai::OpenAiDecoder::new())
         }))
@@ -243,24 +252,14 @@ impl Provider for OpenAiCompatible {
 /// (it only retries a stream that broke after the request succeeded).
 pub fn run(
     transport: Arc<dyn Transport>,
-    body: Result<Vec<u8>, serde_json::Error>,
+    body: Bytes,
     retry: RetryPolicy,
     decoder: impl Fn() -> Box<dyn WireDecoder> + Send + 'static,
 ) -> EventStream {
     let (mut tx, rx) = mpsc::channel::<Result<StreamEvent, LlmError>>(64);
     // The body as sent: bytes, not a tree of values kept alive while the
     // model thinks (ten thousand tasks wait at once).
-    let body = body.map(Bytes::from);
     tokio::spawn(async move {
-        let body = match body {
-            Ok(b) => b,
-            Err(e) => {
-                let _ = tx
-                    .send(Err(LlmError::Config(format!("request body: {e}"))))
-                    .await;
-                return;
-            }
-        };
         let mut attempt = 0u32;
         let bytes = loop {
             attempt += 1;

@@ -12,39 +12,139 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::assemble::ToolCallAssembler;
-use super::{ChatRequest, ContentBlock, LlmError, Role, StreamEvent, Usage, WireDecoder};
+use super::wire::{Parts, WireFormat, join_messages};
+use super::{
+    ChatRequest, ContentBlock, LlmError, Message, Role, StreamEvent, ToolDefinition, Usage,
+    WireDecoder,
+};
 
 /// Stream index used for the deprecated single `function_call` field.
 const LEGACY_FUNCTION_INDEX: u32 = 0;
 
-/// The JSON body of a streaming chat-completions request, serialised
-/// straight from the history it borrows: a long task's request is built
-/// every turn, so no tree of JSON values is made and dropped for it.
+/// The JSON body of a streaming chat-completions request, every part
+/// encoded now (a task reuses its messages' encodings; see [`super::wire`]).
 pub fn request_json(model: &str, req: &ChatRequest) -> Result<Vec<u8>, serde_json::Error> {
-    serde_json::to_vec(&Body::new(model, req))
+    super::wire::encode(&OpenAiWire, model, req)
 }
 
 /// The same body as a JSON value, for tests and inspection.
 pub fn request_body(model: &str, req: &ChatRequest) -> Value {
-    serde_json::to_value(Body::new(model, req)).unwrap_or(Value::Null)
+    request_json(model, req)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
 }
 
-/// A chat-completions request, borrowing from the [`ChatRequest`].
-#[derive(Serialize)]
-struct Body<'a> {
-    model: &'a str,
-    stream: bool,
-    stream_options: StreamOptions,
-    messages: Vec<WireMessage<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_tokens: Option<u32>,
-}
+/// The chat-completions wire format, in parts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenAiWire;
 
-#[derive(Serialize)]
-struct StreamOptions {
-    include_usage: bool,
+impl WireFormat for OpenAiWire {
+    fn message(&self, out: &mut Vec<u8>, m: &Message) -> Result<(), serde_json::Error> {
+        let mut first = true;
+        let mut put = |out: &mut Vec<u8>, w: &WireMessage<'_>| {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            serde_json::to_writer(&mut *out, w)
+        };
+        match m.role {
+            Role::Assistant => {
+                let tool_calls = m
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolUse { id, name, input } => Some(WireCall {
+                            id,
+                            kind: "function",
+                            function: WireFunction {
+                                name,
+                                arguments: input.to_string(),
+                            },
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                put(
+                    out,
+                    &WireMessage::Assistant {
+                        content: joined(&m.content, "\n").filter(|t| !t.is_empty()),
+                        tool_calls,
+                    },
+                )?;
+            }
+            Role::User => {
+                // Tool results must directly follow the assistant message
+                // that asked for them, so they go first.
+                for b in &m.content {
+                    if let ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        ..
+                    } = b
+                    {
+                        put(
+                            out,
+                            &WireMessage::Tool {
+                                tool_call_id: tool_use_id,
+                                content,
+                            },
+                        )?;
+                    }
+                }
+                if let Some(content) = joined(&m.content, "\n\n") {
+                    put(out, &WireMessage::User { content })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn tools(&self, out: &mut Vec<u8>, tools: &[ToolDefinition]) -> Result<(), serde_json::Error> {
+        if tools.is_empty() {
+            return Ok(());
+        }
+        let wire: Vec<WireTool<'_>> = tools
+            .iter()
+            .map(|t| WireTool {
+                kind: "function",
+                function: WireToolFunction {
+                    name: &t.name,
+                    description: &t.description,
+                    parameters: &t.parameters,
+                },
+            })
+            .collect();
+        serde_json::to_writer(out, &wire)
+    }
+
+    fn body(&self, parts: &Parts<'_>) -> Result<Vec<u8>, serde_json::Error> {
+        let mut out = Vec::with_capacity(parts.len());
+        out.extend_from_slice(b"{\"model\":");
+        serde_json::to_writer(&mut out, parts.model)?;
+        out.extend_from_slice(
+            b",\"stream\":true,\"stream_options\":{\"include_usage\":true},\"messages\":[",
+        );
+        serde_json::to_writer(
+            &mut out,
+            &WireMessage::System {
+                content: parts.system,
+            },
+        )?;
+        join_messages(&mut out, parts.messages, false);
+        out.push(b']');
+        if !parts.tools.is_empty() {
+            out.extend_from_slice(b",\"tools\":");
+            out.extend_from_slice(parts.tools);
+        }
+        if let Some(n) = parts.max_tokens {
+            out.extend_from_slice(b",\"max_tokens\":");
+            serde_json::to_writer(&mut out, &n)?;
+        }
+        out.push(b'}');
+        Ok(out)
+    }
 }
 
 /// One message in OpenAI's shape: tool results are messages of their own.
@@ -114,81 +214,6 @@ fn joined<'a>(blocks: &'a [ContentBlock], sep: &str) -> Option<Cow<'a, str>> {
                 all.push_str(t);
             }
             Some(Cow::Owned(all))
-        }
-    }
-}
-
-impl<'a> Body<'a> {
-    fn new(model: &'a str, req: &'a ChatRequest) -> Self {
-        let mut messages = Vec::with_capacity(req.messages.len() + 1);
-        messages.push(WireMessage::System {
-            content: &req.system,
-        });
-        for m in &req.messages {
-            match m.role {
-                Role::Assistant => {
-                    let tool_calls = m
-                        .content
-                        .iter()
-                        .filter_map(|b| match b {
-                            ContentBlock::ToolUse { id, name, input } => Some(WireCall {
-                                id,
-                                kind: "function",
-                                function: WireFunction {
-                                    name,
-                                    arguments: input.to_string(),
-                                },
-                            }),
-                            _ => None,
-                        })
-                        .collect();
-                    messages.push(WireMessage::Assistant {
-                        content: joined(&m.content, "\n").filter(|t| !t.is_empty()),
-                        tool_calls,
-                    });
-                }
-                Role::User => {
-                    // Tool results must directly follow the assistant
-                    // message that asked for them, so they go first.
-                    for b in &m.content {
-                        if let ContentBlock::ToolResult {
-                            tool_use_id,
-                            content,
-                            ..
-                        } = b
-                        {
-                            messages.push(WireMessage::Tool {
-                                tool_call_id: tool_use_id,
-                                content,
-                            });
-                        }
-                    }
-                    if let Some(content) = joined(&m.content, "\n\n") {
-                        messages.push(WireMessage::User { content });
-                    }
-                }
-            }
-        }
-        Body {
-            model,
-            stream: true,
-            stream_options: StreamOptions {
-                include_usage: true,
-            },
-            messages,
-            tools: req
-                .tools
-                .iter()
-                .map(|t| WireTool {
-                    kind: "function",
-                    function: WireToolFunction {
-                        name: &t.name,
-                        description: &t.description,
-                        parameters: &t.parameters,
-                    },
-                })
-                .collect(),
-            max_tokens: req.max_tokens,
         }
     }
 }

@@ -282,8 +282,17 @@ impl Transport for ScriptedTransport {
         if let Some(Ok(mut r)) = self.requests.as_ref().map(|r| r.lock()) {
             r.push(serde_json::from_slice(body).map_err(unreadable)?);
         }
-        // Only what picks the reply is read: the tool list and the roles.
-        let peek: Peek<'_> = serde_json::from_slice(body).map_err(unreadable)?;
+        // Only what picks the reply is read (the tool list, for a script
+        // with a summary; the roles, when serving many conversations);
+        // otherwise the body is sent on as a server would take it.
+        let peek: Peek<'_> = if self.script.summary.is_some() || self.by_history {
+            serde_json::from_slice(body).map_err(unreadable)?
+        } else {
+            Peek {
+                messages: Vec::new(),
+                tools: None,
+            }
+        };
         let offers_tools = peek.tools.is_some_and(|t| !t.is_empty());
         if let (Some(summary), false) = (&self.script.summary, offers_tools) {
             let turn = Turn {

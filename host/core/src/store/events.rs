@@ -33,6 +33,16 @@ impl Store {
         )?)
     }
 
+    /// The position of `task`'s last recorded event (0: none).
+    pub fn last_event_seq(&self, task: &str) -> Result<i64, StoreError> {
+        Ok(one_row(
+            &self.conn(),
+            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE task_id = ?1",
+            params![task],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Up to `limit` events of `task` after position `after`, in order.
     pub fn events_after(
         &self,

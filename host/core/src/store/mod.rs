@@ -25,7 +25,7 @@ pub use claims::TaskClaim;
 pub use events::StoredEvent;
 pub use plugins::PluginRecord;
 pub use status::TaskStatus;
-pub use step::{Committed, Step};
+pub use step::{Committed, PreparedStep, Step};
 pub use todos::{TodoItem, TodoState};
 
 use std::path::{Path, PathBuf};
@@ -163,6 +163,9 @@ pub enum StoreError {
         /// Some of the tasks it matches.
         candidates: Vec<String>,
     },
+    /// A shared commit failed as a whole (every step in it fails).
+    #[error("task store: commit failed: {0}")]
+    Commit(String),
     /// Writing an export failed.
     #[error("export to {path}: {source}")]
     Export {
@@ -269,6 +272,8 @@ pub struct Store {
     conn: Arc<Mutex<Connection>>,
     path: PathBuf,
     claims: Arc<claims::Claims>,
+    /// Steps waiting for a shared commit ([`Store::commit`]).
+    group: Arc<step::GroupCommit>,
 }
 
 /// Milliseconds since the epoch.
@@ -322,6 +327,7 @@ impl Store {
             conn: Arc::new(Mutex::new(conn)),
             path: path.to_path_buf(),
             claims: claims::shared(),
+            group: Arc::default(),
         })
     }
 
@@ -494,54 +500,6 @@ impl Store {
             params![id, i(u.input_tokens), i(u.output_tokens), i(u.cache_read_tokens), i(u.cache_write_tokens), cost, now_ms()],
         )?;
         Ok(())
-    }
-
-    /// Record one model reply as one step: the assistant message, its UI
-    /// row (`ui_text`, redacted; none for a reply without text) and the
-    /// turn's usage and cost, in one transaction. Returns the message's seq.
-    pub fn record_reply(
-        &self,
-        task: &str,
-        m: &Message,
-        ui_text: Option<&str>,
-        u: &Usage,
-        cost: f64,
-    ) -> Result<i64, StoreError> {
-        let mut step = Step::new().append(m).usage(u, cost);
-        if let Some(text) = ui_text {
-            step = step.ui("say", "text", text);
-        }
-        self.stepped_message(task, &step)
-    }
-
-    /// Record one tool call's outcome as one step: the message of tool
-    /// results (appended when `seq` is `None`, else replaced as the calls
-    /// of one assistant message finish), the call's UI row (redacted), and
-    /// the task's new status when the call ended the task, in one
-    /// transaction. Returns the message's seq.
-    pub fn record_result(
-        &self,
-        task: &str,
-        seq: Option<i64>,
-        m: &Message,
-        ui: Option<(&str, &str)>,
-        status: Option<TaskStatus>,
-    ) -> Result<i64, StoreError> {
-        let mut step = Step::new().put(seq, m);
-        if let Some((subtype, text)) = ui {
-            step = step.ui("say", subtype, text);
-        }
-        if let Some(status) = status {
-            step = step.status(status);
-        }
-        self.stepped_message(task, &step)
-    }
-
-    /// Commit a step that writes a message; the message's seq.
-    fn stepped_message(&self, task: &str, step: &Step<'_>) -> Result<i64, StoreError> {
-        self.commit_step(task, step)?
-            .message
-            .ok_or_else(|| StoreError::NotFound(task.to_owned()))
     }
 
     /// Append an API message; returns its sequence number. The number is

@@ -3,13 +3,27 @@
 //! that announce it land together or not at all, so a front-end never hears
 //! of a write that a crash could lose, and a turn pays for one commit per
 //! step instead of one per row.
+//!
+//! Steps of many tasks share commits ([`Store::commit`]): a step is
+//! prepared (serialised, redacted) by its own task, then queued; whoever
+//! finds no commit under way commits everything queued in one transaction,
+//! each step in a savepoint of its own (one step's failure is its own).
+//! Alone, a task commits its step at once, on its own thread; under load,
+//! a thousand tasks' steps share a handful of commits instead of paying
+//! for one each (a commit writes every page it touched to the WAL).
 
 use std::borrow::Cow;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use rusqlite::params;
+use rusqlite::{Connection, params};
+use tokio::sync::oneshot;
 
 use super::{Store, StoreError, TaskStatus, exec, now_ms, one_row, role_str};
 use crate::llm::{Message, Usage};
+
+/// Most steps one shared commit takes; the rest wait for the next.
+const MAX_BATCH: usize = 256;
 
 /// What a step without usage adds to the totals.
 const NO_USAGE: Usage = Usage {
@@ -30,7 +44,8 @@ enum StepMessage<'a> {
 }
 
 /// The writes of one step of a task, built up and then committed with
-/// [`Store::commit_step`]. Every part is optional.
+/// [`Store::commit_step`] (or prepared for [`Store::commit`]). Every part
+/// is optional.
 #[derive(Debug, Default)]
 pub struct Step<'a> {
     message: Option<StepMessage<'a>>,
@@ -102,19 +117,11 @@ impl<'a> Step<'a> {
             && self.status.is_none()
             && self.events.is_empty()
     }
-}
 
-impl Store {
-    /// Commit `step` for `task` in one transaction. A task that does not
-    /// exist gets nothing written. An empty step commits nothing.
-    pub fn commit_step(&self, task: &str, step: &Step<'_>) -> Result<Committed, StoreError> {
-        let mut committed = Committed {
-            message: None,
-            events: Vec::with_capacity(step.events.len()),
-        };
-        if step.is_empty() {
-            return Ok(committed);
-        }
+    /// The step as its rows will be written, owned: the message serialised
+    /// and the UI rows redacted here, by the task itself, so a shared
+    /// commit only inserts.
+    pub fn prepare(self, task: &str) -> Result<PreparedStep, StoreError> {
         let content = |m: &Message, seq: i64| {
             serde_json::to_string(&m.content).map_err(|e| StoreError::Corrupt {
                 task: task.to_owned(),
@@ -122,79 +129,295 @@ impl Store {
                 detail: e.to_string(),
             })
         };
-        let now = now_ms();
+        let message = match self.message {
+            None => None,
+            Some(StepMessage::Append(m)) => Some(PreparedMessage::Append {
+                role: role_str(m.role),
+                content: content(m, -1)?,
+            }),
+            Some(StepMessage::Replace(seq, m)) => Some(PreparedMessage::Replace {
+                seq,
+                content: content(m, seq)?,
+            }),
+        };
+        let (usage, cost) = self.usage.unwrap_or((&NO_USAGE, 0.0));
+        Ok(PreparedStep {
+            empty: self.is_empty(),
+            message,
+            usage: *usage,
+            cost,
+            ui: self
+                .ui
+                .iter()
+                .map(|(kind, subtype, text)| {
+                    (
+                        (*kind).to_owned(),
+                        (*subtype).to_owned(),
+                        roost_secrets::redact(text).into_owned(),
+                    )
+                })
+                .collect(),
+            status: self.status,
+            events: self.events,
+        })
+    }
+}
+
+/// The message of a prepared step, serialised.
+#[derive(Debug)]
+enum PreparedMessage {
+    Append { role: &'static str, content: String },
+    Replace { seq: i64, content: String },
+}
+
+/// A [`Step`] ready to be written: owned, serialised and redacted, so it
+/// can wait in the shared-commit queue ([`Store::commit`]).
+#[derive(Debug)]
+pub struct PreparedStep {
+    empty: bool,
+    message: Option<PreparedMessage>,
+    usage: Usage,
+    cost: f64,
+    ui: Vec<(String, String, String)>,
+    status: Option<TaskStatus>,
+    events: Vec<String>,
+}
+
+/// Write `step` of `task` inside the caller's transaction (or savepoint).
+fn write_step(
+    conn: &Connection,
+    task: &str,
+    step: &PreparedStep,
+    now: i64,
+) -> Result<Committed, StoreError> {
+    let mut committed = Committed {
+        message: None,
+        events: Vec::with_capacity(step.events.len()),
+    };
+    // Touching the task first makes a missing task an error before
+    // anything else is written (the history rows would also fail on
+    // their foreign key, but UI rows and events have none).
+    let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let u = &step.usage;
+    let touched = exec(
+        conn,
+        "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, \
+         cache_reads = cache_reads + ?4, cache_writes = cache_writes + ?5, cost = cost + ?6, \
+         status = COALESCE(?7, status), updated_at = ?8 WHERE id = ?1",
+        params![
+            task,
+            i(u.input_tokens),
+            i(u.output_tokens),
+            i(u.cache_read_tokens),
+            i(u.cache_write_tokens),
+            step.cost,
+            step.status.map(TaskStatus::as_str),
+            now
+        ],
+    )?;
+    if touched == 0 {
+        return Err(StoreError::NotFound(task.to_owned()));
+    }
+    committed.message = match &step.message {
+        None => None,
+        Some(PreparedMessage::Append { role, content }) => Some(one_row(
+            conn,
+            "INSERT INTO api_messages (task_id, seq, role, content, created_at) \
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM api_messages WHERE task_id = ?1 \
+             RETURNING seq",
+            params![task, role, content, now],
+            |r| r.get(0),
+        )?),
+        Some(PreparedMessage::Replace { seq, content }) => {
+            let n = exec(
+                conn,
+                "UPDATE api_messages SET content = ?3 WHERE task_id = ?1 AND seq = ?2",
+                params![task, seq, content],
+            )?;
+            if n == 0 {
+                return Err(StoreError::Corrupt {
+                    task: task.to_owned(),
+                    seq: *seq,
+                    detail: "no such message to replace".into(),
+                });
+            }
+            Some(*seq)
+        }
+    };
+    for (kind, subtype, text) in &step.ui {
+        exec(
+            conn,
+            "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) \
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM ui_messages WHERE task_id = ?1",
+            params![task, now, kind, subtype, text],
+        )?;
+    }
+    for event in &step.events {
+        committed.events.push(one_row(
+            conn,
+            "INSERT INTO events (task_id, seq, ts, event) \
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM events WHERE task_id = ?1 \
+             RETURNING seq",
+            params![task, now, event],
+            |r| r.get(0),
+        )?);
+    }
+    Ok(committed)
+}
+
+/// A queued step and where its outcome goes.
+struct Job {
+    task: String,
+    step: PreparedStep,
+    done: oneshot::Sender<Result<Committed, StoreError>>,
+}
+
+/// The queue of steps waiting for a shared commit, and whether someone is
+/// committing (that one takes what is queued meanwhile).
+#[derive(Default)]
+pub(super) struct GroupCommit {
+    queue: Mutex<Vec<Job>>,
+    leading: AtomicBool,
+}
+
+impl GroupCommit {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Vec<Job>> {
+        // A queue of owned jobs stays consistent whatever panicked.
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Become the committer, unless someone is.
+    fn try_lead(&self) -> bool {
+        self.leading
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    /// Up to [`MAX_BATCH`] queued jobs, oldest first.
+    fn take(&self) -> Vec<Job> {
+        let mut q = self.queue();
+        if q.len() <= MAX_BATCH {
+            std::mem::take(&mut *q)
+        } else {
+            q.drain(..MAX_BATCH).collect()
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.queue().is_empty()
+    }
+
+    /// Stop committing. False when a job arrived meanwhile and this caller
+    /// is the committer again (a job pushed after the last `take` saw a
+    /// committer and queued itself, trusting it to be taken).
+    fn release(&self) -> bool {
+        self.leading.store(false, Ordering::SeqCst);
+        self.is_empty() || !self.try_lead()
+    }
+}
+
+impl Store {
+    /// Commit `step` for `task` in one transaction of its own, now. A task
+    /// that does not exist gets nothing written. An empty step commits
+    /// nothing.
+    pub fn commit_step(&self, task: &str, step: Step<'_>) -> Result<Committed, StoreError> {
+        let prepared = step.prepare(task)?;
+        if prepared.empty {
+            return Ok(Committed {
+                message: None,
+                events: Vec::new(),
+            });
+        }
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        // Touching the task first makes a missing task an error before
-        // anything else is written (the history rows would also fail on
-        // their foreign key, but UI rows and events have none).
-        let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        let (u, cost) = step.usage.unwrap_or((&NO_USAGE, 0.0));
-        let touched = exec(
-            &tx,
-            "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, \
-             cache_reads = cache_reads + ?4, cache_writes = cache_writes + ?5, cost = cost + ?6, \
-             status = COALESCE(?7, status), updated_at = ?8 WHERE id = ?1",
-            params![
-                task,
-                i(u.input_tokens),
-                i(u.output_tokens),
-                i(u.cache_read_tokens),
-                i(u.cache_write_tokens),
-                cost,
-                step.status.map(TaskStatus::as_str),
-                now
-            ],
-        )?;
-        if touched == 0 {
-            return Err(StoreError::NotFound(task.to_owned()));
-        }
-        committed.message = match step.message {
-            None => None,
-            Some(StepMessage::Append(m)) => Some(one_row(
-                &tx,
-                "INSERT INTO api_messages (task_id, seq, role, content, created_at) \
-                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM api_messages WHERE task_id = ?1 \
-                 RETURNING seq",
-                params![task, role_str(m.role), content(m, -1)?, now],
-                |r| r.get(0),
-            )?),
-            Some(StepMessage::Replace(seq, m)) => {
-                let n = exec(
-                    &tx,
-                    "UPDATE api_messages SET content = ?3 WHERE task_id = ?1 AND seq = ?2",
-                    params![task, seq, content(m, seq)?],
-                )?;
-                if n == 0 {
-                    return Err(StoreError::Corrupt {
-                        task: task.to_owned(),
-                        seq,
-                        detail: "no such message to replace".into(),
-                    });
-                }
-                Some(seq)
-            }
-        };
-        for (kind, subtype, text) in &step.ui {
-            let text = roost_secrets::redact(text);
-            exec(
-                &tx,
-                "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) \
-                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM ui_messages WHERE task_id = ?1",
-                params![task, now, kind, subtype, text.as_ref()],
-            )?;
-        }
-        for event in &step.events {
-            committed.events.push(one_row(
-                &tx,
-                "INSERT INTO events (task_id, seq, ts, event) \
-                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM events WHERE task_id = ?1 \
-                 RETURNING seq",
-                params![task, now, event],
-                |r| r.get(0),
-            )?);
-        }
+        let committed = write_step(&tx, task, &prepared, now_ms())?;
         tx.commit()?;
         Ok(committed)
+    }
+
+    /// Commit a prepared step of `task`, sharing the transaction with the
+    /// steps other tasks queued meanwhile; returns once it is durable. A
+    /// step that fails (its task does not exist, say) fails alone.
+    pub async fn commit(&self, task: &str, step: PreparedStep) -> Result<Committed, StoreError> {
+        if step.empty {
+            return Ok(Committed {
+                message: None,
+                events: Vec::new(),
+            });
+        }
+        let (done, outcome) = oneshot::channel();
+        self.group.queue().push(Job {
+            task: task.to_owned(),
+            step,
+            done,
+        });
+        if self.group.try_lead() {
+            // Commit what is queued (this step first of all); hand what
+            // others queue meanwhile to a committer of its own, so this
+            // task is not held up committing everyone's steps.
+            self.commit_queued();
+            if !self.group.release() {
+                let store = self.clone();
+                tokio::spawn(async move { store.keep_committing().await });
+            }
+        }
+        outcome.await.unwrap_or_else(|_| {
+            Err(StoreError::Commit(
+                "the shared commit ended without an outcome".into(),
+            ))
+        })
+    }
+
+    /// The committer that took over: commit batches while steps keep
+    /// coming, letting other tasks run between them (they queue more).
+    async fn keep_committing(self) {
+        loop {
+            self.commit_queued();
+            tokio::task::yield_now().await;
+            if self.group.is_empty() && self.group.release() {
+                return;
+            }
+        }
+    }
+
+    /// Commit one batch of queued steps and tell each its outcome.
+    fn commit_queued(&self) {
+        let jobs = self.group.take();
+        if jobs.is_empty() {
+            return;
+        }
+        let now = now_ms();
+        let mut conn = self.conn();
+        let written = (|| -> Result<Vec<Result<Committed, StoreError>>, StoreError> {
+            let mut tx = conn.transaction()?;
+            let mut outcomes = Vec::with_capacity(jobs.len());
+            for job in &jobs {
+                let sp = tx.savepoint()?;
+                match write_step(&sp, &job.task, &job.step, now) {
+                    Ok(c) => {
+                        sp.commit()?;
+                        outcomes.push(Ok(c));
+                    }
+                    // Dropping the savepoint rolls this step back alone.
+                    Err(e) => outcomes.push(Err(e)),
+                }
+            }
+            tx.commit()?;
+            Ok(outcomes)
+        })();
+        drop(conn);
+        match written {
+            Ok(outcomes) => {
+                for (job, outcome) in jobs.into_iter().zip(outcomes) {
+                    let _ = job.done.send(outcome);
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                for job in jobs {
+                    let _ = job.done.send(Err(StoreError::Commit(msg.clone())));
+                }
+            }
+        }
     }
 }

@@ -288,9 +288,19 @@ fn a_reply_is_recorded_as_one_step() {
         cache_read_tokens: 0,
         cache_write_tokens: 0,
     };
-    let seq = s
-        .record_reply(&t.id, &tool_use("c1"), Some("on it"), &usage, 0.5)
-        .expect("recorded");
+    let reply = |task: &str, m: &Message, text: &'static str| {
+        s.commit_step(
+            task,
+            Step::new()
+                .append(m)
+                .usage(&usage, 0.5)
+                .ui("say", "text", text),
+        )
+        .map(|c| c.message)
+    };
+    let seq = reply(&t.id, &tool_use("c1"), "on it")
+        .expect("recorded")
+        .expect("a message");
     let api = s.load_api(&t.id, true).expect("api");
     assert_eq!(api.last().map(|m| m.seq), Some(seq));
     let ui = s.load_ui(&t.id).expect("ui");
@@ -299,10 +309,7 @@ fn a_reply_is_recorded_as_one_step() {
     assert_eq!(rec.usage.input_tokens, 10);
     assert!((rec.cost - 0.5).abs() < f64::EPSILON);
     // A reply on a task that does not exist writes nothing at all.
-    assert!(
-        s.record_reply("no-such-task", &tool_use("c2"), Some("x"), &usage, 1.0)
-            .is_err()
-    );
+    assert!(reply("no-such-task", &tool_use("c2"), "x").is_err());
     assert!(s.load_ui("no-such-task").expect("ui").is_empty());
 }
 
@@ -322,18 +329,25 @@ fn a_result_is_recorded_as_one_step() {
             })
             .collect(),
     };
-    let seq = s
-        .record_result(&t.id, None, &results(1), Some(("tool_result", "r0")), None)
-        .expect("recorded");
-    let again = s
-        .record_result(
-            &t.id,
-            Some(seq),
-            &results(2),
-            Some(("tool_result", "r1")),
-            Some(TaskStatus::Completed),
-        )
-        .expect("recorded");
+    let result = |task: &str, seq: Option<i64>, m: &Message, text: &'static str, status| {
+        let mut step = Step::new().put(seq, m).ui("say", "tool_result", text);
+        if let Some(status) = status {
+            step = step.status(status);
+        }
+        s.commit_step(task, step).map(|c| c.message)
+    };
+    let seq = result(&t.id, None, &results(1), "r0", None)
+        .expect("recorded")
+        .expect("a message");
+    let again = result(
+        &t.id,
+        Some(seq),
+        &results(2),
+        "r1",
+        Some(TaskStatus::Completed),
+    )
+    .expect("recorded")
+    .expect("a message");
     assert_eq!(seq, again);
     let api = s.load_api(&t.id, true).expect("api");
     assert_eq!(api.last().map(|m| m.message.content.len()), Some(2));
@@ -349,16 +363,7 @@ fn a_result_is_recorded_as_one_step() {
         TaskStatus::Completed
     );
     // A result for a task that does not exist writes nothing at all.
-    assert!(
-        s.record_result(
-            "no-such-task",
-            None,
-            &results(1),
-            Some(("tool_result", "x")),
-            None
-        )
-        .is_err()
-    );
+    assert!(result("no-such-task", None, &results(1), "x", None).is_err());
     assert!(s.load_ui("no-such-task").expect("ui").is_empty());
 }
 
@@ -383,4 +388,75 @@ fn claims_are_exclusive_and_released() {
     let taken = other.claim(&t.id).expect("free again");
     assert!(s.is_live(&t.id));
     drop(taken);
+}
+
+/// Steps of many tasks committed at once share commits, and every one
+/// lands whole, numbered without gaps; a step of a task that does not
+/// exist fails alone, in the same commits as the others.
+#[test]
+fn shared_commits_keep_every_step_whole_and_fail_alone() {
+    let (_d, s) = store();
+    let tasks: Vec<String> = (0..40).map(|_| new_task(&s).id).collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let mut joins = Vec::new();
+        for (n, id) in tasks.iter().cloned().enumerate() {
+            let store = s.clone();
+            joins.push(tokio::spawn(async move {
+                let s = store;
+                let mut seqs = Vec::new();
+                for i in 0..25 {
+                    let m = Message::user_text(format!("{n}/{i}"));
+                    let step = Step::new()
+                        .append(&m)
+                        .ui("say", "text", format!("row {i}"))
+                        .event(format!("{{\"event\":\"warning\",\"message\":\"{i}\"}}"));
+                    let prepared = step.prepare(&id).expect("prepared");
+                    seqs.push(s.commit(&id, prepared).await.expect("committed"));
+                }
+                seqs
+            }));
+            let s = s.clone();
+            joins.push(tokio::spawn(async move {
+                let m = Message::user_text("lost");
+                let prepared = Step::new()
+                    .append(&m)
+                    .ui("say", "text", "lost")
+                    .prepare("no-such-task")
+                    .expect("prepared");
+                let err = s
+                    .commit("no-such-task", prepared)
+                    .await
+                    .expect_err("no task");
+                assert!(matches!(err, StoreError::NotFound(_)), "{err}");
+                Vec::new()
+            }));
+        }
+        for j in joins {
+            let seqs = j.await.expect("joined");
+            for (i, c) in seqs.iter().enumerate() {
+                let n = i64::try_from(i).expect("small") + 1;
+                assert_eq!(c.message, Some(n), "message seq");
+                assert_eq!(c.events, vec![n], "event seq");
+            }
+        }
+    });
+    for id in &tasks {
+        let api = s.load_api(id, true).expect("api");
+        assert_eq!(api.len(), 25);
+        let seqs: Vec<i64> = api.iter().map(|m| m.seq).collect();
+        assert_eq!(seqs, (1..=25).collect::<Vec<_>>());
+        assert_eq!(s.load_ui(id).expect("ui").len(), 25);
+        assert_eq!(s.events_after(id, 0, usize::MAX).expect("events").len(), 25);
+    }
+    assert!(s.load_ui("no-such-task").expect("ui").is_empty());
+    assert!(
+        s.events_after("no-such-task", 0, 10)
+            .expect("events")
+            .is_empty()
+    );
 }

@@ -214,7 +214,7 @@ pub(super) async fn ask(
         text: ask.question(),
         ask,
     };
-    events.commit(store, task, step, vec![announce])?;
+    events.commit(store, task, step, vec![announce]).await?;
     // A cancel while waiting is a no; the loop then stops.
     let answer = match early {
         Some(a) => a,

@@ -5,11 +5,13 @@
 //! an assistant message); when summarising fails the older messages are
 //! hidden instead. Nothing is ever deleted.
 
-use std::collections::HashMap;
-
 use futures::StreamExt;
 
-use crate::llm::{ChatRequest, ContentBlock, Message, Provider, Role, StreamEvent};
+use super::history::History;
+use crate::llm::{
+    ChatRequest, ContentBlock, Message, Parts, Provider, Role, StreamEvent, ToolDefinition,
+    WireFormat,
+};
 use crate::store::StoredMessage;
 
 /// The history as the model sees it: visible messages, the latest summary
@@ -53,65 +55,165 @@ pub fn request_tokens(provider: &dyn Provider, req: &ChatRequest) -> u64 {
     u64::try_from(provider.request_bytes(req) / BYTES_PER_TOKEN).unwrap_or(u64::MAX)
 }
 
-/// Wire sizes of history messages, remembered across the turns of a run: a
-/// turn measures its system prompt and tool definitions, and only the
-/// messages that are new or grew since the last turn (a long task would
-/// otherwise serialise its whole history twice a turn). The sum of the
-/// messages measured one by one, plus two bytes each for framing, is never
-/// below the size of the request that merges them.
-#[derive(Debug, Default)]
-pub struct RequestSizer {
-    /// Bytes of a request with nothing in it.
-    empty: Option<usize>,
-    /// Message seq → (content blocks when measured, bytes).
-    sizes: HashMap<i64, (usize, usize)>,
+/// What identifies one model message's encoding: the seqs of the first and
+/// last stored messages merged into it, the newest revision among them
+/// ([`History::revisions`]), and whether the summary is merged in.
+type MessageKey = (i64, i64, u64, bool);
+
+/// The next request's body, built from parts kept across the turns of a
+/// run: each model message is encoded once (again only when it changes:
+/// tool results filled in, a user message appended to), the tool list
+/// once per mode, so a turn copies its history into the body instead of
+/// encoding it again. The body's length is the context estimate: what is
+/// measured is exactly what is sent.
+#[derive(Default)]
+pub struct RequestCache {
+    /// The encoded model messages of the last body, in order.
+    messages: Vec<(MessageKey, Vec<u8>)>,
+    /// The summary those encodings were made with.
+    summary: Option<String>,
+    /// The tool list's encoding and what it was made for.
+    tools: Option<(String, Vec<u8>)>,
 }
 
-impl RequestSizer {
-    /// Estimated tokens of `req`, whose messages are
-    /// `model_history(visible, summary)`, as `provider` would send it.
-    pub fn tokens(
+impl RequestCache {
+    /// Use the tool list `key` names (the mode and whether intents are
+    /// on), encoding it with `definitions` only when the key changed.
+    pub fn tools(
+        &mut self,
+        wire: &dyn WireFormat,
+        key: &str,
+        definitions: impl FnOnce() -> Vec<ToolDefinition>,
+    ) -> Result<(), serde_json::Error> {
+        if self.tools.as_ref().is_some_and(|(k, _)| k == key) {
+            return Ok(());
+        }
+        let mut out = Vec::new();
+        wire.tools(&mut out, &definitions())?;
+        self.tools = Some((key.to_owned(), out));
+        Ok(())
+    }
+
+    /// The body of the next request: `system`, the history as the model
+    /// sees it ([`model_history`]: visible messages, the summary after the
+    /// first, same-role neighbours merged) and the tool list set last.
+    pub fn body(
         &mut self,
         provider: &dyn Provider,
-        req: &mut ChatRequest,
-        visible: &[StoredMessage],
-        summary: Option<&str>,
-    ) -> u64 {
-        let messages = std::mem::take(&mut req.messages);
-        let mut bytes = provider.request_bytes(req);
-        req.messages = messages;
-        let bare = |messages: Vec<Message>| ChatRequest {
-            system: String::new(),
-            messages,
-            tools: Vec::new(),
-            max_tokens: None,
-        };
-        let empty = *self
-            .empty
-            .get_or_insert_with(|| provider.request_bytes(&bare(Vec::new())));
-        let one = |m: &Message| {
-            provider
-                .request_bytes(&bare(vec![m.clone()]))
-                .saturating_sub(empty)
-                .saturating_add(2)
-        };
-        for m in visible {
-            let blocks = m.message.content.len();
-            let size = match self.sizes.get(&m.seq) {
-                Some(&(b, size)) if b == blocks => size,
+        system: &str,
+        history: &History,
+        max_tokens: Option<u32>,
+    ) -> Result<Vec<u8>, serde_json::Error> {
+        let wire = provider.wire();
+        let summary = history.summary();
+        if self.summary.as_deref() != summary {
+            self.messages.clear();
+            self.summary = summary.map(str::to_owned);
+        }
+        let groups = groups(history.visible(), summary.is_some());
+        let mut old = std::mem::take(&mut self.messages).into_iter();
+        let mut encoded = Vec::with_capacity(groups.len());
+        for group in &groups {
+            let key = group.key(history);
+            let bytes = match old.next() {
+                Some((k, bytes)) if k == key => bytes,
                 _ => {
-                    let size = one(&m.message);
-                    self.sizes.insert(m.seq, (blocks, size));
-                    size
+                    let mut out = Vec::new();
+                    wire.message(&mut out, &group.merged(history.visible(), summary))?;
+                    out
                 }
             };
-            bytes = bytes.saturating_add(size);
+            encoded.push((key, bytes));
         }
-        if let Some(s) = summary {
-            bytes = bytes.saturating_add(one(&summary_message(s)));
-        }
-        u64::try_from(bytes / BYTES_PER_TOKEN).unwrap_or(u64::MAX)
+        self.messages = encoded;
+        let refs: Vec<&[u8]> = self.messages.iter().map(|(_, b)| b.as_slice()).collect();
+        let tools = self.tools.as_ref().map_or(&[][..], |(_, b)| b.as_slice());
+        wire.body(&Parts {
+            model: provider.model(),
+            system,
+            messages: &refs,
+            tools,
+            max_tokens,
+        })
     }
+}
+
+/// A part of a model message: a stored message (by index into the visible
+/// history), or the summary.
+#[derive(Clone, Copy, PartialEq)]
+enum Piece {
+    Stored(usize),
+    Summary,
+}
+
+/// One model message: a run of same-role pieces, merged.
+struct Group {
+    role: Role,
+    pieces: Vec<Piece>,
+}
+
+impl Group {
+    fn key(&self, history: &History) -> MessageKey {
+        let visible = history.visible();
+        let revisions = history.revisions();
+        let stored = || {
+            self.pieces.iter().filter_map(|p| match p {
+                Piece::Stored(i) => Some(*i),
+                Piece::Summary => None,
+            })
+        };
+        let seq = |i: Option<usize>| i.and_then(|i| visible.get(i)).map_or(0, |m| m.seq);
+        let newest = stored()
+            .filter_map(|i| revisions.get(i).copied())
+            .max()
+            .unwrap_or(0);
+        (
+            seq(stored().next()),
+            seq(stored().next_back()),
+            newest,
+            self.pieces.contains(&Piece::Summary),
+        )
+    }
+
+    /// The group as one message, as [`model_history`] merges it.
+    fn merged(&self, visible: &[StoredMessage], summary: Option<&str>) -> Message {
+        let mut content = Vec::new();
+        for piece in &self.pieces {
+            match (piece, summary) {
+                (Piece::Stored(i), _) => {
+                    if let Some(m) = visible.get(*i) {
+                        content.extend(m.message.content.iter().cloned());
+                    }
+                }
+                (Piece::Summary, Some(s)) => content.extend(summary_message(s).content),
+                (Piece::Summary, None) => {}
+            }
+        }
+        Message {
+            role: self.role,
+            content,
+        }
+    }
+}
+
+/// The model messages of `visible`, as [`model_history`] forms them.
+fn groups(visible: &[StoredMessage], with_summary: bool) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::with_capacity(visible.len() + 1);
+    let mut push = |role: Role, piece: Piece| match out.last_mut() {
+        Some(g) if g.role == role => g.pieces.push(piece),
+        _ => out.push(Group {
+            role,
+            pieces: vec![piece],
+        }),
+    };
+    for (i, m) in visible.iter().enumerate() {
+        push(m.message.role, Piece::Stored(i));
+        if i == 0 && with_summary {
+            // The summary is a user message right after the first one.
+            push(Role::User, Piece::Summary);
+        }
+    }
+    out
 }
 
 /// The summary as the model sees it, right after the first message.
@@ -297,5 +399,137 @@ mod tests {
             }
         }
         assert!(cut_point(&v[..3], 2).is_none());
+    }
+
+    /// The body built from kept parts is byte for byte the body encoded
+    /// afresh, in both wire formats, through every kind of history
+    /// change: appended messages, tool results filled in, a user message
+    /// added to, a condensation summary, a reload, a new tool list.
+    #[tokio::test]
+    async fn kept_parts_make_the_same_body_as_a_fresh_encoding() {
+        use std::sync::Arc;
+
+        use crate::llm::anthropic::Anthropic;
+        use crate::llm::scripted::{Script, ScriptedTransport};
+        use crate::llm::{OpenAiCompatible, RetryPolicy, ToolDefinition, anthropic, openai};
+        use crate::store::{NewTask, Store};
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("roost.db")).expect("store");
+        let task = store
+            .create_task(&NewTask {
+                parent_id: None,
+                root_id: None,
+                mode: "code".into(),
+                workspace: "/ws".into(),
+                prompt: "p".into(),
+                provider: "scripted".into(),
+                model: "m".into(),
+                base_url: String::new(),
+                profile: String::new(),
+            })
+            .expect("task");
+        store
+            .append_api(&task.id, &Message::user_text("<task>\nfix \"it\"\n</task>"))
+            .expect("first");
+        let transport = || {
+            Arc::new(ScriptedTransport::new(Script {
+                model: "m".into(),
+                turns: Vec::new(),
+                summary: None,
+            }))
+        };
+        let openai_p = OpenAiCompatible::new("scripted", "m", transport(), RetryPolicy::default());
+        let anthropic_p = Anthropic::new("claude", transport(), RetryPolicy::default());
+        type Fresh = fn(&str, &ChatRequest) -> Result<Vec<u8>, serde_json::Error>;
+        let providers: [(&dyn Provider, Fresh); 2] = [
+            (&openai_p, openai::request_json),
+            (&anthropic_p, anthropic::request_json),
+        ];
+        let tools = |n: usize| -> Vec<ToolDefinition> {
+            (0..n)
+                .map(|i| ToolDefinition {
+                    name: format!("t{i}"),
+                    description: "a \"tool\"\n".into(),
+                    parameters: json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+                })
+                .collect()
+        };
+        let mut history = History::load(&store, &task.id).expect("history");
+        let mut caches: Vec<RequestCache> =
+            providers.iter().map(|_| RequestCache::default()).collect();
+        let mut tool_count = 2;
+        let check =
+            |history: &History, caches: &mut Vec<RequestCache>, tool_count: usize, what: &str| {
+                for ((provider, fresh), cache) in providers.iter().zip(caches.iter_mut()) {
+                    cache
+                        .tools(provider.wire(), &tool_count.to_string(), || {
+                            tools(tool_count)
+                        })
+                        .expect("tools");
+                    let kept = cache
+                        .body(*provider, "system \u{1F600}", history, None)
+                        .expect("kept");
+                    let req = ChatRequest {
+                        system: "system \u{1F600}".into(),
+                        messages: model_history(history.visible(), history.summary()),
+                        tools: tools(tool_count),
+                        max_tokens: None,
+                    };
+                    let fresh = fresh(provider.model(), &req).expect("fresh");
+                    assert_eq!(
+                        String::from_utf8_lossy(&kept),
+                        String::from_utf8_lossy(&fresh),
+                        "{} after {what}",
+                        provider.name()
+                    );
+                }
+            };
+        check(&history, &mut caches, tool_count, "the first message");
+        for turn in 0..4 {
+            let reply = Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::Text {
+                        text: format!("turn {turn}"),
+                    },
+                    ContentBlock::ToolUse {
+                        id: format!("c{turn}a"),
+                        name: "t0".into(),
+                        input: json!({"x": "é\u{0}"}),
+                    },
+                    ContentBlock::ToolUse {
+                        id: format!("c{turn}b"),
+                        name: "t1".into(),
+                        input: json!({}),
+                    },
+                ],
+            };
+            let seq = store.append_api(&task.id, &reply).expect("reply");
+            history.reload().expect("reload");
+            let _ = seq;
+            check(&history, &mut caches, tool_count, "a reply");
+            let mut results = result(&format!("c{turn}a"));
+            let rseq = store.append_api(&task.id, &results).expect("results");
+            history.reload().expect("reload");
+            check(&history, &mut caches, tool_count, "the first result");
+            results.content.extend(result(&format!("c{turn}b")).content);
+            history.update(rseq, results).expect("second result");
+            check(&history, &mut caches, tool_count, "the second result");
+        }
+        history
+            .add_user_text("<user_message>\nalso this\n</user_message>".into())
+            .expect("queued message");
+        check(&history, &mut caches, tool_count, "a queued message");
+        tool_count = 5;
+        check(&history, &mut caches, tool_count, "a new tool list");
+        let visible = history.visible().to_vec();
+        store
+            .condense(&task.id, visible[1].seq, visible[4].seq, "the summary")
+            .expect("condensed");
+        history.reload().expect("reload");
+        check(&history, &mut caches, tool_count, "a condensation");
+        history.reload().expect("reload");
+        check(&history, &mut caches, tool_count, "a reload");
     }
 }

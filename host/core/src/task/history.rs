@@ -17,6 +17,12 @@ pub struct History {
     store: Store,
     task: String,
     visible: Vec<StoredMessage>,
+    /// A revision per visible message, new whenever the message is
+    /// (re)written, so what was derived from it (its encoding in a
+    /// request) is known to be stale.
+    revisions: Vec<u64>,
+    /// The next revision to hand out; never reused within a run.
+    next_revision: u64,
     summary: Option<String>,
 }
 
@@ -27,6 +33,8 @@ impl History {
             store: store.clone(),
             task: task.to_owned(),
             visible: Vec::new(),
+            revisions: Vec::new(),
+            next_revision: 1,
             summary: None,
         };
         h.reload()?;
@@ -37,47 +45,67 @@ impl History {
     pub fn reload(&mut self) -> Result<(), StoreError> {
         self.visible = self.store.load_api(&self.task, false)?;
         self.summary = self.store.latest_summary(&self.task)?;
+        self.revisions = (0..self.visible.len()).map(|_| self.revision()).collect();
         Ok(())
+    }
+
+    fn revision(&mut self) -> u64 {
+        let r = self.next_revision;
+        self.next_revision += 1;
+        r
+    }
+
+    /// Add `m` at `seq` in memory (it was just written).
+    fn push(&mut self, seq: i64, m: Message) {
+        self.visible.push(StoredMessage {
+            seq,
+            message: m,
+            hidden: false,
+            created_at: crate::store::now_ms(),
+        });
+        let r = self.revision();
+        self.revisions.push(r);
+    }
+
+    /// Replace message `seq` in memory (it was just rewritten), or add it.
+    fn put(&mut self, seq: i64, m: Message) {
+        let r = self.revision();
+        match self.visible.iter().rposition(|s| s.seq == seq) {
+            Some(i) => {
+                if let Some(slot) = self.visible.get_mut(i) {
+                    slot.message = m;
+                }
+                if let Some(rev) = self.revisions.get_mut(i) {
+                    *rev = r;
+                }
+            }
+            None => self.push(seq, m),
+        }
     }
 
     /// Append a message (durably, then in memory); returns its seq.
     pub fn append(&mut self, m: Message) -> Result<i64, StoreError> {
         let seq = self.store.append_api(&self.task, &m)?;
-        self.visible.push(StoredMessage {
-            seq,
-            message: m,
-            hidden: false,
-            created_at: crate::store::now_ms(),
-        });
+        self.push(seq, m);
         Ok(seq)
     }
 
-    /// Append the model's reply with its UI row (`ui_text`, if any), its
-    /// usage and the `events` announcing it, in one transaction (then in
-    /// memory, then the events go out); returns its seq.
-    pub fn append_reply(
+    /// Append the model's reply to the history in `step` (its UI rows and
+    /// usage), with the `events` announcing it, in one transaction (then
+    /// in memory, then the events go out); returns its seq.
+    pub async fn append_reply(
         &mut self,
         m: Message,
-        ui_text: Option<&str>,
-        usage: &crate::llm::Usage,
-        cost: f64,
+        step: Step<'_>,
         announce: (&EventBus, Vec<TaskEvent>),
     ) -> Result<i64, StoreError> {
-        let mut step = Step::new().append(&m).usage(usage, cost);
-        if let Some(text) = ui_text {
-            step = step.ui("say", "text", text);
-        }
+        let step = step.append(&m);
         let (bus, events) = announce;
         let seq = committed_seq(
             &self.task,
-            bus.commit(&self.store, &self.task, step, events)?,
+            bus.commit(&self.store, &self.task, step, events).await?,
         )?;
-        self.visible.push(StoredMessage {
-            seq,
-            message: m,
-            hidden: false,
-            created_at: crate::store::now_ms(),
-        });
+        self.push(seq, m);
         Ok(seq)
     }
 
@@ -85,7 +113,7 @@ impl History {
     /// else replaced) with the call's UI row, the task's new status and the
     /// `events` announcing it, in one transaction (then in memory, then the
     /// events go out); returns its seq.
-    pub fn record_result(
+    pub async fn record_result(
         &mut self,
         seq: Option<i64>,
         m: Message,
@@ -103,25 +131,17 @@ impl History {
         let (bus, events) = announce;
         let seq = committed_seq(
             &self.task,
-            bus.commit(&self.store, &self.task, step, events)?,
+            bus.commit(&self.store, &self.task, step, events).await?,
         )?;
-        match self.visible.iter_mut().find(|s| s.seq == seq) {
-            Some(slot) => slot.message = m,
-            None => self.visible.push(StoredMessage {
-                seq,
-                message: m,
-                hidden: false,
-                created_at: crate::store::now_ms(),
-            }),
-        }
+        self.put(seq, m);
         Ok(seq)
     }
 
     /// Replace message `seq` (durably, then in memory).
     pub fn update(&mut self, seq: i64, m: Message) -> Result<(), StoreError> {
         self.store.update_api(&self.task, seq, &m)?;
-        if let Some(slot) = self.visible.iter_mut().find(|s| s.seq == seq) {
-            slot.message = m;
+        if self.visible.iter().any(|s| s.seq == seq) {
+            self.put(seq, m);
         }
         Ok(())
     }
@@ -143,6 +163,12 @@ impl History {
     /// The visible messages with their seqs.
     pub fn visible(&self) -> &[StoredMessage] {
         &self.visible
+    }
+
+    /// The revision of each visible message (same order): it changes
+    /// whenever the message does.
+    pub fn revisions(&self) -> &[u64] {
+        &self.revisions
     }
 
     /// The latest condensation summary.

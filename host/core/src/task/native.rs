@@ -204,7 +204,7 @@ impl NativeTool for SwitchMode {
     }
 
     fn call<'a>(&'a self, c: NativeCall<'a>) -> BoxFuture<'a, Result<CallResult, TaskError>> {
-        Box::pin(async move { c.agent.switch_mode(c.ctx, c.state, c.args) })
+        Box::pin(async move { c.agent.switch_mode(c.ctx, c.state, c.args).await })
     }
 }
 
@@ -232,7 +232,7 @@ impl NativeTool for UpdateTodoList {
     }
 
     fn call<'a>(&'a self, c: NativeCall<'a>) -> BoxFuture<'a, Result<CallResult, TaskError>> {
-        Box::pin(async move { c.agent.update_todos(c.ctx, c.args) })
+        Box::pin(async move { c.agent.update_todos(c.ctx, c.args).await })
     }
 }
 
@@ -330,7 +330,7 @@ impl Agent {
     }
 
     /// `switch_mode`, approved by the approval gate: change the mode.
-    fn switch_mode(
+    async fn switch_mode(
         &self,
         ctx: &Ctx<'_>,
         state: &mut RunState,
@@ -354,9 +354,11 @@ impl Agent {
             "mode_switch",
             &format!("{} ({reason})", target.slug),
         )?;
-        ctx.events.publish(TaskEvent::ModeSwitched {
-            mode: target.slug.clone(),
-        });
+        ctx.events
+            .publish(TaskEvent::ModeSwitched {
+                mode: target.slug.clone(),
+            })
+            .await;
         let msg = format!(
             "Switched from {} mode to {} mode because: {reason}",
             state.mode.slug, target.slug
@@ -404,15 +406,17 @@ impl Agent {
         })
     }
 
-    fn update_todos(&self, ctx: &Ctx<'_>, args: &Value) -> Result<CallResult, TaskError> {
+    async fn update_todos(&self, ctx: &Ctx<'_>, args: &Value) -> Result<CallResult, TaskError> {
         let id = ctx.task.id.as_str();
         match parse_todos(args["todos"].as_str().unwrap_or_default()) {
             Ok(items) => {
                 self.store.set_todos(id, &items)?;
                 let markdown = render_todos(&items);
-                ctx.events.publish(TaskEvent::TodosUpdated {
-                    markdown: markdown.clone(),
-                });
+                ctx.events
+                    .publish(TaskEvent::TodosUpdated {
+                        markdown: markdown.clone(),
+                    })
+                    .await;
                 // Like every tool, the call leaves its result in the UI history.
                 Ok(CallResult {
                     ui_row: Some(("tool_result", markdown.clone())),

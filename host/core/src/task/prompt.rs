@@ -20,7 +20,7 @@ pub struct PromptContext<'a> {
     /// Workspace on the host.
     pub workspace: &'a Path,
     /// Tools offered this turn.
-    pub tools: &'a [ToolSpec],
+    pub tools: &'a [&'a ToolSpec],
     /// Extra sections (hook contributions, intent context…).
     pub extra: &'a [String],
 }

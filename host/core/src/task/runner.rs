@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -17,7 +18,7 @@ use super::ask::{self, AskBroker, AskError, Responder};
 use super::call::CallResult;
 use super::call::gates::RepetitionDetector;
 use super::config::TaskConfig;
-use super::context::{RequestSizer, cut_point, model_history, summarise};
+use super::context::{BYTES_PER_TOKEN, RequestCache, cut_point, model_history, summarise};
 use super::control::Control;
 use super::history::History;
 use super::native::SELECT_ACTIVE_INTENT;
@@ -28,8 +29,8 @@ use crate::asks::{Answer, Ask};
 use crate::events::{EventBus, TaskEvent};
 use crate::intents::{self, Intent, Scope, Trace, TraceEntry};
 use crate::llm::{
-    AssembledCall, ChatRequest, ContentBlock, LlmError, Message, Provider, Role, StreamEvent,
-    ToolDefinition, Usage,
+    AssembledCall, ContentBlock, LlmError, Message, Provider, Role, StreamEvent, ToolDefinition,
+    Usage,
 };
 use crate::modes::{HookRegistry, Mode, ModeSet};
 use crate::store::{NewTask, Step, Store, StoreError, TaskRecord};
@@ -123,8 +124,8 @@ pub(super) struct RunState {
     pub(super) modes: ModeSet,
     pub(super) mode: Mode,
     pub(super) intent: Option<(Intent, Scope)>,
-    /// Wire sizes of the history, for the context estimate.
-    pub(super) sizer: RequestSizer,
+    /// The request body's parts, kept from turn to turn.
+    pub(super) request: RequestCache,
 }
 
 impl RunState {
@@ -177,10 +178,12 @@ impl Agent {
     ) -> Result<(String, TaskOutcome), TaskError> {
         let task = self.create(prompt, workspace, mode)?;
         events.bind(&task.id, &self.store);
-        events.publish(TaskEvent::TaskCreated {
-            mode: task.mode.clone(),
-            workspace: task.workspace.clone(),
-        });
+        events
+            .publish(TaskEvent::TaskCreated {
+                mode: task.mode.clone(),
+                workspace: task.workspace.clone(),
+            })
+            .await;
         let outcome = self
             .run_created(&task.id, events, &Control::default())
             .await?;
@@ -234,7 +237,9 @@ impl Agent {
     ) -> Result<TaskOutcome, TaskError> {
         let task = self.store.get_task(id)?;
         events.bind(&task.id, &self.store);
-        events.publish(TaskEvent::TaskStarted { resumed: false });
+        events
+            .publish(TaskEvent::TaskStarted { resumed: false })
+            .await;
         let _claim = self.store.claim(&task.id)?;
         let ctx = Ctx {
             ws: Workspace::open(Path::new(&task.workspace))?,
@@ -297,7 +302,9 @@ impl Agent {
         self.store.set_status(&task.id, TaskStatus::Running)?;
         self.store
             .append_ui(&task.id, "say", "resume", "task resumed")?;
-        events.publish(TaskEvent::TaskStarted { resumed: true });
+        events
+            .publish(TaskEvent::TaskStarted { resumed: true })
+            .await;
         let _claim = claim;
         let ctx = Ctx {
             ws: Workspace::open(Path::new(&task.workspace))?,
@@ -415,7 +422,7 @@ impl Agent {
     }
 
     /// Mark a task aborted (Ctrl-C); its history stays resumable.
-    pub fn abort(&self, id: &str, reason: &str, events: &EventBus) -> Result<(), TaskError> {
+    pub async fn abort(&self, id: &str, reason: &str, events: &EventBus) -> Result<(), TaskError> {
         self.store.repair_dangling_tool_uses(id)?;
         self.store.close_asks(id, reason)?;
         let step = Step::new().status(TaskStatus::Aborted).ui(
@@ -426,7 +433,7 @@ impl Agent {
         let announce = TaskEvent::Aborted {
             reason: reason.to_owned(),
         };
-        events.commit(&self.store, id, step, vec![announce])?;
+        events.commit(&self.store, id, step, vec![announce]).await?;
         Ok(())
     }
 
@@ -440,16 +447,20 @@ impl Agent {
         for e in &modes.errors {
             self.store
                 .append_ui(id, "say", "error", &format!("invalid mode file: {e}"))?;
-            ctx.events.publish(TaskEvent::Warning {
-                message: format!("invalid mode file: {e}"),
-            });
+            ctx.events
+                .publish(TaskEvent::Warning {
+                    message: format!("invalid mode file: {e}"),
+                })
+                .await;
         }
         let Some(mode) = modes
             .get(&ctx.task.mode)
             .or_else(|| modes.get("code"))
             .cloned()
         else {
-            return self.fail(ctx, &format!("mode `{}` is not defined", ctx.task.mode));
+            return self
+                .fail(ctx, &format!("mode `{}` is not defined", ctx.task.mode))
+                .await;
         };
         let mut state = RunState {
             mistakes: 0,
@@ -457,7 +468,7 @@ impl Agent {
             modes,
             mode,
             intent: None,
-            sizer: RequestSizer::default(),
+            request: RequestCache::default(),
         };
         if let Some(active) = ctx.task.active_intent.as_deref() {
             // A resumed task keeps its intent, if it is still in progress;
@@ -489,7 +500,9 @@ impl Agent {
                          select_active_intent again"
                     );
                     self.store.append_ui(id, "say", "error", &msg)?;
-                    ctx.events.publish(TaskEvent::Warning { message: msg });
+                    ctx.events
+                        .publish(TaskEvent::Warning { message: msg })
+                        .await;
                 }
             }
         }
@@ -513,7 +526,7 @@ impl Agent {
 
         for turn in 1..=self.config.max_turns {
             if ctx.control.is_cancelled() {
-                return self.cancelled(ctx);
+                return self.cancelled(ctx).await;
             }
             // Messages the user queued while the task ran join the
             // conversation now (Roo's message queue).
@@ -525,21 +538,29 @@ impl Agent {
             // tools the model is offered (the gate checks again per call).
             // `select_active_intent` only where intents are on.
             let intents_on = intents::enabled_in(&ctx.ws);
-            let offered: Vec<ToolSpec> = specs
+            let offered: Vec<&ToolSpec> = specs
                 .iter()
                 .filter(|s| state.mode.offers(s))
                 .filter(|s| intents_on || s.name != SELECT_ACTIVE_INTENT)
-                .cloned()
                 .collect();
-            let definitions: Vec<ToolDefinition> = offered
-                .iter()
-                .map(|s| ToolDefinition {
-                    name: s.name.clone(),
-                    description: s.description.clone(),
-                    // The portable subset; calls are checked against the full schema.
-                    parameters: crate::llm::schema::portable(&s.args_schema),
-                })
-                .collect();
+            // The tool list changes with the mode (and intents); it is
+            // encoded once per mode, not every turn.
+            let tools_key = format!("{}\u{0}{intents_on}", state.mode.slug);
+            if let Err(e) = state.request.tools(self.provider.wire(), &tools_key, || {
+                offered
+                    .iter()
+                    .map(|s| ToolDefinition {
+                        name: s.name.clone(),
+                        description: s.description.clone(),
+                        // The portable subset; calls are checked against the full schema.
+                        parameters: crate::llm::schema::portable(&s.args_schema),
+                    })
+                    .collect()
+            }) {
+                return self
+                    .fail(ctx, &format!("cannot encode the tool list: {e}"))
+                    .await;
+            }
             let mut extra: Vec<String> = state
                 .mode
                 .custom_instructions
@@ -554,24 +575,33 @@ impl Agent {
                 tools: &offered,
                 extra: &extra,
             });
-            let req = self
-                .request_within_window(ctx, system, definitions, &mut history, &mut state.sizer)
-                .await?;
-            ctx.events.commit(
-                &self.store,
-                id,
-                Step::new().ui("say", "api_req_started", format!("turn {turn}")),
-                vec![TaskEvent::RequestStarted { turn }],
-            )?;
+            let body = match self
+                .request_within_window(ctx, &system, &mut history, &mut state.request)
+                .await?
+            {
+                Ok(body) => body,
+                Err(e) => {
+                    return self
+                        .fail(ctx, &format!("cannot encode the request: {e}"))
+                        .await;
+                }
+            };
+            // Live only, like the streamed text: its UI row is recorded
+            // with the reply.
+            ctx.events.publish(TaskEvent::RequestStarted { turn }).await;
             // A cancel during streaming drops the stream: nothing of the
             // reply is durable yet.
             let streamed = tokio::select! {
-                r = self.stream_reply(&req, ctx.events) => r,
-                () = ctx.control.cancelled() => return self.cancelled(ctx),
+                r = self.stream_reply(&body, ctx.events) => r,
+                () = ctx.control.cancelled() => return self.cancelled(ctx).await,
             };
             let reply = match streamed {
                 Ok(r) => r,
-                Err(e) => return self.fail(ctx, &format!("the model request failed: {e}")),
+                Err(e) => {
+                    return self
+                        .fail(ctx, &format!("the model request failed: {e}"))
+                        .await;
+                }
             };
             let cost = self.config.price.cost(&reply.usage);
 
@@ -583,15 +613,26 @@ impl Agent {
             if !text.trim().is_empty() {
                 content.push(ContentBlock::Text { text: text.clone() });
             }
+            // The reply announces the calls it asks for, each with a UI row
+            // showing the call as the history holds it.
+            let mut announce = vec![TaskEvent::MessageFinal { text: text.clone() }];
+            let mut call_rows = Vec::with_capacity(reply.calls.len());
             for c in &reply.calls {
-                let input = c.args.as_ref().map_or_else(
-                    |_| Value::Object(Default::default()),
-                    roost_secrets::redact_json,
-                );
+                let shown = c.args.as_ref().ok().map(roost_secrets::redact_json);
+                if let Some(args) = &shown {
+                    call_rows.push(serde_json::json!({"tool": c.name, "args": args}).to_string());
+                }
                 content.push(ContentBlock::ToolUse {
                     id: c.id.clone(),
                     name: c.name.clone(),
-                    input,
+                    input: shown
+                        .clone()
+                        .unwrap_or_else(|| Value::Object(Default::default())),
+                });
+                announce.push(TaskEvent::ToolCallRequested {
+                    id: c.id.clone(),
+                    tool: c.name.clone(),
+                    args: shown.unwrap_or(Value::Null),
                 });
             }
             if content.is_empty() {
@@ -599,21 +640,27 @@ impl Agent {
                     text: "(empty response)".into(),
                 });
             }
-            // The reply, its UI row, its usage and its event are one
-            // transaction.
-            let ui_text = Some(text.as_str())
-                .filter(|t| !t.trim().is_empty())
-                .map(str::to_owned);
-            history.append_reply(
-                Message {
-                    role: Role::Assistant,
-                    content,
-                },
-                ui_text.as_deref(),
-                &reply.usage,
-                cost,
-                (ctx.events, vec![TaskEvent::MessageFinal { text }]),
-            )?;
+            // The request's row, the reply, its UI rows, its usage and its
+            // events are one transaction.
+            let mut step = Step::new()
+                .ui("say", "api_req_started", format!("turn {turn}"))
+                .usage(&reply.usage, cost);
+            if !text.trim().is_empty() {
+                step = step.ui("say", "text", text.as_str());
+            }
+            for row in &call_rows {
+                step = step.ui("say", "tool", row.as_str());
+            }
+            history
+                .append_reply(
+                    Message {
+                        role: Role::Assistant,
+                        content,
+                    },
+                    step,
+                    (ctx.events, announce),
+                )
+                .await?;
 
             if reply.calls.is_empty() {
                 state.mistakes += 1;
@@ -650,7 +697,9 @@ impl Agent {
         let announce = TaskEvent::Paused {
             reason: reason.clone(),
         };
-        ctx.events.commit(&self.store, id, step, vec![announce])?;
+        ctx.events
+            .commit(&self.store, id, step, vec![announce])
+            .await?;
         Ok(TaskOutcome::Paused { reason })
     }
 
@@ -714,25 +763,31 @@ impl Agent {
                 result: r.event_result(),
                 diff: r.diff.clone(),
             };
-            results_seq = Some(history.record_result(
-                results_seq,
-                results.clone(),
-                ui.as_ref().map(|(subtype, text)| (*subtype, text.as_str())),
-                status,
-                (ctx.events, vec![announce]),
-            )?);
+            results_seq = Some(
+                history
+                    .record_result(
+                        results_seq,
+                        results.clone(),
+                        ui.as_ref().map(|(subtype, text)| (*subtype, text.as_str())),
+                        status,
+                        (ctx.events, vec![announce]),
+                    )
+                    .await?,
+            );
         }
         if let Some(result) = completed {
             let t = self.store.get_task(id)?;
-            ctx.events.publish(TaskEvent::Completed {
-                result: result.clone(),
-                usage: t.usage,
-                cost: t.cost,
-            });
+            ctx.events
+                .publish(TaskEvent::Completed {
+                    result: result.clone(),
+                    usage: t.usage,
+                    cost: t.cost,
+                })
+                .await;
             return Ok(Some(TaskOutcome::Completed { result }));
         }
         if let Some(reason) = abort {
-            self.abort(id, &reason, ctx.events)?;
+            self.abort(id, &reason, ctx.events).await?;
             return Ok(Some(TaskOutcome::Aborted { reason }));
         }
         Ok(None)
@@ -773,20 +828,20 @@ impl Agent {
             }
             None => {
                 let reason = "stopped after repeated mistakes".to_owned();
-                self.abort(id, &reason, ctx.events)?;
+                self.abort(id, &reason, ctx.events).await?;
                 Ok(Some(TaskOutcome::Aborted { reason }))
             }
         }
     }
 
     /// End the task as cancelled from outside (between steps).
-    fn cancelled(&self, ctx: &Ctx<'_>) -> Result<TaskOutcome, TaskError> {
+    async fn cancelled(&self, ctx: &Ctx<'_>) -> Result<TaskOutcome, TaskError> {
         let reason = ctx.control.reason();
-        self.abort(&ctx.task.id, &reason, ctx.events)?;
+        self.abort(&ctx.task.id, &reason, ctx.events).await?;
         Ok(TaskOutcome::Aborted { reason })
     }
 
-    fn fail(&self, ctx: &Ctx<'_>, error: &str) -> Result<TaskOutcome, TaskError> {
+    async fn fail(&self, ctx: &Ctx<'_>, error: &str) -> Result<TaskOutcome, TaskError> {
         let id = ctx.task.id.as_str();
         let step = Step::new()
             .status(TaskStatus::Failed)
@@ -794,45 +849,40 @@ impl Agent {
         let announce = TaskEvent::Failed {
             error: error.to_owned(),
         };
-        ctx.events.commit(&self.store, id, step, vec![announce])?;
+        ctx.events
+            .commit(&self.store, id, step, vec![announce])
+            .await?;
         Ok(TaskOutcome::Failed {
             error: error.to_owned(),
         })
     }
 
-    /// The next request: the system prompt, the tools and the history,
-    /// which is condensed first when the whole request (everything that is
-    /// sent, as the provider encodes it) outgrows `condense_threshold` of
-    /// the window. Each condensation summarises the older messages and
-    /// keeps the first and the most recent ones; while the request is still
-    /// too large, fewer recent messages are kept, down to one.
+    /// The next request's body: the system prompt, the tools and the
+    /// history, which is condensed first when the whole body (everything
+    /// that is sent, as the provider encodes it) outgrows
+    /// `condense_threshold` of the window. Each condensation summarises the
+    /// older messages and keeps the first and the most recent ones; while
+    /// the request is still too large, fewer recent messages are kept, down
+    /// to one. The inner error: the body could not be encoded.
     async fn request_within_window(
         &self,
         ctx: &Ctx<'_>,
-        system: String,
-        tools: Vec<ToolDefinition>,
+        system: &str,
         history: &mut History,
-        sizer: &mut RequestSizer,
-    ) -> Result<ChatRequest, TaskError> {
+        cache: &mut RequestCache,
+    ) -> Result<Result<Bytes, serde_json::Error>, TaskError> {
         let id = ctx.task.id.as_str();
         let window = self.config.context_window;
         let budget = (window as f64 * self.config.condense_threshold) as u64;
-        let mut req = ChatRequest {
-            system,
-            messages: model_history(history.visible(), history.summary()),
-            tools,
-            max_tokens: None,
-        };
         let mut keep = self.config.keep_recent_messages.max(1);
         loop {
-            let tokens = sizer.tokens(
-                self.provider.as_ref(),
-                &mut req,
-                history.visible(),
-                history.summary(),
-            );
+            let body = match cache.body(self.provider.as_ref(), system, history, None) {
+                Ok(b) => b,
+                Err(e) => return Ok(Err(e)),
+            };
+            let tokens = u64::try_from(body.len() / BYTES_PER_TOKEN).unwrap_or(u64::MAX);
             if tokens <= budget {
-                return Ok(req);
+                return Ok(Ok(Bytes::from(body)));
             }
             let visible = history.visible();
             let Some(cut) = cut_point(visible, keep) else {
@@ -846,9 +896,11 @@ impl Agent {
                          after condensing; the model may refuse it"
                     );
                     self.store.append_ui(id, "say", "error", &msg)?;
-                    ctx.events.publish(TaskEvent::Warning { message: msg });
+                    ctx.events
+                        .publish(TaskEvent::Warning { message: msg })
+                        .await;
                 }
-                return Ok(req);
+                return Ok(Ok(Bytes::from(body)));
             };
             let older = model_history(&visible[..cut], history.summary());
             let (first, upto) = (visible[0].seq, visible[cut - 1].seq);
@@ -867,7 +919,6 @@ impl Agent {
             self.store
                 .append_ui(id, "say", "condense_context", &summary)?;
             history.reload()?;
-            req.messages = model_history(history.visible(), history.summary());
         }
     }
 
@@ -877,20 +928,22 @@ impl Agent {
     /// its request succeeded is retried here, at most `stream_retries`
     /// times. `retrying` events number every request of this model call
     /// 1, 2, 3… across both.
-    async fn stream_reply(&self, req: &ChatRequest, events: &EventBus) -> Result<Reply, LlmError> {
+    async fn stream_reply(&self, body: &Bytes, events: &EventBus) -> Result<Reply, LlmError> {
         let mut made = 0u32;
         let mut broken = 0u32;
         loop {
-            match self.stream_once(req, events, &mut made).await {
+            match self.stream_once(body, events, &mut made).await {
                 Ok(r) => return Ok(r),
                 Err(e) if e.is_retryable() && broken < self.config.stream_retries => {
                     broken += 1;
                     let delay = crate::llm::RetryPolicy::default().delay(broken, e.retry_after());
-                    events.publish(TaskEvent::Retrying {
-                        attempt: made,
-                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                        reason: e.to_string(),
-                    });
+                    events
+                        .publish(TaskEvent::Retrying {
+                            attempt: made,
+                            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                            reason: e.to_string(),
+                        })
+                        .await;
                     tokio::time::sleep(delay).await;
                 }
                 Err(e) => return Err(e),
@@ -902,13 +955,13 @@ impl Agent {
     /// requests of this model call so far.
     async fn stream_once(
         &self,
-        req: &ChatRequest,
+        body: &Bytes,
         events: &EventBus,
         made: &mut u32,
     ) -> Result<Reply, LlmError> {
         let offset = *made;
         *made += 1;
-        let mut stream = self.provider.stream(req).await?;
+        let mut stream = self.provider.stream_body(body.clone()).await?;
         let mut text = String::new();
         let mut usage = Usage::default();
         let mut names: Vec<(u32, String, String)> = Vec::new();
@@ -916,23 +969,27 @@ impl Agent {
             match ev? {
                 StreamEvent::TextDelta(d) => {
                     text.push_str(&d);
-                    events.publish(TaskEvent::MessagePartial { delta: d });
+                    events.publish(TaskEvent::MessagePartial { delta: d }).await;
                 }
                 StreamEvent::ToolCallStarted { index, id, name } => {
-                    events.publish(TaskEvent::ToolCallPartial {
-                        id: id.clone(),
-                        tool: name.clone(),
-                        args: Value::Null,
-                    });
+                    events
+                        .publish(TaskEvent::ToolCallPartial {
+                            id: id.clone(),
+                            tool: name.clone(),
+                            args: Value::Null,
+                        })
+                        .await;
                     names.push((index, id, name));
                 }
                 StreamEvent::ToolCallArgs { index, partial } => {
                     if let Some((_, id, name)) = names.iter().find(|(i, _, _)| *i == index) {
-                        events.publish(TaskEvent::ToolCallPartial {
-                            id: id.clone(),
-                            tool: name.clone(),
-                            args: roost_secrets::redact_json(&partial),
-                        });
+                        events
+                            .publish(TaskEvent::ToolCallPartial {
+                                id: id.clone(),
+                                tool: name.clone(),
+                                args: roost_secrets::redact_json(&partial),
+                            })
+                            .await;
                     }
                 }
                 StreamEvent::Usage(u) => usage.add(&u),
@@ -942,11 +999,13 @@ impl Agent {
                     reason,
                 } => {
                     *made = offset + attempt + 1;
-                    events.publish(TaskEvent::Retrying {
-                        attempt: offset + attempt,
-                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                        reason,
-                    });
+                    events
+                        .publish(TaskEvent::Retrying {
+                            attempt: offset + attempt,
+                            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                            reason,
+                        })
+                        .await;
                 }
                 StreamEvent::Done { calls, .. } => return Ok(Reply { text, calls, usage }),
             }
@@ -955,22 +1014,24 @@ impl Agent {
     }
 
     /// event stream (durable first).
-    pub(super) fn record_denial(
+    pub(super) async fn record_denial(
         &self,
         ctx: &Ctx<'_>,
         call_id: &str,
         feedback: &Option<String>,
     ) -> Result<(), TaskError> {
-        self.store.append_ui(
-            &ctx.task.id,
+        let step = Step::new().ui(
             "say",
             "user_feedback",
             feedback.as_deref().unwrap_or("(denied)"),
-        )?;
-        ctx.events.publish(TaskEvent::ToolCallDenied {
+        );
+        let announce = TaskEvent::ToolCallDenied {
             id: call_id.to_owned(),
             feedback: feedback.clone(),
-        });
+        };
+        ctx.events
+            .commit(&self.store, &ctx.task.id, step, vec![announce])
+            .await?;
         Ok(())
     }
 
@@ -984,10 +1045,16 @@ impl Agent {
                 "cannot append to .orchestration/agent_trace.jsonl: {e}; this {} of `{}` is not in the trace",
                 entry.kind, entry.tool
             );
-            if let Err(store) = self.store.append_ui(&ctx.task.id, "say", "error", &msg) {
+            let step = Step::new().ui("say", "error", msg.as_str());
+            let warn = TaskEvent::Warning {
+                message: msg.clone(),
+            };
+            if let Err(store) = ctx
+                .events
+                .commit_now(&self.store, &ctx.task.id, step, vec![warn])
+            {
                 tracing::error!(task = %ctx.task.id, "cannot record the trace failure: {store}");
             }
-            ctx.events.publish(TaskEvent::Warning { message: msg });
         }
     }
 }

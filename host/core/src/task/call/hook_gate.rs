@@ -14,6 +14,7 @@ use crate::task::runner::{Agent, Ctx, RunState};
 
 use crate::events::TaskEvent;
 use crate::intents::{self, TraceEntry};
+use crate::store::Step;
 use crate::tools::{ArgsValidator, ToolError, ToolOutput, ToolSpec};
 use roost_sandbox::capability::Grant;
 use roost_sandbox::plugins::{HookCall, HookDecision};
@@ -67,30 +68,12 @@ impl Agent {
         let id = ctx.task.id.as_str();
         let grant = hook_grant(self, &ctx.workspace);
         for name in &state.mode.hooks {
-            let refuse = |decision: &str, detail: String, content: String| {
-                ctx.events.publish(TaskEvent::HookDecided {
-                    id: call_id.to_owned(),
-                    hook: name.clone(),
-                    decision: decision.to_owned(),
-                    detail,
-                });
-                Ok(Verdict::Refuse(CallResult::error(content)))
-            };
-            // The hook could not give a usable verdict: deny, and say so.
-            let fail = |msg: String| -> Result<Verdict, TaskError> {
-                self.store.append_ui(id, "say", "error", &msg)?;
-                refuse(
-                    "failed",
-                    msg.clone(),
-                    format!("[ERROR] {msg}; the call was denied (hooks fail closed)."),
-                )
-            };
             let Some(hook) = self.hooks.get(name) else {
                 let msg = format!(
                     "hook `{name}`, listed by mode `{}`, is not installed",
                     state.mode.slug
                 );
-                return fail(msg);
+                return self.hook_failed(ctx, call_id, name, msg).await;
             };
             let call = hook_call(spec, state, &args);
             let decision = match self.engine.hook_pre_tool(hook, &call, &grant).await {
@@ -99,7 +82,7 @@ impl Agent {
                     let msg = format!("hook `{name}` failed ({}: {})", e.code, e.message);
                     tracing::warn!(task = id, "{msg}");
                     self.trace_hook(ctx, state, spec, &args, format!("failed: {name}: {msg}"));
-                    return fail(msg);
+                    return self.hook_failed(ctx, call_id, name, msg).await;
                 }
             };
             match decision {
@@ -110,14 +93,17 @@ impl Agent {
                     } else {
                         reason
                     };
-                    self.store
-                        .append_ui(id, "say", "hook_denied", &format!("{name}: {reason}"))?;
                     self.trace_hook(ctx, state, spec, &args, format!("denied: {name}: {reason}"));
-                    return refuse(
-                        "deny",
-                        reason.clone(),
-                        format!("[ERROR] Denied by hook `{name}`: {reason}"),
-                    );
+                    return self
+                        .hook_refused(
+                            ctx,
+                            call_id,
+                            name,
+                            ("deny", reason.clone()),
+                            ("hook_denied", format!("{name}: {reason}")),
+                            format!("[ERROR] Denied by hook `{name}`: {reason}"),
+                        )
+                        .await;
                 }
                 HookDecision::Ask(question) => {
                     let question = if question.trim().is_empty() {
@@ -125,12 +111,14 @@ impl Agent {
                     } else {
                         question
                     };
-                    ctx.events.publish(TaskEvent::HookDecided {
-                        id: call_id.to_owned(),
-                        hook: name.clone(),
-                        decision: "ask".into(),
-                        detail: question.clone(),
-                    });
+                    ctx.events
+                        .publish(TaskEvent::HookDecided {
+                            id: call_id.to_owned(),
+                            hook: name.clone(),
+                            decision: "ask".into(),
+                            detail: question.clone(),
+                        })
+                        .await;
                     let answer = self
                         .ask(
                             ctx,
@@ -155,7 +143,7 @@ impl Agent {
                             );
                         }
                         Approval::Deny { feedback } => {
-                            self.record_denial(ctx, call_id, &feedback)?;
+                            self.record_denial(ctx, call_id, &feedback).await?;
                             self.trace_hook(
                                 ctx,
                                 state,
@@ -181,28 +169,30 @@ impl Agent {
                                 "hook `{name}` rewrote the arguments of `{}` into JSON that is not an object",
                                 spec.name
                             );
-                            return fail(msg);
+                            return self.hook_failed(ctx, call_id, name, msg).await;
                         }
                         Err(e) => {
                             let msg = format!(
                                 "hook `{name}` rewrote the arguments of `{}` into malformed JSON ({e})",
                                 spec.name
                             );
-                            return fail(msg);
+                            return self.hook_failed(ctx, call_id, name, msg).await;
                         }
                     };
                     if let Some(violations) = schema_violations(&spec.name, validator, &new_args) {
                         let msg = format!(
                             "hook `{name}` rewrote the arguments into ones the tool does not accept. {violations}"
                         );
-                        return fail(msg);
+                        return self.hook_failed(ctx, call_id, name, msg).await;
                     }
-                    ctx.events.publish(TaskEvent::HookDecided {
-                        id: call_id.to_owned(),
-                        hook: name.clone(),
-                        decision: "rewrite".into(),
-                        detail: new_args.to_string(),
-                    });
+                    ctx.events
+                        .publish(TaskEvent::HookDecided {
+                            id: call_id.to_owned(),
+                            hook: name.clone(),
+                            decision: "rewrite".into(),
+                            detail: new_args.to_string(),
+                        })
+                        .await;
                     self.store.append_ui(
                         id,
                         "say",
@@ -232,6 +222,54 @@ impl Agent {
         })
     }
 
+    /// The hook could not give a usable verdict: deny, and say so.
+    async fn hook_failed(
+        &self,
+        ctx: &Ctx<'_>,
+        call_id: &str,
+        name: &str,
+        msg: String,
+    ) -> Result<Verdict, TaskError> {
+        let content = format!("[ERROR] {msg}; the call was denied (hooks fail closed).");
+        self.hook_refused(
+            ctx,
+            call_id,
+            name,
+            ("failed", msg.clone()),
+            ("error", msg),
+            content,
+        )
+        .await
+    }
+
+    /// Refuse a call for hook `name`: its UI row and the `hook_decided`
+    /// event (`decision`, `detail`) are one step; `content` goes to the model.
+    async fn hook_refused(
+        &self,
+        ctx: &Ctx<'_>,
+        call_id: &str,
+        name: &str,
+        (decision, detail): (&str, String),
+        (subtype, row): (&'static str, String),
+        content: String,
+    ) -> Result<Verdict, TaskError> {
+        let announce = TaskEvent::HookDecided {
+            id: call_id.to_owned(),
+            hook: name.to_owned(),
+            decision: decision.to_owned(),
+            detail,
+        };
+        ctx.events
+            .commit(
+                &self.store,
+                &ctx.task.id,
+                Step::new().ui("say", subtype, row),
+                vec![announce],
+            )
+            .await?;
+        Ok(Verdict::Refuse(CallResult::error(content)))
+    }
+
     /// Tell the mode's hooks how a call went. A failing post-tool hook is
     /// reported; the call has already happened, so nothing is undone.
     pub(super) async fn post_hooks(
@@ -259,7 +297,9 @@ impl Agent {
             {
                 let msg = format!("post-tool hook `{name}` failed ({}: {})", e.code, e.message);
                 tracing::warn!(task = %ctx.task.id, "{msg}");
-                ctx.events.publish(TaskEvent::Warning { message: msg });
+                ctx.events
+                    .publish(TaskEvent::Warning { message: msg })
+                    .await;
             }
         }
     }

@@ -40,7 +40,6 @@ use super::runner::{Agent, Ctx, RunState};
 use crate::asks::{Approval, Ask};
 use crate::events::TaskEvent;
 use crate::llm::AssembledCall;
-use crate::store::Step;
 use crate::tools::{ErrorCode, ToolError};
 use gates::schema_violations;
 
@@ -178,15 +177,10 @@ impl Agent {
         state: &mut RunState,
         call: &AssembledCall,
     ) -> Result<CallResult, TaskError> {
-        let id = ctx.task.id.as_str();
+        // The reply that asked for the call announced it (event and UI row).
         let args = match &call.args {
             Ok(a) => a.clone(),
             Err(msg) => {
-                ctx.events.publish(TaskEvent::ToolCallRequested {
-                    id: call.id.clone(),
-                    tool: call.name.clone(),
-                    args: Value::Null,
-                });
                 return Ok(CallResult {
                     ui_row: Some(("error", msg.clone())),
                     ..CallResult::mistake(format!(
@@ -195,19 +189,6 @@ impl Agent {
                 });
             }
         };
-        // Events and records show the call as the history holds it.
-        let shown = roost_secrets::redact_json(&args);
-        let row = serde_json::json!({"tool": call.name, "args": shown}).to_string();
-        ctx.events.commit(
-            &self.store,
-            id,
-            Step::new().ui("say", "tool", row),
-            vec![TaskEvent::ToolCallRequested {
-                id: call.id.clone(),
-                tool: call.name.clone(),
-                args: shown,
-            }],
-        )?;
         let Some(tool) = self.registry.get(&call.name) else {
             let known: Vec<&str> = self.registry.iter().map(|t| t.spec.name.as_str()).collect();
             return Ok(CallResult::mistake(format!(
@@ -245,13 +226,15 @@ impl Agent {
                 Verdict::Ask(ask) => match self.ask(ctx, Some(pending.id), ask).await?.approval() {
                     Approval::Approve => {
                         pending.approved = true;
-                        ctx.events.publish(TaskEvent::ToolCallApproved {
-                            id: pending.id.to_owned(),
-                            auto: false,
-                        });
+                        ctx.events
+                            .publish(TaskEvent::ToolCallApproved {
+                                id: pending.id.to_owned(),
+                                auto: false,
+                            })
+                            .await;
                     }
                     Approval::Deny { feedback } => {
-                        self.record_denial(ctx, pending.id, &feedback)?;
+                        self.record_denial(ctx, pending.id, &feedback).await?;
                         let mut msg = "The user denied this operation.".to_owned();
                         if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
                             msg = format!(
@@ -378,10 +361,12 @@ impl Agent {
                     Needs::Refused(result) => Verdict::Refuse(result),
                     Needs::Approval(group) => {
                         if call.approved || self.config.policy.covers(group) {
-                            ctx.events.publish(TaskEvent::ToolCallApproved {
-                                id: call.id.to_owned(),
-                                auto: !call.approved,
-                            });
+                            ctx.events
+                                .publish(TaskEvent::ToolCallApproved {
+                                    id: call.id.to_owned(),
+                                    auto: !call.approved,
+                                })
+                                .await;
                             Verdict::Proceed
                         } else {
                             Verdict::Ask(Ask::Tool {
@@ -396,10 +381,12 @@ impl Agent {
             }
         };
         if call.approved || self.config.policy.covers(spec.group) {
-            ctx.events.publish(TaskEvent::ToolCallApproved {
-                id: call.id.to_owned(),
-                auto: !call.approved,
-            });
+            ctx.events
+                .publish(TaskEvent::ToolCallApproved {
+                    id: call.id.to_owned(),
+                    auto: !call.approved,
+                })
+                .await;
             return Verdict::Proceed;
         }
         // An edit is dry-run first, so the person sees the change.

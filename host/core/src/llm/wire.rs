@@ -1,0 +1,91 @@
+//! Request bodies in parts. A provider's wire format encodes each history
+//! message on its own, the tool list on its own, and joins the parts with
+//! the system prompt into a body; its `request_json` is that join of
+//! freshly encoded parts. A long task keeps each message's bytes from the
+//! turn it was first sent ([`crate::task`]'s request cache), so a turn
+//! copies its history instead of encoding it again: the history of a
+//! 300-turn task is ~600 KiB of JSON to escape, every turn.
+
+use super::{ChatRequest, Message, ToolDefinition};
+
+/// How one provider lays out a request body.
+pub trait WireFormat: Send + Sync {
+    /// Append `m` as this format sends it: zero or more wire messages,
+    /// comma-separated, without brackets (OpenAI sends each tool result as
+    /// a message of its own).
+    fn message(&self, out: &mut Vec<u8>, m: &Message) -> Result<(), serde_json::Error>;
+
+    /// Append the tool definitions as this format sends them (a JSON
+    /// array); nothing when there are none.
+    fn tools(&self, out: &mut Vec<u8>, tools: &[ToolDefinition]) -> Result<(), serde_json::Error>;
+
+    /// The body: `model`, `system`, the encoded `messages` (each from
+    /// [`WireFormat::message`]; empty ones are skipped), the encoded
+    /// `tools` (from [`WireFormat::tools`]) and the output cap.
+    fn body(&self, parts: &Parts<'_>) -> Result<Vec<u8>, serde_json::Error>;
+}
+
+/// The parts of one request body, encoded.
+pub struct Parts<'a> {
+    /// Model id.
+    pub model: &'a str,
+    /// System prompt (plain text; the format encodes it).
+    pub system: &'a str,
+    /// Each model message, encoded by [`WireFormat::message`].
+    pub messages: &'a [&'a [u8]],
+    /// The tool list, encoded by [`WireFormat::tools`] (empty: none).
+    pub tools: &'a [u8],
+    /// Output token cap, if any.
+    pub max_tokens: Option<u32>,
+}
+
+impl Parts<'_> {
+    /// Bytes the parts take before joining (to size the body's buffer).
+    pub fn len(&self) -> usize {
+        self.messages
+            .iter()
+            .map(|m| m.len() + 1)
+            .sum::<usize>()
+            .saturating_add(self.system.len() + self.tools.len() + 256)
+    }
+
+    /// Whether there is nothing to send.
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty() && self.system.is_empty() && self.tools.is_empty()
+    }
+}
+
+/// The body of `req` in `wire`'s format for `model`, every part encoded now.
+pub fn encode(
+    wire: &dyn WireFormat,
+    model: &str,
+    req: &ChatRequest,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut messages = Vec::with_capacity(req.messages.len());
+    for m in &req.messages {
+        let mut out = Vec::new();
+        wire.message(&mut out, m)?;
+        messages.push(out);
+    }
+    let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+    let mut tools = Vec::new();
+    wire.tools(&mut tools, &req.tools)?;
+    wire.body(&Parts {
+        model,
+        system: &req.system,
+        messages: &refs,
+        tools: &tools,
+        max_tokens: req.max_tokens,
+    })
+}
+
+/// Append `parts`' messages to `out`, comma-separated, skipping empty ones.
+pub(super) fn join_messages(out: &mut Vec<u8>, messages: &[&[u8]], mut first: bool) {
+    for m in messages.iter().filter(|m| !m.is_empty()) {
+        if !first {
+            out.push(b',');
+        }
+        out.extend_from_slice(m);
+        first = false;
+    }
+}
