@@ -278,6 +278,18 @@ fn refusals_are_clear_and_leave_nothing_installed() {
         "[capabilities.limits]\nmemory_mb = 999999",
         None,
     );
+    // An archive whose entry is an absolute path.
+    let evil_archive = root.join("evil.tar.gz");
+    let victim = plugin_dir(root, "victim", "1.0.0", &conf, "", None);
+    let status = std::process::Command::new("tar")
+        .arg("-czPf")
+        .arg(&evil_archive)
+        .arg(victim.join("plugin.toml"))
+        .status()
+        .expect("tar");
+    assert!(status.success());
+    let not_an_archive = root.join("plain.tar.gz");
+    std::fs::write(&not_an_archive, "plain text").expect("write");
     let cases: Vec<(PathBuf, &str)> = vec![
         (not_component, "not a WebAssembly file"),
         (core_module, "core WebAssembly module"),
@@ -294,7 +306,8 @@ fn refusals_are_clear_and_leave_nothing_installed() {
         (plain_http, "capabilities.network[0]"),
         (greedy, "capabilities.limits.memory_mb"),
         (root.join("missing"), "missing"),
-        (root.join("plugin.tar.gz"), "not supported yet"),
+        (evil_archive, "leads outside"),
+        (not_an_archive, "not a .tar.gz archive"),
     ];
     for (source, expect) in &cases {
         let o = roost(&data)
@@ -501,4 +514,98 @@ fn a_new_rust_plugin_builds_installs_and_runs() {
             .expect("new"),
     );
     assert!(t.contains("not written yet"), "{t}");
+}
+
+/// A plugin folder packed as a `.tar.gz` (as a third party ships it)
+/// installs like the folder; nothing of the unpacked archive is left
+/// outside the data directory's plugin folder.
+#[test]
+fn a_plugin_installs_from_a_tar_gz() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let folder = plugin_dir(
+        dir.path(),
+        "packed",
+        "1.0.0",
+        &fixture_wasm("conformance-rs"),
+        "",
+        None,
+    );
+    let archive = dir.path().join("packed-1.0.0.tar.gz");
+    let status = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(dir.path())
+        .arg(folder.file_name().expect("name"))
+        .status()
+        .expect("tar");
+    assert!(status.success());
+    let o = roost(&data)
+        .args(["plugin", "install", "--yes"])
+        .arg(&archive)
+        .output()
+        .expect("install");
+    let t = ok(&o);
+    assert!(t.contains("packed"), "{t}");
+    assert_eq!(installed(&data), vec!["packed".to_owned()]);
+    let files = plugin_files(&data);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].to_string_lossy().ends_with(".wasm"), "{files:?}");
+}
+
+/// A plugin record that no longer decodes (a damaged store, another
+/// version's row) is a clear error naming the plugin wherever plugins are
+/// loaded, and `remove` still gets rid of it.
+#[test]
+fn a_record_that_does_not_decode_is_named_and_removable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let folder = plugin_dir(
+        dir.path(),
+        "damaged",
+        "1.0.0",
+        &fixture_wasm("conformance-rs"),
+        "",
+        None,
+    );
+    ok(&roost(&data)
+        .args(["plugin", "install", "--yes"])
+        .arg(&folder)
+        .output()
+        .expect("install"));
+    let store = roost_core::store::Store::open(&roost_core::store::Store::default_path(&data))
+        .expect("store");
+    let mut record = store
+        .get_plugin("damaged")
+        .expect("read")
+        .expect("recorded");
+    record.granted = "{not json".into();
+    store.put_plugin(&record).expect("damaged");
+    drop(store);
+    for args in [
+        vec!["plugin", "list"],
+        vec!["plugin", "inspect", "damaged"],
+        vec!["tool", "list"],
+    ] {
+        let t = refused(&roost(&data).args(&args).output().expect("runs"));
+        assert!(
+            t.contains("damaged") && t.contains("does not decode"),
+            "{args:?}: {t}"
+        );
+    }
+    let t = ok(&roost(&data)
+        .args(["plugin", "remove", "damaged"])
+        .output()
+        .expect("remove"));
+    assert!(t.contains("removed damaged"), "{t}");
+    assert!(installed(&data).is_empty());
+    assert!(plugin_files(&data).is_empty());
+    let t = refused(
+        &roost(&data)
+            .args(["plugin", "remove", "damaged"])
+            .output()
+            .expect("remove again"),
+    );
+    assert!(t.contains("no installed plugin"), "{t}");
 }

@@ -218,8 +218,8 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             );
         }
         PluginCommand::Remove { name } => {
-            let p = plugins.remove(&name)?;
-            println!("removed {}", visible_line(p.name()));
+            plugins.remove(&name)?;
+            println!("removed {}", visible_line(&name));
         }
         PluginCommand::Enable { name } => {
             plugins.set_enabled(&name, true)?;

@@ -154,6 +154,16 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
             });
         }
     }
+    for (name, key) in &config.plugins.trusted_keys {
+        if let Err(e) = minisign_verify::PublicKey::from_base64(key.trim()) {
+            return Err(ConfigError::Invalid {
+                path,
+                detail: format!(
+                    "plugins.trusted_keys.{name} is not a minisign public key (the base64 line of its .pub file): {e}"
+                ),
+            });
+        }
+    }
     Ok(config)
 }
 
@@ -216,6 +226,13 @@ mod tests {
         let mut config = TaskConfig::default();
         prof.apply(&mut config);
         assert_eq!(config.context_window, 8000);
+        std::fs::write(
+            &p,
+            "[plugins]\ntrusted_keys = { ada = \"RWQ not a key\" }\n",
+        )
+        .expect("write");
+        let e = load(Some(&p)).expect_err("not a key");
+        assert!(e.to_string().contains("plugins.trusted_keys.ada"), "{e}");
         std::fs::write(&p, "[profiles.bad]\ncondense_threshold = 1.5\n").expect("write");
         let e = load(Some(&p)).expect_err("out of range");
         assert!(

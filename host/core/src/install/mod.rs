@@ -5,6 +5,7 @@
 //! for every task with at most that grant. An upgrade that asks for more
 //! than the recorded grant is shown as a list of widenings to approve.
 
+mod archive;
 pub mod manifest;
 pub mod signature;
 
@@ -205,7 +206,8 @@ impl Plugins {
     }
 
     /// Read and verify `source` (a folder with a `plugin.toml`, a
-    /// `plugin.toml`, or a `.wasm`, with or without a manifest beside it).
+    /// `plugin.toml`, a `.tar.gz` of such a folder, or a `.wasm`, with or
+    /// without a manifest beside it).
     /// `replacing` is the installed plugin an upgrade replaces, whose tool
     /// names the new version may keep.
     pub fn prepare(
@@ -287,11 +289,12 @@ impl Plugins {
             let path = path.to_path_buf();
             move |source| InstallError::Io { path, source }
         };
-        if source.to_string_lossy().ends_with(".tar.gz") {
-            return Err(InstallError::Source(format!(
-                "{}: installing from a .tar.gz is not supported yet; unpack it and install the folder",
-                source.display()
-            )));
+        if archive::is_archive(source) {
+            // Unpacked into a folder of ours, read, and dropped: what is
+            // installed is only what is read here.
+            let dir = tempfile::tempdir().map_err(io(source))?;
+            let folder = archive::unpack(source, dir.path())?;
+            return self.read_source(&folder);
         }
         let meta = std::fs::metadata(source)
             .map_err(|e| InstallError::Source(format!("{}: {e}", source.display())))?;
@@ -452,12 +455,14 @@ impl Plugins {
         self.store.list_plugins()?.iter().map(decode).collect()
     }
 
-    /// Remove `name`: its record and its component.
-    pub fn remove(&self, name: &str) -> Result<Installed, InstallError> {
-        let old = self.get(name)?;
-        self.store.delete_plugin(name)?;
+    /// Remove `name`: its record and its component. A record that no
+    /// longer decodes is removed too (it is how one gets rid of it).
+    pub fn remove(&self, name: &str) -> Result<(), InstallError> {
+        if !self.store.delete_plugin(name)? {
+            return Err(InstallError::NotInstalled(name.to_owned()));
+        }
         let _ = std::fs::remove_dir_all(self.dir.join(name));
-        Ok(old)
+        Ok(())
     }
 
     /// Turn `name` on or off for tasks.
