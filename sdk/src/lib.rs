@@ -18,10 +18,12 @@ pub mod bindings {
         pub_export_macro: true,
         export_macro_name: "__export_tool_plugin",
         default_bindings_module: "roost_sdk::bindings",
+        generate_all,
     });
 }
 
 pub mod host;
+pub mod http;
 pub mod workspace;
 
 use std::sync::OnceLock;
@@ -169,6 +171,9 @@ pub struct Tool {
     group: Group,
     destructive: bool,
     path_args: Vec<String>,
+    title: Option<String>,
+    idempotent: bool,
+    open_world: bool,
     /// Derived only when the host lists the tools: every call runs in a
     /// fresh instance, so eager schema generation would cost every call.
     schema: fn() -> String,
@@ -190,6 +195,9 @@ impl Tool {
             group,
             destructive: matches!(group, Group::Edit | Group::Command),
             path_args: Vec::new(),
+            title: None,
+            idempotent: false,
+            open_world: false,
             schema: schema_json::<A>,
             handler: Box::new(move |raw: &str| {
                 let args: A = serde_json::from_str(raw).map_err(|e| {
@@ -212,6 +220,25 @@ impl Tool {
         self
     }
 
+    /// A human-readable name, for lists and approval prompts.
+    pub fn title(mut self, title: &str) -> Self {
+        self.title = Some(title.to_owned());
+        self
+    }
+
+    /// Say that calling it again with the same arguments changes nothing.
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
+        self
+    }
+
+    /// Say that it reaches the network ([`http`]); it works only where the
+    /// plugin was granted hosts.
+    pub fn open_world(mut self) -> Self {
+        self.open_world = true;
+        self
+    }
+
     fn spec(&self) -> wit::ToolSpec {
         wit::ToolSpec {
             name: self.name.clone(),
@@ -220,6 +247,11 @@ impl Tool {
             group: self.group,
             destructive: self.destructive,
             path_args: self.path_args.clone(),
+            annotations: wit::ToolAnnotations {
+                title: self.title.clone(),
+                idempotent: self.idempotent,
+                open_world: self.open_world,
+            },
         }
     }
 }

@@ -15,6 +15,13 @@ fn rust_plugin() -> Arc<LoadedPlugin> {
         .expect("rust plugin loads")
 }
 
+/// The conformance plugin as built against roost:plugin@0.1.0.
+fn legacy_plugin() -> Arc<LoadedPlugin> {
+    engine()
+        .load_file("legacy-v0-1-0", &fixture_wasm("legacy-v0-1-0"))
+        .expect("0.1.0 plugin loads")
+}
+
 fn python_plugin() -> Arc<LoadedPlugin> {
     engine()
         .load_file("conformance-py", &python_plugin_wasm())
@@ -55,11 +62,26 @@ fn essentials(spec: &ToolSpec) -> (String, ToolGroup, bool, Vec<String>, Vec<(St
 }
 
 #[test]
-fn both_plugins_declare_the_same_tools() {
+fn every_plugin_declares_the_same_tools() {
     let rs: Vec<_> = rust_plugin().tools().iter().map(essentials).collect();
     let py: Vec<_> = python_plugin().tools().iter().map(essentials).collect();
+    let legacy: Vec<_> = legacy_plugin().tools().iter().map(essentials).collect();
     assert_eq!(rs.len(), 6);
     assert_eq!(rs, py);
+    assert_eq!(rs, legacy);
+}
+
+/// A component built against roost:plugin@0.1.0 loads after the WIT moved
+/// to 0.2.0, says so, and gets the defaults for what 0.1.0 could not
+/// express.
+#[test]
+fn a_0_1_0_plugin_loads_with_default_annotations() {
+    let legacy = legacy_plugin();
+    assert_eq!(legacy.wit_version(), "0.1.0");
+    assert_eq!(rust_plugin().wit_version(), "0.2.0");
+    for t in legacy.tools() {
+        assert_eq!(t.annotations, Default::default(), "{}", t.name);
+    }
 }
 
 async fn conformance(plugin: Arc<LoadedPlugin>) {
@@ -186,6 +208,11 @@ async fn conformance(plugin: Arc<LoadedPlugin>) {
 #[tokio::test]
 async fn rust_plugin_conforms() {
     conformance(rust_plugin()).await;
+}
+
+#[tokio::test]
+async fn a_0_1_0_plugin_conforms() {
+    conformance(legacy_plugin()).await;
 }
 
 #[tokio::test]

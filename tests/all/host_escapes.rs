@@ -568,6 +568,10 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
             "the plugin source the user names, and the plugins dir in the data dir",
         ),
         (
+            "core/src/install/archive.rs",
+            "the plugin archive the user names, unpacked into a temporary folder of ours",
+        ),
+        (
             "core/src/modes/file.rs",
             "the global custom_modes.yaml in the config dir",
         ),

@@ -25,10 +25,17 @@ fn plugin_dir(
     std::fs::copy(component, dir.join(&file)).expect("copy component");
     let bytes = std::fs::read(dir.join(&file)).expect("read");
     let sha = sha.map_or_else(|| roost_core::install::sha256_hex(&bytes), str::to_owned);
+    // The legacy fixture was built against roost:plugin@0.1.0; the rest
+    // on the SDK, against the latest.
+    let wit = if component.to_string_lossy().contains("legacy") {
+        "0.1.0"
+    } else {
+        "0.2.0"
+    };
     std::fs::write(
         dir.join("plugin.toml"),
         format!(
-            "[plugin]\nname = \"{name}\"\nversion = \"{version}\"\ndescription = \"A third party's plugin\"\nauthors = [\"Ada\"]\nworld = \"tool-plugin\"\nwit_version = \"0.1.0\"\ncomponent = \"{file}\"\nsha256 = \"{sha}\"\n\n[capabilities]\n{caps}\n"
+            "[plugin]\nname = \"{name}\"\nversion = \"{version}\"\ndescription = \"A third party's plugin\"\nauthors = [\"Ada\"]\nworld = \"tool-plugin\"\nwit_version = \"{wit}\"\ncomponent = \"{file}\"\nsha256 = \"{sha}\"\n\n[capabilities]\n{caps}\n"
         ),
     )
     .expect("write manifest");

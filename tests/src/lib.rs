@@ -30,6 +30,7 @@ pub fn python_plugin_wasm() -> PathBuf {
                 &root.join("wit"),
                 "tool-plugin",
                 "app",
+                &["roost:plugin/types@0.2.0=types"],
                 &Path::new(env!("ROOST_WASM_TARGET_DIR"))
                     .join("python")
                     .join("python_plugin.wasm"),

@@ -37,7 +37,9 @@ pub fn find_componentize_py() -> Option<PathBuf> {
 }
 
 /// Run `componentize-py` on `app_dir` (module `module`) against `world` of
-/// the WIT package in `wit_dir`, writing `out`. Skips the work when `out` is
+/// the WIT package in `wit_dir`, writing `out`; `import_names` are its
+/// `--import-interface-name` renames (`roost:plugin/types@0.2.0=types`: the
+/// world has three interfaces named `types`, and Roost's keeps the name). Skips the work when `out` is
 /// newer than every input. The output is written beside `out` and renamed
 /// into place, so concurrent callers never see half a component.
 pub fn componentize(
@@ -45,6 +47,7 @@ pub fn componentize(
     wit_dir: &Path,
     world: &str,
     module: &str,
+    import_names: &[&str],
     out: &Path,
 ) -> Result<PathBuf, String> {
     if is_fresh(out, &[app_dir, wit_dir]) {
@@ -57,11 +60,12 @@ pub fn componentize(
         std::fs::create_dir_all(parent).map_err(|e| format!("create {}: {e}", parent.display()))?;
     }
     let tmp = out.with_extension(format!("tmp{}", std::process::id()));
-    let status = Command::new(&tool)
-        .arg("-d")
-        .arg(wit_dir)
-        .arg("-w")
-        .arg(world)
+    let mut cmd = Command::new(&tool);
+    cmd.arg("-d").arg(wit_dir).arg("-w").arg(world);
+    for name in import_names {
+        cmd.arg("--import-interface-name").arg(name);
+    }
+    let status = cmd
         .arg("componentize")
         .arg("-p")
         .arg(app_dir)

@@ -12,7 +12,36 @@ use anyhow::{Context, bail};
 const SDK_LIB: &str = include_str!("../../../sdk/src/lib.rs");
 const SDK_HOST: &str = include_str!("../../../sdk/src/host.rs");
 const SDK_WORKSPACE: &str = include_str!("../../../sdk/src/workspace.rs");
-const WIT: &str = include_str!("../../../wit/roost.wit");
+const SDK_HTTP: &str = include_str!("../../../sdk/src/http.rs");
+/// The WIT package and the WASI packages its worlds use.
+const WIT: &[(&str, &str)] = &[
+    ("wit/roost.wit", include_str!("../../../wit/roost.wit")),
+    (
+        "wit/deps/cli.wit",
+        include_str!("../../../wit/deps/cli.wit"),
+    ),
+    (
+        "wit/deps/clocks.wit",
+        include_str!("../../../wit/deps/clocks.wit"),
+    ),
+    (
+        "wit/deps/filesystem.wit",
+        include_str!("../../../wit/deps/filesystem.wit"),
+    ),
+    (
+        "wit/deps/http.wit",
+        include_str!("../../../wit/deps/http.wit"),
+    ),
+    ("wit/deps/io.wit", include_str!("../../../wit/deps/io.wit")),
+    (
+        "wit/deps/random.wit",
+        include_str!("../../../wit/deps/random.wit"),
+    ),
+    (
+        "wit/deps/sockets.wit",
+        include_str!("../../../wit/deps/sockets.wit"),
+    ),
+];
 /// The new plugin's tool (a file of its own: it is the guest's code).
 const RUST_LIB: &str = include_str!("../templates/rust/lib.rs");
 
@@ -37,6 +66,10 @@ pub fn rust(name: &str, dir: &Path) -> anyhow::Result<()> {
         bail!("{} already exists", dir.display());
     }
     let krate = name.replace('-', "_");
+    let wit_version = roost_core::install::manifest::SUPPORTED_WIT
+        .first()
+        .copied()
+        .unwrap_or_default();
     let files: Vec<(&str, String)> = vec![
         (
             "Cargo.toml",
@@ -74,7 +107,7 @@ version = "0.1.0"
 description = "Counts words in workspace files"
 authors = []
 world = "tool-plugin"
-wit_version = "0.1.0"
+wit_version = "{wit_version}"
 component = "target/wasm32-wasip2/release/{krate}.wasm"
 # sha256 = "…"  # optional while developing; set it when you publish
 
@@ -96,9 +129,12 @@ secrets = []
         ("roost-sdk/src/lib.rs", SDK_LIB.to_owned()),
         ("roost-sdk/src/host.rs", SDK_HOST.to_owned()),
         ("roost-sdk/src/workspace.rs", SDK_WORKSPACE.to_owned()),
-        ("wit/roost.wit", WIT.to_owned()),
+        ("roost-sdk/src/http.rs", SDK_HTTP.to_owned()),
         (".gitignore", "/target\n".to_owned()),
     ];
+    let files = files
+        .into_iter()
+        .chain(WIT.iter().map(|(rel, text)| (*rel, (*text).to_owned())));
     for (rel, text) in files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {

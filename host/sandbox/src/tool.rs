@@ -58,6 +58,25 @@ pub struct ToolSpec {
     pub destructive: bool,
     /// Top-level args holding workspace-relative paths.
     pub path_args: Vec<String>,
+    /// Hints for people and front-ends (none for host-native tools and
+    /// `roost:plugin@0.1.0` plugins).
+    #[serde(default)]
+    pub annotations: ToolAnnotations,
+}
+
+/// Hints about a tool for people and front-ends (MCP's tool annotations):
+/// they never widen what a call is granted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolAnnotations {
+    /// A human-readable name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Calling it again with the same arguments has no further effect.
+    #[serde(default)]
+    pub idempotent: bool,
+    /// It reaches beyond the workspace (the network).
+    #[serde(default)]
+    pub open_world: bool,
 }
 
 /// A successful tool result.

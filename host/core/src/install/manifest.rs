@@ -13,7 +13,7 @@ use roost_sandbox::capability::Limits;
 /// World a tool plugin implements.
 pub const TOOL_WORLD: &str = "tool-plugin";
 /// WIT package versions of `roost:plugin` this host loads.
-pub const SUPPORTED_WIT: &[&str] = &["0.1.0"];
+pub const SUPPORTED_WIT: &[&str] = &roost_sandbox::plugins::WIT_VERSIONS;
 
 /// The manifest file.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

@@ -233,6 +233,19 @@ impl Plugins {
         }
         let signer = self.trust.check(&bytes, signature.as_deref())?;
         let plugin = self.engine.load_bytes(&manifest.plugin.name, &bytes)?;
+        if !has_manifest {
+            manifest.plugin.wit_version = plugin.wit_version().to_owned();
+        } else if manifest.plugin.wit_version != plugin.wit_version() {
+            return Err(ManifestError {
+                field: "plugin.wit_version".into(),
+                detail: format!(
+                    "says roost:plugin@{}, but the component was built against {}",
+                    manifest.plugin.wit_version,
+                    plugin.wit_version()
+                ),
+            }
+            .into());
+        }
         // First-party and host-native names, reserved names and schemas.
         let mut scratch = Registry::new();
         for p in first_party::load_all(&self.engine)? {

@@ -10,6 +10,7 @@ fn spec(name: &str, group: ToolGroup) -> ToolSpec {
         group,
         destructive: group == ToolGroup::Edit,
         path_args: vec!["path".into()],
+        annotations: Default::default(),
     }
 }
 

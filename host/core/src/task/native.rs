@@ -97,6 +97,7 @@ impl NativeTool for AttemptCompletion {
             group: ToolGroup::Modes,
             destructive: false,
             path_args: vec![],
+            annotations: Default::default(),
         }
     }
 
@@ -128,6 +129,7 @@ impl NativeTool for AskFollowup {
             group: ToolGroup::Modes,
             destructive: false,
             path_args: vec![],
+            annotations: Default::default(),
         }
     }
 
@@ -156,6 +158,7 @@ impl NativeTool for SelectActiveIntent {
             group: ToolGroup::Modes,
             destructive: false,
             path_args: vec![],
+            annotations: Default::default(),
         }
     }
 
@@ -183,6 +186,7 @@ impl NativeTool for SwitchMode {
             group: ToolGroup::Modes,
             destructive: false,
             path_args: vec![],
+            annotations: Default::default(),
         }
     }
 
@@ -228,6 +232,7 @@ impl NativeTool for UpdateTodoList {
             group: ToolGroup::Modes,
             destructive: false,
             path_args: vec![],
+            annotations: Default::default(),
         }
     }
 

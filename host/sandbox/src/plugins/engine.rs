@@ -12,12 +12,14 @@ use wasmtime::{
     Trap, UpdateDeadline,
 };
 
-use super::bindings::tool_plugin::{ToolPlugin, ToolPluginPre, roost::plugin::types as wit};
+use super::bindings::since_v0_1_0;
+use super::bindings::tool_plugin::roost::plugin::types as wit;
+use super::bindings::tool_plugin::{ToolPluginPre, roost::plugin::host as wit_host};
 use super::cache::{CacheOutcome, ComponentCache};
 use super::error::PluginError;
 use super::state::{CallLimiter, CallState, cut};
 use crate::capability::{Grant, wasi};
-use crate::tool::{ErrorCode, ToolError, ToolGroup, ToolOutput, ToolSpec};
+use crate::tool::{ErrorCode, ToolAnnotations, ToolError, ToolGroup, ToolOutput, ToolSpec};
 
 /// Extra wall-clock time past a call's deadline before the host gives up on
 /// a call stuck in a host function (the epoch interrupt only stops guest code).
@@ -30,6 +32,8 @@ pub const MAX_TOOLS: usize = 128;
 pub const MAX_SCHEMA_BYTES: usize = 64 << 10;
 /// Longest tool description.
 pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
+/// Longest tool title (an annotation).
+pub const MAX_TITLE_BYTES: usize = 256;
 
 /// How the engine is set up; one per process.
 #[derive(Debug, Clone)]
@@ -70,10 +74,75 @@ impl EngineConfig {
     }
 }
 
+/// A tool plugin's prepared instance, by the `roost:plugin` version it
+/// was built against.
+#[derive(Clone)]
+enum ToolPre {
+    /// The latest version (0.2.0).
+    Latest(ToolPluginPre<CallState>),
+    /// 0.1.0, through [`since_v0_1_0`].
+    V0_1_0(since_v0_1_0::tool_plugin::ToolPluginPre<CallState>),
+}
+
+impl ToolPre {
+    /// The WIT version the component was built against.
+    fn wit_version(&self) -> &'static str {
+        match self {
+            Self::Latest(_) => WIT_VERSIONS[0],
+            Self::V0_1_0(_) => "0.1.0",
+        }
+    }
+
+    async fn tools(&self, store: &mut Store<CallState>) -> wasmtime::Result<Vec<wit::ToolSpec>> {
+        Ok(match self {
+            Self::Latest(pre) => {
+                let inst = pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_tool().call_tools(&mut *store).await?
+            }
+            Self::V0_1_0(pre) => {
+                let inst = pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_tool()
+                    .call_tools(&mut *store)
+                    .await?
+                    .into_iter()
+                    .map(Into::into)
+                    .collect()
+            }
+        })
+    }
+
+    async fn call(
+        &self,
+        store: &mut Store<CallState>,
+        tool: &str,
+        args: &str,
+    ) -> wasmtime::Result<Result<wit::ToolOutput, wit::ToolError>> {
+        Ok(match self {
+            Self::Latest(pre) => {
+                let inst = pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_tool()
+                    .call_call(&mut *store, tool, args)
+                    .await?
+            }
+            Self::V0_1_0(pre) => {
+                let inst = pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_tool()
+                    .call_call(&mut *store, tool, args)
+                    .await?
+                    .map(Into::into)
+                    .map_err(Into::into)
+            }
+        })
+    }
+}
+
+/// The `roost:plugin` versions this host loads, newest first.
+pub const WIT_VERSIONS: [&str; 2] = ["0.2.0", "0.1.0"];
+
 /// A loaded tool plugin: its prepared instance and its tools.
 pub struct LoadedPlugin {
     name: String,
-    pre: ToolPluginPre<CallState>,
+    pre: ToolPre,
     tools: Vec<ToolSpec>,
     hash: blake3::Hash,
 }
@@ -92,6 +161,11 @@ impl LoadedPlugin {
     /// Content hash of the component (for traces and the registry).
     pub fn content_hash(&self) -> String {
         self.hash.to_hex().to_string()
+    }
+
+    /// The `roost:plugin` version the component was built against.
+    pub fn wit_version(&self) -> &'static str {
+        self.pre.wit_version()
     }
 }
 
@@ -124,8 +198,17 @@ impl PluginEngine {
             .map_err(|e| PluginError::Engine(e.to_string()))?;
         super::special_files::refuse_special_files(&mut linker)
             .map_err(|e| PluginError::Engine(format!("cannot guard open-at: {e:#}")))?;
-        ToolPlugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
+        // Roost's own interfaces, in every version the host loads (WASI,
+        // added above, is shared by all).
+        wit_host::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
             .map_err(|e| PluginError::Engine(e.to_string()))?;
+        wit::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
+            .map_err(|e| PluginError::Engine(e.to_string()))?;
+        since_v0_1_0::tool_plugin::ToolPlugin::add_to_linker::<_, HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| PluginError::Engine(e.to_string()))?;
         let cache = match &config.cache_dir {
             Some(dir) => match ComponentCache::open(dir, &engine) {
                 Ok(c) => Some(c),
@@ -179,11 +262,22 @@ impl PluginEngine {
     pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> Result<Arc<LoadedPlugin>, PluginError> {
         let plugin = name.to_owned();
         let instance_pre = self.prepare(name, bytes)?;
-        let pre = ToolPluginPre::new(instance_pre).map_err(|e| PluginError::WrongWorld {
-            plugin: plugin.clone(),
-            world: "roost:plugin/tool-plugin",
-            detail: format!("{e:#}"),
-        })?;
+        let pre = match ToolPluginPre::new(instance_pre.clone()) {
+            Ok(pre) => ToolPre::Latest(pre),
+            Err(latest) => match since_v0_1_0::tool_plugin::ToolPluginPre::new(instance_pre) {
+                Ok(pre) => ToolPre::V0_1_0(pre),
+                Err(_) => {
+                    return Err(PluginError::WrongWorld {
+                        plugin: plugin.clone(),
+                        world: "roost:plugin/tool-plugin",
+                        detail: format!(
+                            "{latest:#} (this Roost loads roost:plugin {})",
+                            WIT_VERSIONS.join(", ")
+                        ),
+                    });
+                }
+            },
+        };
         let raw = self.list_tools(name, &pre)?;
         if raw.len() > MAX_TOOLS {
             return Err(PluginError::BadTools {
@@ -243,11 +337,7 @@ impl PluginEngine {
     /// Ask a freshly prepared plugin for its tools, in a call that is granted
     /// nothing. Runs on its own thread and runtime so loading works from
     /// synchronous code and from inside any tokio runtime alike.
-    fn list_tools(
-        &self,
-        name: &str,
-        pre: &ToolPluginPre<CallState>,
-    ) -> Result<Vec<wit::ToolSpec>, PluginError> {
+    fn list_tools(&self, name: &str, pre: &ToolPre) -> Result<Vec<wit::ToolSpec>, PluginError> {
         let grant = Grant::new(PathBuf::new());
         let bad = |detail: String| PluginError::BadTools {
             plugin: name.to_owned(),
@@ -261,10 +351,7 @@ impl PluginEngine {
                     .map_err(|e| bad(format!("cannot start a runtime: {e}")))?;
                 rt.block_on(async {
                     let mut store = self.new_store(name, &grant).map_err(|e| bad(e.message))?;
-                    let fut = async {
-                        let inst = pre.instantiate_async(&mut store).await?;
-                        inst.roost_plugin_tool().call_tools(&mut store).await
-                    };
+                    let fut = pre.tools(&mut store);
                     let res = tokio::time::timeout(grant.limits.deadline + HOST_GRACE, fut).await;
                     match res {
                         Ok(Ok(tools)) => Ok(tools),
@@ -332,12 +419,7 @@ impl PluginEngine {
             .bounded(
                 &plugin.name,
                 grant,
-                async move |store: &mut Store<CallState>| {
-                    let inst = pre.instantiate_async(&mut *store).await?;
-                    inst.roost_plugin_tool()
-                        .call_call(&mut *store, &tool, &args)
-                        .await
-                },
+                async move |store: &mut Store<CallState>| pre.call(store, &tool, &args).await,
             )
             .await?;
         match res {
@@ -625,6 +707,13 @@ fn convert_spec(plugin: &str, s: wit::ToolSpec) -> Result<ToolSpec, PluginError>
         )));
     }
     let group = convert_group(s.group);
+    let title = s.annotations.title.filter(|t| !t.trim().is_empty());
+    if title.as_ref().is_some_and(|t| t.len() > MAX_TITLE_BYTES) {
+        return Err(bad(format!(
+            "tool `{}` has a title longer than {MAX_TITLE_BYTES} bytes",
+            s.name
+        )));
+    }
     Ok(ToolSpec {
         name: s.name,
         description: s.description,
@@ -634,6 +723,11 @@ fn convert_spec(plugin: &str, s: wit::ToolSpec) -> Result<ToolSpec, PluginError>
         // plugin cannot opt out of the intent gate by saying otherwise.
         destructive: s.destructive || matches!(group, ToolGroup::Edit | ToolGroup::Command),
         path_args: s.path_args,
+        annotations: ToolAnnotations {
+            title,
+            idempotent: s.annotations.idempotent,
+            open_world: s.annotations.open_world,
+        },
     })
 }
 
@@ -693,6 +787,11 @@ mod tests {
             group,
             destructive,
             path_args: Vec::new(),
+            annotations: wit::ToolAnnotations {
+                title: None,
+                idempotent: false,
+                open_world: false,
+            },
         }
     }
 

@@ -9,17 +9,96 @@ use wasmtime::Store;
 
 use super::PluginEngine;
 use super::bindings::mode_hook::ModeHookPre;
+use super::bindings::since_v0_1_0;
 use super::bindings::tool_plugin::roost::plugin::types as wit;
+use super::engine::WIT_VERSIONS;
 use super::error::PluginError;
 use super::state::{CallState, cut};
 use crate::capability::Grant;
 use crate::tool::{ErrorCode, ToolError, ToolGroup, ToolOutput};
 
+/// A hook's prepared instance, by the `roost:plugin` version it was
+/// built against; each handler is answered in the latest types.
+#[derive(Clone)]
+enum HookPre {
+    /// The latest version (0.2.0).
+    Latest(ModeHookPre<CallState>),
+    /// 0.1.0, through [`since_v0_1_0`].
+    V0_1_0(since_v0_1_0::mode_hook::ModeHookPre<CallState>),
+}
+
+impl HookPre {
+    async fn pre_tool(
+        &self,
+        store: &mut Store<CallState>,
+        call: wit::ToolCall,
+    ) -> wasmtime::Result<wit::PreToolDecision> {
+        Ok(match self {
+            Self::Latest(pre) => {
+                let inst = pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_hook()
+                    .call_pre_tool(&mut *store, &call)
+                    .await?
+            }
+            Self::V0_1_0(pre) => {
+                let inst = pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_hook()
+                    .call_pre_tool(&mut *store, &call.into())
+                    .await?
+                    .into()
+            }
+        })
+    }
+
+    async fn post_tool(
+        &self,
+        store: &mut Store<CallState>,
+        call: wit::ToolCall,
+        outcome: wit::ToolOutcome,
+    ) -> wasmtime::Result<()> {
+        match self {
+            Self::Latest(pre) => {
+                let inst = pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_hook()
+                    .call_post_tool(&mut *store, &call, &outcome)
+                    .await
+            }
+            Self::V0_1_0(pre) => {
+                let inst = pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_hook()
+                    .call_post_tool(&mut *store, &call.into(), &outcome.into())
+                    .await
+            }
+        }
+    }
+
+    async fn prompt(
+        &self,
+        store: &mut Store<CallState>,
+        mode: &str,
+    ) -> wasmtime::Result<Option<String>> {
+        match self {
+            Self::Latest(pre) => {
+                let inst = pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_hook()
+                    .call_prompt_contribution(&mut *store, mode)
+                    .await
+            }
+            Self::V0_1_0(pre) => {
+                let inst = pre.instantiate_async(&mut *store).await?;
+                inst.roost_plugin_hook()
+                    .call_prompt_contribution(&mut *store, mode)
+                    .await
+            }
+        }
+    }
+}
+
 /// A mode hook ready to run: its prepared instance and its name (as modes
 /// list it in `hooks:`).
 pub struct LoadedHook {
     name: String,
-    pre: ModeHookPre<CallState>,
+    pre: HookPre,
     hash: blake3::Hash,
 }
 
@@ -109,11 +188,22 @@ impl PluginEngine {
         bytes: &[u8],
     ) -> Result<Arc<LoadedHook>, PluginError> {
         let instance_pre = self.prepare(name, bytes)?;
-        let pre = ModeHookPre::new(instance_pre).map_err(|e| PluginError::WrongWorld {
-            plugin: name.to_owned(),
-            world: "roost:plugin/mode-hook",
-            detail: format!("{e:#}"),
-        })?;
+        let pre = match ModeHookPre::new(instance_pre.clone()) {
+            Ok(pre) => HookPre::Latest(pre),
+            Err(latest) => match since_v0_1_0::mode_hook::ModeHookPre::new(instance_pre) {
+                Ok(pre) => HookPre::V0_1_0(pre),
+                Err(_) => {
+                    return Err(PluginError::WrongWorld {
+                        plugin: name.to_owned(),
+                        world: "roost:plugin/mode-hook",
+                        detail: format!(
+                            "{latest:#} (this Roost loads roost:plugin {})",
+                            WIT_VERSIONS.join(", ")
+                        ),
+                    });
+                }
+            },
+        };
         Ok(Arc::new(LoadedHook {
             name: name.to_owned(),
             pre,
@@ -135,12 +225,7 @@ impl PluginEngine {
             .bounded(
                 &hook.name,
                 grant,
-                async move |store: &mut Store<CallState>| {
-                    let inst = pre.instantiate_async(&mut *store).await?;
-                    inst.roost_plugin_hook()
-                        .call_pre_tool(&mut *store, &wit_call)
-                        .await
-                },
+                async move |store: &mut Store<CallState>| pre.pre_tool(store, wit_call).await,
             )
             .await?;
         let over = |what: &str, s: &str| {
@@ -192,12 +277,7 @@ impl PluginEngine {
         self.bounded(
             &hook.name,
             grant,
-            async move |store: &mut Store<CallState>| {
-                let inst = pre.instantiate_async(&mut *store).await?;
-                inst.roost_plugin_hook()
-                    .call_post_tool(&mut *store, &wit_call, &outcome)
-                    .await
-            },
+            async move |store: &mut Store<CallState>| pre.post_tool(store, wit_call, outcome).await,
         )
         .await
     }
@@ -215,12 +295,7 @@ impl PluginEngine {
             .bounded(
                 &hook.name,
                 grant,
-                async move |store: &mut Store<CallState>| {
-                    let inst = pre.instantiate_async(&mut *store).await?;
-                    inst.roost_plugin_hook()
-                        .call_prompt_contribution(&mut *store, &mode)
-                        .await
-                },
+                async move |store: &mut Store<CallState>| pre.prompt(store, &mode).await,
             )
             .await?;
         Ok(text.map(|t| cut(&t, grant.limits.output_bytes).to_owned()))

@@ -12,6 +12,6 @@ mod special_files;
 mod state;
 
 pub use cache::{CacheOutcome, ComponentCache};
-pub use engine::{EngineConfig, LoadedPlugin, PluginEngine};
+pub use engine::{EngineConfig, LoadedPlugin, PluginEngine, WIT_VERSIONS};
 pub use error::PluginError;
 pub use hook::{HookCall, HookDecision, LoadedHook};

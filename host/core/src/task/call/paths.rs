@@ -88,6 +88,7 @@ mod tests {
             },
             destructive,
             path_args: vec!["path".into()],
+            annotations: Default::default(),
         }
     }
 

@@ -260,6 +260,7 @@ mod tests {
             group: ToolGroup::Edit,
             destructive: true,
             path_args: vec!["a".into(), "b".into()],
+            annotations: Default::default(),
         };
         let args = serde_json::json!({"a": "big.txt", "b": "small.txt"});
         let b = before(&ws, &spec, &args);
