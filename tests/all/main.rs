@@ -11,6 +11,7 @@ mod bad_plugins;
 mod cli;
 mod conformance;
 mod crash;
+mod egress;
 mod engine;
 mod fs_tools;
 mod hooks;

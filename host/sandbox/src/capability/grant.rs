@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::network::NetworkGrant;
+
 /// Per-call resource limits. Every limit is always on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
@@ -55,9 +57,10 @@ pub struct Grant {
     pub read_roots: Vec<PathBuf>,
     /// Workspace-relative directories the call may write.
     pub write_roots: Vec<PathBuf>,
-    /// Network hosts the call may reach. Always empty for now: the sandbox
-    /// refuses a grant that names any.
-    pub network: Vec<String>,
+    /// Origins the call may send `wasi:http` requests to, and the secrets
+    /// the host may put into them; nothing by default.
+    #[serde(default)]
+    pub network: NetworkGrant,
     /// Environment variables passed in. Always empty for now.
     pub env: Vec<(String, String)>,
     /// Resource limits.
@@ -109,7 +112,7 @@ impl Grant {
             read: false,
             read_roots: Vec::new(),
             write_roots: Vec::new(),
-            network: Vec::new(),
+            network: NetworkGrant::default(),
             env: Vec::new(),
             limits: Limits::default(),
         }
@@ -130,6 +133,12 @@ impl Grant {
     /// Allow writing under the workspace-relative directory `root`.
     pub fn write(mut self, root: impl Into<PathBuf>) -> Self {
         self.write_roots.push(root.into());
+        self
+    }
+
+    /// Allow the network `network` grants.
+    pub fn network(mut self, network: NetworkGrant) -> Self {
+        self.network = network;
         self
     }
 

@@ -1,6 +1,7 @@
 //! Capabilities as data: a [`Grant`] says exactly what one tool call may
 //! touch, and [`wasi`] turns it into that call's WASI context and nothing
-//! more. The host's own access to a workspace goes through [`Workspace`]
+//! more; its [`network`] part says which origins its `wasi:http` requests
+//! may reach and which secrets the host may put into them. The host's own access to a workspace goes through [`Workspace`]
 //! (directory handles, no symlinks out, no special files, bounded reads).
 //! Scopes finer than a directory, and the [`authority`] files under a write
 //! root, are held by a [`WriteGuard`] around the call; `.rooignore`
@@ -22,6 +23,7 @@ pub mod dirfd;
 mod grant;
 mod guard;
 mod lease;
+pub mod network;
 mod rooignore;
 pub mod wasi;
 mod workspace;
@@ -31,6 +33,7 @@ pub use guard::{
     GuardBudget, GuardError, GuardReport, GuardRule, WriteGuard, rule, watch_authority_only,
 };
 pub use lease::{WriteLease, WriteLeases};
+pub use network::{NetworkGrant, Origin, SecretGrant, SecretValue};
 pub use rooignore::{ROOIGNORE, RooIgnore};
 pub use workspace::{RelPath, Workspace, WorkspaceError};
 

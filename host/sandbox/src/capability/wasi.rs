@@ -1,7 +1,9 @@
 //! Builds the WASI context of one call from its [`Grant`] and nothing else:
 //! no environment, no arguments, no inherited stdio, no sockets, no name
 //! lookups; the workspace (or only its read roots) read-only and each write
-//! root read-write.
+//! root read-write. The network a grant allows goes only through
+//! `wasi:http`, whose requests the host checks and sends itself
+//! (`plugins::http`); WASI sockets stay off whatever the grant says.
 
 use std::path::Path;
 
@@ -21,9 +23,6 @@ pub struct Sandbox {
 /// created (the grant allows writing there); a root reached through a
 /// symlink, or that is not a directory, is refused.
 pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
-    if !grant.network.is_empty() {
-        return Err(GrantError::Unsupported("network access"));
-    }
     if !grant.env.is_empty() {
         return Err(GrantError::Unsupported("environment variables"));
     }

@@ -17,8 +17,9 @@ use super::bindings::tool_plugin::roost::plugin::types as wit;
 use super::bindings::tool_plugin::{ToolPluginPre, roost::plugin::host as wit_host};
 use super::cache::{CacheOutcome, ComponentCache};
 use super::error::PluginError;
+use super::http::{EgressHooks, NetworkLog, NetworkReport, Resolve, SystemResolver};
 use super::state::{CallLimiter, CallState, cut};
-use crate::capability::{Grant, wasi};
+use crate::capability::{Grant, NetworkGrant, wasi};
 use crate::tool::{ErrorCode, ToolAnnotations, ToolError, ToolGroup, ToolOutput, ToolSpec};
 
 /// Extra wall-clock time past a call's deadline before the host gives up on
@@ -50,6 +51,9 @@ pub struct EngineConfig {
     /// Epoch tick: the resolution of deadlines and how often a running
     /// plugin yields to other tasks.
     pub epoch_tick: Duration,
+    /// How granted host names become addresses for plugins' requests (the
+    /// system resolver; tests inject their own).
+    pub resolver: Arc<dyn Resolve>,
 }
 
 impl Default for EngineConfig {
@@ -60,6 +64,7 @@ impl Default for EngineConfig {
             max_memory_bytes: 1 << 30,
             pooling: true,
             epoch_tick: Duration::from_millis(10),
+            resolver: Arc::new(SystemResolver),
         }
     }
 }
@@ -139,6 +144,15 @@ impl ToolPre {
 /// The `roost:plugin` versions this host loads, newest first.
 pub const WIT_VERSIONS: [&str; 2] = ["0.2.0", "0.1.0"];
 
+/// The outcome of one tool call and the requests it attempted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallReport {
+    /// What the tool returned, or why it failed.
+    pub result: Result<ToolOutput, ToolError>,
+    /// Its outgoing requests, allowed and refused, in order.
+    pub network: NetworkReport,
+}
+
 /// A loaded tool plugin: its prepared instance and its tools.
 pub struct LoadedPlugin {
     name: String,
@@ -196,6 +210,10 @@ impl PluginEngine {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| PluginError::Engine(e.to_string()))?;
+        // wasi:http for tool plugins' egress; each call's hooks decide what
+        // goes out (nothing unless its grant names origins).
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(|e| PluginError::Engine(format!("cannot link wasi:http: {e:#}")))?;
         super::special_files::refuse_special_files(&mut linker)
             .map_err(|e| PluginError::Engine(format!("cannot guard open-at: {e:#}")))?;
         // Roost's own interfaces, in every version the host loads (WASI,
@@ -350,7 +368,9 @@ impl PluginEngine {
                     .build()
                     .map_err(|e| bad(format!("cannot start a runtime: {e}")))?;
                 rt.block_on(async {
-                    let mut store = self.new_store(name, &grant).map_err(|e| bad(e.message))?;
+                    let mut store = self
+                        .new_store(name, &grant, None)
+                        .map_err(|e| bad(e.message))?;
                     let fut = pre.tools(&mut store);
                     let res = tokio::time::timeout(grant.limits.deadline + HOST_GRACE, fut).await;
                     match res {
@@ -368,7 +388,16 @@ impl PluginEngine {
         })
     }
 
-    fn new_store(&self, name: &str, grant: &Grant) -> Result<Store<CallState>, ToolError> {
+    /// A fresh store for one call of `name` under `grant`. Its `wasi:http`
+    /// requests may use the grant's network only when `net` is given (the
+    /// log they are recorded in): tool calls; hooks and tool listing get
+    /// none.
+    fn new_store(
+        &self,
+        name: &str,
+        grant: &Grant,
+        net: Option<NetworkLog>,
+    ) -> Result<Store<CallState>, ToolError> {
         let sandbox = wasi::sandbox(grant)
             .map_err(|e| ToolError::new(ErrorCode::PermissionDenied, e.to_string()))?;
         let memory = grant.limits.memory_bytes.min(self.config.max_memory_bytes);
@@ -379,16 +408,29 @@ impl PluginEngine {
             .tables(256)
             .memories(16)
             .build();
+        let deadline = Instant::now() + grant.limits.deadline;
+        let none = NetworkGrant::default();
+        let (network, log) = match net {
+            Some(log) => (&grant.network, log),
+            None => (&none, NetworkLog::default()),
+        };
+        let hooks = EgressHooks::new(
+            name,
+            network,
+            deadline,
+            Arc::clone(&self.config.resolver),
+            log,
+        );
         let state = CallState::new(
             name,
             sandbox.ctx,
+            hooks,
             CallLimiter::new(limits),
             grant.read,
             sandbox.write_roots,
         );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        let deadline = Instant::now() + grant.limits.deadline;
         store.epoch_deadline_callback(move |_| {
             if Instant::now() >= deadline {
                 Ok(UpdateDeadline::Interrupt)
@@ -413,21 +455,42 @@ impl PluginEngine {
         args: &str,
         grant: &Grant,
     ) -> Result<ToolOutput, ToolError> {
+        self.call_with_report(plugin, tool, args, grant)
+            .await
+            .result
+    }
+
+    /// [`call`](Self::call), also returning every outgoing request the call
+    /// attempted (allowed or refused), for the trace.
+    pub async fn call_with_report(
+        &self,
+        plugin: &LoadedPlugin,
+        tool: &str,
+        args: &str,
+        grant: &Grant,
+    ) -> CallReport {
         let pre = plugin.pre.clone();
         let (tool, args) = (tool.to_owned(), args.to_owned());
+        let log = NetworkLog::default();
         let res = self
-            .bounded(
+            .bounded_with(
                 &plugin.name,
                 grant,
+                Some(log.clone()),
                 async move |store: &mut Store<CallState>| pre.call(store, &tool, &args).await,
             )
-            .await?;
-        match res {
-            Err(e) => Err(ToolError::new(
+            .await;
+        let result = match res {
+            Err(e) => Err(e),
+            Ok(Err(e)) => Err(ToolError::new(
                 convert_code(e.code),
                 cut(&e.message, grant.limits.output_bytes),
             )),
-            Ok(out) => Ok(cap_output(&plugin.name, out, grant.limits.output_bytes)),
+            Ok(Ok(out)) => Ok(cap_output(&plugin.name, out, grant.limits.output_bytes)),
+        };
+        CallReport {
+            result,
+            network: log.report(),
         }
     }
 
@@ -442,6 +505,8 @@ impl PluginEngine {
     /// is abandoned with `limit-exceeded` while the host stays responsive;
     /// its thread keeps the call's slot until the kernel lets it go, so
     /// stuck calls can never exceed the slot count.
+    ///
+    /// The call gets no network (mode hooks): see [`Self::bounded_with`].
     pub(super) async fn bounded<T, F>(
         &self,
         name: &str,
@@ -452,11 +517,27 @@ impl PluginEngine {
         T: Send + 'static,
         F: AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<T> + Send + 'static,
     {
+        self.bounded_with(name, grant, None, f).await
+    }
+
+    /// [`Self::bounded`], the call's `wasi:http` requests allowed what the
+    /// grant's network allows and recorded in `net` when it is given.
+    async fn bounded_with<T, F>(
+        &self,
+        name: &str,
+        grant: &Grant,
+        net: Option<NetworkLog>,
+        f: F,
+    ) -> Result<T, ToolError>
+    where
+        T: Send + 'static,
+        F: AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<T> + Send + 'static,
+    {
         let slot = Arc::clone(&self.slots)
             .acquire_owned()
             .await
             .map_err(|_| ToolError::new(ErrorCode::Internal, "plugin engine is shutting down"))?;
-        let mut store = self.new_store(name, grant)?;
+        let mut store = self.new_store(name, grant, net)?;
         let limit = grant.limits.deadline + HOST_GRACE;
         let handle = tokio::runtime::Handle::current();
         let thread = tokio::task::spawn_blocking(move || {

@@ -1,17 +1,21 @@
 //! The component runtime: one [`PluginEngine`] per process compiles each
 //! plugin once (cached on disk), keeps an `InstancePre` per plugin, and runs
 //! every call in a fresh `Store` sandboxed by the call's grant and bounded by
-//! its limits. Mode hooks run the same way ([`hook`]).
+//! its limits. Mode hooks run the same way ([`hook`]). A tool call's
+//! `wasi:http` requests go through [`http`]: checked against its grant and
+//! sent by the host, each recorded for the trace.
 
 mod bindings;
 mod cache;
 mod engine;
 mod error;
 mod hook;
+mod http;
 mod special_files;
 mod state;
 
 pub use cache::{CacheOutcome, ComponentCache};
-pub use engine::{EngineConfig, LoadedPlugin, PluginEngine, WIT_VERSIONS};
+pub use engine::{CallReport, EngineConfig, LoadedPlugin, PluginEngine, WIT_VERSIONS};
 pub use error::PluginError;
 pub use hook::{HookCall, HookDecision, LoadedHook};
+pub use http::{NetworkLog, NetworkRecord, NetworkReport, Resolve, Resolved, SystemResolver};

@@ -1,11 +1,14 @@
-//! The data of one call's `Store`: its WASI context, the host interface the
+//! The data of one call's `Store`: its WASI context, its `wasi:http`
+//! context and hooks (the network it was granted), the host interface the
 //! plugin imports, and the limiter that records which limit was hit.
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::tool_plugin::roost::plugin::{host, types};
+use super::http::EgressHooks;
 use crate::capability::GUEST_WORKSPACE;
 
 /// Longest log line a plugin may send; longer ones are cut.
@@ -18,6 +21,8 @@ pub struct CallState {
     pub(crate) plugin: String,
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
+    pub(crate) http: WasiHttpCtx,
+    pub(crate) http_hooks: EgressHooks,
     pub(crate) limiter: CallLimiter,
     pub(crate) readable: bool,
     pub(crate) write_roots: Vec<String>,
@@ -28,6 +33,7 @@ impl CallState {
     pub(crate) fn new(
         plugin: &str,
         wasi: WasiCtx,
+        http_hooks: EgressHooks,
         limiter: CallLimiter,
         readable: bool,
         write_roots: Vec<String>,
@@ -36,6 +42,8 @@ impl CallState {
             plugin: plugin.to_owned(),
             wasi,
             table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            http_hooks,
             limiter,
             readable,
             write_roots,
@@ -49,6 +57,16 @@ impl WasiView for CallState {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_hooks,
         }
     }
 }

@@ -1,0 +1,507 @@
+//! Network egress of plugins: a real component (`tests/fixtures/plugins/
+//! egress`) makes `wasi:http` requests to real HTTP servers on 127.0.0.1;
+//! the host lets through only granted origins, refuses everything else
+//! with an error code inside the plugin and a record in the call's report,
+//! fills `{{secret:NAME}}` placeholders only on the wire, and bounds
+//! request counts and response sizes. No timing assertions.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::time::Duration;
+
+use roost_sandbox::capability::{Grant, NetworkGrant, Origin, SecretValue};
+use roost_sandbox::plugins::{
+    EngineConfig, LoadedPlugin, NetworkReport, PluginEngine, Resolve, Resolved,
+};
+use roost_tests::{TestWorkspace, cache_dir, fixture_wasm};
+use serde_json::{Value, json};
+
+/// A request as the test server received it.
+#[derive(Debug, Clone)]
+struct Seen {
+    path: String,
+    headers: Vec<(String, String)>,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A tiny HTTP/1.1 server on 127.0.0.1: each request it receives goes to
+/// `seen` (the test reads it; the guest never does), and `respond` writes
+/// the raw reply.
+struct Server {
+    port: u16,
+    seen: mpsc::Receiver<Seen>,
+}
+
+impl Server {
+    fn start(respond: impl Fn(&Seen) -> Vec<u8> + Send + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let (tx, seen) = mpsc::channel();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+                let Ok(read_half) = conn.try_clone() else {
+                    continue;
+                };
+                let mut reader = BufReader::new(read_half);
+                let mut line = String::new();
+                if reader.read_line(&mut line).is_err() {
+                    continue;
+                }
+                let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+                let mut headers = Vec::new();
+                loop {
+                    let mut h = String::new();
+                    if reader.read_line(&mut h).is_err() || h.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((k, v)) = h.trim_end().split_once(':') {
+                        headers.push((k.trim().to_owned(), v.trim().to_owned()));
+                    }
+                }
+                let seen = Seen { path, headers };
+                if let Some(n) = seen
+                    .header("content-length")
+                    .and_then(|v| v.parse::<usize>().ok())
+                {
+                    let mut body = vec![0; n];
+                    let _ = reader.read_exact(&mut body);
+                }
+                let reply = respond(&seen);
+                let _ = tx.send(seen);
+                let _ = conn.write_all(&reply);
+                let _ = conn.flush();
+            }
+        });
+        Self { port, seen }
+    }
+
+    /// A server answering every request 200 with `body`.
+    fn ok(body: &'static str) -> Self {
+        Self::start(move |_| reply(200, &[], body))
+    }
+
+    /// Every request it received so far.
+    fn received(&self) -> Vec<Seen> {
+        self.seen.try_iter().collect()
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn origin(&self) -> Origin {
+        Origin::parse(&format!("http://127.0.0.1:{}", self.port)).expect("origin")
+    }
+}
+
+/// A whole HTTP/1.1 response.
+fn reply(status: u16, headers: &[(&str, &str)], body: &str) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    out.push_str(body);
+    out.into_bytes()
+}
+
+/// A resolver for made-up names only: anything else is "not found", so no
+/// test ever asks real DNS. Records every name it was asked.
+#[derive(Debug, Default)]
+struct MapResolver {
+    names: BTreeMap<String, Vec<IpAddr>>,
+    asked: Mutex<Vec<String>>,
+}
+
+impl Resolve for MapResolver {
+    fn resolve(&self, host: &str, port: u16) -> Resolved {
+        if let Ok(mut asked) = self.asked.lock() {
+            asked.push(host.to_owned());
+        }
+        let found: Option<Vec<SocketAddr>> = self
+            .names
+            .get(host)
+            .map(|ips| ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect());
+        Box::pin(async move {
+            found.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no such host"))
+        })
+    }
+}
+
+/// The resolver of [`egress_engine`].
+fn resolver() -> Arc<MapResolver> {
+    static R: OnceLock<Arc<MapResolver>> = OnceLock::new();
+    R.get_or_init(|| {
+        let mut names = BTreeMap::new();
+        // A granted name that points at this machine (DNS rebinding).
+        names.insert(
+            "rebind.test.example".to_owned(),
+            vec!["127.0.0.1".parse().expect("ip")],
+        );
+        // One public and one private address: refused as a whole.
+        names.insert(
+            "mixed.test.example".to_owned(),
+            vec![
+                "93.184.216.34".parse().expect("ip"),
+                "10.0.0.7".parse().expect("ip"),
+            ],
+        );
+        Arc::new(MapResolver {
+            names,
+            asked: Mutex::default(),
+        })
+    })
+    .clone()
+}
+
+/// A plugin engine whose name lookups go to [`resolver`].
+fn egress_engine() -> Arc<PluginEngine> {
+    static E: OnceLock<Arc<PluginEngine>> = OnceLock::new();
+    E.get_or_init(|| {
+        let resolve: Arc<dyn Resolve> = resolver();
+        Arc::new(
+            PluginEngine::new(EngineConfig {
+                pooling: false,
+                resolver: resolve,
+                ..EngineConfig::with_cache_dir(cache_dir())
+            })
+            .expect("engine"),
+        )
+    })
+    .clone()
+}
+
+fn plugin() -> Arc<LoadedPlugin> {
+    static P: OnceLock<Arc<LoadedPlugin>> = OnceLock::new();
+    P.get_or_init(|| {
+        egress_engine()
+            .load_file("egress", &fixture_wasm("egress"))
+            .expect("egress fixture loads")
+    })
+    .clone()
+}
+
+/// Call `fetch` with `args` under `network`; the plugin's output (its view
+/// of every exchange, and its environment) and the call's report.
+async fn fetch(network: NetworkGrant, args: Value) -> (Value, NetworkReport) {
+    let ws = TestWorkspace::new();
+    let grant = Grant::new(ws.path()).network(network);
+    let report = egress_engine()
+        .call_with_report(&plugin(), "fetch", &args.to_string(), &grant)
+        .await;
+    let out = report.result.expect("fetch reports errors in its output");
+    (out.data.expect("fetch returns data"), report.network)
+}
+
+/// The one exchange of a fetch.
+fn only(out: &Value) -> &Value {
+    let results = out["results"].as_array().expect("results");
+    assert_eq!(results.len(), 1, "{out}");
+    &results[0]
+}
+
+#[tokio::test]
+async fn a_granted_origin_gets_its_response() {
+    let server = Server::ok("hello egress");
+    let (out, report) = fetch(
+        NetworkGrant::allow([server.origin()]),
+        json!({"url": server.url("/data?token=abc123"), "headers": {"x-plain": "1"}}),
+    )
+    .await;
+    let r = only(&out);
+    assert_eq!(r["status"], 200, "{out}");
+    assert_eq!(r["body"], "hello egress");
+    assert!(r["error"].is_null(), "{out}");
+    let seen = server.received();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/data?token=abc123");
+    assert_eq!(seen[0].header("x-plain"), Some("1"));
+    // The record: allowed, status and bytes, the query's text left out.
+    assert_eq!(report.records.len(), 1);
+    let rec = &report.records[0];
+    assert!(rec.allowed && rec.refused.is_none(), "{rec:?}");
+    assert_eq!(rec.method, "GET");
+    assert_eq!(rec.url, format!("http://127.0.0.1:{}/data?…", server.port));
+    assert_eq!((rec.status, rec.bytes), (Some(200), 12));
+    assert!(out["env"].as_array().expect("env").is_empty(), "{out}");
+}
+
+/// Every way out that is not the granted origin is refused in the host,
+/// before any connection: the plugin gets an error code, the report says
+/// why, and no server hears of it.
+#[tokio::test]
+async fn everything_but_the_granted_origin_is_refused() {
+    let granted = Server::ok("granted");
+    let other = Server::ok("other");
+    let grant = || {
+        NetworkGrant::allow([
+            granted.origin(),
+            Origin::parse("api.test.example").expect("origin"),
+        ])
+    };
+    let cases = [
+        (
+            format!("http://127.0.0.1:{}/", other.port),
+            "HttpRequestDenied",
+            "is not granted",
+        ),
+        (
+            "https://unlisted.test.example/".to_owned(),
+            "HttpRequestDenied",
+            "is not granted",
+        ),
+        (
+            // Plain http to a name, even one granted over https.
+            "http://api.test.example/".to_owned(),
+            "HttpRequestDenied",
+            "plain http only ever goes to loopback",
+        ),
+        (
+            format!("http://127.0.0.1:{}@evil.test.example/", granted.port),
+            "HttpRequestDenied",
+            "user name or password",
+        ),
+        (
+            format!("http://localhost:{}/", granted.port),
+            "HttpRequestDenied",
+            "is not granted",
+        ),
+        (
+            // A name that spells an address is just a name: not granted,
+            // so refused before any lookup.
+            format!("http://127.0.0.1.nip.io:{}/", granted.port),
+            "HttpRequestDenied",
+            "is not granted",
+        ),
+        (
+            format!("ftp://127.0.0.1:{}/", granted.port),
+            "HttpRequestDenied",
+            "not http or https",
+        ),
+    ];
+    for (url, code, why) in cases {
+        let (out, report) = fetch(grant(), json!({"url": url})).await;
+        let recorded = &report.records[0].url;
+        assert!(
+            !recorded.contains(&format!("127.0.0.1:{}@", granted.port)),
+            "no user name in the record: {recorded}"
+        );
+        let r = only(&out);
+        assert_eq!(r["error"], code, "{url}: {out}");
+        assert!(r["status"].is_null(), "{url}: {out}");
+        assert_eq!(report.records.len(), 1, "{url}");
+        let rec = &report.records[0];
+        assert!(!rec.allowed, "{url}: {rec:?}");
+        let refused = rec.refused.as_deref().unwrap_or_default();
+        assert!(refused.contains(why), "{url}: {refused}");
+    }
+    assert!(granted.received().is_empty());
+    assert!(other.received().is_empty());
+    let asked = resolver().asked.lock().expect("lock").clone();
+    assert!(
+        !asked
+            .iter()
+            .any(|n| n.contains("nip.io") || n.contains("unlisted")),
+        "refused names were never looked up: {asked:?}"
+    );
+}
+
+/// A redirect reaches the plugin as it is; following it is a new request,
+/// checked like any other.
+#[tokio::test]
+async fn redirects_are_never_followed_by_the_host() {
+    let elsewhere = Server::ok("you should not be here");
+    let target = elsewhere.url("/landing");
+    let redirecting = Server::start(move |_| reply(302, &[("Location", &target)], ""));
+    let grant = || NetworkGrant::allow([redirecting.origin()]);
+    let (out, report) = fetch(grant(), json!({"url": redirecting.url("/")})).await;
+    let r = only(&out);
+    assert_eq!(r["status"], 302, "{out}");
+    assert_eq!(r["location"], elsewhere.url("/landing"));
+    assert_eq!(report.records.len(), 1);
+
+    let (out, report) = fetch(
+        grant(),
+        json!({"url": redirecting.url("/"), "follow": true}),
+    )
+    .await;
+    let results = out["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2, "{out}");
+    assert_eq!(results[0]["status"], 302);
+    assert_eq!(results[1]["error"], "HttpRequestDenied", "{out}");
+    assert_eq!(report.records.len(), 2);
+    assert!(report.records[0].allowed);
+    assert!(!report.records[1].allowed);
+    assert!(elsewhere.received().is_empty());
+}
+
+/// A granted name is resolved by the host, and refused when any address it
+/// resolves to is not public: a name pointed at 127.0.0.1 (DNS rebinding)
+/// never reaches the server listening there.
+#[tokio::test]
+async fn a_granted_name_resolving_to_a_private_address_is_refused() {
+    let server = Server::ok("internal");
+    for name in ["rebind.test.example", "mixed.test.example"] {
+        let origin = Origin::parse(&format!("{name}:{}", server.port)).expect("origin");
+        let (out, report) = fetch(
+            NetworkGrant::allow([origin]),
+            json!({"url": format!("https://{name}:{}/", server.port)}),
+        )
+        .await;
+        let r = only(&out);
+        assert_eq!(r["error"], "DestinationIpProhibited", "{name}: {out}");
+        let rec = &report.records[0];
+        assert!(!rec.allowed, "{rec:?}");
+        let refused = rec.refused.as_deref().unwrap_or_default();
+        assert!(refused.contains("not a public address"), "{refused}");
+    }
+    assert!(server.received().is_empty());
+    let asked = resolver().asked.lock().expect("lock").clone();
+    assert!(
+        asked.iter().any(|n| n == "rebind.test.example"),
+        "{asked:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_request_count_is_bounded_per_call() {
+    let server = Server::ok("hi");
+    let grant = NetworkGrant {
+        max_requests: 2,
+        ..NetworkGrant::allow([server.origin()])
+    };
+    let (out, report) = fetch(grant.clone(), json!({"url": server.url("/"), "repeat": 3})).await;
+    let results = out["results"].as_array().expect("results");
+    assert_eq!(results[0]["status"], 200);
+    assert_eq!(results[1]["status"], 200);
+    assert_eq!(results[2]["error"], "ConnectionLimitReached", "{out}");
+    let refused = report.records[2].refused.as_deref().unwrap_or_default();
+    assert!(refused.contains("more than 2 requests"), "{refused}");
+    assert_eq!(server.received().len(), 2);
+    // The bound is per call: the next call gets its own.
+    let (out, _) = fetch(grant, json!({"url": server.url("/")})).await;
+    assert_eq!(only(&out)["status"], 200);
+}
+
+#[tokio::test]
+async fn the_response_size_is_bounded() {
+    let big = "x".repeat(1000);
+    let declared = Server::start(move |_| reply(200, &[], &big));
+    let streamed = Server::start(|_| {
+        let mut out =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
+        for _ in 0..10 {
+            out.extend_from_slice(format!("64\r\n{}\r\n", "y".repeat(100)).as_bytes());
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+        out
+    });
+    let small = Server::ok("small");
+    let grant = NetworkGrant {
+        max_response_bytes: 300,
+        ..NetworkGrant::allow([declared.origin(), streamed.origin(), small.origin()])
+    };
+    // Content-Length over the bound: refused before any byte.
+    let (out, report) = fetch(grant.clone(), json!({"url": declared.url("/")})).await;
+    assert_eq!(only(&out)["error"], "HttpResponseBodySize", "{out}");
+    let err = report.records[0].error.as_deref().unwrap_or_default();
+    assert!(err.contains("over the bound of 300 bytes"), "{err}");
+    // No length given: the body stops at the bound.
+    let (out, report) = fetch(grant.clone(), json!({"url": streamed.url("/")})).await;
+    let r = only(&out);
+    assert_eq!(r["status"], 200, "{out}");
+    let body_error = r["error"].as_str().unwrap_or_default();
+    assert!(
+        body_error.starts_with("body: HTTP response body size exceeds limit"),
+        "{out}"
+    );
+    assert!(r["body"].as_str().unwrap_or_default().len() <= 300, "{out}");
+    let rec = &report.records[0];
+    assert!(rec.bytes <= 300, "{rec:?}");
+    assert!(
+        rec.error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("over the bound"),
+        "{rec:?}"
+    );
+    // The host and the next request are unaffected.
+    let (out, _) = fetch(grant, json!({"url": small.url("/")})).await;
+    assert_eq!(only(&out)["body"], "small");
+}
+
+/// Secrets are filled only for origins they are bound to, only when
+/// granted and only when their value can go into a header.
+#[tokio::test]
+async fn secrets_go_only_where_they_are_bound() {
+    let bound = Server::ok("bound");
+    let unbound = Server::ok("unbound");
+    let grant = NetworkGrant::allow([bound.origin(), unbound.origin()])
+        .secret(
+            "TOKEN",
+            Some(SecretValue::new("tok-3f9a1c")),
+            [bound.origin()],
+        )
+        .secret(
+            "SPLIT",
+            Some(SecretValue::new("a\r\nx-injected: 1")),
+            [bound.origin()],
+        );
+    let auth = |name: &str| json!({"authorization": format!("Bearer {{{{secret:{name}}}}}")});
+    let cases = [
+        (unbound.url("/"), auth("TOKEN"), "may not be sent to"),
+        (bound.url("/"), auth("OTHER"), "was not granted"),
+        (bound.url("/"), auth("SPLIT"), "cannot go into a header"),
+    ];
+    for (url, headers, why) in cases {
+        let (out, report) = fetch(grant.clone(), json!({"url": url, "headers": headers})).await;
+        assert_eq!(only(&out)["error"], "HttpRequestDenied", "{out}");
+        let refused = report.records[0].refused.as_deref().unwrap_or_default();
+        assert!(refused.contains(why), "{refused}");
+        assert!(!format!("{report:?}").contains("tok-3f9a1c"));
+    }
+    assert!(bound.received().is_empty());
+    assert!(unbound.received().is_empty());
+    // Where it is bound, it goes out; the plugin never holds it.
+    let (out, report) = fetch(
+        grant,
+        json!({"url": bound.url("/"), "headers": auth("TOKEN")}),
+    )
+    .await;
+    let r = only(&out);
+    assert_eq!(r["status"], 200, "{out}");
+    assert!(!out.to_string().contains("tok-3f9a1c"), "{out}");
+    assert_eq!(
+        bound.received()[0].header("authorization"),
+        Some("Bearer tok-3f9a1c")
+    );
+    assert_eq!(
+        report.records[0].secrets,
+        vec!["authorization: Bearer {{secret:TOKEN}}".to_owned()]
+    );
+}
+
+/// Tool listing and a grant without network reach nothing.
+#[tokio::test]
+async fn no_grant_means_no_network() {
+    let server = Server::ok("hi");
+    let (out, report) = fetch(NetworkGrant::default(), json!({"url": server.url("/")})).await;
+    assert_eq!(only(&out)["error"], "HttpRequestDenied", "{out}");
+    assert!(!report.records[0].allowed);
+    assert!(server.received().is_empty());
+}
