@@ -4,15 +4,22 @@
 use std::sync::Arc;
 
 use roost_core::tools::{ErrorCode, ToolGroup, ToolSpec};
-use roost_sandbox::capability::Grant;
+use roost_sandbox::capability::{Grant, NetworkGrant};
 use roost_sandbox::plugins::LoadedPlugin;
-use roost_tests::{TestWorkspace, engine, fixture_wasm, python_plugin_wasm};
+use roost_tests::http::Server;
+use roost_tests::{TestWorkspace, engine, fixture_wasm, js_plugin_wasm, python_plugin_wasm};
 use serde_json::{Value, json};
 
 fn rust_plugin() -> Arc<LoadedPlugin> {
     engine()
         .load_file("conformance-rs", &fixture_wasm("conformance-rs"))
         .expect("rust plugin loads")
+}
+
+fn js_plugin() -> Arc<LoadedPlugin> {
+    engine()
+        .load_file("conformance-js", &js_plugin_wasm())
+        .expect("javascript plugin loads")
 }
 
 /// The conformance plugin as built against roost:plugin@0.1.0.
@@ -65,10 +72,17 @@ fn essentials(spec: &ToolSpec) -> (String, ToolGroup, bool, Vec<String>, Vec<(St
 fn every_plugin_declares_the_same_tools() {
     let rs: Vec<_> = rust_plugin().tools().iter().map(essentials).collect();
     let py: Vec<_> = python_plugin().tools().iter().map(essentials).collect();
+    let js: Vec<_> = js_plugin().tools().iter().map(essentials).collect();
     let legacy: Vec<_> = legacy_plugin().tools().iter().map(essentials).collect();
-    assert_eq!(rs.len(), 6);
+    assert_eq!(rs.len(), 7);
     assert_eq!(rs, py);
-    assert_eq!(rs, legacy);
+    assert_eq!(rs, js);
+    // 0.1.0 had no network: the same tools but `fetch`.
+    assert_eq!(rs[..6], legacy[..]);
+    for p in [rust_plugin(), python_plugin(), js_plugin()] {
+        let fetch = p.tools().iter().find(|t| t.name == "fetch").expect("fetch");
+        assert!(fetch.annotations.open_world, "{}", p.name());
+    }
 }
 
 /// A component built against roost:plugin@0.1.0 loads after the WIT moved
@@ -84,7 +98,9 @@ fn a_0_1_0_plugin_loads_with_default_annotations() {
     }
 }
 
-async fn conformance(plugin: Arc<LoadedPlugin>) {
+/// The cases every plugin passes; with `network`, also a request to a
+/// granted server on 127.0.0.1, and one to a server it was not granted.
+async fn conformance(plugin: Arc<LoadedPlugin>, network: bool) {
     let ws = TestWorkspace::new();
     ws.write("hello.txt", "hello from the workspace\n");
     std::fs::create_dir(ws.path().join("out")).expect("mkdir");
@@ -203,19 +219,71 @@ async fn conformance(plugin: Arc<LoadedPlugin>) {
         .await
         .expect_err("unknown");
     assert_eq!(err.code, ErrorCode::NotFound, "{name}: {err}");
+    if network {
+        fetches_only_from_granted_origins(&plugin).await;
+    }
+}
+
+async fn fetches_only_from_granted_origins(plugin: &LoadedPlugin) {
+    let name = plugin.name();
+    let granted = Server::ok("hello from the network");
+    let other = Server::ok("must not be read");
+    let ws = TestWorkspace::new();
+    let grant = Grant::new(ws.path()).network(NetworkGrant::allow([granted.origin()]));
+    let report = engine()
+        .call_with_report(
+            plugin,
+            "fetch",
+            &json!({"url": granted.url("/hello")}).to_string(),
+            &grant,
+        )
+        .await;
+    let out = report.result.expect("granted fetch");
+    assert_eq!(out.text, "hello from the network", "{name}");
+    assert_eq!(out.data, Some(json!({"status": 200})), "{name}");
+    assert_eq!(granted.received().len(), 1, "{name}");
+    let rec = &report.network.records[..];
+    assert!(
+        rec.len() == 1 && rec[0].allowed && rec[0].status == Some(200),
+        "{name}: {rec:?}"
+    );
+    let report = engine()
+        .call_with_report(
+            plugin,
+            "fetch",
+            &json!({"url": other.url("/secret")}).to_string(),
+            &grant,
+        )
+        .await;
+    let err = report.result.expect_err("ungranted fetch");
+    assert!(
+        matches!(err.code, ErrorCode::PermissionDenied | ErrorCode::Internal),
+        "{name}: {err}"
+    );
+    assert!(other.received().is_empty(), "{name}: the request went out");
+    let rec = &report.network.records[..];
+    assert!(
+        rec.len() == 1 && !rec[0].allowed && rec[0].refused.is_some(),
+        "{name}: {rec:?}"
+    );
 }
 
 #[tokio::test]
 async fn rust_plugin_conforms() {
-    conformance(rust_plugin()).await;
+    conformance(rust_plugin(), true).await;
+}
+
+#[tokio::test]
+async fn javascript_plugin_conforms() {
+    conformance(js_plugin(), true).await;
 }
 
 #[tokio::test]
 async fn a_0_1_0_plugin_conforms() {
-    conformance(legacy_plugin()).await;
+    conformance(legacy_plugin(), false).await;
 }
 
 #[tokio::test]
 async fn python_plugin_conforms() {
-    conformance(python_plugin()).await;
+    conformance(python_plugin(), true).await;
 }

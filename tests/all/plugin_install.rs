@@ -464,42 +464,46 @@ fn signatures_are_verified_against_trusted_keys() {
     assert!(shown.contains("signed by: nobody"), "{shown}");
 }
 
-/// `roost plugin new` writes a Rust plugin that builds outside Roost's
-/// repository with `cargo build --release --target wasm32-wasip2` alone,
-/// installs as it is, and works in a tool call.
-#[test]
-fn a_new_rust_plugin_builds_installs_and_runs() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("data");
-    let project = dir.path().join("word-count");
-    ok(&roost(&data)
-        .args(["plugin", "new", "word-count", "--lang", "rust", "--dir"])
+/// `roost plugin new NAME --lang LANG` into a fresh folder outside Roost's
+/// repository; the folder.
+fn new_plugin(data: &Path, root: &Path, name: &str, lang: &str) -> PathBuf {
+    let project = root.join(name);
+    ok(&roost(data)
+        .args(["plugin", "new", name, "--lang", lang, "--dir"])
         .arg(&project)
         .output()
         .expect("new"));
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let built = std::process::Command::new(cargo)
-        .args(["build", "--release", "--target", "wasm32-wasip2"])
-        .current_dir(&project)
+    project
+}
+
+/// Run `program args` in `dir`, as the template's README says to.
+fn build_step(dir: &Path, program: &str, args: &[&str]) {
+    let o = std::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("CARGO_BUILD_TARGET")
         .env_remove("RUSTFLAGS")
         .output()
-        .expect("cargo");
-    assert!(built.status.success(), "{}", text(&built));
-    let shown = ok(&roost(&data)
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(o.status.success(), "{program} {args:?}: {}", text(&o));
+}
+
+/// Install the built template as it is, and call its tool on a file.
+fn installs_and_counts(data: &Path, root: &Path, project: &Path) {
+    let shown = ok(&roost(data)
         .args(["plugin", "install", "--yes"])
-        .arg(&project)
+        .arg(project)
         .output()
         .expect("install"));
     assert!(
         shown.contains("count_words") && shown.contains("write: no"),
         "{shown}"
     );
-    let ws = dir.path().join("ws");
+    let ws = root.join("ws");
     std::fs::create_dir_all(&ws).expect("ws");
     std::fs::write(ws.join("t.txt"), "one two three").expect("file");
-    let out = ok(&roost(&data)
+    let out = ok(&roost(data)
         .args([
             "tool",
             "call",
@@ -513,14 +517,75 @@ fn a_new_rust_plugin_builds_installs_and_runs() {
         .output()
         .expect("call"));
     assert!(out.contains("3 words"), "{out}");
-    // Python and JavaScript templates are not written yet: said plainly.
+}
+
+/// `roost plugin new` writes a Rust plugin that builds outside Roost's
+/// repository with `cargo build --release --target wasm32-wasip2` alone,
+/// installs as it is, and works in a tool call.
+#[test]
+fn a_new_rust_plugin_builds_installs_and_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let project = new_plugin(&data, dir.path(), "word-count", "rust");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    build_step(
+        &project,
+        &cargo,
+        &["build", "--release", "--target", "wasm32-wasip2"],
+    );
+    installs_and_counts(&data, dir.path(), &project);
+}
+
+/// The Python template: its unit test passes natively, and the
+/// componentize-py command of its README builds a component that installs
+/// as it is and works.
+#[test]
+fn a_new_python_plugin_builds_installs_and_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let project = new_plugin(&data, dir.path(), "word-count-py", "python");
+    build_step(&project, "python3", &["-m", "unittest", "-q"]);
+    let tool = roost_build::python::find_componentize_py().expect(
+        "componentize-py (scripts/test.sh installs it: pip install --user componentize-py==0.25.1)",
+    );
+    build_step(
+        &project,
+        &tool.to_string_lossy(),
+        &[
+            "-d",
+            "wit",
+            "-w",
+            "tool-plugin",
+            "--import-interface-name",
+            "roost:plugin/types@0.2.0=types",
+            "componentize",
+            "app",
+            "-o",
+            "word_count_py.wasm",
+        ],
+    );
+    installs_and_counts(&data, dir.path(), &project);
+}
+
+/// The JavaScript template: `npm install` of its pinned toolchain, `npm
+/// test` on Node, `npm run build` with componentize-js; the component
+/// installs as it is and works.
+#[test]
+fn a_new_javascript_plugin_builds_installs_and_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let project = new_plugin(&data, dir.path(), "word-count-js", "js");
+    build_step(&project, "npm", &["install", "--no-audit", "--no-fund"]);
+    build_step(&project, "npm", &["test"]);
+    build_step(&project, "npm", &["run", "build"]);
+    installs_and_counts(&data, dir.path(), &project);
     let t = refused(
         &roost(&data)
-            .args(["plugin", "new", "p", "--lang", "python"])
+            .args(["plugin", "new", "p", "--lang", "cobol"])
             .output()
             .expect("new"),
     );
-    assert!(t.contains("not written yet"), "{t}");
+    assert!(t.contains("unknown language"), "{t}");
 }
 
 /// A plugin folder packed as a `.tar.gz` (as a third party ships it)

@@ -40,6 +40,36 @@ pub fn python_plugin_wasm() -> PathBuf {
         .clone()
 }
 
+/// The JavaScript conformance plugin (`tests/fixtures/js-plugin`), built
+/// once per test binary with the toolchain `roost plugin new --lang js`
+/// pins (its package.json and lockfile), in a folder under the target dir.
+pub fn js_plugin_wasm() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+            let project = Path::new(env!("ROOST_WASM_TARGET_DIR")).join("js/conformance");
+            std::fs::create_dir_all(&project).expect("js project dir");
+            for file in ["package.json", "package-lock.json"] {
+                let from = root.join("host/cli/templates/js").join(file);
+                let to = project.join(file);
+                let same = std::fs::read(&to).ok() == std::fs::read(&from).ok();
+                if !same {
+                    std::fs::copy(&from, &to).expect("copy the js toolchain pins");
+                }
+            }
+            roost_build::js::componentize(
+                &project,
+                &root.join("tests/fixtures/js-plugin/plugin.js"),
+                &root.join("wit"),
+                "tool-plugin",
+                &project.join("js_plugin.wasm"),
+            )
+            .unwrap_or_else(|e| panic!("building the JavaScript fixture: {e}"))
+        })
+        .clone()
+}
+
 /// Component cache shared by all test binaries, so each fixture compiles once.
 pub fn cache_dir() -> PathBuf {
     Path::new(FIXTURES_DIR).join("roost-test-cache")
@@ -202,6 +232,7 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
 /// completion reviews, follow-up questions and guidance requests. When a
 /// queue is empty the defaults apply (approve, accept, no answer, stop).
 pub mod harness;
+pub mod http;
 
 pub mod user {
     use std::collections::VecDeque;

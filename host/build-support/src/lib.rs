@@ -3,6 +3,7 @@
 //! substrate's wasm-builder does: a nested `cargo build` for
 //! `wasm32-wasip2` in a target directory of its own.
 
+pub mod js;
 pub mod python;
 
 use std::path::{Path, PathBuf};

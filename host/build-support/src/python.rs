@@ -85,7 +85,7 @@ pub fn componentize(
 }
 
 /// Whether `out` exists and is newer than every file under `inputs`.
-fn is_fresh(out: &Path, inputs: &[&Path]) -> bool {
+pub fn is_fresh(out: &Path, inputs: &[&Path]) -> bool {
     let Ok(built) = std::fs::metadata(out).and_then(|m| m.modified()) else {
         return false;
     };

@@ -11,6 +11,7 @@ use anyhow::bail;
 use clap::{Args, Subcommand};
 
 use super::sanitize::{json_text, visible_line};
+use super::template;
 use roost_core::config;
 use roost_core::install::{self, Candidate, Installed, Plugins, Signer, ToolSummary, Trust};
 use roost_core::store::Store;
@@ -47,7 +48,7 @@ pub enum PluginCommand {
     New {
         /// Plugin name.
         name: String,
-        /// Language: rust (python and js are not written yet).
+        /// Language: rust, python or js.
         #[arg(long, default_value = "rust")]
         lang: String,
         /// Folder to create (default: ./NAME).
@@ -103,16 +104,12 @@ pub enum PluginCommand {
 pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     if let PluginCommand::New { name, lang, dir } = &args.command {
         let dir = dir.clone().unwrap_or_else(|| PathBuf::from(name));
-        match lang.as_str() {
-            "rust" => super::template::rust(name, &dir)?,
-            "python" | "js" => bail!(
-                "`--lang {lang}` templates are not written yet; see the README's Python example"
-            ),
-            other => bail!("unknown language `{other}` (rust, python, js)"),
-        }
+        let lang = template::Lang::parse(lang)?;
+        template::new(name, lang, &dir)?;
         println!(
-            "wrote {}: build with `cargo build --release --target wasm32-wasip2` there, then `roost plugin install {}`",
+            "wrote {}: build with `{}` there, then `roost plugin install {}`",
             dir.display(),
+            lang.build_hint(),
             dir.display()
         );
         return Ok(ExitCode::SUCCESS);

@@ -1,14 +1,15 @@
-//! `roost plugin new NAME --lang rust`: a plugin folder a third party
-//! builds on its own. It holds the plugin crate (a tool with typed
-//! arguments and a unit test), the Roost SDK and the WIT it is built from
-//! (copied out of this binary, so it needs nothing from Roost's
-//! repository), a `plugin.toml`, and a README with the build steps.
+//! `roost plugin new NAME --lang rust|python|js`: a plugin folder a third
+//! party builds on its own, outside Roost's repository. Each holds a tool
+//! with typed arguments and a unit test, the WIT it is built against
+//! (copied out of this binary, with the WASI packages its world uses), a
+//! `plugin.toml`, and a README with the build steps; the Rust one also the
+//! SDK, the JavaScript one a pinned `package.json` and lockfile.
 
 use std::path::Path;
 
 use anyhow::{Context, bail};
 
-/// The SDK and WIT as this Roost ships them.
+/// The Rust SDK as this Roost ships it.
 const SDK_LIB: &str = include_str!("../../../sdk/src/lib.rs");
 const SDK_HOST: &str = include_str!("../../../sdk/src/host.rs");
 const SDK_WORKSPACE: &str = include_str!("../../../sdk/src/workspace.rs");
@@ -42,8 +43,23 @@ const WIT: &[(&str, &str)] = &[
         include_str!("../../../wit/deps/sockets.wit"),
     ),
 ];
-/// The new plugin's tool (a file of its own: it is the guest's code).
+/// The new plugins' own code (files of their own: they are guest code).
 const RUST_LIB: &str = include_str!("../templates/rust/lib.rs");
+const PY_APP: &str = include_str!("../templates/python/app.py");
+const PY_WORDS: &str = include_str!("../templates/python/words.py");
+const PY_TEST: &str = include_str!("../templates/python/test_words.py");
+const JS_PLUGIN: &str = include_str!("../templates/js/plugin.js");
+const JS_WORDS: &str = include_str!("../templates/js/words.js");
+const JS_WORKSPACE: &str = include_str!("../templates/js/workspace.js");
+const JS_TEST: &str = include_str!("../templates/js/words.test.js");
+/// The JavaScript toolchain, pinned: componentize-js and jco from npm.
+pub const JS_PACKAGE: &str = include_str!("../templates/js/package.json");
+/// Its lockfile (install with `npm install`; `npm ci` trips over optional
+/// platform packages upstream never published).
+pub const JS_LOCK: &str = include_str!("../templates/js/package-lock.json");
+
+/// The componentize-py version the Python template is built with.
+pub const COMPONENTIZE_PY: &str = "0.25.1";
 
 /// The SDK's manifest outside Roost's workspace: plain versions.
 const SDK_MANIFEST: &str = r#"[package]
@@ -59,18 +75,96 @@ serde_json = "1"
 schemars = "1"
 "#;
 
-/// Write a new Rust plugin named `name` into `dir` (which must not exist).
-pub fn rust(name: &str, dir: &Path) -> anyhow::Result<()> {
+/// A plugin's language, and what `new` writes for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    /// A crate on the Roost SDK, built with cargo.
+    Rust,
+    /// A module built with componentize-py.
+    Python,
+    /// An ES module built with componentize-js.
+    Js,
+}
+
+impl Lang {
+    /// The language named on the command line.
+    pub fn parse(s: &str) -> anyhow::Result<Self> {
+        Ok(match s {
+            "rust" => Self::Rust,
+            "python" => Self::Python,
+            "js" | "javascript" => Self::Js,
+            other => bail!("unknown language `{other}` (rust, python, js)"),
+        })
+    }
+
+    /// How to build and install it, in one line.
+    pub fn build_hint(self) -> &'static str {
+        match self {
+            Self::Rust => "cargo build --release --target wasm32-wasip2",
+            Self::Python => "the componentize-py command in README.md",
+            Self::Js => "npm install && npm run build",
+        }
+    }
+}
+
+/// Write a new plugin named `name` in `lang` into `dir` (which must not
+/// exist).
+pub fn new(name: &str, lang: Lang, dir: &Path) -> anyhow::Result<()> {
     roost_core::install::manifest::check_name(name).map_err(anyhow::Error::msg)?;
     if dir.exists() {
         bail!("{} already exists", dir.display());
     }
     let krate = name.replace('-', "_");
+    let (component, mut files) = match lang {
+        Lang::Rust => (
+            format!("target/wasm32-wasip2/release/{krate}.wasm"),
+            rust_files(name),
+        ),
+        Lang::Python => (format!("{krate}.wasm"), python_files(&krate)),
+        Lang::Js => (format!("{name}.wasm"), js_files(name)),
+    };
+    files.push(("plugin.toml", manifest(name, &component)));
+    files.extend(WIT.iter().map(|(rel, text)| (*rel, (*text).to_owned())));
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The plugin's `plugin.toml`: it reads the workspace, writes nothing,
+/// calls no host.
+fn manifest(name: &str, component: &str) -> String {
     let wit_version = roost_core::install::manifest::SUPPORTED_WIT
         .first()
         .copied()
         .unwrap_or_default();
-    let files: Vec<(&str, String)> = vec![
+    format!(
+        r#"[plugin]
+name = "{name}"
+version = "0.1.0"
+description = "Counts words in workspace files"
+authors = []
+world = "tool-plugin"
+wit_version = "{wit_version}"
+component = "{component}"
+# sha256 = "…"  # optional while developing; set it when you publish
+
+[capabilities]
+read = "workspace"
+write = false
+network = []   # e.g. ["api.example.com"]: the only hosts its requests may reach
+secrets = []   # e.g. ["EXAMPLE_TOKEN"]: used as {{secret:EXAMPLE_TOKEN}} in a header
+"#
+    )
+}
+
+fn rust_files(name: &str) -> Vec<(&'static str, String)> {
+    vec![
         (
             "Cargo.toml",
             format!(
@@ -99,30 +193,9 @@ strip = true
         ),
         ("src/lib.rs", RUST_LIB.to_owned()),
         (
-            "plugin.toml",
-            format!(
-                r#"[plugin]
-name = "{name}"
-version = "0.1.0"
-description = "Counts words in workspace files"
-authors = []
-world = "tool-plugin"
-wit_version = "{wit_version}"
-component = "target/wasm32-wasip2/release/{krate}.wasm"
-# sha256 = "…"  # optional while developing; set it when you publish
-
-[capabilities]
-read = "workspace"
-write = false
-network = []
-secrets = []
-"#
-            ),
-        ),
-        (
             "README.md",
             format!(
-                "# {name}\n\nA Roost tool plugin.\n\n```sh\nrustup target add wasm32-wasip2   # once\ncargo build --release --target wasm32-wasip2\nroost plugin install .\n```\n\nUnit tests run natively: `cargo test`. Declare path arguments with `.paths(&[..])`\nso Roost checks them against the task's scope before the call.\n"
+                "# {name}\n\nA Roost tool plugin in Rust.\n\n```sh\nrustup target add wasm32-wasip2   # once\ncargo build --release --target wasm32-wasip2\nroost plugin install .\n```\n\nUnit tests run natively: `cargo test`. Declare path arguments with `.paths(&[..])`\nso Roost checks them against the task's scope before the call. Network:\n`roost_sdk::http::get(url)` reaches the hosts listed under `network` in\n`plugin.toml` once the user grants them; nothing else.\n"
             ),
         ),
         ("roost-sdk/Cargo.toml", SDK_MANIFEST.to_owned()),
@@ -131,17 +204,44 @@ secrets = []
         ("roost-sdk/src/workspace.rs", SDK_WORKSPACE.to_owned()),
         ("roost-sdk/src/http.rs", SDK_HTTP.to_owned()),
         (".gitignore", "/target\n".to_owned()),
-    ];
-    let files = files
-        .into_iter()
-        .chain(WIT.iter().map(|(rel, text)| (*rel, (*text).to_owned())));
-    for (rel, text) in files {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
+    ]
+}
+
+fn python_files(krate: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("app.py", PY_APP.to_owned()),
+        ("words.py", PY_WORDS.to_owned()),
+        ("test_words.py", PY_TEST.to_owned()),
+        (
+            "README.md",
+            format!(
+                "# {krate}\n\nA Roost tool plugin in Python.\n\n```sh\npython3 -m pip install componentize-py=={COMPONENTIZE_PY}   # once\ncomponentize-py -d wit -w tool-plugin \\\n  --import-interface-name 'roost:plugin/types@0.2.0=types' \\\n  componentize app -o {krate}.wasm\nroost plugin install .\n```\n\nUnit tests run natively: `python3 -m unittest`. The workspace is\nmounted read-only at `/workspace` (plain `open()` works). Network: the\n`wasi:http` bindings in `wit_world.imports.outgoing_handler` reach the\nhosts listed under `network` in `plugin.toml` once the user grants them.\n(`--import-interface-name` keeps Roost's types module named `types`:\nthe world has three interfaces of that name.)\n"
+            ),
+        ),
+        (".gitignore", "/*.wasm\n__pycache__/\n".to_owned()),
+    ]
+}
+
+fn js_files(name: &str) -> Vec<(&'static str, String)> {
+    let package = JS_PACKAGE
+        .replace(
+            "\"name\": \"roost-js-plugin\"",
+            &format!("\"name\": \"{name}\""),
+        )
+        .replace("--out plugin.wasm", &format!("--out {name}.wasm"));
+    vec![
+        ("package.json", package),
+        ("package-lock.json", JS_LOCK.to_owned()),
+        ("src/plugin.js", JS_PLUGIN.to_owned()),
+        ("src/words.js", JS_WORDS.to_owned()),
+        ("src/workspace.js", JS_WORKSPACE.to_owned()),
+        ("test/words.test.js", JS_TEST.to_owned()),
+        (
+            "README.md",
+            format!(
+                "# {name}\n\nA Roost tool plugin in JavaScript, built with componentize-js.\n\n```sh\nnpm install       # the pinned toolchain, from package-lock.json\nnpm run build     # writes {name}.wasm\nroost plugin install .\n```\n\nUnit tests run on Node: `npm test`. Inside the sandbox there is no Node\n`fs`: `src/workspace.js` reads the workspace through WASI's filesystem.\n`fetch()` reaches the hosts listed under `network` in `plugin.toml` once\nthe user grants them; nothing else.\n"
+            ),
+        ),
+        (".gitignore", "node_modules/\n/*.wasm\n".to_owned()),
+    ]
 }
