@@ -150,7 +150,7 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         .checked_mul(1 << 20)
         .with_context(|| format!("--memory-mib {} is too large", c.memory_mib))?;
     // An installed plugin gets at most what it was granted at install.
-    let access = tool.access;
+    let access = &tool.access;
     if c.read && !access.read {
         bail!(
             "plugin `{}` was not granted read access at install",
@@ -173,6 +173,10 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     }
     for w in &c.write {
         grant = grant.write(w);
+    }
+    // An installed plugin's granted origins; no other gets any.
+    if let Some(network) = &access.network {
+        grant = grant.network(network.as_ref().clone());
     }
     let result = engine
         .call(plugin, &c.name, &args.to_string(), &grant)
