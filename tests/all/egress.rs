@@ -30,6 +30,8 @@ use roost_tests::harness::{call, complete, turn};
 use roost_tests::{TestWorkspace, cache_dir, fixture_wasm};
 use serde_json::{Value, json};
 
+use crate::cli::{roost, text};
+
 /// A request as the test server received it.
 #[derive(Debug, Clone)]
 struct Seen {
@@ -821,4 +823,91 @@ async fn an_installed_plugin_gets_exactly_its_granted_origins() {
                 .contains("refused")),
         "{events:?}"
     );
+}
+
+/// `roost tool call --plugin … --allow-net … --secret …`: the development
+/// path, with the value from `ROOST_SECRET_<NAME>`.
+#[test]
+fn tool_call_allow_net_and_secret_flags() {
+    let server = Server::ok("cli");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let wasm = fixture_wasm("egress");
+    let args = json!({
+        "url": server.url("/cli"),
+        "headers": {"authorization": "token {{secret:CLI_TOKEN}}"},
+    })
+    .to_string();
+    let o = roost(&data)
+        .env("ROOST_SECRET_CLI_TOKEN", "cli-secret-0d4b")
+        .args([
+            "tool", "call", "fetch", "--json", "--args", &args, "--plugin",
+        ])
+        .arg(&wasm)
+        .arg("--allow-net")
+        .arg(format!("http://127.0.0.1:{}", server.port))
+        .args(["--secret", "CLI_TOKEN", "--workspace"])
+        .arg(&ws)
+        .output()
+        .expect("run");
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(!t.contains("cli-secret-0d4b"), "{t}");
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["ok"]["data"]["results"][0]["status"], 200, "{v}");
+    assert_eq!(v["network"][0]["allowed"], true, "{v}");
+    assert_eq!(
+        server.received()[0].header("authorization"),
+        Some("token cli-secret-0d4b")
+    );
+    // Without --allow-net the same call is refused inside the plugin.
+    let o = roost(&data)
+        .args([
+            "tool", "call", "fetch", "--json", "--args", &args, "--plugin",
+        ])
+        .arg(&wasm)
+        .arg("--workspace")
+        .arg(&ws)
+        .output()
+        .expect("run");
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        v["ok"]["data"]["results"][0]["error"], "HttpRequestDenied",
+        "{v}"
+    );
+    // Flags that cannot be honoured are errors.
+    for bad in [
+        vec!["--secret", "CLI_TOKEN"],
+        vec!["--allow-net", "http://example.com"],
+        vec!["--allow-net", "127.0.0.1:1", "--secret", "lower"],
+    ] {
+        let o = roost(&data)
+            .args(["tool", "call", "fetch", "--args", &args, "--plugin"])
+            .arg(&wasm)
+            .args(&bad)
+            .arg("--workspace")
+            .arg(&ws)
+            .output()
+            .expect("run");
+        assert!(!o.status.success(), "{bad:?} accepted: {}", text(&o));
+    }
+    // A first-party tool gets no network.
+    let o = roost(&data)
+        .args([
+            "tool",
+            "call",
+            "read_file",
+            "--args",
+            "{\"path\":\"x\"}",
+            "--allow-net",
+            "api.example.com",
+            "--workspace",
+        ])
+        .arg(&ws)
+        .output()
+        .expect("run");
+    assert!(!o.status.success());
+    assert!(text(&o).contains("first-party"), "{}", text(&o));
 }
