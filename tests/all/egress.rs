@@ -3,20 +3,34 @@
 //! the host lets through only granted origins, refuses everything else
 //! with an error code inside the plugin and a record in the call's report,
 //! fills `{{secret:NAME}}` placeholders only on the wire, and bounds
-//! request counts and response sizes. No timing assertions.
+//! request counts and response sizes. The engine path (install, grant,
+//! task, trace) is driven with the scripted model. No timing assertions.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
-use roost_sandbox::capability::{Grant, NetworkGrant, Origin, SecretValue};
+use roost_core::asks::{Answer, Ask};
+use roost_core::config::SecretStore;
+use roost_core::engine::{EngineBuilder, TaskSpec};
+use roost_core::events::TaskEvent;
+use roost_core::install::Plugins;
+use roost_core::llm::scripted::{Script, ScriptedTransport};
+use roost_core::llm::{OpenAiCompatible, RetryPolicy};
+use roost_core::store::Store;
+use roost_core::task::{ApprovalPolicy, TaskConfig, TaskOutcome};
+use roost_sandbox::capability::{Grant, Limits, NetworkGrant, Origin, SecretValue};
 use roost_sandbox::plugins::{
     EngineConfig, LoadedPlugin, NetworkReport, PluginEngine, Resolve, Resolved,
 };
+use roost_tests::harness::{call, complete, turn};
 use roost_tests::{TestWorkspace, cache_dir, fixture_wasm};
 use serde_json::{Value, json};
+
+use crate::cli::{roost, text};
 
 /// A request as the test server received it.
 #[derive(Debug, Clone)]
@@ -504,4 +518,396 @@ async fn no_grant_means_no_network() {
     assert_eq!(only(&out)["error"], "HttpRequestDenied", "{out}");
     assert!(!report.records[0].allowed);
     assert!(server.received().is_empty());
+}
+
+// ---- the engine path: install, grant, task, trace ----
+
+/// A plugin folder for the egress fixture asking for `network` and
+/// `secrets`.
+fn egress_plugin_dir(root: &Path, network: &[String], secrets: &[&str]) -> PathBuf {
+    let dir = root.join("egress-plugin");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::copy(fixture_wasm("egress"), dir.join("egress.wasm")).expect("copy");
+    let quoted = |v: &[String]| {
+        v.iter()
+            .map(|s| format!("\"{s}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let secrets: Vec<String> = secrets.iter().map(|s| (*s).to_owned()).collect();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        format!(
+            "[plugin]\nname = \"egress\"\nversion = \"0.1.0\"\nworld = \"tool-plugin\"\nwit_version = \"0.1.0\"\ncomponent = \"egress.wasm\"\n\n[capabilities]\nread = \"none\"\nnetwork = [{}]\nsecrets = [{}]\n",
+            quoted(network),
+            quoted(&secrets)
+        ),
+    )
+    .expect("manifest");
+    dir
+}
+
+/// Install the egress fixture in `data` with what it asks for, then run a
+/// task whose model makes `calls` (one per turn) and completes; the task
+/// id, its engine and every event it published.
+async fn run_installed(
+    data: &Path,
+    ws: &Path,
+    network: &[String],
+    secrets: &[&str],
+    store_secrets: SecretStore,
+    calls: Vec<Value>,
+) -> (String, Arc<roost_core::engine::Engine>, Vec<Value>) {
+    {
+        let store = Store::open(&Store::default_path(data)).expect("store");
+        let plugins = Plugins::new(data, &store, &roost_tests::engine(), Limits::default());
+        let c = plugins
+            .prepare(&egress_plugin_dir(data, network, secrets), None)
+            .expect("prepares");
+        plugins
+            .install(&c, &Plugins::requested(&c))
+            .expect("installs");
+    }
+    let mut turns: Vec<Value> = calls
+        .into_iter()
+        .map(|args| turn("", vec![call("fetch", args)]))
+        .collect();
+    turns.push(complete("fetched"));
+    let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("script");
+    let transport = Arc::new(ScriptedTransport::per_conversation(script));
+    let engine = EngineBuilder::new(data)
+        .plugin_engine(roost_tests::engine())
+        .provider(Arc::new(OpenAiCompatible::new(
+            "scripted",
+            "scripted",
+            transport,
+            RetryPolicy::default(),
+        )))
+        .config(TaskConfig {
+            policy: ApprovalPolicy::yes(),
+            ..TaskConfig::default()
+        })
+        .installed_plugins(true)
+        .secrets(store_secrets)
+        .build()
+        .expect("engine");
+    let id = engine
+        .create_task(&TaskSpec {
+            prompt: "fetch it".into(),
+            workspace: ws.to_path_buf(),
+            mode: "code".into(),
+        })
+        .expect("created");
+    let mut rx = engine.subscribe(&id).expect("subscribe");
+    engine.start(&id).expect("started");
+    // Every event, accepting the result when it is put to a person.
+    let mut events = Vec::new();
+    loop {
+        let e = rx.recv().await.expect("event");
+        if let TaskEvent::AskRequired { ask_id, ask, .. } = &e.event {
+            assert!(matches!(ask, Ask::Completion { .. }), "{ask:?}");
+            engine.answer(&id, ask_id, Answer::Yes).expect("answered");
+        }
+        let end = matches!(
+            e.event,
+            TaskEvent::Completed { .. } | TaskEvent::Failed { .. } | TaskEvent::Aborted { .. }
+        );
+        events.push(serde_json::to_value(&*e).expect("event json"));
+        if end {
+            break;
+        }
+    }
+    let outcome = engine.wait(&id).await.expect("outcome");
+    assert_eq!(
+        outcome,
+        TaskOutcome::Completed {
+            result: "fetched".into()
+        },
+        "{events:?}"
+    );
+    (id, engine, events)
+}
+
+/// The tool results of a task, in order (what the model was given).
+fn tool_results(engine: &roost_core::engine::Engine, id: &str) -> Vec<String> {
+    let history = engine.agent().store.load_api(id, true).expect("history");
+    let text =
+        serde_json::to_value(history.iter().map(|m| &m.message).collect::<Vec<_>>()).expect("json");
+    let mut out = Vec::new();
+    for m in text.as_array().into_iter().flatten() {
+        for block in m["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                out.push(block["content"].as_str().unwrap_or_default().to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The fetch output at the start of a tool result (a note may follow it).
+fn fetch_output(result: &str) -> Value {
+    let json = result.split("\n[network]").next().unwrap_or(result);
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {result}"))
+}
+
+fn trace_entries(ws: &Path) -> Vec<Value> {
+    std::fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("trace line"))
+        .collect()
+}
+
+/// Every file of the store (the database, its WAL and shared memory).
+fn store_bytes(data: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(data).expect("data dir").flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("roost.db") || name.ends_with(".db") || name.contains(".db-") {
+            out.extend(std::fs::read(e.path()).unwrap_or_default());
+        }
+    }
+    out
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+/// The secret echo test, through the whole path: a manifest asks for an
+/// origin and a secret, the install records the grant, the task's call gets
+/// it, the plugin writes a placeholder, the server receives the value. The
+/// plugin's own view holds only the placeholder and an empty environment,
+/// and the value is nowhere in the trace, the store, the events or the
+/// history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_reaches_the_server_and_nothing_else() {
+    const VALUE: &str = "egress-secret-7c1e5d0b9a";
+    let server = Server::ok("received");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join(".orchestration")).expect("ws");
+    let granted = format!("http://127.0.0.1:{}", server.port);
+    let (id, engine, events) = run_installed(
+        &data,
+        &ws,
+        std::slice::from_ref(&granted),
+        &["EGRESS_TOKEN"],
+        SecretStore::isolated().with("EGRESS_TOKEN", VALUE, Vec::new()),
+        vec![json!({
+            "url": server.url("/echo"),
+            "headers": {"authorization": "Bearer {{secret:EGRESS_TOKEN}}"},
+        })],
+    )
+    .await;
+    // The server got the value.
+    let seen = server.received();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some(format!("Bearer {VALUE}").as_str())
+    );
+    // The plugin held only the placeholder and saw no environment.
+    let results = tool_results(&engine, &id);
+    let out = fetch_output(&results[0]);
+    let r = &out["results"][0];
+    assert_eq!(r["status"], 200, "{out}");
+    assert_eq!(
+        r["sent_headers"],
+        json!([["authorization", "Bearer {{secret:EGRESS_TOKEN}}"]])
+    );
+    assert_eq!(out["env"], json!([]));
+    // The trace records the request and the placeholder, never the value.
+    let trace = trace_entries(&ws);
+    let net: Vec<&Value> = trace.iter().filter(|e| e["kind"] == "network").collect();
+    assert_eq!(net.len(), 1, "{trace:?}");
+    let rec = &net[0]["network"][0];
+    assert_eq!(rec["allowed"], true);
+    assert_eq!(rec["status"], 200);
+    assert_eq!(
+        rec["secrets"],
+        json!(["authorization: Bearer {{secret:EGRESS_TOKEN}}"])
+    );
+    let trace_text =
+        std::fs::read_to_string(ws.join(".orchestration/agent_trace.jsonl")).expect("trace");
+    assert!(!trace_text.contains(VALUE));
+    // Nowhere in the store, the events or the history.
+    let store = &engine.agent().store;
+    let ui = store.load_ui(&id).expect("ui");
+    assert!(ui.iter().any(|m| m.subtype == "network"), "{ui:?}");
+    assert!(!format!("{ui:?}").contains(VALUE));
+    assert!(!results.concat().contains(VALUE));
+    let (logged, _) = engine.events_after(&id, 0).expect("events");
+    assert!(
+        !serde_json::to_string(&logged)
+            .expect("json")
+            .contains(VALUE)
+    );
+    assert!(
+        !serde_json::to_string(&events)
+            .expect("json")
+            .contains(VALUE)
+    );
+    drop(engine);
+    assert!(
+        !contains(&store_bytes(&data), VALUE),
+        "the store holds the secret"
+    );
+    assert!(contains(&store_bytes(&data), "{{secret:EGRESS_TOKEN}}"));
+}
+
+/// An installed plugin's granted origin works in a task; a request beyond
+/// its grant is refused, traced, shown as a UI row and a warning, and the
+/// model is told why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_installed_plugin_gets_exactly_its_granted_origins() {
+    let server = Server::ok("hello");
+    let other = Server::ok("other");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join(".orchestration")).expect("ws");
+    let (id, engine, events) = run_installed(
+        &data,
+        &ws,
+        &[format!("http://127.0.0.1:{}", server.port)],
+        &[],
+        SecretStore::isolated(),
+        vec![
+            json!({"url": server.url("/ok")}),
+            json!({"url": other.url("/no")}),
+        ],
+    )
+    .await;
+    let results = tool_results(&engine, &id);
+    let first = fetch_output(&results[0]);
+    assert_eq!(first["results"][0]["status"], 200, "{first}");
+    assert_eq!(first["results"][0]["body"], "hello");
+    let second = fetch_output(&results[1]);
+    assert_eq!(second["results"][0]["error"], "HttpRequestDenied");
+    assert!(
+        results[1].contains("[network] the host refused: GET"),
+        "{}",
+        results[1]
+    );
+    assert!(other.received().is_empty());
+    let trace = trace_entries(&ws);
+    let net: Vec<&Value> = trace.iter().filter(|e| e["kind"] == "network").collect();
+    assert_eq!(net.len(), 2, "{trace:?}");
+    assert_eq!(net[0]["network"][0]["allowed"], true);
+    assert_eq!(net[0]["network"][0]["bytes"], 5);
+    assert_eq!(net[1]["network"][0]["allowed"], false);
+    assert!(
+        net[1]["network"][0]["refused"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("is not granted"),
+        "{trace:?}"
+    );
+    let ui = engine.agent().store.load_ui(&id).expect("ui");
+    let rows: Vec<&str> = ui
+        .iter()
+        .filter(|m| m.subtype == "network")
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(rows.len(), 2, "{ui:?}");
+    assert!(rows[1].contains("refused"), "{rows:?}");
+    assert!(
+        events.iter().any(|e| e["event"] == "warning"
+            && e["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("refused")),
+        "{events:?}"
+    );
+}
+
+/// `roost tool call --plugin … --allow-net … --secret …`: the development
+/// path, with the value from `ROOST_SECRET_<NAME>`.
+#[test]
+fn tool_call_allow_net_and_secret_flags() {
+    let server = Server::ok("cli");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let wasm = fixture_wasm("egress");
+    let args = json!({
+        "url": server.url("/cli"),
+        "headers": {"authorization": "token {{secret:CLI_TOKEN}}"},
+    })
+    .to_string();
+    let o = roost(&data)
+        .env("ROOST_SECRET_CLI_TOKEN", "cli-secret-0d4b")
+        .args([
+            "tool", "call", "fetch", "--json", "--args", &args, "--plugin",
+        ])
+        .arg(&wasm)
+        .arg("--allow-net")
+        .arg(format!("http://127.0.0.1:{}", server.port))
+        .args(["--secret", "CLI_TOKEN", "--workspace"])
+        .arg(&ws)
+        .output()
+        .expect("run");
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(!t.contains("cli-secret-0d4b"), "{t}");
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["ok"]["data"]["results"][0]["status"], 200, "{v}");
+    assert_eq!(v["network"][0]["allowed"], true, "{v}");
+    assert_eq!(
+        server.received()[0].header("authorization"),
+        Some("token cli-secret-0d4b")
+    );
+    // Without --allow-net the same call is refused inside the plugin.
+    let o = roost(&data)
+        .args([
+            "tool", "call", "fetch", "--json", "--args", &args, "--plugin",
+        ])
+        .arg(&wasm)
+        .arg("--workspace")
+        .arg(&ws)
+        .output()
+        .expect("run");
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        v["ok"]["data"]["results"][0]["error"], "HttpRequestDenied",
+        "{v}"
+    );
+    // Flags that cannot be honoured are errors.
+    for bad in [
+        vec!["--secret", "CLI_TOKEN"],
+        vec!["--allow-net", "http://example.com"],
+        vec!["--allow-net", "127.0.0.1:1", "--secret", "lower"],
+    ] {
+        let o = roost(&data)
+            .args(["tool", "call", "fetch", "--args", &args, "--plugin"])
+            .arg(&wasm)
+            .args(&bad)
+            .arg("--workspace")
+            .arg(&ws)
+            .output()
+            .expect("run");
+        assert!(!o.status.success(), "{bad:?} accepted: {}", text(&o));
+    }
+    // A first-party tool gets no network.
+    let o = roost(&data)
+        .args([
+            "tool",
+            "call",
+            "read_file",
+            "--args",
+            "{\"path\":\"x\"}",
+            "--allow-net",
+            "api.example.com",
+            "--workspace",
+        ])
+        .arg(&ws)
+        .output()
+        .expect("run");
+    assert!(!o.status.success());
+    assert!(text(&o).contains("first-party"), "{}", text(&o));
 }

@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use super::interact::Terminal;
 use super::render::{self, Format};
 use super::sanitize::{json_text, visible, visible_line};
-use roost_core::config::{self, Profile, ProviderChoice, RecordedEndpoint};
+use roost_core::config::{self, Profile, ProviderChoice, RecordedEndpoint, SecretStore};
 use roost_core::engine::{Engine, EngineBuilder, TaskSpec};
 use roost_core::events::EventBus;
 use roost_core::llm::{Provider, Role};
@@ -127,13 +127,15 @@ pub enum HistoryCommand {
 }
 
 /// The provider the flags, the config file and (on resume) the task's
-/// recorded endpoint choose, with the profile it came from.
+/// recorded endpoint choose, with the profile it came from, and the
+/// config's secrets (for installed plugins' requests).
 fn build_provider(
     args: &ProviderArgs,
     stored: Option<&TaskRecord>,
     scripted_start: usize,
-) -> anyhow::Result<(Arc<dyn Provider>, Profile)> {
+) -> anyhow::Result<(Arc<dyn Provider>, Profile, SecretStore)> {
     let cfg = config::load(args.config.as_deref())?;
+    let secrets = cfg.secret_store();
     let choice = ProviderChoice {
         provider: args.provider.clone(),
         model: args.model.clone(),
@@ -147,7 +149,8 @@ fn build_provider(
         model: &t.model,
         profile: &t.profile,
     });
-    Ok(config::provider(&cfg, &choice, recorded, scripted_start)?)
+    let (provider, profile) = config::provider(&cfg, &choice, recorded, scripted_start)?;
+    Ok((provider, profile, secrets))
 }
 
 /// The engine a run or resume drives: the chosen model, the profile's
@@ -156,6 +159,7 @@ fn engine(
     data_dir: &Path,
     provider: Arc<dyn Provider>,
     profile: &Profile,
+    secrets: SecretStore,
     opts: &RunOptions,
 ) -> anyhow::Result<Arc<Engine>> {
     let policy = if opts.yes {
@@ -175,6 +179,7 @@ fn engine(
         .config(config)
         .profile(provider, profile)
         .installed_plugins(true)
+        .secrets(secrets)
         .modes_dir(config::default_path().parent().map(Path::to_path_buf))
         .before_compile(|| {
             notice!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
@@ -259,8 +264,8 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     } else {
         args.prompt.clone()
     };
-    let (provider, profile) = build_provider(&args.provider, None, 0)?;
-    let engine = engine(data_dir, provider, &profile, &args.options)?;
+    let (provider, profile, secrets) = build_provider(&args.provider, None, 0)?;
+    let engine = engine(data_dir, provider, &profile, secrets, &args.options)?;
     let id = engine.create_task(&TaskSpec {
         prompt,
         workspace,
@@ -290,7 +295,7 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
         .iter()
         .filter(|m| m.message.role == Role::Assistant)
         .count();
-    let (provider, profile) = build_provider(&args.provider, Some(&task), replies)?;
+    let (provider, profile, secrets) = build_provider(&args.provider, Some(&task), replies)?;
     let endpoint = |p: &str, b: &str, m: &str| {
         format!("{p} {m} at {}", if b.is_empty() { "(none)" } else { b })
     };
@@ -319,7 +324,7 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
         )?;
     }
     drop(store);
-    let engine = engine(data_dir, provider, &profile, &args.options)?;
+    let engine = engine(data_dir, provider, &profile, secrets, &args.options)?;
     let id = engine.prepare_resume(&task.id)?;
     let events = engine.events(&id)?;
     drive(&engine, &id, events, &args.options).await

@@ -9,13 +9,14 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
 use super::sanitize::{json_text, visible, visible_line};
+use roost_core::config::{self, SecretStore};
 use roost_core::first_party;
 use roost_core::install::Plugins;
 use roost_core::store::Store;
 use roost_core::task::Registry;
 use roost_core::task::paths;
-use roost_sandbox::capability::{Grant, Limits, RooIgnore, Workspace};
-use roost_sandbox::plugins::{EngineConfig, LoadedPlugin, PluginEngine};
+use roost_sandbox::capability::{Grant, Limits, NetworkGrant, Origin, RooIgnore, Workspace};
+use roost_sandbox::plugins::{EngineConfig, LoadedPlugin, NetworkRecord, PluginEngine};
 
 /// `roost tool …`
 #[derive(Debug, Subcommand)]
@@ -63,6 +64,20 @@ pub struct CallArgs {
     /// Print the result as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Let a `--plugin` component's `wasi:http` requests reach this origin
+    /// (`api.example.com`, `host:8443`, `http://127.0.0.1:8080`; plain http
+    /// only to loopback). Repeatable. For developing a plugin: an installed
+    /// plugin gets the network it was granted at install.
+    #[arg(long = "allow-net", value_name = "ORIGIN")]
+    pub allow_net: Vec<String>,
+    /// Let the host put this secret into the `--plugin` component's
+    /// requests where it writes `{{secret:NAME}}` in a header (value from
+    /// `ROOST_SECRET_<NAME>` or the config's `[secrets.NAME]`). Repeatable.
+    #[arg(long = "secret", value_name = "NAME")]
+    pub secrets: Vec<String>,
+    /// Config file, for its `[secrets]` (default ~/.config/roost/config.toml).
+    #[arg(long, env = "ROOST_CONFIG")]
+    pub config: Option<PathBuf>,
     /// Extra plugins.
     #[command(flatten)]
     pub plugins: PluginArgs,
@@ -72,7 +87,7 @@ pub struct CallArgs {
 pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
     match cmd {
         ToolCommand::List(p) => {
-            let (_engine, registry) = load(data_dir, &p)?;
+            let (_engine, registry) = load(data_dir, &p, SecretStore::from_env())?;
             for t in registry.iter() {
                 let first_line = t.spec.description.lines().next().unwrap_or("");
                 // Names and descriptions come from plugins.
@@ -90,7 +105,11 @@ pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> 
     }
 }
 
-fn load(data_dir: &Path, extra: &PluginArgs) -> anyhow::Result<(Arc<PluginEngine>, Registry)> {
+fn load(
+    data_dir: &Path,
+    extra: &PluginArgs,
+    secrets: SecretStore,
+) -> anyhow::Result<(Arc<PluginEngine>, Registry)> {
     let engine = Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
         data_dir.join("cache").join("components"),
     ))?);
@@ -111,7 +130,9 @@ fn load(data_dir: &Path, extra: &PluginArgs) -> anyhow::Result<(Arc<PluginEngine
     }
     // Installed plugins, each with at most what it was granted.
     let store = Store::open(&Store::default_path(data_dir))?;
-    Plugins::new(data_dir, &store, &engine, Limits::default()).load_enabled(&mut registry)?;
+    Plugins::new(data_dir, &store, &engine, Limits::default())
+        .with_secrets(secrets)
+        .load_enabled(&mut registry)?;
     Ok((engine, registry))
 }
 
@@ -121,7 +142,20 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     if !args.is_object() {
         bail!("--args must be a JSON object, got {}", c.args);
     }
-    let (engine, registry) = load(data_dir, &c.plugins)?;
+    // The config only matters here for secrets: a broken one is an error
+    // when `--secret` asks for one, else a warning.
+    let secrets = match config::load(c.config.as_deref()) {
+        Ok(cfg) => cfg.secret_store(),
+        Err(e) if !c.secrets.is_empty() => return Err(e.into()),
+        Err(e) => {
+            eprintln!(
+                "warning: {}; secrets come from ROOST_SECRET_* variables only",
+                visible(&e.to_string())
+            );
+            SecretStore::from_env()
+        }
+    };
+    let (engine, registry) = load(data_dir, &c.plugins, secrets.clone())?;
     let Some(tool) = registry.get(&c.name) else {
         let known: Vec<_> = registry.iter().map(|t| t.spec.name.as_str()).collect();
         bail!(
@@ -150,7 +184,7 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         .checked_mul(1 << 20)
         .with_context(|| format!("--memory-mib {} is too large", c.memory_mib))?;
     // An installed plugin gets at most what it was granted at install.
-    let access = tool.access;
+    let access = &tool.access;
     if c.read && !access.read {
         bail!(
             "plugin `{}` was not granted read access at install",
@@ -174,16 +208,30 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     for w in &c.write {
         grant = grant.write(w);
     }
-    let result = engine
-        .call(plugin, &c.name, &args.to_string(), &grant)
+    if let Some(network) = network_of(&c, access.network.as_deref(), plugin, &secrets)? {
+        grant = grant.network(network);
+    }
+    let report = engine
+        .call_with_report(plugin, &c.name, &args.to_string(), &grant)
         .await;
+    let result = report.result;
+    let mut network = report.network.records;
+    for r in &mut network {
+        roost_core::intents::redact_record(r);
+    }
     if c.json {
-        let v = match &result {
+        let mut v = match &result {
             Ok(out) => serde_json::json!({ "ok": out }),
             Err(e) => serde_json::json!({ "error": e }),
         };
+        if !network.is_empty() {
+            v["network"] = serde_json::json!(network);
+        }
         println!("{}", json_text(&v.to_string()));
     } else {
+        for r in &network {
+            eprintln!("network: {}", visible_line(&describe(r)));
+        }
         // Tool output (file contents, file names) is shown, not interpreted.
         match &result {
             Ok(out) => {
@@ -200,4 +248,59 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The network of a direct call: an installed plugin's recorded grant, or
+/// for a `--plugin` component what `--allow-net` and `--secret` name.
+/// First-party plugins get none.
+fn network_of(
+    c: &CallArgs,
+    installed: Option<&NetworkGrant>,
+    plugin: &LoadedPlugin,
+    secrets: &SecretStore,
+) -> anyhow::Result<Option<NetworkGrant>> {
+    if c.allow_net.is_empty() && c.secrets.is_empty() {
+        return Ok(installed.cloned());
+    }
+    let name = visible_line(plugin.name());
+    if installed.is_some()
+        || !c
+            .plugins
+            .plugins
+            .iter()
+            .any(|p| p.file_stem().is_some_and(|s| s == plugin.name()))
+    {
+        bail!(
+            "--allow-net and --secret are for components given with --plugin; `{name}` gets the network it was granted at install (first-party plugins get none)"
+        );
+    }
+    if c.allow_net.is_empty() {
+        bail!("--secret needs --allow-net: a secret only goes to an allowed origin");
+    }
+    let allow = c
+        .allow_net
+        .iter()
+        .map(|o| Origin::parse(o).with_context(|| format!("--allow-net {}", visible_line(o))))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if let Some(bad) = c
+        .secrets
+        .iter()
+        .find(|s| !config::secrets::is_secret_name(s))
+    {
+        bail!(
+            "--secret {}: not a secret name like GITHUB_TOKEN",
+            visible_line(bad)
+        );
+    }
+    Ok(Some(secrets.network_grant(allow, &c.secrets)))
+}
+
+/// One request of a call, in a line.
+fn describe(r: &NetworkRecord) -> String {
+    match (&r.refused, r.status, &r.error) {
+        (Some(why), _, _) => format!("{} {} refused: {why}", r.method, r.url),
+        (None, Some(s), None) => format!("{} {} -> {s} ({} bytes)", r.method, r.url, r.bytes),
+        (None, _, Some(e)) => format!("{} {} failed: {e}", r.method, r.url),
+        (None, None, None) => format!("{} {} (no response)", r.method, r.url),
+    }
 }

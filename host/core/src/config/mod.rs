@@ -1,11 +1,14 @@
 //! The deployment's configuration file (`~/.config/roost/config.toml`):
 //! provider profiles (endpoint, model, key variable, context window,
-//! prices). Every front-end reads it here, so a profile means the same
+//! prices), plugin signature policy, and the secrets the host may put into
+//! plugins' requests ([`secrets`]). Every front-end reads it here, so a profile means the same
 //! thing to the CLI and to the server; command-line flags override it.
 
 mod provider;
+pub mod secrets;
 
 pub use provider::{ProviderChoice, RecordedEndpoint, provider};
+pub use secrets::{SecretConfig, SecretStore};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,6 +64,9 @@ pub struct Config {
     /// Who plugins may be signed by, and whether they must be.
     #[serde(default)]
     pub plugins: PluginPolicy,
+    /// Secrets plugins' requests may carry, by name (`[secrets.NAME]`).
+    #[serde(default)]
+    pub secrets: BTreeMap<String, SecretConfig>,
 }
 
 /// The `[plugins]` table: signature policy for installed plugins.
@@ -142,6 +148,9 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
         }
         Err(source) => return Err(ConfigError::Read { path, source }),
     };
+    if let Err(detail) = secrets::check(&config.secrets) {
+        return Err(ConfigError::Invalid { path, detail });
+    }
     for (name, p) in &config.profiles {
         if let Some(t) = p.condense_threshold
             && !(t > 0.0 && t <= 1.0)
@@ -168,6 +177,14 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
 }
 
 impl Config {
+    /// Where the host finds secrets: the environment and `[secrets]`.
+    pub fn secret_store(&self) -> SecretStore {
+        SecretStore::new(&self.secrets).unwrap_or_else(|e| {
+            tracing::warn!("config [secrets] ignored: {e}");
+            SecretStore::from_env()
+        })
+    }
+
     /// The profile `name`, or the default one, or an empty profile.
     pub fn profile(&self, name: Option<&str>) -> Result<Profile, ConfigError> {
         match name.or(self.default_profile.as_deref()) {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Engine;
-use crate::config::Profile;
+use crate::config::{Profile, SecretStore};
 use crate::first_party;
 use crate::install::Plugins;
 use crate::llm::Provider;
@@ -51,6 +51,7 @@ pub struct EngineBuilder {
     plugin_engine: Option<Arc<PluginEngine>>,
     before_compile: Option<Box<dyn FnOnce() + Send>>,
     installed: bool,
+    secrets: SecretStore,
 }
 
 impl EngineBuilder {
@@ -66,6 +67,7 @@ impl EngineBuilder {
             plugin_engine: None,
             before_compile: None,
             installed: false,
+            secrets: SecretStore::from_env(),
         }
     }
 
@@ -94,6 +96,14 @@ impl EngineBuilder {
     /// directory (`roost plugin install`), each with at most its grant.
     pub fn installed_plugins(mut self, yes: bool) -> Self {
         self.installed = yes;
+        self
+    }
+
+    /// Where installed plugins' granted secrets get their values and host
+    /// bindings (by default: the `ROOST_SECRET_<NAME>` variables only; a
+    /// front-end passes the config file's, [`crate::config::Config::secret_store`]).
+    pub fn secrets(mut self, secrets: SecretStore) -> Self {
+        self.secrets = secrets;
         self
     }
 
@@ -161,6 +171,7 @@ impl EngineBuilder {
         let store = Store::open(&Store::default_path(&self.data_dir))?;
         if self.installed {
             Plugins::new(&self.data_dir, &store, &engine, self.config.limits)
+                .with_secrets(self.secrets)
                 .load_enabled(&mut registry)?;
         }
         let mut hooks = HookRegistry::first_party(&engine)?;

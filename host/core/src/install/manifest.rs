@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use roost_sandbox::capability::Limits;
+use roost_sandbox::capability::{Limits, Origin};
 
 /// World a tool plugin implements.
 pub const TOOL_WORLD: &str = "tool-plugin";
@@ -178,7 +178,7 @@ impl Manifest {
         let mut seen = BTreeSet::new();
         for (i, entry) in self.capabilities.network.iter().enumerate() {
             let host = NetworkRule::parse(entry)
-                .map_err(|d| bad(format!("capabilities.network[{i}]"), d))?;
+                .map_err(|e| bad(format!("capabilities.network[{i}]"), e.to_string()))?;
             if !seen.insert(host) {
                 return Err(bad(
                     format!("capabilities.network[{i}]"),
@@ -256,75 +256,10 @@ impl LimitRequest {
     }
 }
 
-/// One allowed destination: scheme, host and port.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct NetworkRule {
-    /// `https` or `http` (loopback only).
-    pub scheme: String,
-    /// Lowercase host name or IP literal.
-    pub host: String,
-    /// Port (443 / 80 unless given).
-    pub port: u16,
-}
-
-impl NetworkRule {
-    /// Parse `host[:port]` or `http://host[:port]` / `https://host[:port]`.
-    pub fn parse(entry: &str) -> Result<Self, String> {
-        let (scheme, rest) = match entry.split_once("://") {
-            Some((s @ ("http" | "https"), rest)) => (s, rest),
-            Some((s, _)) => return Err(format!("scheme `{s}` is not http or https")),
-            None => ("https", entry),
-        };
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((h, p)) if !h.contains(']') || h.ends_with(']') => {
-                let port: u16 = p
-                    .parse()
-                    .ok()
-                    .filter(|p| *p != 0)
-                    .ok_or_else(|| format!("`{p}` is not a port"))?;
-                (h, port)
-            }
-            _ => (rest, if scheme == "https" { 443 } else { 80 }),
-        };
-        let host = host.to_ascii_lowercase();
-        let valid = !host.is_empty()
-            && host.len() <= 253
-            && host
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-.[]:".contains(&b))
-            && !host.starts_with('.')
-            && !host.ends_with('.')
-            && !host.contains('*');
-        if !valid {
-            return Err(format!("`{entry}` is not host[:port]"));
-        }
-        if scheme == "http" && !is_loopback(&host) {
-            return Err(format!(
-                "`{entry}`: plain http is allowed only to loopback (localhost, 127.0.0.1, [::1])"
-            ));
-        }
-        Ok(Self {
-            scheme: scheme.to_owned(),
-            host,
-            port,
-        })
-    }
-}
-
-impl std::fmt::Display for NetworkRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}://{}:{}", self.scheme, self.host, self.port)
-    }
-}
-
-/// Whether `host` names this machine.
-pub fn is_loopback(host: &str) -> bool {
-    host == "localhost"
-        || host == "[::1]"
-        || host
-            .parse::<std::net::Ipv4Addr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
+/// One allowed destination: scheme, host and port (the sandbox's
+/// [`Origin`]: HTTPS unless `http://` is given, which only loopback hosts
+/// may use; no wildcards, no paths).
+pub type NetworkRule = Origin;
 
 /// `1.2.3` (with an optional `-pre` / `+build`), as three numbers.
 pub fn semver_core(v: &str) -> Option<(u64, u64, u64)> {

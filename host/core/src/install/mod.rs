@@ -19,11 +19,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::config::SecretStore;
 use crate::first_party;
 use crate::store::{PluginRecord, Store, StoreError};
 use crate::task::{Access, Registry, RegistryError};
 use manifest::{NetworkRule, SUPPORTED_WIT, TOOL_WORLD, check_name};
-use roost_sandbox::capability::Limits;
+use roost_sandbox::capability::{Limits, NetworkGrant};
 use roost_sandbox::plugins::{LoadedPlugin, PluginEngine, PluginError};
 
 /// The manifest's file name.
@@ -178,6 +179,7 @@ pub struct Plugins {
     engine: Arc<PluginEngine>,
     ceiling: Limits,
     trust: Trust,
+    secrets: SecretStore,
 }
 
 impl Plugins {
@@ -195,7 +197,15 @@ impl Plugins {
             engine: Arc::clone(engine),
             ceiling,
             trust: Trust::default(),
+            secrets: SecretStore::from_env(),
         }
+    }
+
+    /// Take the values (and host bindings) of granted secrets from
+    /// `secrets` (by default: the `ROOST_SECRET_<NAME>` variables only).
+    pub fn with_secrets(mut self, secrets: SecretStore) -> Self {
+        self.secrets = secrets;
+        self
     }
 
     /// Check signatures against `trust` (by default: none trusted, none
@@ -508,10 +518,35 @@ impl Plugins {
                 read: p.granted.read == ReadAccess::Workspace,
                 write: p.granted.write,
                 limits: Some(limits),
+                network: self.network(&p)?,
             };
             registry.add_plugin_with(plugin, access)?;
         }
         Ok(())
+    }
+}
+
+impl Plugins {
+    /// The network an installed plugin's calls get: its granted origins,
+    /// and its granted secrets with their values and bindings; `None`
+    /// when it was granted no origin.
+    fn network(&self, p: &Installed) -> Result<Option<Arc<NetworkGrant>>, InstallError> {
+        if p.granted.network.is_empty() {
+            return Ok(None);
+        }
+        let allow = p
+            .granted
+            .network
+            .iter()
+            .map(|n| NetworkRule::parse(n))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| InstallError::Corrupt {
+                name: p.name().to_owned(),
+                detail: format!("granted network: {e}"),
+            })?;
+        Ok(Some(Arc::new(
+            self.secrets.network_grant(allow, &p.granted.secrets),
+        )))
     }
 }
 

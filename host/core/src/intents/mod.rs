@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
-pub use trace::{DIFF_DEADLINE, FileChange, MAX_DIFF_BYTES, Trace, TraceEntry, bounded_diff};
+pub use trace::{
+    DIFF_DEADLINE, FileChange, MAX_DIFF_BYTES, Trace, TraceEntry, bounded_diff, redact_record,
+};
 
 use roost_sandbox::capability::Workspace;
 

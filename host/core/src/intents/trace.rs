@@ -1,6 +1,8 @@
 //! `.orchestration/agent_trace.jsonl`: one JSON line per mutating call,
-//! approval or violation, with the hash of each changed file before and
-//! after. Appends take an exclusive file lock, write the whole line in one
+//! approval, violation or plugin call that used the network, with the
+//! hash of each changed file before and after, and each outgoing request
+//! (method, origin and path, allowed or why not, status, bytes; never a
+//! secret's value). Appends take an exclusive file lock, write the whole line in one
 //! write and sync it, so lines from concurrent tasks never interleave and a
 //! crash never leaves half a line behind an acknowledged call.
 
@@ -11,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::ORCHESTRATION_DIR;
 use roost_sandbox::capability::Workspace;
+use roost_sandbox::plugins::NetworkRecord;
 
 /// One changed file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,7 +93,7 @@ pub fn sha256(bytes: &[u8]) -> String {
 pub struct TraceEntry {
     /// RFC 3339 time.
     pub time: String,
-    /// `mutation`, `approval` or `violation`.
+    /// `mutation`, `approval`, `violation`, `hook` or `network`.
     pub kind: String,
     /// Task id.
     pub task_id: String,
@@ -108,6 +111,9 @@ pub struct TraceEntry {
     /// Extra detail (the approved path, the violation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Outgoing requests the call attempted (`network` entries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<NetworkRecord>,
 }
 
 impl TraceEntry {
@@ -130,6 +136,7 @@ impl TraceEntry {
             args_summary: summarize(args),
             files: Vec::new(),
             detail: None,
+            network: Vec::new(),
         }
     }
 }
@@ -153,6 +160,21 @@ pub fn summarize(args: &serde_json::Value) -> String {
         }
     }
     cut(&roost_secrets::redact_json(args)).to_string()
+}
+
+/// A request record with credentials redacted from what the plugin wrote
+/// (its path and headers). Secrets the host filled in are never in a
+/// record to begin with: it holds the plugin's placeholders.
+pub fn redact_record(r: &mut NetworkRecord) {
+    for text in std::iter::once(&mut r.url)
+        .chain(r.secrets.iter_mut())
+        .chain(r.refused.iter_mut())
+        .chain(r.error.iter_mut())
+    {
+        if let std::borrow::Cow::Owned(clean) = roost_secrets::redact(text) {
+            *text = clean;
+        }
+    }
 }
 
 /// Largest trace Roost reads back (`roost trace`, recent entries).
@@ -183,6 +205,9 @@ impl Trace {
     pub fn append(&self, entry: &TraceEntry) -> std::io::Result<()> {
         let mut entry = entry.clone();
         entry.detail = entry.detail.map(|d| roost_secrets::redact(&d).into_owned());
+        for r in &mut entry.network {
+            redact_record(r);
+        }
         let mut line = serde_json::to_string(&entry).map_err(std::io::Error::other)?;
         line.push('\n');
         let ws = Workspace::open(&self.workspace).map_err(std::io::Error::other)?;

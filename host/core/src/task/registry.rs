@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::native::{self, NativeTool};
 use crate::tools::{ArgsValidator, ToolSpec, reserved};
-use roost_sandbox::capability::Limits;
+use roost_sandbox::capability::{Limits, NetworkGrant};
 use roost_sandbox::plugins::LoadedPlugin;
 
 /// Two providers may not claim the same tool name: the model could not
@@ -67,7 +67,7 @@ pub const HOST: &str = "host";
 /// What a plugin's calls may be granted at most: an installed plugin's
 /// recorded grant (the user approved it at install). Within it, each call
 /// still gets only what its intent's scope allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Access {
     /// May read the workspace.
     pub read: bool,
@@ -75,15 +75,19 @@ pub struct Access {
     pub write: bool,
     /// Per-call limits, when tighter than the host's.
     pub limits: Option<Limits>,
+    /// The origins its requests may reach and the secrets the host may put
+    /// into them (with their values); `None`: no network.
+    pub network: Option<Arc<NetworkGrant>>,
 }
 
 impl Access {
-    /// Everything the intent allows: host-native tools, first-party
-    /// plugins and components named on the command line.
+    /// Everything the intent allows, and no network: host-native tools,
+    /// first-party plugins and components named on the command line.
     pub const FULL: Access = Access {
         read: true,
         write: true,
         limits: None,
+        network: None,
     };
 
     /// `limits` narrowed by this access's own.
@@ -219,7 +223,7 @@ impl Registry {
                     spec,
                     validator,
                     executor: Executor::Component(Arc::clone(&plugin)),
-                    access,
+                    access: access.clone(),
                 },
             );
         }

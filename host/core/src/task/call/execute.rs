@@ -1,19 +1,22 @@
 //! Running a component plugin's call once every gate has passed: a lease
 //! on its write roots, the grant (read the workspace, write only the
 //! roots), a write guard that undoes what the scope does not allow, the
-//! call itself, the diff of what changed, the agent trace, and the mode's
-//! post-tool hooks.
+//! call itself, the diff of what changed, the agent trace (also of every
+//! outgoing request the call attempted), and the mode's post-tool hooks.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{CallResult, Pending, snapshot};
-use crate::intents::{self, TraceEntry};
+use crate::events::TaskEvent;
+use crate::intents::{self, TraceEntry, redact_record};
+use crate::store::Step;
 use crate::task::TaskError;
 use crate::task::runner::{Agent, Ctx, RunState};
 use crate::tools::{ErrorCode, ToolError};
 use roost_sandbox::capability::{Grant, GuardRule, WriteGuard, WriteLeases, authority};
-use roost_sandbox::plugins::LoadedPlugin;
+use roost_sandbox::plugins::{LoadedPlugin, NetworkReport};
+use roost_sandbox::tool::ToolSpec;
 
 impl Agent {
     /// Run `call` in `plugin` and turn the outcome into its result.
@@ -33,7 +36,7 @@ impl Agent {
         // scope does not allow (globs finer than a directory) and any write
         // to an authority file (`.git/`, `.orchestration/`), which no call
         // may change whatever its scope.
-        let access = call.tool.access;
+        let access = &call.tool.access;
         // An installed plugin gets at most what the user granted it.
         if spec.destructive && !access.write {
             let msg = format!(
@@ -49,6 +52,10 @@ impl Agent {
         let mut grant = Grant::new(&ctx.workspace).limits(access.limits(self.config.limits));
         if access.read {
             grant = grant.read();
+        }
+        // Installed plugins granted origins; first-party ones never.
+        if let Some(network) = &access.network {
+            grant = grant.network(network.as_ref().clone());
         }
         // Edit and command tools are always destructive (see `plugins`).
         let mut roots: Vec<PathBuf> = Vec::new();
@@ -110,10 +117,12 @@ impl Agent {
                 }
             }
         };
-        let mut result = self
+        let outcome = self
             .engine
-            .call(plugin, &spec.name, &args.to_string(), &grant)
+            .call_with_report(plugin, &spec.name, &args.to_string(), &grant)
             .await;
+        let mut result = outcome.result;
+        let refusals = self.record_network(ctx, state, spec, &args, outcome.network)?;
         let report = guard.map(|g| g.check(&rule)).unwrap_or_default();
         let after = snapshot::after(&ctx.ws, &before);
         snapshot::restore_modes(&ctx.ws, &before, &after);
@@ -196,11 +205,17 @@ impl Agent {
         }
         self.post_hooks(ctx, state, spec, &args, &result, &changed)
             .await;
-        let (content, is_error) = match &result {
+        let (mut content, is_error) = match &result {
             Ok(out) => (out.text.clone(), false),
             Err(e) if report.violated() => (format!("[ERROR] {}", e.message), true),
             Err(e) => (format!("[ERROR] {}: {}", e.code, e.message), true),
         };
+        // The model learns why a request failed: the plugin only got an
+        // error code.
+        if !refusals.is_empty() {
+            content.push_str("\n[network] the host refused: ");
+            content.push_str(&refusals.join("; "));
+        }
         let subtype = if is_error { "error" } else { "tool_result" };
         let mut r = if is_error {
             CallResult::error(content.clone())
@@ -211,5 +226,92 @@ impl Agent {
         r.diff = diff.map(|d| roost_secrets::redact(&d).into_owned());
         r.ui_row = Some((subtype, content));
         Ok(r)
+    }
+}
+
+impl Agent {
+    /// Record a call's outgoing requests: a `network` trace entry (when
+    /// the workspace keeps a trace), a UI row, and a warning event when the
+    /// host refused any. Returns the refusals, one line each.
+    fn record_network(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+        spec: &ToolSpec,
+        args: &serde_json::Value,
+        mut network: NetworkReport,
+    ) -> Result<Vec<String>, TaskError> {
+        if network.is_empty() {
+            return Ok(Vec::new());
+        }
+        for r in &mut network.records {
+            redact_record(r);
+        }
+        let mut lines = Vec::new();
+        let mut refusals = Vec::new();
+        for r in &network.records {
+            let line = match (&r.refused, r.status, &r.error) {
+                (Some(why), _, _) => {
+                    refusals.push(format!("{} {}: {why}", r.method, r.url));
+                    format!("{} {} refused: {why}", r.method, r.url)
+                }
+                (None, Some(status), None) => {
+                    format!("{} {} -> {status} ({} bytes)", r.method, r.url, r.bytes)
+                }
+                (None, status, Some(e)) => format!(
+                    "{} {} -> {}failed: {e}",
+                    r.method,
+                    r.url,
+                    status.map(|s| format!("{s}, ")).unwrap_or_default()
+                ),
+                (None, None, None) => format!("{} {} (no response)", r.method, r.url),
+            };
+            lines.push(line);
+        }
+        if network.dropped > 0 {
+            lines.push(format!("… and {} more requests", network.dropped));
+        }
+        let summary = format!(
+            "{} request(s), {} refused{}",
+            network.records.len(),
+            refusals.len(),
+            if network.dropped > 0 {
+                format!(", {} more not recorded", network.dropped)
+            } else {
+                String::new()
+            }
+        );
+        if intents::enabled_in(&ctx.ws) {
+            let mut entry = TraceEntry::now(
+                "network",
+                &ctx.task.id,
+                state.intent_id(),
+                &state.mode.slug,
+                &spec.name,
+                args,
+            );
+            entry.detail = Some(summary);
+            entry.network = network.records;
+            self.trace(ctx, &entry);
+        }
+        let text = format!("network of `{}`:\n{}", spec.name, lines.join("\n"));
+        let events = if refusals.is_empty() {
+            Vec::new()
+        } else {
+            vec![TaskEvent::Warning {
+                message: format!(
+                    "`{}` made requests the host refused: {}",
+                    spec.name,
+                    refusals.join("; ")
+                ),
+            }]
+        };
+        ctx.events.commit(
+            &self.store,
+            &ctx.task.id,
+            Step::new().ui("say", "network", text),
+            events,
+        )?;
+        Ok(refusals)
     }
 }
