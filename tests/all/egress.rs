@@ -7,11 +7,9 @@
 //! task, trace) is driven with the scripted model. No timing assertions.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use roost_core::asks::{Answer, Ask};
 use roost_core::config::SecretStore;
@@ -27,112 +25,11 @@ use roost_sandbox::plugins::{
     EngineConfig, LoadedPlugin, NetworkReport, PluginEngine, Resolve, Resolved,
 };
 use roost_tests::harness::{call, complete, turn};
+use roost_tests::http::{Server, reply};
 use roost_tests::{TestWorkspace, cache_dir, fixture_wasm};
 use serde_json::{Value, json};
 
 use crate::cli::{roost, text};
-
-/// A request as the test server received it.
-#[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    headers: Vec<(String, String)>,
-}
-
-impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// A tiny HTTP/1.1 server on 127.0.0.1: each request it receives goes to
-/// `seen` (the test reads it; the guest never does), and `respond` writes
-/// the raw reply.
-struct Server {
-    port: u16,
-    seen: mpsc::Receiver<Seen>,
-}
-
-impl Server {
-    fn start(respond: impl Fn(&Seen) -> Vec<u8> + Send + 'static) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let (tx, seen) = mpsc::channel();
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { continue };
-                let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
-                let Ok(read_half) = conn.try_clone() else {
-                    continue;
-                };
-                let mut reader = BufReader::new(read_half);
-                let mut line = String::new();
-                if reader.read_line(&mut line).is_err() {
-                    continue;
-                }
-                let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-                let mut headers = Vec::new();
-                loop {
-                    let mut h = String::new();
-                    if reader.read_line(&mut h).is_err() || h.trim().is_empty() {
-                        break;
-                    }
-                    if let Some((k, v)) = h.trim_end().split_once(':') {
-                        headers.push((k.trim().to_owned(), v.trim().to_owned()));
-                    }
-                }
-                let seen = Seen { path, headers };
-                if let Some(n) = seen
-                    .header("content-length")
-                    .and_then(|v| v.parse::<usize>().ok())
-                {
-                    let mut body = vec![0; n];
-                    let _ = reader.read_exact(&mut body);
-                }
-                let reply = respond(&seen);
-                let _ = tx.send(seen);
-                let _ = conn.write_all(&reply);
-                let _ = conn.flush();
-            }
-        });
-        Self { port, seen }
-    }
-
-    /// A server answering every request 200 with `body`.
-    fn ok(body: &'static str) -> Self {
-        Self::start(move |_| reply(200, &[], body))
-    }
-
-    /// Every request it received so far.
-    fn received(&self) -> Vec<Seen> {
-        self.seen.try_iter().collect()
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn origin(&self) -> Origin {
-        Origin::parse(&format!("http://127.0.0.1:{}", self.port)).expect("origin")
-    }
-}
-
-/// A whole HTTP/1.1 response.
-fn reply(status: u16, headers: &[(&str, &str)], body: &str) -> Vec<u8> {
-    let mut out = format!(
-        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        out.push_str(&format!("{k}: {v}\r\n"));
-    }
-    out.push_str("\r\n");
-    out.push_str(body);
-    out.into_bytes()
-}
 
 /// A resolver for made-up names only: anything else is "not found", so no
 /// test ever asks real DNS. Records every name it was asked.
@@ -538,7 +435,7 @@ fn egress_plugin_dir(root: &Path, network: &[String], secrets: &[&str]) -> PathB
     std::fs::write(
         dir.join("plugin.toml"),
         format!(
-            "[plugin]\nname = \"egress\"\nversion = \"0.1.0\"\nworld = \"tool-plugin\"\nwit_version = \"0.1.0\"\ncomponent = \"egress.wasm\"\n\n[capabilities]\nread = \"none\"\nnetwork = [{}]\nsecrets = [{}]\n",
+            "[plugin]\nname = \"egress\"\nversion = \"0.1.0\"\nworld = \"tool-plugin\"\nwit_version = \"0.2.0\"\ncomponent = \"egress.wasm\"\n\n[capabilities]\nread = \"none\"\nnetwork = [{}]\nsecrets = [{}]\n",
             quoted(network),
             quoted(&secrets)
         ),

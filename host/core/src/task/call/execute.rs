@@ -122,7 +122,9 @@ impl Agent {
             .call_with_report(plugin, &spec.name, &args.to_string(), &grant)
             .await;
         let mut result = outcome.result;
-        let refusals = self.record_network(ctx, state, spec, &args, outcome.network)?;
+        let refusals = self
+            .record_network(ctx, state, spec, &args, outcome.network)
+            .await?;
         let report = guard.map(|g| g.check(&rule)).unwrap_or_default();
         let after = snapshot::after(&ctx.ws, &before);
         snapshot::restore_modes(&ctx.ws, &before, &after);
@@ -233,7 +235,7 @@ impl Agent {
     /// Record a call's outgoing requests: a `network` trace entry (when
     /// the workspace keeps a trace), a UI row, and a warning event when the
     /// host refused any. Returns the refusals, one line each.
-    fn record_network(
+    async fn record_network(
         &self,
         ctx: &Ctx<'_>,
         state: &RunState,
@@ -306,12 +308,14 @@ impl Agent {
                 ),
             }]
         };
-        ctx.events.commit(
-            &self.store,
-            &ctx.task.id,
-            Step::new().ui("say", "network", text),
-            events,
-        )?;
+        ctx.events
+            .commit(
+                &self.store,
+                &ctx.task.id,
+                Step::new().ui("say", "network", text),
+                events,
+            )
+            .await?;
         Ok(refusals)
     }
 }
