@@ -681,3 +681,173 @@ fn a_record_that_does_not_decode_is_named_and_removable() {
     );
     assert!(t.contains("no installed plugin"), "{t}");
 }
+
+/// Install the conformance plugin `component` (in whichever language) as
+/// `name`, asking to read the workspace and to reach `server`; run a task
+/// that reads a file and fetches from the server with it; inspect it;
+/// remove it.
+fn install_use_inspect_remove(name: &str, component: &Path, wit: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("notes.txt"), "hello from the workspace").expect("notes");
+    let server = roost_tests::http::Server::ok("hello from the network");
+    let folder = dir.path().join(name);
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    std::fs::copy(component, folder.join("plugin.wasm")).expect("copy");
+    std::fs::write(
+        folder.join("plugin.toml"),
+        format!(
+            "[plugin]\nname = \"{name}\"\nversion = \"1.0.0\"\nworld = \"tool-plugin\"\nwit_version = \"{wit}\"\ncomponent = \"plugin.wasm\"\n\n[capabilities]\nread = \"workspace\"\nnetwork = [\"{}\"]\n",
+            server.base()
+        ),
+    )
+    .expect("manifest");
+    let shown = ok(&roost(&data)
+        .args(["plugin", "install", "--yes"])
+        .arg(&folder)
+        .output()
+        .expect("install"));
+    assert!(
+        shown.contains("read_text") && shown.contains(&server.base()),
+        "{name}: {shown}"
+    );
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({"model": "scripted", "turns": [
+            {"tool_calls": [{"name": "read_text", "args": {"path": "notes.txt"}}]},
+            {"tool_calls": [{"name": "fetch", "args": {"url": server.url("/hello")}}]},
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    let events = ok(&roost(&data)
+        .args(["run", "use the plugin", "--yes", "--json", "--workspace"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .output()
+        .expect("run"));
+    assert!(
+        result_of(&events, "read_text").contains("hello from the workspace"),
+        "{name}: {events}"
+    );
+    assert!(
+        result_of(&events, "fetch").contains("hello from the network"),
+        "{name}: {events}"
+    );
+    assert_eq!(server.received().len(), 1, "{name}");
+    let inspect = ok(&roost(&data)
+        .args(["plugin", "inspect", name, "--json"])
+        .output()
+        .expect("inspect"));
+    let v: serde_json::Value = serde_json::from_str(inspect.trim()).expect("json");
+    assert_eq!(v["wit_version"], wit, "{name}");
+    assert_eq!(
+        v["granted"]["network"],
+        serde_json::json!([server.base()]),
+        "{name}: {v}"
+    );
+    ok(&roost(&data)
+        .args(["plugin", "remove", name])
+        .output()
+        .expect("remove"));
+    assert!(installed(&data).is_empty(), "{name}");
+    assert!(plugin_files(&data).is_empty(), "{name}");
+}
+
+#[test]
+fn a_rust_plugin_installs_works_with_its_grant_and_removes() {
+    install_use_inspect_remove("conf-rust", &fixture_wasm("conformance-rs"), "0.2.0");
+}
+
+#[test]
+fn a_python_plugin_installs_works_with_its_grant_and_removes() {
+    install_use_inspect_remove("conf-python", &roost_tests::python_plugin_wasm(), "0.2.0");
+}
+
+#[test]
+fn a_javascript_plugin_installs_works_with_its_grant_and_removes() {
+    install_use_inspect_remove("conf-js", &roost_tests::js_plugin_wasm(), "0.2.0");
+}
+
+/// Each widening alone (write, a host, a secret, larger limits) is refused
+/// without approval, with its line shown and the old version working;
+/// approved, it is recorded.
+#[test]
+fn each_widening_is_refused_until_approved() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let conf = fixture_wasm("conformance-rs");
+    let base = "read = \"workspace\"\nwrite = false\n[capabilities.limits]\ndeadline_ms = 5000\nmemory_mb = 64";
+    let widenings = [
+        (
+            "write = true\n[capabilities.limits]\ndeadline_ms = 5000\nmemory_mb = 64",
+            "+ write",
+        ),
+        (
+            "network = [\"api.example.com\"]\n[capabilities.limits]\ndeadline_ms = 5000\nmemory_mb = 64",
+            "+ network: https://api.example.com:443",
+        ),
+        (
+            "secrets = [\"TOKEN\"]\n[capabilities.limits]\ndeadline_ms = 5000\nmemory_mb = 64",
+            "+ secret: TOKEN",
+        ),
+        (
+            "[capabilities.limits]\ndeadline_ms = 20000\nmemory_mb = 64",
+            "deadline",
+        ),
+        (
+            "[capabilities.limits]\ndeadline_ms = 5000\nmemory_mb = 128",
+            "memory",
+        ),
+    ];
+    for (n, (caps, line)) in widenings.iter().enumerate() {
+        let data = dir.path().join(format!("data{n}"));
+        let v1 = plugin_dir(
+            &dir.path().join(format!("v1-{n}")),
+            "wide",
+            "1.0.0",
+            &conf,
+            base,
+            None,
+        );
+        ok(&roost(&data)
+            .args(["plugin", "install", "--yes"])
+            .arg(&v1)
+            .output()
+            .expect("install"));
+        let v2 = plugin_dir(
+            &dir.path().join(format!("v2-{n}")),
+            "wide",
+            "2.0.0",
+            &conf,
+            caps,
+            None,
+        );
+        let t = refused(
+            &roost(&data)
+                .args(["plugin", "upgrade", "wide"])
+                .arg(&v2)
+                .output()
+                .expect("upgrade"),
+        );
+        assert!(t.contains(line), "{line} not shown in {t}");
+        assert!(t.contains("1.0.0 keeps working"), "{t}");
+        let tools = ok(&roost(&data).args(["tool", "list"]).output().expect("tools"));
+        assert!(tools.contains("read_text"), "{tools}");
+        ok(&roost(&data)
+            .args(["plugin", "upgrade", "wide", "--yes"])
+            .arg(&v2)
+            .output()
+            .expect("upgrade"));
+        let inspect = ok(&roost(&data)
+            .args(["plugin", "inspect", "wide", "--json"])
+            .output()
+            .expect("inspect"));
+        let v: serde_json::Value = serde_json::from_str(inspect.trim()).expect("json");
+        assert_eq!(v["version"], "2.0.0", "{line}");
+    }
+}
