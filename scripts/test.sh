@@ -6,7 +6,8 @@
 # The wasm32-wasip2 target comes from rust-toolchain.toml via rustup.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$PATH:$HOME/.local/bin"
+PATH="$PATH:$HOME/.local/bin:$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')"
+export PATH
 if ! command -v componentize-py >/dev/null 2>&1; then
   python3 -m pip install --quiet --user componentize-py==0.25.1 \
     || python3 -m pip install --quiet --break-system-packages --user componentize-py==0.25.1
