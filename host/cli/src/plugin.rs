@@ -145,10 +145,11 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             }
             let p = plugins.install(&c, &requested)?;
             println!(
-                "installed {} {} ({} tools)",
+                "installed {} {} ({} tool{})",
                 visible_line(p.name()),
                 visible_line(&p.manifest.plugin.version),
-                p.tools.len()
+                p.tools.len(),
+                if p.tools.len() == 1 { "" } else { "s" }
             );
         }
         PluginCommand::List { json } => {
