@@ -18,7 +18,7 @@ pub fn componentize(
     out: &Path,
 ) -> Result<PathBuf, String> {
     let inputs = [entry, wit_dir, &project.join("package.json")];
-    if crate::python::is_fresh(out, &inputs) {
+    if crate::output::is_fresh(out, &inputs) {
         return Ok(out.to_path_buf());
     }
     let cli = project.join("node_modules/.bin/componentize-js");
@@ -35,27 +35,20 @@ pub fn componentize(
             ));
         }
     }
-    if let Some(parent) = out.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("create {}: {e}", parent.display()))?;
-    }
-    let tmp = out.with_extension(format!("tmp{}", std::process::id()));
-    let status = Command::new(&cli)
-        .arg(entry)
-        .arg("--wit")
-        .arg(wit_dir)
-        .arg("--world-name")
-        .arg(world)
-        .arg("--out")
-        .arg(&tmp)
-        .current_dir(project)
-        .status()
-        .map_err(|e| format!("cannot run {}: {e}", cli.display()))?;
-    if !status.success() {
-        return Err(format!(
-            "componentize-js failed for {} ({status})",
-            entry.display()
-        ));
-    }
-    std::fs::rename(&tmp, out).map_err(|e| format!("rename to {}: {e}", out.display()))?;
-    Ok(out.to_path_buf())
+    crate::output::build_into(
+        out,
+        &format!("componentize-js for {}", entry.display()),
+        |tmp| {
+            let mut cmd = Command::new(&cli);
+            cmd.arg(entry)
+                .arg("--wit")
+                .arg(wit_dir)
+                .arg("--world-name")
+                .arg(world)
+                .arg("--out")
+                .arg(tmp)
+                .current_dir(project);
+            cmd
+        },
+    )
 }

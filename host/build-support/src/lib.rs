@@ -4,6 +4,7 @@
 //! `wasm32-wasip2` in a target directory of its own.
 
 pub mod js;
+pub mod output;
 pub mod python;
 
 use std::path::{Path, PathBuf};

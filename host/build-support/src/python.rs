@@ -50,56 +50,28 @@ pub fn componentize(
     import_names: &[&str],
     out: &Path,
 ) -> Result<PathBuf, String> {
-    if is_fresh(out, &[app_dir, wit_dir]) {
+    if crate::output::is_fresh(out, &[app_dir, wit_dir]) {
         return Ok(out.to_path_buf());
     }
     let tool = find_componentize_py().ok_or(
         "componentize-py not found; install it with `python3 -m pip install --user componentize-py==0.25.1`",
     )?;
-    if let Some(parent) = out.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("create {}: {e}", parent.display()))?;
-    }
-    let tmp = out.with_extension(format!("tmp{}", std::process::id()));
-    let mut cmd = Command::new(&tool);
-    cmd.arg("-d").arg(wit_dir).arg("-w").arg(world);
-    for name in import_names {
-        cmd.arg("--import-interface-name").arg(name);
-    }
-    let status = cmd
-        .arg("componentize")
-        .arg("-p")
-        .arg(app_dir)
-        .arg(module)
-        .arg("-o")
-        .arg(&tmp)
-        .status()
-        .map_err(|e| format!("cannot run {}: {e}", tool.display()))?;
-    if !status.success() {
-        return Err(format!(
-            "componentize-py failed for {} ({status})",
-            app_dir.display()
-        ));
-    }
-    std::fs::rename(&tmp, out).map_err(|e| format!("rename to {}: {e}", out.display()))?;
-    Ok(out.to_path_buf())
-}
-
-/// Whether `out` exists and is newer than every file under `inputs`.
-pub fn is_fresh(out: &Path, inputs: &[&Path]) -> bool {
-    let Ok(built) = std::fs::metadata(out).and_then(|m| m.modified()) else {
-        return false;
-    };
-    fn newest(p: &Path) -> Option<std::time::SystemTime> {
-        let m = std::fs::metadata(p).ok()?;
-        let mut t = m.modified().ok()?;
-        if m.is_dir() {
-            for e in std::fs::read_dir(p).ok()?.flatten() {
-                if let Some(c) = newest(&e.path()) {
-                    t = t.max(c);
-                }
+    crate::output::build_into(
+        out,
+        &format!("componentize-py for {}", app_dir.display()),
+        |tmp| {
+            let mut cmd = Command::new(&tool);
+            cmd.arg("-d").arg(wit_dir).arg("-w").arg(world);
+            for name in import_names {
+                cmd.arg("--import-interface-name").arg(name);
             }
-        }
-        Some(t)
-    }
-    inputs.iter().all(|i| newest(i).is_some_and(|t| t <= built))
+            cmd.arg("componentize")
+                .arg("-p")
+                .arg(app_dir)
+                .arg(module)
+                .arg("-o")
+                .arg(tmp);
+            cmd
+        },
+    )
 }

@@ -103,25 +103,18 @@ fn p9(root: &Path) {
         "\nP9: `roost plugin install --yes`, nothing installed yet (first-party set compiled), compile included\n"
     );
     println!("| plugin | component | install (runs) |\n|---|---|---|");
-    // fs-tools, its tools renamed (first letter upper-cased) so none
-    // collides with the first-party set.
+    // fs-tools, each of its tools renamed (first letter upper-cased) so
+    // none collides with the first-party set.
     let (_, fs) = first_party::ALL
         .iter()
         .find(|(n, _)| *n == "fs-tools")
         .expect("fs-tools");
+    let engine = PluginEngine::new(EngineConfig::with_cache_dir(root.join("p9-cache"))).unwrap();
     let mut bytes = fs.to_vec();
-    for name in [
-        "read_file",
-        "write_to_file",
-        "list_files",
-        "search_files",
-        "apply_diff",
-        "search_and_replace",
-        "insert_content",
-    ] {
-        let mut to = name.as_bytes().to_vec();
+    for tool in engine.load_bytes("fs-tools", fs).unwrap().tools() {
+        let mut to = tool.name.as_bytes().to_vec();
         to[0] = to[0].to_ascii_uppercase();
-        bytes = patch(&bytes, name.as_bytes(), &to);
+        bytes = patch(&bytes, tool.name.as_bytes(), &to);
     }
     let cases: Vec<(&str, Vec<u8>, usize)> = vec![
         ("fs-tools-sized (Rust, fs-tools renamed)", bytes, 3),

@@ -25,14 +25,6 @@ pub fn request_json(model: &str, req: &ChatRequest) -> Result<Vec<u8>, serde_jso
     super::wire::encode(&AnthropicWire, model, req)
 }
 
-/// The same body as a JSON value, for tests and inspection.
-pub fn request_body(model: &str, req: &ChatRequest) -> Value {
-    request_json(model, req)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null)
-}
-
 /// The Messages wire format, in parts (history messages are already in
 /// Anthropic's block shape).
 #[derive(Debug, Clone, Copy, Default)]

@@ -27,14 +27,6 @@ pub fn request_json(model: &str, req: &ChatRequest) -> Result<Vec<u8>, serde_jso
     super::wire::encode(&OpenAiWire, model, req)
 }
 
-/// The same body as a JSON value, for tests and inspection.
-pub fn request_body(model: &str, req: &ChatRequest) -> Value {
-    request_json(model, req)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null)
-}
-
 /// The chat-completions wire format, in parts.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpenAiWire;
@@ -503,7 +495,8 @@ mod tests {
             }],
             max_tokens: None,
         };
-        let b = request_body("m", &req);
+        let b: Value =
+            serde_json::from_slice(&request_json("m", &req).expect("encodes")).expect("json");
         assert_eq!(
             b["messages"][2]["tool_calls"][0]["function"]["arguments"],
             "{\"a\":1}"

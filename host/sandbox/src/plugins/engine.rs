@@ -144,6 +144,23 @@ impl ToolPre {
 /// The `roost:plugin` versions this host loads, newest first.
 pub const WIT_VERSIONS: [&str; 2] = ["0.2.0", "0.1.0"];
 
+/// A component that is of no version of `world` this host loads; `latest`
+/// is why the latest version refused it.
+pub(super) fn wrong_world(
+    plugin: &str,
+    world: &'static str,
+    latest: &wasmtime::Error,
+) -> PluginError {
+    PluginError::WrongWorld {
+        plugin: plugin.to_owned(),
+        world,
+        detail: format!(
+            "{latest:#} (this Roost loads roost:plugin {})",
+            WIT_VERSIONS.join(", ")
+        ),
+    }
+}
+
 /// The outcome of one tool call and the requests it attempted.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallReport {
@@ -284,16 +301,7 @@ impl PluginEngine {
             Ok(pre) => ToolPre::Latest(pre),
             Err(latest) => match since_v0_1_0::tool_plugin::ToolPluginPre::new(instance_pre) {
                 Ok(pre) => ToolPre::V0_1_0(pre),
-                Err(_) => {
-                    return Err(PluginError::WrongWorld {
-                        plugin: plugin.clone(),
-                        world: "roost:plugin/tool-plugin",
-                        detail: format!(
-                            "{latest:#} (this Roost loads roost:plugin {})",
-                            WIT_VERSIONS.join(", ")
-                        ),
-                    });
-                }
+                Err(_) => return Err(wrong_world(name, "roost:plugin/tool-plugin", &latest)),
             },
         };
         let raw = self.list_tools(name, &pre)?;

@@ -11,7 +11,7 @@ use super::PluginEngine;
 use super::bindings::mode_hook::ModeHookPre;
 use super::bindings::since_v0_1_0;
 use super::bindings::tool_plugin::roost::plugin::types as wit;
-use super::engine::WIT_VERSIONS;
+use super::engine::wrong_world;
 use super::error::PluginError;
 use super::state::{CallState, cut};
 use crate::capability::Grant;
@@ -192,16 +192,7 @@ impl PluginEngine {
             Ok(pre) => HookPre::Latest(pre),
             Err(latest) => match since_v0_1_0::mode_hook::ModeHookPre::new(instance_pre) {
                 Ok(pre) => HookPre::V0_1_0(pre),
-                Err(_) => {
-                    return Err(PluginError::WrongWorld {
-                        plugin: name.to_owned(),
-                        world: "roost:plugin/mode-hook",
-                        detail: format!(
-                            "{latest:#} (this Roost loads roost:plugin {})",
-                            WIT_VERSIONS.join(", ")
-                        ),
-                    });
-                }
+                Err(_) => return Err(wrong_world(name, "roost:plugin/mode-hook", &latest)),
             },
         };
         Ok(Arc::new(LoadedHook {
