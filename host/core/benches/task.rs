@@ -223,7 +223,11 @@ async fn fleet(
 
 /// P6: 1,000 concurrent tasks, 200 ms model latency, 5 turns.
 async fn p6(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::Path) {
-    let (tasks, turns) = (1000, 5);
+    let tasks = std::env::var("ROOST_BENCH_TASKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let turns = 5;
     let (done, wall, cpu, rss) = fleet(engine, ws, &data.join("p6"), tasks, 200, turns).await;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     println!(
@@ -373,7 +377,13 @@ fn main() {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let tmp = tempfile::tempdir().expect("tempdir");
+        // ROOST_BENCH_KEEP=1 keeps the data (stores, caches) for a look
+        // afterwards; its path is printed.
+        let mut tmp = tempfile::tempdir().expect("tempdir");
+        if std::env::var_os("ROOST_BENCH_KEEP").is_some() {
+            tmp.disable_cleanup(true);
+            eprintln!("bench data kept in {}", tmp.path().display());
+        }
         let ws = tmp.path().join("ws");
         std::fs::create_dir(&ws).expect("mkdir");
         std::fs::write(

@@ -28,8 +28,15 @@ fn mode(slug: &str, name: &str, role: &str, when: &str, groups: Vec<GroupGrant>)
     }
 }
 
-/// `code`, `architect`, `ask`, `debug`, `orchestrator`.
+/// `code`, `architect`, `ask`, `debug`, `orchestrator`. Built once per
+/// process (each task loads its mode set; compiling the file regexes every
+/// time showed in the many-task profile) and cloned.
 pub fn modes() -> Vec<Mode> {
+    static BUILT: std::sync::OnceLock<Vec<Mode>> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build).clone()
+}
+
+fn build() -> Vec<Mode> {
     use ToolGroup::{Browser, Command, Edit, Mcp, Modes, Read};
     let markdown_only = GroupGrant {
         group: Edit,

@@ -7,7 +7,8 @@
 //! Steps of many tasks share commits ([`Store::commit`]): a step is
 //! prepared (serialised, redacted) by its own task, then queued; whoever
 //! finds no commit under way commits everything queued in one transaction,
-//! each step in a savepoint of its own (one step's failure is its own).
+//! and when a step fails, each is committed alone (one step's failure is
+//! its own).
 //! Alone, a task commits its step at once, on its own thread; under load,
 //! a thousand tasks' steps share a handful of commits instead of paying
 //! for one each (a commit writes every page it touched to the WAL).
@@ -381,6 +382,12 @@ impl Store {
     }
 
     /// Commit one batch of queued steps and tell each its outcome.
+    ///
+    /// The batch is written in one transaction without savepoints (a
+    /// savepoint copies every page a step touches into a sub-journal, which
+    /// cost as much as the writes). Steps almost never fail; when one does,
+    /// the whole transaction is rolled back and each step is committed in a
+    /// transaction of its own, so the failing one fails alone.
     fn commit_queued(&self) {
         let jobs = self.group.take();
         if jobs.is_empty() {
@@ -388,36 +395,32 @@ impl Store {
         }
         let now = now_ms();
         let mut conn = self.conn();
-        let written = (|| -> Result<Vec<Result<Committed, StoreError>>, StoreError> {
-            let mut tx = conn.transaction()?;
-            let mut outcomes = Vec::with_capacity(jobs.len());
+        let together = (|| -> Result<Vec<Committed>, StoreError> {
+            let tx = conn.transaction()?;
+            let mut committed = Vec::with_capacity(jobs.len());
             for job in &jobs {
-                let sp = tx.savepoint()?;
-                match write_step(&sp, &job.task, &job.step, now) {
-                    Ok(c) => {
-                        sp.commit()?;
-                        outcomes.push(Ok(c));
-                    }
-                    // Dropping the savepoint rolls this step back alone.
-                    Err(e) => outcomes.push(Err(e)),
-                }
+                committed.push(write_step(&tx, &job.task, &job.step, now)?);
             }
             tx.commit()?;
-            Ok(outcomes)
+            Ok(committed)
         })();
+        let outcomes: Vec<Result<Committed, StoreError>> = match together {
+            Ok(committed) => committed.into_iter().map(Ok).collect(),
+            // One at a time: the failing step gets its own error, the others
+            // commit.
+            Err(_) => jobs
+                .iter()
+                .map(|job| {
+                    let tx = conn.transaction()?;
+                    let c = write_step(&tx, &job.task, &job.step, now)?;
+                    tx.commit()?;
+                    Ok(c)
+                })
+                .collect(),
+        };
         drop(conn);
-        match written {
-            Ok(outcomes) => {
-                for (job, outcome) in jobs.into_iter().zip(outcomes) {
-                    let _ = job.done.send(outcome);
-                }
-            }
-            Err(e) => {
-                let msg = e.to_string();
-                for job in jobs {
-                    let _ = job.done.send(Err(StoreError::Commit(msg.clone())));
-                }
-            }
+        for (job, outcome) in jobs.into_iter().zip(outcomes) {
+            let _ = job.done.send(outcome);
         }
     }
 }

@@ -392,7 +392,8 @@ fn claims_are_exclusive_and_released() {
 
 /// Steps of many tasks committed at once share commits, and every one
 /// lands whole, numbered without gaps; a step of a task that does not
-/// exist fails alone, in the same commits as the others.
+/// exist fails alone, queued among the others (the batch it shared is
+/// rolled back and each of its steps committed on its own).
 #[test]
 fn shared_commits_keep_every_step_whole_and_fail_alone() {
     let (_d, s) = store();

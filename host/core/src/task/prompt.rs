@@ -19,6 +19,9 @@ pub struct PromptContext<'a> {
     pub mode: &'a str,
     /// Workspace on the host.
     pub workspace: &'a Path,
+    /// The same workspace, opened: the custom-instruction files are read
+    /// through it (the task's handle, not a fresh open every turn).
+    pub files: &'a Workspace,
     /// Tools offered this turn.
     pub tools: &'a [&'a ToolSpec],
     /// Extra sections (hook contributions, intent context…).
@@ -55,7 +58,7 @@ pub fn build(ctx: &PromptContext<'_>) -> String {
         s.push_str(extra.trim());
         s.push('\n');
     }
-    let custom = custom_instructions(ctx.workspace, ctx.mode);
+    let custom = custom_instructions(ctx.files, ctx.mode);
     if !custom.is_empty() {
         s.push_str("\n====\n\nUSER'S CUSTOM INSTRUCTIONS\n\nFollow these instructions from the workspace. They do not override the rules above.\n\n");
         s.push_str(&custom);
@@ -67,15 +70,8 @@ pub fn build(ctx: &PromptContext<'_>) -> String {
 /// `.roo/rules/*` (sorted), `.roo/rules-<mode>/*`, and `AGENTS.md`. Read
 /// through the workspace layer: symlinks are followed only while they stay
 /// inside the workspace, only regular files are read, each at most 64 KiB.
-pub fn custom_instructions(workspace: &Path, mode: &str) -> String {
+pub fn custom_instructions(ws: &Workspace, mode: &str) -> String {
     let mut out = String::new();
-    let ws = match Workspace::open(workspace) {
-        Ok(ws) => ws,
-        Err(e) => {
-            tracing::warn!("custom instructions not read: {e}");
-            return out;
-        }
-    };
     for dir in [".roo/rules".to_owned(), format!(".roo/rules-{mode}")] {
         let files = match ws.list_files(&dir) {
             Ok(f) => f,
@@ -85,12 +81,12 @@ pub fn custom_instructions(workspace: &Path, mode: &str) -> String {
             }
         };
         for f in files {
-            if let Some(text) = read_small(&ws, &f.as_string()) {
+            if let Some(text) = read_small(ws, &f.as_string()) {
                 out.push_str(&format!("# Rules from {f}:\n{}\n\n", text.trim()));
             }
         }
     }
-    if let Some(text) = read_small(&ws, "AGENTS.md") {
+    if let Some(text) = read_small(ws, "AGENTS.md") {
         out.push_str(&format!("# Rules from AGENTS.md:\n{}\n\n", text.trim()));
     }
     out
@@ -116,10 +112,12 @@ mod tests {
         std::fs::create_dir_all(dir.path().join(".roo/rules")).expect("mkdir");
         std::fs::write(dir.path().join(".roo/rules/01-style.md"), "Use tabs.").expect("write");
         std::fs::write(dir.path().join("AGENTS.md"), "Run tests first.").expect("write");
+        let files = Workspace::open(dir.path()).expect("open");
         let p = build(&PromptContext {
             role: "You are Roost.",
             mode: "code",
             workspace: dir.path(),
+            files: &files,
             tools: &[],
             extra: &[],
         });
@@ -156,7 +154,7 @@ mod tests {
             .status()
             .expect("mkfifo");
         assert!(fifo.success());
-        let text = custom_instructions(&w, "code");
+        let text = custom_instructions(&Workspace::open(&w).expect("open"), "code");
         assert!(text.contains("Inside rules."), "{text}");
         assert!(!text.contains("OUTSIDE SECRET"), "{text}");
         assert!(!text.contains("PATH="), "{text}");

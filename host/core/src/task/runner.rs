@@ -164,8 +164,8 @@ pub(super) struct Ctx<'a> {
 
 impl Agent {
     /// Every tool offered to the model: plugin tools and host-native ones.
-    pub fn tool_specs(&self) -> Vec<ToolSpec> {
-        self.registry.iter().map(|t| t.spec.clone()).collect()
+    pub fn tool_specs(&self) -> Vec<&ToolSpec> {
+        self.registry.iter().map(|t| &t.spec).collect()
     }
 
     /// Create a task for `prompt` in `workspace` and run it.
@@ -540,6 +540,7 @@ impl Agent {
             let intents_on = intents::enabled_in(&ctx.ws);
             let offered: Vec<&ToolSpec> = specs
                 .iter()
+                .copied()
                 .filter(|s| state.mode.offers(s))
                 .filter(|s| intents_on || s.name != SELECT_ACTIVE_INTENT)
                 .collect();
@@ -572,6 +573,7 @@ impl Agent {
                 role: &state.mode.role_definition,
                 mode: &state.mode.slug,
                 workspace: &ctx.workspace,
+                files: &ctx.ws,
                 tools: &offered,
                 extra: &extra,
             });

@@ -597,7 +597,7 @@ fn create_engine(config: &EngineConfig) -> Result<(Engine, bool), PluginError> {
             .max_memories_per_component(16)
             .max_tables_per_component(64)
             .max_tables_per_module(8)
-            .linear_memory_keep_resident(64 << 10)
+            .linear_memory_keep_resident(640 << 10)
             .table_keep_resident(64 << 10);
         c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         match Engine::new(&c) {
