@@ -128,8 +128,8 @@ pub fn main() -> ExitCode {
             }
         }
     });
-    // A plugin call abandoned at its deadline may still hold a blocked
-    // thread (a FIFO opened in the workspace): do not wait for it.
+    // Do not wait for blocking-pool threads (a store commit, a listing)
+    // to wind down: their work is done or no longer wanted.
     rt.shutdown_background();
     match result {
         Ok(code) => code,

@@ -28,7 +28,8 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
     }
     let mut b = WasiCtxBuilder::new();
     // Blocking filesystem calls run on the calling thread instead of a hop
-    // through tokio's blocking pool (measured ~5x faster for small reads).
+    // through tokio's blocking pool (measured ~5x faster for small reads);
+    // nothing here can block indefinitely (see `plugins::special_files`).
     // Must be set before the preopens, which capture it.
     b.allow_blocking_current_thread(true);
     b.allow_tcp(false);

@@ -22,8 +22,9 @@ use super::state::{CallLimiter, CallState, cut};
 use crate::capability::{Grant, NetworkGrant, wasi};
 use crate::tool::{ErrorCode, ToolAnnotations, ToolError, ToolGroup, ToolOutput, ToolSpec};
 
-/// Extra wall-clock time past a call's deadline before the host gives up on
-/// a call stuck in a host function (the epoch interrupt only stops guest code).
+/// Extra wall-clock time past a call's deadline before the host ends a call
+/// waiting in an asynchronous host function (a poll, a sleep, a request),
+/// which the epoch interrupt does not reach: it only stops guest code.
 const HOST_GRACE: Duration = Duration::from_millis(50);
 /// Longest trap message passed on to the model.
 const MAX_TRAP_MESSAGE: usize = 2048;
@@ -506,13 +507,14 @@ impl PluginEngine {
     /// grant's sandbox and limits, and traps and overruns turned into
     /// [`ToolError`]s.
     ///
-    /// The call runs on a thread of its own (from tokio's blocking pool),
-    /// because a guest can block that thread in a host filesystem call (it
-    /// opens a FIFO in the workspace, say) where no epoch interrupt reaches
-    /// it. The caller waits at most the deadline: a call still blocked then
-    /// is abandoned with `limit-exceeded` while the host stays responsive;
-    /// its thread keeps the call's slot until the kernel lets it go, so
-    /// stuck calls can never exceed the slot count.
+    /// The call runs on the caller's own runtime thread, with no hand-off
+    /// to another thread: nothing a guest can ask of the host blocks that
+    /// thread. Guest code is interrupted at every epoch tick (it yields, so
+    /// other tasks run) and trapped at its deadline; sleeps, polls and
+    /// `wasi:http` are asynchronous and end with the deadline's timeout;
+    /// the only filesystem call that could wait for another process,
+    /// opening a FIFO or a device, opens without blocking and refuses
+    /// anything but a regular file or a directory ([`super::special_files`]).
     ///
     /// The call gets no network (mode hooks): see [`Self::bounded_with`].
     pub(super) async fn bounded<T, F>(
@@ -547,28 +549,15 @@ impl PluginEngine {
             .map_err(|_| ToolError::new(ErrorCode::Internal, "plugin engine is shutting down"))?;
         let mut store = self.new_store(name, grant, net)?;
         let limit = grant.limits.deadline + HOST_GRACE;
-        let handle = tokio::runtime::Handle::current();
-        let thread = tokio::task::spawn_blocking(move || {
-            let res = handle.block_on(async { tokio::time::timeout(limit, f(&mut store)).await });
-            drop(slot);
-            (res, store)
-        });
-        match tokio::time::timeout(limit + HOST_GRACE, thread).await {
-            Err(_) => {
-                tracing::warn!(
-                    plugin = name,
-                    "call blocked in the host past its deadline; abandoned"
-                );
-                Err(deadline_error(name, grant))
-            }
-            Ok(Err(e)) => Err(ToolError::new(
-                ErrorCode::Internal,
-                format!("plugin `{name}` call thread failed: {e}"),
-            )),
-            Ok(Ok((Err(_), _))) => Err(deadline_error(name, grant)),
-            Ok(Ok((Ok(Err(trap)), store))) => Err(classify_trap(name, &trap, &store, grant)),
-            Ok(Ok((Ok(Ok(v)), _))) => Ok(v),
-        }
+        let outcome = match tokio::time::timeout(limit, f(&mut store)).await {
+            Err(_) => Err(deadline_error(name, grant)),
+            Ok(Err(trap)) => Err(classify_trap(name, &trap, &store, grant)),
+            Ok(Ok(v)) => Ok(v),
+        };
+        // The instance goes back to the pool before its slot is released.
+        drop(store);
+        drop(slot);
+        outcome
     }
 }
 
@@ -598,7 +587,10 @@ fn create_engine(config: &EngineConfig) -> Result<(Engine, bool), PluginError> {
             .max_tables_per_component(64)
             .max_tables_per_module(8)
             .linear_memory_keep_resident(640 << 10)
-            .table_keep_resident(64 << 10);
+            .table_keep_resident(64 << 10)
+            // Where the kernel has PAGEMAP_SCAN (Linux 6.7+), only the pages
+            // a call dirtied are reset, not the whole resident prefix.
+            .pagemap_scan(wasmtime::Enabled::Auto);
         c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         match Engine::new(&c) {
             Ok(e) => return Ok((e, true)),
@@ -837,12 +829,12 @@ fn check_unique(plugin: &str, tools: &[ToolSpec]) -> Result<(), PluginError> {
 mod tests {
     use super::*;
 
-    /// A call whose thread is stuck inside the host (here: a blocking
-    /// sleep where the guest would be in a syscall, out of the epoch's
-    /// reach) is given up at its deadline with `limit-exceeded`, and the
-    /// engine serves the next call meanwhile.
+    /// A call waiting in the host past its deadline (here: on a future
+    /// that never completes, as a guest polling a pollable that never
+    /// fires would) is ended at the deadline with `limit-exceeded`, and the
+    /// engine serves the next call.
     #[tokio::test]
-    async fn a_call_blocked_in_the_host_is_abandoned_at_its_deadline() {
+    async fn a_call_waiting_in_the_host_is_ended_at_its_deadline() {
         let engine = PluginEngine::new(EngineConfig {
             pooling: false,
             ..EngineConfig::default()
@@ -854,7 +846,7 @@ mod tests {
         });
         let stuck = engine
             .bounded("stuck", &grant, async |_store: &mut Store<CallState>| {
-                std::thread::sleep(Duration::from_secs(3));
+                std::future::pending::<()>().await;
                 Ok(1u32)
             })
             .await;
