@@ -45,6 +45,41 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredAsk> {
     })
 }
 
+impl StoredAsk {
+    /// A new open ask of `task` (not yet recorded: see
+    /// [`Store::create_ask`], or [`super::Step::ask`] to record it with
+    /// the step that announces it). Credentials in `payload` are redacted.
+    pub fn open(task: &str, call_id: Option<&str>, kind: &str, payload: &str) -> Self {
+        Self {
+            task_id: task.to_owned(),
+            ask_id: uuid::Uuid::now_v7().to_string(),
+            call_id: call_id.map(str::to_owned),
+            kind: kind.to_owned(),
+            payload: roost_secrets::redact(payload).into_owned(),
+            answer: None,
+            created_at: now_ms(),
+            answered_at: None,
+        }
+    }
+}
+
+/// Insert the open ask `ask`.
+pub(super) fn insert(conn: &rusqlite::Connection, ask: &StoredAsk) -> Result<(), StoreError> {
+    exec(
+        conn,
+        "INSERT INTO asks (task_id, ask_id, call_id, kind, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            ask.task_id,
+            ask.ask_id,
+            ask.call_id,
+            ask.kind,
+            ask.payload,
+            ask.created_at
+        ],
+    )?;
+    Ok(())
+}
+
 impl Store {
     /// Record a new open ask and return it.
     pub fn create_ask(
@@ -54,28 +89,8 @@ impl Store {
         kind: &str,
         payload: &str,
     ) -> Result<StoredAsk, StoreError> {
-        let ask = StoredAsk {
-            task_id: task.to_owned(),
-            ask_id: uuid::Uuid::now_v7().to_string(),
-            call_id: call_id.map(str::to_owned),
-            kind: kind.to_owned(),
-            payload: roost_secrets::redact(payload).into_owned(),
-            answer: None,
-            created_at: now_ms(),
-            answered_at: None,
-        };
-        exec(
-            &self.conn(),
-            "INSERT INTO asks (task_id, ask_id, call_id, kind, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                ask.task_id,
-                ask.ask_id,
-                ask.call_id,
-                ask.kind,
-                ask.payload,
-                ask.created_at
-            ],
-        )?;
+        let ask = StoredAsk::open(task, call_id, kind, payload);
+        insert(&self.conn(), &ask)?;
         Ok(ask)
     }
 

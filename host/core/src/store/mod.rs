@@ -344,14 +344,32 @@ impl Store {
 
     /// Create a task (status running) and return it.
     pub fn create_task(&self, new: &NewTask) -> Result<TaskRecord, StoreError> {
+        self.create_task_with(new, Step::new())
+    }
+
+    /// Create a task (status running) with `first` (its opening messages)
+    /// written in the same transaction, and return it: a task is never on
+    /// record without them, and creating one costs a single commit.
+    pub fn create_task_with(
+        &self,
+        new: &NewTask,
+        first: Step<'_>,
+    ) -> Result<TaskRecord, StoreError> {
         let id = uuid::Uuid::now_v7().to_string();
+        let first = first.prepare(&id)?;
         let root = new.root_id.clone().unwrap_or_else(|| id.clone());
         let now = now_ms();
-        exec(&self.conn(),
-            "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)",
-            params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, new.base_url, new.profile, now],
-        )?;
+        {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            exec(&tx,
+                "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)",
+                params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, new.base_url, new.profile, now],
+            )?;
+            step::write_prepared(&tx, &id, &first, now)?;
+            tx.commit()?;
+        }
         self.get_task(&id)
     }
 

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rusqlite::{Connection, params};
 use tokio::sync::oneshot;
 
+use super::asks::{self, StoredAsk};
 use super::{Store, StoreError, TaskStatus, exec, now_ms, one_row, role_str};
 use crate::llm::{Message, Usage};
 
@@ -53,6 +54,7 @@ pub struct Step<'a> {
     usage: Option<(&'a Usage, f64)>,
     ui: Vec<(&'a str, &'a str, Cow<'a, str>)>,
     status: Option<TaskStatus>,
+    ask: Option<&'a StoredAsk>,
     events: Vec<String>,
 }
 
@@ -104,6 +106,12 @@ impl<'a> Step<'a> {
         self
     }
 
+    /// Record the open ask `ask` (made with [`StoredAsk::open`]).
+    pub fn ask(mut self, ask: &'a StoredAsk) -> Self {
+        self.ask = Some(ask);
+        self
+    }
+
     /// Record an event (JSON text) in the task's event log.
     pub fn event(mut self, json: String) -> Self {
         self.events.push(json);
@@ -116,6 +124,7 @@ impl<'a> Step<'a> {
             && self.usage.is_none()
             && self.ui.is_empty()
             && self.status.is_none()
+            && self.ask.is_none()
             && self.events.is_empty()
     }
 
@@ -159,6 +168,7 @@ impl<'a> Step<'a> {
                 })
                 .collect(),
             status: self.status,
+            ask: self.ask.cloned(),
             events: self.events,
         })
     }
@@ -181,7 +191,25 @@ pub struct PreparedStep {
     cost: f64,
     ui: Vec<(String, String, String)>,
     status: Option<TaskStatus>,
+    ask: Option<StoredAsk>,
     events: Vec<String>,
+}
+
+/// Write `step` of `task` inside the caller's transaction, unless it is
+/// empty.
+pub(super) fn write_prepared(
+    conn: &Connection,
+    task: &str,
+    step: &PreparedStep,
+    now: i64,
+) -> Result<Committed, StoreError> {
+    if step.empty {
+        return Ok(Committed {
+            message: None,
+            events: Vec::new(),
+        });
+    }
+    write_step(conn, task, step, now)
 }
 
 /// Write `step` of `task` inside the caller's transaction (or savepoint).
@@ -252,6 +280,15 @@ fn write_step(
              SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM ui_messages WHERE task_id = ?1",
             params![task, now, kind, subtype, text],
         )?;
+    }
+    if let Some(ask) = &step.ask {
+        if ask.task_id != task {
+            return Err(StoreError::Commit(format!(
+                "ask {} belongs to task {}, not {task}",
+                ask.ask_id, ask.task_id
+            )));
+        }
+        asks::insert(conn, ask)?;
     }
     for event in &step.events {
         committed.events.push(one_row(

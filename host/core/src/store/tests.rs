@@ -461,3 +461,57 @@ fn shared_commits_keep_every_step_whole_and_fail_alone() {
             .is_empty()
     );
 }
+
+/// A task is created with its opening messages in one transaction, and an
+/// ask recorded by a step lands with that step or not at all (an ask of
+/// another task is refused, and the step's other rows with it).
+#[test]
+fn a_task_opens_with_its_first_messages_and_asks_land_with_their_step() {
+    let (_dir, s) = store();
+    let first = Message::user_text("<task>\ndo it\n</task>");
+    let t = s
+        .create_task_with(
+            &NewTask {
+                parent_id: None,
+                root_id: None,
+                mode: "code".into(),
+                workspace: "/ws".into(),
+                prompt: "do it".into(),
+                provider: "scripted".into(),
+                model: "m".into(),
+                base_url: String::new(),
+                profile: String::new(),
+            },
+            Step::new().ui("say", "text", "do it").append(&first),
+        )
+        .expect("creates");
+    assert_eq!(s.load_api(&t.id, true).expect("api").len(), 1);
+    assert_eq!(s.load_ui(&t.id).expect("ui").len(), 1);
+
+    let ask = StoredAsk::open(&t.id, Some("c1"), "tool", r#"{"tool":"x"}"#);
+    s.commit_step(
+        &t.id,
+        Step::new()
+            .status(TaskStatus::WaitingForApproval)
+            .ui("ask", "tool", "may I?")
+            .ask(&ask),
+    )
+    .expect("commits");
+    let open = s.open_asks(&t.id).expect("open");
+    assert_eq!(open, vec![ask.clone()]);
+    assert_eq!(
+        s.get_task(&t.id).expect("task").status,
+        TaskStatus::WaitingForApproval
+    );
+
+    let other = new_task(&s);
+    let foreign = StoredAsk::open(&other.id, None, "followup", "{}");
+    let refused = s.commit_step(&t.id, Step::new().ui("ask", "followup", "?").ask(&foreign));
+    assert!(refused.is_err());
+    assert_eq!(
+        s.load_ui(&t.id).expect("ui").len(),
+        2,
+        "nothing of it landed"
+    );
+    assert!(s.open_asks(&other.id).expect("open").is_empty());
+}

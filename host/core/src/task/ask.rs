@@ -13,7 +13,7 @@ use tokio::sync::{broadcast, oneshot};
 use super::status::TaskStatus;
 use crate::asks::{Answer, Approval, Ask, CompletionAnswer};
 use crate::events::{Envelope, TaskEvent};
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, StoredAsk};
 use crate::tools::ToolGroup;
 
 /// Why an answer was not taken.
@@ -191,24 +191,34 @@ pub(super) async fn ask(
     ask: Ask,
 ) -> Result<Answer, StoreError> {
     let payload = serde_json::to_string(&ask).unwrap_or_default();
-    let stored = match store.find_open_ask(task, ask.kind(), call_id)? {
-        Some(open) => open,
-        None => store.create_ask(task, call_id, ask.kind(), &payload)?,
+    let (stored, new) = match store.find_open_ask(task, ask.kind(), call_id)? {
+        Some(open) => (open, false),
+        None => (StoredAsk::open(task, call_id, ask.kind(), &payload), true),
     };
     let waiting = broker.wait_for(&stored.ask_id);
-    // The ask is visible from the moment it is recorded: a front-end may
-    // answer it before the waiter above was registered, in which case the
-    // answer is only on record. Read it back now that a later answer can
-    // no longer miss the waiter (answers are recorded before delivered).
-    let early = store
-        .get_ask(task, &stored.ask_id)?
-        .and_then(|a| a.answer)
-        .and_then(|text| serde_json::from_str::<Answer>(&text).ok());
-    // The waiting status, the UI row and the announcement are one step.
+    // An ask left open by a process that died was visible all along: a
+    // front-end may have answered it before the waiter above was
+    // registered, in which case the answer is only on record. Read it back
+    // now that a later answer can no longer miss the waiter (answers are
+    // recorded before delivered). A new ask is recorded by the step below,
+    // after the waiter exists, so no answer can come before it.
+    let early = if new {
+        None
+    } else {
+        store
+            .get_ask(task, &stored.ask_id)?
+            .and_then(|a| a.answer)
+            .and_then(|text| serde_json::from_str::<Answer>(&text).ok())
+    };
+    // The record, the waiting status, the UI row and the announcement are
+    // one step.
     let (kind, subtype, text) = ask.ui_row();
-    let step = crate::store::Step::new()
+    let mut step = crate::store::Step::new()
         .status(ask.waiting_status())
         .ui(kind, subtype, text);
+    if new {
+        step = step.ask(&stored);
+    }
     let announce = TaskEvent::AskRequired {
         ask_id: stored.ask_id.clone(),
         text: ask.question(),
@@ -224,6 +234,7 @@ pub(super) async fn ask(
         },
     };
     broker.forget(&stored.ask_id);
-    store.set_status(task, TaskStatus::Running)?;
+    let running = crate::store::Step::new().status(TaskStatus::Running);
+    events.commit(store, task, running, Vec::new()).await?;
     Ok(answer)
 }

@@ -208,21 +208,20 @@ impl Agent {
         }
         // The workspace must open before a task is recorded for it.
         Workspace::open(workspace)?;
-        let task = self.store.create_task(&NewTask {
-            parent_id: None,
-            root_id: None,
-            mode: mode.to_owned(),
-            workspace: workspace.display().to_string(),
-            prompt: prompt.to_owned(),
-            provider: self.provider.name().to_owned(),
-            model: self.provider.model().to_owned(),
-            base_url: self.provider.base_url().to_owned(),
-            profile: self.provider.profile().to_owned(),
-        })?;
-        self.store.append_ui(&task.id, "say", "text", prompt)?;
-        self.store.append_api(
-            &task.id,
-            &Message::user_text(format!("<task>\n{prompt}\n</task>")),
+        let first = Message::user_text(format!("<task>\n{prompt}\n</task>"));
+        let task = self.store.create_task_with(
+            &NewTask {
+                parent_id: None,
+                root_id: None,
+                mode: mode.to_owned(),
+                workspace: workspace.display().to_string(),
+                prompt: prompt.to_owned(),
+                provider: self.provider.name().to_owned(),
+                model: self.provider.model().to_owned(),
+                base_url: self.provider.base_url().to_owned(),
+                profile: self.provider.profile().to_owned(),
+            },
+            Step::new().ui("say", "text", prompt).append(&first),
         )?;
         Ok(task)
     }
