@@ -8,8 +8,8 @@ fn store() -> (tempfile::TempDir, Store) {
     (dir, s)
 }
 
-fn new_task(s: &Store) -> TaskRecord {
-    s.create_task(&NewTask {
+fn spec() -> NewTask {
+    NewTask {
         parent_id: None,
         root_id: None,
         mode: "code".into(),
@@ -19,8 +19,11 @@ fn new_task(s: &Store) -> TaskRecord {
         model: "m".into(),
         base_url: String::new(),
         profile: String::new(),
-    })
-    .expect("creates")
+    }
+}
+
+fn new_task(s: &Store) -> TaskRecord {
+    s.create_task(&spec()).expect("creates")
 }
 
 fn tool_use(id: &str) -> Message {
@@ -471,17 +474,7 @@ fn a_task_opens_with_its_first_messages_and_asks_land_with_their_step() {
     let first = Message::user_text("<task>\ndo it\n</task>");
     let t = s
         .create_task_with(
-            &NewTask {
-                parent_id: None,
-                root_id: None,
-                mode: "code".into(),
-                workspace: "/ws".into(),
-                prompt: "do it".into(),
-                provider: "scripted".into(),
-                model: "m".into(),
-                base_url: String::new(),
-                profile: String::new(),
-            },
+            &spec(),
             Step::new().ui("say", "text", "do it").append(&first),
         )
         .expect("creates");
