@@ -46,9 +46,9 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredAsk> {
 }
 
 impl StoredAsk {
-    /// A new open ask of `task` (not yet recorded: see
-    /// [`Store::create_ask`], or [`super::Step::ask`] to record it with
-    /// the step that announces it). Credentials in `payload` are redacted.
+    /// A new open ask of `task`, not yet recorded: [`super::Step::ask`]
+    /// records it with the step that announces it. Credentials in
+    /// `payload` are redacted.
     pub fn open(task: &str, call_id: Option<&str>, kind: &str, payload: &str) -> Self {
         Self {
             task_id: task.to_owned(),
@@ -81,19 +81,6 @@ pub(super) fn insert(conn: &rusqlite::Connection, ask: &StoredAsk) -> Result<(),
 }
 
 impl Store {
-    /// Record a new open ask and return it.
-    pub fn create_ask(
-        &self,
-        task: &str,
-        call_id: Option<&str>,
-        kind: &str,
-        payload: &str,
-    ) -> Result<StoredAsk, StoreError> {
-        let ask = StoredAsk::open(task, call_id, kind, payload);
-        insert(&self.conn(), &ask)?;
-        Ok(ask)
-    }
-
     /// Record `answer` for the open ask `ask_id` of `task`; `false` when
     /// there is no such open ask (unknown, another task's, or answered).
     pub fn answer_ask(&self, task: &str, ask_id: &str, answer: &str) -> Result<bool, StoreError> {

@@ -67,6 +67,16 @@ pub struct Committed {
     pub events: Vec<i64>,
 }
 
+impl Committed {
+    /// What an empty step took: nothing.
+    fn nothing() -> Self {
+        Self {
+            message: None,
+            events: Vec::new(),
+        }
+    }
+}
+
 impl<'a> Step<'a> {
     /// A step that writes nothing yet.
     pub fn new() -> Self {
@@ -204,10 +214,7 @@ pub(super) fn write_prepared(
     now: i64,
 ) -> Result<Committed, StoreError> {
     if step.empty {
-        return Ok(Committed {
-            message: None,
-            events: Vec::new(),
-        });
+        return Ok(Committed::nothing());
     }
     write_step(conn, task, step, now)
 }
@@ -361,10 +368,7 @@ impl Store {
     pub fn commit_step(&self, task: &str, step: Step<'_>) -> Result<Committed, StoreError> {
         let prepared = step.prepare(task)?;
         if prepared.empty {
-            return Ok(Committed {
-                message: None,
-                events: Vec::new(),
-            });
+            return Ok(Committed::nothing());
         }
         let mut conn = self.conn();
         let tx = conn.transaction()?;
@@ -378,10 +382,7 @@ impl Store {
     /// step that fails (its task does not exist, say) fails alone.
     pub async fn commit(&self, task: &str, step: PreparedStep) -> Result<Committed, StoreError> {
         if step.empty {
-            return Ok(Committed {
-                message: None,
-                events: Vec::new(),
-            });
+            return Ok(Committed::nothing());
         }
         let (done, outcome) = oneshot::channel();
         self.group.queue().push(Job {

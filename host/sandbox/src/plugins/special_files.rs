@@ -133,7 +133,7 @@ fn open_at(
     };
     let kind = rustix::fs::fstat(&opened)
         .map(|st| FileType::from_raw_mode(st.st_mode))
-        .map_err(|e| ErrorCode::from(std::io::Error::from(e)))?;
+        .map_err(errno)?;
     match kind {
         FileType::Directory => Ok(Descriptor::Dir(Dir::new(
             opened, dir.perms, open_mode, true,
@@ -141,10 +141,8 @@ fn open_at(
         _ if oflags.contains(OpenFlags::DIRECTORY) => Err(ErrorCode::NotDirectory),
         FileType::RegularFile => {
             // Reads and writes of the file block as they normally would.
-            let fl = rustix::fs::fcntl_getfl(&opened)
-                .map_err(|e| ErrorCode::from(std::io::Error::from(e)))?;
-            rustix::fs::fcntl_setfl(&opened, fl - OFlags::NONBLOCK)
-                .map_err(|e| ErrorCode::from(std::io::Error::from(e)))?;
+            let fl = rustix::fs::fcntl_getfl(&opened).map_err(errno)?;
+            rustix::fs::fcntl_setfl(&opened, fl - OFlags::NONBLOCK).map_err(errno)?;
             Ok(Descriptor::File(File::new(
                 opened, dir.perms, open_mode, true,
             )))
@@ -154,6 +152,11 @@ fn open_at(
             Err(ErrorCode::Access)
         }
     }
+}
+
+/// A failed system call as the guest sees it.
+fn errno(e: rustix::io::Errno) -> ErrorCode {
+    ErrorCode::from(std::io::Error::from(e))
 }
 
 #[cfg(test)]
