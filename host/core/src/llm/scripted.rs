@@ -5,8 +5,8 @@
 //! replaces only the network. Format: `docs/scripted-provider.md`.
 
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -102,25 +102,31 @@ impl Script {
     }
 }
 
-/// What the scripted transport reads of a request body.
+/// What the scripted transport reads of a request body for a script with
+/// a summary turn: whether it offers tools (a condensing request does not).
 #[derive(serde::Deserialize)]
-struct Peek<'a> {
-    #[serde(default, borrow)]
-    messages: Vec<PeekMessage<'a>>,
+struct Peek {
     #[serde(default)]
     tools: Option<Vec<serde::de::IgnoredAny>>,
 }
 
-/// A message's role, nothing else.
-#[derive(serde::Deserialize)]
-struct PeekMessage<'a> {
-    #[serde(default, borrow)]
-    role: Option<std::borrow::Cow<'a, str>>,
+/// How many assistant messages a request body holds, counted as the bytes
+/// `"role":"assistant"` (or with a space after the colon). Only a member of
+/// a JSON object can match: inside a string a quote is escaped. A body is
+/// not parsed for this, as a server's parse is not the host's cost.
+fn assistant_messages(body: &[u8]) -> usize {
+    [&b"\"role\":\"assistant\""[..], b"\"role\": \"assistant\""]
+        .iter()
+        .map(|needle| memchr::memmem::find_iter(body, needle).count())
+        .sum()
 }
 
 /// Serves a [`Script`] turn by turn in place of the network.
 pub struct ScriptedTransport {
     script: Script,
+    /// Each turn's SSE bytes, rendered the first time it is served (a turn
+    /// renders the same whoever asks).
+    rendered: Vec<OnceLock<Bytes>>,
     next: AtomicUsize,
     requests: Option<Mutex<Vec<Value>>>,
     /// Pick each reply by the conversation it answers, not by arrival.
@@ -137,6 +143,7 @@ impl ScriptedTransport {
     /// is left).
     pub fn starting_at(script: Script, first: usize) -> Self {
         Self {
+            rendered: script.turns.iter().map(|_| OnceLock::new()).collect(),
             script,
             next: AtomicUsize::new(first),
             requests: None,
@@ -285,29 +292,20 @@ impl Transport for ScriptedTransport {
         // Only what picks the reply is read (the tool list, for a script
         // with a summary; the roles, when serving many conversations);
         // otherwise the body is sent on as a server would take it.
-        let peek: Peek<'_> = if self.script.summary.is_some() || self.by_history {
-            serde_json::from_slice(body).map_err(unreadable)?
-        } else {
-            Peek {
-                messages: Vec::new(),
-                tools: None,
+        if let Some(summary) = &self.script.summary {
+            let peek: Peek = serde_json::from_slice(body).map_err(unreadable)?;
+            if peek.tools.is_none_or(|t| t.is_empty()) {
+                let turn = Turn {
+                    text: summary.clone(),
+                    ..Turn::default()
+                };
+                let joined = render(&turn, usize::MAX).concat().into_bytes();
+                return Ok(Box::pin(futures::stream::iter([Ok(Bytes::from(joined))])));
             }
-        };
-        let offers_tools = peek.tools.is_some_and(|t| !t.is_empty());
-        if let (Some(summary), false) = (&self.script.summary, offers_tools) {
-            let turn = Turn {
-                text: summary.clone(),
-                ..Turn::default()
-            };
-            let joined = render(&turn, usize::MAX).concat().into_bytes();
-            return Ok(Box::pin(futures::stream::iter([Ok(Bytes::from(joined))])));
         }
         let index = if self.by_history {
             self.next.fetch_add(1, Ordering::SeqCst);
-            peek.messages
-                .iter()
-                .filter(|m| m.role.as_deref() == Some("assistant"))
-                .count()
+            assistant_messages(body)
         } else {
             self.next.fetch_add(1, Ordering::SeqCst)
         };
@@ -328,14 +326,42 @@ impl Transport for ScriptedTransport {
                 retry_after: e.retry_after_secs.map(Duration::from_secs_f64),
             });
         }
-        let frames = render(turn, index);
+        let joined = match self.rendered.get(index) {
+            Some(once) => once
+                .get_or_init(|| Bytes::from(render(turn, index).concat()))
+                .clone(),
+            None => Bytes::from(render(turn, index).concat()),
+        };
         // Split frames at arbitrary byte positions too, as TCP would.
-        let joined = frames.concat().into_bytes();
         let cut = turn.chunk_size.unwrap_or(16).max(1) * 3 + 1;
-        let pieces: Vec<Result<Bytes, LlmError>> = joined
-            .chunks(cut)
-            .map(|c| Ok(Bytes::copy_from_slice(c)))
+        let pieces: Vec<Result<Bytes, LlmError>> = (0..joined.len())
+            .step_by(cut)
+            .map(|at| Ok(joined.slice(at..joined.len().min(at + cut))))
             .collect();
         Ok(Box::pin(futures::stream::iter(pieces)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Assistant messages are counted as members of the body's objects;
+    /// the same words inside a string (a file that quotes a request) do
+    /// not count.
+    #[test]
+    fn assistant_messages_are_counted_as_members_only() {
+        let body = json!({
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "{\"role\":\"assistant\",\"content\":\"quoted\"}"},
+                {"role": "assistant", "content": "one"},
+                {"role": "tool", "content": "\"role\": \"assistant\""},
+                {"role": "assistant", "content": "two"},
+            ]
+        });
+        assert_eq!(assistant_messages(body.to_string().as_bytes()), 2);
+        let pretty = serde_json::to_string_pretty(&body).expect("json");
+        assert_eq!(assistant_messages(pretty.as_bytes()), 2);
     }
 }

@@ -5,7 +5,7 @@
 
 use rusqlite::params;
 
-use super::{Store, StoreError, now_ms, one_row};
+use super::{Store, StoreError, now_ms, one_row, task_key};
 
 /// One recorded event.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,12 +23,13 @@ impl Store {
     /// taken by the insert itself (see `append_api`), so two processes on
     /// one store cannot collide.
     pub fn append_event(&self, task: &str, event: &str) -> Result<i64, StoreError> {
+        let conn = self.conn();
         Ok(one_row(
-            &self.conn(),
-            "INSERT INTO events (task_id, seq, ts, event) \
-             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM events WHERE task_id = ?1 \
+            &conn,
+            "INSERT INTO events (task, seq, ts, event) \
+             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE task = ?1), ?2, ?3) \
              RETURNING seq",
-            params![task, now_ms(), event],
+            params![task_key(&conn, task)?, now_ms(), event],
             |r| r.get(0),
         )?)
     }
@@ -37,7 +38,7 @@ impl Store {
     pub fn last_event_seq(&self, task: &str) -> Result<i64, StoreError> {
         Ok(one_row(
             &self.conn(),
-            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE task_id = ?1",
+            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE task = (SELECT k FROM tasks WHERE id = ?1)",
             params![task],
             |r| r.get(0),
         )?)
@@ -53,7 +54,8 @@ impl Store {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT seq, ts, event FROM events WHERE task_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            "SELECT seq, ts, event FROM events \
+             WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2 ORDER BY seq LIMIT ?3",
         )?;
         let rows = stmt.query_map(params![task, after, limit], |r| {
             Ok(StoredEvent {

@@ -36,11 +36,12 @@ use serde::Serialize;
 
 use crate::llm::{ContentBlock, Message, Role, Usage};
 
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS tasks (
-    id TEXT PRIMARY KEY,
+/// The tasks; `k` is the integer key the [`LOG_TABLES`] use.
+const TASKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tasks (
+    k INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
     parent_id TEXT,
     root_id TEXT NOT NULL,
     mode TEXT NOT NULL,
@@ -59,25 +60,10 @@ CREATE TABLE IF NOT EXISTS tasks (
     cache_writes INTEGER NOT NULL DEFAULT 0,
     cost REAL NOT NULL DEFAULT 0,
     active_intent TEXT
-);
-CREATE TABLE IF NOT EXISTS api_messages (
-    task_id TEXT NOT NULL REFERENCES tasks(id),
-    seq INTEGER NOT NULL,
-    role TEXT NOT NULL,
-    content TEXT NOT NULL,
-    hidden INTEGER NOT NULL DEFAULT 0,
-    created_at INTEGER NOT NULL,
-    PRIMARY KEY (task_id, seq)
-);
-CREATE TABLE IF NOT EXISTS ui_messages (
-    task_id TEXT NOT NULL REFERENCES tasks(id),
-    seq INTEGER NOT NULL,
-    ts INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    subtype TEXT NOT NULL,
-    text TEXT NOT NULL,
-    PRIMARY KEY (task_id, seq)
-);
+)";
+
+/// The other tables with a handful of rows a task, keyed by its id.
+const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS asks (
     task_id TEXT NOT NULL REFERENCES tasks(id),
     ask_id TEXT PRIMARY KEY,
@@ -95,13 +81,6 @@ CREATE TABLE IF NOT EXISTS condensations (
     summary TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     PRIMARY KEY (task_id, upto_seq)
-);
-CREATE TABLE IF NOT EXISTS events (
-    task_id TEXT NOT NULL REFERENCES tasks(id),
-    seq INTEGER NOT NULL,
-    ts INTEGER NOT NULL,
-    event TEXT NOT NULL,
-    PRIMARY KEY (task_id, seq)
 );
 CREATE TABLE IF NOT EXISTS plugins (
     name TEXT PRIMARY KEY,
@@ -127,6 +106,51 @@ CREATE TABLE IF NOT EXISTS todos (
     PRIMARY KEY (task_id, idx)
 );
 ";
+
+/// The tables that grow by many rows a task: each is keyed by the task's
+/// integer key (`tasks.k`), not its id text, so an index entry is a few
+/// bytes instead of forty and a batch of steps from many tasks dirties a
+/// few index pages instead of one a task. `(name, columns after the key,
+/// CREATE statement)`; the columns are what a migration copies.
+const LOG_TABLES: [(&str, &str, &str); 3] = [
+    (
+        "api_messages",
+        "seq, role, content, hidden, created_at",
+        "CREATE TABLE IF NOT EXISTS api_messages (
+            task INTEGER NOT NULL REFERENCES tasks(k),
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            hidden INTEGER NOT NULL DEFAULT 0,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (task, seq)
+        )",
+    ),
+    (
+        "ui_messages",
+        "seq, ts, kind, subtype, text",
+        "CREATE TABLE IF NOT EXISTS ui_messages (
+            task INTEGER NOT NULL REFERENCES tasks(k),
+            seq INTEGER NOT NULL,
+            ts INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            subtype TEXT NOT NULL,
+            text TEXT NOT NULL,
+            PRIMARY KEY (task, seq)
+        )",
+    ),
+    (
+        "events",
+        "seq, ts, event",
+        "CREATE TABLE IF NOT EXISTS events (
+            task INTEGER NOT NULL REFERENCES tasks(k),
+            seq INTEGER NOT NULL,
+            ts INTEGER NOT NULL,
+            event TEXT NOT NULL,
+            PRIMARY KEY (task, seq)
+        )",
+    ),
+];
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -319,7 +343,12 @@ impl Store {
                 "written by a newer Roost (schema {version}, this one knows {SCHEMA_VERSION})"
             )));
         }
+        conn.execute_batch(TASKS_TABLE)
+            .map_err(|e| err(e.to_string()))?;
         conn.execute_batch(SCHEMA).map_err(|e| err(e.to_string()))?;
+        for (_, _, create) in LOG_TABLES {
+            conn.execute_batch(create).map_err(|e| err(e.to_string()))?;
+        }
         migrate(&conn, version).map_err(|e| err(e.to_string()))?;
         conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
             .map_err(|e| err(e.to_string()))?;
@@ -529,12 +558,13 @@ impl Store {
             seq: -1,
             detail: e.to_string(),
         })?;
+        let conn = self.conn();
         Ok(one_row(
-            &self.conn(),
-            "INSERT INTO api_messages (task_id, seq, role, content, created_at) \
-             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM api_messages WHERE task_id = ?1 \
+            &conn,
+            "INSERT INTO api_messages (task, seq, role, content, created_at) \
+             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM api_messages WHERE task = ?1), ?2, ?3, ?4) \
              RETURNING seq",
-            params![task, role_str(m.role), content, now_ms()],
+            params![task_key(&conn, task)?, role_str(m.role), content, now_ms()],
             |r| r.get(0),
         )?)
     }
@@ -547,10 +577,11 @@ impl Store {
             seq,
             detail: e.to_string(),
         })?;
+        let conn = self.conn();
         exec(
-            &self.conn(),
-            "UPDATE api_messages SET content = ?3, role = ?4 WHERE task_id = ?1 AND seq = ?2",
-            params![task, seq, content, role_str(m.role)],
+            &conn,
+            "UPDATE api_messages SET content = ?3, role = ?4 WHERE task = ?1 AND seq = ?2",
+            params![task_key(&conn, task)?, seq, content, role_str(m.role)],
         )?;
         Ok(())
     }
@@ -559,11 +590,12 @@ impl Store {
     pub fn hide_api(&self, task: &str, seqs: &[i64]) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
+        let key = task_key(&tx, task)?;
         for s in seqs {
             exec(
                 &tx,
-                "UPDATE api_messages SET hidden = 1 WHERE task_id = ?1 AND seq = ?2",
-                params![task, s],
+                "UPDATE api_messages SET hidden = 1 WHERE task = ?1 AND seq = ?2",
+                params![key, s],
             )?;
         }
         tx.commit()?;
@@ -577,8 +609,10 @@ impl Store {
         include_hidden: bool,
     ) -> Result<Vec<StoredMessage>, StoreError> {
         let conn = self.conn();
-        let mut stmt =
-            conn.prepare_cached("SELECT seq, role, content, hidden, created_at FROM api_messages WHERE task_id = ?1 ORDER BY seq")?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, role, content, hidden, created_at FROM api_messages \
+                 WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq",
+        )?;
         let rows = stmt.query_map([task], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
@@ -631,8 +665,8 @@ impl Store {
         let tx = conn.transaction()?;
         exec(
             &tx,
-            "UPDATE api_messages SET hidden = 1 WHERE task_id = ?1 AND seq > ?2 AND seq <= ?3",
-            params![task, first_seq, upto_seq],
+            "UPDATE api_messages SET hidden = 1 WHERE task = ?1 AND seq > ?2 AND seq <= ?3",
+            params![task_key(&tx, task)?, first_seq, upto_seq],
         )?;
         exec(
             &tx,
@@ -677,12 +711,19 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let text = roost_secrets::redact(text);
         // The number is taken by the insert itself (see `append_api`).
+        let conn = self.conn();
         Ok(one_row(
-            &self.conn(),
-            "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) \
-             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM ui_messages WHERE task_id = ?1 \
+            &conn,
+            "INSERT INTO ui_messages (task, seq, ts, kind, subtype, text) \
+             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ui_messages WHERE task = ?1), ?2, ?3, ?4, ?5) \
              RETURNING seq",
-            params![task, now_ms(), kind, subtype, text.as_ref()],
+            params![
+                task_key(&conn, task)?,
+                now_ms(),
+                kind,
+                subtype,
+                text.as_ref()
+            ],
             |r| r.get(0),
         )?)
     }
@@ -691,7 +732,8 @@ impl Store {
     pub fn load_ui(&self, task: &str) -> Result<Vec<UiMessage>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT seq, ts, kind, subtype, text FROM ui_messages WHERE task_id = ?1 ORDER BY seq",
+            "SELECT seq, ts, kind, subtype, text FROM ui_messages \
+             WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq",
         )?;
         let rows = stmt.query_map([task], |r| {
             Ok(UiMessage {
@@ -835,11 +877,7 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
     if from == 1 {
         // Version 2 records the endpoint a task was created with, so a
         // resume never silently switches to another one.
-        let has = |col: &str| -> rusqlite::Result<bool> {
-            let mut stmt =
-                conn.prepare("SELECT 1 FROM pragma_table_info('tasks') WHERE name = ?1")?;
-            stmt.exists([col])
-        };
+        let has = |col: &str| has_column(conn, "tasks", col);
         if !has("base_url")? {
             conn.execute_batch("ALTER TABLE tasks ADD COLUMN base_url TEXT NOT NULL DEFAULT ''")?;
         }
@@ -850,7 +888,59 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
     // Version 3 adds the `events` table, version 4 the `claims` table and
     // version 5 the `plugins` table, which `SCHEMA` creates when missing; older tasks simply have no
     // recorded events, and no claim (lock files of version 3 are ignored).
+    if !has_column(conn, "tasks", "k")? {
+        key_log_tables(conn)?;
+    }
     Ok(())
+}
+
+/// Whether `table` has a column `column`.
+fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?
+        .exists([table, column])
+}
+
+/// Version 6: give every task an integer key and key the [`LOG_TABLES`]
+/// by it. The tables are rebuilt (SQLite cannot add a primary key in
+/// place) in one transaction with foreign keys off, as SQLite's documented
+/// procedure for schema changes goes, and checked before it commits.
+fn key_log_tables(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("PRAGMA foreign_keys=OFF")?;
+    let rebuilt = (|| {
+        let tx = conn.unchecked_transaction()?;
+        tx.execute_batch(&TASKS_TABLE.replace("IF NOT EXISTS tasks", "tasks_v6"))?;
+        tx.execute_batch(&format!(
+            "INSERT INTO tasks_v6 (k, {TASK_COLUMNS}) SELECT rowid, {TASK_COLUMNS} FROM tasks"
+        ))?;
+        for (table, columns, create) in LOG_TABLES {
+            // A table `SCHEMA` created just now already has the new shape.
+            if !has_column(&tx, table, "task_id")? {
+                continue;
+            }
+            let old_columns = columns
+                .split(", ")
+                .map(|c| format!("o.{c}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            tx.execute_batch(&format!(
+                "ALTER TABLE {table} RENAME TO {table}_v5;
+                 {create};
+                 INSERT INTO {table} (task, {columns})
+                   SELECT t.k, {old_columns} FROM {table}_v5 o JOIN tasks_v6 t ON t.id = o.task_id;
+                 DROP TABLE {table}_v5;"
+            ))?;
+        }
+        tx.execute_batch("DROP TABLE tasks; ALTER TABLE tasks_v6 RENAME TO tasks;")?;
+        if tx.prepare("PRAGMA foreign_key_check")?.exists([])? {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
+                Some("a row refers to a task that does not exist".into()),
+            ));
+        }
+        tx.commit()
+    })();
+    conn.execute_batch("PRAGMA foreign_keys=ON")?;
+    rebuilt
 }
 
 fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TaskRecord, StoreError>> {
@@ -907,6 +997,15 @@ fn one_row<T, P: rusqlite::Params>(
     f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
 ) -> rusqlite::Result<T> {
     conn.prepare_cached(sql)?.query_row(params, f)
+}
+
+/// The integer key of task `id` (what the [`LOG_TABLES`] are keyed by).
+fn task_key(conn: &Connection, id: &str) -> Result<i64, StoreError> {
+    one_row(conn, "SELECT k FROM tasks WHERE id = ?1", [id], |r| {
+        r.get(0)
+    })
+    .optional()?
+    .ok_or_else(|| StoreError::NotFound(id.to_owned()))
 }
 
 /// Run one statement through the connection's statement cache.

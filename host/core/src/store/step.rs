@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
 use super::asks::{self, StoredAsk};
@@ -231,15 +231,15 @@ fn write_step(
         events: Vec::with_capacity(step.events.len()),
     };
     // Touching the task first makes a missing task an error before
-    // anything else is written (the history rows would also fail on
-    // their foreign key, but UI rows and events have none).
+    // anything else is written, and gives the integer key the history,
+    // UI and event rows are filed under.
     let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     let u = &step.usage;
-    let touched = exec(
+    let key: Option<i64> = one_row(
         conn,
         "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, \
          cache_reads = cache_reads + ?4, cache_writes = cache_writes + ?5, cost = cost + ?6, \
-         status = COALESCE(?7, status), updated_at = ?8 WHERE id = ?1",
+         status = COALESCE(?7, status), updated_at = ?8 WHERE id = ?1 RETURNING k",
         params![
             task,
             i(u.input_tokens),
@@ -250,25 +250,27 @@ fn write_step(
             step.status.map(TaskStatus::as_str),
             now
         ],
-    )?;
-    if touched == 0 {
+        |r| r.get(0),
+    )
+    .optional()?;
+    let Some(key) = key else {
         return Err(StoreError::NotFound(task.to_owned()));
-    }
+    };
     committed.message = match &step.message {
         None => None,
         Some(PreparedMessage::Append { role, content }) => Some(one_row(
             conn,
-            "INSERT INTO api_messages (task_id, seq, role, content, created_at) \
-             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM api_messages WHERE task_id = ?1 \
+            "INSERT INTO api_messages (task, seq, role, content, created_at) \
+             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM api_messages WHERE task = ?1), ?2, ?3, ?4) \
              RETURNING seq",
-            params![task, role, content, now],
+            params![key, role, content, now],
             |r| r.get(0),
         )?),
         Some(PreparedMessage::Replace { seq, content }) => {
             let n = exec(
                 conn,
-                "UPDATE api_messages SET content = ?3 WHERE task_id = ?1 AND seq = ?2",
-                params![task, seq, content],
+                "UPDATE api_messages SET content = ?3 WHERE task = ?1 AND seq = ?2",
+                params![key, seq, content],
             )?;
             if n == 0 {
                 return Err(StoreError::Corrupt {
@@ -283,9 +285,9 @@ fn write_step(
     for (kind, subtype, text) in &step.ui {
         exec(
             conn,
-            "INSERT INTO ui_messages (task_id, seq, ts, kind, subtype, text) \
-             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM ui_messages WHERE task_id = ?1",
-            params![task, now, kind, subtype, text],
+            "INSERT INTO ui_messages (task, seq, ts, kind, subtype, text) \
+             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ui_messages WHERE task = ?1), ?2, ?3, ?4, ?5)",
+            params![key, now, kind, subtype, text],
         )?;
     }
     if let Some(ask) = &step.ask {
@@ -300,10 +302,10 @@ fn write_step(
     for event in &step.events {
         committed.events.push(one_row(
             conn,
-            "INSERT INTO events (task_id, seq, ts, event) \
-             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM events WHERE task_id = ?1 \
+            "INSERT INTO events (task, seq, ts, event) \
+             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE task = ?1), ?2, ?3) \
              RETURNING seq",
-            params![task, now, event],
+            params![key, now, event],
             |r| r.get(0),
         )?);
     }

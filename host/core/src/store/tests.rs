@@ -211,7 +211,7 @@ fn a_corrupt_row_is_reported_not_a_panic() {
     s.append_api(&t.id, &Message::user_text("ok"))
         .expect("append");
     s.conn()
-        .execute("INSERT INTO api_messages (task_id, seq, role, content, created_at) VALUES (?1, 2, 'user', '{broken', 0)", [&t.id])
+        .execute("INSERT INTO api_messages (task, seq, role, content, created_at) SELECT k, 2, 'user', '{broken', 0 FROM tasks WHERE id = ?1", [&t.id])
         .expect("inject");
     let e = s.load_api(&t.id, false).expect_err("corrupt");
     assert!(matches!(e, StoreError::Corrupt { seq: 2, .. }), "{e}");
@@ -278,6 +278,102 @@ fn schema_1_stores_are_migrated() {
     drop(s);
     // Opening again is a no-op.
     assert!(Store::open(&path).is_ok());
+}
+
+/// A store written by schema 5 (history, UI rows and events filed under
+/// the task's id text) opens as schema 6 with every row kept under the
+/// task's integer key, in order, and the numbering goes on from there.
+#[test]
+fn schema_5_stores_are_rekeyed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v5.db");
+    {
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch(
+            "PRAGMA foreign_keys=ON;
+             CREATE TABLE tasks (id TEXT PRIMARY KEY, parent_id TEXT, root_id TEXT NOT NULL, mode TEXT NOT NULL,
+               workspace TEXT NOT NULL, status TEXT NOT NULL, prompt TEXT NOT NULL,
+               provider TEXT NOT NULL DEFAULT '', model TEXT NOT NULL DEFAULT '',
+               base_url TEXT NOT NULL DEFAULT '', profile TEXT NOT NULL DEFAULT '',
+               created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+               tokens_in INTEGER NOT NULL DEFAULT 0, tokens_out INTEGER NOT NULL DEFAULT 0,
+               cache_reads INTEGER NOT NULL DEFAULT 0, cache_writes INTEGER NOT NULL DEFAULT 0,
+               cost REAL NOT NULL DEFAULT 0, active_intent TEXT);
+             CREATE TABLE api_messages (task_id TEXT NOT NULL REFERENCES tasks(id), seq INTEGER NOT NULL,
+               role TEXT NOT NULL, content TEXT NOT NULL, hidden INTEGER NOT NULL DEFAULT 0,
+               created_at INTEGER NOT NULL, PRIMARY KEY (task_id, seq));
+             CREATE TABLE ui_messages (task_id TEXT NOT NULL REFERENCES tasks(id), seq INTEGER NOT NULL,
+               ts INTEGER NOT NULL, kind TEXT NOT NULL, subtype TEXT NOT NULL, text TEXT NOT NULL,
+               PRIMARY KEY (task_id, seq));
+             CREATE TABLE events (task_id TEXT NOT NULL REFERENCES tasks(id), seq INTEGER NOT NULL,
+               ts INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY (task_id, seq));
+             CREATE TABLE todos (task_id TEXT NOT NULL REFERENCES tasks(id), idx INTEGER NOT NULL,
+               text TEXT NOT NULL, state TEXT NOT NULL, PRIMARY KEY (task_id, idx));
+             INSERT INTO tasks (id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at, tokens_in)
+               VALUES ('old-a', 'old-a', 'code', '/ws', 'paused', 'a', 'openai', 'm', 1, 1, 7),
+                      ('old-b', 'old-b', 'ask', '/ws', 'completed', 'b', 'openai', 'm', 2, 2, 0);
+             INSERT INTO api_messages VALUES
+               ('old-a', 1, 'user', '[{\"type\":\"text\",\"text\":\"first\"}]', 0, 1),
+               ('old-b', 1, 'user', '[{\"type\":\"text\",\"text\":\"other\"}]', 0, 2),
+               ('old-a', 2, 'assistant', '[{\"type\":\"text\",\"text\":\"second\"}]', 1, 3);
+             INSERT INTO ui_messages VALUES ('old-a', 1, 1, 'say', 'text', 'first'), ('old-b', 1, 2, 'say', 'text', 'other');
+             INSERT INTO events VALUES ('old-a', 1, 1, '{\"event\":\"task_created\"}'), ('old-a', 2, 3, '{\"event\":\"paused\"}');
+             INSERT INTO todos VALUES ('old-a', 0, 'do it', 'pending');
+             PRAGMA user_version=5;",
+        )
+        .expect("v5 schema");
+    }
+    let s = Store::open(&path).expect("migrates");
+    let a = s.get_task("old-a").expect("kept");
+    assert_eq!((a.status, a.usage.input_tokens), (TaskStatus::Paused, 7));
+    let history = s.load_api("old-a", true).expect("history");
+    let kept: Vec<(i64, &Message, bool)> = history
+        .iter()
+        .map(|m| (m.seq, &m.message, m.hidden))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            (1, &Message::user_text("first"), false),
+            (2, &Message::assistant_text("second"), true)
+        ]
+    );
+    assert_eq!(s.load_api("old-b", true).expect("b").len(), 1);
+    assert_eq!(s.load_ui("old-a").expect("ui")[0].text, "first");
+    assert_eq!(s.last_event_seq("old-a").expect("events"), 2);
+    assert_eq!(s.get_todos("old-a").expect("todos").len(), 1);
+    // Numbering goes on; the keys hold (a row of a missing task is refused).
+    assert_eq!(
+        s.append_api("old-a", &Message::user_text("third"))
+            .expect("append"),
+        3
+    );
+    assert_eq!(s.append_event("old-a", "{}").expect("event"), 3);
+    assert!(matches!(
+        s.append_api("gone", &Message::user_text("x")),
+        Err(StoreError::NotFound(_))
+    ));
+    let fresh = new_task(&s);
+    assert_eq!(s.append_ui(&fresh.id, "say", "text", "hi").expect("ui"), 1);
+    let leftovers: i64 = s
+        .conn()
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '%_v5' OR name LIKE '%_v6' OR sql LIKE '%_v6%'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("schema");
+    assert_eq!(leftovers, 0);
+    assert!(
+        !s.conn()
+            .prepare("PRAGMA foreign_key_check")
+            .expect("check")
+            .exists([])
+            .expect("check")
+    );
+    drop(s);
+    let s = Store::open(&path).expect("opens again");
+    assert_eq!(s.load_api("old-a", true).expect("history").len(), 3);
 }
 
 /// A model reply is one step: message, UI row and usage land together.
