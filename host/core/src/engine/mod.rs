@@ -186,11 +186,11 @@ impl Engine {
         let task = self.agent.store.get_task(id)?;
         events
             .publish(TaskEvent::TaskCreated {
-                mode: task.mode,
-                workspace: task.workspace,
+                mode: task.mode.clone(),
+                workspace: task.workspace.clone(),
             })
             .await;
-        self.agent.run_created(id, events, control).await
+        self.agent.run_record(task, events, control).await
     }
 
     fn finish(&self, id: &str, res: Result<TaskOutcome, TaskError>) {

@@ -31,6 +31,10 @@ pub fn request_json(model: &str, req: &ChatRequest) -> Result<Vec<u8>, serde_jso
 pub struct AnthropicWire;
 
 impl WireFormat for AnthropicWire {
+    fn id(&self) -> &'static str {
+        "anthropic"
+    }
+
     fn message(&self, out: &mut Vec<u8>, m: &Message) -> Result<(), serde_json::Error> {
         serde_json::to_writer(out, m)
     }

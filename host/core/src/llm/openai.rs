@@ -32,6 +32,10 @@ pub fn request_json(model: &str, req: &ChatRequest) -> Result<Vec<u8>, serde_jso
 pub struct OpenAiWire;
 
 impl WireFormat for OpenAiWire {
+    fn id(&self) -> &'static str {
+        "openai"
+    }
+
     fn message(&self, out: &mut Vec<u8>, m: &Message) -> Result<(), serde_json::Error> {
         let mut first = true;
         let mut put = |out: &mut Vec<u8>, w: &WireMessage<'_>| {

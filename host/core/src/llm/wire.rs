@@ -10,6 +10,10 @@ use super::{ChatRequest, Message, ToolDefinition};
 
 /// How one provider lays out a request body.
 pub trait WireFormat: Send + Sync {
+    /// Which encoding this is (`openai`, `anthropic`): equal ids encode
+    /// equal inputs to equal bytes, so encodings can be shared by it.
+    fn id(&self) -> &'static str;
+
     /// Append `m` as this format sends it: zero or more wire messages,
     /// comma-separated, without brackets (OpenAI sends each tool result as
     /// a message of its own).

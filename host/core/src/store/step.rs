@@ -235,24 +235,35 @@ fn write_step(
     // UI and event rows are filed under.
     let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     let u = &step.usage;
-    let key: Option<i64> = one_row(
-        conn,
-        "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, \
+    // A step that changes neither the totals nor the status only looks the
+    // key up: rewriting the task's row would dirty its page (one page a task
+    // in a batch of many) for nothing but `updated_at`.
+    let touches_task = step.status.is_some() || step.cost != 0.0 || *u != NO_USAGE;
+    let key: Option<i64> = if !touches_task {
+        one_row(conn, "SELECT k FROM tasks WHERE id = ?1", [task], |r| {
+            r.get(0)
+        })
+        .optional()?
+    } else {
+        one_row(
+            conn,
+            "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, \
          cache_reads = cache_reads + ?4, cache_writes = cache_writes + ?5, cost = cost + ?6, \
          status = COALESCE(?7, status), updated_at = ?8 WHERE id = ?1 RETURNING k",
-        params![
-            task,
-            i(u.input_tokens),
-            i(u.output_tokens),
-            i(u.cache_read_tokens),
-            i(u.cache_write_tokens),
-            step.cost,
-            step.status.map(TaskStatus::as_str),
-            now
-        ],
-        |r| r.get(0),
-    )
-    .optional()?;
+            params![
+                task,
+                i(u.input_tokens),
+                i(u.output_tokens),
+                i(u.cache_read_tokens),
+                i(u.cache_write_tokens),
+                step.cost,
+                step.status.map(TaskStatus::as_str),
+                now
+            ],
+            |r| r.get(0),
+        )
+        .optional()?
+    };
     let Some(key) = key else {
         return Err(StoreError::NotFound(task.to_owned()));
     };

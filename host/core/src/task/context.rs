@@ -5,13 +5,12 @@
 //! an assistant message); when summarising fails the older messages are
 //! hidden instead. Nothing is ever deleted.
 
+use std::sync::Arc;
+
 use futures::StreamExt;
 
 use super::history::History;
-use crate::llm::{
-    ChatRequest, ContentBlock, Message, Parts, Provider, Role, StreamEvent, ToolDefinition,
-    WireFormat,
-};
+use crate::llm::{ChatRequest, ContentBlock, Message, Parts, Provider, Role, StreamEvent};
 use crate::store::StoredMessage;
 
 /// The history as the model sees it: visible messages, the latest summary
@@ -72,26 +71,17 @@ pub struct RequestCache {
     messages: Vec<(MessageKey, Vec<u8>)>,
     /// The summary those encodings were made with.
     summary: Option<String>,
-    /// The tool list's encoding and what it was made for.
-    tools: Option<(String, Vec<u8>)>,
+    /// The tool list's encoding.
+    tools: Option<Arc<[u8]>>,
 }
 
 impl RequestCache {
-    /// Use the tool list `key` names (the mode and whether intents are
-    /// on), encoding it with `definitions` only when the key changed.
-    pub fn tools(
-        &mut self,
-        wire: &dyn WireFormat,
-        key: &str,
-        definitions: impl FnOnce() -> Vec<ToolDefinition>,
-    ) -> Result<(), serde_json::Error> {
-        if self.tools.as_ref().is_some_and(|(k, _)| k == key) {
-            return Ok(());
-        }
-        let mut out = Vec::new();
-        wire.tools(&mut out, &definitions())?;
-        self.tools = Some((key.to_owned(), out));
-        Ok(())
+    /// Send `encoded` as the tool list (see [`Registry::encoded_tools`]:
+    /// encoded once, shared by every task offered the same tools).
+    ///
+    /// [`Registry::encoded_tools`]: super::Registry::encoded_tools
+    pub fn set_tools(&mut self, encoded: Arc<[u8]>) {
+        self.tools = Some(encoded);
     }
 
     /// The body of the next request: `system`, the history as the model
@@ -127,7 +117,7 @@ impl RequestCache {
         }
         self.messages = encoded;
         let refs: Vec<&[u8]> = self.messages.iter().map(|(_, b)| b.as_slice()).collect();
-        let tools = self.tools.as_ref().map_or(&[][..], |(_, b)| b.as_slice());
+        let tools = self.tools.as_deref().unwrap_or(&[]);
         wire.body(&Parts {
             model: provider.model(),
             system,
@@ -462,11 +452,12 @@ mod tests {
         let check =
             |history: &History, caches: &mut Vec<RequestCache>, tool_count: usize, what: &str| {
                 for ((provider, fresh), cache) in providers.iter().zip(caches.iter_mut()) {
-                    cache
-                        .tools(provider.wire(), &tool_count.to_string(), || {
-                            tools(tool_count)
-                        })
+                    let mut encoded = Vec::new();
+                    provider
+                        .wire()
+                        .tools(&mut encoded, &tools(tool_count))
                         .expect("tools");
+                    cache.set_tools(encoded.into());
                     let kept = cache
                         .body(*provider, "system \u{1F600}", history, None)
                         .expect("kept");

@@ -4,10 +4,11 @@
 //! are all read from here, so a tool is offered, gated and run the same
 //! way whoever provides it.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use super::native::{self, NativeTool};
+use crate::llm::{ToolDefinition, WireFormat};
 use crate::tools::{ArgsValidator, ToolSpec, reserved};
 use roost_sandbox::capability::{Limits, NetworkGrant};
 use roost_sandbox::plugins::LoadedPlugin;
@@ -139,10 +140,28 @@ impl RegisteredTool {
     }
 }
 
+/// Most tool lists whose encodings a registry keeps (one per mode, in
+/// practice; custom modes could make more).
+const MAX_ENCODINGS: usize = 64;
+
 /// Every tool the host can offer, by name (sorted, so prompts are stable).
-#[derive(Clone)]
 pub struct Registry {
     tools: BTreeMap<String, RegisteredTool>,
+    /// Tool lists as a wire format encodes them, by wire and tool names:
+    /// every task offered the same tools sends the same bytes, so they
+    /// are encoded once per process, not once per task.
+    encodings: Mutex<HashMap<String, Arc<[u8]>>>,
+}
+
+impl Clone for Registry {
+    /// A copy with the same tools and no encodings (it may gain tools of
+    /// its own).
+    fn clone(&self) -> Self {
+        Self {
+            tools: self.tools.clone(),
+            encodings: Mutex::default(),
+        }
+    }
 }
 
 impl Default for Registry {
@@ -174,7 +193,10 @@ impl Registry {
                 Err(e) => tracing::error!(tool = %spec.name, "native tool schema: {e}"),
             }
         }
-        Self { tools }
+        Self {
+            tools,
+            encodings: Mutex::default(),
+        }
     }
 
     /// Register every tool of `plugin`; nothing is registered when one of
@@ -216,6 +238,7 @@ impl Registry {
             })?;
             compiled.push((spec.clone(), Arc::new(validator)));
         }
+        self.encodings_lock().clear();
         for (spec, validator) in compiled {
             self.tools.insert(
                 spec.name.clone(),
@@ -243,6 +266,46 @@ impl Registry {
     /// All tools, sorted by name.
     pub fn iter(&self) -> impl Iterator<Item = &RegisteredTool> {
         self.tools.values()
+    }
+
+    fn encodings_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<[u8]>>> {
+        // A map of finished encodings stays consistent whatever panicked.
+        self.encodings.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The tool list `offered` (tools of this registry) as `wire` encodes
+    /// it: the portable subset of each schema (calls are checked against
+    /// the full one). Encoded once, then shared by every task offered it.
+    pub fn encoded_tools(
+        &self,
+        wire: &dyn WireFormat,
+        offered: &[&ToolSpec],
+    ) -> Result<Arc<[u8]>, serde_json::Error> {
+        let mut key = String::from(wire.id());
+        for s in offered {
+            key.push('\0');
+            key.push_str(&s.name);
+        }
+        if let Some(bytes) = self.encodings_lock().get(&key) {
+            return Ok(Arc::clone(bytes));
+        }
+        let definitions: Vec<ToolDefinition> = offered
+            .iter()
+            .map(|s| ToolDefinition {
+                name: s.name.clone(),
+                description: s.description.clone(),
+                parameters: crate::llm::schema::portable(&s.args_schema),
+            })
+            .collect();
+        let mut out = Vec::new();
+        wire.tools(&mut out, &definitions)?;
+        let bytes: Arc<[u8]> = out.into();
+        let mut map = self.encodings_lock();
+        if map.len() >= MAX_ENCODINGS {
+            map.clear();
+        }
+        map.insert(key, Arc::clone(&bytes));
+        Ok(bytes)
     }
 }
 

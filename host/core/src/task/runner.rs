@@ -29,8 +29,7 @@ use crate::asks::{Answer, Ask};
 use crate::events::{EventBus, TaskEvent};
 use crate::intents::{self, Intent, Scope, Trace, TraceEntry};
 use crate::llm::{
-    AssembledCall, ContentBlock, LlmError, Message, Provider, Role, StreamEvent, ToolDefinition,
-    Usage,
+    AssembledCall, ContentBlock, LlmError, Message, Provider, Role, StreamEvent, Usage,
 };
 use crate::modes::{HookRegistry, Mode, ModeSet};
 use crate::store::{NewTask, Step, Store, StoreError, TaskRecord};
@@ -235,6 +234,16 @@ impl Agent {
         control: &Control,
     ) -> Result<TaskOutcome, TaskError> {
         let task = self.store.get_task(id)?;
+        self.run_record(task, events, control).await
+    }
+
+    /// [`Agent::run_created`] with the task's record already read.
+    pub(crate) async fn run_record(
+        &self,
+        task: TaskRecord,
+        events: &EventBus,
+        control: &Control,
+    ) -> Result<TaskOutcome, TaskError> {
         events.bind(&task.id, &self.store);
         events
             .publish(TaskEvent::TaskStarted { resumed: false })
@@ -544,22 +553,14 @@ impl Agent {
                 .filter(|s| intents_on || s.name != SELECT_ACTIVE_INTENT)
                 .collect();
             // The tool list changes with the mode (and intents); it is
-            // encoded once per mode, not every turn.
-            let tools_key = format!("{}\u{0}{intents_on}", state.mode.slug);
-            if let Err(e) = state.request.tools(self.provider.wire(), &tools_key, || {
-                offered
-                    .iter()
-                    .map(|s| ToolDefinition {
-                        name: s.name.clone(),
-                        description: s.description.clone(),
-                        // The portable subset; calls are checked against the full schema.
-                        parameters: crate::llm::schema::portable(&s.args_schema),
-                    })
-                    .collect()
-            }) {
-                return self
-                    .fail(ctx, &format!("cannot encode the tool list: {e}"))
-                    .await;
+            // encoded once per process for each list, not every turn.
+            match self.registry.encoded_tools(self.provider.wire(), &offered) {
+                Ok(encoded) => state.request.set_tools(encoded),
+                Err(e) => {
+                    return self
+                        .fail(ctx, &format!("cannot encode the tool list: {e}"))
+                        .await;
+                }
             }
             let mut extra: Vec<String> = state
                 .mode

@@ -36,9 +36,23 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
     b.allow_udp(false);
     b.allow_ip_name_lookup(false);
 
-    let need_workspace =
-        grant.read || !grant.read_roots.is_empty() || !grant.write_roots.is_empty();
-    let ws = if need_workspace {
+    let has_roots = !grant.read_roots.is_empty() || !grant.write_roots.is_empty();
+    if grant.read && !has_roots {
+        // The whole workspace, read-only, and nothing to check below it:
+        // mounted as the directory it names (the same one opening it as a
+        // `Workspace` would reach), without walking the path first.
+        preopen(
+            &mut b,
+            &grant.workspace,
+            GUEST_WORKSPACE.to_owned(),
+            FsPerms::ReadOnly,
+        )?;
+        return Ok(Sandbox {
+            ctx: b.build(),
+            write_roots: Vec::new(),
+        });
+    }
+    let ws = if grant.read || has_roots {
         Some(
             Workspace::open(&grant.workspace).map_err(|e| GrantError::Io {
                 path: grant.workspace.clone(),

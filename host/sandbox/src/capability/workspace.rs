@@ -204,6 +204,25 @@ pub struct Workspace {
     host: PathBuf,
 }
 
+/// A directory of the workspace as the host walks it: the root itself,
+/// borrowed (no descriptor duplicated for a lookup at the top), or one
+/// opened below it.
+enum Dir<'a> {
+    Root(&'a DirFd),
+    Opened(DirFd),
+}
+
+impl std::ops::Deref for Dir<'_> {
+    type Target = DirFd;
+
+    fn deref(&self) -> &DirFd {
+        match self {
+            Dir::Root(d) => d,
+            Dir::Opened(d) => d,
+        }
+    }
+}
+
 impl Workspace {
     /// Open the workspace at `path` (the user's choice; symlinks in it are
     /// theirs and are resolved once, here).
@@ -257,10 +276,7 @@ impl Workspace {
     pub fn resolve(&self, rel: &RelPath) -> Result<RelPath, WorkspaceError> {
         let mut done: Vec<OsString> = Vec::new();
         let mut todo: VecDeque<OsString> = rel.parts.iter().cloned().collect();
-        let mut dir = self
-            .root
-            .try_clone()
-            .map_err(|e| WorkspaceError::io(rel, e))?;
+        let mut dir = Dir::Root(&self.root);
         let mut hops = 0usize;
         let outside = || WorkspaceError::Outside {
             path: rel.as_string(),
@@ -289,7 +305,7 @@ impl Workspace {
                     break;
                 }
                 Some(Kind::Dir) => {
-                    dir = dir.open_dir(&c).map_err(|e| WorkspaceError::io(rel, e))?;
+                    dir = Dir::Opened(dir.open_dir(&c).map_err(|e| WorkspaceError::io(rel, e))?);
                     done.push(c);
                 }
                 Some(Kind::Symlink) => {
@@ -320,16 +336,23 @@ impl Workspace {
         Ok(RelPath { parts: done })
     }
 
-    fn dir_of(&self, parts: &[OsString], rel: &RelPath) -> Result<DirFd, WorkspaceError> {
+    fn dir_of(&self, parts: &[OsString], rel: &RelPath) -> Result<Dir<'_>, WorkspaceError> {
+        if parts.is_empty() {
+            return Ok(Dir::Root(&self.root));
+        }
         let comps: Vec<&OsStr> = parts.iter().map(OsString::as_os_str).collect();
         self.root
             .open_dir_path(&comps)
+            .map(Dir::Opened)
             .map_err(|e| WorkspaceError::io(rel, e))
     }
 
     /// The directory `rel` itself, reached without following any symlink.
     pub fn dir(&self, rel: &RelPath) -> Result<DirFd, WorkspaceError> {
-        self.dir_of(&rel.parts, rel)
+        match self.dir_of(&rel.parts, rel)? {
+            Dir::Root(root) => root.try_clone().map_err(|e| WorkspaceError::io(rel, e)),
+            Dir::Opened(d) => Ok(d),
+        }
     }
 
     /// Read the regular file at `rel`, following symlinks that stay in the

@@ -226,7 +226,11 @@ impl Agent {
         };
         r.code = result.err().map(|e| e.code);
         r.diff = diff.map(|d| roost_secrets::redact(&d).into_owned());
-        r.ui_row = Some((subtype, content));
+        r.ui_row = Some(if is_error {
+            (subtype, content)
+        } else {
+            (subtype, super::ui_preview(&content))
+        });
         Ok(r)
     }
 }

@@ -43,6 +43,41 @@ use crate::llm::AssembledCall;
 use crate::tools::{ErrorCode, ToolError};
 use gates::schema_violations;
 
+/// Most lines of a tool's output that its UI row keeps.
+const PREVIEW_LINES: usize = 12;
+/// Most bytes of a tool's output that its UI row keeps.
+const PREVIEW_BYTES: usize = 1024;
+
+/// What the UI history keeps of a tool's output: its first lines and a
+/// count of the rest, as the transcripts of Claude Code and Codex show a
+/// call. The whole output is in the API history (what the model saw) and
+/// in the `tool_call_result` event; storing it a third time, for a
+/// `read_file` of a large file, cost as much as the other two.
+pub(in crate::task) fn ui_preview(output: &str) -> String {
+    let mut end = 0;
+    for (n, line) in output.split_inclusive('\n').enumerate() {
+        if n == PREVIEW_LINES || end + line.len() > PREVIEW_BYTES {
+            break;
+        }
+        end += line.len();
+    }
+    if end == 0 && !output.is_empty() {
+        // One long first line: cut it at a character boundary.
+        end = output.floor_char_boundary(PREVIEW_BYTES.min(output.len()));
+    }
+    if end >= output.len() {
+        return output.to_owned();
+    }
+    let rest = &output[end..];
+    let lines = rest.lines().count();
+    format!(
+        "{}… ({lines} more line{}, {} bytes in all)",
+        &output[..end],
+        if lines == 1 { "" } else { "s" },
+        output.len()
+    )
+}
+
 /// The result of one call, ready to become a tool_result block.
 pub(in crate::task) struct CallResult {
     pub(in crate::task) content: String,
@@ -410,5 +445,36 @@ impl Agent {
             args: roost_secrets::redact_json(&call.args),
             preview,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ui_preview;
+
+    /// Short output is kept whole; long output keeps its first lines and
+    /// says how much more there is; a long line is cut at a character
+    /// boundary.
+    #[test]
+    fn ui_rows_keep_a_preview_of_long_output() {
+        assert_eq!(ui_preview("one\ntwo\n"), "one\ntwo\n");
+        assert_eq!(ui_preview(""), "");
+        let file: String = (1..=100).map(|i| format!("{i} | line\n")).collect();
+        let p = ui_preview(&file);
+        assert!(
+            p.starts_with("1 | line\n") && p.contains("12 | line\n"),
+            "{p}"
+        );
+        assert!(!p.contains("13 | line"), "{p}");
+        assert!(
+            p.ends_with(&format!("… (88 more lines, {} bytes in all)", file.len())),
+            "{p}"
+        );
+        let wide = "é".repeat(2000);
+        let p = ui_preview(&wide);
+        assert!(
+            p.starts_with(&"é".repeat(512)) && p.contains("(1 more line, 4000 bytes in all)"),
+            "{p}"
+        );
     }
 }
