@@ -80,15 +80,28 @@ pub(super) fn insert(conn: &rusqlite::Connection, ask: &StoredAsk) -> Result<(),
     Ok(())
 }
 
+/// Record `answer` for the open ask `ask_id` of `task` at `now`; `false`
+/// when there is no such open ask.
+pub(super) fn record_answer(
+    conn: &rusqlite::Connection,
+    task: &str,
+    ask_id: &str,
+    answer: &str,
+    now: i64,
+) -> Result<bool, StoreError> {
+    let n = exec(
+        conn,
+        "UPDATE asks SET answer = ?3, answered_at = ?4 WHERE task_id = ?1 AND ask_id = ?2 AND answer IS NULL",
+        params![task, ask_id, answer, now],
+    )?;
+    Ok(n == 1)
+}
+
 impl Store {
     /// Record `answer` for the open ask `ask_id` of `task`; `false` when
     /// there is no such open ask (unknown, another task's, or answered).
     pub fn answer_ask(&self, task: &str, ask_id: &str, answer: &str) -> Result<bool, StoreError> {
-        let n = self.conn().execute(
-            "UPDATE asks SET answer = ?3, answered_at = ?4 WHERE task_id = ?1 AND ask_id = ?2 AND answer IS NULL",
-            params![task, ask_id, answer, now_ms()],
-        )?;
-        Ok(n == 1)
+        record_answer(&self.conn(), task, ask_id, answer, now_ms())
     }
 
     /// The ask `ask_id` of `task`, open or answered.

@@ -179,6 +179,15 @@ pub enum StoreError {
     /// No such task.
     #[error("no task with id {0}")]
     NotFound(String),
+    /// An answer for an ask that is not open (unknown, another task's, or
+    /// answered already); nothing of its step was written.
+    #[error("task {task} has no open question {ask_id}")]
+    AskNotOpen {
+        /// Task id.
+        task: String,
+        /// Ask id.
+        ask_id: String,
+    },
     /// An id prefix that names more than one task.
     #[error("task id prefix `{prefix}` is ambiguous: it starts {}; type more of the id", candidates.join(", "))]
     Ambiguous {

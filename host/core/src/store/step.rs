@@ -55,6 +55,7 @@ pub struct Step<'a> {
     ui: Vec<(&'a str, &'a str, Cow<'a, str>)>,
     status: Option<TaskStatus>,
     ask: Option<&'a StoredAsk>,
+    answer: Option<(&'a str, &'a str)>,
     events: Vec<String>,
 }
 
@@ -122,6 +123,13 @@ impl<'a> Step<'a> {
         self
     }
 
+    /// Record `answer` (JSON text) for the open ask `ask_id`; the step
+    /// fails with [`StoreError::AskNotOpen`] when that ask is not open.
+    pub fn answer(mut self, ask_id: &'a str, answer: &'a str) -> Self {
+        self.answer = Some((ask_id, answer));
+        self
+    }
+
     /// Record an event (JSON text) in the task's event log.
     pub fn event(mut self, json: String) -> Self {
         self.events.push(json);
@@ -135,6 +143,7 @@ impl<'a> Step<'a> {
             && self.ui.is_empty()
             && self.status.is_none()
             && self.ask.is_none()
+            && self.answer.is_none()
             && self.events.is_empty()
     }
 
@@ -179,6 +188,9 @@ impl<'a> Step<'a> {
                 .collect(),
             status: self.status,
             ask: self.ask.cloned(),
+            answer: self
+                .answer
+                .map(|(id, text)| (id.to_owned(), text.to_owned())),
             events: self.events,
         })
     }
@@ -202,6 +214,7 @@ pub struct PreparedStep {
     ui: Vec<(String, String, String)>,
     status: Option<TaskStatus>,
     ask: Option<StoredAsk>,
+    answer: Option<(String, String)>,
     events: Vec<String>,
 }
 
@@ -309,6 +322,14 @@ fn write_step(
             )));
         }
         asks::insert(conn, ask)?;
+    }
+    if let Some((ask_id, answer)) = &step.answer
+        && !asks::record_answer(conn, task, ask_id, answer, now)?
+    {
+        return Err(StoreError::AskNotOpen {
+            task: task.to_owned(),
+            ask_id: ask_id.clone(),
+        });
     }
     for event in &step.events {
         committed.events.push(one_row(

@@ -604,3 +604,63 @@ fn a_task_opens_with_its_first_messages_and_asks_land_with_their_step() {
     );
     assert!(s.open_asks(&other.id).expect("open").is_empty());
 }
+
+/// An answer recorded in a step lands once, for an open ask of its own
+/// task only; a refused answer fails alone in a shared commit.
+#[tokio::test]
+async fn answers_land_in_shared_commits_once() {
+    let (_dir, s) = store();
+    let t = new_task(&s);
+    let other = new_task(&s);
+    let ask = StoredAsk::open(&t.id, Some("c1"), "tool", "{}");
+    s.commit_step(&t.id, Step::new().ask(&ask)).expect("asks");
+    let foreign = Step::new()
+        .answer(&ask.ask_id, "\"yes\"")
+        .prepare(&other.id)
+        .expect("prepares");
+    let mine = Step::new()
+        .answer(&ask.ask_id, "\"yes\"")
+        .ui("say", "text", "answered")
+        .prepare(&t.id)
+        .expect("prepares");
+    let (foreign, mine) = tokio::join!(s.commit(&other.id, foreign), s.commit(&t.id, mine));
+    assert!(
+        matches!(foreign, Err(StoreError::AskNotOpen { .. })),
+        "{foreign:?}"
+    );
+    mine.expect("the open ask is answered");
+    let stored = s
+        .get_ask(&t.id, &ask.ask_id)
+        .expect("reads")
+        .expect("there");
+    assert_eq!(stored.answer.as_deref(), Some("\"yes\""));
+    assert!(s.open_asks(&t.id).expect("open").is_empty());
+    let again = Step::new()
+        .answer(&ask.ask_id, "\"no\"")
+        .ui("say", "text", "answered twice")
+        .prepare(&t.id)
+        .expect("prepares");
+    assert!(matches!(
+        s.commit(&t.id, again).await,
+        Err(StoreError::AskNotOpen { .. })
+    ));
+    let ui: Vec<String> = s
+        .load_ui(&t.id)
+        .expect("ui")
+        .into_iter()
+        .map(|r| r.text)
+        .collect();
+    assert_eq!(
+        ui,
+        ["answered"],
+        "nothing of a refused answer's step landed"
+    );
+    assert_eq!(
+        s.get_ask(&t.id, &ask.ask_id)
+            .expect("reads")
+            .expect("there")
+            .answer
+            .as_deref(),
+        Some("\"yes\"")
+    );
+}

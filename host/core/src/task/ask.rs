@@ -13,7 +13,7 @@ use tokio::sync::{broadcast, oneshot};
 use super::status::TaskStatus;
 use crate::asks::{Answer, Approval, Ask, CompletionAnswer};
 use crate::events::{Envelope, TaskEvent};
-use crate::store::{Store, StoreError, StoredAsk};
+use crate::store::{Step, Store, StoreError, StoredAsk};
 use crate::tools::ToolGroup;
 
 /// Why an answer was not taken.
@@ -68,10 +68,42 @@ impl AskBroker {
                 ask_id: ask_id.to_owned(),
             });
         }
+        self.deliver(ask_id, answer);
+        Ok(())
+    }
+
+    /// [`AskBroker::answer`] for a front-end that answers from the
+    /// runtime: the answer is recorded in the store's shared commit with
+    /// the steps of other tasks (not in a transaction of its own), and
+    /// handed over once durable.
+    pub async fn answer_shared(
+        &self,
+        store: &Store,
+        task: &str,
+        ask_id: &str,
+        answer: Answer,
+    ) -> Result<(), AskError> {
+        let text = serde_json::to_string(&answer)?;
+        let step = Step::new().answer(ask_id, &text).prepare(task)?;
+        match store.commit(task, step).await {
+            Ok(_) => {}
+            Err(StoreError::AskNotOpen { .. } | StoreError::NotFound(_)) => {
+                return Err(AskError::NotOpen {
+                    task: task.to_owned(),
+                    ask_id: ask_id.to_owned(),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.deliver(ask_id, answer);
+        Ok(())
+    }
+
+    /// Hand a recorded answer to the loop waiting for it, if one is.
+    fn deliver(&self, ask_id: &str, answer: Answer) {
         if let Some(tx) = self.lock().remove(ask_id) {
             let _ = tx.send(answer);
         }
-        Ok(())
     }
 
     /// Stop waiting for `ask_id` (its task ended another way).
@@ -165,7 +197,7 @@ pub async fn answer_asks(
                 ..
             }) => {
                 let answer = responder.respond(ask).await;
-                if let Err(e) = broker.answer(store, task_id, ask_id, answer) {
+                if let Err(e) = broker.answer_shared(store, task_id, ask_id, answer).await {
                     tracing::warn!("answer not taken: {e}");
                 }
             }
@@ -213,7 +245,7 @@ pub(super) async fn ask(
     // The record, the waiting status, the UI row and the announcement are
     // one step.
     let (kind, subtype, text) = ask.ui_row();
-    let mut step = crate::store::Step::new()
+    let mut step = Step::new()
         .status(ask.waiting_status())
         .ui(kind, subtype, text);
     if new {
@@ -234,7 +266,7 @@ pub(super) async fn ask(
         },
     };
     broker.forget(&stored.ask_id);
-    let running = crate::store::Step::new().status(TaskStatus::Running);
+    let running = Step::new().status(TaskStatus::Running);
     events.commit(store, task, running, Vec::new()).await?;
     Ok(answer)
 }
