@@ -35,6 +35,15 @@ pub enum AskError {
     Encode(#[from] serde_json::Error),
 }
 
+impl AskError {
+    fn not_open(task: &str, ask_id: &str) -> Self {
+        Self::NotOpen {
+            task: task.to_owned(),
+            ask_id: ask_id.to_owned(),
+        }
+    }
+}
+
 /// Where waiting loops meet their answers: one per process, shared by all
 /// tasks. An answer is recorded durably before the loop sees it.
 #[derive(Default)]
@@ -63,10 +72,7 @@ impl AskBroker {
     ) -> Result<(), AskError> {
         let text = serde_json::to_string(&answer)?;
         if !store.answer_ask(task, ask_id, &text)? {
-            return Err(AskError::NotOpen {
-                task: task.to_owned(),
-                ask_id: ask_id.to_owned(),
-            });
+            return Err(AskError::not_open(task, ask_id));
         }
         self.deliver(ask_id, answer);
         Ok(())
@@ -88,10 +94,7 @@ impl AskBroker {
         match store.commit(task, step).await {
             Ok(_) => {}
             Err(StoreError::AskNotOpen { .. } | StoreError::NotFound(_)) => {
-                return Err(AskError::NotOpen {
-                    task: task.to_owned(),
-                    ask_id: ask_id.to_owned(),
-                });
+                return Err(AskError::not_open(task, ask_id));
             }
             Err(e) => return Err(e.into()),
         }
