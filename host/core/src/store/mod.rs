@@ -341,10 +341,10 @@ impl Store {
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(path = %path.display(), "task store runs in {mode} mode, not WAL");
         }
-        // Checkpoints every 32 MiB of WAL instead of SQLite's 4 MiB: the pages
-        // many tasks rewrite (their index pages, the task rows) are copied
-        // back once per checkpoint, not once per 4 MiB (P6: the checkpoint's
-        // share of the host's CPU fell from 4.0% to 3.0%).
+        // Checkpoints every 32 MiB of WAL instead of SQLite's 4 MiB: a task's
+        // steps wait for a checkpoint eight times less often (P5's p99 fell
+        // from 4–6 ms to under 1 ms), and pages rewritten in between are
+        // copied back once.
         conn.execute_batch(
             "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=8192;",
         )
