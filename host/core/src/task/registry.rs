@@ -327,4 +327,42 @@ mod tests {
             assert_eq!(t.provider(), HOST);
         }
     }
+
+    /// A tool list is encoded once per wire and list, and the bytes are
+    /// the wire's own encoding of the tools' portable schemas; another
+    /// list, another wire or a copy of the registry gets its own.
+    #[test]
+    fn tool_lists_are_encoded_once_and_shared() {
+        use crate::llm::anthropic::AnthropicWire;
+        use crate::llm::openai::OpenAiWire;
+        let registry = Registry::new();
+        let all: Vec<&ToolSpec> = registry.iter().map(|t| &t.spec).collect();
+        let some = &all[..2];
+        let first = registry.encoded_tools(&OpenAiWire, &all).expect("encodes");
+        let again = registry.encoded_tools(&OpenAiWire, &all).expect("encodes");
+        assert!(Arc::ptr_eq(&first, &again), "the same list is shared");
+        let definitions: Vec<ToolDefinition> = all
+            .iter()
+            .map(|s| ToolDefinition {
+                name: s.name.clone(),
+                description: s.description.clone(),
+                parameters: crate::llm::schema::portable(&s.args_schema),
+            })
+            .collect();
+        let mut direct = Vec::new();
+        OpenAiWire
+            .tools(&mut direct, &definitions)
+            .expect("encodes");
+        assert_eq!(&first[..], &direct[..]);
+        let fewer = registry.encoded_tools(&OpenAiWire, some).expect("encodes");
+        assert_ne!(&first[..], &fewer[..]);
+        let other_wire = registry
+            .encoded_tools(&AnthropicWire, &all)
+            .expect("encodes");
+        assert_ne!(&first[..], &other_wire[..]);
+        let copy = registry.clone();
+        let copied = copy.encoded_tools(&OpenAiWire, &all).expect("encodes");
+        assert!(!Arc::ptr_eq(&first, &copied), "a copy keeps its own");
+        assert_eq!(&first[..], &copied[..]);
+    }
 }
