@@ -274,8 +274,8 @@ impl Registry {
     }
 
     /// The tool list `offered` (tools of this registry) as `wire` encodes
-    /// it: the portable subset of each schema (calls are checked against
-    /// the full one). Encoded once, then shared by every task offered it.
+    /// it (the portable subset of each schema). Encoded once, then shared by every task
+    /// offered it.
     pub fn encoded_tools(
         &self,
         wire: &dyn WireFormat,
@@ -289,16 +289,8 @@ impl Registry {
         if let Some(bytes) = self.encodings_lock().get(&key) {
             return Ok(Arc::clone(bytes));
         }
-        let definitions: Vec<ToolDefinition> = offered
-            .iter()
-            .map(|s| ToolDefinition {
-                name: s.name.clone(),
-                description: s.description.clone(),
-                parameters: crate::llm::schema::portable(&s.args_schema),
-            })
-            .collect();
         let mut out = Vec::new();
-        wire.tools(&mut out, &definitions)?;
+        wire.tools(&mut out, &definitions(offered))?;
         let bytes: Arc<[u8]> = out.into();
         let mut map = self.encodings_lock();
         if map.len() >= MAX_ENCODINGS {
@@ -307,6 +299,19 @@ impl Registry {
         map.insert(key, Arc::clone(&bytes));
         Ok(bytes)
     }
+}
+
+/// The tools `offered` as the model is told of them: the portable subset
+/// of each schema (calls are checked against the full one).
+fn definitions(offered: &[&ToolSpec]) -> Vec<ToolDefinition> {
+    offered
+        .iter()
+        .map(|s| ToolDefinition {
+            name: s.name.clone(),
+            description: s.description.clone(),
+            parameters: crate::llm::schema::portable(&s.args_schema),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -341,17 +346,9 @@ mod tests {
         let first = registry.encoded_tools(&OpenAiWire, &all).expect("encodes");
         let again = registry.encoded_tools(&OpenAiWire, &all).expect("encodes");
         assert!(Arc::ptr_eq(&first, &again), "the same list is shared");
-        let definitions: Vec<ToolDefinition> = all
-            .iter()
-            .map(|s| ToolDefinition {
-                name: s.name.clone(),
-                description: s.description.clone(),
-                parameters: crate::llm::schema::portable(&s.args_schema),
-            })
-            .collect();
         let mut direct = Vec::new();
         OpenAiWire
-            .tools(&mut direct, &definitions)
+            .tools(&mut direct, &definitions(&all))
             .expect("encodes");
         assert_eq!(&first[..], &direct[..]);
         let fewer = registry.encoded_tools(&OpenAiWire, some).expect("encodes");
