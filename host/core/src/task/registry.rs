@@ -274,8 +274,8 @@ impl Registry {
     }
 
     /// The tool list `offered` (tools of this registry) as `wire` encodes
-    /// it (the portable subset of each schema). Encoded once, then shared by every task
-    /// offered it.
+    /// it (the portable subset of each schema). Encoded once, then shared
+    /// by every task offered it.
     pub fn encoded_tools(
         &self,
         wire: &dyn WireFormat,
