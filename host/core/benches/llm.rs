@@ -5,6 +5,11 @@
 // Benchmark code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+/// The allocator the `roost` binary runs with (see the workspace
+/// `Cargo.toml`), so the host is measured as it ships.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::Instant;
 
 use roost_core::llm::{ToolCallAssembler, partial_json};

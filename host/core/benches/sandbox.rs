@@ -14,6 +14,11 @@
 // Benchmark code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+/// The allocator the `roost` binary runs with (see the workspace
+/// `Cargo.toml`), so the host is measured as it ships.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

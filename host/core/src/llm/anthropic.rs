@@ -61,7 +61,7 @@ impl WireFormat for AnthropicWire {
         out.extend_from_slice(b",\"max_tokens\":");
         serde_json::to_writer(&mut out, &parts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS))?;
         out.extend_from_slice(b",\"stream\":true,\"system\":");
-        serde_json::to_writer(&mut out, parts.system)?;
+        out.extend_from_slice(parts.system);
         out.extend_from_slice(b",\"messages\":[");
         join_messages(&mut out, parts.messages, true);
         out.push(b']');

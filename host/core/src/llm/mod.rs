@@ -36,7 +36,7 @@ pub use error::{LlmError, parse_retry_after};
 pub use http::HttpTransport;
 pub use retry::RetryPolicy;
 pub use types::{ContentBlock, Message, Role, ToolDefinition, Usage};
-pub use wire::{Parts, WireFormat};
+pub use wire::{Parts, WireFormat, encode_system};
 
 /// One request to a model.
 #[derive(Debug, Clone, PartialEq)]

@@ -122,12 +122,10 @@ impl WireFormat for OpenAiWire {
         out.extend_from_slice(
             b",\"stream\":true,\"stream_options\":{\"include_usage\":true},\"messages\":[",
         );
-        serde_json::to_writer(
-            &mut out,
-            &WireMessage::System {
-                content: parts.system,
-            },
-        )?;
+        // The system message, from the prompt's kept encoding.
+        out.extend_from_slice(b"{\"role\":\"system\",\"content\":");
+        out.extend_from_slice(parts.system);
+        out.push(b'}');
         join_messages(&mut out, parts.messages, false);
         out.push(b']');
         if !parts.tools.is_empty() {
@@ -147,9 +145,6 @@ impl WireFormat for OpenAiWire {
 #[derive(Serialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
 enum WireMessage<'a> {
-    System {
-        content: &'a str,
-    },
     User {
         content: Cow<'a, str>,
     },

@@ -33,8 +33,10 @@ pub trait WireFormat: Send + Sync {
 pub struct Parts<'a> {
     /// Model id.
     pub model: &'a str,
-    /// System prompt (plain text; the format encodes it).
-    pub system: &'a str,
+    /// System prompt, encoded as a JSON string (quotes included, see
+    /// [`encode_system`]): a task's prompt rarely changes between turns,
+    /// so its encoding is kept instead of escaping it again every turn.
+    pub system: &'a [u8],
     /// Each model message, encoded by [`WireFormat::message`].
     pub messages: &'a [&'a [u8]],
     /// The tool list, encoded by [`WireFormat::tools`] (empty: none).
@@ -55,8 +57,13 @@ impl Parts<'_> {
 
     /// Whether there is nothing to send.
     pub fn is_empty(&self) -> bool {
-        self.messages.is_empty() && self.system.is_empty() && self.tools.is_empty()
+        self.messages.is_empty() && self.system == b"\"\"" && self.tools.is_empty()
     }
+}
+
+/// `system` encoded as a JSON string, as [`Parts::system`] takes it.
+pub fn encode_system(system: &str) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(system)
 }
 
 /// The body of `req` in `wire`'s format for `model`, every part encoded now.
@@ -74,9 +81,10 @@ pub fn encode(
     let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
     let mut tools = Vec::new();
     wire.tools(&mut tools, &req.tools)?;
+    let system = encode_system(&req.system)?;
     wire.body(&Parts {
         model,
-        system: &req.system,
+        system: &system,
         messages: &refs,
         tools: &tools,
         max_tokens: req.max_tokens,

@@ -405,13 +405,13 @@ impl Store {
         let now = now_ms();
         {
             let mut conn = self.conn();
-            let tx = conn.transaction()?;
+            let tx = step::write_transaction(&mut conn)?;
             exec(&tx,
                 "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)",
                 params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, new.base_url, new.profile, now],
             )?;
-            step::write_prepared(&tx, &id, &first, now)?;
+            step::write_prepared(&tx, &id, &first, now, &mut step::Positions::default())?;
             tx.commit()?;
         }
         self.get_task(&id)

@@ -14,10 +14,11 @@
 //! for one each (a commit writes every page it touched to the WAL).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::oneshot;
 
 use super::asks::{self, StoredAsk};
@@ -218,26 +219,82 @@ pub struct PreparedStep {
     events: Vec<String>,
 }
 
-/// Write `step` of `task` inside the caller's transaction, unless it is
-/// empty.
+/// A per-task log a step appends to.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Log {
+    Api,
+    Ui,
+    Events,
+}
+
+impl Log {
+    /// The last position in this log of the task keyed `?1`.
+    fn last_sql(self) -> &'static str {
+        match self {
+            Log::Api => "SELECT COALESCE(MAX(seq), 0) FROM api_messages WHERE task = ?1",
+            Log::Ui => "SELECT COALESCE(MAX(seq), 0) FROM ui_messages WHERE task = ?1",
+            Log::Events => "SELECT COALESCE(MAX(seq), 0) FROM events WHERE task = ?1",
+        }
+    }
+}
+
+/// What one write transaction has learnt of the tasks it writes: each
+/// task's integer key and the next free position in each of its logs,
+/// looked up once and then counted up. An append is then a plain INSERT,
+/// instead of a sub-select and a `RETURNING` (which SQLite runs through a
+/// temporary table) per row. Valid only inside the transaction that learnt
+/// it, which holds the write lock from its start ([`write_transaction`]),
+/// so no other connection can take a position meanwhile.
+#[derive(Default)]
+pub(super) struct Positions {
+    keys: HashMap<String, i64>,
+    next: HashMap<(Log, i64), i64>,
+}
+
+impl Positions {
+    /// Take the next position in `log` of the task keyed `key`.
+    fn take(&mut self, conn: &Connection, log: Log, key: i64) -> rusqlite::Result<i64> {
+        let next = match self.next.get(&(log, key)) {
+            Some(n) => *n,
+            None => one_row(conn, log.last_sql(), [key], |r| r.get::<_, i64>(0))? + 1,
+        };
+        self.next.insert((log, key), next + 1);
+        Ok(next)
+    }
+}
+
+/// A transaction that takes the write lock at once (`BEGIN IMMEDIATE`):
+/// what [`Positions`] learns stays true until it commits, even with other
+/// processes writing to the same store.
+pub(super) fn write_transaction(
+    conn: &mut Connection,
+) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+}
+
+/// Write `step` of `task` inside the caller's transaction (begun with
+/// [`write_transaction`]), unless it is empty.
 pub(super) fn write_prepared(
     conn: &Connection,
     task: &str,
     step: &PreparedStep,
     now: i64,
+    positions: &mut Positions,
 ) -> Result<Committed, StoreError> {
     if step.empty {
         return Ok(Committed::nothing());
     }
-    write_step(conn, task, step, now)
+    write_step(conn, task, step, now, positions)
 }
 
-/// Write `step` of `task` inside the caller's transaction (or savepoint).
+/// Write `step` of `task` inside the caller's transaction (begun with
+/// [`write_transaction`]; `positions` belongs to it).
 fn write_step(
     conn: &Connection,
     task: &str,
     step: &PreparedStep,
     now: i64,
+    positions: &mut Positions,
 ) -> Result<Committed, StoreError> {
     let mut committed = Committed {
         message: None,
@@ -253,10 +310,13 @@ fn write_step(
     // in a batch of many) for nothing but `updated_at`.
     let touches_task = step.status.is_some() || step.cost != 0.0 || *u != NO_USAGE;
     let key: Option<i64> = if !touches_task {
-        one_row(conn, "SELECT k FROM tasks WHERE id = ?1", [task], |r| {
-            r.get(0)
-        })
-        .optional()?
+        match positions.keys.get(task) {
+            Some(k) => Some(*k),
+            None => one_row(conn, "SELECT k FROM tasks WHERE id = ?1", [task], |r| {
+                r.get(0)
+            })
+            .optional()?,
+        }
     } else {
         one_row(
             conn,
@@ -280,16 +340,21 @@ fn write_step(
     let Some(key) = key else {
         return Err(StoreError::NotFound(task.to_owned()));
     };
+    if !positions.keys.contains_key(task) {
+        positions.keys.insert(task.to_owned(), key);
+    }
     committed.message = match &step.message {
         None => None,
-        Some(PreparedMessage::Append { role, content }) => Some(one_row(
-            conn,
-            "INSERT INTO api_messages (task, seq, role, content, created_at) \
-             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM api_messages WHERE task = ?1), ?2, ?3, ?4) \
-             RETURNING seq",
-            params![key, role, content, now],
-            |r| r.get(0),
-        )?),
+        Some(PreparedMessage::Append { role, content }) => {
+            let seq = positions.take(conn, Log::Api, key)?;
+            exec(
+                conn,
+                "INSERT INTO api_messages (task, seq, role, content, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![key, seq, role, content, now],
+            )?;
+            Some(seq)
+        }
         Some(PreparedMessage::Replace { seq, content }) => {
             let n = exec(
                 conn,
@@ -307,11 +372,12 @@ fn write_step(
         }
     };
     for (kind, subtype, text) in &step.ui {
+        let seq = positions.take(conn, Log::Ui, key)?;
         exec(
             conn,
             "INSERT INTO ui_messages (task, seq, ts, kind, subtype, text) \
-             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ui_messages WHERE task = ?1), ?2, ?3, ?4, ?5)",
-            params![key, now, kind, subtype, text],
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![key, seq, now, kind, subtype, text],
         )?;
     }
     if let Some(ask) = &step.ask {
@@ -332,14 +398,13 @@ fn write_step(
         });
     }
     for event in &step.events {
-        committed.events.push(one_row(
+        let seq = positions.take(conn, Log::Events, key)?;
+        exec(
             conn,
-            "INSERT INTO events (task, seq, ts, event) \
-             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE task = ?1), ?2, ?3) \
-             RETURNING seq",
-            params![key, now, event],
-            |r| r.get(0),
-        )?);
+            "INSERT INTO events (task, seq, ts, event) VALUES (?1, ?2, ?3, ?4)",
+            params![key, seq, now, event],
+        )?;
+        committed.events.push(seq);
     }
     Ok(committed)
 }
@@ -405,8 +470,8 @@ impl Store {
             return Ok(Committed::nothing());
         }
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let committed = write_step(&tx, task, &prepared, now_ms())?;
+        let tx = write_transaction(&mut conn)?;
+        let committed = write_step(&tx, task, &prepared, now_ms(), &mut Positions::default())?;
         tx.commit()?;
         Ok(committed)
     }
@@ -468,10 +533,11 @@ impl Store {
         let now = now_ms();
         let mut conn = self.conn();
         let together = (|| -> Result<Vec<Committed>, StoreError> {
-            let tx = conn.transaction()?;
+            let tx = write_transaction(&mut conn)?;
+            let mut positions = Positions::default();
             let mut committed = Vec::with_capacity(jobs.len());
             for job in &jobs {
-                committed.push(write_step(&tx, &job.task, &job.step, now)?);
+                committed.push(write_step(&tx, &job.task, &job.step, now, &mut positions)?);
             }
             tx.commit()?;
             Ok(committed)
@@ -483,8 +549,8 @@ impl Store {
             Err(_) => jobs
                 .iter()
                 .map(|job| {
-                    let tx = conn.transaction()?;
-                    let c = write_step(&tx, &job.task, &job.step, now)?;
+                    let tx = write_transaction(&mut conn)?;
+                    let c = write_step(&tx, &job.task, &job.step, now, &mut Positions::default())?;
                     tx.commit()?;
                     Ok(c)
                 })

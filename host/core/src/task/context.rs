@@ -10,7 +10,9 @@ use std::sync::Arc;
 use futures::StreamExt;
 
 use super::history::History;
-use crate::llm::{ChatRequest, ContentBlock, Message, Parts, Provider, Role, StreamEvent};
+use crate::llm::{
+    ChatRequest, ContentBlock, Message, Parts, Provider, Role, StreamEvent, encode_system,
+};
 use crate::store::StoredMessage;
 
 /// The history as the model sees it: visible messages, the latest summary
@@ -73,6 +75,8 @@ pub struct RequestCache {
     summary: Option<String>,
     /// The tool list's encoding.
     tools: Option<Arc<[u8]>>,
+    /// The last system prompt and its encoding.
+    system: Option<(String, Vec<u8>)>,
 }
 
 impl RequestCache {
@@ -116,6 +120,10 @@ impl RequestCache {
             encoded.push((key, bytes));
         }
         self.messages = encoded;
+        if self.system.as_ref().is_none_or(|(text, _)| text != system) {
+            self.system = Some((system.to_owned(), encode_system(system)?));
+        }
+        let system = self.system.as_ref().map_or(&[][..], |(_, e)| e.as_slice());
         let refs: Vec<&[u8]> = self.messages.iter().map(|(_, b)| b.as_slice()).collect();
         let tools = self.tools.as_deref().unwrap_or(&[]);
         wire.body(&Parts {
