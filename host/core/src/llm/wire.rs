@@ -57,7 +57,7 @@ impl Parts<'_> {
 
     /// Whether there is nothing to send.
     pub fn is_empty(&self) -> bool {
-        self.messages.is_empty() && self.system == b"\"\"" && self.tools.is_empty()
+        self.messages.is_empty() && matches!(self.system, b"" | b"\"\"") && self.tools.is_empty()
     }
 }
 

@@ -5,7 +5,7 @@
 
 use rusqlite::params;
 
-use super::{Store, StoreError, now_ms, one_row, task_key};
+use super::{Step, Store, StoreError, one_row};
 
 /// One recorded event.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,18 +20,14 @@ pub struct StoredEvent {
 
 impl Store {
     /// Record an event of `task`; returns its position. The number is
-    /// taken by the insert itself (see `append_api`), so two processes on
-    /// one store cannot collide.
+    /// taken as `append_api` takes it, so two processes on one store
+    /// cannot collide.
     pub fn append_event(&self, task: &str, event: &str) -> Result<i64, StoreError> {
-        let conn = self.conn();
-        Ok(one_row(
-            &conn,
-            "INSERT INTO events (task, seq, ts, event) \
-             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE task = ?1), ?2, ?3) \
-             RETURNING seq",
-            params![task_key(&conn, task)?, now_ms(), event],
-            |r| r.get(0),
-        )?)
+        self.commit_step(task, Step::new().event(event.to_owned()))?
+            .events
+            .first()
+            .copied()
+            .ok_or_else(|| StoreError::NotFound(task.to_owned()))
     }
 
     /// The position of `task`'s last recorded event (0: none).

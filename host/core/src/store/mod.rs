@@ -565,23 +565,12 @@ impl Store {
     }
 
     /// Append an API message; returns its sequence number. The number is
-    /// taken by the insert itself (one statement, under SQLite's write
-    /// lock), so processes sharing a store never collide.
+    /// taken inside the write transaction of the insert ([`Store::commit_step`]),
+    /// so processes sharing a store never collide.
     pub fn append_api(&self, task: &str, m: &Message) -> Result<i64, StoreError> {
-        let content = serde_json::to_string(&m.content).map_err(|e| StoreError::Corrupt {
-            task: task.to_owned(),
-            seq: -1,
-            detail: e.to_string(),
-        })?;
-        let conn = self.conn();
-        Ok(one_row(
-            &conn,
-            "INSERT INTO api_messages (task, seq, role, content, created_at) \
-             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM api_messages WHERE task = ?1), ?2, ?3, ?4) \
-             RETURNING seq",
-            params![task_key(&conn, task)?, role_str(m.role), content, now_ms()],
-            |r| r.get(0),
-        )?)
+        self.commit_step(task, Step::new().append(m))?
+            .message
+            .ok_or_else(|| StoreError::NotFound(task.to_owned()))
     }
 
     /// Replace the content of API message `seq` (a tool-result message grows
@@ -724,23 +713,12 @@ impl Store {
         subtype: &str,
         text: &str,
     ) -> Result<i64, StoreError> {
-        let text = roost_secrets::redact(text);
-        // The number is taken by the insert itself (see `append_api`).
-        let conn = self.conn();
-        Ok(one_row(
-            &conn,
-            "INSERT INTO ui_messages (task, seq, ts, kind, subtype, text) \
-             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ui_messages WHERE task = ?1), ?2, ?3, ?4, ?5) \
-             RETURNING seq",
-            params![
-                task_key(&conn, task)?,
-                now_ms(),
-                kind,
-                subtype,
-                text.as_ref()
-            ],
-            |r| r.get(0),
-        )?)
+        // Redacted, and numbered as `append_api` numbers, by the step.
+        self.commit_step(task, Step::new().ui(kind, subtype, text))?
+            .ui
+            .first()
+            .copied()
+            .ok_or_else(|| StoreError::NotFound(task.to_owned()))
     }
 
     /// The UI history in order.

@@ -65,6 +65,8 @@ pub struct Step<'a> {
 pub struct Committed {
     /// Seq of the step's history message, if it wrote one.
     pub message: Option<i64>,
+    /// Positions of its UI rows in the task's UI history, in order.
+    pub ui: Vec<i64>,
     /// Positions of its events in the task's event log, in order.
     pub events: Vec<i64>,
 }
@@ -74,6 +76,7 @@ impl Committed {
     fn nothing() -> Self {
         Self {
             message: None,
+            ui: Vec::new(),
             events: Vec::new(),
         }
     }
@@ -298,6 +301,7 @@ fn write_step(
 ) -> Result<Committed, StoreError> {
     let mut committed = Committed {
         message: None,
+        ui: Vec::with_capacity(step.ui.len()),
         events: Vec::with_capacity(step.events.len()),
     };
     // Touching the task first makes a missing task an error before
@@ -379,6 +383,7 @@ fn write_step(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![key, seq, now, kind, subtype, text],
         )?;
+        committed.ui.push(seq);
     }
     if let Some(ask) = &step.ask {
         if ask.task_id != task {
