@@ -20,6 +20,7 @@ mod limits;
 mod llm_providers;
 mod plugin_install;
 mod sandbox;
+mod sandbox_promises;
 mod scope;
 mod snapshots;
 mod sse_server;

@@ -11,7 +11,7 @@ use roost_tests::fixture_wasm;
 /// A plugin folder: `component` copied in as `<name>.wasm`, with a
 /// manifest whose `[capabilities]` table is `caps` (hash filled in unless
 /// `sha` is given).
-fn plugin_dir(
+pub(crate) fn plugin_dir(
     root: &Path,
     name: &str,
     version: &str,

@@ -170,6 +170,10 @@ pub fn hostile_workspace() -> TestWorkspace {
     ws.write(".orchestration/agent_trace.jsonl", "");
     ws.write("src/auth/session.rs", "// session\n");
     ws.write("src/billing.rs", "// billing\n");
+    // What .rooignore hides: by name anywhere, and by an anchored path.
+    ws.write(".rooignore", ".env\nconf/secret.txt\n");
+    ws.write(".env", "API_KEY=hidden-by-rooignore\n");
+    ws.write("conf/secret.txt", "hidden-by-rooignore\n");
     ws
 }
 

@@ -11,7 +11,9 @@ use clap::{Args, Subcommand};
 use super::interact::Terminal;
 use super::render::{self, Format};
 use super::sanitize::{json_text, visible, visible_line};
-use roost_core::config::{self, Profile, ProviderChoice, RecordedEndpoint, SecretStore};
+use roost_core::config::{
+    self, Profile, ProviderChoice, RecordedEndpoint, SandboxConfig, SecretStore,
+};
 use roost_core::engine::{Engine, EngineBuilder, TaskSpec};
 use roost_core::events::EventBus;
 use roost_core::llm::{Provider, Role};
@@ -133,7 +135,7 @@ fn build_provider(
     args: &ProviderArgs,
     stored: Option<&TaskRecord>,
     scripted_start: usize,
-) -> anyhow::Result<(Arc<dyn Provider>, Profile, SecretStore)> {
+) -> anyhow::Result<(Arc<dyn Provider>, Profile, SecretStore, SandboxConfig)> {
     let cfg = config::load(args.config.as_deref())?;
     let secrets = cfg.secret_store();
     let choice = ProviderChoice {
@@ -150,7 +152,7 @@ fn build_provider(
         profile: &t.profile,
     });
     let (provider, profile) = config::provider(&cfg, &choice, recorded, scripted_start)?;
-    Ok((provider, profile, secrets))
+    Ok((provider, profile, secrets, cfg.sandbox))
 }
 
 /// The engine a run or resume drives: the chosen model, the profile's
@@ -160,6 +162,7 @@ fn engine(
     provider: Arc<dyn Provider>,
     profile: &Profile,
     secrets: SecretStore,
+    sandbox: SandboxConfig,
     opts: &RunOptions,
 ) -> anyhow::Result<Arc<Engine>> {
     let policy = if opts.yes {
@@ -170,11 +173,12 @@ fn engine(
             None => ApprovalPolicy::default(),
         }
     };
-    let config = TaskConfig {
+    let mut config = TaskConfig {
         policy,
         max_turns: opts.max_turns,
         ..TaskConfig::default()
     };
+    sandbox.apply(&mut config);
     let mut builder = EngineBuilder::new(data_dir)
         .config(config)
         .profile(provider, profile)
@@ -264,8 +268,15 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     } else {
         args.prompt.clone()
     };
-    let (provider, profile, secrets) = build_provider(&args.provider, None, 0)?;
-    let engine = engine(data_dir, provider, &profile, secrets, &args.options)?;
+    let (provider, profile, secrets, sandbox) = build_provider(&args.provider, None, 0)?;
+    let engine = engine(
+        data_dir,
+        provider,
+        &profile,
+        secrets,
+        sandbox,
+        &args.options,
+    )?;
     let id = engine.create_task(&TaskSpec {
         prompt,
         workspace,
@@ -295,7 +306,8 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
         .iter()
         .filter(|m| m.message.role == Role::Assistant)
         .count();
-    let (provider, profile, secrets) = build_provider(&args.provider, Some(&task), replies)?;
+    let (provider, profile, secrets, sandbox) =
+        build_provider(&args.provider, Some(&task), replies)?;
     let endpoint = |p: &str, b: &str, m: &str| {
         format!("{p} {m} at {}", if b.is_empty() { "(none)" } else { b })
     };
@@ -324,7 +336,14 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
         )?;
     }
     drop(store);
-    let engine = engine(data_dir, provider, &profile, secrets, &args.options)?;
+    let engine = engine(
+        data_dir,
+        provider,
+        &profile,
+        secrets,
+        sandbox,
+        &args.options,
+    )?;
     let id = engine.prepare_resume(&task.id)?;
     let events = engine.events(&id)?;
     drive(&engine, &id, events, &args.options).await

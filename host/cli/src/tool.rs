@@ -13,9 +13,11 @@ use roost_core::config::{self, SecretStore};
 use roost_core::first_party;
 use roost_core::install::Plugins;
 use roost_core::store::Store;
-use roost_core::task::Registry;
 use roost_core::task::paths;
-use roost_sandbox::capability::{Grant, Limits, NetworkGrant, Origin, RooIgnore, Workspace};
+use roost_core::task::{Registry, WriteRule, WriteSession, write_session};
+use roost_sandbox::capability::{
+    Grant, GuardBudget, Limits, NetworkGrant, Origin, RooIgnore, Workspace,
+};
 use roost_sandbox::plugins::{EngineConfig, LoadedPlugin, NetworkRecord, PluginEngine};
 
 /// `roost tool …`
@@ -144,15 +146,15 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     }
     // The config only matters here for secrets: a broken one is an error
     // when `--secret` asks for one, else a warning.
-    let secrets = match config::load(c.config.as_deref()) {
-        Ok(cfg) => cfg.secret_store(),
+    let (secrets, budget) = match config::load(c.config.as_deref()) {
+        Ok(cfg) => (cfg.secret_store(), cfg.sandbox.guard_budget()),
         Err(e) if !c.secrets.is_empty() => return Err(e.into()),
         Err(e) => {
             eprintln!(
                 "warning: {}; secrets come from ROOST_SECRET_* variables only",
                 visible(&e.to_string())
             );
-            SecretStore::from_env()
+            (SecretStore::from_env(), GuardBudget::default())
         }
     };
     let (engine, registry) = load(data_dir, &c.plugins, secrets.clone())?;
@@ -211,10 +213,26 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     if let Some(network) = network_of(&c, access.network.as_deref(), plugin, &secrets)? {
         grant = grant.network(network);
     }
+    // The same write session as a task's calls: a lease on the roots and
+    // a guard that undoes any change to an authority file under them.
+    let session = if c.write.is_empty() {
+        None
+    } else {
+        Some(
+            WriteSession::open(&ws, &c.write, WriteRule::default(), budget)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}", visible(&e.to_string())))?,
+        )
+    };
     let report = engine
         .call_with_report(plugin, &c.name, &args.to_string(), &grant)
         .await;
-    let result = report.result;
+    let mut result = report.result;
+    if let Some((guarded, _lease)) = session.map(WriteSession::close)
+        && let Some(v) = write_session::violation(&guarded, &c.name, None)
+    {
+        result = Err(v);
+    }
     let mut network = report.network.records;
     for r in &mut network {
         roost_core::intents::redact_record(r);

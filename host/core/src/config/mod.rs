@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::task::{Price, TaskConfig};
+use roost_sandbox::capability::GuardBudget;
 
 /// Why the configuration (or a provider from it) cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +68,36 @@ pub struct Config {
     /// Secrets plugins' requests may carry, by name (`[secrets.NAME]`).
     #[serde(default)]
     pub secrets: BTreeMap<String, SecretConfig>,
+    /// The host's own budgets around sandboxed calls.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+}
+
+/// The `[sandbox]` table: how much host work a call may cost beyond its
+/// own limits.
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Milliseconds undoing a call's writes outside its scope may take
+    /// before the call is reported as over its limits (everything is still
+    /// undone); default 10,000.
+    pub guard_cleanup_ms: Option<u64>,
+}
+
+impl SandboxConfig {
+    /// The write guard's budget these settings give.
+    pub fn guard_budget(&self) -> GuardBudget {
+        let mut b = GuardBudget::default();
+        if let Some(ms) = self.guard_cleanup_ms {
+            b.cleanup = std::time::Duration::from_millis(ms);
+        }
+        b
+    }
+
+    /// Put these settings into `config`.
+    pub fn apply(&self, config: &mut TaskConfig) {
+        config.guard_budget = self.guard_budget();
+    }
 }
 
 /// The `[plugins]` table: signature policy for installed plugins.

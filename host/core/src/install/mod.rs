@@ -557,7 +557,12 @@ pub fn widening(old: &Capabilities, new: &Capabilities, ceiling: &Limits) -> Vec
         out.push("+ read: the workspace".to_owned());
     }
     if new.write && !old.write {
-        out.push("+ write: where the task's intent allows".to_owned());
+        out.push(if new.read == ReadAccess::None {
+            "+ write: where the task's intent allows (and reading there: write access is read access)"
+                .to_owned()
+        } else {
+            "+ write: where the task's intent allows".to_owned()
+        });
     }
     let rules = |c: &Capabilities| -> Vec<NetworkRule> {
         c.network
@@ -605,9 +610,17 @@ pub fn widening(old: &Capabilities, new: &Capabilities, ceiling: &Limits) -> Vec
 /// The capability lines an install prompt and `inspect` show.
 pub fn describe(c: &Capabilities, ceiling: &Limits) -> Vec<String> {
     let mut out = vec![
-        match c.read {
-            ReadAccess::Workspace => "read: the workspace (read-only)".to_owned(),
-            ReadAccess::None => "read: nothing".to_owned(),
+        match (c.read, c.write) {
+            (ReadAccess::Workspace, _) => {
+                "read: the workspace (read-only), except what its .rooignore hides".to_owned()
+            }
+            // WASI cannot write a directory it cannot see: say so.
+            (ReadAccess::None, true) => {
+                "read: only where it may write (write access is read access; with intents \
+                 off that is the whole workspace), except what .rooignore hides"
+                    .to_owned()
+            }
+            (ReadAccess::None, false) => "read: nothing".to_owned(),
         },
         if c.write {
             "write: yes, only where the task's active intent allows".to_owned()

@@ -26,6 +26,7 @@ pub use crate::asks::{Answer, Approval, Ask, CompletionAnswer};
 pub use approval::ApprovalPolicy;
 pub use ask::{Answers, AskBroker, AskError, Responder, answer_asks};
 pub use call::paths;
+pub use call::write_session::{self, WriteRule, WriteSession};
 pub use config::{Price, TaskConfig};
 pub use control::Control;
 pub use registry::{

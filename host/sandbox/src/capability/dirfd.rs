@@ -93,6 +93,12 @@ pub struct DirFd {
     fd: OwnedFd,
 }
 
+impl AsFd for DirFd {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 /// Whether `name` is one plain entry name (no separator, not `.`/`..`).
 fn plain(name: &OsStr) -> std::io::Result<&OsStr> {
     let b = name.as_bytes();
@@ -122,6 +128,12 @@ impl DirFd {
         Ok(Self { fd })
     }
 
+    /// A handle on a directory opened elsewhere (by the sandbox's own
+    /// resolution, which never leaves its preopen).
+    pub(crate) fn from_file(dir: File) -> Self {
+        Self { fd: dir.into() }
+    }
+
     /// Open the child directory `name`; a symlink there is an error.
     pub fn open_dir(&self, name: &OsStr) -> std::io::Result<Self> {
         let fd = rustix::fs::openat(
@@ -145,7 +157,12 @@ impl DirFd {
         for c in components {
             plain(c)?;
         }
-        if let Some(fd) = self.openat2(components, OFlags::RDONLY | OFlags::DIRECTORY)? {
+        // One path longer than the kernel takes in one call (a chain a
+        // plugin made past `PATH_MAX`) is walked a component at a time.
+        let len: usize = components.iter().map(|c| c.len() + 1).sum();
+        if len < PATH_MAX
+            && let Some(fd) = self.openat2(components, OFlags::RDONLY | OFlags::DIRECTORY)?
+        {
             return Ok(Self { fd });
         }
         let mut cur = self.open_dir(components[0])?;
@@ -237,6 +254,33 @@ impl DirFd {
         Ok(out)
     }
 
+    /// The names in this directory with their kinds as the directory
+    /// listing gives them (a `stat` only where the file system does not
+    /// say), `.` and `..` left out. Cheaper than [`DirFd::entries`] when
+    /// only the kind matters.
+    pub fn names(&self) -> std::io::Result<Vec<(OsString, Kind)>> {
+        let dir = rustix::fs::Dir::read_from(&self.fd).map_err(io)?;
+        let mut out = Vec::new();
+        for entry in dir {
+            let entry = entry.map_err(io)?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let name = OsStr::from_bytes(name).to_os_string();
+            let kind = match entry.file_type() {
+                FileType::Unknown => match self.stat(&name) {
+                    Ok(st) => st.kind,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                },
+                ft => Kind::of(ft),
+            };
+            out.push((name, kind));
+        }
+        Ok(out)
+    }
+
     /// Open the regular file `name` for reading. A symlink, FIFO, socket,
     /// device or directory there is refused without blocking.
     pub fn open_read(&self, name: &OsStr) -> std::io::Result<File> {
@@ -312,51 +356,90 @@ impl DirFd {
 
     /// Remove `name` whatever it is, a directory with everything below it,
     /// never following a symlink. Works at any depth with a constant number
-    /// of open handles (it climbs back with `..`, which is never a link).
-    /// Returns how many entries were removed.
+    /// of open handles (it climbs back with `..`, which is never a link, and
+    /// checks it came back to the directory it left), and reads each
+    /// directory once, so it costs what `rm -rf` costs. Returns how many
+    /// entries were removed.
     pub fn remove_tree(&self, name: &OsStr) -> std::io::Result<usize> {
         let st = self.stat(name)?;
         if st.kind != Kind::Dir {
             self.remove_file(name)?;
             return Ok(1);
         }
+        /// A directory on the way down: its name in its parent, who it is,
+        /// and the subdirectories still to remove (`None` until listed).
+        struct Frame {
+            name: OsString,
+            id: (u64, u64),
+            subdirs: Option<Vec<OsString>>,
+        }
         let mut removed = 0usize;
         let mut cur = self.open_dir(name)?;
-        let mut depth = 1usize;
-        loop {
-            // Empty the current directory of non-directories; descend into
-            // the first subdirectory found.
-            let mut sub = None;
-            for (child, st) in cur.entries()? {
-                if st.kind == Kind::Dir {
-                    sub = Some(child);
-                    break;
+        let me = cur.stat_self()?;
+        let mut stack = vec![Frame {
+            name: name.to_os_string(),
+            id: (me.dev, me.ino),
+            subdirs: None,
+        }];
+        while let Some(top) = stack.last_mut() {
+            let subdirs = match &mut top.subdirs {
+                Some(s) => s,
+                None => {
+                    let mut subs = Vec::new();
+                    for (child, kind) in cur.names()? {
+                        if kind == Kind::Dir {
+                            subs.push(child);
+                        } else {
+                            cur.remove_file(&child)?;
+                            removed += 1;
+                        }
+                    }
+                    top.subdirs.insert(subs)
                 }
-                cur.remove_file(&child)?;
-                removed += 1;
-            }
-            if let Some(child) = sub {
-                cur = cur.open_dir(&child)?;
-                depth += 1;
+            };
+            if let Some(child) = subdirs.pop() {
+                let sub = match cur.open_dir(&child) {
+                    Ok(d) => d,
+                    // Not a directory any more: remove whatever it is.
+                    Err(e) if e.raw_os_error() == Some(Errno::NOTDIR.raw_os_error()) => {
+                        cur.remove_file(&child)?;
+                        removed += 1;
+                        continue;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                };
+                let st = sub.stat_self()?;
+                cur = sub;
+                stack.push(Frame {
+                    name: child,
+                    id: (st.dev, st.ino),
+                    subdirs: None,
+                });
                 continue;
             }
             // Empty: climb and remove it.
-            let me = cur.stat_self()?;
-            let parent = cur.open_parent()?;
-            let name_in_parent = parent
-                .entries()?
-                .into_iter()
-                .find(|(_, st)| st.kind == Kind::Dir && st.ino == me.ino && st.dev == me.dev)
-                .map(|(n, _)| n)
-                .ok_or_else(|| std::io::Error::other("directory moved while being removed"))?;
-            parent.remove_dir(&name_in_parent)?;
-            removed += 1;
-            depth -= 1;
-            if depth == 0 {
-                return Ok(removed);
+            let Some(done) = stack.pop() else { break };
+            let parent = match stack.last() {
+                Some(up) => {
+                    let parent = cur.open_parent()?;
+                    let st = parent.stat_self()?;
+                    if (st.dev, st.ino) != up.id {
+                        return Err(std::io::Error::other("directory moved while being removed"));
+                    }
+                    parent
+                }
+                None => self.try_clone()?,
+            };
+            let st = parent.stat(&done.name)?;
+            if st.kind != Kind::Dir || (st.dev, st.ino) != done.id {
+                return Err(std::io::Error::other("directory moved while being removed"));
             }
+            parent.remove_dir(&done.name)?;
+            removed += 1;
             cur = parent;
         }
+        Ok(removed)
     }
 
     /// The parent directory (`..` is never a symlink).
@@ -402,6 +485,10 @@ pub fn read_capped(f: File, max: u64) -> std::io::Result<Vec<u8>> {
     }
     Ok(buf)
 }
+
+/// Longest path the kernel resolves in one call (Linux's `PATH_MAX`,
+/// counting the terminating NUL).
+const PATH_MAX: usize = 4096;
 
 static OPENAT2_MISSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

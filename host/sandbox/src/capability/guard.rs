@@ -15,7 +15,6 @@
 //! refuses to arm when it could not guarantee the restore.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -35,6 +34,10 @@ pub struct GuardBudget {
     pub depth: usize,
     /// Wall-clock time the recording walk may take.
     pub time: Duration,
+    /// Wall-clock time undoing a call's changes may take before the call
+    /// is reported as having cost the host too much. Undoing never stops
+    /// early: everything is still put back.
+    pub cleanup: Duration,
 }
 
 impl Default for GuardBudget {
@@ -44,6 +47,7 @@ impl Default for GuardBudget {
             entries: 200_000,
             depth: 128,
             time: Duration::from_secs(10),
+            cleanup: Duration::from_secs(10),
         }
     }
 }
@@ -133,6 +137,10 @@ pub struct GuardReport {
     pub reverted: Vec<String>,
     /// Paths whose change could not be undone, with why.
     pub failed: Vec<(String, String)>,
+    /// How long undoing took, when that was longer than the budget's
+    /// `cleanup` (everything was still undone): the call cost the host
+    /// more than it may, and is reported so.
+    pub overran: Option<Duration>,
 }
 
 impl GuardReport {
@@ -148,15 +156,18 @@ pub struct WriteGuard {
     ws: Workspace,
     roots: Vec<RelPath>,
     kept: BTreeMap<RelPath, Kept>,
-    depth: usize,
+    budget: GuardBudget,
 }
 
-/// One step of a walk: an entry, its path and its depth below the root.
+/// One step of a walk: an entry, its path, what it is (as the directory
+/// listing says), the directory it is in and that directory's depth below
+/// the root.
 struct Visit<'a> {
     rel: &'a RelPath,
     name: &'a str,
-    st: &'a EntryStat,
+    kind: Kind,
     dir: &'a DirFd,
+    depth: usize,
 }
 
 impl WriteGuard {
@@ -191,7 +202,12 @@ impl WriteGuard {
                     if (rule.allows)(v.name) {
                         return Ok(true);
                     }
-                    let entry = match v.st.kind {
+                    let st = v.dir.stat(last(v.rel)).map_err(|source| GuardError::Io {
+                        path: v.name.to_owned(),
+                        source,
+                    })?;
+                    let st = &st;
+                    let entry = match st.kind {
                         Kind::Symlink => Kept::Symlink {
                             target: v.dir.readlink(last(v.rel)).map_err(|source| {
                                 GuardError::Io {
@@ -199,11 +215,11 @@ impl WriteGuard {
                                     source,
                                 }
                             })?,
-                            st: *v.st,
+                            st: *st,
                         },
-                        Kind::Dir => Kept::Dir { st: *v.st },
+                        Kind::Dir => Kept::Dir { st: *st },
                         Kind::File if authority::content_kept(v.name) => {
-                            bytes = bytes.saturating_add(v.st.size);
+                            bytes = bytes.saturating_add(st.size);
                             if bytes > budget.bytes {
                                 over = Some(format!("{} MiB of files", budget.bytes >> 20));
                                 return Ok(false);
@@ -217,14 +233,14 @@ impl WriteGuard {
                                 })?;
                             Kept::File {
                                 bytes: Some(content),
-                                st: *v.st,
+                                st: *st,
                             }
                         }
                         Kind::File => Kept::File {
                             bytes: None,
-                            st: *v.st,
+                            st: *st,
                         },
-                        Kind::Special => Kept::Other { st: *v.st },
+                        Kind::Special => Kept::Other { st: *st },
                     };
                     kept.insert(v.rel.clone(), entry);
                     if kept.len() > budget.entries {
@@ -252,57 +268,57 @@ impl WriteGuard {
             ws: ws.clone(),
             roots,
             kept,
-            depth: budget.depth,
+            budget,
         })
     }
 
     /// Undo every change to a path outside the scope and report them.
+    /// What the call created is removed as the walk finds it, through the
+    /// handle of the directory it is in (so at any depth and whatever the
+    /// length of its path), reading each directory once; what it changed or
+    /// deleted is put back after the walk.
     pub fn check(self, rule: &GuardRule<'_>) -> GuardReport {
+        let started = Instant::now();
         let mut report = GuardReport::default();
         let mut seen = BTreeSet::new();
-        let mut added: Vec<(RelPath, Kind)> = Vec::new();
         let mut changed: Vec<RelPath> = Vec::new();
-        let mut deep: Vec<String> = Vec::new();
-        let mut deep_failed: Vec<(String, String)> = Vec::new();
+        let mut deep = GuardReport::default();
         for root in &self.roots {
             let res = walk(
                 &self.ws,
                 root,
                 rule,
-                self.depth,
+                self.budget.depth,
                 &mut |v: Visit<'_>| {
                     if (rule.allows)(v.name) {
                         return Ok(true);
                     }
+                    let Some(k) = self.kept.get(v.rel) else {
+                        // New: nothing the guard kept is below it.
+                        let mut rel = v.name.to_owned();
+                        self.purge(
+                            v.dir,
+                            last(v.rel),
+                            &mut rel,
+                            v.kind,
+                            v.depth,
+                            rule,
+                            &mut report,
+                        );
+                        return Ok(false);
+                    };
                     seen.insert(v.rel.clone());
-                    match self.kept.get(v.rel) {
-                        // New: removed below (a new directory only once it is
-                        // empty of new entries, so allowed files in it stay).
-                        None => added.push((v.rel.clone(), v.st.kind)),
-                        Some(k) if !k.unchanged(v.st) => changed.push(v.rel.clone()),
-                        Some(_) => {}
+                    match v.dir.stat(last(v.rel)) {
+                        Ok(st) if k.unchanged(&st) => {}
+                        _ => changed.push(v.rel.clone()),
                     }
                     Ok(true)
                 },
                 &mut |dir, rel| {
                     // Below the depth limit nothing was there when the guard
                     // was armed: everything there is new, and removed whole.
-                    let res = dir.entries().and_then(|entries| {
-                        let mut n = 0usize;
-                        for (name, _) in entries {
-                            n += dir.remove_tree(&name)?;
-                        }
-                        Ok(n)
-                    });
-                    match res {
-                        Ok(0) => {}
-                        Ok(n) => deep.push(format!(
-                            "{rel}/* ({n} entries below the guard's depth limit)"
-                        )),
-                        Err(e) => {
-                            deep_failed.push((rel.as_string(), format!("cannot remove: {e}")))
-                        }
-                    }
+                    let mut path = rel.as_string();
+                    self.sweep_all(dir, &mut path, &mut deep);
                     Ok(())
                 },
             );
@@ -311,33 +327,8 @@ impl WriteGuard {
                 Err(WalkError::Guard(e)) => report.failed.push((root.as_string(), e.to_string())),
             }
         }
-        report.reverted.extend(deep);
-        report.failed.extend(deep_failed);
-        // Deepest first, so a new directory is empty once its new entries
-        // are gone (a new directory holding allowed files stays).
-        added.sort_by(|a, b| {
-            b.0.parts()
-                .len()
-                .cmp(&a.0.parts().len())
-                .then(a.0.cmp(&b.0))
-        });
-        for (rel, kind) in added {
-            let res = self.parent(&rel).and_then(|dir| {
-                if kind == Kind::Dir {
-                    dir.remove_dir(last(&rel))
-                } else {
-                    dir.remove_file(last(&rel))
-                }
-            });
-            match res {
-                Ok(()) => report.reverted.push(rel.as_string()),
-                // It holds files the scope allows: a container, kept.
-                Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {}
-                Err(e) => report
-                    .failed
-                    .push((rel.as_string(), format!("cannot remove: {e}"))),
-            }
-        }
+        report.reverted.append(&mut deep.reverted);
+        report.failed.append(&mut deep.failed);
         let missing: Vec<RelPath> = self
             .kept
             .keys()
@@ -361,14 +352,157 @@ impl WriteGuard {
         }
         report.reverted.sort();
         report.reverted.dedup();
+        let took = started.elapsed();
+        if took > self.budget.cleanup {
+            report.overran = Some(took);
+        }
         report
     }
 
-    /// The parent directory of `rel`, reached without following links.
-    fn parent(&self, rel: &RelPath) -> std::io::Result<DirFd> {
-        let parts = rel.parts();
-        let comps = parts.split_last().map_or(&[][..], |(_, p)| p);
-        self.ws.root().open_dir_path(comps)
+    /// Remove the new entry `name` of `parent` (at `rel`, in a directory
+    /// `depth` levels below its root) and what is below it, except what
+    /// the rule allows: a new directory holding allowed entries stays, as
+    /// their container. Returns whether it is gone.
+    #[allow(clippy::too_many_arguments)]
+    fn purge(
+        &self,
+        parent: &DirFd,
+        name: &std::ffi::OsStr,
+        rel: &mut String,
+        kind: Kind,
+        depth: usize,
+        rule: &GuardRule<'_>,
+        report: &mut GuardReport,
+    ) -> bool {
+        if kind != Kind::Dir {
+            return match parent.remove_file(name) {
+                Ok(()) => {
+                    report.reverted.push(rel.clone());
+                    true
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+                Err(e) => {
+                    report
+                        .failed
+                        .push((rel.clone(), format!("cannot remove: {e}")));
+                    false
+                }
+            };
+        }
+        if depth + 1 >= self.budget.depth {
+            // Past the depth limit: nothing was there when the guard was
+            // armed, so it all goes, allowed or not.
+            return match parent.remove_tree(name) {
+                Ok(n) => {
+                    report.reverted.push(if n > 1 {
+                        format!(
+                            "{rel} (and {} entries below the guard's depth limit)",
+                            n - 1
+                        )
+                    } else {
+                        rel.clone()
+                    });
+                    true
+                }
+                Err(e) => {
+                    report
+                        .failed
+                        .push((rel.clone(), format!("cannot remove: {e}")));
+                    false
+                }
+            };
+        }
+        let dir = match parent.open_dir(name) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+            Err(e) => {
+                report
+                    .failed
+                    .push((rel.clone(), format!("cannot open to remove: {e}")));
+                return false;
+            }
+        };
+        if !self.sweep(&dir, rel, depth + 1, rule, report) {
+            return false;
+        }
+        drop(dir);
+        match parent.remove_dir(name) {
+            Ok(()) => {
+                report.reverted.push(rel.clone());
+                true
+            }
+            Err(e) => {
+                report
+                    .failed
+                    .push((rel.clone(), format!("cannot remove: {e}")));
+                false
+            }
+        }
+    }
+
+    /// Remove from `dir` (at `rel`, `depth` levels below its root)
+    /// everything the rule does not allow; allowed directories are swept
+    /// too. Returns whether `dir` is now empty.
+    fn sweep(
+        &self,
+        dir: &DirFd,
+        rel: &mut String,
+        depth: usize,
+        rule: &GuardRule<'_>,
+        report: &mut GuardReport,
+    ) -> bool {
+        let names = match dir.names() {
+            Ok(n) => n,
+            Err(e) => {
+                report
+                    .failed
+                    .push((rel.clone(), format!("cannot list to remove: {e}")));
+                return false;
+            }
+        };
+        let mut empty = true;
+        for (child, kind) in names {
+            let len = rel.len();
+            rel.push('/');
+            rel.push_str(&child.to_string_lossy());
+            if (rule.allows)(rel) {
+                empty = false;
+                if kind == Kind::Dir && (rule.watch_dir)(rel) {
+                    if depth + 1 >= self.budget.depth {
+                        if let Ok(sub) = dir.open_dir(&child) {
+                            self.sweep_all(&sub, rel, report);
+                        }
+                    } else if let Ok(sub) = dir.open_dir(&child) {
+                        self.sweep(&sub, rel, depth + 1, rule, report);
+                    }
+                }
+            } else if !self.purge(dir, &child, rel, kind, depth, rule, report) {
+                empty = false;
+            }
+            rel.truncate(len);
+        }
+        empty
+    }
+
+    /// Remove everything in `dir` (at `rel`), which lies past the depth
+    /// limit, whole.
+    fn sweep_all(&self, dir: &DirFd, rel: &mut String, report: &mut GuardReport) {
+        let res = dir.names().and_then(|names| {
+            let mut n = 0usize;
+            for (name, _) in names {
+                n += dir.remove_tree(&name)?;
+            }
+            Ok(n)
+        });
+        match res {
+            Ok(0) => {}
+            Ok(n) => report.reverted.push(format!(
+                "{rel}/* ({n} entries below the guard's depth limit)"
+            )),
+            Err(e) => report
+                .failed
+                .push((rel.clone(), format!("cannot remove: {e}"))),
+        }
     }
 
     /// Put `rel` back as it was. Every ancestor is made a real directory
@@ -470,26 +604,40 @@ fn walk(
     };
     let mut stack: Vec<(DirFd, RelPath, usize)> = vec![(start, root.clone(), 0)];
     while let Some((dir, rel_dir, depth)) = stack.pop() {
-        let entries = dir.entries().map_err(|source| GuardError::Io {
+        let mut names = dir.names().map_err(|source| GuardError::Io {
             path: rel_dir.as_string(),
             source,
         })?;
-        let mut names: Vec<(OsString, EntryStat)> = entries;
         names.sort_by(|a, b| a.0.cmp(&b.0));
-        for (name, st) in names {
+        for (name, kind) in names {
             let rel = rel_dir.join(&name);
             let rel_s = rel.as_string();
             let go_on = visit(Visit {
                 rel: &rel,
                 name: &rel_s,
-                st: &st,
+                kind,
                 dir: &dir,
+                depth,
             })?;
-            if go_on && st.kind == Kind::Dir && (rule.watch_dir)(&rel_s) {
-                let sub = dir.open_dir(&name).map_err(|source| GuardError::Io {
-                    path: rel_s.clone(),
-                    source,
-                })?;
+            if go_on && kind == Kind::Dir && (rule.watch_dir)(&rel_s) {
+                let sub = match dir.open_dir(&name) {
+                    Ok(d) => d,
+                    // Gone, or swapped for something else since the listing.
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::NotFound
+                            || e.raw_os_error()
+                                == Some(rustix::io::Errno::NOTDIR.raw_os_error())
+                            || e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) =>
+                    {
+                        continue;
+                    }
+                    Err(source) => {
+                        return Err(WalkError::Guard(GuardError::Io {
+                            path: rel_s.clone(),
+                            source,
+                        }));
+                    }
+                };
                 if depth + 1 >= max_depth {
                     too_deep(&sub, &rel)?;
                     continue;

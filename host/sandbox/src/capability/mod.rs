@@ -22,6 +22,7 @@ pub mod authority;
 pub mod dirfd;
 mod grant;
 mod guard;
+mod hidden;
 mod lease;
 pub mod network;
 mod rooignore;
@@ -32,6 +33,7 @@ pub use grant::{Grant, GrantError, Limits};
 pub use guard::{
     GuardBudget, GuardError, GuardReport, GuardRule, WriteGuard, rule, watch_authority_only,
 };
+pub use hidden::Hidden;
 pub use lease::{WriteLease, WriteLeases};
 pub use network::{NetworkGrant, Origin, SecretGrant, SecretValue};
 pub use rooignore::{ROOIGNORE, RooIgnore};

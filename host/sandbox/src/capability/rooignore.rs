@@ -64,6 +64,11 @@ impl RooIgnore {
         }
     }
 
+    /// Whether there is nothing to hide (no `.rooignore`, or no pattern).
+    pub fn is_empty(&self) -> bool {
+        self.matcher.as_ref().is_none_or(|m| m.is_empty())
+    }
+
     /// Whether the workspace-relative `rel` (or a directory above it) is
     /// ignored. `rel` must already be normalised ([`Workspace::normalize`]);
     /// callers check the resolved path too ([`Workspace::resolve`]).

@@ -6,10 +6,11 @@
 //! (`plugins::http`); WASI sockets stay off whatever the grant says.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
-use super::{GUEST_WORKSPACE, Grant, GrantError, RelPath, Workspace, WorkspaceError};
+use super::{GUEST_WORKSPACE, Grant, GrantError, Hidden, RelPath, Workspace, WorkspaceError};
 
 /// The sandbox of one call, plus the facts the plugin may ask about.
 pub struct Sandbox {
@@ -17,6 +18,9 @@ pub struct Sandbox {
     pub ctx: WasiCtx,
     /// Normalised write roots, workspace-relative (for `workspace-info`).
     pub write_roots: Vec<String>,
+    /// What the workspace's `.rooignore` hides from the guest, whatever
+    /// the grant (a write root is readable too).
+    pub hidden: Option<Arc<Hidden>>,
 }
 
 /// Build the sandbox of a call. Write roots that do not exist yet are
@@ -41,6 +45,10 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
         // The whole workspace, read-only, and nothing to check below it:
         // mounted as the directory it names (the same one opening it as a
         // `Workspace` would reach), without walking the path first.
+        let hidden = Hidden::load(&grant.workspace).map_err(|source| GrantError::Io {
+            path: grant.workspace.clone(),
+            source,
+        })?;
         preopen(
             &mut b,
             &grant.workspace,
@@ -50,6 +58,7 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
         return Ok(Sandbox {
             ctx: b.build(),
             write_roots: Vec::new(),
+            hidden: hidden.map(Arc::new),
         });
     }
     let ws = if grant.read || has_roots {
@@ -61,6 +70,21 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
         )
     } else {
         None
+    };
+    let hidden = match ws.as_ref() {
+        Some(ws) => Hidden::of(ws).map_err(|source| GrantError::Io {
+            path: grant.workspace.clone(),
+            source,
+        })?,
+        None => None,
+    };
+    // A root `.rooignore` hides is not mounted at all.
+    let refuse_hidden = |root: &Path, rel: &RelPath| match &hidden {
+        Some(h) if !rel.is_root() && h.blocks(&rel.as_string()) => Err(GrantError::RootEscapes {
+            root: root.to_path_buf(),
+            reason: ".rooignore hides it".to_owned(),
+        }),
+        _ => Ok(()),
     };
 
     if let (true, Some(ws)) = (grant.read, ws.as_ref()) {
@@ -74,6 +98,7 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
     if let (false, Some(ws)) = (grant.read, ws.as_ref()) {
         for root in &grant.read_roots {
             let rel = root_path(root)?;
+            refuse_hidden(root, &rel)?;
             match ws.dir(&rel) {
                 Ok(_) => {}
                 // Nothing there to read; the guest sees no such directory.
@@ -88,6 +113,7 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
     if let Some(ws) = ws.as_ref() {
         for root in &grant.write_roots {
             let rel = root_path(root)?;
+            refuse_hidden(root, &rel)?;
             let host = ws.ensure_dir(&rel).map_err(|e| root_error(root, e))?;
             preopen(&mut b, &host, guest_path(&rel), FsPerms::ReadWrite)?;
             write_roots.push(rel.as_string());
@@ -96,6 +122,7 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
     Ok(Sandbox {
         ctx: b.build(),
         write_roots,
+        hidden: hidden.map(Arc::new),
     })
 }
 

@@ -234,6 +234,8 @@ impl PluginEngine {
             .map_err(|e| PluginError::Engine(format!("cannot link wasi:http: {e:#}")))?;
         super::special_files::refuse_special_files(&mut linker)
             .map_err(|e| PluginError::Engine(format!("cannot guard open-at: {e:#}")))?;
+        super::hidden_paths::hide_ignored_paths(&mut linker)
+            .map_err(|e| PluginError::Engine(format!("cannot hide .rooignore'd paths: {e:#}")))?;
         // Roost's own interfaces, in every version the host loads (WASI,
         // added above, is shared by all).
         wit_host::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
@@ -437,6 +439,7 @@ impl PluginEngine {
             CallLimiter::new(limits),
             grant.read,
             sandbox.write_roots,
+            sandbox.hidden,
         );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);

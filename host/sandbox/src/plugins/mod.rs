@@ -9,6 +9,7 @@ mod bindings;
 mod cache;
 mod engine;
 mod error;
+mod hidden_paths;
 mod hook;
 mod http;
 mod special_files;

@@ -29,7 +29,7 @@ use super::state::CallState;
 
 /// The WASI filesystem interface as wasmtime-wasi defines it (semver
 /// matching makes every 0.2.x import of a guest resolve to it).
-const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
+pub(super) const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 
 type OpenArgs = (
     Resource<Descriptor>,
@@ -47,11 +47,24 @@ pub(super) fn refuse_special_files(linker: &mut Linker<CallState>) -> wasmtime::
     types.func_wrap(
         "[method]descriptor.open-at",
         |mut store, (fd, path_flags, path, oflags, flags): OpenArgs| {
+            let hidden = store.data().hidden.clone();
             let view = store.data_mut().filesystem();
             let dir = match view.table.get(&fd)? {
                 Descriptor::Dir(d) => d.clone(),
                 Descriptor::File(_) => return Ok((Err(ErrorCode::NotDirectory),)),
             };
+            // `.rooignore`d paths are not there for a guest, before any
+            // open (a create or a truncate would act at once).
+            if let Some(h) = hidden
+                && h.blocks_at(
+                    &dir.dir,
+                    &path,
+                    path_flags.contains(PathFlags::SYMLINK_FOLLOW),
+                )
+            {
+                tracing::debug!("refused a path .rooignore hides: {path:?}");
+                return Ok((Err(ErrorCode::Access),));
+            }
             match open_at(&dir, path_flags, &path, oflags, flags) {
                 Ok(d) => Ok((Ok(view.table.push(d)?),)),
                 Err(e) => Ok((Err(e),)),

@@ -26,6 +26,11 @@ pub struct CallState {
     pub(crate) limiter: CallLimiter,
     pub(crate) readable: bool,
     pub(crate) write_roots: Vec<String>,
+    /// What `.rooignore` hides from this call (`None`: nothing).
+    pub(crate) hidden: super::hidden_paths::SharedHidden,
+    /// The workspace place of each open directory listing, to leave hidden
+    /// entries out of it.
+    pub(crate) listings: super::hidden_paths::Listings,
     log_lines: u32,
 }
 
@@ -37,6 +42,7 @@ impl CallState {
         limiter: CallLimiter,
         readable: bool,
         write_roots: Vec<String>,
+        hidden: super::hidden_paths::SharedHidden,
     ) -> Self {
         Self {
             plugin: plugin.to_owned(),
@@ -47,6 +53,8 @@ impl CallState {
             limiter,
             readable,
             write_roots,
+            hidden,
+            listings: Default::default(),
             log_lines: 0,
         }
     }

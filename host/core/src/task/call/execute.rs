@@ -7,14 +7,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::write_session::{self, WriteRule, WriteSession};
 use super::{CallResult, Pending, snapshot};
 use crate::events::TaskEvent;
 use crate::intents::{self, TraceEntry, redact_record};
 use crate::store::Step;
 use crate::task::TaskError;
 use crate::task::runner::{Agent, Ctx, RunState};
-use crate::tools::{ErrorCode, ToolError};
-use roost_sandbox::capability::{Grant, GuardRule, WriteGuard, WriteLeases, authority};
+use roost_sandbox::capability::Grant;
 use roost_sandbox::plugins::{LoadedPlugin, NetworkReport};
 use roost_sandbox::tool::ToolSpec;
 
@@ -65,50 +65,21 @@ impl Agent {
                 None => roots.push(PathBuf::from(".")),
             }
         }
-        // Calls whose roots overlap (another task's, in this process) take
-        // turns, so the guard only ever undoes writes of this call.
-        let lease = if roots.is_empty() {
-            None
-        } else {
-            Some(WriteLeases::process().acquire(&ctx.ws, &roots).await)
-        };
-        let before = snapshot::before(&ctx.ws, spec, &args);
         for r in &roots {
             grant = grant.write(r);
         }
-        let scope = state.intent.as_ref().map(|(_, s)| s);
-        let in_scope = |rel: &str| {
-            !authority::is_authority(rel)
-                && match (scope, &write) {
-                    (Some(scope), Some(w)) => {
-                        scope.allows(rel) || w.approved.iter().any(|p| p == rel)
-                    }
-                    _ => true,
-                }
-        };
-        // A root the scope covers whole (`src/auth/**`, or any root when
-        // intents are off) needs only its authority directories watched.
-        let covered: Vec<PathBuf> = roots
-            .iter()
-            .filter(|r| scope.is_none_or(|s| s.covers_dir(r)))
-            .cloned()
-            .collect();
-        let watch_dir = |dir: &str| {
-            authority::is_authority(dir)
-                || !covered.iter().any(|c| {
-                    let c = c.to_string_lossy();
-                    c == "." || c.is_empty() || dir == c || dir.starts_with(&format!("{c}/"))
-                })
-        };
-        let rule = GuardRule {
-            allows: &in_scope,
-            watch_dir: &watch_dir,
-        };
-        let guard = if roots.is_empty() {
+        // The write session: a lease on the roots (calls whose roots
+        // overlap take turns) and a guard that undoes what the scope does
+        // not allow.
+        let session = if roots.is_empty() {
             None
         } else {
-            match WriteGuard::arm(&ctx.ws, &roots, &rule, self.config.guard_budget) {
-                Ok(g) => Some(g),
+            let rule = WriteRule {
+                scope: state.intent.as_ref().map(|(_, s)| s.clone()),
+                approved: write.map(|w| w.approved).unwrap_or_default(),
+            };
+            match WriteSession::open(&ctx.ws, &roots, rule, self.config.guard_budget).await {
+                Ok(s) => Some(s),
                 Err(e) => {
                     return Ok(CallResult {
                         ui_row: Some(("error", e.to_string())),
@@ -117,6 +88,7 @@ impl Agent {
                 }
             }
         };
+        let before = snapshot::before(&ctx.ws, spec, &args);
         let outcome = self
             .engine
             .call_with_report(plugin, &spec.name, &args.to_string(), &grant)
@@ -125,7 +97,10 @@ impl Agent {
         let refusals = self
             .record_network(ctx, state, spec, &args, outcome.network)
             .await?;
-        let report = guard.map(|g| g.check(&rule)).unwrap_or_default();
+        let (report, lease) = match session.map(WriteSession::close) {
+            Some((report, lease)) => (report, Some(lease)),
+            None => (Default::default(), None),
+        };
         let after = snapshot::after(&ctx.ws, &before);
         snapshot::restore_modes(&ctx.ws, &before, &after);
         let diff = snapshot::diff(&before, &after);
@@ -146,8 +121,8 @@ impl Agent {
             }
             self.trace(ctx, &entry);
         }
-        if report.violated() {
-            let intent_id = state.intent_id().unwrap_or_default().to_owned();
+        let violation = write_session::violation(&report, &spec.name, state.intent_id());
+        if let Some(v) = violation {
             let mut entry = TraceEntry::now(
                 "violation",
                 id,
@@ -156,54 +131,12 @@ impl Agent {
                 &spec.name,
                 &args,
             );
-            let mut paths: Vec<&str> = report.reverted.iter().map(String::as_str).collect();
-            paths.extend(report.failed.iter().map(|(p, _)| p.as_str()));
-            entry.detail = Some(format!(
-                "wrote outside owned scope, undone: {}{}",
-                report.reverted.join(", "),
-                if report.failed.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "; NOT undone: {}",
-                        report
-                            .failed
-                            .iter()
-                            .map(|(p, e)| format!("{p} ({e})"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
-            ));
+            entry.detail = Some(write_session::trace_detail(&report));
             if intents::enabled_in(&ctx.ws) {
                 self.trace(ctx, &entry);
             }
-            let touched_authority = paths.iter().any(|p| authority::is_authority(p));
-            let v = if state.intent.is_some() {
-                serde_json::json!({
-                    "code": "scope_violation",
-                    "intent_id": intent_id,
-                    "path": paths.first().copied().unwrap_or_default(),
-                    "paths": paths,
-                    "message": format!(
-                        "`{}` wrote outside the owned scope of {intent_id}{}; those changes were undone",
-                        spec.name,
-                        if touched_authority { " (including .git/ or .orchestration/, which no tool may change)" } else { "" }
-                    ),
-                })
-            } else {
-                serde_json::json!({
-                    "code": "protected_path",
-                    "path": paths.first().copied().unwrap_or_default(),
-                    "paths": paths,
-                    "message": format!(
-                        "`{}` changed .git/ or .orchestration/, which no tool may change; those changes were undone",
-                        spec.name
-                    ),
-                })
-            };
-            tracing::warn!(task = id, tool = %spec.name, "scope violation: {v}");
-            result = Err(ToolError::new(ErrorCode::PermissionDenied, v.to_string()));
+            tracing::warn!(task = id, tool = %spec.name, "scope violation: {}", v.message);
+            result = Err(v);
         }
         self.post_hooks(ctx, state, spec, &args, &result, &changed)
             .await;

@@ -18,8 +18,9 @@
 //! 9. **approval gate**: the policy, an earlier yes, or a question with the
 //!    diff an edit would make ([`preview`]);
 //!
-//! then the executor: a component plugin ([`execute`]: lease, grant, write
-//! guard, call, diff, trace) or a host-native handler.
+//! then the executor: a component plugin ([`execute`]: its
+//! [`write_session`] — lease and write guard —, grant, call, diff, trace)
+//! or a host-native handler.
 
 mod execute;
 pub(super) mod gates;
@@ -28,6 +29,7 @@ pub mod paths;
 mod preview;
 mod scope;
 mod snapshot;
+pub mod write_session;
 
 use std::path::PathBuf;
 
