@@ -240,6 +240,13 @@ fn sigkill_at_random_points_loses_nothing_and_resume_finishes() {
             "run {run}"
         );
         assert_paired(&store, &id);
+        // A kill in the middle of an atomic edit leaves its temporary file;
+        // the resume removed it: no debris in the workspace.
+        let debris: Vec<String> = roost_tests::tree_hash(&ws)
+            .into_keys()
+            .filter(|k| k.contains(".roost-") && k.ends_with(".tmp"))
+            .collect();
+        assert!(debris.is_empty(), "run {run}: left behind {debris:?}");
     }
     assert!(
         killed_mid_task >= 20,

@@ -278,6 +278,174 @@ async fn cancel_during_streaming_and_during_a_tool_call() {
     );
 }
 
+/// A cancel while a task waits for a person — whatever the question —
+/// aborts it (resumable), closes the question, and never counts as an
+/// answer: a completion review cancelled is not an accepted result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_at_any_ask_aborts_and_answers_nothing() {
+    let data = TestWorkspace::new();
+    let read = call("read_file", json!({"path": "a.txt"}));
+    let cases: Vec<(&str, Value)> = vec![
+        (
+            "tool",
+            json!([turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": "out.txt", "content": "x\n"})
+                )]
+            )]),
+        ),
+        (
+            "followup",
+            json!([turn(
+                "",
+                vec![call(
+                    "ask_followup_question",
+                    json!({"question": "which one?"})
+                )]
+            )]),
+        ),
+        ("completion", json!([complete("all done")])),
+        (
+            "guidance",
+            json!([
+                turn("", vec![read.clone()]),
+                turn("", vec![read.clone()]),
+                turn("", vec![read.clone()]),
+                turn("", vec![read]),
+            ]),
+        ),
+    ];
+    for (kind, turns) in cases {
+        let (engine, _) = engine_with(
+            turns,
+            ApprovalPolicy::from_groups("read").expect("policy"),
+            &data,
+        );
+        let ws = TestWorkspace::new();
+        ws.write("a.txt", "a\n");
+        let id = create(&engine, kind, ws.path());
+        let mut rx = engine.subscribe(&id).expect("events");
+        engine.start(&id).expect("started");
+        let TaskEvent::AskRequired { ask, ask_id, .. } =
+            until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await
+        else {
+            unreachable!("picked an ask")
+        };
+        assert_eq!(ask.kind(), kind, "{ask:?}");
+        engine
+            .cancel(&id, "cancelled at the question")
+            .expect("cancel");
+        let outcome = engine.wait(&id).await.expect("outcome");
+        assert_eq!(
+            outcome,
+            TaskOutcome::Aborted {
+                reason: "cancelled at the question".into()
+            },
+            "{kind}"
+        );
+        let store = &engine.agent().store;
+        assert_eq!(
+            store.get_task(&id).expect("task").status,
+            TaskStatus::Aborted,
+            "{kind}"
+        );
+        assert!(engine.pending_asks(&id).expect("asks").is_empty(), "{kind}");
+        assert!(engine.answer(&id, &ask_id, Answer::Yes).is_err(), "{kind}");
+        let rows = format!("{:?}", store.load_ui(&id).expect("ui"));
+        assert!(!rows.contains("accepted"), "{kind}: {rows}");
+        assert_pairing(store, &id);
+        assert!(!ws.path().join("out.txt").exists(), "{kind}");
+        engine.prepare_resume(&id).expect("resumable");
+    }
+}
+
+/// A process killed in the middle of an atomic edit leaves the edit's
+/// temporary file beside its target; the call was recorded before it ran,
+/// so `resume` finds and removes exactly that debris (nothing else of the
+/// same look) before answering the call as interrupted.
+#[test]
+fn a_resume_removes_what_a_killed_edit_left() {
+    let data = TestWorkspace::new();
+    let ws = TestWorkspace::new();
+    let turns = json!([
+        turn(
+            "",
+            vec![call(
+                "write_to_file",
+                json!({"path": "src/app.py", "content": "new\n"})
+            )]
+        ),
+        complete("done"),
+    ]);
+    // The first "process" dies while the call is in flight (here: while
+    // it waits for its approval, the question then closed as a crash
+    // mid-call would leave it).
+    let first = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let id = first.block_on(async {
+        let (engine, _) = engine_with(
+            turns.clone(),
+            ApprovalPolicy::from_groups("read").expect("policy"),
+            &data,
+        );
+        let id = create(&engine, "write", ws.path());
+        let mut rx = engine.subscribe(&id).expect("events");
+        engine.start(&id).expect("started");
+        until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await;
+        id
+    });
+    first.shutdown_background();
+    let store = Store::open(&data.root().join("data").join("roost.db")).expect("store");
+    store.close_asks(&id, "killed mid-call").expect("closed");
+    ws.write("src/app.py", "old\n");
+    ws.write("src/.app.py.roost-18f3a2b-0.tmp", "half a wr");
+    ws.write("src/.other.py.roost-18f3a2b-0.tmp", "not this call's");
+    ws.write("src/.app.py.roost-not-hex.tmp", "not our shape");
+    let second = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    second.block_on(async {
+        let (engine, _) = engine_with(turns, ApprovalPolicy::yes(), &data);
+        engine.prepare_resume(&id).expect("resumable");
+        say_yes(&engine, &id);
+        engine.start(&id).expect("started");
+        let outcome = engine.wait(&id).await.expect("outcome");
+        assert!(
+            matches!(outcome, TaskOutcome::Completed { .. }),
+            "{outcome:?}"
+        );
+    });
+    let left: Vec<String> = roost_tests::tree_hash(&ws.path()).into_keys().collect();
+    assert!(
+        !left
+            .iter()
+            .any(|k| k.ends_with(".app.py.roost-18f3a2b-0.tmp")),
+        "{left:?}"
+    );
+    assert!(
+        left.iter()
+            .any(|k| k.ends_with(".other.py.roost-18f3a2b-0.tmp")),
+        "{left:?}"
+    );
+    assert!(
+        left.iter()
+            .any(|k| k.ends_with(".app.py.roost-not-hex.tmp")),
+        "{left:?}"
+    );
+    assert_eq!(
+        ws.read("src/app.py"),
+        "old\n",
+        "the interrupted call is not run again"
+    );
+}
+
 /// A message sent while the task runs joins the conversation at its next
 /// turn (Roo's message queue).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -614,7 +782,11 @@ fn store_appender_child() {
             .append_api(&task, &Message::user_text(text.clone()))
             .expect("api message");
         store
-            .append_ui(&task, "say", "text", &text)
+            .append_ui(
+                &task,
+                roost_protocol::UiRow::say(roost_protocol::UiSubtype::Text),
+                &text,
+            )
             .expect("ui row");
         store
             .append_event(&task, &json!({"who": who, "i": i}).to_string())

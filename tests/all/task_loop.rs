@@ -351,6 +351,31 @@ async fn completion_rejected_with_feedback_then_accepted() {
     assert_eq!(h.ws.read("CHANGELOG.md"), "- fix\n");
 }
 
+/// A "no" without words to the completion review is not an acceptance:
+/// the model is told the result was not accepted and goes on.
+#[tokio::test]
+async fn a_declined_result_is_not_accepted() {
+    let h = harness(
+        json!([complete("First try."), complete("Second try.")]),
+        ApprovalPolicy::from_groups("read").expect("policy"),
+    );
+    let user = ScriptedUser::default().complete(CompletionAnswer::Declined);
+    let (id, outcome) = h.run(&user, "go").await;
+    assert_eq!(
+        outcome,
+        TaskOutcome::Completed {
+            result: "Second try.".into()
+        }
+    );
+    let results = h.results(&id);
+    assert!(
+        results[0].0.contains("did not accept the result")
+            && !results[0].0.contains("accepted the result."),
+        "{}",
+        results[0].0
+    );
+}
+
 #[tokio::test]
 async fn followup_questions_and_todos() {
     let h = harness(
@@ -683,6 +708,76 @@ async fn condensation_keeps_every_request_inside_the_window() {
                 .as_str()
                 .is_some_and(|s| s.contains("Summary"))
     }));
+}
+
+/// On a small window, condensing leaves the request well under the
+/// threshold (at most half of it), so it does not condense again at once:
+/// 16 reads of ~4.5 KB in an 8,000-token window make at most one
+/// condensation per four turns. The summaries' own tokens count in the
+/// task's totals.
+#[tokio::test]
+async fn condensation_does_not_thrash_and_its_tokens_count() {
+    const WINDOW: u64 = 8_000;
+    const READS: usize = 16;
+    let mut turns: Vec<Value> = (0..READS)
+        .map(|i| {
+            turn(
+                "",
+                vec![call("read_file", json!({"path": format!("f{i}.txt")}))],
+            )
+        })
+        .collect();
+    turns.push(complete("done"));
+    let h = scripted_harness(
+        json!({
+            "turns": turns,
+            "summary": "Summary: read some files, all filler.",
+            "summary_usage": {"input_tokens": 1000, "output_tokens": 50}
+        }),
+        ApprovalPolicy::yes(),
+    );
+    for i in 0..READS {
+        h.ws.write(
+            &format!("f{i}.txt"),
+            &"filler line for reading\n".repeat(140),
+        );
+    }
+    let h = Harness {
+        agent: Agent {
+            config: TaskConfig {
+                policy: ApprovalPolicy::yes(),
+                context_window: WINDOW,
+                ..TaskConfig::default()
+            },
+            ..h.agent
+        },
+        ..h
+    };
+    let (id, outcome) = h.run(&ScriptedUser::default(), "read everything").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let reqs = h.transport.requests();
+    let is_summary = |r: &Value| {
+        r.get("tools")
+            .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
+    };
+    let summaries = reqs.iter().filter(|r| is_summary(r)).count();
+    let turns = reqs.len() - summaries;
+    assert!(summaries >= 1, "the history was condensed");
+    assert!(
+        summaries * 4 <= turns,
+        "{summaries} condensations in {turns} turns: more than one per four turns"
+    );
+    let task = h.agent.store.get_task(&id).expect("task");
+    let turn_tokens = 100 * u64::try_from(turns).expect("turns");
+    assert_eq!(
+        task.usage.input_tokens,
+        turn_tokens + 1000 * u64::try_from(summaries).expect("summaries"),
+        "the summaries' tokens count"
+    );
+    assert_pairing(&h.agent.store, &id);
 }
 
 fn tool_names(req: &Value) -> Vec<String> {

@@ -82,7 +82,7 @@ pub fn trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
         println!(
             "{} {:<9} {:<8} {:<10} {} {}",
             visible_line(&e.time),
-            visible_line(&e.kind),
+            e.kind.as_str(),
             visible_line(e.intent_id.as_deref().unwrap_or("-")),
             visible_line(&e.tool),
             // Traces written before redaction existed are redacted on display.

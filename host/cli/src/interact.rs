@@ -181,11 +181,18 @@ impl Answers for Terminal {
             return CompletionAnswer::Accept;
         }
         let _ = result;
-        match ask_line("\n? Accept the result? [Enter] accept, or type feedback: ".into()).await {
-            Some(l) if !l.trim().is_empty() && !matches!(l.trim(), "y" | "yes") => {
-                CompletionAnswer::Feedback(l)
+        match ask_line(
+            "\n? Accept the result? [Enter] accept, n: not yet, or type feedback: ".into(),
+        )
+        .await
+        {
+            Some(l) if l.trim().is_empty() || matches!(l.trim(), "y" | "yes") => {
+                CompletionAnswer::Accept
             }
-            _ => CompletionAnswer::Accept,
+            Some(l) if matches!(l.trim(), "n" | "no") => CompletionAnswer::Declined,
+            Some(l) => CompletionAnswer::Feedback(l),
+            // End of input is nobody's acceptance.
+            None => CompletionAnswer::Declined,
         }
     }
 

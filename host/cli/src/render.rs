@@ -240,7 +240,7 @@ fn text_of(task_id: &str, ev: &TaskEvent, style: &Style) -> String {
                 &format!(
                     "  ⚑ hook {}: {}: {}",
                     visible_line(hook),
-                    visible_line(decision),
+                    decision.as_str(),
                     visible_line(detail)
                 )
             )
@@ -425,7 +425,7 @@ mod tests {
             TaskEvent::HookDecided {
                 id: "c1".into(),
                 hook: EVIL.into(),
-                decision: EVIL.into(),
+                decision: roost_protocol::HookVerdict::Deny,
                 detail: EVIL.into(),
             },
             TaskEvent::ToolCallResult {

@@ -19,6 +19,7 @@ use roost_core::events::EventBus;
 use roost_core::llm::{Provider, Role};
 use roost_core::store::{Store, TaskRecord};
 use roost_core::task::{ApprovalPolicy, TaskConfig, TaskOutcome, TaskStatus};
+use roost_protocol::{UiRow, UiSubtype};
 use roost_sandbox::capability::Workspace;
 
 /// Which model to talk to.
@@ -330,8 +331,7 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
         )?;
         store.append_ui(
             &task.id,
-            "say",
-            "endpoint_changed",
+            UiRow::say(UiSubtype::EndpointChanged),
             &format!("{now} (was {was})"),
         )?;
     }

@@ -218,10 +218,15 @@ fn reindent(replace: &[String], search_first: &str, file_first: &str) -> Vec<Str
 /// describing the first block that did not match.
 pub fn apply(lines: &mut Vec<String>, blocks: &[Block]) -> Result<usize, String> {
     let mut changed = 0usize;
-    let mut shift: isize = 0;
+    // Lines the blocks applied so far added and removed: a later block's
+    // `:start_line:` (the model's number, any size) moves by the
+    // difference, in checked arithmetic, and never below line 1.
+    let (mut added, mut removed) = (0usize, 0usize);
     for (i, b) in blocks.iter().enumerate() {
         let adjusted = Block {
-            start_line: b.start_line.map(|l| (l as isize + shift).max(1) as usize),
+            start_line: b
+                .start_line
+                .map(|l| l.saturating_add(added).saturating_sub(removed).max(1)),
             search: b.search.clone(),
             replace: b.replace.clone(),
         };
@@ -253,7 +258,8 @@ pub fn apply(lines: &mut Vec<String>, blocks: &[Block]) -> Result<usize, String>
             reindent(&b.replace, &b.search[0], &lines[m.at])
         };
         changed += b.search.len().max(replacement.len());
-        shift += replacement.len() as isize - b.search.len() as isize;
+        added = added.saturating_add(replacement.len());
+        removed = removed.saturating_add(b.search.len());
         lines.splice(m.at..m.at + b.search.len(), replacement);
     }
     Ok(changed)
@@ -303,6 +309,26 @@ mod tests {
                 .expect("parses");
         apply(&mut lines, &blocks).expect("applies");
         assert_eq!(lines[1], "    let x = 2;");
+    }
+
+    #[test]
+    fn any_start_line_the_model_writes_is_taken_without_overflow() {
+        let mut lines: Vec<String> = ["a", "b", "c", "d"].iter().map(|s| s.to_string()).collect();
+        let d = format!(
+            "<<<<<<< SEARCH\n:start_line:1\n-------\na\nb\n=======\nab\n>>>>>>> REPLACE\n\n\
+             <<<<<<< SEARCH\n:start_line:{}\n-------\nd\n=======\nD\n>>>>>>> REPLACE\n",
+            usize::MAX
+        );
+        let blocks = parse(&d).expect("parses");
+        assert_eq!(blocks[1].start_line, Some(usize::MAX));
+        apply(&mut lines, &blocks).expect("applies");
+        assert_eq!(lines, ["ab", "c", "D"]);
+        // A start line of 0 after lines were removed stays at line 1.
+        let mut lines: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let d = "<<<<<<< SEARCH\n:start_line:1\n-------\na\nb\n=======\n>>>>>>> REPLACE\n\n\
+                 <<<<<<< SEARCH\n:start_line:0\n-------\nc\n=======\nC\n>>>>>>> REPLACE\n";
+        apply(&mut lines, &parse(d).expect("parses")).expect("applies");
+        assert_eq!(lines, ["C"]);
     }
 
     #[test]

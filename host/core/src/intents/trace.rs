@@ -6,6 +6,7 @@
 //! write and sync it, so lines from concurrent tasks never interleave and a
 //! crash never leaves half a line behind an acknowledged call.
 
+use roost_protocol::TraceKind;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -93,8 +94,8 @@ pub fn sha256(bytes: &[u8]) -> String {
 pub struct TraceEntry {
     /// RFC 3339 time.
     pub time: String,
-    /// `mutation`, `approval`, `violation`, `hook` or `network`.
-    pub kind: String,
+    /// What it records.
+    pub kind: TraceKind,
     /// Task id.
     pub task_id: String,
     /// Active intent, if any.
@@ -119,7 +120,7 @@ pub struct TraceEntry {
 impl TraceEntry {
     /// An entry stamped now.
     pub fn now(
-        kind: &str,
+        kind: TraceKind,
         task_id: &str,
         intent_id: Option<&str>,
         mode: &str,
@@ -128,7 +129,7 @@ impl TraceEntry {
     ) -> Self {
         Self {
             time: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
-            kind: kind.to_owned(),
+            kind,
             task_id: task_id.to_owned(),
             intent_id: intent_id.map(str::to_owned),
             mode: mode.to_owned(),
@@ -251,7 +252,7 @@ mod tests {
                 let trace = &trace;
                 s.spawn(move || {
                     for i in 0..50 {
-                        let mut e = TraceEntry::now("mutation", &format!("task-{t}"), Some("INT-1"), "code", "write_to_file", &serde_json::json!({"path": format!("f{i}"), "content": "x".repeat(5000)}));
+                        let mut e = TraceEntry::now(TraceKind::Mutation, &format!("task-{t}"), Some("INT-1"), "code", "write_to_file", &serde_json::json!({"path": format!("f{i}"), "content": "x".repeat(5000)}));
                         e.files.push(FileChange::between("f", None, Some(b"x\n")).expect("change"));
                         trace.append(&e).expect("append");
                     }

@@ -29,6 +29,8 @@ pub struct Script {
     /// not depend on when condensation happens. Without it such requests
     /// take the next turn like any other.
     pub summary: Option<String>,
+    /// The usage each summary reply reports (none when absent).
+    pub summary_usage: Option<Usage>,
 }
 
 fn default_model() -> String {
@@ -297,6 +299,7 @@ impl Transport for ScriptedTransport {
             if peek.tools.is_none_or(|t| t.is_empty()) {
                 let turn = Turn {
                     text: summary.clone(),
+                    usage: self.script.summary_usage,
                     ..Turn::default()
                 };
                 let joined = render(&turn, usize::MAX).concat().into_bytes();

@@ -91,26 +91,4 @@ pub struct ToolDefinition {
     pub parameters: serde_json::Value,
 }
 
-/// Token usage reported by a provider, accumulated per task.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Usage {
-    /// Prompt tokens.
-    pub input_tokens: u64,
-    /// Completion tokens.
-    pub output_tokens: u64,
-    /// Prompt tokens read from the provider's cache.
-    pub cache_read_tokens: u64,
-    /// Prompt tokens written to the provider's cache.
-    pub cache_write_tokens: u64,
-}
-
-impl Usage {
-    /// Add another report to this one.
-    pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
-    }
-}
+pub use roost_protocol::task::Usage;

@@ -35,6 +35,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 use crate::llm::{ContentBlock, Message, Role, Usage};
+use roost_protocol::UiRow;
 
 const SCHEMA_VERSION: i64 = 6;
 
@@ -663,22 +664,8 @@ impl Store {
         upto_seq: i64,
         summary: &str,
     ) -> Result<(), StoreError> {
-        // A summary may quote what the model saw; it keeps no credential.
-        let summary = roost_secrets::redact(summary);
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        exec(
-            &tx,
-            "UPDATE api_messages SET hidden = 1 WHERE task = ?1 AND seq > ?2 AND seq <= ?3",
-            params![task_key(&tx, task)?, first_seq, upto_seq],
-        )?;
-        exec(
-            &tx,
-            "INSERT OR REPLACE INTO condensations (task_id, upto_seq, summary, created_at) VALUES (?1, ?2, ?3, ?4)",
-            params![task, upto_seq, summary.as_ref(), now_ms()],
-        )?;
-        tx.commit()?;
-        Ok(())
+        self.commit_step(task, Step::new().condense(first_seq, upto_seq, summary))
+            .map(|_| ())
     }
 
     /// The latest condensation summary of a task, if any.
@@ -706,15 +693,9 @@ impl Store {
     /// Append a UI message; returns its sequence number. Credentials in
     /// `text` are redacted first: the UI history is shown and exported, and
     /// nothing persisted keeps a secret.
-    pub fn append_ui(
-        &self,
-        task: &str,
-        kind: &str,
-        subtype: &str,
-        text: &str,
-    ) -> Result<i64, StoreError> {
+    pub fn append_ui(&self, task: &str, row: UiRow, text: &str) -> Result<i64, StoreError> {
         // Redacted, and numbered as `append_api` numbers, by the step.
-        self.commit_step(task, Step::new().ui(kind, subtype, text))?
+        self.commit_step(task, Step::new().ui(row, text))?
             .ui
             .first()
             .copied()
@@ -791,6 +772,46 @@ impl Store {
             out.push(TodoItem { text, state });
         }
         Ok(out)
+    }
+
+    /// The calls of the last assistant message that have no result yet
+    /// (a crash or a kill stopped them): `(name, arguments)`, in order.
+    pub fn dangling_tool_uses(
+        &self,
+        task: &str,
+    ) -> Result<Vec<(String, serde_json::Value)>, StoreError> {
+        let history = self.load_api(task, true)?;
+        let Some(last_assistant) = history
+            .iter()
+            .rposition(|m| m.message.role == Role::Assistant)
+        else {
+            return Ok(Vec::new());
+        };
+        let answered: Vec<&str> = history
+            .get(last_assistant + 1)
+            .filter(|m| m.message.role == Role::User)
+            .map(|m| {
+                m.message
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(history[last_assistant]
+            .message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolUse { id, name, input } if !answered.contains(&id.as_str()) => {
+                    Some((name.clone(), input.clone()))
+                }
+                _ => None,
+            })
+            .collect())
     }
 
     /// After a crash mid-tool: answer every tool_use of the last assistant

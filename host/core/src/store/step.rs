@@ -24,6 +24,7 @@ use tokio::sync::oneshot;
 use super::asks::{self, StoredAsk};
 use super::{Store, StoreError, TaskStatus, exec, now_ms, one_row, role_str};
 use crate::llm::{Message, Usage};
+use roost_protocol::UiRow;
 
 /// Most steps one shared commit takes; the rest wait for the next.
 const MAX_BATCH: usize = 256;
@@ -53,11 +54,22 @@ enum StepMessage<'a> {
 pub struct Step<'a> {
     message: Option<StepMessage<'a>>,
     usage: Option<(&'a Usage, f64)>,
-    ui: Vec<(&'a str, &'a str, Cow<'a, str>)>,
+    ui: Vec<(UiRow, Cow<'a, str>)>,
     status: Option<TaskStatus>,
+    mode: Option<&'a str>,
+    condense: Option<Condensation<'a>>,
     ask: Option<&'a StoredAsk>,
     answer: Option<(&'a str, &'a str)>,
     events: Vec<String>,
+}
+
+/// Messages after the first, up to `upto` (seqs), condensed into a
+/// summary.
+#[derive(Debug, Clone, Copy)]
+struct Condensation<'a> {
+    first: i64,
+    upto: i64,
+    summary: &'a str,
 }
 
 /// Positions a committed step took.
@@ -110,8 +122,25 @@ impl<'a> Step<'a> {
     }
 
     /// Add a UI row. Credentials in `text` are redacted when it is written.
-    pub fn ui(mut self, kind: &'a str, subtype: &'a str, text: impl Into<Cow<'a, str>>) -> Self {
-        self.ui.push((kind, subtype, text.into()));
+    pub fn ui(mut self, row: UiRow, text: impl Into<Cow<'a, str>>) -> Self {
+        self.ui.push((row, text.into()));
+        self
+    }
+
+    /// Set the task's mode.
+    pub fn mode(mut self, slug: &'a str) -> Self {
+        self.mode = Some(slug);
+        self
+    }
+
+    /// Hide the messages after `first` up to `upto` (seqs), condensed
+    /// into `summary` (nothing is deleted).
+    pub fn condense(mut self, first: i64, upto: i64, summary: &'a str) -> Self {
+        self.condense = Some(Condensation {
+            first,
+            upto,
+            summary,
+        });
         self
     }
 
@@ -146,6 +175,8 @@ impl<'a> Step<'a> {
             && self.usage.is_none()
             && self.ui.is_empty()
             && self.status.is_none()
+            && self.mode.is_none()
+            && self.condense.is_none()
             && self.ask.is_none()
             && self.answer.is_none()
             && self.events.is_empty()
@@ -182,15 +213,18 @@ impl<'a> Step<'a> {
             ui: self
                 .ui
                 .iter()
-                .map(|(kind, subtype, text)| {
-                    (
-                        (*kind).to_owned(),
-                        (*subtype).to_owned(),
-                        roost_secrets::redact(text).into_owned(),
-                    )
-                })
+                .map(|(row, text)| (*row, roost_secrets::redact(text).into_owned()))
                 .collect(),
             status: self.status,
+            mode: self.mode.map(str::to_owned),
+            // A summary may quote what the model saw; it keeps no credential.
+            condense: self.condense.map(|c| {
+                (
+                    c.first,
+                    c.upto,
+                    roost_secrets::redact(c.summary).into_owned(),
+                )
+            }),
             ask: self.ask.cloned(),
             answer: self
                 .answer
@@ -215,8 +249,10 @@ pub struct PreparedStep {
     message: Option<PreparedMessage>,
     usage: Usage,
     cost: f64,
-    ui: Vec<(String, String, String)>,
+    ui: Vec<(UiRow, String)>,
     status: Option<TaskStatus>,
+    mode: Option<String>,
+    condense: Option<(i64, i64, String)>,
     ask: Option<StoredAsk>,
     answer: Option<(String, String)>,
     events: Vec<String>,
@@ -312,7 +348,8 @@ fn write_step(
     // A step that changes neither the totals nor the status only looks the
     // key up: rewriting the task's row would dirty its page (one page a task
     // in a batch of many) for nothing but `updated_at`.
-    let touches_task = step.status.is_some() || step.cost != 0.0 || *u != NO_USAGE;
+    let touches_task =
+        step.status.is_some() || step.mode.is_some() || step.cost != 0.0 || *u != NO_USAGE;
     let key: Option<i64> = if !touches_task {
         match positions.keys.get(task) {
             Some(k) => Some(*k),
@@ -326,7 +363,8 @@ fn write_step(
             conn,
             "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, \
          cache_reads = cache_reads + ?4, cache_writes = cache_writes + ?5, cost = cost + ?6, \
-         status = COALESCE(?7, status), updated_at = ?8 WHERE id = ?1 RETURNING k",
+         status = COALESCE(?7, status), mode = COALESCE(?9, mode), updated_at = ?8 \
+         WHERE id = ?1 RETURNING k",
             params![
                 task,
                 i(u.input_tokens),
@@ -335,7 +373,8 @@ fn write_step(
                 i(u.cache_write_tokens),
                 step.cost,
                 step.status.map(TaskStatus::as_str),
-                now
+                now,
+                step.mode.as_deref()
             ],
             |r| r.get(0),
         )
@@ -375,7 +414,20 @@ fn write_step(
             Some(*seq)
         }
     };
-    for (kind, subtype, text) in &step.ui {
+    if let Some((first, upto, summary)) = &step.condense {
+        exec(
+            conn,
+            "UPDATE api_messages SET hidden = 1 WHERE task = ?1 AND seq > ?2 AND seq <= ?3",
+            params![key, first, upto],
+        )?;
+        exec(
+            conn,
+            "INSERT OR REPLACE INTO condensations (task_id, upto_seq, summary, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![task, upto, summary, now],
+        )?;
+    }
+    for (row, text) in &step.ui {
+        let (kind, subtype) = (row.kind.as_str(), row.subtype.as_str());
         let seq = positions.take(conn, Log::Ui, key)?;
         exec(
             conn,

@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use roost_protocol::{UiRow, UiSubtype};
 
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -154,9 +155,14 @@ fn ui_messages_todos_and_export() {
     s.append_api(&t.id, &Message::user_text("go"))
         .expect("append");
     s.append_api(&t.id, &tool_use("c1")).expect("append");
-    s.append_ui(&t.id, "say", "text", "hello").expect("ui");
-    s.append_ui(&t.id, "ask", "tool", "{\"tool\":\"read_file\"}")
+    s.append_ui(&t.id, UiRow::say(UiSubtype::Text), "hello")
         .expect("ui");
+    s.append_ui(
+        &t.id,
+        UiRow::ask(UiSubtype::Tool),
+        "{\"tool\":\"read_file\"}",
+    )
+    .expect("ui");
     let todos = vec![
         TodoItem {
             text: "a".into(),
@@ -354,7 +360,11 @@ fn schema_5_stores_are_rekeyed() {
         Err(StoreError::NotFound(_))
     ));
     let fresh = new_task(&s);
-    assert_eq!(s.append_ui(&fresh.id, "say", "text", "hi").expect("ui"), 1);
+    assert_eq!(
+        s.append_ui(&fresh.id, UiRow::say(UiSubtype::Text), "hi")
+            .expect("ui"),
+        1
+    );
     let leftovers: i64 = s
         .conn()
         .query_row(
@@ -393,7 +403,7 @@ fn a_reply_is_recorded_as_one_step() {
             Step::new()
                 .append(m)
                 .usage(&usage, 0.5)
-                .ui("say", "text", text),
+                .ui(UiRow::say(UiSubtype::Text), text),
         )
         .map(|c| c.message)
     };
@@ -429,7 +439,9 @@ fn a_result_is_recorded_as_one_step() {
             .collect(),
     };
     let result = |task: &str, seq: Option<i64>, m: &Message, text: &'static str, status| {
-        let mut step = Step::new().put(seq, m).ui("say", "tool_result", text);
+        let mut step = Step::new()
+            .put(seq, m)
+            .ui(UiRow::say(UiSubtype::ToolResult), text);
         if let Some(status) = status {
             step = step.status(status);
         }
@@ -513,7 +525,7 @@ fn shared_commits_keep_every_step_whole_and_fail_alone() {
                     let m = Message::user_text(format!("{n}/{i}"));
                     let step = Step::new()
                         .append(&m)
-                        .ui("say", "text", format!("row {i}"))
+                        .ui(UiRow::say(UiSubtype::Text), format!("row {i}"))
                         .event(format!("{{\"event\":\"warning\",\"message\":\"{i}\"}}"));
                     let prepared = step.prepare(&id).expect("prepared");
                     seqs.push(s.commit(&id, prepared).await.expect("committed"));
@@ -525,7 +537,7 @@ fn shared_commits_keep_every_step_whole_and_fail_alone() {
                 let m = Message::user_text("lost");
                 let prepared = Step::new()
                     .append(&m)
-                    .ui("say", "text", "lost")
+                    .ui(UiRow::say(UiSubtype::Text), "lost")
                     .prepare("no-such-task")
                     .expect("prepared");
                 let err = s
@@ -571,7 +583,9 @@ fn a_task_opens_with_its_first_messages_and_asks_land_with_their_step() {
     let t = s
         .create_task_with(
             &spec(),
-            Step::new().ui("say", "text", "do it").append(&first),
+            Step::new()
+                .ui(UiRow::say(UiSubtype::Text), "do it")
+                .append(&first),
         )
         .expect("creates");
     assert_eq!(s.load_api(&t.id, true).expect("api").len(), 1);
@@ -582,7 +596,7 @@ fn a_task_opens_with_its_first_messages_and_asks_land_with_their_step() {
         &t.id,
         Step::new()
             .status(TaskStatus::WaitingForApproval)
-            .ui("ask", "tool", "may I?")
+            .ui(UiRow::ask(UiSubtype::Tool), "may I?")
             .ask(&ask),
     )
     .expect("commits");
@@ -595,7 +609,12 @@ fn a_task_opens_with_its_first_messages_and_asks_land_with_their_step() {
 
     let other = new_task(&s);
     let foreign = StoredAsk::open(&other.id, None, "followup", "{}");
-    let refused = s.commit_step(&t.id, Step::new().ui("ask", "followup", "?").ask(&foreign));
+    let refused = s.commit_step(
+        &t.id,
+        Step::new()
+            .ui(UiRow::ask(UiSubtype::Followup), "?")
+            .ask(&foreign),
+    );
     assert!(refused.is_err());
     assert_eq!(
         s.load_ui(&t.id).expect("ui").len(),
@@ -620,7 +639,7 @@ async fn answers_land_in_shared_commits_once() {
         .expect("prepares");
     let mine = Step::new()
         .answer(&ask.ask_id, "\"yes\"")
-        .ui("say", "text", "answered")
+        .ui(UiRow::say(UiSubtype::Text), "answered")
         .prepare(&t.id)
         .expect("prepares");
     let (foreign, mine) = tokio::join!(s.commit(&other.id, foreign), s.commit(&t.id, mine));
@@ -637,7 +656,7 @@ async fn answers_land_in_shared_commits_once() {
     assert!(s.open_asks(&t.id).expect("open").is_empty());
     let again = Step::new()
         .answer(&ask.ask_id, "\"no\"")
-        .ui("say", "text", "answered twice")
+        .ui(UiRow::say(UiSubtype::Text), "answered twice")
         .prepare(&t.id)
         .expect("prepares");
     assert!(matches!(

@@ -224,7 +224,7 @@ pub(super) async fn ask(
     task: &str,
     call_id: Option<&str>,
     ask: Ask,
-) -> Result<Answer, StoreError> {
+) -> Result<Option<Answer>, StoreError> {
     let payload = serde_json::to_string(&ask).unwrap_or_default();
     let (stored, new) = match store.find_open_ask(task, ask.kind(), call_id)? {
         Some(open) => (open, false),
@@ -247,10 +247,8 @@ pub(super) async fn ask(
     };
     // The record, the waiting status, the UI row and the announcement are
     // one step.
-    let (kind, subtype, text) = ask.ui_row();
-    let mut step = Step::new()
-        .status(ask.waiting_status())
-        .ui(kind, subtype, text);
+    let (row, text) = ask.ui_row();
+    let mut step = Step::new().status(ask.waiting_status()).ui(row, text);
     if new {
         step = step.ask(&stored);
     }
@@ -260,16 +258,20 @@ pub(super) async fn ask(
         ask,
     };
     events.commit(store, task, step, vec![announce]).await?;
-    // A cancel while waiting is a no; the loop then stops.
+    // A cancel while waiting answers nothing: the task stops (aborted,
+    // resumable), the question stays unanswered.
     let answer = match early {
         Some(a) => a,
         None => tokio::select! {
             a = waiting => a.unwrap_or(Answer::No { feedback: None }),
-            () = control.cancelled() => Answer::No { feedback: None },
+            () = control.cancelled() => {
+                broker.forget(&stored.ask_id);
+                return Ok(None);
+            }
         },
     };
     broker.forget(&stored.ask_id);
     let running = Step::new().status(TaskStatus::Running);
     events.commit(store, task, running, Vec::new()).await?;
-    Ok(answer)
+    Ok(Some(answer))
 }

@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::approval::ApprovalPolicy;
 use crate::llm::Usage;
+use roost_protocol::task::ApprovalPolicy;
 use roost_sandbox::capability::{GuardBudget, Limits};
 
 /// Price of a model, in USD per million tokens.

@@ -11,7 +11,7 @@ use futures::StreamExt;
 
 use super::history::History;
 use crate::llm::{
-    ChatRequest, ContentBlock, Message, Parts, Provider, Role, StreamEvent, encode_system,
+    ChatRequest, ContentBlock, Message, Parts, Provider, Role, StreamEvent, Usage, encode_system,
 };
 use crate::store::StoredMessage;
 
@@ -286,27 +286,35 @@ fn as_text(m: &Message) -> Message {
 }
 
 /// Ask the model for a summary of `history`, in a request that fits
-/// `window` tokens; `None` if it fails.
+/// `window` tokens; `None` if it fails. With the tokens the request took,
+/// which count towards the task's totals.
 pub async fn summarise(
     provider: &dyn Provider,
     history: &[Message],
     window: u64,
-) -> Option<String> {
+) -> (Option<String>, Usage) {
+    let mut usage = Usage::default();
     let req = summary_request(provider, history, window);
-    let mut stream = provider.stream(&req).await.ok()?;
+    let Ok(mut stream) = provider.stream(&req).await else {
+        return (None, usage);
+    };
     let mut text = String::new();
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(StreamEvent::TextDelta(d)) => text.push_str(&d),
-            Ok(StreamEvent::Done { .. }) => return (!text.trim().is_empty()).then_some(text),
+            // The summary's own tokens count like any request's.
+            Ok(StreamEvent::Usage(u)) => usage.add(&u),
+            Ok(StreamEvent::Done { .. }) => {
+                return ((!text.trim().is_empty()).then_some(text), usage);
+            }
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!("condensing failed: {e}");
-                return None;
+                return (None, usage);
             }
         }
     }
-    None
+    (None, usage)
 }
 
 fn merge_all(ms: Vec<Message>) -> Vec<Message> {
@@ -435,6 +443,7 @@ mod tests {
                 model: "m".into(),
                 turns: Vec::new(),
                 summary: None,
+                summary_usage: None,
             }))
         };
         let openai_p = OpenAiCompatible::new("scripted", "m", transport(), RetryPolicy::default());

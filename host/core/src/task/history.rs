@@ -5,6 +5,7 @@
 use crate::events::{EventBus, TaskEvent};
 use crate::llm::{Message, Role};
 use crate::store::{Committed, Step, Store, StoreError, StoredMessage};
+use roost_protocol::{UiRow, UiSubtype};
 
 /// The seq of the message a committed step wrote.
 fn committed_seq(task: &str, c: Committed) -> Result<i64, StoreError> {
@@ -117,13 +118,13 @@ impl History {
         &mut self,
         seq: Option<i64>,
         m: Message,
-        ui: Option<(&str, &str)>,
+        ui: Option<(UiSubtype, &str)>,
         status: Option<crate::store::TaskStatus>,
         announce: (&EventBus, Vec<TaskEvent>),
     ) -> Result<i64, StoreError> {
         let mut step = Step::new().put(seq, &m);
         if let Some((subtype, text)) = ui {
-            step = step.ui("say", subtype, text);
+            step = step.ui(UiRow::say(subtype), text);
         }
         if let Some(status) = status {
             step = step.status(status);

@@ -8,7 +8,6 @@
 //! component plugin or a [`native`] handler); `context` keeps requests
 //! inside the model's window; [`ask`] puts questions to a person.
 
-pub mod approval;
 pub mod ask;
 mod call;
 pub mod config;
@@ -23,7 +22,6 @@ mod runner;
 pub use crate::store::status;
 
 pub use crate::asks::{Answer, Approval, Ask, CompletionAnswer};
-pub use approval::ApprovalPolicy;
 pub use ask::{Answers, AskBroker, AskError, Responder, answer_asks};
 pub use call::paths;
 pub use call::write_session::{self, WriteRule, WriteSession};
@@ -32,5 +30,6 @@ pub use control::Control;
 pub use registry::{
     Access, Executor, HOST, NativeHandler, RegisteredTool, Registry, RegistryError,
 };
+pub use roost_protocol::task::ApprovalPolicy;
 pub use runner::{Agent, TaskError, TaskOutcome};
 pub use status::TaskStatus;

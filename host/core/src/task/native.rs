@@ -14,7 +14,9 @@ use super::runner::{Agent, Ctx, RunState};
 use crate::asks::{Ask, CompletionAnswer};
 use crate::events::TaskEvent;
 use crate::intents::{self, Scope, Trace};
+use crate::store::Step;
 use crate::tools::{ToolGroup, ToolSpec};
+use roost_protocol::{UiRow, UiSubtype};
 
 /// Name of the tool that ends a task.
 pub const ATTEMPT_COMPLETION: &str = "attempt_completion";
@@ -265,8 +267,17 @@ impl Agent {
                 completed: Some(result),
                 ..CallResult::ok("The user accepted the result.")
             },
+            CompletionAnswer::Declined => {
+                self.store
+                    .append_ui(id, UiRow::say(UiSubtype::UserFeedback), "(not accepted)")?;
+                CallResult::ok(
+                    "The user did not accept the result and gave no feedback. Check your work against the task, \
+                     then attempt completion again, or ask the user what is missing with ask_followup_question.",
+                )
+            }
             CompletionAnswer::Feedback(f) => {
-                self.store.append_ui(id, "say", "user_feedback", &f)?;
+                self.store
+                    .append_ui(id, UiRow::say(UiSubtype::UserFeedback), &f)?;
                 CallResult::ok(format!(
                     "The user has provided feedback on the result. Consider it, continue the task, and then attempt \
                      completion again.\n<feedback>\n{f}\n</feedback>"
@@ -329,7 +340,7 @@ impl Agent {
         let block = intents::context_block(&ctx.workspace, &intent, recent);
         self.store.set_active_intent(id, Some(&intent.id))?;
         self.store
-            .append_ui(id, "say", "intent_selected", &intent.id)?;
+            .append_ui(id, UiRow::say(UiSubtype::IntentSelected), &intent.id)?;
         state.intent = Some((intent, scope));
         Ok(CallResult::ok(block))
     }
@@ -352,18 +363,17 @@ impl Agent {
         if target.slug == state.mode.slug {
             return Ok(CallResult::ok(format!("Already in {} mode.", target.name)));
         }
-        self.store.set_mode(id, &target.slug)?;
-        self.store.append_ui(
-            id,
-            "say",
-            "mode_switch",
-            &format!("{} ({reason})", target.slug),
-        )?;
+        // One step: the mode, its UI row and its announcement.
+        let row = format!("{} ({reason})", target.slug);
+        let step = Step::new()
+            .mode(&target.slug)
+            .ui(UiRow::say(UiSubtype::ModeSwitch), row.as_str());
+        let announce = TaskEvent::ModeSwitched {
+            mode: target.slug.clone(),
+        };
         ctx.events
-            .publish(TaskEvent::ModeSwitched {
-                mode: target.slug.clone(),
-            })
-            .await;
+            .commit(&self.store, id, step, vec![announce])
+            .await?;
         let msg = format!(
             "Switched from {} mode to {} mode because: {reason}",
             state.mode.slug, target.slug
@@ -401,7 +411,8 @@ impl Agent {
             .words();
         Ok(match answer {
             Some(a) => {
-                self.store.append_ui(id, "say", "user_feedback", &a)?;
+                self.store
+                    .append_ui(id, UiRow::say(UiSubtype::UserFeedback), &a)?;
                 CallResult::ok(format!("<answer>\n{a}\n</answer>"))
             }
             None => CallResult::ok(
@@ -424,7 +435,7 @@ impl Agent {
                     .await;
                 // Like every tool, the call leaves its result in the UI history.
                 Ok(CallResult {
-                    ui_row: Some(("tool_result", markdown.clone())),
+                    ui_row: Some((UiSubtype::ToolResult, markdown.clone())),
                     ..CallResult::ok(format!("Todo list updated:\n{markdown}"))
                 })
             }

@@ -34,8 +34,12 @@ use crate::llm::{
 use crate::modes::{HookRegistry, Mode, ModeSet};
 use crate::store::{NewTask, Step, Store, StoreError, TaskRecord};
 use crate::tools::ToolSpec;
+use roost_protocol::{UiRow, UiSubtype};
 use roost_sandbox::capability::{Workspace, WorkspaceError};
 use roost_sandbox::plugins::PluginEngine;
+
+/// Least a kept tool result is shortened to after a condensation.
+const KEPT_RESULT_FLOOR: usize = 1024;
 
 /// Roo's corrective message when a reply uses no tool.
 const NO_TOOLS_USED: &str = "[ERROR] You did not use a tool in your previous response. Every response must call a \
@@ -85,6 +89,10 @@ pub enum TaskError {
     /// The task's workspace cannot be opened.
     #[error("workspace: {0}")]
     Workspace(#[from] WorkspaceError),
+    /// The task was cancelled while it waited for a person's answer; the
+    /// loop ends it `aborted` (resumable).
+    #[error("the task was cancelled while it waited for an answer")]
+    Cancelled,
     /// Resume was asked for a task that cannot continue.
     #[error("task {id} is {status} and cannot be resumed")]
     NotResumable {
@@ -220,7 +228,9 @@ impl Agent {
                 base_url: self.provider.base_url().to_owned(),
                 profile: self.provider.profile().to_owned(),
             },
-            Step::new().ui("say", "text", prompt).append(&first),
+            Step::new()
+                .ui(UiRow::say(UiSubtype::Text), prompt)
+                .append(&first),
         )?;
         Ok(task)
     }
@@ -285,6 +295,7 @@ impl Agent {
         // other interrupted call is answered as interrupted.
         let pending = self.pending_asked_calls(&task.id)?;
         if pending.is_none() {
+            self.remove_edit_leftovers(&task)?;
             let repaired = self.store.repair_dangling_tool_uses(&task.id)?;
             if repaired > 0 {
                 tracing::info!(task = %task.id, repaired, "answered interrupted tool calls");
@@ -309,7 +320,7 @@ impl Agent {
         }
         self.store.set_status(&task.id, TaskStatus::Running)?;
         self.store
-            .append_ui(&task.id, "say", "resume", "task resumed")?;
+            .append_ui(&task.id, UiRow::say(UiSubtype::Resume), "task resumed")?;
         events
             .publish(TaskEvent::TaskStarted { resumed: true })
             .await;
@@ -417,7 +428,7 @@ impl Agent {
         call_id: Option<&str>,
         ask: Ask,
     ) -> Result<Answer, TaskError> {
-        Ok(ask::ask(
+        ask::ask(
             &self.store,
             &self.asks,
             ctx.events,
@@ -426,18 +437,51 @@ impl Agent {
             call_id,
             ask,
         )
-        .await?)
+        .await?
+        .ok_or(TaskError::Cancelled)
+    }
+
+    /// A call killed mid-edit (the process died) may have left the
+    /// temporary file of an atomic write beside a path it declared; its
+    /// call is in the durable history (it was recorded before it ran), so
+    /// the leftovers are found and removed before the call is answered as
+    /// interrupted: a crash leaves no debris in the workspace.
+    fn remove_edit_leftovers(&self, task: &TaskRecord) -> Result<(), TaskError> {
+        let dangling = self.store.dangling_tool_uses(&task.id)?;
+        if dangling.is_empty() {
+            return Ok(());
+        }
+        let ws = Workspace::open(Path::new(&task.workspace))?;
+        for (name, args) in dangling {
+            let Some(tool) = self.registry.get(&name) else {
+                continue;
+            };
+            for arg in &tool.spec.path_args {
+                let Some(raw) = args.get(arg).and_then(Value::as_str) else {
+                    continue;
+                };
+                let Ok(rel) = ws.normalize(raw) else { continue };
+                match ws.remove_edit_leftovers(&rel) {
+                    Ok(removed) if !removed.is_empty() => {
+                        tracing::info!(task = %task.id, ?removed, "removed what an interrupted edit left");
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(task = %task.id, "cannot clean up after an interrupted edit: {e}")
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Mark a task aborted (Ctrl-C); its history stays resumable.
     pub async fn abort(&self, id: &str, reason: &str, events: &EventBus) -> Result<(), TaskError> {
         self.store.repair_dangling_tool_uses(id)?;
         self.store.close_asks(id, reason)?;
-        let step = Step::new().status(TaskStatus::Aborted).ui(
-            "say",
-            "error",
-            format!("aborted: {reason}"),
-        );
+        let step = Step::new()
+            .status(TaskStatus::Aborted)
+            .ui(UiRow::say(UiSubtype::Error), format!("aborted: {reason}"));
         let announce = TaskEvent::Aborted {
             reason: reason.to_owned(),
         };
@@ -445,7 +489,20 @@ impl Agent {
         Ok(())
     }
 
+    /// Run the turns; a cancel that came while the task waited for an
+    /// answer ends it aborted, as one between steps does.
     async fn run(
+        &self,
+        ctx: &Ctx<'_>,
+        pending: Option<PendingCalls>,
+    ) -> Result<TaskOutcome, TaskError> {
+        match self.run_turns(ctx, pending).await {
+            Err(TaskError::Cancelled) => self.cancelled(ctx).await,
+            other => other,
+        }
+    }
+
+    async fn run_turns(
         &self,
         ctx: &Ctx<'_>,
         pending: Option<PendingCalls>,
@@ -453,8 +510,11 @@ impl Agent {
         let id = ctx.task.id.as_str();
         let modes = ModeSet::load(&ctx.workspace, self.modes_dir.as_deref());
         for e in &modes.errors {
-            self.store
-                .append_ui(id, "say", "error", &format!("invalid mode file: {e}"))?;
+            self.store.append_ui(
+                id,
+                UiRow::say(UiSubtype::Error),
+                &format!("invalid mode file: {e}"),
+            )?;
             ctx.events
                 .publish(TaskEvent::Warning {
                     message: format!("invalid mode file: {e}"),
@@ -507,7 +567,8 @@ impl Agent {
                         "the task's intent {active} could not be restored: {why}; destructive tools need \
                          select_active_intent again"
                     );
-                    self.store.append_ui(id, "say", "error", &msg)?;
+                    self.store
+                        .append_ui(id, UiRow::say(UiSubtype::Error), &msg)?;
                     ctx.events
                         .publish(TaskEvent::Warning { message: msg })
                         .await;
@@ -539,7 +600,8 @@ impl Agent {
             // Messages the user queued while the task ran join the
             // conversation now (Roo's message queue).
             for text in ctx.control.take_messages() {
-                self.store.append_ui(id, "say", "user_message", &text)?;
+                self.store
+                    .append_ui(id, UiRow::say(UiSubtype::UserMessage), &text)?;
                 history.add_user_text(format!("<user_message>\n{text}\n</user_message>"))?;
             }
             // The mode decides the role, the extra instructions and which
@@ -645,13 +707,13 @@ impl Agent {
             // The request's row, the reply, its UI rows, its usage and its
             // events are one transaction.
             let mut step = Step::new()
-                .ui("say", "api_req_started", format!("turn {turn}"))
+                .ui(UiRow::say(UiSubtype::ApiReqStarted), format!("turn {turn}"))
                 .usage(&reply.usage, cost);
             if !text.trim().is_empty() {
-                step = step.ui("say", "text", text.as_str());
+                step = step.ui(UiRow::say(UiSubtype::Text), text.as_str());
             }
             for row in &call_rows {
-                step = step.ui("say", "tool", row.as_str());
+                step = step.ui(UiRow::say(UiSubtype::Tool), row.as_str());
             }
             history
                 .append_reply(
@@ -668,7 +730,7 @@ impl Agent {
                 state.mistakes += 1;
                 history.append(Message::user_text(NO_TOOLS_USED))?;
                 self.store
-                    .append_ui(id, "say", "error", "the model used no tool")?;
+                    .append_ui(id, UiRow::say(UiSubtype::Error), "the model used no tool")?;
                 if let Some(outcome) = self.check_mistakes(ctx, &mut state, &mut history).await? {
                     return Ok(outcome);
                 }
@@ -695,7 +757,7 @@ impl Agent {
         );
         let step = Step::new()
             .status(TaskStatus::Paused)
-            .ui("say", "paused", reason.as_str());
+            .ui(UiRow::say(UiSubtype::Paused), reason.as_str());
         let announce = TaskEvent::Paused {
             reason: reason.clone(),
         };
@@ -753,7 +815,7 @@ impl Agent {
             let ui = r.ui_row.clone().or_else(|| {
                 r.is_error.then(|| {
                     let text = r.content.trim_start_matches("[ERROR] ");
-                    ("error", format!("{}: {text}", call.name))
+                    (UiSubtype::Error, format!("{}: {text}", call.name))
                 })
             });
             let last = index + 1 == calls.len();
@@ -847,7 +909,7 @@ impl Agent {
         let id = ctx.task.id.as_str();
         let step = Step::new()
             .status(TaskStatus::Failed)
-            .ui("say", "error", error);
+            .ui(UiRow::say(UiSubtype::Error), error);
         let announce = TaskEvent::Failed {
             error: error.to_owned(),
         };
@@ -877,16 +939,68 @@ impl Agent {
         let window = self.config.context_window;
         let budget = (window as f64 * self.config.condense_threshold) as u64;
         let mut keep = self.config.keep_recent_messages.max(1);
+        let mut condensed = false;
+        let mut shortened = false;
+        // Where a condensation must leave the request: half the threshold,
+        // or the next turns condense again at once.
+        let target_bytes = usize::try_from(budget / 2)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(BYTES_PER_TOKEN);
         loop {
             let body = match cache.body(self.provider.as_ref(), system, history, None) {
                 Ok(b) => b,
                 Err(e) => return Ok(Err(e)),
             };
             let tokens = u64::try_from(body.len() / BYTES_PER_TOKEN).unwrap_or(u64::MAX);
-            if tokens <= budget {
+            if tokens <= budget && !(condensed && body.len() > target_bytes) {
+                return Ok(Ok(Bytes::from(body)));
+            }
+            // Condensed and still above half the threshold: the kept
+            // messages are too heavy; shorten their oldest tool results.
+            if condensed {
+                if !shortened
+                    && self.shorten_kept_results(id, history, body.len() - target_bytes)?
+                {
+                    shortened = true;
+                    history.reload()?;
+                    continue;
+                }
+                if tokens > window {
+                    let msg = format!(
+                        "the request (~{tokens} tokens) is larger than the context window ({window}) even \
+                         after condensing; the model may refuse it"
+                    );
+                    self.store
+                        .append_ui(id, UiRow::say(UiSubtype::Error), &msg)?;
+                    ctx.events
+                        .publish(TaskEvent::Warning { message: msg })
+                        .await;
+                }
                 return Ok(Ok(Bytes::from(body)));
             }
             let visible = history.visible();
+            // Condensing must leave the request well under the threshold
+            // (at most half of it), or the next turn condenses again: keep
+            // as many recent messages as still land there, by estimate
+            // (what the older ones weigh now, the summary as the last one
+            // did, or 1 KiB).
+            {
+                let summary_bytes = history.summary().map_or(1024, str::len);
+                let target = target_bytes;
+                while keep > 1 {
+                    let Some(cut) = cut_point(visible, keep) else {
+                        break;
+                    };
+                    let dropped: usize = visible[1..cut]
+                        .iter()
+                        .map(|m| serde_json::to_vec(&m.message).map_or(0, |v| v.len()))
+                        .sum();
+                    if body.len().saturating_sub(dropped) + summary_bytes <= target {
+                        break;
+                    }
+                    keep -= 1;
+                }
+            }
             let Some(cut) = cut_point(visible, keep) else {
                 if keep > 1 {
                     keep /= 2;
@@ -897,7 +1011,8 @@ impl Agent {
                         "the request (~{tokens} tokens) is larger than the context window ({window}) even \
                          after condensing; the model may refuse it"
                     );
-                    self.store.append_ui(id, "say", "error", &msg)?;
+                    self.store
+                        .append_ui(id, UiRow::say(UiSubtype::Error), &msg)?;
                     ctx.events
                         .publish(TaskEvent::Warning { message: msg })
                         .await;
@@ -906,7 +1021,14 @@ impl Agent {
             };
             let older = model_history(&visible[..cut], history.summary());
             let (first, upto) = (visible[0].seq, visible[cut - 1].seq);
-            let summary = match summarise(self.provider.as_ref(), &older, window).await {
+            // Condensing is a model request like any other: a cancel stops
+            // it, and its tokens count.
+            let (summary, usage) = tokio::select! {
+                s = summarise(self.provider.as_ref(), &older, window) => s,
+                () = ctx.control.cancelled() => return Err(TaskError::Cancelled),
+            };
+            let cost = self.config.price.cost(&usage);
+            let summary = match summary {
                 Some(s) => s,
                 None => {
                     tracing::warn!(
@@ -917,11 +1039,64 @@ impl Agent {
                         .to_owned()
                 }
             };
-            self.store.condense(id, first, upto, &summary)?;
-            self.store
-                .append_ui(id, "say", "condense_context", &summary)?;
+            // One step: the hidden messages, the summary, its UI row and
+            // the request's usage.
+            self.store.commit_step(
+                id,
+                Step::new()
+                    .condense(first, upto, &summary)
+                    .ui(UiRow::say(UiSubtype::CondenseContext), summary.as_str())
+                    .usage(&usage, cost),
+            )?;
             history.reload()?;
+            condensed = true;
         }
+    }
+
+    /// Shorten the tool results of the kept history, oldest first, each to
+    /// [`KEPT_RESULT_FLOOR`] bytes, until about `excess` bytes are gone,
+    /// with a note saying so (the whole output stays in the task's event
+    /// log): the next turns then have room before the threshold again.
+    /// Returns whether anything was shortened.
+    fn shorten_kept_results(
+        &self,
+        id: &str,
+        history: &History,
+        mut excess: usize,
+    ) -> Result<bool, TaskError> {
+        let mut changed = false;
+        for stored in history.visible().iter().skip(1) {
+            if excess == 0 {
+                break;
+            }
+            if stored.message.role != Role::User {
+                continue;
+            }
+            let mut message = stored.message.clone();
+            let mut touched = false;
+            for block in &mut message.content {
+                let ContentBlock::ToolResult { content, .. } = block else {
+                    continue;
+                };
+                if excess == 0 || content.len() <= KEPT_RESULT_FLOOR + 256 {
+                    continue;
+                }
+                let keep = content.floor_char_boundary(KEPT_RESULT_FLOOR);
+                let cut = content.len() - keep;
+                content.truncate(keep);
+                content.push_str(&format!(
+                    "\n[… {cut} more bytes cut to fit the context window; read the file again if you need them]"
+                ));
+                excess = excess.saturating_sub(cut.saturating_sub(128));
+                touched = true;
+            }
+            if touched {
+                self.store
+                    .commit_step(id, Step::new().put(Some(stored.seq), &message))?;
+                changed = true;
+            }
+        }
+        Ok(changed)
     }
 
     /// Stream one reply, publishing partial text and arguments. Failed
@@ -1023,8 +1198,7 @@ impl Agent {
         feedback: &Option<String>,
     ) -> Result<(), TaskError> {
         let step = Step::new().ui(
-            "say",
-            "user_feedback",
+            UiRow::say(UiSubtype::UserFeedback),
             feedback.as_deref().unwrap_or("(denied)"),
         );
         let announce = TaskEvent::ToolCallDenied {
@@ -1047,7 +1221,7 @@ impl Agent {
                 "cannot append to .orchestration/agent_trace.jsonl: {e}; this {} of `{}` is not in the trace",
                 entry.kind, entry.tool
             );
-            let step = Step::new().ui("say", "error", msg.as_str());
+            let step = Step::new().ui(UiRow::say(UiSubtype::Error), msg.as_str());
             let warn = TaskEvent::Warning {
                 message: msg.clone(),
             };

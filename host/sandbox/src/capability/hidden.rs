@@ -47,11 +47,14 @@ impl Hidden {
     /// The hidden paths of `workspace`: `None` when it has no `.rooignore`
     /// (or one without patterns), which costs one `lstat`.
     pub fn load(workspace: &Path) -> Result<Option<Self>, std::io::Error> {
-        // The workspace is the user's choice: its path is theirs to follow.
-        if DirFd::open_ambient(workspace)?
-            .stat_opt(OsStr::new(ROOIGNORE))?
-            .is_none()
-        {
+        // One `lstat` of the user's own workspace path (theirs to follow;
+        // `.rooignore` itself is not followed): nearly every workspace has
+        // none, and this runs before every call.
+        if let Err(Errno::NOENT) = rustix::fs::statat(
+            rustix::fs::CWD,
+            workspace.join(ROOIGNORE),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        ) {
             return Ok(None);
         }
         let ws = Workspace::open(workspace).map_err(|e| std::io::Error::other(e.to_string()))?;

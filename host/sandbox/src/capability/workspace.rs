@@ -489,6 +489,47 @@ impl Workspace {
         Ok(out)
     }
 
+    /// Remove the temporary files an atomic edit of `rel` leaves beside it
+    /// when its process is killed mid-write: Roost's own tools write
+    /// `.{name}.roost-{hex}-{n}.tmp` in the same directory, then rename it
+    /// over `rel`. Only regular files of exactly that shape go, and no
+    /// symlink is followed; returns the paths removed.
+    pub fn remove_edit_leftovers(&self, rel: &RelPath) -> Result<Vec<String>, WorkspaceError> {
+        let Some((parent, name)) = rel.split_last() else {
+            return Ok(Vec::new());
+        };
+        let dir = match self.dir_of(parent, rel) {
+            Ok(d) => d,
+            Err(e) if e.is_not_found() => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let prefix = format!(".{}.roost-", name.to_string_lossy());
+        let leftover = |entry: &str| {
+            entry
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.strip_suffix(".tmp"))
+                .and_then(|rest| rest.split_once('-'))
+                .is_some_and(|(hex, n)| {
+                    !hex.is_empty()
+                        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+                        && !n.is_empty()
+                        && n.bytes().all(|b| b.is_ascii_digit())
+                })
+        };
+        let mut removed = Vec::new();
+        for (entry, kind) in dir.names().map_err(|e| WorkspaceError::io(rel, e))? {
+            let Some(s) = entry.to_str() else { continue };
+            if kind == Kind::File && leftover(s) {
+                dir.remove_file(&entry)
+                    .map_err(|e| WorkspaceError::io(rel, e))?;
+                let mut parts: Vec<OsString> = parent.to_vec();
+                parts.push(entry);
+                removed.push(RelPath { parts }.as_string());
+            }
+        }
+        Ok(removed)
+    }
+
     /// Append `bytes` to the regular file `rel` (created when missing) in
     /// one locked, synced write, following no symlink on the way.
     pub fn append_strict(&self, rel: &str, bytes: &[u8]) -> Result<(), WorkspaceError> {

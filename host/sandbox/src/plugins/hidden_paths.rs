@@ -1,5 +1,5 @@
 //! Paths `.rooignore` hides are unreachable from inside the sandbox
-//! ([`Hidden`]): every WASI filesystem method that takes a path asks first
+//! ([`Hidden`](crate::capability::Hidden)): every WASI filesystem method that takes a path asks first
 //! and answers `access` for a hidden one, and directory listings leave
 //! hidden entries out. `open-at` is wrapped in `special_files`; this module
 //! wraps the rest by name and hands what passes to wasmtime-wasi's own
@@ -19,7 +19,6 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 
 use super::special_files::FILESYSTEM_TYPES;
 use super::state::CallState;
-use crate::capability::Hidden;
 
 /// What a path check decided.
 enum Check {
@@ -288,9 +287,3 @@ pub(super) fn hide_ignored_paths(linker: &mut Linker<CallState>) -> wasmtime::Re
     linker.allow_shadowing(false);
     Ok(())
 }
-
-/// What a call's store keeps of hidden paths.
-pub(crate) type Listings = std::collections::HashMap<u32, String>;
-
-/// The hidden paths of a call, shared with its store.
-pub(crate) type SharedHidden = Option<Arc<Hidden>>;

@@ -2,6 +2,9 @@
 //! context and hooks (the network it was granted), the host interface the
 //! plugin imports, and the limiter that records which limit was hit.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -9,7 +12,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::tool_plugin::roost::plugin::{host, types};
 use super::http::EgressHooks;
-use crate::capability::GUEST_WORKSPACE;
+use crate::capability::{GUEST_WORKSPACE, Hidden};
 
 /// Longest log line a plugin may send; longer ones are cut.
 const MAX_LOG_BYTES: usize = 4096;
@@ -27,10 +30,10 @@ pub struct CallState {
     pub(crate) readable: bool,
     pub(crate) write_roots: Vec<String>,
     /// What `.rooignore` hides from this call (`None`: nothing).
-    pub(crate) hidden: super::hidden_paths::SharedHidden,
+    pub(crate) hidden: Option<Arc<Hidden>>,
     /// The workspace place of each open directory listing, to leave hidden
     /// entries out of it.
-    pub(crate) listings: super::hidden_paths::Listings,
+    pub(crate) listings: HashMap<u32, String>,
     log_lines: u32,
 }
 
@@ -42,7 +45,7 @@ impl CallState {
         limiter: CallLimiter,
         readable: bool,
         write_roots: Vec<String>,
-        hidden: super::hidden_paths::SharedHidden,
+        hidden: Option<Arc<Hidden>>,
     ) -> Self {
         Self {
             plugin: plugin.to_owned(),

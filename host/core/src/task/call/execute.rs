@@ -14,6 +14,7 @@ use crate::intents::{self, TraceEntry, redact_record};
 use crate::store::Step;
 use crate::task::TaskError;
 use crate::task::runner::{Agent, Ctx, RunState};
+use roost_protocol::{TraceKind, UiRow, UiSubtype};
 use roost_sandbox::capability::Grant;
 use roost_sandbox::plugins::{LoadedPlugin, NetworkReport};
 use roost_sandbox::tool::ToolSpec;
@@ -45,7 +46,7 @@ impl Agent {
                 spec.name
             );
             return Ok(CallResult {
-                ui_row: Some(("error", msg.clone())),
+                ui_row: Some((UiSubtype::Error, msg.clone())),
                 ..CallResult::error(format!("[ERROR] {msg}"))
             });
         }
@@ -82,7 +83,7 @@ impl Agent {
                 Ok(s) => Some(s),
                 Err(e) => {
                     return Ok(CallResult {
-                        ui_row: Some(("error", e.to_string())),
+                        ui_row: Some((UiSubtype::Error, e.to_string())),
                         ..CallResult::error(format!("[ERROR] {e}"))
                     });
                 }
@@ -108,7 +109,7 @@ impl Agent {
         drop(lease);
         if intent_gated {
             let mut entry = TraceEntry::now(
-                "mutation",
+                TraceKind::Mutation,
                 id,
                 state.intent_id(),
                 &state.mode.slug,
@@ -124,7 +125,7 @@ impl Agent {
         let violation = write_session::violation(&report, &spec.name, state.intent_id());
         if let Some(v) = violation {
             let mut entry = TraceEntry::now(
-                "violation",
+                TraceKind::Violation,
                 id,
                 state.intent_id(),
                 &state.mode.slug,
@@ -151,7 +152,11 @@ impl Agent {
             content.push_str("\n[network] the host refused: ");
             content.push_str(&refusals.join("; "));
         }
-        let subtype = if is_error { "error" } else { "tool_result" };
+        let subtype = if is_error {
+            UiSubtype::Error
+        } else {
+            UiSubtype::ToolResult
+        };
         let mut r = if is_error {
             CallResult::error(content.clone())
         } else {
@@ -222,7 +227,7 @@ impl Agent {
         );
         if intents::enabled_in(&ctx.ws) {
             let mut entry = TraceEntry::now(
-                "network",
+                TraceKind::Network,
                 &ctx.task.id,
                 state.intent_id(),
                 &state.mode.slug,
@@ -249,7 +254,7 @@ impl Agent {
             .commit(
                 &self.store,
                 &ctx.task.id,
-                Step::new().ui("say", "network", text),
+                Step::new().ui(UiRow::say(UiSubtype::Network), text),
                 events,
             )
             .await?;

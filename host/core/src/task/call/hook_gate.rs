@@ -16,6 +16,7 @@ use crate::events::TaskEvent;
 use crate::intents::{self, TraceEntry};
 use crate::store::Step;
 use crate::tools::{ArgsValidator, ToolError, ToolOutput, ToolSpec};
+use roost_protocol::{HookVerdict, TraceKind, UiRow, UiSubtype};
 use roost_sandbox::capability::Grant;
 use roost_sandbox::plugins::{HookCall, HookDecision};
 
@@ -99,8 +100,8 @@ impl Agent {
                             ctx,
                             call_id,
                             name,
-                            ("deny", reason.clone()),
-                            ("hook_denied", format!("{name}: {reason}")),
+                            (HookVerdict::Deny, reason.clone()),
+                            (UiSubtype::HookDenied, format!("{name}: {reason}")),
                             format!("[ERROR] Denied by hook `{name}`: {reason}"),
                         )
                         .await;
@@ -115,7 +116,7 @@ impl Agent {
                         .publish(TaskEvent::HookDecided {
                             id: call_id.to_owned(),
                             hook: name.clone(),
-                            decision: "ask".into(),
+                            decision: HookVerdict::Ask,
                             detail: question.clone(),
                         })
                         .await;
@@ -185,20 +186,22 @@ impl Agent {
                         );
                         return self.hook_failed(ctx, call_id, name, msg).await;
                     }
+                    // One step: the UI row and its announcement.
+                    let row = serde_json::json!({"hook": name, "args": new_args}).to_string();
+                    let announce = TaskEvent::HookDecided {
+                        id: call_id.to_owned(),
+                        hook: name.clone(),
+                        decision: HookVerdict::Rewrite,
+                        detail: new_args.to_string(),
+                    };
                     ctx.events
-                        .publish(TaskEvent::HookDecided {
-                            id: call_id.to_owned(),
-                            hook: name.clone(),
-                            decision: "rewrite".into(),
-                            detail: new_args.to_string(),
-                        })
-                        .await;
-                    self.store.append_ui(
-                        id,
-                        "say",
-                        "hook_rewrite",
-                        &serde_json::json!({"hook": name, "args": new_args}).to_string(),
-                    )?;
+                        .commit(
+                            &self.store,
+                            id,
+                            Step::new().ui(UiRow::say(UiSubtype::HookRewrite), row.as_str()),
+                            vec![announce],
+                        )
+                        .await?;
                     self.trace_hook(
                         ctx,
                         state,
@@ -235,8 +238,8 @@ impl Agent {
             ctx,
             call_id,
             name,
-            ("failed", msg.clone()),
-            ("error", msg),
+            (HookVerdict::Failed, msg.clone()),
+            (UiSubtype::Error, msg),
             content,
         )
         .await
@@ -249,21 +252,21 @@ impl Agent {
         ctx: &Ctx<'_>,
         call_id: &str,
         name: &str,
-        (decision, detail): (&str, String),
-        (subtype, row): (&'static str, String),
+        (decision, detail): (HookVerdict, String),
+        (subtype, row): (UiSubtype, String),
         content: String,
     ) -> Result<Verdict, TaskError> {
         let announce = TaskEvent::HookDecided {
             id: call_id.to_owned(),
             hook: name.to_owned(),
-            decision: decision.to_owned(),
+            decision,
             detail,
         };
         ctx.events
             .commit(
                 &self.store,
                 &ctx.task.id,
-                Step::new().ui("say", subtype, row),
+                Step::new().ui(UiRow::say(subtype), row),
                 vec![announce],
             )
             .await?;
@@ -352,7 +355,7 @@ impl Agent {
             return;
         }
         let mut entry = TraceEntry::now(
-            "hook",
+            TraceKind::Hook,
             &ctx.task.id,
             state.intent_id(),
             &state.mode.slug,

@@ -44,6 +44,7 @@ use crate::events::TaskEvent;
 use crate::llm::AssembledCall;
 use crate::tools::{ErrorCode, ToolError};
 use gates::schema_violations;
+use roost_protocol::UiSubtype;
 
 /// Most lines of a tool's output that its UI row keeps.
 const PREVIEW_LINES: usize = 12;
@@ -95,7 +96,7 @@ pub(in crate::task) struct CallResult {
     /// The call's UI row (subtype, text), recorded with the result in one
     /// transaction; an error without one gets one from the loop, so
     /// `history show` holds every gate error.
-    pub(in crate::task) ui_row: Option<(&'static str, String)>,
+    pub(in crate::task) ui_row: Option<(UiSubtype, String)>,
 }
 
 impl CallResult {
@@ -219,7 +220,7 @@ impl Agent {
             Ok(a) => a.clone(),
             Err(msg) => {
                 return Ok(CallResult {
-                    ui_row: Some(("error", msg.clone())),
+                    ui_row: Some((UiSubtype::Error, msg.clone())),
                     ..CallResult::mistake(format!(
                         "[ERROR] {msg}\nSend the call again with valid JSON arguments."
                     ))
@@ -313,7 +314,7 @@ impl Agent {
             Gate::Mode => match state.mode.check(spec, &call.args) {
                 Ok(()) => Verdict::Proceed,
                 Err(msg) => Verdict::Refuse(CallResult {
-                    ui_row: Some(("error", msg.clone())),
+                    ui_row: Some((UiSubtype::Error, msg.clone())),
                     ..CallResult::error(format!("[ERROR] {msg}"))
                 }),
             },

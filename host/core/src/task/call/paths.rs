@@ -11,13 +11,14 @@
 use serde_json::Value;
 
 use crate::tools::ToolSpec;
+use roost_protocol::UiSubtype;
 use roost_sandbox::capability::{RooIgnore, Workspace, WorkspaceError, authority};
 
 /// Why the gate refused a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathRefusal {
     /// UI row subtype (`rooignore_error`, `path_error`).
-    pub ui_subtype: &'static str,
+    pub ui_subtype: UiSubtype,
     /// The path as declared.
     pub path: String,
     /// The message the model gets.
@@ -36,7 +37,7 @@ pub fn check(
             continue;
         };
         let refuse = |message: String| PathRefusal {
-            ui_subtype: "path_error",
+            ui_subtype: UiSubtype::PathError,
             path: raw.clone(),
             message,
         };
@@ -45,7 +46,7 @@ pub fn check(
         for p in [&rel, &real] {
             if ignore.blocks(&p.as_string()) {
                 return Err(PathRefusal {
-                    ui_subtype: "rooignore_error",
+                    ui_subtype: UiSubtype::RooignoreError,
                     path: raw.clone(),
                     message: RooIgnore::message(&raw),
                 });
@@ -115,12 +116,12 @@ mod tests {
         ] {
             let mut args = serde_json::json!({ "path": raw });
             let err = check(&ws, &ignore, &spec(false), &mut args).expect_err(&raw);
-            assert_eq!(err.ui_subtype, "rooignore_error", "{raw}");
+            assert_eq!(err.ui_subtype, UiSubtype::RooignoreError, "{raw}");
         }
         for raw in ["../x", "/etc/passwd", "/dev/stdin", "out/passwd"] {
             let mut args = serde_json::json!({ "path": raw });
             let err = check(&ws, &ignore, &spec(false), &mut args).expect_err(raw);
-            assert_eq!(err.ui_subtype, "path_error", "{raw}");
+            assert_eq!(err.ui_subtype, UiSubtype::PathError, "{raw}");
             assert!(err.message.contains("outside the workspace"), "{raw}");
         }
         for raw in [

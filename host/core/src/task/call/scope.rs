@@ -12,6 +12,7 @@ use crate::intents::{self, TraceEntry};
 use crate::task::TaskError;
 use crate::task::runner::{Agent, Ctx, RunState};
 use crate::tools::ToolSpec;
+use roost_protocol::TraceKind;
 use roost_sandbox::capability::RooIgnore;
 
 impl Agent {
@@ -85,7 +86,7 @@ impl Agent {
                 .await?
                 .approval();
             let mut entry = TraceEntry::now(
-                "approval",
+                TraceKind::Approval,
                 id,
                 Some(&intent.id),
                 &state.mode.slug,
@@ -101,7 +102,7 @@ impl Agent {
                     self.trace(ctx, &entry);
                 }
                 Approval::Deny { feedback } => {
-                    entry.kind = "violation".into();
+                    entry.kind = TraceKind::Violation;
                     self.trace(ctx, &entry);
                     let mut v = serde_json::json!({"code": "scope_violation", "intent_id": intent.id, "path": path});
                     if let Some(f) = feedback {

@@ -1,0 +1,188 @@
+//! The typed event stream of a task, as every front-end receives it (CLI
+//! rendering, `--json` NDJSON, HTTP SSE): each event in an [`Envelope`]
+//! with its task id and, for a recorded event, its position in the task's
+//! log, so a front-end that reconnects asks for what came after it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::asks::Ask;
+use crate::records::HookVerdict;
+use crate::task::Usage;
+use crate::tool::ToolError;
+
+/// One thing that happened in a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum TaskEvent {
+    /// The task exists (persisted).
+    TaskCreated {
+        /// Mode slug.
+        mode: String,
+        /// Workspace path.
+        workspace: String,
+    },
+    /// The loop started or resumed.
+    TaskStarted {
+        /// Whether this is a resume of earlier history.
+        resumed: bool,
+    },
+    /// A model request is being made (live only, like the streamed text).
+    RequestStarted {
+        /// Turn number (1-based).
+        turn: u32,
+    },
+    /// A provider error that will be retried.
+    Retrying {
+        /// Attempt that failed.
+        attempt: u32,
+        /// Delay before the next attempt, in ms.
+        delay_ms: u64,
+        /// Why.
+        reason: String,
+    },
+    /// Streaming text from the model (not yet durable).
+    MessagePartial {
+        /// Text delta.
+        delta: String,
+    },
+    /// Streaming arguments of a tool call (best-effort partial parse).
+    ToolCallPartial {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        tool: String,
+        /// Arguments parsed so far.
+        args: serde_json::Value,
+    },
+    /// A complete assistant message, now durable.
+    MessageFinal {
+        /// Assistant text of the message.
+        text: String,
+    },
+    /// The model asked for a tool call.
+    ToolCallRequested {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        tool: String,
+        /// Arguments.
+        args: serde_json::Value,
+    },
+    /// A call was approved (by policy or the user).
+    ToolCallApproved {
+        /// Call id.
+        id: String,
+        /// Whether a policy (not a person) approved it.
+        auto: bool,
+    },
+    /// A call was denied.
+    ToolCallDenied {
+        /// Call id.
+        id: String,
+        /// User feedback, if any.
+        feedback: Option<String>,
+    },
+    /// A call finished (result durable in history).
+    ToolCallResult {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        tool: String,
+        /// Output text, or the error.
+        result: Result<String, ToolError>,
+        /// Unified diff of the files the call changed, if any.
+        diff: Option<String>,
+    },
+    /// A mode hook decided on a call (anything but a plain allow).
+    HookDecided {
+        /// Call id.
+        id: String,
+        /// Hook name.
+        hook: String,
+        /// What it decided.
+        decision: HookVerdict,
+        /// The reason, question, new arguments or failure.
+        detail: String,
+    },
+    /// The task waits for the user.
+    AskRequired {
+        /// Id to answer it by.
+        ask_id: String,
+        /// The question in one line.
+        text: String,
+        /// What is asked (its `kind` says which question it is).
+        ask: Ask,
+    },
+    /// The task completed.
+    Completed {
+        /// The completion result.
+        result: String,
+        /// Token totals.
+        usage: Usage,
+        /// Cost in USD.
+        cost: f64,
+    },
+    /// The task was aborted.
+    Aborted {
+        /// Why.
+        reason: String,
+    },
+    /// The task paused at a limit (`--max-turns`); it can be resumed.
+    Paused {
+        /// Why.
+        reason: String,
+    },
+    /// The task failed.
+    Failed {
+        /// Why.
+        error: String,
+    },
+    /// The task changed mode.
+    ModeSwitched {
+        /// New mode slug.
+        mode: String,
+    },
+    /// Something the user should know that did not stop the task (an
+    /// invalid mode file, …).
+    Warning {
+        /// What happened.
+        message: String,
+    },
+    /// The todo list changed.
+    TodosUpdated {
+        /// The list as markdown.
+        markdown: String,
+    },
+}
+
+impl TaskEvent {
+    /// Whether the event is recorded in the task's log. The live signals
+    /// of a request in flight are not (the request started, the streamed
+    /// text and arguments): the reply that follows them is, with the
+    /// request's UI row.
+    pub fn is_recorded(&self) -> bool {
+        !matches!(
+            self,
+            Self::RequestStarted { .. }
+                | Self::MessagePartial { .. }
+                | Self::ToolCallPartial { .. }
+        )
+    }
+}
+
+/// An event as published: the task it belongs to and, for a recorded
+/// event, its position in that task's log (1-based, no gaps). Serialised
+/// flat: `{"task_id": …, "seq": …, "event": "…", …}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Envelope {
+    /// Task the event belongs to.
+    pub task_id: String,
+    /// Position in the task's event log; `None` for the live signals
+    /// (and on a bus with no log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<i64>,
+    /// What happened.
+    #[serde(flatten)]
+    pub event: TaskEvent,
+}

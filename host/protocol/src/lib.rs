@@ -1,0 +1,74 @@
+//! What Roost's front-ends (the CLI, the HTTP server, later MCP and ACP)
+//! and its engine say to each other, and nothing else: a task's spec and
+//! status, its events in their envelope (task id, per-task seq), the
+//! questions it asks a person and their answers, tool specs, results and
+//! error codes, and the kinds of what a task records. Plain data (serde,
+//! with a JSON Schema from schemars); no wasmtime, no SQL, so a front-end
+//! can depend on it alone.
+//!
+//! [`schema`] is the JSON Schema of all of it; `docs/protocol.schema.json`
+//! is its committed copy, which a test keeps equal to the code.
+
+pub mod asks;
+pub mod events;
+pub mod records;
+pub mod task;
+pub mod tool;
+
+pub use asks::{Answer, Approval, Ask, CompletionAnswer};
+pub use events::{Envelope, TaskEvent};
+pub use records::{HookVerdict, TraceKind, UiKind, UiRow, UiSubtype};
+pub use task::{ApprovalPolicy, Endpoint, TaskSettings, TaskSpec, TaskStatus, Usage};
+pub use tool::{ErrorCode, ToolAnnotations, ToolError, ToolGroup, ToolOutput, ToolSpec};
+
+use schemars::JsonSchema;
+
+/// Every type of the protocol, under one root (only its definitions
+/// matter: the schema is a catalogue).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct Protocol {
+    task_spec: TaskSpec,
+    task_status: TaskStatus,
+    task_settings: TaskSettings,
+    envelope: Envelope,
+    ask: Ask,
+    answer: Answer,
+    tool_spec: ToolSpec,
+    tool_output: ToolOutput,
+    tool_error: ToolError,
+    ui_row: UiRow,
+    trace_kind: TraceKind,
+    hook_verdict: HookVerdict,
+}
+
+/// The JSON Schema of the whole protocol, pretty-printed, as committed
+/// in `docs/protocol.schema.json`.
+pub fn schema() -> String {
+    let schema = schemars::schema_for!(Protocol);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    /// The committed schema is the code's: regenerate it with
+    /// `ROOST_WRITE_SCHEMA=1 cargo test -p roost-protocol` after changing
+    /// a type.
+    #[test]
+    fn the_committed_schema_matches_the_code() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/protocol.schema.json");
+        let now = super::schema();
+        if std::env::var_os("ROOST_WRITE_SCHEMA").is_some() {
+            std::fs::write(&path, &now).expect("write the schema");
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == now,
+            "docs/protocol.schema.json is not the protocol's schema; regenerate it with \
+             ROOST_WRITE_SCHEMA=1 cargo test -p roost-protocol"
+        );
+    }
+}

@@ -1,0 +1,221 @@
+//! A task as front-ends name and see it: what to create (its prompt,
+//! workspace and the settings that belong to it alone), where it is in its
+//! life, and the tokens it used.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::tool::ToolGroup;
+
+/// Where a task is in its life (Roo Code's status machine).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// The loop is running (streaming, executing tools).
+    Running,
+    /// Waiting for the user to approve a tool call.
+    WaitingForApproval,
+    /// Waiting for the user to answer a question or review a result.
+    WaitingForInput,
+    /// Stopped without finishing; `roost resume` continues it.
+    Paused,
+    /// The user accepted the result.
+    Completed,
+    /// The user (or Ctrl-C) stopped it.
+    Aborted,
+    /// An error ended it.
+    Failed,
+}
+
+impl TaskStatus {
+    /// Stable text form (stored in the database).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::WaitingForApproval => "waiting_for_approval",
+            Self::WaitingForInput => "waiting_for_input",
+            Self::Paused => "paused",
+            Self::Completed => "completed",
+            Self::Aborted => "aborted",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// Parse the stored text form.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "running" => Self::Running,
+            "waiting_for_approval" => Self::WaitingForApproval,
+            "waiting_for_input" => Self::WaitingForInput,
+            "paused" => Self::Paused,
+            "completed" => Self::Completed,
+            "aborted" => Self::Aborted,
+            "failed" => Self::Failed,
+            _ => return None,
+        })
+    }
+
+    /// Whether the task is over (resume refuses completed tasks).
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Completed)
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Token usage reported by a provider, accumulated per task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Add another report to this one.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
+    }
+}
+
+/// Which calls of a task run without asking a person.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalPolicy {
+    /// Approve everything (`--yes`).
+    pub approve_all: bool,
+    /// Groups approved without asking (`--approve read,edit`).
+    pub auto_groups: BTreeSet<ToolGroup>,
+}
+
+impl ApprovalPolicy {
+    /// Approve everything.
+    pub fn yes() -> Self {
+        Self {
+            approve_all: true,
+            auto_groups: BTreeSet::new(),
+        }
+    }
+
+    /// Parse `read,edit,…`.
+    pub fn from_groups(list: &str) -> Result<Self, String> {
+        let mut auto_groups = BTreeSet::new();
+        for g in list.split(',').map(str::trim).filter(|g| !g.is_empty()) {
+            let group = ToolGroup::parse(g).ok_or_else(|| {
+                format!("unknown tool group `{g}` (read, edit, command, browser, mcp, modes)")
+            })?;
+            auto_groups.insert(group);
+        }
+        Ok(Self {
+            approve_all: false,
+            auto_groups,
+        })
+    }
+
+    /// Whether a call of `group` runs without asking.
+    pub fn covers(&self, group: ToolGroup) -> bool {
+        self.approve_all || self.auto_groups.contains(&group)
+    }
+
+    /// The groups as `read,edit` (`all` when everything is approved).
+    pub fn describe(&self) -> String {
+        if self.approve_all {
+            return "all".to_owned();
+        }
+        self.auto_groups
+            .iter()
+            .map(|g| g.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// The model endpoint a task talks to: a profile of the config, or a
+/// provider, base URL and model named directly (each overriding the
+/// profile's). Recorded with the task: a resumed task goes back to it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Endpoint {
+    /// A profile of the config file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// `openai`, `anthropic` or `scripted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// API base URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Model id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// A new task: what it is asked, where, and the settings that belong to it
+/// alone (one engine runs tasks with different policies and models at
+/// once). Missing settings are the engine's defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskSpec {
+    /// The user's prompt.
+    pub prompt: String,
+    /// The workspace it works in.
+    pub workspace: PathBuf,
+    /// Mode slug (`code` when empty).
+    #[serde(default)]
+    pub mode: String,
+    /// Which calls run without asking; the engine's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalPolicy>,
+    /// Most model requests before the task pauses; the engine's default
+    /// when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// The model endpoint; the engine's default when empty.
+    #[serde(default)]
+    pub endpoint: Endpoint,
+}
+
+/// The settings a task runs with, as recorded with it (a resumed task gets
+/// its own back).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskSettings {
+    /// Which calls run without asking.
+    pub approval: ApprovalPolicy,
+    /// Most model requests before the task pauses.
+    pub max_turns: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse_and_cover() {
+        let p = ApprovalPolicy::from_groups("read, edit").expect("parses");
+        assert!(p.covers(ToolGroup::Read) && p.covers(ToolGroup::Edit));
+        assert!(!p.covers(ToolGroup::Command));
+        assert_eq!(p.describe(), "read,edit");
+        assert!(ApprovalPolicy::from_groups("read,launch").is_err());
+        assert!(ApprovalPolicy::yes().covers(ToolGroup::Command));
+        for s in ["running", "waiting_for_input", "completed", "failed"] {
+            assert_eq!(TaskStatus::parse(s).map(TaskStatus::as_str), Some(s));
+        }
+    }
+}
