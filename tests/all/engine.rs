@@ -446,6 +446,80 @@ fn a_resume_removes_what_a_killed_edit_left() {
     );
 }
 
+/// A call's trace entries are recorded with its result, in the step that
+/// makes the result durable, and appended to the trace after it; a crash
+/// in between leaves them in the store, and the resume appends each once
+/// (one the crash left appended but not forgotten is not doubled).
+#[test]
+fn trace_entries_follow_their_durable_result_once() {
+    use roost_core::intents::TraceEntry;
+    use roost_core::store::Step;
+    use roost_protocol::TraceKind;
+    let data = TestWorkspace::new();
+    let ws = TestWorkspace::new();
+    ws.write(".orchestration/active_intents.yaml", "active_intents: []\n");
+    let turns = json!([
+        turn("", vec![call("read_file", json!({"path": "a.txt"}))]),
+        complete("done")
+    ]);
+    let first = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let id = first.block_on(async {
+        let (engine, _) = engine_with(
+            turns.clone(),
+            ApprovalPolicy::from_groups("edit").expect("policy"),
+            &data,
+        );
+        let id = create(&engine, "read", ws.path());
+        let mut rx = engine.subscribe(&id).expect("events");
+        engine.start(&id).expect("started");
+        until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await;
+        id
+    });
+    first.shutdown_background();
+    // The crash: two entries recorded with a durable result; the second
+    // made it to the trace file, the first did not.
+    let entry = |tool: &str| {
+        let mut e = TraceEntry::now(TraceKind::Mutation, &id, None, "code", tool, &json!({}));
+        e.detail = Some(format!("{tool} before the crash"));
+        e
+    };
+    let (lost, appended) = (entry("lost_tool"), entry("appended_tool"));
+    let store = Store::open(&data.root().join("data").join("roost.db")).expect("store");
+    store
+        .commit_step(
+            &id,
+            Step::new().trace(vec![
+                serde_json::to_string(&lost).expect("json"),
+                serde_json::to_string(&appended).expect("json"),
+            ]),
+        )
+        .expect("recorded");
+    roost_core::intents::Trace::of(&ws.path())
+        .append(&appended)
+        .expect("appended");
+    let second = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    second.block_on(async {
+        let (engine, _) = engine_with(turns, ApprovalPolicy::yes(), &data);
+        engine.prepare_resume(&id).expect("resumable");
+        say_yes(&engine, &id);
+        engine.start(&id).expect("started");
+        engine.wait(&id).await.expect("outcome");
+    });
+    let lines = roost_tests::harness::trace_lines(&ws.path());
+    let count = |tool: &str| lines.iter().filter(|l| l["tool"] == tool).count();
+    assert_eq!(count("lost_tool"), 1, "{lines:?}");
+    assert_eq!(count("appended_tool"), 1, "{lines:?}");
+    assert!(store.pending_trace(&id).expect("pending").is_empty());
+}
+
 /// A message sent while the task runs joins the conversation at its next
 /// turn (Roo's message queue).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

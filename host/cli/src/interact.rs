@@ -6,7 +6,7 @@
 use super::line::notice;
 use std::io::{BufRead, IsTerminal, Write};
 
-use super::render::painted_diff;
+use super::render::{painted_diff, short_args};
 use super::sanitize::{visible, visible_line};
 use roost_core::task::{Answers, Approval, CompletionAnswer};
 use roost_core::tools::ToolGroup;
@@ -49,18 +49,6 @@ async fn ask_line(prompt: String) -> Option<String> {
     .await
     .ok()
     .flatten()
-}
-
-/// One line of arguments, cut for display. JSON escapes C0 controls in
-/// strings but not DEL, C1 or bidi controls: those are made visible here.
-pub fn short_args(args: &serde_json::Value) -> String {
-    let s = args.to_string();
-    let s = if s.chars().count() > 120 {
-        format!("{}…", s.chars().take(120).collect::<String>())
-    } else {
-        s
-    };
-    visible_line(&s).into_owned()
 }
 
 /// One reading of a yes/no answer for every kind of question: `y`/`yes`

@@ -7,7 +7,6 @@ use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::oneshot;
 
-use super::interact::short_args;
 use super::sanitize::{json_text, visible, visible_line};
 use roost_core::asks::Ask;
 use roost_core::events::{Envelope, TaskEvent};
@@ -344,6 +343,18 @@ fn text_of(task_id: &str, ev: &TaskEvent, style: &Style) -> String {
         _ => Ok(()),
     };
     out
+}
+
+/// One line of arguments, cut for display. JSON escapes C0 controls in
+/// strings but not DEL, C1 or bidi controls: those are made visible here.
+pub fn short_args(args: &serde_json::Value) -> String {
+    let s = args.to_string();
+    let s = if s.chars().count() > 120 {
+        format!("{}…", s.chars().take(120).collect::<String>())
+    } else {
+        s
+    };
+    visible_line(&s).into_owned()
 }
 
 #[cfg(test)]

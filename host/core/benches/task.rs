@@ -305,7 +305,7 @@ async fn p7(engine: &Arc<PluginEngine>, registry: &Arc<Registry>, ws: &std::path
     let mut call_hooked = Vec::with_capacity(n);
     for i in 0..n + 200 {
         let t0 = Instant::now();
-        mode.check(&tool.spec, &args).expect("mode allows");
+        mode.check(&tool.spec, &args, false).expect("mode allows");
         tool.validator.check(&args).expect("valid");
         let call = HookCall {
             tool: tool.spec.name.clone(),
@@ -328,7 +328,7 @@ async fn p7(engine: &Arc<PluginEngine>, registry: &Arc<Registry>, ws: &std::path
             .expect("read");
         let t3 = Instant::now();
         // The same call without a hook.
-        mode.check(&tool.spec, &args).expect("mode allows");
+        mode.check(&tool.spec, &args, false).expect("mode allows");
         tool.validator.check(&args).expect("valid");
         let t4 = Instant::now();
         engine

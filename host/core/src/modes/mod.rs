@@ -74,31 +74,28 @@ pub struct Mode {
     pub source: ModeSource,
 }
 
-/// Tools every mode has: they talk to the user or steer the task itself.
-pub const ALWAYS_AVAILABLE: &[&str] = &[
-    "attempt_completion",
-    "ask_followup_question",
-    "update_todo_list",
-    "switch_mode",
-    "select_active_intent",
-];
-
 impl Mode {
     /// The grant for `group`, if the mode enables it.
     pub fn group(&self, group: ToolGroup) -> Option<&GroupGrant> {
         self.groups.iter().find(|g| g.group == group)
     }
 
-    /// Whether the tool is offered to the model in this mode.
-    pub fn offers(&self, spec: &ToolSpec) -> bool {
-        ALWAYS_AVAILABLE.contains(&spec.name.as_str()) || self.group(spec.group).is_some()
+    /// Whether the tool is offered to the model in this mode (`always`:
+    /// it is one every mode has, see `ToolExecutor::always_available`).
+    pub fn offers(&self, spec: &ToolSpec, always: bool) -> bool {
+        always || self.group(spec.group).is_some()
     }
 
     /// The execution-time gate: the tool's group must be enabled, and every
     /// declared path must match the group's `fileRegex` (Roo's
     /// file-restriction message otherwise).
-    pub fn check(&self, spec: &ToolSpec, args: &serde_json::Value) -> Result<(), String> {
-        if ALWAYS_AVAILABLE.contains(&spec.name.as_str()) {
+    pub fn check(
+        &self,
+        spec: &ToolSpec,
+        args: &serde_json::Value,
+        always: bool,
+    ) -> Result<(), String> {
+        if always {
             return Ok(());
         }
         let Some(grant) = self.group(spec.group) else {

@@ -21,10 +21,10 @@ fn builtins_have_roos_groups() {
     let slugs: Vec<_> = set.iter().map(|m| m.slug.as_str()).collect();
     assert_eq!(slugs, ["architect", "ask", "code", "debug", "orchestrator"]);
     let ask = set.get("ask").expect("ask");
-    assert!(!ask.offers(&spec("write_to_file", ToolGroup::Edit)));
-    assert!(ask.offers(&spec("attempt_completion", ToolGroup::Modes)));
+    assert!(!ask.offers(&spec("write_to_file", ToolGroup::Edit), false));
+    assert!(ask.offers(&spec("attempt_completion", ToolGroup::Modes), true));
     let orch = set.get("orchestrator").expect("orchestrator");
-    assert!(!orch.offers(&spec("read_file", ToolGroup::Read)));
+    assert!(!orch.offers(&spec("read_file", ToolGroup::Read), false));
 }
 
 #[test]
@@ -33,9 +33,9 @@ fn architect_may_edit_markdown_only() {
     let set = ModeSet::load(dir.path(), None);
     let a = set.get("architect").expect("architect");
     let w = spec("write_to_file", ToolGroup::Edit);
-    assert!(a.check(&w, &json!({"path": "docs/plan.md"})).is_ok());
+    assert!(a.check(&w, &json!({"path": "docs/plan.md"}), false).is_ok());
     let e = a
-        .check(&w, &json!({"path": "src/main.rs"}))
+        .check(&w, &json!({"path": "src/main.rs"}), false)
         .expect_err("refused");
     assert!(e.starts_with("FileRestrictionError: This mode (🏗️ Architect) can only edit files matching pattern: \\.md$ (Markdown files only). Got: src/main.rs"), "{e}");
 }
@@ -63,7 +63,8 @@ fn project_overrides_global_overrides_builtin() {
     assert!(
         code.check(
             &spec("apply_diff", ToolGroup::Edit),
-            &json!({"path": "a.md"})
+            &json!({"path": "a.md"}),
+            false
         )
         .is_err()
     );

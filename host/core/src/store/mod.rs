@@ -99,6 +99,12 @@ CREATE TABLE IF NOT EXISTS claims (
     task_id TEXT PRIMARY KEY REFERENCES tasks(id),
     owner TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS pending_trace (
+    task_id TEXT NOT NULL REFERENCES tasks(id),
+    seq INTEGER NOT NULL,
+    entry TEXT NOT NULL,
+    PRIMARY KEY (task_id, seq)
+);
 CREATE TABLE IF NOT EXISTS todos (
     task_id TEXT NOT NULL REFERENCES tasks(id),
     idx INTEGER NOT NULL,
@@ -723,22 +729,27 @@ impl Store {
 
     /// Replace the task's todo list.
     pub fn set_todos(&self, task: &str, items: &[TodoItem]) -> Result<(), StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        exec(&tx, "DELETE FROM todos WHERE task_id = ?1", [task])?;
-        for (i, t) in items.iter().enumerate() {
-            let state = match t.state {
-                TodoState::Pending => "pending",
-                TodoState::InProgress => "in_progress",
-                TodoState::Completed => "completed",
-            };
-            exec(
-                &tx,
-                "INSERT INTO todos (task_id, idx, text, state) VALUES (?1, ?2, ?3, ?4)",
-                params![task, i64::try_from(i).unwrap_or(i64::MAX), t.text, state],
-            )?;
-        }
-        tx.commit()?;
+        self.commit_step(task, Step::new().todos(items)).map(|_| ())
+    }
+
+    /// Trace entries recorded with a durable step and not yet appended to
+    /// the workspace's trace: `(seq, JSON line)`, oldest first.
+    pub fn pending_trace(&self, task: &str) -> Result<Vec<(i64, String)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, entry FROM pending_trace WHERE task_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([task], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Forget the pending trace entries up to `seq` (they are in the trace).
+    pub fn clear_pending_trace(&self, task: &str, upto: i64) -> Result<(), StoreError> {
+        exec(
+            &self.conn(),
+            "DELETE FROM pending_trace WHERE task_id = ?1 AND seq <= ?2",
+            params![task, upto],
+        )?;
         Ok(())
     }
 
@@ -1029,3 +1040,21 @@ fn exec<P: rusqlite::Params>(conn: &Connection, sql: &str, params: P) -> rusqlit
 
 #[cfg(test)]
 mod tests;
+
+/// Replace `task`'s todo list with `items` (inside a step's transaction).
+fn write_todos(conn: &Connection, task: &str, items: &[TodoItem]) -> Result<(), StoreError> {
+    exec(conn, "DELETE FROM todos WHERE task_id = ?1", [task])?;
+    for (i, t) in items.iter().enumerate() {
+        let state = match t.state {
+            TodoState::Pending => "pending",
+            TodoState::InProgress => "in_progress",
+            TodoState::Completed => "completed",
+        };
+        exec(
+            conn,
+            "INSERT INTO todos (task_id, idx, text, state) VALUES (?1, ?2, ?3, ?4)",
+            params![task, i64::try_from(i).unwrap_or(i64::MAX), t.text, state],
+        )?;
+    }
+    Ok(())
+}

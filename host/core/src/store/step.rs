@@ -22,7 +22,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::oneshot;
 
 use super::asks::{self, StoredAsk};
-use super::{Store, StoreError, TaskStatus, exec, now_ms, one_row, role_str};
+use super::{Store, StoreError, TaskStatus, TodoItem, exec, now_ms, one_row, role_str};
 use crate::llm::{Message, Usage};
 use roost_protocol::UiRow;
 
@@ -58,6 +58,8 @@ pub struct Step<'a> {
     status: Option<TaskStatus>,
     mode: Option<&'a str>,
     condense: Option<Condensation<'a>>,
+    todos: Option<&'a [TodoItem]>,
+    trace: Vec<String>,
     ask: Option<&'a StoredAsk>,
     answer: Option<(&'a str, &'a str)>,
     events: Vec<String>,
@@ -144,6 +146,20 @@ impl<'a> Step<'a> {
         self
     }
 
+    /// Record trace entries (JSON lines) with this step, to be appended
+    /// to the workspace's trace once the step is durable
+    /// ([`Store::pending_trace`]).
+    pub fn trace(mut self, lines: Vec<String>) -> Self {
+        self.trace = lines;
+        self
+    }
+
+    /// Replace the task's todo list.
+    pub fn todos(mut self, items: &'a [TodoItem]) -> Self {
+        self.todos = Some(items);
+        self
+    }
+
     /// Set the task's status.
     pub fn status(mut self, status: TaskStatus) -> Self {
         self.status = Some(status);
@@ -177,6 +193,8 @@ impl<'a> Step<'a> {
             && self.status.is_none()
             && self.mode.is_none()
             && self.condense.is_none()
+            && self.todos.is_none()
+            && self.trace.is_empty()
             && self.ask.is_none()
             && self.answer.is_none()
             && self.events.is_empty()
@@ -225,6 +243,8 @@ impl<'a> Step<'a> {
                     roost_secrets::redact(c.summary).into_owned(),
                 )
             }),
+            todos: self.todos.map(<[TodoItem]>::to_vec),
+            trace: self.trace,
             ask: self.ask.cloned(),
             answer: self
                 .answer
@@ -253,6 +273,8 @@ pub struct PreparedStep {
     status: Option<TaskStatus>,
     mode: Option<String>,
     condense: Option<(i64, i64, String)>,
+    todos: Option<Vec<TodoItem>>,
+    trace: Vec<String>,
     ask: Option<StoredAsk>,
     answer: Option<(String, String)>,
     events: Vec<String>,
@@ -424,6 +446,17 @@ fn write_step(
             conn,
             "INSERT OR REPLACE INTO condensations (task_id, upto_seq, summary, created_at) VALUES (?1, ?2, ?3, ?4)",
             params![task, upto, summary, now],
+        )?;
+    }
+    if let Some(items) = &step.todos {
+        super::write_todos(conn, task, items)?;
+    }
+    for line in &step.trace {
+        exec(
+            conn,
+            "INSERT INTO pending_trace (task_id, seq, entry) \
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2 FROM pending_trace WHERE task_id = ?1",
+            params![task, line],
         )?;
     }
     for (row, text) in &step.ui {

@@ -111,18 +111,20 @@ impl History {
     }
 
     /// Record the message of tool results (appended when `seq` is `None`,
-    /// else replaced) with the call's UI row, the task's new status and the
-    /// `events` announcing it, in one transaction (then in memory, then the
-    /// events go out); returns its seq.
+    /// else replaced) with the call's UI row, the task's new status, its
+    /// trace entries (pending until appended) and the `events` announcing
+    /// it, in one transaction (then in memory, then the events go out);
+    /// returns its seq.
     pub async fn record_result(
         &mut self,
         seq: Option<i64>,
         m: Message,
         ui: Option<(UiSubtype, &str)>,
         status: Option<crate::store::TaskStatus>,
+        trace: Vec<String>,
         announce: (&EventBus, Vec<TaskEvent>),
     ) -> Result<i64, StoreError> {
-        let mut step = Step::new().put(seq, &m);
+        let mut step = Step::new().put(seq, &m).trace(trace);
         if let Some((subtype, text)) = ui {
             step = step.ui(UiRow::say(subtype), text);
         }

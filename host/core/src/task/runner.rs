@@ -8,35 +8,26 @@
 //! message (a crash mid-call is repaired on resume).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::ask::{self, AskBroker, AskError, Responder};
-use super::call::CallResult;
-use super::call::gates::RepetitionDetector;
-use super::config::TaskConfig;
 use super::context::{BYTES_PER_TOKEN, RequestCache, cut_point, model_history, summarise};
-use super::control::Control;
 use super::history::History;
-use super::native::SELECT_ACTIVE_INTENT;
 use super::prompt::{PromptContext, build};
-use super::registry::Registry;
-use super::status::TaskStatus;
-use crate::asks::{Answer, Ask};
+use crate::asks::{Answer, Ask, AskError, Responder};
+use crate::call::{CallResult, Dispatch};
+use crate::control::Control;
 use crate::events::{EventBus, TaskEvent};
-use crate::intents::{self, Intent, Scope, Trace, TraceEntry};
-use crate::llm::{
-    AssembledCall, ContentBlock, LlmError, Message, Provider, Role, StreamEvent, Usage,
-};
-use crate::modes::{HookRegistry, Mode, ModeSet};
-use crate::store::{NewTask, Step, Store, StoreError, TaskRecord};
+use crate::intents::{self, Scope, Trace, TraceEntry};
+use crate::llm::{AssembledCall, ContentBlock, LlmError, Message, Role, StreamEvent, Usage};
+use crate::modes::ModeSet;
+use crate::store::{NewTask, Step, TaskRecord, TaskStatus};
 use crate::tools::ToolSpec;
+use crate::turn::{Agent, Ctx, RepetitionDetector, RunState, TaskError};
 use roost_protocol::{UiRow, UiSubtype};
-use roost_sandbox::capability::{Workspace, WorkspaceError};
-use roost_sandbox::plugins::PluginEngine;
+use roost_sandbox::capability::Workspace;
 
 /// Least a kept tool result is shortened to after a condensation.
 const KEPT_RESULT_FLOOR: usize = 1024;
@@ -71,76 +62,6 @@ pub enum TaskOutcome {
     },
 }
 
-/// Errors that stop the host from running a task at all (not the task's
-/// own failures, which are [`TaskOutcome::Failed`]).
-#[derive(Debug, thiserror::Error)]
-pub enum TaskError {
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The requested mode does not exist.
-    #[error("unknown mode `{mode}` (available: {available})")]
-    UnknownMode {
-        /// Requested slug.
-        mode: String,
-        /// Known slugs.
-        available: String,
-    },
-    /// The task's workspace cannot be opened.
-    #[error("workspace: {0}")]
-    Workspace(#[from] WorkspaceError),
-    /// The task was cancelled while it waited for a person's answer; the
-    /// loop ends it `aborted` (resumable).
-    #[error("the task was cancelled while it waited for an answer")]
-    Cancelled,
-    /// Resume was asked for a task that cannot continue.
-    #[error("task {id} is {status} and cannot be resumed")]
-    NotResumable {
-        /// Task id.
-        id: String,
-        /// Its status.
-        status: TaskStatus,
-    },
-}
-
-/// The services a task runs with: model, tools, store, policies. One per
-/// process (or per tenant); tasks share it.
-pub struct Agent {
-    /// The model.
-    pub provider: Arc<dyn Provider>,
-    /// The plugin runtime.
-    pub engine: Arc<PluginEngine>,
-    /// Plugin tools by name.
-    pub registry: Arc<Registry>,
-    /// Durable state.
-    pub store: Store,
-    /// Limits and policies.
-    pub config: TaskConfig,
-    /// Directory of the global `custom_modes.yaml` (the config dir).
-    pub modes_dir: Option<PathBuf>,
-    /// Mode hooks by name (modes list the ones they use).
-    pub hooks: Arc<HookRegistry>,
-    /// Where questions to a person wait for their answers.
-    pub asks: Arc<AskBroker>,
-}
-
-/// Per-run state that is not persisted (it restarts with a resume).
-pub(super) struct RunState {
-    pub(super) mistakes: u32,
-    pub(super) repetition: RepetitionDetector,
-    pub(super) modes: ModeSet,
-    pub(super) mode: Mode,
-    pub(super) intent: Option<(Intent, Scope)>,
-    /// The request body's parts, kept from turn to turn.
-    pub(super) request: RequestCache,
-}
-
-impl RunState {
-    pub(super) fn intent_id(&self) -> Option<&str> {
-        self.intent.as_ref().map(|(i, _)| i.id.as_str())
-    }
-}
-
 /// Calls a resumed task runs again before its next turn: they were
 /// waiting for a person when its process died.
 struct PendingCalls {
@@ -156,17 +77,6 @@ struct Reply {
     text: String,
     calls: Vec<AssembledCall>,
     usage: Usage,
-}
-
-/// A running task's identity and event channel.
-pub(super) struct Ctx<'a> {
-    pub(super) task: TaskRecord,
-    pub(super) workspace: PathBuf,
-    /// The workspace as the host touches it (see [`Workspace`]).
-    pub(super) ws: Workspace,
-    pub(super) events: &'a EventBus,
-    /// Cancellation and queued messages from outside.
-    pub(super) control: &'a Control,
 }
 
 impl Agent {
@@ -407,7 +317,8 @@ impl Agent {
         responder: &dyn Responder,
         fut: impl std::future::Future<Output = T>,
     ) -> T {
-        let answering = ask::answer_asks(events.subscribe(), &self.asks, &self.store, responder);
+        let answering =
+            crate::asks::answer_asks(events.subscribe(), &self.asks, &self.store, responder);
         tokio::pin!(fut);
         tokio::pin!(answering);
         tokio::select! {
@@ -421,24 +332,39 @@ impl Agent {
         self.asks.answer(&self.store, task, ask_id, answer)
     }
 
-    /// Put `ask` to a person (see [`ask::ask`]) and wait for the answer.
-    pub(super) async fn ask(
-        &self,
-        ctx: &Ctx<'_>,
-        call_id: Option<&str>,
-        ask: Ask,
-    ) -> Result<Answer, TaskError> {
-        ask::ask(
-            &self.store,
-            &self.asks,
-            ctx.events,
-            ctx.control,
-            &ctx.task.id,
-            call_id,
-            ask,
-        )
-        .await?
-        .ok_or(TaskError::Cancelled)
+    /// Append the trace entries recorded with durable results and not yet
+    /// in the trace, then forget them. After a crash (`resumed`) some may
+    /// be in the trace already (appended, not yet forgotten): those are
+    /// skipped, so each is appended once.
+    fn flush_trace(&self, ctx: &Ctx<'_>, resumed: bool) -> Result<(), TaskError> {
+        let pending = self.store.pending_trace(&ctx.task.id)?;
+        let Some(last) = pending.last().map(|(seq, _)| *seq) else {
+            return Ok(());
+        };
+        let recent: Vec<TraceEntry> = if resumed {
+            Trace::of(&ctx.workspace)
+                .read(None)
+                .map(|(all, _)| all.into_iter().rev().take(256).collect())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let already = |e: &TraceEntry| {
+            recent.iter().any(|t| {
+                t.time == e.time && t.task_id == e.task_id && t.kind == e.kind && t.tool == e.tool
+            })
+        };
+        for (_, line) in pending {
+            match serde_json::from_str::<TraceEntry>(&line) {
+                Ok(entry) if !already(&entry) => self.trace(ctx, &entry),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!(task = %ctx.task.id, "a pending trace entry does not decode: {e}")
+                }
+            }
+        }
+        self.store.clear_pending_trace(&ctx.task.id, last)?;
+        Ok(())
     }
 
     /// A call killed mid-edit (the process died) may have left the
@@ -496,6 +422,8 @@ impl Agent {
         ctx: &Ctx<'_>,
         pending: Option<PendingCalls>,
     ) -> Result<TaskOutcome, TaskError> {
+        // Trace entries of results a crash left unappended.
+        self.flush_trace(ctx, true)?;
         match self.run_turns(ctx, pending).await {
             Err(TaskError::Cancelled) => self.cancelled(ctx).await,
             other => other,
@@ -536,8 +464,9 @@ impl Agent {
             modes,
             mode,
             intent: None,
-            request: RequestCache::default(),
         };
+        // The request body's parts, kept from turn to turn.
+        let mut request = RequestCache::default();
         if let Some(active) = ctx.task.active_intent.as_deref() {
             // A resumed task keeps its intent, if it is still in progress;
             // when it cannot, the user and the model are told why.
@@ -576,7 +505,6 @@ impl Agent {
             }
         }
         let mut history = History::load(&self.store, id)?;
-        let specs = self.tool_specs();
 
         if let Some(p) = pending {
             let outcome = self
@@ -605,19 +533,20 @@ impl Agent {
                 history.add_user_text(format!("<user_message>\n{text}\n</user_message>"))?;
             }
             // The mode decides the role, the extra instructions and which
-            // tools the model is offered (the gate checks again per call).
-            // `select_active_intent` only where intents are on.
+            // tools the model is offered (the gate checks again per call);
+            // a tool that works with intents only where intents are on.
             let intents_on = intents::enabled_in(&ctx.ws);
-            let offered: Vec<&ToolSpec> = specs
+            let offered: Vec<&ToolSpec> = self
+                .registry
                 .iter()
-                .copied()
-                .filter(|s| state.mode.offers(s))
-                .filter(|s| intents_on || s.name != SELECT_ACTIVE_INTENT)
+                .filter(|t| state.mode.offers(&t.spec, t.executor.always_available()))
+                .filter(|t| intents_on || !t.executor.needs_intents())
+                .map(|t| &t.spec)
                 .collect();
             // The tool list changes with the mode (and intents); it is
             // encoded once per process for each list, not every turn.
             match self.registry.encoded_tools(self.provider.wire(), &offered) {
-                Ok(encoded) => state.request.set_tools(encoded),
+                Ok(encoded) => request.set_tools(encoded),
                 Err(e) => {
                     return self
                         .fail(ctx, &format!("cannot encode the tool list: {e}"))
@@ -630,7 +559,7 @@ impl Agent {
                 .iter()
                 .map(|c| format!("MODE-SPECIFIC INSTRUCTIONS\n\n{c}"))
                 .collect();
-            extra.extend(self.hook_prompts(ctx, &state).await);
+            extra.extend(Dispatch::new(self).hook_prompts(ctx, &state).await);
             let system = build(&PromptContext {
                 role: &state.mode.role_definition,
                 mode: &state.mode.slug,
@@ -640,7 +569,7 @@ impl Agent {
                 extra: &extra,
             });
             let body = match self
-                .request_within_window(ctx, &system, &mut history, &mut state.request)
+                .request_within_window(ctx, &system, &mut history, &mut request)
                 .await?
             {
                 Ok(body) => body,
@@ -789,7 +718,7 @@ impl Agent {
                     "Not executed: an earlier call in the same message ended the task.",
                 )
             } else {
-                self.handle_call(ctx, state, call).await?
+                Dispatch::new(self).handle(ctx, state, call).await?
             };
             if r.mistake {
                 state.mistakes += 1;
@@ -834,10 +763,13 @@ impl Agent {
                         results.clone(),
                         ui.as_ref().map(|(subtype, text)| (*subtype, text.as_str())),
                         status,
+                        trace_lines(&r.trace),
                         (ctx.events, vec![announce]),
                     )
                     .await?,
             );
+            // The result is durable: now its trace entries go to the trace.
+            self.flush_trace(ctx, false)?;
         }
         if let Some(result) = completed {
             let t = self.store.get_task(id)?;
@@ -1189,48 +1121,12 @@ impl Agent {
         }
         Err(LlmError::TruncatedStream)
     }
+}
 
-    /// event stream (durable first).
-    pub(super) async fn record_denial(
-        &self,
-        ctx: &Ctx<'_>,
-        call_id: &str,
-        feedback: &Option<String>,
-    ) -> Result<(), TaskError> {
-        let step = Step::new().ui(
-            UiRow::say(UiSubtype::UserFeedback),
-            feedback.as_deref().unwrap_or("(denied)"),
-        );
-        let announce = TaskEvent::ToolCallDenied {
-            id: call_id.to_owned(),
-            feedback: feedback.clone(),
-        };
-        ctx.events
-            .commit(&self.store, &ctx.task.id, step, vec![announce])
-            .await?;
-        Ok(())
-    }
-
-    /// Append to the agent trace; a failure is not only logged but shown:
-    /// a UI error row and a warning event, so no one believes a mutation
-    /// was traced when it was not.
-    pub(super) fn trace(&self, ctx: &Ctx<'_>, entry: &TraceEntry) {
-        if let Err(e) = Trace::of(&ctx.workspace).append(entry) {
-            tracing::error!(task = %ctx.task.id, "cannot append to the agent trace: {e}");
-            let msg = format!(
-                "cannot append to .orchestration/agent_trace.jsonl: {e}; this {} of `{}` is not in the trace",
-                entry.kind, entry.tool
-            );
-            let step = Step::new().ui(UiRow::say(UiSubtype::Error), msg.as_str());
-            let warn = TaskEvent::Warning {
-                message: msg.clone(),
-            };
-            if let Err(store) = ctx
-                .events
-                .commit_now(&self.store, &ctx.task.id, step, vec![warn])
-            {
-                tracing::error!(task = %ctx.task.id, "cannot record the trace failure: {store}");
-            }
-        }
-    }
+/// Trace entries as the store keeps them until they are in the trace.
+fn trace_lines(entries: &[TraceEntry]) -> Vec<String> {
+    entries
+        .iter()
+        .filter_map(|e| serde_json::to_string(e).ok())
+        .collect()
 }

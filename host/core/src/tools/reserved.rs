@@ -5,13 +5,9 @@
 //! prefixes the host reserves for what it will provide itself (subtasks,
 //! commands, MCP bridges).
 
-/// Tool names only the host may provide.
+/// Tool names only the host may provide besides its native tools' own
+/// ([`super::native::names`]): those of what it will provide itself.
 pub const RESERVED_NAMES: &[&str] = &[
-    "attempt_completion",
-    "ask_followup_question",
-    "update_todo_list",
-    "switch_mode",
-    "select_active_intent",
     "new_task",
     "execute_command",
     "use_mcp_tool",
@@ -27,7 +23,7 @@ pub const RESERVED_PREFIXES: &[&str] = &["roost_", "roost-", "mcp__", "host_"];
 /// Why `name` is reserved, or `None` when a plugin may use it.
 pub fn reserved(name: &str) -> Option<String> {
     let lower = name.to_ascii_lowercase();
-    if RESERVED_NAMES.contains(&lower.as_str()) {
+    if RESERVED_NAMES.contains(&lower.as_str()) || super::native::names().any(|n| n == lower) {
         return Some(format!("`{name}` is a host-native tool name"));
     }
     RESERVED_PREFIXES

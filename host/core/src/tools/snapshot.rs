@@ -20,7 +20,7 @@ const MAX_HASH_BYTES: u64 = 1 << 30;
 /// One declared file at one moment. Two states are equal when the content
 /// is (permission bits are not content).
 #[derive(Debug, Clone)]
-pub(super) enum FileState {
+pub(crate) enum FileState {
     /// No file there.
     Absent,
     /// A regular file: its bytes when small enough to diff, its hash
@@ -138,10 +138,10 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// The declared files of a call with their states.
-pub(super) type Snapshot = Vec<(String, FileState)>;
+pub(crate) type Snapshot = Vec<(String, FileState)>;
 
 /// The declared files of a destructive call, before it runs.
-pub(super) fn before(ws: &Workspace, spec: &ToolSpec, args: &Value) -> Snapshot {
+pub(crate) fn before(ws: &Workspace, spec: &ToolSpec, args: &Value) -> Snapshot {
     if !spec.destructive {
         return Vec::new();
     }
@@ -153,7 +153,7 @@ pub(super) fn before(ws: &Workspace, spec: &ToolSpec, args: &Value) -> Snapshot 
 }
 
 /// The same files as they are now.
-pub(super) fn after(ws: &Workspace, before: &Snapshot) -> Snapshot {
+pub(crate) fn after(ws: &Workspace, before: &Snapshot) -> Snapshot {
     before
         .iter()
         .map(|(rel, _)| (rel.clone(), FileState::read(ws, rel)))
@@ -164,7 +164,7 @@ pub(super) fn after(ws: &Workspace, before: &Snapshot) -> Snapshot {
 /// write a new file and rename it over the old one, atomically; WASI cannot
 /// set permission bits, so an executable script would lose its `x`). Only
 /// the old bits are ever restored, never new ones added.
-pub(super) fn restore_modes(ws: &Workspace, before: &Snapshot, after: &Snapshot) {
+pub(crate) fn restore_modes(ws: &Workspace, before: &Snapshot, after: &Snapshot) {
     for ((rel, old), (_, new)) in before.iter().zip(after) {
         if let (FileState::File { mode: was, .. }, FileState::File { mode: now, .. }) = (old, new)
             && was != now
@@ -177,7 +177,7 @@ pub(super) fn restore_modes(ws: &Workspace, before: &Snapshot, after: &Snapshot)
 }
 
 /// Paths whose state changed.
-pub(super) fn changed(before: &Snapshot, after: &Snapshot) -> Vec<String> {
+pub(crate) fn changed(before: &Snapshot, after: &Snapshot) -> Vec<String> {
     before
         .iter()
         .zip(after)
@@ -187,7 +187,7 @@ pub(super) fn changed(before: &Snapshot, after: &Snapshot) -> Vec<String> {
 }
 
 /// Trace records of the changed files.
-pub(super) fn changes(before: &Snapshot, after: &Snapshot) -> Vec<FileChange> {
+pub(crate) fn changes(before: &Snapshot, after: &Snapshot) -> Vec<FileChange> {
     before
         .iter()
         .zip(after)
@@ -210,7 +210,7 @@ pub(super) fn changes(before: &Snapshot, after: &Snapshot) -> Vec<FileChange> {
 
 /// Unified diff of the changed files; files too large to diff get a
 /// summary line with sizes and hashes.
-pub(super) fn diff(before: &Snapshot, after: &Snapshot) -> Option<String> {
+pub(crate) fn diff(before: &Snapshot, after: &Snapshot) -> Option<String> {
     let mut out = String::new();
     for ((rel, old), (_, new)) in before.iter().zip(after) {
         if old == new {

@@ -10,10 +10,10 @@ use std::sync::Mutex;
 
 use tokio::sync::{broadcast, oneshot};
 
-use super::status::TaskStatus;
-use crate::asks::{Answer, Approval, Ask, CompletionAnswer};
+use super::{Answer, Approval, Ask, CompletionAnswer};
+use crate::control::Control;
 use crate::events::{Envelope, TaskEvent};
-use crate::store::{Step, Store, StoreError, StoredAsk};
+use crate::store::{Step, Store, StoreError, StoredAsk, TaskStatus};
 use crate::tools::ToolGroup;
 
 /// Why an answer was not taken.
@@ -216,11 +216,11 @@ pub async fn answer_asks(
 /// Ask, as the loop does: reuse a question about the same call left open
 /// by a process that died (else record a new one), set the waiting status,
 /// record the UI row, announce it, wait for the answer, set `running`.
-pub(super) async fn ask(
+pub async fn ask(
     store: &Store,
     broker: &AskBroker,
     events: &crate::events::EventBus,
-    control: &super::control::Control,
+    control: &Control,
     task: &str,
     call_id: Option<&str>,
     ask: Ask,

@@ -6,16 +6,16 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::Dispatch;
 use super::{CallResult, Pending, Verdict, WriteScope, paths};
 use crate::asks::{Approval, Ask};
 use crate::intents::{self, TraceEntry};
-use crate::task::TaskError;
-use crate::task::runner::{Agent, Ctx, RunState};
 use crate::tools::ToolSpec;
+use crate::turn::{Ctx, RunState, TaskError};
 use roost_protocol::TraceKind;
 use roost_sandbox::capability::RooIgnore;
 
-impl Agent {
+impl Dispatch<'_> {
     /// The path gate ([`paths`]): declared paths normalised in place, or
     /// the refusal to return to the model.
     pub(super) fn path_gate(
@@ -47,7 +47,7 @@ impl Agent {
         call: &mut Pending<'_>,
     ) -> Result<Verdict, TaskError> {
         let spec = &call.tool.spec;
-        if !(spec.destructive && intents::enabled_in(&ctx.ws)) {
+        if !(call.tool.executor.mutates() && intents::enabled_in(&ctx.ws)) {
             return Ok(Verdict::Proceed);
         }
         let (call_id, args) = (call.id, &call.args);

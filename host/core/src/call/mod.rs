@@ -1,11 +1,14 @@
-//! One tool call, from the model's arguments to its tool_result: every
-//! gate in its order, then the tool's executor. Each gate returns a
-//! [`Verdict`]; this module alone decides what a verdict does, so the
-//! order below is the whole policy:
+//! The one dispatch: one tool call of any kind (a host-native tool, a
+//! component plugin's, later an MCP server's, a skill's, a command), from
+//! the model's arguments to its tool_result. Every gate in its order, then
+//! the call's write session, its executor ([`crate::tools::ToolExecutor`])
+//! and the after stage ([`run`]), the same for every kind. Each gate
+//! returns a [`Verdict`]; this module alone decides what a verdict does,
+//! so the order below is the whole policy:
 //!
 //! 1. **arguments**: well-formed JSON, else a mistake the model fixes;
-//! 2. **known tool**: in the [`Registry`](super::Registry) (plugins and
-//!    host-native tools alike);
+//! 2. **known tool**: in the task's [`Registry`](crate::tools::Registry)
+//!    (plugins and host-native tools alike);
 //! 3. **path gate** ([`paths`]): declared paths normalised, and refused when
 //!    they leave the workspace, are `.rooignore`d or name authority files;
 //! 4. **mode gate**: the mode's tool groups and file patterns;
@@ -15,36 +18,55 @@
 //!    in its owned scope or widened once by a person;
 //! 8. **mode hooks** ([`hook_gate`]): allow, deny, ask, rewrite. A rewrite
 //!    passes gates 3–5 and 7 again, once;
-//! 9. **approval gate**: the policy, an earlier yes, or a question with the
-//!    diff an edit would make ([`preview`]);
+//! 9. **approval gate**: the policy, an earlier yes, or a question with
+//!    what the executor's dry run would change (an edit's diff);
 //!
-//! then the executor: a component plugin ([`execute`]: its
-//! [`write_session`] — lease and write guard —, grant, call, diff, trace)
-//! or a host-native handler.
+//! then [`run`]: a [`write_session`] (lease and write guard) when the call
+//! mutates, the executor, and the after stage (what was undone, the diff,
+//! the trace entries, post-tool hooks, the result).
 
-mod execute;
-pub(super) mod gates;
+pub(crate) mod gates;
 mod hook_gate;
 pub mod paths;
-mod preview;
+mod run;
 mod scope;
-mod snapshot;
 pub mod write_session;
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::TaskError;
-use super::native::{NativeCall, Needs};
-use super::registry::{Executor, RegisteredTool};
-use super::runner::{Agent, Ctx, RunState};
 use crate::asks::{Approval, Ask};
 use crate::events::TaskEvent;
+use crate::intents::TraceEntry;
 use crate::llm::AssembledCall;
-use crate::tools::{ErrorCode, ToolError};
+use crate::store::Step;
+use crate::tools::{ErrorCode, Needs, PreviewCall, RegisteredTool, ToolError};
+use crate::turn::{Agent, Ctx, RunState, TaskError};
 use gates::schema_violations;
-use roost_protocol::UiSubtype;
+use roost_protocol::{UiRow, UiSubtype};
+
+/// The dispatch of one task's calls: every gate in its order, then the
+/// call's write session, its executor and the after stage. It runs with
+/// the task's services ([`Agent`], which it dereferences to).
+pub struct Dispatch<'a> {
+    agent: &'a Agent,
+}
+
+impl<'a> Dispatch<'a> {
+    /// The dispatch of calls run with `agent`'s services.
+    pub fn new(agent: &'a Agent) -> Self {
+        Self { agent }
+    }
+}
+
+impl std::ops::Deref for Dispatch<'_> {
+    type Target = Agent;
+
+    fn deref(&self) -> &Agent {
+        self.agent
+    }
+}
 
 /// Most lines of a tool's output that its UI row keeps.
 const PREVIEW_LINES: usize = 12;
@@ -56,7 +78,7 @@ const PREVIEW_BYTES: usize = 1024;
 /// call. The whole output is in the API history (what the model saw) and
 /// in the `tool_call_result` event; storing it a third time, for a
 /// `read_file` of a large file, cost as much as the other two.
-pub(in crate::task) fn ui_preview(output: &str) -> String {
+pub(crate) fn ui_preview(output: &str) -> String {
     let mut end = 0;
     for (n, line) in output.split_inclusive('\n').enumerate() {
         if n == PREVIEW_LINES || end + line.len() > PREVIEW_BYTES {
@@ -82,63 +104,83 @@ pub(in crate::task) fn ui_preview(output: &str) -> String {
 }
 
 /// The result of one call, ready to become a tool_result block.
-pub(in crate::task) struct CallResult {
-    pub(in crate::task) content: String,
-    pub(in crate::task) is_error: bool,
-    pub(in crate::task) mistake: bool,
-    pub(in crate::task) completed: Option<String>,
+pub struct CallResult {
+    /// What the model gets.
+    pub content: String,
+    /// Whether the call failed.
+    pub is_error: bool,
+    /// Whether the failure is the model's mistake (counts towards the
+    /// mistake limit).
+    pub mistake: bool,
+    /// The person accepted this result: the task is complete.
+    pub completed: Option<String>,
     /// Stop the task after this call, with this reason.
-    pub(in crate::task) abort: Option<String>,
-    /// The tool's own error code, when a plugin failed.
-    pub(in crate::task) code: Option<ErrorCode>,
+    pub abort: Option<String>,
+    /// The error as front-ends get it, when the call failed.
+    pub error: Option<ToolError>,
     /// Diff of the files the call changed.
-    pub(in crate::task) diff: Option<String>,
+    pub diff: Option<String>,
     /// The call's UI row (subtype, text), recorded with the result in one
     /// transaction; an error without one gets one from the loop, so
     /// `history show` holds every gate error.
-    pub(in crate::task) ui_row: Option<(UiSubtype, String)>,
+    pub ui_row: Option<(UiSubtype, String)>,
+    /// Trace entries of the call: recorded with its result, in the step
+    /// that makes the result durable, and appended to the trace after it.
+    pub trace: Vec<TraceEntry>,
 }
 
 impl CallResult {
-    pub(in crate::task) fn ok(content: impl Into<String>) -> Self {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
             is_error: false,
             mistake: false,
             completed: None,
             abort: None,
-            code: None,
+            error: None,
             diff: None,
             ui_row: None,
+            trace: Vec::new(),
         }
     }
-    pub(in crate::task) fn error(content: impl Into<String>) -> Self {
+
+    /// A failed call.
+    pub fn error(content: impl Into<String>) -> Self {
         Self {
             is_error: true,
             ..Self::ok(content)
         }
     }
 
-    /// The result as front-ends see it.
-    pub(in crate::task) fn event_result(&self) -> Result<String, ToolError> {
-        if !self.is_error {
-            return Ok(self.content.clone());
-        }
-        let code = self.code.unwrap_or(if self.mistake {
-            ErrorCode::InvalidArgs
-        } else {
-            ErrorCode::PermissionDenied
-        });
-        Err(ToolError::new(
-            code,
-            self.content.trim_start_matches("[ERROR] "),
-        ))
-    }
-    pub(in crate::task) fn mistake(content: impl Into<String>) -> Self {
+    /// The model's mistake, which it fixes.
+    pub fn mistake(content: impl Into<String>) -> Self {
         Self {
             mistake: true,
             ..Self::error(content)
         }
+    }
+
+    /// The result as front-ends see it: the output, or the error (the
+    /// executor's own, or for a refusal by a gate, its words).
+    pub fn event_result(&self) -> Result<String, ToolError> {
+        if !self.is_error {
+            return Ok(self.content.clone());
+        }
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let code = if self.mistake {
+            ErrorCode::InvalidArgs
+        } else {
+            ErrorCode::PermissionDenied
+        };
+        Err(ToolError::new(
+            code,
+            self.content
+                .strip_prefix("[ERROR] ")
+                .unwrap_or(&self.content),
+        ))
     }
 }
 
@@ -151,7 +193,7 @@ struct WriteScope {
 }
 
 /// What a gate made of a call.
-pub(super) enum Verdict {
+pub(crate) enum Verdict {
     /// Go on to the next gate.
     Proceed,
     /// Go on; a person already said yes to this very call (a hook's or a
@@ -207,9 +249,10 @@ struct Pending<'c> {
     approved: bool,
 }
 
-impl Agent {
-    /// One call through the gates and its executor.
-    pub(super) async fn handle_call(
+impl Dispatch<'_> {
+    /// One call through the gates, then its write session, its executor
+    /// and the after stage.
+    pub async fn handle(
         &self,
         ctx: &Ctx<'_>,
         state: &mut RunState,
@@ -285,19 +328,7 @@ impl Agent {
                 Verdict::Refuse(r) => return Ok(r),
             }
         }
-        match &tool.executor {
-            Executor::Native(handler) => {
-                let call = NativeCall {
-                    agent: self,
-                    ctx,
-                    state,
-                    call_id: pending.id,
-                    args: &pending.args,
-                };
-                handler.0.call(call).await
-            }
-            Executor::Component(plugin) => self.execute(ctx, state, pending, plugin).await,
-        }
+        self.run(ctx, state, pending).await
     }
 
     /// One gate's verdict on `call`.
@@ -311,13 +342,18 @@ impl Agent {
         let spec = &call.tool.spec;
         Ok(match gate {
             Gate::Paths => self.path_gate(ctx, spec, &mut call.args)?,
-            Gate::Mode => match state.mode.check(spec, &call.args) {
-                Ok(()) => Verdict::Proceed,
-                Err(msg) => Verdict::Refuse(CallResult {
-                    ui_row: Some((UiSubtype::Error, msg.clone())),
-                    ..CallResult::error(format!("[ERROR] {msg}"))
-                }),
-            },
+            Gate::Mode => {
+                match state
+                    .mode
+                    .check(spec, &call.args, call.tool.executor.always_available())
+                {
+                    Ok(()) => Verdict::Proceed,
+                    Err(msg) => Verdict::Refuse(CallResult {
+                        ui_row: Some((UiSubtype::Error, msg.clone())),
+                        ..CallResult::error(format!("[ERROR] {msg}"))
+                    }),
+                }
+            }
             Gate::Schema => match schema_violations(&spec.name, &call.tool.validator, &call.args) {
                 Some(msg) => Verdict::Refuse(CallResult::mistake(format!("[ERROR] {msg}"))),
                 None => Verdict::Proceed,
@@ -384,41 +420,29 @@ impl Agent {
         }))
     }
 
-    /// Plugin tools run when the policy covers their group or a person has
-    /// said yes; otherwise a person is asked, shown the diff an edit would
-    /// make. A host-native tool says what it needs ([`Needs`]): a mode
-    /// switch is approved here like a plugin call; the tools that are
-    /// themselves questions (follow-up, completion) need nothing.
+    /// A call runs when the policy covers what it needs or a person has
+    /// said yes; otherwise a person is asked, shown what the executor's dry
+    /// run would change (an edit's diff). A tool that is itself a question
+    /// to the person (follow-up, completion) needs nothing.
     async fn approval_gate(&self, ctx: &Ctx<'_>, state: &RunState, call: &Pending<'_>) -> Verdict {
-        let spec = &call.tool.spec;
-        let plugin = match &call.tool.executor {
-            Executor::Component(plugin) => plugin,
-            Executor::Native(native) => {
-                return match native.0.needs(state, &call.args) {
-                    Needs::Nothing => Verdict::Proceed,
-                    Needs::Refused(result) => Verdict::Refuse(result),
-                    Needs::Approval(group) => {
-                        if call.approved || self.config.policy.covers(group) {
-                            ctx.events
-                                .publish(TaskEvent::ToolCallApproved {
-                                    id: call.id.to_owned(),
-                                    auto: !call.approved,
-                                })
-                                .await;
-                            Verdict::Proceed
-                        } else {
-                            Verdict::Ask(Ask::Tool {
-                                tool: spec.name.clone(),
-                                group,
-                                args: roost_secrets::redact_json(&call.args),
-                                preview: None,
-                            })
-                        }
-                    }
+        let tool = call.tool;
+        let spec = &tool.spec;
+        let group = match tool.executor.needs(state, &call.args) {
+            Needs::Nothing => return Verdict::Proceed,
+            Needs::Refused(outcome) => {
+                let msg = match &outcome.result {
+                    Ok(o) => o.text.clone(),
+                    Err(e) => e.message.clone(),
                 };
+                return Verdict::Refuse(CallResult {
+                    mistake: outcome.mistake,
+                    error: outcome.result.err(),
+                    ..CallResult::error(format!("[ERROR] {msg}"))
+                });
             }
+            Needs::Approval(group) => group,
         };
-        if call.approved || self.config.policy.covers(spec.group) {
+        if call.approved || self.config.policy.covers(group) {
             ctx.events
                 .publish(TaskEvent::ToolCallApproved {
                     id: call.id.to_owned(),
@@ -427,27 +451,42 @@ impl Agent {
                 .await;
             return Verdict::Proceed;
         }
-        // An edit is dry-run first, so the person sees the change.
-        let preview = if spec.destructive {
-            preview::edit_preview(
-                &self.engine,
-                plugin,
-                spec,
-                &call.args,
-                &ctx.ws,
-                self.config.limits,
-            )
-            .await
-            .map(|p| roost_secrets::redact(&p).into_owned())
-        } else {
-            None
-        };
+        let preview = tool
+            .executor
+            .preview(PreviewCall {
+                agent: self.agent,
+                ctx,
+                args: &call.args,
+            })
+            .await;
         Verdict::Ask(Ask::Tool {
             tool: spec.name.clone(),
-            group: spec.group,
+            group,
             args: roost_secrets::redact_json(&call.args),
             preview,
         })
+    }
+
+    /// A person denied a call: their words (if any) in the UI history and
+    /// the denial's announcement, as one step.
+    async fn record_denial(
+        &self,
+        ctx: &Ctx<'_>,
+        call_id: &str,
+        feedback: &Option<String>,
+    ) -> Result<(), TaskError> {
+        let step = Step::new().ui(
+            UiRow::say(UiSubtype::UserFeedback),
+            feedback.as_deref().unwrap_or("(denied)"),
+        );
+        let announce = TaskEvent::ToolCallDenied {
+            id: call_id.to_owned(),
+            feedback: feedback.clone(),
+        };
+        ctx.events
+            .commit(&self.store, &ctx.task.id, step, vec![announce])
+            .await?;
+        Ok(())
     }
 }
 

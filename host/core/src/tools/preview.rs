@@ -19,7 +19,7 @@ const MAX_PREVIEW_LINES: usize = 400;
 /// The diff `spec`'s call with `args` would make to the declared files in
 /// `ws`, or why it cannot be shown: `None` when the tool declares no files
 /// (nothing to preview; the arguments are shown instead).
-pub(super) async fn edit_preview(
+pub(crate) async fn edit_preview(
     engine: &PluginEngine,
     plugin: &LoadedPlugin,
     spec: &ToolSpec,

@@ -6,11 +6,11 @@
 
 use serde_json::Value;
 
+use super::Dispatch;
 use super::gates::schema_violations;
 use super::{CallResult, Verdict};
 use crate::asks::{Approval, Ask};
-use crate::task::TaskError;
-use crate::task::runner::{Agent, Ctx, RunState};
+use crate::turn::{Agent, Ctx, RunState, TaskError};
 
 use crate::events::TaskEvent;
 use crate::intents::{self, TraceEntry};
@@ -21,7 +21,7 @@ use roost_sandbox::capability::Grant;
 use roost_sandbox::plugins::{HookCall, HookDecision};
 
 /// The sandbox of a hook call: `.orchestration/` readable, nothing else.
-pub(in crate::task) fn hook_grant(agent: &Agent, workspace: &std::path::Path) -> Grant {
+pub(crate) fn hook_grant(agent: &Agent, workspace: &std::path::Path) -> Grant {
     Grant::new(workspace)
         .read_dir(intents::ORCHESTRATION_DIR)
         .limits(agent.config.hook_limits)
@@ -49,7 +49,7 @@ fn hook_call(spec: &ToolSpec, state: &RunState, args: &Value) -> HookCall {
     }
 }
 
-impl Agent {
+impl Dispatch<'_> {
     /// Run the mode's pre-tool hooks, in the order the mode lists them,
     /// each seeing the arguments as the hooks before it left them.
     pub(super) async fn pre_hooks(
@@ -310,11 +310,7 @@ impl Agent {
     /// What the mode's hooks add to the system prompt this turn. A hook
     /// that fails here only loses its contribution (its pre-tool gate
     /// still fails closed).
-    pub(in crate::task) async fn hook_prompts(
-        &self,
-        ctx: &Ctx<'_>,
-        state: &RunState,
-    ) -> Vec<String> {
+    pub async fn hook_prompts(&self, ctx: &Ctx<'_>, state: &RunState) -> Vec<String> {
         let mut out = Vec::new();
         if state.mode.hooks.is_empty() {
             return out;

@@ -1,9 +1,7 @@
-//! The gates a tool call passes before it may run: known tool, well-formed
-//! and schema-valid arguments, and not the same call again and again.
+//! The repetition gate's memory: the same tool with the same arguments N
+//! times in a row asks a person for guidance.
 
 use std::collections::VecDeque;
-
-use crate::tools::ArgsValidator;
 
 /// Detects the same tool with the same arguments N times in a row.
 #[derive(Debug)]
@@ -34,24 +32,6 @@ impl RepetitionDetector {
         }
         false
     }
-}
-
-/// The schema gate's message: every violation, so the model fixes all.
-pub fn schema_violations(
-    tool: &str,
-    validator: &ArgsValidator,
-    args: &serde_json::Value,
-) -> Option<String> {
-    validator.check(args).err().map(|errs| {
-        let mut msg = format!("Invalid arguments for tool `{tool}`:\n");
-        for e in errs {
-            msg.push_str("- ");
-            msg.push_str(&e);
-            msg.push('\n');
-        }
-        msg.push_str("Fix every listed problem and call the tool again.");
-        msg
-    })
 }
 
 #[cfg(test)]

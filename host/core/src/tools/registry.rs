@@ -1,16 +1,20 @@
-//! Every tool a task can call, by name, with what runs it: a component
-//! plugin in the sandbox, or a host-native handler (and, later, skills and
-//! MCP servers). The always-available list, `is_native` and the dispatch
-//! are all read from here, so a tool is offered, gated and run the same
-//! way whoever provides it.
+//! Every tool a task can call, by name, with what runs it (a
+//! [`ToolExecutor`]: a component plugin in the sandbox, a host-native
+//! handler, later skills and MCP servers) and the most its calls may be
+//! granted. A task may see the process's registry with tools of its own
+//! laid over it ([`Registry::with_overlay`]: a workspace's MCP servers and
+//! skills). A tool is offered, gated and run the same way whoever provides
+//! it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use super::native::{self, NativeTool};
+use super::access::Access;
+use super::component::ComponentTool;
+use super::executor::{HOST, ToolExecutor};
+use super::native;
 use crate::llm::{ToolDefinition, WireFormat};
 use crate::tools::{ArgsValidator, ToolSpec, reserved};
-use roost_sandbox::capability::{Limits, NetworkGrant};
 use roost_sandbox::plugins::LoadedPlugin;
 
 /// Two providers may not claim the same tool name: the model could not
@@ -49,61 +53,6 @@ pub enum RegistryError {
     },
 }
 
-/// What runs a tool.
-#[derive(Clone)]
-pub enum Executor {
-    /// A component plugin, called in the sandbox with the call's grant.
-    Component(Arc<LoadedPlugin>),
-    /// A handler in the host (it talks to the person or the task itself).
-    Native(NativeHandler),
-}
-
-/// A host-native tool's handler (opaque outside the task loop).
-#[derive(Clone)]
-pub struct NativeHandler(pub(super) Arc<dyn NativeTool>);
-
-/// Name shown as the provider of host-native tools.
-pub const HOST: &str = "host";
-
-/// What a plugin's calls may be granted at most: an installed plugin's
-/// recorded grant (the user approved it at install). Within it, each call
-/// still gets only what its intent's scope allows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Access {
-    /// May read the workspace.
-    pub read: bool,
-    /// May write at all (where the scope allows).
-    pub write: bool,
-    /// Per-call limits, when tighter than the host's.
-    pub limits: Option<Limits>,
-    /// The origins its requests may reach and the secrets the host may put
-    /// into them (with their values); `None`: no network.
-    pub network: Option<Arc<NetworkGrant>>,
-}
-
-impl Access {
-    /// Everything the intent allows, and no network: host-native tools,
-    /// first-party plugins and components named on the command line.
-    pub const FULL: Access = Access {
-        read: true,
-        write: true,
-        limits: None,
-        network: None,
-    };
-
-    /// `limits` narrowed by this access's own.
-    pub fn limits(&self, host: Limits) -> Limits {
-        match self.limits {
-            None => host,
-            Some(own) => Limits {
-                deadline: own.deadline.min(host.deadline),
-                memory_bytes: own.memory_bytes.min(host.memory_bytes),
-                output_bytes: own.output_bytes.min(host.output_bytes),
-            },
-        }
-    }
-}
-
 /// A tool, its compiled argument schema, and what runs it.
 #[derive(Clone)]
 pub struct RegisteredTool {
@@ -112,31 +61,43 @@ pub struct RegisteredTool {
     /// The spec's schema, compiled once.
     pub validator: Arc<ArgsValidator>,
     /// What runs it.
-    pub executor: Executor,
+    pub executor: Arc<dyn ToolExecutor>,
     /// The most its calls may be granted.
     pub access: Access,
 }
 
 impl RegisteredTool {
+    /// A tool run by `executor`, its calls granted at most `access`; its
+    /// schema compiled.
+    pub fn new(executor: Arc<dyn ToolExecutor>, access: Access) -> Result<Self, RegistryError> {
+        let spec = executor.spec().clone();
+        let validator =
+            ArgsValidator::new(&spec.args_schema).map_err(|detail| RegistryError::BadSchema {
+                tool: spec.name.clone(),
+                plugin: executor.provider().to_owned(),
+                detail,
+            })?;
+        Ok(Self {
+            spec,
+            validator: Arc::new(validator),
+            executor,
+            access,
+        })
+    }
+
     /// Who provides the tool: the plugin's name, or [`HOST`].
     pub fn provider(&self) -> &str {
-        match &self.executor {
-            Executor::Component(p) => p.name(),
-            Executor::Native(_) => HOST,
-        }
+        self.executor.provider()
     }
 
     /// The component plugin that runs the tool, if one does.
     pub fn component(&self) -> Option<&Arc<LoadedPlugin>> {
-        match &self.executor {
-            Executor::Component(p) => Some(p),
-            Executor::Native(_) => None,
-        }
+        self.executor.component()
     }
 
     /// Whether the host runs the tool itself.
     pub fn is_native(&self) -> bool {
-        matches!(self.executor, Executor::Native(_))
+        self.executor.provider() == HOST
     }
 }
 
@@ -174,29 +135,55 @@ impl Registry {
     /// A registry holding the host-native tools.
     pub fn new() -> Self {
         let mut tools = BTreeMap::new();
-        for handler in native::table() {
-            let spec = handler.spec();
-            match ArgsValidator::new(&spec.args_schema) {
-                Ok(v) => {
-                    tools.insert(
-                        spec.name.clone(),
-                        RegisteredTool {
-                            spec,
-                            validator: Arc::new(v),
-                            executor: Executor::Native(NativeHandler(handler)),
-                            access: Access::FULL,
-                        },
-                    );
+        for executor in native::all() {
+            match RegisteredTool::new(executor, Access::FULL) {
+                Ok(t) => {
+                    tools.insert(t.spec.name.clone(), t);
                 }
                 // The native schemas are the host's own (a unit test
                 // compiles them); a broken one leaves its tool out.
-                Err(e) => tracing::error!(tool = %spec.name, "native tool schema: {e}"),
+                Err(e) => tracing::error!("native tool: {e}"),
             }
         }
         Self {
             tools,
             encodings: Mutex::default(),
         }
+    }
+
+    /// This registry with `extra` tools laid over it, for one task (a
+    /// workspace's MCP servers and skills): each must have a name of its
+    /// own, never one already here.
+    pub fn with_overlay(&self, extra: Vec<RegisteredTool>) -> Result<Self, RegistryError> {
+        let mut out = self.clone();
+        for t in extra {
+            out.add(t)?;
+        }
+        Ok(out)
+    }
+
+    /// Add one tool; its name must be free (and not reserved for the host,
+    /// unless the host provides it).
+    pub fn add(&mut self, tool: RegisteredTool) -> Result<(), RegistryError> {
+        if !tool.is_native()
+            && let Some(reason) = reserved::reserved(&tool.spec.name)
+        {
+            return Err(RegistryError::Reserved {
+                tool: tool.spec.name.clone(),
+                plugin: tool.provider().to_owned(),
+                reason,
+            });
+        }
+        if let Some(existing) = self.tools.get(&tool.spec.name) {
+            return Err(RegistryError::Duplicate {
+                tool: tool.spec.name.clone(),
+                first: existing.provider().to_owned(),
+                second: tool.provider().to_owned(),
+            });
+        }
+        self.encodings_lock().clear();
+        self.tools.insert(tool.spec.name.clone(), tool);
+        Ok(())
     }
 
     /// Register every tool of `plugin`; nothing is registered when one of
@@ -229,26 +216,12 @@ impl Registry {
         }
         let mut compiled = Vec::new();
         for spec in plugin.tools() {
-            let validator = ArgsValidator::new(&spec.args_schema).map_err(|detail| {
-                RegistryError::BadSchema {
-                    tool: spec.name.clone(),
-                    plugin: plugin.name().to_owned(),
-                    detail,
-                }
-            })?;
-            compiled.push((spec.clone(), Arc::new(validator)));
+            let executor = Arc::new(ComponentTool::new(Arc::clone(&plugin), spec.clone()));
+            compiled.push(RegisteredTool::new(executor, access.clone())?);
         }
         self.encodings_lock().clear();
-        for (spec, validator) in compiled {
-            self.tools.insert(
-                spec.name.clone(),
-                RegisteredTool {
-                    spec,
-                    validator,
-                    executor: Executor::Component(Arc::clone(&plugin)),
-                    access: access.clone(),
-                },
-            );
+        for t in compiled {
+            self.tools.insert(t.spec.name.clone(), t);
         }
         Ok(())
     }
@@ -322,7 +295,8 @@ mod tests {
     fn every_native_tool_registers_and_its_name_is_reserved_from_plugins() {
         let registry = Registry::new();
         let natives: Vec<&RegisteredTool> = registry.iter().filter(|t| t.is_native()).collect();
-        assert_eq!(natives.len(), native::table().len());
+        assert_eq!(natives.len(), native::all().len());
+        assert_eq!(native::names().count(), native::all().len());
         for t in natives {
             assert!(
                 reserved::reserved(&t.spec.name).is_some(),

@@ -1,0 +1,198 @@
+//! What runs a tool. Every kind — a host-native handler, a WebAssembly
+//! component, and later an MCP server's tool, a skill's entry, a command —
+//! is a [`ToolExecutor`], and the one dispatch (`crate::call`) runs each the
+//! same way: the gates, the mode's hooks, the approval, a write session
+//! when the call [`mutates`](ToolExecutor::mutates), the executor, then the
+//! after stage (post-tool hooks, diff, trace, result). An executor only
+//! runs its call; what it changes in the task beyond its result it returns
+//! as an [`Effect`], which the loop applies (nothing below the loop calls
+//! back up into it).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::access::Access;
+use crate::intents::{Intent, Scope, TraceEntry};
+use crate::modes::Mode;
+use crate::turn::{Agent, Ctx, RunState, TaskError};
+use roost_protocol::{ErrorCode, ToolError, ToolGroup, ToolOutput, ToolSpec, UiSubtype};
+use roost_sandbox::plugins::LoadedPlugin;
+
+/// Name shown as the provider of host-native tools.
+pub const HOST: &str = "host";
+
+/// What a call needs from the approval gate before it may run.
+#[derive(Debug)]
+pub enum Needs {
+    /// Nothing: it runs (it talks to the person itself, or changes only
+    /// the task's notes).
+    Nothing,
+    /// Approval under this group: the policy's, or a person's.
+    Approval(ToolGroup),
+    /// It cannot run: this is its result.
+    Refused(Outcome),
+}
+
+/// One call, past every gate, as its executor gets it.
+pub struct Invocation<'a> {
+    /// The services the task runs with.
+    pub agent: &'a Agent,
+    /// The task.
+    pub ctx: &'a Ctx<'a>,
+    /// Its mode, intent and gate memory (read-only: changes are effects).
+    pub state: &'a RunState,
+    /// The model's call id.
+    pub call_id: &'a str,
+    /// The arguments, normalised and checked.
+    pub args: &'a Value,
+    /// The workspace-relative directories the call may write (its write
+    /// session's roots); empty for a call that does not mutate.
+    pub write_roots: &'a [PathBuf],
+    /// The most the call may be granted.
+    pub access: &'a Access,
+}
+
+/// A call's dry run, for the person deciding on it.
+pub struct PreviewCall<'a> {
+    /// The services the task runs with.
+    pub agent: &'a Agent,
+    /// The task.
+    pub ctx: &'a Ctx<'a>,
+    /// The arguments.
+    pub args: &'a Value,
+}
+
+/// What a call changes in its task besides its result; the loop applies it.
+#[derive(Debug, Clone)]
+pub enum Effect {
+    /// The person accepted this result: the task is complete.
+    Complete(String),
+    /// Stop the task after this call, with this reason.
+    Abort(String),
+    /// The task continues in this mode.
+    SwitchMode(Box<Mode>),
+    /// The task works under this intent from now on.
+    SelectIntent(Box<(Intent, Scope)>),
+}
+
+/// What running a call gave.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The tool's output, or its error.
+    pub result: Result<ToolOutput, ToolError>,
+    /// Whether the error is a mistake of the model's (counts towards the
+    /// mistake limit) rather than a refusal or a failure.
+    pub mistake: bool,
+    /// What else the call changes in the task.
+    pub effect: Option<Effect>,
+    /// The call's UI row (subtype, text), when it is not the default (its
+    /// output's preview, or its error).
+    pub ui_row: Option<(UiSubtype, String)>,
+    /// Lines for the model after the output (why the host refused a
+    /// request the tool made, …).
+    pub notes: Vec<String>,
+    /// Trace entries of the call (its outgoing requests, …), recorded with
+    /// its result and appended to the trace once the result is durable.
+    pub trace: Vec<TraceEntry>,
+}
+
+impl Outcome {
+    /// A plain successful result.
+    pub fn ok(text: impl Into<String>) -> Self {
+        Self::of(Ok(ToolOutput::text(text)))
+    }
+
+    /// A failure of the call (not the model's mistake).
+    pub fn error(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self::of(Err(ToolError::new(code, message)))
+    }
+
+    /// The model's mistake: wrong arguments, an unknown name; the model
+    /// fixes it.
+    pub fn mistake(message: impl Into<String>) -> Self {
+        Self {
+            mistake: true,
+            ..Self::error(ErrorCode::InvalidArgs, message)
+        }
+    }
+
+    /// The result as the tool gave it.
+    pub fn of(result: Result<ToolOutput, ToolError>) -> Self {
+        Self {
+            result,
+            mistake: false,
+            effect: None,
+            ui_row: None,
+            notes: Vec::new(),
+            trace: Vec::new(),
+        }
+    }
+
+    /// With this effect on the task.
+    pub fn with_effect(mut self, effect: Effect) -> Self {
+        self.effect = Some(effect);
+        self
+    }
+
+    /// With this UI row.
+    pub fn with_ui_row(mut self, subtype: UiSubtype, text: impl Into<String>) -> Self {
+        self.ui_row = Some((subtype, text.into()));
+        self
+    }
+}
+
+/// A tool the host can run: its spec, what a call of it needs, and how it
+/// runs. See the module docs.
+#[async_trait::async_trait]
+pub trait ToolExecutor: Send + Sync {
+    /// What the model is told about it.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Who provides it: [`HOST`](super::HOST), a plugin's name, an MCP
+    /// server's.
+    fn provider(&self) -> &str;
+
+    /// Whether every mode offers it whatever its groups (the host-native
+    /// tools that talk to the person or steer the task).
+    fn always_available(&self) -> bool {
+        false
+    }
+
+    /// Whether it is offered only where intents are on (the tools that
+    /// work with intents).
+    fn needs_intents(&self) -> bool {
+        false
+    }
+
+    /// Whether a call may change the workspace: it then needs an active
+    /// intent (where intents are on) and runs in a write session (a lease
+    /// on its roots, a guard that undoes what its scope does not allow).
+    fn mutates(&self) -> bool {
+        self.spec().destructive
+    }
+
+    /// What the approval gate must get for this call: by default approval
+    /// under the tool's group.
+    fn needs(&self, _state: &RunState, _args: &Value) -> Needs {
+        Needs::Approval(self.spec().group)
+    }
+
+    /// The change the call would make, for a person deciding on it (an
+    /// edit's diff); `None` when there is nothing to show.
+    async fn preview(&self, _call: PreviewCall<'_>) -> Option<String> {
+        None
+    }
+
+    /// Run the call (every gate has passed; a mutating call's write
+    /// session is open). `Err` only for what stops the task itself (the
+    /// store failed, the task was cancelled while it waited).
+    async fn run(&self, call: Invocation<'_>) -> Result<Outcome, TaskError>;
+
+    /// The component that runs it, when one does (a direct `roost tool
+    /// call` runs that component itself).
+    fn component(&self) -> Option<&Arc<LoadedPlugin>> {
+        None
+    }
+}

@@ -1,0 +1,104 @@
+//! `attempt_completion`: the model reports its result and a person
+//! reviews it. Accepted, the task is complete; feedback or a "no" sends
+//! the model back to work.
+
+use serde_json::{Value, json};
+
+use crate::asks::{Ask, CompletionAnswer};
+use crate::tools::HOST;
+use crate::tools::executor::{Effect, Invocation, Needs, Outcome, ToolExecutor};
+use crate::turn::{RunState, TaskError};
+use roost_protocol::{ToolGroup, ToolSpec, UiRow, UiSubtype};
+
+/// Name of the tool that ends a task.
+pub const NAME: &str = "attempt_completion";
+
+/// The `attempt_completion` tool.
+pub(super) struct AttemptCompletion {
+    spec: ToolSpec,
+}
+
+impl AttemptCompletion {
+    pub(super) fn new() -> Self {
+        Self {
+            spec: ToolSpec {
+                    name: NAME.into(),
+                    description: "Present the result of your work to the user once the task is complete and verified. \
+                        The user may accept it or reply with feedback, in which case continue working. Do not end the \
+                        result with a question or an offer of further help."
+                        .into(),
+                    args_schema: json!({
+                        "type": "object",
+                        "properties": {"result": {"type": "string", "description": "The final result of the task."}},
+                        "required": ["result"],
+                        "additionalProperties": false
+                    }),
+                    group: ToolGroup::Modes,
+                    destructive: false,
+                    path_args: vec![],
+                    annotations: Default::default(),
+                },
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ToolExecutor for AttemptCompletion {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn provider(&self) -> &str {
+        HOST
+    }
+
+    fn always_available(&self) -> bool {
+        true
+    }
+
+    /// It is itself a question to the person.
+    fn needs(&self, _state: &RunState, _args: &Value) -> Needs {
+        Needs::Nothing
+    }
+
+    async fn run(&self, c: Invocation<'_>) -> Result<Outcome, TaskError> {
+        let id = c.ctx.task.id.as_str();
+        let result = c.args["result"].as_str().unwrap_or_default().to_owned();
+        let answer = c
+            .agent
+            .ask(
+                c.ctx,
+                Some(c.call_id),
+                Ask::Completion {
+                    result: result.clone(),
+                },
+            )
+            .await?
+            .completion();
+        Ok(match answer {
+            CompletionAnswer::Accept => {
+                Outcome::ok("The user accepted the result.").with_effect(Effect::Complete(result))
+            }
+            CompletionAnswer::Declined => {
+                c.agent.store.append_ui(
+                    id,
+                    UiRow::say(UiSubtype::UserFeedback),
+                    "(not accepted)",
+                )?;
+                Outcome::ok(
+                    "The user did not accept the result and gave no feedback. Check your work against the task, \
+                     then attempt completion again, or ask the user what is missing with ask_followup_question.",
+                )
+            }
+            CompletionAnswer::Feedback(f) => {
+                c.agent
+                    .store
+                    .append_ui(id, UiRow::say(UiSubtype::UserFeedback), &f)?;
+                Outcome::ok(format!(
+                    "The user has provided feedback on the result. Consider it, continue the task, and then attempt \
+                     completion again.\n<feedback>\n{f}\n</feedback>"
+                ))
+            }
+        })
+    }
+}

@@ -1,0 +1,163 @@
+//! What the layers under the task loop — the dispatch of a call and the
+//! tools it runs — know of the task a call belongs to, so that nothing
+//! below the loop calls back up into it: the services every task runs
+//! with ([`Agent`]), the running task's identity and channels ([`Ctx`]),
+//! its mode, intent and gate memory ([`RunState`]), its limits and
+//! policies ([`TaskConfig`]), and the errors that stop a task ([`TaskError`]).
+
+pub mod config;
+mod repetition;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use config::{Price, TaskConfig};
+pub use repetition::RepetitionDetector;
+
+use crate::asks::{Answer, Ask, AskBroker};
+use crate::control::Control;
+use crate::events::{EventBus, TaskEvent};
+use crate::intents::{Intent, Scope, Trace, TraceEntry};
+use crate::llm::Provider;
+use crate::modes::{HookRegistry, Mode, ModeSet};
+use crate::store::{Step, Store, StoreError, TaskRecord, TaskStatus};
+use crate::tools::Registry;
+use roost_protocol::{UiRow, UiSubtype};
+use roost_sandbox::capability::{Workspace, WorkspaceError};
+use roost_sandbox::plugins::PluginEngine;
+
+/// Errors that stop the host from running a task at all (not the task's
+/// own failures, which are [`TaskOutcome::Failed`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The requested mode does not exist.
+    #[error("unknown mode `{mode}` (available: {available})")]
+    UnknownMode {
+        /// Requested slug.
+        mode: String,
+        /// Known slugs.
+        available: String,
+    },
+    /// The task's workspace cannot be opened.
+    #[error("workspace: {0}")]
+    Workspace(#[from] WorkspaceError),
+    /// The task was cancelled while it waited for a person's answer; the
+    /// loop ends it `aborted` (resumable).
+    #[error("the task was cancelled while it waited for an answer")]
+    Cancelled,
+    /// Resume was asked for a task that cannot continue.
+    #[error("task {id} is {status} and cannot be resumed")]
+    NotResumable {
+        /// Task id.
+        id: String,
+        /// Its status.
+        status: TaskStatus,
+    },
+}
+
+/// The services a task runs with: model, tools, store, policies. One per
+/// process (or per tenant); tasks share it.
+pub struct Agent {
+    /// The model.
+    pub provider: Arc<dyn Provider>,
+    /// The plugin runtime.
+    pub engine: Arc<PluginEngine>,
+    /// Plugin tools by name.
+    pub registry: Arc<Registry>,
+    /// Durable state.
+    pub store: Store,
+    /// Limits and policies.
+    pub config: TaskConfig,
+    /// Directory of the global `custom_modes.yaml` (the config dir).
+    pub modes_dir: Option<PathBuf>,
+    /// Mode hooks by name (modes list the ones they use).
+    pub hooks: Arc<HookRegistry>,
+    /// Where questions to a person wait for their answers.
+    pub asks: Arc<AskBroker>,
+}
+
+/// Per-run state that is not persisted (it restarts with a resume): the
+/// task's mode and intent as the gates and tools see them, and the loop's
+/// memory of mistakes and repetitions.
+pub struct RunState {
+    /// Model mistakes in a row (towards the mistake limit).
+    pub mistakes: u32,
+    /// The same call again and again (the repetition gate).
+    pub repetition: RepetitionDetector,
+    /// The modes of the task's workspace.
+    pub modes: ModeSet,
+    /// The mode the task is in.
+    pub mode: Mode,
+    /// The intent it works under, with its scope.
+    pub intent: Option<(Intent, Scope)>,
+}
+
+impl RunState {
+    /// The active intent's id.
+    pub fn intent_id(&self) -> Option<&str> {
+        self.intent.as_ref().map(|(i, _)| i.id.as_str())
+    }
+}
+
+/// A running task: its record, its workspace, and its channels.
+pub struct Ctx<'a> {
+    /// The task's record as it was when the run started.
+    pub task: TaskRecord,
+    /// The workspace's path.
+    pub workspace: PathBuf,
+    /// The workspace as the host touches it (see [`Workspace`]).
+    pub ws: Workspace,
+    /// Where its events go.
+    pub events: &'a EventBus,
+    /// Cancellation and queued messages from outside.
+    pub control: &'a Control,
+}
+
+impl Agent {
+    /// Append to the agent trace; a failure is not only logged but shown:
+    /// a UI error row and a warning event, so no one believes a mutation
+    /// was traced when it was not.
+    pub fn trace(&self, ctx: &Ctx<'_>, entry: &TraceEntry) {
+        if let Err(e) = Trace::of(&ctx.workspace).append(entry) {
+            tracing::error!(task = %ctx.task.id, "cannot append to the agent trace: {e}");
+            let msg = format!(
+                "cannot append to .orchestration/agent_trace.jsonl: {e}; this {} of `{}` is not in the trace",
+                entry.kind, entry.tool
+            );
+            let step = Step::new().ui(UiRow::say(UiSubtype::Error), msg.as_str());
+            let warn = TaskEvent::Warning {
+                message: msg.clone(),
+            };
+            if let Err(store) = ctx
+                .events
+                .commit_now(&self.store, &ctx.task.id, step, vec![warn])
+            {
+                tracing::error!(task = %ctx.task.id, "cannot record the trace failure: {store}");
+            }
+        }
+    }
+
+    /// Put `ask` to a person (see [`crate::asks::ask`]) and wait for the
+    /// answer; a cancel while waiting is [`TaskError::Cancelled`].
+    pub async fn ask(
+        &self,
+        ctx: &Ctx<'_>,
+        call_id: Option<&str>,
+        ask: Ask,
+    ) -> Result<Answer, TaskError> {
+        crate::asks::ask(
+            &self.store,
+            &self.asks,
+            ctx.events,
+            ctx.control,
+            &ctx.task.id,
+            call_id,
+            ask,
+        )
+        .await?
+        .ok_or(TaskError::Cancelled)
+    }
+}
