@@ -56,7 +56,7 @@ async fn truncated_component_fails_to_compile() {
 }
 
 #[tokio::test]
-async fn component_of_another_world() {
+pub(crate) async fn component_of_another_world() {
     for fixture in ["hook-fixture", "skill-fixture"] {
         let e = engine()
             .load_file(fixture, &fixture_wasm(fixture))
@@ -75,7 +75,7 @@ async fn component_of_another_world() {
 }
 
 #[tokio::test]
-async fn component_with_an_import_roost_does_not_provide() {
+pub(crate) async fn component_with_an_import_roost_does_not_provide() {
     let e = engine()
         .load_file("missing-import", &fixture_wasm("missing-import"))
         .expect_err("unsatisfied import");

@@ -97,6 +97,24 @@ fn readme_example_runs_offline_and_history_exports() {
             .contains("farewell")
     );
     let id = events[0]["task_id"].as_str().expect("id").to_owned();
+    // What `--json` prints is a contract: pinned, with the run's id and
+    // paths named.
+    let ws_text = ws.display().to_string();
+    let name = |text: &str| -> String {
+        let t = text.replace(&id, "[task]").replace(&ws_text, "[workspace]");
+        let t = regex::Regex::new(r#""ask_id":\s*"[0-9a-f-]{36}""#)
+            .expect("regex")
+            .replace_all(&t, "\"ask_id\": \"[ask]\"")
+            .into_owned();
+        regex::Regex::new(r#""(ts|created_at|updated_at|timestamp|time)":\s*("[^"]*"|\d+)"#)
+            .expect("regex")
+            .replace_all(&t, "\"$1\": \"[time]\"")
+            .into_owned()
+    };
+    insta::assert_snapshot!(
+        "readme_example_json_events",
+        name(&String::from_utf8_lossy(&o.stdout))
+    );
 
     let o = roost(dir.path())
         .args(["history", "list"])
@@ -119,9 +137,12 @@ fn readme_example_runs_offline_and_history_exports() {
         "ui_messages.json",
         "task_metadata.json",
     ] {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(export.join(f)).expect(f)).expect("json");
+        let text = std::fs::read_to_string(export.join(f)).expect(f);
+        let v: serde_json::Value = serde_json::from_str(&text).expect("json");
         assert!(v.is_array() || v.is_object());
+        // Roo Code reads these files: their shape is pinned.
+        let pretty = serde_json::to_string_pretty(&v).expect("json");
+        insta::assert_snapshot!(format!("roo_export_{f}"), name(&pretty));
     }
     let o = roost(dir.path())
         .args(["resume", &id, "--script"])

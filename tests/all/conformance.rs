@@ -89,7 +89,7 @@ fn every_plugin_declares_the_same_tools() {
 /// to 0.2.0, says so, and gets the defaults for what 0.1.0 could not
 /// express.
 #[test]
-fn a_0_1_0_plugin_loads_with_default_annotations() {
+pub(crate) fn a_0_1_0_plugin_loads_with_default_annotations() {
     let legacy = legacy_plugin();
     assert_eq!(legacy.wit_version(), "0.1.0");
     assert_eq!(rust_plugin().wit_version(), "0.2.0");
@@ -269,7 +269,7 @@ async fn fetches_only_from_granted_origins(plugin: &LoadedPlugin) {
 }
 
 #[tokio::test]
-async fn rust_plugin_conforms() {
+pub(crate) async fn rust_plugin_conforms() {
     conformance(rust_plugin(), true).await;
 }
 
@@ -286,4 +286,43 @@ async fn a_0_1_0_plugin_conforms() {
 #[tokio::test]
 async fn python_plugin_conforms() {
     conformance(python_plugin(), true).await;
+}
+
+/// The `bench-marker` fixture, as the `tool list` benchmark uses it: a copy
+/// whose marker bytes are replaced loads as a plugin of its own, with its
+/// own tool names, and its tools work.
+#[tokio::test]
+pub(crate) async fn bench_marker_copies_have_their_own_tools() {
+    let bytes = std::fs::read(fixture_wasm("bench-marker")).expect("fixture");
+    let marker = b"MARKERxx";
+    let mut copy = bytes.clone();
+    let mut replaced = 0;
+    let mut i = 0;
+    while i + marker.len() <= copy.len() {
+        if &copy[i..i + marker.len()] == marker {
+            copy[i..i + marker.len()].copy_from_slice(b"m0000042");
+            replaced += 1;
+            i += marker.len();
+        } else {
+            i += 1;
+        }
+    }
+    assert!(replaced >= 3, "the marker is in every tool name");
+    let plugin = engine()
+        .load_bytes("bench-42", &copy)
+        .expect("the copy loads");
+    let mut names: Vec<String> = plugin.tools().iter().map(|t| t.name.clone()).collect();
+    names.sort();
+    assert_eq!(names, ["count_m0000042", "echo_m0000042", "upper_m0000042"]);
+    let ws = TestWorkspace::new();
+    let out = engine()
+        .call(
+            &plugin,
+            "count_m0000042",
+            &json!({"text": "one two three"}).to_string(),
+            &Grant::new(ws.path()),
+        )
+        .await
+        .expect("runs");
+    assert_eq!(out.text, "3");
 }

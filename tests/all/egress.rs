@@ -127,7 +127,7 @@ fn only(out: &Value) -> &Value {
 }
 
 #[tokio::test]
-async fn a_granted_origin_gets_its_response() {
+pub(crate) async fn a_granted_origin_gets_its_response() {
     let server = Server::ok("hello egress");
     let (out, report) = fetch(
         NetworkGrant::allow([server.origin()]),
@@ -493,6 +493,7 @@ async fn run_installed(
             prompt: "fetch it".into(),
             workspace: ws.to_path_buf(),
             mode: "code".into(),
+            ..TaskSpec::default()
         })
         .expect("created");
     let mut rx = engine.subscribe(&id).expect("subscribe");

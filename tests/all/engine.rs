@@ -8,13 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use roost_core::asks::{Answer, Ask};
-use roost_core::engine::{Engine, EngineBuilder, TaskSpec};
+use roost_core::engine::{Engine, EngineBuilder, ResumeSpec, TaskSpec};
 use roost_core::events::{Envelope, TaskEvent};
 use roost_core::llm::Message;
 use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{OpenAiCompatible, RetryPolicy};
 use roost_core::store::{NewTask, Store, TaskStatus};
 use roost_core::task::{ApprovalPolicy, TaskConfig, TaskOutcome};
+use roost_protocol::EngineErrorCode;
 use roost_tests::harness::{assert_pairing, call, complete, turn};
 use roost_tests::{TestWorkspace, engine, fixture_wasm};
 use serde_json::{Value, json};
@@ -63,6 +64,7 @@ fn create(engine: &Engine, prompt: &str, workspace: std::path::PathBuf) -> Strin
             prompt: prompt.into(),
             workspace,
             mode: "code".into(),
+            ..TaskSpec::default()
         })
         .expect("created")
 }
@@ -152,7 +154,7 @@ async fn fifty_tasks_answered_by_ask_id_in_random_order() {
         assert_pairing(&engine.agent().store, id);
         assert!(engine.pending_asks(id).expect("asks").is_empty());
         assert_eq!(
-            engine.get_task(id).expect("task").status,
+            engine.records().find(id).expect("task").status,
             TaskStatus::Completed
         );
     }
@@ -357,7 +359,9 @@ async fn a_cancel_at_any_ask_aborts_and_answers_nothing() {
         assert!(!rows.contains("accepted"), "{kind}: {rows}");
         assert_pairing(store, &id);
         assert!(!ws.path().join("out.txt").exists(), "{kind}");
-        engine.prepare_resume(&id).expect("resumable");
+        engine
+            .prepare_resume(&id, &ResumeSpec::default())
+            .expect("resumable");
     }
 }
 
@@ -413,7 +417,9 @@ fn a_resume_removes_what_a_killed_edit_left() {
         .expect("runtime");
     second.block_on(async {
         let (engine, _) = engine_with(turns, ApprovalPolicy::yes(), &data);
-        engine.prepare_resume(&id).expect("resumable");
+        engine
+            .prepare_resume(&id, &ResumeSpec::default())
+            .expect("resumable");
         say_yes(&engine, &id);
         engine.start(&id).expect("started");
         let outcome = engine.wait(&id).await.expect("outcome");
@@ -508,7 +514,9 @@ fn trace_entries_follow_their_durable_result_once() {
         .expect("runtime");
     second.block_on(async {
         let (engine, _) = engine_with(turns, ApprovalPolicy::yes(), &data);
-        engine.prepare_resume(&id).expect("resumable");
+        engine
+            .prepare_resume(&id, &ResumeSpec::default())
+            .expect("resumable");
         say_yes(&engine, &id);
         engine.start(&id).expect("started");
         engine.wait(&id).await.expect("outcome");
@@ -613,8 +621,10 @@ fn an_ask_open_when_the_process_dies_is_pending_again_after_resume() {
         assert_eq!(open.len(), 1);
         assert_eq!(open[0].ask_id, ask_id, "the open ask survived the crash");
         let mut rx = {
-            let resumed = engine.prepare_resume(&id).expect("resumable");
-            assert_eq!(resumed, id);
+            let resumed = engine
+                .prepare_resume(&id, &ResumeSpec::default())
+                .expect("resumable");
+            assert_eq!(resumed.id, id);
             engine.subscribe(&id).expect("events")
         };
         engine.start(&id).expect("started");
@@ -700,6 +710,7 @@ async fn overlapping_write_roots_take_turns() {
         prompt: prompt.into(),
         workspace: ws.path(),
         mode: "code".into(),
+        ..TaskSpec::default()
     };
     let b_id = b.create_task(&spec("B")).expect("created");
     let mut b_events = b.subscribe(&b_id).expect("events");
@@ -887,6 +898,7 @@ fn two_processes_append_to_one_store_without_collisions() {
             model: "scripted".into(),
             base_url: String::new(),
             profile: String::new(),
+            settings: None,
         })
         .expect("task");
     let go = data.root().join("go");
@@ -992,6 +1004,31 @@ async fn the_engine_refuses_bad_ids_and_positions() {
     let (engine, _) = engine_with(json!([complete("done")]), ApprovalPolicy::yes(), &data);
     let err = |e: Result<(), roost_core::engine::EngineError>| e.expect_err("refused").to_string();
     assert!(err(engine.cancel("no-such-task", "x")).contains("no task no-such-task"));
+    let code = |e: roost_core::engine::EngineError| e.code();
+    assert_eq!(
+        code(engine.cancel("no-such-task", "x").expect_err("refused")),
+        EngineErrorCode::NotFound
+    );
+    assert_eq!(
+        code(
+            engine
+                .records()
+                .find("no-such-task")
+                .map_err(Into::into)
+                .expect_err("refused")
+        ),
+        EngineErrorCode::NotFound
+    );
+    let bad_mode = engine
+        .create_task(&TaskSpec {
+            prompt: "p".into(),
+            workspace: std::path::PathBuf::from("/"),
+            mode: "wizard".into(),
+            ..TaskSpec::default()
+        })
+        .expect_err("refused");
+    assert_eq!(bad_mode.code(), EngineErrorCode::InvalidRequest);
+    assert_eq!(bad_mode.body().code.as_str(), "invalid_request");
     assert!(err(engine.send_message("no-such-task", "x")).contains("no task"));
     assert!(engine.subscribe("no-such-task").is_err());
     assert!(
@@ -1000,11 +1037,14 @@ async fn the_engine_refuses_bad_ids_and_positions() {
             .is_err()
     );
     assert!(engine.events_after("no-such-task", 0).is_err());
-    assert!(engine.get_task("no-such-task").is_err());
+    assert!(engine.records().find("no-such-task").is_err());
     let id = create(&engine, "p", ws.path());
     say_yes(&engine, &id);
     engine.start(&id).expect("started");
-    assert!(engine.start(&id).is_err(), "started twice");
+    assert_eq!(
+        engine.start(&id).expect_err("started twice").code(),
+        EngineErrorCode::Conflict
+    );
     engine.wait(&id).await.expect("outcome");
     assert!(
         engine.answer(&id, "no-such-ask", Answer::Yes).is_err(),
@@ -1022,4 +1062,346 @@ async fn the_engine_refuses_bad_ids_and_positions() {
         .expect("written");
     let bad = engine.events_after(&id, 0).expect_err("corrupt");
     assert!(bad.to_string().contains("does not decode"), "{bad}");
+}
+
+/// Answers task `id`'s questions with `pick`, from another tokio task.
+fn answer_by(engine: &Arc<Engine>, id: &str, pick: fn(&Ask) -> Answer) {
+    let mut rx = engine.subscribe(id).expect("events");
+    let engine = Arc::clone(engine);
+    tokio::spawn(async move {
+        while let Ok(ev) = rx.recv().await {
+            if let TaskEvent::AskRequired { ask_id, ask, .. } = &ev.event {
+                let _ = engine.answer(&ev.task_id, ask_id, pick(ask));
+            }
+        }
+    });
+}
+
+/// A config file with two scripted profiles, each its own model and
+/// transcript, written into `dir`.
+fn two_profiles(dir: &TestWorkspace, a: Value, b: Value) -> roost_core::config::Config {
+    dir.write(
+        "a.json",
+        &json!({"model": "model-a", "turns": a}).to_string(),
+    );
+    dir.write(
+        "b.json",
+        &json!({"model": "model-b", "turns": b}).to_string(),
+    );
+    let text = format!(
+        "default_profile = \"a\"\n\
+         [profiles.a]\nprovider = \"scripted\"\nscript = \"{}\"\n\
+         [profiles.b]\nprovider = \"scripted\"\nscript = \"{}\"\ncontext_window = 64000\n",
+        dir.path().join("a.json").display(),
+        dir.path().join("b.json").display()
+    );
+    dir.write("config.toml", &text);
+    roost_core::config::load(Some(&dir.path().join("config.toml"))).expect("config loads")
+}
+
+/// One engine runs a `--yes` task on one model beside an ask-everything
+/// task on another, at once; each records its own settings and endpoint,
+/// and a resume gets them back (a resume that names another policy
+/// records that one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_tasks_with_their_own_policies_and_models_in_one_engine() {
+    let data = TestWorkspace::new();
+    let ws = TestWorkspace::new();
+    let writes = |path: &str| {
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "write_to_file",
+                    json!({"path": path, "content": "x\n"})
+                )]
+            ),
+            complete("done")
+        ])
+    };
+    let cfg = two_profiles(&data, writes("a.txt"), writes("b.txt"));
+    let roost = EngineBuilder::from_config(&data.root().join("data"), &cfg)
+        .plugin_engine(engine())
+        .build()
+        .expect("engine");
+    let a = roost
+        .create_task(&TaskSpec {
+            prompt: "write a".into(),
+            workspace: ws.path(),
+            approval: Some(ApprovalPolicy::yes()),
+            ..TaskSpec::default()
+        })
+        .expect("created");
+    let b = roost
+        .create_task(&TaskSpec {
+            prompt: "write b".into(),
+            workspace: ws.path(),
+            endpoint: roost_core::engine::Endpoint {
+                profile: Some("b".into()),
+                ..Default::default()
+            },
+            max_turns: Some(7),
+            ..TaskSpec::default()
+        })
+        .expect("created");
+    // The ask-everything task's person says no to the write, yes to the
+    // result; the `--yes` task is never asked about a tool (only, as every
+    // task, whether its result is accepted).
+    answer_by(&roost, &a, |ask| match ask {
+        Ask::Tool { .. } => Answer::No {
+            feedback: Some("a --yes task asked a person".into()),
+        },
+        _ => Answer::Yes,
+    });
+    answer_by(&roost, &b, |ask| match ask {
+        Ask::Tool { .. } => Answer::No { feedback: None },
+        _ => Answer::Yes,
+    });
+    roost.start(&a).expect("started");
+    roost.start(&b).expect("started");
+    let (oa, ob) = tokio::join!(roost.wait(&a), roost.wait(&b));
+    assert!(matches!(oa, Ok(TaskOutcome::Completed { .. })), "{oa:?}");
+    assert!(
+        matches!(ob, Ok(TaskOutcome::Completed { .. })),
+        "{ob:?} {:#?}",
+        roost.records().ui_messages(&b)
+    );
+    assert_eq!(ws.read("a.txt"), "x\n");
+    let asked_a = roost.records().ui_messages(&a).expect("ui");
+    assert!(
+        asked_a
+            .iter()
+            .all(|m| !(m.kind == "ask" && m.subtype == "tool")),
+        "a --yes task asked: {asked_a:?}"
+    );
+    assert!(!ws.path().join("b.txt").exists(), "b's write was denied");
+    let records = roost.records();
+    let (ra, rb) = (records.find(&a).expect("a"), records.find(&b).expect("b"));
+    assert_eq!(
+        (ra.model.as_str(), rb.model.as_str()),
+        ("model-a", "model-b")
+    );
+    let sa = ra.settings.expect("a's settings");
+    let sb = rb.settings.expect("b's settings");
+    assert!(sa.approval.approve_all && sa.max_turns == 50, "{sa:?}");
+    assert!(!sb.approval.approve_all && sb.max_turns == 7, "{sb:?}");
+
+    // A resume keeps what the task recorded: b goes back to model-b and its
+    // own turn limit, unless the resume names others.
+    let data2 = TestWorkspace::new();
+    let cfg2 = two_profiles(&data2, json!([]), json!([complete("again")]));
+    let engine2 = EngineBuilder::from_config(&data.root().join("data"), &cfg2)
+        .plugin_engine(engine())
+        .build()
+        .expect("engine");
+    // Completed tasks do not resume; a paused one does. Pause b's twin.
+    let paused = engine2
+        .create_task(&TaskSpec {
+            prompt: "p".into(),
+            workspace: ws.path(),
+            endpoint: roost_core::engine::Endpoint {
+                profile: Some("b".into()),
+                ..Default::default()
+            },
+            max_turns: Some(0),
+            ..TaskSpec::default()
+        })
+        .expect("created");
+    engine2.start(&paused).expect("started");
+    assert!(matches!(
+        engine2.wait(&paused).await,
+        Ok(TaskOutcome::Paused { .. })
+    ));
+    let prepared = engine2
+        .prepare_resume(
+            &paused,
+            &ResumeSpec {
+                max_turns: Some(3),
+                ..ResumeSpec::default()
+            },
+        )
+        .expect("resumable");
+    assert_eq!(
+        prepared.endpoint_change, None,
+        "the recorded endpoint holds"
+    );
+    let record = engine2.records().find(&paused).expect("record");
+    assert_eq!(record.model, "model-b");
+    let s = record.settings.expect("settings");
+    assert_eq!(s.max_turns, 3, "the resume's turn limit is recorded");
+    assert!(!s.approval.approve_all, "the task's own policy is kept");
+    answer_by(&engine2, &paused, |_| Answer::Yes);
+    engine2.start(&paused).expect("started");
+    let done = engine2.wait(&paused).await.expect("outcome");
+    assert_eq!(
+        done,
+        TaskOutcome::Completed {
+            result: "again".into()
+        }
+    );
+    // An endpoint the config does not have is refused before anything is
+    // stored, with a typed error.
+    let before = engine2.records().list(100).expect("list").len();
+    let err = engine2
+        .create_task(&TaskSpec {
+            prompt: "p".into(),
+            workspace: ws.path(),
+            endpoint: roost_core::engine::Endpoint {
+                profile: Some("nope".into()),
+                ..Default::default()
+            },
+            ..TaskSpec::default()
+        })
+        .expect_err("refused");
+    assert_eq!(err.code(), EngineErrorCode::InvalidRequest);
+    assert!(err.to_string().contains("no profile `nope`"), "{err}");
+    assert_eq!(engine2.records().list(100).expect("list").len(), before);
+}
+
+/// A provider that panics in the task's loop when asked for a reply (a
+/// bug in a provider); everything else is the OpenAI-compatible one's.
+struct PanickingProvider(OpenAiCompatible);
+
+#[async_trait::async_trait]
+impl roost_core::llm::Provider for PanickingProvider {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn model(&self) -> &str {
+        "falls-over"
+    }
+    fn wire(&self) -> &dyn roost_core::llm::WireFormat {
+        self.0.wire()
+    }
+    async fn stream_body(
+        &self,
+        _: bytes::Bytes,
+    ) -> Result<roost_core::llm::EventStream, roost_core::llm::LlmError> {
+        panic!("the provider fell over");
+    }
+}
+
+/// A task whose loop panics ends `failed` with the panic's message, its
+/// history consistent; `wait` returns; the engine goes on running others;
+/// finished tasks leave memory but their outcome and events stay reachable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_task_ends_failed_and_the_engine_goes_on() {
+    let data = TestWorkspace::new();
+    let ws = TestWorkspace::new();
+    let engine = EngineBuilder::new(&data.root().join("data"))
+        .plugin_engine(engine())
+        .provider(Arc::new(PanickingProvider(OpenAiCompatible::new(
+            "scripted",
+            "scripted",
+            Arc::new(ScriptedTransport::per_conversation(
+                serde_json::from_value(json!({"turns": []})).expect("script"),
+            )),
+            RetryPolicy::default(),
+        ))))
+        .build()
+        .expect("engine");
+    let id = create(&engine, "p", ws.path());
+    engine.start(&id).expect("started");
+    let outcome = engine.wait(&id).await.expect("wait returns");
+    let TaskOutcome::Failed { error } = &outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(error.contains("the provider fell over"), "{error}");
+    let record = engine.records().find(&id).expect("record");
+    assert_eq!(record.status, TaskStatus::Failed);
+    assert_pairing(&engine.agent().store, &id);
+    let ui = engine.records().ui_messages(&id).expect("ui");
+    assert!(ui.iter().any(|m| m.text.contains("panicked")), "{ui:?}");
+    // The task left memory; what it did is still there.
+    assert_eq!(engine.in_memory(), 0);
+    assert_eq!(engine.wait(&id).await.expect("remembered"), outcome);
+    let (events, live) = engine.events_after(&id, 0).expect("recorded");
+    assert!(live.is_none());
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.event, TaskEvent::Failed { .. }))
+    );
+    // Another task of the same engine still runs (and fails the same way,
+    // without taking the engine down).
+    let other = create(&engine, "q", ws.path());
+    engine.start(&other).expect("started");
+    assert!(matches!(
+        engine.wait(&other).await,
+        Ok(TaskOutcome::Failed { .. })
+    ));
+}
+
+/// A task reaches its engine through a weak handle: a task it starts is
+/// its child (parent and root recorded) and never gets more than it has;
+/// once the engine is gone the handle says so instead of keeping it alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_spawner_handle_starts_children_that_never_exceed_their_parent() {
+    let data = TestWorkspace::new();
+    let ws = TestWorkspace::new();
+    let (engine, _) = engine_with(
+        json!([complete("done")]),
+        ApprovalPolicy::from_groups("read,edit").expect("policy"),
+        &data,
+    );
+    let parent = engine
+        .create_task(&TaskSpec {
+            prompt: "parent".into(),
+            workspace: ws.path(),
+            approval: Some(ApprovalPolicy::from_groups("read").expect("policy")),
+            max_turns: Some(5),
+            ..TaskSpec::default()
+        })
+        .expect("created");
+    let spawner = engine.spawner();
+    let child = spawner
+        .spawn_task(
+            &parent,
+            &TaskSpec {
+                prompt: "child".into(),
+                workspace: ws.path(),
+                approval: Some(ApprovalPolicy::yes()),
+                max_turns: Some(500),
+                ..TaskSpec::default()
+            },
+        )
+        .expect("spawned");
+    let record = engine.records().find(&child).expect("child");
+    assert_eq!(record.parent_id.as_deref(), Some(parent.as_str()));
+    assert_eq!(record.root_id, parent);
+    let s = record.settings.expect("settings");
+    assert!(!s.approval.approve_all, "{s:?}");
+    assert_eq!(s.approval.describe(), "read");
+    assert_eq!(s.max_turns, 5);
+    // It was started at once: its question may be out before anyone
+    // listens, so it is found among the pending asks, as a front-end that
+    // connects late finds it.
+    let outcome = {
+        let waiting = engine.wait(&child);
+        tokio::pin!(waiting);
+        loop {
+            tokio::select! {
+                o = &mut waiting => break o,
+                () = tokio::time::sleep(Duration::from_millis(20)) => {
+                    for ask in engine.pending_asks(&child).expect("asks") {
+                        let _ = engine.answer(&child, &ask.ask_id, Answer::Yes);
+                    }
+                }
+            }
+        }
+    };
+    assert!(
+        matches!(outcome, Ok(TaskOutcome::Completed { .. })),
+        "{outcome:?}"
+    );
+    // A parent that does not exist is a typed refusal.
+    let err = spawner
+        .spawn_task("no-such-task", &TaskSpec::default())
+        .expect_err("refused");
+    assert!(err.to_string().contains("no-such-task"), "{err}");
+    drop(engine);
+    assert!(matches!(
+        spawner.spawn_task(&parent, &TaskSpec::default()),
+        Err(roost_core::turn::SpawnError::Gone)
+    ));
 }

@@ -4,11 +4,9 @@
 //! by the scripted model. Every way a hook can fail must deny the call and
 //! leave the task running.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use roost_core::events::TaskEvent;
-use roost_core::modes::HookRegistry;
 use roost_core::task::{Approval, ApprovalPolicy, TaskOutcome};
 use roost_sandbox::capability::Limits;
 use roost_tests::harness::{Harness, call, complete, harness, turn};
@@ -39,16 +37,14 @@ const HOOK_DEADLINE: Duration = Duration::from_millis(500);
 
 fn hooked(turns: Value, policy: ApprovalPolicy) -> Harness {
     let mut h = harness(turns, policy);
-    let mut hooks = HookRegistry::first_party(&engine()).expect("first-party hooks load");
     for name in ["hook-fixture", "sdk-hook"] {
-        hooks.add(
+        h.add_hook(
             engine()
                 .load_hook_file(name, &fixture_wasm(name))
                 .expect("hook fixture loads"),
         );
     }
-    h.agent.hooks = Arc::new(hooks);
-    h.agent.config.hook_limits = Limits {
+    h.config.hook_limits = Limits {
         deadline: HOOK_DEADLINE,
         memory_bytes: 32 << 20,
         output_bytes: 64 << 10,
@@ -81,7 +77,7 @@ async fn one_write(mode: &str, user: &ScriptedUser) -> (Harness, String, Vec<(St
 }
 
 #[tokio::test]
-async fn allow_runs_the_call_and_the_hook_adds_to_the_prompt() {
+pub(crate) async fn allow_runs_the_call_and_the_hook_adds_to_the_prompt() {
     let (h, _, r) = one_write("hook-allow", &ScriptedUser::default()).await;
     assert!(!r[0].1, "{}", r[0].0);
     assert_eq!(h.ws.read("src/a.rs"), "new\n");
@@ -150,9 +146,9 @@ async fn hooks_decide_on_host_native_calls_too() {
         "{}",
         r[1].0
     );
-    let task = h.agent.store.get_task(&id).expect("task");
+    let task = h.store().get_task(&id).expect("task");
     assert_eq!(task.mode, "hook-deny", "the mode did not change");
-    assert!(h.agent.store.get_todos(&id).expect("todos").is_empty());
+    assert!(h.store().get_todos(&id).expect("todos").is_empty());
 }
 
 #[tokio::test]
@@ -202,7 +198,7 @@ async fn rewrite_replaces_the_arguments() {
     let (h, id, r) = one_write("hook-rewrite", &ScriptedUser::default()).await;
     assert!(!r[0].1, "{}", r[0].0);
     assert_eq!(h.ws.read("src/a.rs"), "new\n// checked by hook-fixture\n");
-    let ui = h.agent.store.load_ui(&id).expect("ui");
+    let ui = h.store().load_ui(&id).expect("ui");
     assert!(ui.iter().any(|m| m.subtype == "hook_rewrite"));
 }
 
@@ -245,7 +241,7 @@ async fn failing_hooks_fail_closed() {
 #[tokio::test]
 async fn a_missing_hook_denies_every_call() {
     let mut h = hooked(json!([write_a(), complete("done")]), ApprovalPolicy::yes());
-    h.agent.config.max_turns = 2;
+    h.config.max_turns = 2;
     let (id, outcome) = h
         .run_in("hook-missing", &ScriptedUser::default(), "edit a")
         .await;
@@ -393,8 +389,8 @@ async fn secret_guard_and_protected_paths() {
             "request {n}"
         );
     }
-    let api = format!("{:?}", h.agent.store.load_api(&id, true).expect("messages"));
-    let ui = format!("{:?}", h.agent.store.load_ui(&id).expect("ui"));
+    let api = format!("{:?}", h.store().load_api(&id, true).expect("messages"));
+    let ui = format!("{:?}", h.store().load_ui(&id).expect("ui"));
     assert!(!api.contains("Z7QX2MHN4KLP8RTW") && !ui.contains("Z7QX2MHN4KLP8RTW"));
     assert!(!h.ws.path().join("src/keys.rs").exists());
     assert!(r[1].1 && r[1].0.contains(".env"), "{}", r[1].0);
@@ -419,7 +415,7 @@ async fn secret_guard_and_protected_paths() {
 /// applies, post-tool receives the changed paths (it traps otherwise), and
 /// its prompt contribution reaches the model.
 #[tokio::test]
-async fn a_hook_on_the_sdk_rewrites_observes_and_contributes() {
+pub(crate) async fn a_hook_on_the_sdk_rewrites_observes_and_contributes() {
     let h = hooked(
         json!([
             write_a(),

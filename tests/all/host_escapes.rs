@@ -29,8 +29,8 @@ fn hostile_harness(turns: Vec<Value>) -> Harness {
             .load_file("hostile", &fixture_wasm("hostile"))
             .expect("hostile"),
     );
-    h.agent.config.max_turns = 50;
-    h.agent.config.repetition_limit = 50;
+    h.config.max_turns = 50;
+    h.config.repetition_limit = 50;
     h
 }
 
@@ -217,7 +217,7 @@ async fn planted_links_never_reach_the_model_or_the_trace() {
         "the trace went through a link"
     );
     // The refused trace append is shown, not only logged.
-    let ui = h.agent.store.load_ui(&id).expect("ui");
+    let ui = h.store().load_ui(&id).expect("ui");
     assert!(
         ui.iter()
             .any(|m| m.subtype == "error" && m.text.contains("agent_trace.jsonl")),
@@ -381,13 +381,13 @@ async fn rooignore_holds_for_every_path_form() {
     assert!(ignore.blocks(&rel.as_string()));
 }
 
-/// A FIFO or device in the workspace never hangs the host: the host layer
-/// refuses special files, and so does the guest's `open-at`, which opens
-/// without blocking and looks at what it opened (see `special_files`).
-#[tokio::test]
-async fn special_files_never_hang_the_host() {
+/// The guest's own open of a FIFO `name` (directly or through a symlink) is
+/// refused by the host's `open-at` before it can block, and the host stays
+/// responsive.
+async fn guest_fifo_open_is_refused(case: &str) {
     let ws = hostile_workspace();
     mkfifo(&ws.path().join("fifo"));
+    std::os::unix::fs::symlink("fifo", ws.path().join("fifo_link")).expect("symlink");
     let plugin = engine()
         .load_file("hostile", &fixture_wasm("hostile"))
         .expect("hostile");
@@ -395,30 +395,24 @@ async fn special_files_never_hang_the_host() {
         deadline: Duration::from_millis(500),
         ..Limits::default()
     });
-    // The guest's own open of a FIFO (directly or through a symlink) is
-    // refused by the host's `open-at` before it can block.
-    std::os::unix::fs::symlink("fifo", ws.path().join("fifo_link")).expect("symlink");
-    for case in ["open_fifo", "open_fifo_link"] {
-        let out = engine()
-            .call(
-                &plugin,
-                "attempt",
-                &json!({ "case": case }).to_string(),
-                &grant,
-            )
-            .await
-            .expect("refused, not hung");
-        let data = out.data.expect("data");
-        assert_eq!(data["escaped"], false, "{data}");
-        assert!(
-            data["detail"]
-                .as_str()
-                .expect("detail")
-                .contains("ermission denied"),
-            "{data}"
-        );
-    }
-    // The host is responsive and the engine keeps working.
+    let out = engine()
+        .call(
+            &plugin,
+            "attempt",
+            &json!({ "case": case }).to_string(),
+            &grant,
+        )
+        .await
+        .expect("refused, not hung");
+    let data = out.data.expect("data");
+    assert_eq!(data["escaped"], false, "{data}");
+    assert!(
+        data["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("ermission denied"),
+        "{data}"
+    );
     let ok = engine()
         .call(
             &plugin,
@@ -429,7 +423,24 @@ async fn special_files_never_hang_the_host() {
         .await
         .expect("next call works");
     assert_eq!(ok.data.expect("data")["escaped"], true);
+}
 
+/// Route `open_fifo`: a guest opening a FIFO.
+#[tokio::test]
+pub(crate) async fn open_fifo() {
+    guest_fifo_open_is_refused("open_fifo").await;
+}
+
+/// Route `open_fifo_link`: a guest opening a FIFO through a symlink.
+#[tokio::test]
+pub(crate) async fn open_fifo_link() {
+    guest_fifo_open_is_refused("open_fifo_link").await;
+}
+
+/// A FIFO or device in the workspace never hangs the host: the host layer
+/// refuses special files (the guest's side: [`open_fifo`]).
+#[tokio::test]
+async fn special_files_never_hang_the_host() {
     // The host's own reads never open a FIFO: `.rooignore` as one is
     // skipped at once.
     let quiet = roost_tests::TestWorkspace::new();
@@ -460,11 +471,10 @@ async fn special_files_never_hang_the_host() {
     assert!(r[2].1, "{}", r[2].0);
 }
 
-/// Host work after a call is bounded by the call's limits: a 60 MB `data`
-/// is dropped by size before any JSON parse, a diff of a large file is a
-/// summary with hashes, and the plugin's tool list is bounded at load.
+/// Route `huge_data`: a 60 MB `data` is dropped by size before any JSON
+/// parse.
 #[tokio::test]
-async fn host_work_is_bounded_by_the_call() {
+pub(crate) async fn huge_data() {
     let ws = hostile_workspace();
     let plugin = engine()
         .load_file("hostile", &fixture_wasm("hostile"))
@@ -484,7 +494,13 @@ async fn host_work_is_bounded_by_the_call() {
         "{}",
         out.text
     );
+}
 
+/// Host work after a call is bounded by the call's limits: a diff of a
+/// large file is a summary with hashes, and the plugin's tool list and
+/// schemas are bounded at load (`huge_data`: its output).
+#[tokio::test]
+pub(crate) async fn host_work_is_bounded_by_the_call() {
     for (fixture, needle) in [
         ("tool-flood", "at most 128"),
         ("schema-bomb", "args schema of"),
@@ -509,7 +525,7 @@ async fn host_work_is_bounded_by_the_call() {
         complete("done"),
     ]);
     // The write's 1.4 MB of arguments fit a window this large uncondensed.
-    h.agent.config.context_window = 10_000_000;
+    h.config.context_window = 10_000_000;
     intents(&h.ws, "[\"big.txt\"]");
     h.ws.write("big.txt", &big);
     let (_id, outcome) = h.run(&ScriptedUser::default(), "big").await;
@@ -528,7 +544,7 @@ async fn host_work_is_bounded_by_the_call() {
 /// A plugin may not register a host-native name: the registry refuses it
 /// at load, so `roost tool call` and tasks never run an impostor.
 #[test]
-fn impostor_tool_names_are_refused_at_load() {
+pub(crate) fn impostor_tool_names_are_refused_at_load() {
     let engine: &PluginEngine = &engine();
     let impostor = engine
         .load_file("impostor", &fixture_wasm("impostor"))

@@ -25,7 +25,7 @@ async fn ok_still_works(plugin: &LoadedPlugin, ws: &TestWorkspace) {
 }
 
 #[tokio::test]
-async fn infinite_loop_stops_at_the_deadline() {
+pub(crate) async fn infinite_loop_stops_at_the_deadline() {
     let ws = TestWorkspace::new();
     let plugin = limits();
     let deadline = Duration::from_millis(500);

@@ -14,9 +14,7 @@ use std::time::Duration;
 
 use roost_sandbox::capability::Grant;
 use roost_sandbox::plugins::LoadedPlugin;
-use roost_tests::{
-    EscapeRoute, Expect, engine, escape_routes, fixture_wasm, hostile_workspace, tree_hash,
-};
+use roost_tests::{Expect, engine, escape_routes, fixture_wasm, hostile_workspace, tree_hash};
 use serde_json::json;
 
 fn hostile() -> Arc<LoadedPlugin> {
@@ -111,37 +109,54 @@ async fn run_case(case: &str, expect: Expect) {
     assert_eq!(secret, "canary secret\n");
 }
 
-/// Every route of `tests/escape-routes.txt` the sandbox suite owns, each in
-/// its own workspace, all at once; every failure is reported.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_listed_escape_route() {
-    let routes: Vec<EscapeRoute> = escape_routes()
-        .into_iter()
-        .filter(|r| r.expect != Expect::Host)
-        .collect();
-    assert!(routes.len() > 50, "the route list was cut");
-    let runs: Vec<_> = routes
-        .iter()
-        .map(|r| {
-            let (case, expect) = (r.case.clone(), r.expect);
-            tokio::spawn(async move { run_case(&case, expect).await })
-        })
-        .collect();
-    let mut failed = Vec::new();
-    for (route, run) in routes.iter().zip(runs) {
-        if run.await.is_err() {
-            failed.push(route.case.as_str());
-        }
+/// One named test per route of `tests/escape-routes.txt`, generated from
+/// the list at build time: `allowed` and `denied` routes run here, each in
+/// its own workspace; a `host` route must have a test of its own name in
+/// `host_escapes.rs`, or the build fails.
+mod route {
+    use super::{Expect, run_case};
+
+    macro_rules! route_test {
+        ($case:ident, allowed) => {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                run_case(stringify!($case), Expect::Allowed).await;
+            }
+        };
+        ($case:ident, denied) => {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                run_case(stringify!($case), Expect::Denied).await;
+            }
+        };
+        ($case:ident, host) => {
+            #[allow(unused_imports)]
+            use crate::host_escapes::$case as _;
+        };
     }
+
+    roost_tests::foreach_route!(route_test);
+}
+
+/// The route list the tests are generated from is the one the suites read
+/// at run time, and it was not cut.
+#[test]
+fn the_route_list_is_whole() {
+    let routes = escape_routes();
     assert!(
-        failed.is_empty(),
-        "routes that failed (see their panics above): {failed:?}"
+        routes.iter().filter(|r| r.expect != Expect::Host).count() > 50,
+        "the route list was cut"
     );
+    let mut cases: Vec<&str> = routes.iter().map(|r| r.case.as_str()).collect();
+    cases.sort_unstable();
+    let before = cases.len();
+    cases.dedup();
+    assert_eq!(before, cases.len(), "a route is listed twice");
 }
 
 /// The fixture tries only listed routes, so the list is the whole story.
 #[tokio::test]
-async fn an_unlisted_route_is_refused_by_the_fixture() {
+pub(crate) async fn an_unlisted_route_is_refused_by_the_fixture() {
     let ws = hostile_workspace();
     let err = engine()
         .call(

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use roost_core::engine::TaskSpec;
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
 use roost_tests::harness::{call, complete, harness, trace_lines, turn};
 use roost_tests::user::ScriptedUser;
@@ -63,8 +64,8 @@ async fn a_hostile_plugin_under_an_intent_cannot_write_outside_its_scope() {
             .load_file("hostile", &fixture_wasm("hostile"))
             .expect("hostile"),
     );
-    h.agent.config.max_turns = 100;
-    h.agent.config.repetition_limit = 100;
+    h.config.max_turns = 100;
+    h.config.repetition_limit = 100;
     h.ws.write(
         ".orchestration/active_intents.yaml",
         "active_intents:\n  - {id: INT-001, name: Notes, status: IN_PROGRESS, owned_scope: [\"out/*.md\"]}\n",
@@ -203,15 +204,20 @@ async fn concurrent_tasks_leave_a_valid_trace() {
         .collect();
     let ws = shared.ws.path();
     let user = ScriptedUser::default();
-    let runs = harnesses.iter().map(|h| {
-        h.agent.answered(
-            &h.events,
-            &user,
-            h.agent.start("write", &ws, "code", &h.events),
-        )
+    let runs = harnesses.iter().map(|h| async {
+        let id = h
+            .engine()
+            .create_task(&TaskSpec {
+                prompt: "write".into(),
+                workspace: ws.clone(),
+                mode: "code".into(),
+                ..TaskSpec::default()
+            })
+            .expect("created");
+        h.drive(h.engine(), &id, &user).await
     });
     for res in futures::future::join_all(runs).await {
-        let (_, outcome) = res.expect("task runs");
+        let outcome = res.expect("task runs");
         assert!(
             matches!(outcome, TaskOutcome::Completed { .. }),
             "{outcome:?}"

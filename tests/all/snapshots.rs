@@ -64,12 +64,9 @@ async fn first_request_and_event_stream() {
     // 1, 2, 3, … in the order it was published; the log reads back the same.
     let seqs: Vec<i64> = recorded.iter().filter_map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>());
+    assert_eq!(recorded_after(h.store(), &id, 0).expect("log"), recorded);
     assert_eq!(
-        recorded_after(&h.agent.store, &id, 0).expect("log"),
-        recorded
-    );
-    assert_eq!(
-        recorded_after(&h.agent.store, &id, 3).expect("log"),
+        recorded_after(h.store(), &id, 3).expect("log"),
         recorded[3..]
     );
     let mut names: Vec<(String, String)> =
@@ -84,4 +81,89 @@ async fn first_request_and_event_stream() {
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
     insta::assert_snapshot!("event_stream", named(&lines.join("\n"), &names));
+}
+
+/// The system prompt of every built-in mode, as the model receives it.
+#[tokio::test]
+async fn the_system_prompt_of_each_built_in_mode() {
+    for mode in ["code", "architect", "ask", "debug", "orchestrator"] {
+        let h = harness(json!([complete("done")]), ApprovalPolicy::yes());
+        let _ = h.run_in(mode, &ScriptedUser::default(), "hello").await;
+        let first = &h.transport.requests()[0];
+        let system = first["messages"][0]["content"]
+            .as_str()
+            .expect("the system prompt is the first message");
+        let ws = h.ws.path().display().to_string();
+        insta::assert_snapshot!(
+            format!("system_prompt_{mode}"),
+            named(system, &[(&ws, "[workspace]")])
+        );
+    }
+}
+
+/// Every refusal the gates give the model, in one task per mode: what the
+/// model reads is pinned (unknown tool, bad arguments, a path outside the
+/// workspace, an ignored path, a write without an intent, a write outside
+/// the intent's scope, an authority file, a person's no, a repeated call,
+/// a tool group the mode lacks, a file the mode may not edit).
+#[tokio::test]
+async fn every_refusal_text() {
+    let one = |name: &str, args: serde_json::Value| turn("", vec![call(name, args)]);
+    let write = |path: &str| one("write_to_file", json!({"path": path, "content": "x\n"}));
+    let h = harness(
+        json!([
+            one("no_such_tool", json!({})),
+            one("read_file", json!({})),
+            one("read_file", json!({"path": 7})),
+            one("read_file", json!({"path": "../outside.txt"})),
+            one("read_file", json!({"path": "/etc/passwd"})),
+            one("read_file", json!({"path": ".env"})),
+            write("src/a.rs"),
+            one("select_active_intent", json!({"intent_id": "INT-404"})),
+            one("select_active_intent", json!({"intent_id": "INT-001"})),
+            write("docs/out_of_scope.md"),
+            write(".orchestration/active_intents.yaml"),
+            write(".rooignore"),
+            write("src/denied.rs"),
+            one("list_files", json!({"path": "."})),
+            one("list_files", json!({"path": "."})),
+            one("list_files", json!({"path": "."})),
+            complete("done")
+        ]),
+        ApprovalPolicy::from_groups("read").expect("policy"),
+    );
+    h.ws.write(".rooignore", ".env\n");
+    h.ws.write(".env", "SECRET=1\n");
+    h.ws.write(
+        ".orchestration/active_intents.yaml",
+        "active_intents:\n  - {id: INT-001, name: Core, status: IN_PROGRESS, owned_scope: [\"src/**\"]}\n",
+    );
+    let user = ScriptedUser::default()
+        .approve(roost_core::task::Approval::Deny {
+            feedback: Some("not that file".into()),
+        })
+        .guide("stop listing");
+    let (id, _) = h.run(&user, "refusals").await;
+    let ws = h.ws.path().display().to_string();
+    let mut out = String::new();
+    for (i, (text, is_error)) in h.results(&id).iter().enumerate() {
+        out.push_str(&format!(
+            "--- result {} (error: {is_error})\n{text}\n",
+            i + 1
+        ));
+    }
+    // Refusals of the mode gate: a group the mode lacks, a file it may not
+    // edit.
+    for (mode, path) in [("ask", "notes.md"), ("architect", "src/main.rs")] {
+        let h = harness(
+            json!([write(path), complete("done")]),
+            ApprovalPolicy::yes(),
+        );
+        let (id, _) = h.run_in(mode, &ScriptedUser::default(), "edit").await;
+        let (text, is_error) = h.results(&id)[0].clone();
+        out.push_str(&format!(
+            "--- {mode} mode, {path} (error: {is_error})\n{text}\n"
+        ));
+    }
+    insta::assert_snapshot!("refusals", named(&out, &[(&ws, "[workspace]")]));
 }

@@ -2,19 +2,13 @@
 //! through the real SSE/wire decoding path, tools run in real components,
 //! history lives in a real SQLite file. Only the person is scripted.
 
-use std::sync::Arc;
-
-use roost_core::events::{EventBus, TaskEvent};
-use roost_core::llm::scripted::ScriptedTransport;
-use roost_core::llm::{ContentBlock, OpenAiCompatible, RetryPolicy, Role};
-use roost_core::task::{
-    Agent, Approval, ApprovalPolicy, CompletionAnswer, TaskConfig, TaskOutcome, TaskStatus,
-};
+use roost_core::events::TaskEvent;
+use roost_core::llm::{ContentBlock, Role};
+use roost_core::task::{Approval, ApprovalPolicy, CompletionAnswer, TaskOutcome, TaskStatus};
 use roost_tests::harness::{
     Harness, assert_pairing, call, complete, harness, scripted_harness, trace_lines, turn,
 };
 use roost_tests::user::ScriptedUser;
-use roost_tests::{TestWorkspace, engine};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -66,8 +60,8 @@ async fn reads_edits_lists_and_completes() {
     );
     assert!(results[2].0.contains("src/main.rs"), "{}", results[2].0);
     assert!(results.iter().all(|(_, err)| !err));
-    assert_pairing(&h.agent.store, &id);
-    let task = h.agent.store.get_task(&id).expect("task");
+    assert_pairing(h.store(), &id);
+    let task = h.store().get_task(&id).expect("task");
     assert_eq!(task.status, TaskStatus::Completed);
     assert_eq!(task.usage.input_tokens, 400);
     assert_eq!(task.usage.output_tokens, 40);
@@ -162,7 +156,7 @@ async fn denial_with_feedback_reaches_the_model() {
             .count(),
         2
     );
-    assert_pairing(&h.agent.store, &id);
+    assert_pairing(h.store(), &id);
 }
 
 #[tokio::test]
@@ -188,7 +182,7 @@ async fn malformed_json_is_never_executed_and_the_model_corrects_it() {
         results[0].0
     );
     assert_eq!(h.ws.read("a.txt"), "fixed");
-    assert_pairing(&h.agent.store, &id);
+    assert_pairing(h.store(), &id);
 }
 
 #[tokio::test]
@@ -271,10 +265,10 @@ async fn mistake_limit_asks_the_user_and_stops_without_guidance() {
         "{outcome:?}"
     );
     assert_eq!(
-        h.agent.store.get_task(&id).expect("task").status,
+        h.store().get_task(&id).expect("task").status,
         TaskStatus::Aborted
     );
-    let history = h.agent.store.load_api(&id, true).expect("history");
+    let history = h.store().load_api(&id, true).expect("history");
     let corrective = history
         .iter()
         .filter(|m| {
@@ -310,7 +304,7 @@ async fn mistake_limit_with_guidance_continues() {
         reqs[3].to_string().contains("use attempt_completion"),
         "guidance sent to the model"
     );
-    assert_pairing(&h.agent.store, &id);
+    assert_pairing(h.store(), &id);
 }
 
 #[tokio::test]
@@ -407,7 +401,7 @@ async fn followup_questions_and_todos() {
     let results = h.results(&id);
     assert!(results[0].0.contains("b.txt"));
     assert!(results[2].1, "a bad todo list is an error");
-    let todos = h.agent.store.get_todos(&id).expect("todos");
+    let todos = h.store().get_todos(&id).expect("todos");
     assert_eq!(todos.len(), 3);
 }
 
@@ -449,7 +443,7 @@ async fn truncated_stream_and_error_events_are_retried() {
         "{outcome:?}"
     );
     // The broken partial replies never became history.
-    let h2 = h.agent.store.load_api(&id, true).expect("history");
+    let h2 = h.store().load_api(&id, true).expect("history");
     assert!(!h2.iter().any(|m| {
         serde_json::to_string(&m.message.content)
             .expect("json")
@@ -471,13 +465,13 @@ async fn a_provider_that_keeps_failing_fails_the_task_with_the_error_in_history(
         error.contains("401") && error.contains("bad key"),
         "{error}"
     );
-    let ui = h.agent.store.load_ui(&id).expect("ui");
+    let ui = h.store().load_ui(&id).expect("ui");
     assert!(
         ui.iter()
             .any(|m| m.subtype == "error" && m.text.contains("401"))
     );
     assert_eq!(
-        h.agent.store.get_task(&id).expect("task").status,
+        h.store().get_task(&id).expect("task").status,
         TaskStatus::Failed
     );
 }
@@ -494,8 +488,7 @@ async fn resume_answers_dangling_calls_and_finishes() {
     let (id, outcome) = h.run(&ScriptedUser::default(), "read a").await;
     assert!(matches!(outcome, TaskOutcome::Failed { .. }));
     // Simulate a crash mid-tool: an assistant tool_use with no result.
-    h.agent
-        .store
+    h.store()
         .append_api(
             &id,
             &roost_core::llm::Message {
@@ -509,19 +502,9 @@ async fn resume_answers_dangling_calls_and_finishes() {
         )
         .expect("append");
 
-    let h2 = Harness {
-        agent: resuming_agent(&h, json!([complete("resumed and done")])),
-        transport: Arc::clone(&h.transport),
-        ws: TestWorkspace::new(),
-        events: EventBus::new(),
-    };
-    let outcome = h2
-        .agent
-        .answered(
-            &h2.events,
-            &ScriptedUser::default(),
-            h2.agent.resume(&id[..13], &h2.events),
-        )
+    let second = h.another_process(json!([complete("resumed and done")]));
+    let outcome = h
+        .resume_on(&second, &id[..13], &ScriptedUser::default())
         .await
         .expect("resumes");
     assert_eq!(
@@ -530,11 +513,13 @@ async fn resume_answers_dangling_calls_and_finishes() {
             result: "resumed and done".into()
         }
     );
-    assert_pairing(&h.agent.store, &id);
+    assert_pairing(h.store(), &id);
     let results = h.results(&id);
     assert!(results.iter().any(|(c, e)| *e && c.contains("interrupted")));
     assert!(
-        h2.agent.resume(&id, &h2.events).await.is_err(),
+        h.resume_on(&second, &id, &ScriptedUser::default())
+            .await
+            .is_err(),
         "completed tasks do not resume"
     );
 }
@@ -548,22 +533,13 @@ async fn max_turns_pauses_the_task() {
         ]),
         ApprovalPolicy::yes(),
     );
-    let h = Harness {
-        agent: Agent {
-            config: TaskConfig {
-                max_turns: 2,
-                policy: ApprovalPolicy::yes(),
-                ..TaskConfig::default()
-            },
-            ..h.agent
-        },
-        ..h
-    };
+    let mut h = h;
+    h.config.max_turns = 2;
     let mut rx = h.events.subscribe();
     let (id, outcome) = h.run(&ScriptedUser::default(), "go").await;
     assert!(matches!(outcome, TaskOutcome::Paused { .. }));
     assert_eq!(
-        h.agent.store.get_task(&id).expect("task").status,
+        h.store().get_task(&id).expect("task").status,
         TaskStatus::Paused
     );
     // Events, history and outcome agree: paused, not failed.
@@ -573,7 +549,7 @@ async fn max_turns_pauses_the_task() {
         last = Some(ev);
     }
     assert!(matches!(last, Some(TaskEvent::Paused { .. })), "{last:?}");
-    let ui = h.agent.store.load_ui(&id).expect("ui");
+    let ui = h.store().load_ui(&id).expect("ui");
     assert!(
         ui.iter()
             .any(|m| m.subtype == "paused" && m.text.contains("roost resume"))
@@ -596,7 +572,7 @@ async fn repetition_without_guidance_stops_with_the_real_reason() {
     };
     assert!(!reason.contains("by the user"), "{reason}");
     assert!(reason.contains("same arguments 3 times"), "{reason}");
-    let ui = h.agent.store.load_ui(&id).expect("ui");
+    let ui = h.store().load_ui(&id).expect("ui");
     assert!(
         ui.iter()
             .any(|m| m.text.contains("same arguments 3 times") && m.text.starts_with("aborted"))
@@ -626,18 +602,9 @@ async fn condensation_keeps_every_request_inside_the_window() {
     for i in 0..8 {
         h.ws.write(&format!("f{i}.txt"), &"filler line\n".repeat(300));
     }
-    let h = Harness {
-        agent: Agent {
-            config: TaskConfig {
-                policy: ApprovalPolicy::yes(),
-                context_window: WINDOW,
-                keep_recent_messages: 4,
-                ..TaskConfig::default()
-            },
-            ..h.agent
-        },
-        ..h
-    };
+    let mut h = h;
+    h.config.context_window = WINDOW;
+    h.config.keep_recent_messages = 4;
     let (id, outcome) = h.run(&ScriptedUser::default(), "read everything").await;
     assert!(
         matches!(outcome, TaskOutcome::Completed { .. }),
@@ -659,7 +626,7 @@ async fn condensation_keeps_every_request_inside_the_window() {
             "request {n} is ~{tokens} tokens, over the {WINDOW}-token window"
         );
     }
-    let all = h.agent.store.load_api(&id, true).expect("history");
+    let all = h.store().load_api(&id, true).expect("history");
     assert!(
         all.iter().any(|m| m.hidden),
         "older messages hidden, not deleted"
@@ -669,7 +636,7 @@ async fn condensation_keeps_every_request_inside_the_window() {
         Some(false),
         "first message kept"
     );
-    assert_pairing(&h.agent.store, &id);
+    assert_pairing(h.store(), &id);
     let last = reqs.last().expect("requests");
     assert!(
         last.to_string().contains("Summary: read f0..f7"),
@@ -677,7 +644,7 @@ async fn condensation_keeps_every_request_inside_the_window() {
     );
     // The Roo-format export marks condensed messages and carries the summary.
     let dir = tempfile::tempdir().expect("tempdir");
-    h.agent.store.export_roo(&id, dir.path()).expect("export");
+    h.store().export_roo(&id, dir.path()).expect("export");
     let api: Vec<Value> = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("api_conversation_history.json")).expect("read"),
     )
@@ -742,17 +709,8 @@ async fn condensation_does_not_thrash_and_its_tokens_count() {
             &"filler line for reading\n".repeat(140),
         );
     }
-    let h = Harness {
-        agent: Agent {
-            config: TaskConfig {
-                policy: ApprovalPolicy::yes(),
-                context_window: WINDOW,
-                ..TaskConfig::default()
-            },
-            ..h.agent
-        },
-        ..h
-    };
+    let mut h = h;
+    h.config.context_window = WINDOW;
     let (id, outcome) = h.run(&ScriptedUser::default(), "read everything").await;
     assert!(
         matches!(outcome, TaskOutcome::Completed { .. }),
@@ -770,14 +728,14 @@ async fn condensation_does_not_thrash_and_its_tokens_count() {
         summaries * 4 <= turns,
         "{summaries} condensations in {turns} turns: more than one per four turns"
     );
-    let task = h.agent.store.get_task(&id).expect("task");
+    let task = h.store().get_task(&id).expect("task");
     let turn_tokens = 100 * u64::try_from(turns).expect("turns");
     assert_eq!(
         task.usage.input_tokens,
         turn_tokens + 1000 * u64::try_from(summaries).expect("summaries"),
         "the summaries' tokens count"
     );
-    assert_pairing(&h.agent.store, &id);
+    assert_pairing(h.store(), &id);
 }
 
 fn tool_names(req: &Value) -> Vec<String> {
@@ -907,7 +865,7 @@ async fn an_invalid_roomodes_is_reported_and_the_task_goes_on() {
     let mut rx = h.events.subscribe();
     let (id, outcome) = h.run(&ScriptedUser::default(), "go").await;
     assert!(matches!(outcome, TaskOutcome::Completed { .. }));
-    let ui = h.agent.store.load_ui(&id).expect("ui");
+    let ui = h.store().load_ui(&id).expect("ui");
     let err = ui
         .iter()
         .find(|m| m.text.contains("invalid mode file"))
@@ -973,7 +931,7 @@ async fn switch_mode_needs_approval_and_persists() {
     );
     assert!(!results[2].1, "{}", results[2].0);
     assert_eq!(h.ws.read("a.txt"), "x");
-    assert_eq!(h.agent.store.get_task(&id).expect("task").mode, "code");
+    assert_eq!(h.store().get_task(&id).expect("task").mode, "code");
     let reqs = h.transport.requests();
     assert!(!tool_names(&reqs[1]).contains(&"write_to_file".to_owned()));
     assert!(tool_names(&reqs[2]).contains(&"write_to_file".to_owned()));
@@ -982,17 +940,13 @@ async fn switch_mode_needs_approval_and_persists() {
 #[tokio::test]
 async fn unknown_mode_is_refused_before_a_task_exists() {
     let h = harness(json!([]), ApprovalPolicy::yes());
-    let err = h
-        .agent
-        .start("x", &h.ws.path(), "wizard", &h.events)
-        .await
-        .expect_err("refused");
+    let err = h.create("wizard", "x").expect_err("refused");
     let msg = err.to_string();
     assert!(
         msg.contains("unknown mode `wizard`") && msg.contains("architect"),
         "{msg}"
     );
-    assert!(h.agent.store.list_tasks(10).expect("list").is_empty());
+    assert!(h.store().list_tasks(10).expect("list").is_empty());
 }
 
 const INTENTS: &str = "active_intents:
@@ -1122,8 +1076,7 @@ async fn destructive_tools_need_an_intent_and_stay_in_its_scope() {
         r[6].0
     );
     assert_eq!(
-        h.agent
-            .store
+        h.store()
             .get_task(&id)
             .expect("task")
             .active_intent
@@ -1349,8 +1302,7 @@ async fn an_invalid_intents_file_on_resume_is_reported() {
     let (id, outcome) = h.run(&ScriptedUser::default(), "go").await;
     assert!(matches!(outcome, TaskOutcome::Failed { .. }), "{outcome:?}");
     assert_eq!(
-        h.agent
-            .store
+        h.store()
             .get_task(&id)
             .expect("task")
             .active_intent
@@ -1361,22 +1313,17 @@ async fn an_invalid_intents_file_on_resume_is_reported() {
         ".orchestration/active_intents.yaml",
         "active_intents: [unclosed\n",
     );
-    let agent = resuming_agent(&h, json!([complete("done")]));
-    let events = EventBus::new();
-    let mut rx = events.subscribe();
-    let outcome = agent
-        .answered(
-            &events,
-            &ScriptedUser::default(),
-            agent.resume(&id, &events),
-        )
+    let second = h.another_process(json!([complete("done")]));
+    let mut rx = h.events.subscribe();
+    let outcome = h
+        .resume_on(&second, &id, &ScriptedUser::default())
         .await
         .expect("resumes");
     assert!(
         matches!(outcome, TaskOutcome::Completed { .. }),
         "{outcome:?}"
     );
-    let ui = h.agent.store.load_ui(&id).expect("ui");
+    let ui = h.store().load_ui(&id).expect("ui");
     assert!(
         ui.iter().any(|m| m.subtype == "error"
             && m.text.contains("INT-001 could not be restored")
@@ -1488,8 +1435,7 @@ async fn gate_errors_reach_the_ui_history() {
         "{outcome:?}"
     );
     let ui: Vec<String> = h
-        .agent
-        .store
+        .store()
         .load_ui(&id)
         .expect("ui")
         .into_iter()
@@ -1506,31 +1452,6 @@ async fn gate_errors_reach_the_ui_history() {
             ui.iter().any(|t| t.contains(needle)),
             "{needle} missing from {ui:#?}"
         );
-    }
-}
-
-/// An agent on `h`'s store and tools whose model replays `turns`: a second
-/// process resuming `h`'s tasks.
-fn resuming_agent(h: &Harness, turns: Value) -> Agent {
-    Agent {
-        provider: Arc::new(OpenAiCompatible::new(
-            "scripted",
-            "scripted",
-            Arc::new(ScriptedTransport::new(
-                serde_json::from_value(json!({ "turns": turns })).expect("script"),
-            )),
-            RetryPolicy::default(),
-        )),
-        engine: engine(),
-        registry: Arc::clone(&h.agent.registry),
-        store: h.agent.store.clone(),
-        config: TaskConfig {
-            policy: ApprovalPolicy::yes(),
-            ..TaskConfig::default()
-        },
-        modes_dir: None,
-        hooks: Default::default(),
-        asks: Default::default(),
     }
 }
 
@@ -1605,11 +1526,11 @@ async fn edit_approvals_show_the_diff_before_the_call() {
     }
     assert_eq!(after, expected, "nothing else in the workspace changed");
     // The ask row in the UI history carries the diff.
-    let ui = h.agent.store.load_ui(&id).expect("ui");
+    let ui = h.store().load_ui(&id).expect("ui");
     assert!(
         ui.iter()
             .any(|m| m.kind == "ask" && m.subtype == "tool" && m.text.contains("-two\\n+TWO")),
         "{ui:?}"
     );
-    assert_pairing(&h.agent.store, &id);
+    assert_pairing(h.store(), &id);
 }

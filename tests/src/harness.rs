@@ -1,33 +1,61 @@
-//! A task-loop harness: an agent with fs-tools on a throwaway workspace,
-//! its model scripted through the real OpenAI-compatible decoding path,
-//! its history in a real SQLite file.
+//! A task-loop harness: an engine built the way production builds one
+//! (`EngineBuilder`: first-party tools and hooks, a store in a data
+//! directory) on a throwaway workspace, its model scripted through the
+//! real OpenAI-compatible decoding path, its history in a real SQLite
+//! file, its tasks driven through `Engine` as a front-end drives them.
 
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use roost_core::events::EventBus;
-use roost_core::first_party;
+use roost_core::engine::{Engine, EngineBuilder, EngineError, ResumeSpec, TaskSpec};
+use roost_core::events::{Envelope, Subscription};
 use roost_core::llm::scripted::{Script, ScriptedTransport};
-use roost_core::llm::{ContentBlock, OpenAiCompatible, RetryPolicy, Role};
+use roost_core::llm::{ContentBlock, OpenAiCompatible, Provider, RetryPolicy, Role};
 use roost_core::store::Store;
-use roost_core::task::Registry;
 use roost_core::task::{Agent, ApprovalPolicy, TaskConfig, TaskOutcome};
-use roost_sandbox::plugins::LoadedPlugin;
+use roost_sandbox::plugins::{LoadedHook, LoadedPlugin};
 use serde_json::{Value, json};
+use tokio::sync::broadcast;
 
 use crate::user::ScriptedUser;
 use crate::{TestWorkspace, engine};
 
-/// An agent on a throwaway workspace whose model replays `turns`.
+/// Every event of every task a harness ran, relayed from the engine's
+/// per-task buses: subscribe before a run to see all of it.
+pub struct Relay {
+    tx: broadcast::Sender<Arc<Envelope>>,
+}
+
+impl Relay {
+    fn new() -> Self {
+        Self {
+            tx: broadcast::channel(1 << 16).0,
+        }
+    }
+
+    /// Events from now on.
+    pub fn subscribe(&self) -> Subscription {
+        self.tx.subscribe()
+    }
+}
+
+/// An engine on a throwaway workspace whose model replays a script. Its
+/// settings, plugins and hooks may be changed until it is first used
+/// (the engine is built then).
 pub struct Harness {
-    /// The agent (fields are public: tests swap in hooks and plugins).
-    pub agent: Agent,
+    /// The engine's task defaults (the policy given, else `TaskConfig`'s).
+    pub config: TaskConfig,
     /// The scripted model's transport (records requests).
     pub transport: Arc<ScriptedTransport>,
     /// The workspace (with a canary directory beside it).
     pub ws: TestWorkspace,
-    /// The task's event bus.
-    pub events: EventBus,
+    /// Every task's events.
+    pub events: Relay,
+    provider: Arc<dyn Provider>,
+    plugins: Vec<Arc<LoadedPlugin>>,
+    hooks: Vec<Arc<LoadedHook>>,
+    built: OnceLock<Arc<Engine>>,
 }
 
 /// A harness whose model replays `turns`, under `policy`.
@@ -35,10 +63,8 @@ pub fn harness(turns: Value, policy: ApprovalPolicy) -> Harness {
     scripted_harness(json!({ "turns": turns }), policy)
 }
 
-/// A harness whose model replays the whole transcript `script` (turns and
-/// other top-level fields such as `summary`), under `policy`.
-pub fn scripted_harness(script: Value, policy: ApprovalPolicy) -> Harness {
-    let ws = TestWorkspace::new();
+/// A scripted provider replaying `script`, with its transport.
+pub fn scripted_provider(script: Value) -> (Arc<dyn Provider>, Arc<ScriptedTransport>) {
     let script: Script = serde_json::from_value(script).expect("valid script");
     let transport = Arc::new(ScriptedTransport::recording(script));
     let retry = RetryPolicy {
@@ -52,34 +78,25 @@ pub fn scripted_harness(script: Value, policy: ApprovalPolicy) -> Harness {
         transport.clone(),
         retry,
     ));
-    let mut registry = Registry::new();
-    registry
-        .add_plugin(
-            engine()
-                .load_bytes("fs-tools", first_party::FS_TOOLS)
-                .expect("fs-tools"),
-        )
-        .expect("registers");
-    let store = Store::open(&ws.root().join("data").join("roost.db")).expect("store");
-    let config = TaskConfig {
-        policy,
-        ..TaskConfig::default()
-    };
-    let agent = Agent {
-        provider,
-        engine: engine(),
-        registry: Arc::new(registry),
-        store,
-        config,
-        modes_dir: None,
-        hooks: Default::default(),
-        asks: Default::default(),
-    };
+    (provider, transport)
+}
+
+/// A harness whose model replays the whole transcript `script` (turns and
+/// other top-level fields such as `summary`), under `policy`.
+pub fn scripted_harness(script: Value, policy: ApprovalPolicy) -> Harness {
+    let (provider, transport) = scripted_provider(script);
     Harness {
-        agent,
+        config: TaskConfig {
+            policy,
+            ..TaskConfig::default()
+        },
         transport,
-        ws,
-        events: EventBus::new(),
+        ws: TestWorkspace::new(),
+        events: Relay::new(),
+        provider,
+        plugins: Vec::new(),
+        hooks: Vec::new(),
+        built: OnceLock::new(),
     }
 }
 
@@ -102,6 +119,49 @@ pub fn complete(result: &str) -> Value {
 }
 
 impl Harness {
+    /// Where the engine keeps its store.
+    pub fn data_dir(&self) -> PathBuf {
+        self.ws.root().join("data")
+    }
+
+    /// The engine (built on first use, as production builds it).
+    pub fn engine(&self) -> &Arc<Engine> {
+        self.built
+            .get_or_init(|| self.build(Arc::clone(&self.provider)))
+    }
+
+    /// Another engine on the same data directory, workspace and settings
+    /// whose model replays `turns`: a second process (after a crash, a
+    /// restart) resuming this one's tasks.
+    pub fn another_process(&self, turns: Value) -> Arc<Engine> {
+        let (provider, _) = scripted_provider(json!({ "turns": turns }));
+        self.build(provider)
+    }
+
+    fn build(&self, provider: Arc<dyn Provider>) -> Arc<Engine> {
+        let mut b = EngineBuilder::new(&self.data_dir())
+            .plugin_engine(engine())
+            .provider(provider)
+            .config(self.config.clone());
+        for p in &self.plugins {
+            b = b.plugin(Arc::clone(p));
+        }
+        for h in &self.hooks {
+            b = b.hook(Arc::clone(h));
+        }
+        b.build().expect("the engine builds")
+    }
+
+    /// The services the engine runs tasks with.
+    pub fn agent(&self) -> &Agent {
+        self.engine().agent()
+    }
+
+    /// The engine's store.
+    pub fn store(&self) -> &Store {
+        &self.agent().store
+    }
+
     /// Start a task in mode `code`.
     pub async fn run(&self, user: &ScriptedUser, prompt: &str) -> (String, TaskOutcome) {
         self.run_in("code", user, prompt).await
@@ -114,28 +174,90 @@ impl Harness {
         user: &ScriptedUser,
         prompt: &str,
     ) -> (String, TaskOutcome) {
-        let ws = self.ws.path();
-        self.agent
-            .answered(
-                &self.events,
-                user,
-                self.agent.start(prompt, &ws, mode, &self.events),
-            )
-            .await
-            .expect("task runs")
+        let id = self
+            .create(mode, prompt)
+            .unwrap_or_else(|e| panic!("the task is created: {e}"));
+        let outcome = self.drive(self.engine(), &id, user).await;
+        (id, outcome.expect("task runs"))
     }
 
-    /// Offer `plugin`'s tools too.
+    /// Create a task in `mode` (not started).
+    pub fn create(&self, mode: &str, prompt: &str) -> Result<String, EngineError> {
+        self.engine().create_task(&TaskSpec {
+            prompt: prompt.to_owned(),
+            workspace: self.ws.path(),
+            mode: mode.to_owned(),
+            ..TaskSpec::default()
+        })
+    }
+
+    /// Resume task `id` (or an id prefix) on `engine` (this harness's or
+    /// [`Harness::another_process`]), `user` answering.
+    pub async fn resume_on(
+        &self,
+        engine: &Arc<Engine>,
+        id: &str,
+        user: &ScriptedUser,
+    ) -> Result<TaskOutcome, EngineError> {
+        let prepared = engine.prepare_resume(id, &ResumeSpec::default())?;
+        self.drive(engine, &prepared.id, user).await
+    }
+
+    /// Start the created or prepared task `id` of `engine`, relay its
+    /// events, answer its questions with `user`, and wait for it.
+    pub async fn drive(
+        &self,
+        engine: &Arc<Engine>,
+        id: &str,
+        user: &ScriptedUser,
+    ) -> Result<TaskOutcome, EngineError> {
+        let mut rx = engine.subscribe(id)?;
+        let tx = self.events.tx.clone();
+        let relay = tokio::spawn(async move {
+            loop {
+                match rx.recv().await {
+                    Ok(ev) => {
+                        let _ = tx.send(ev);
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        panic!("the relay lagged {n} events behind")
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        let answering = engine.answer_with(id, user)?;
+        engine.start(id)?;
+        tokio::pin!(answering);
+        let wait = engine.wait(id);
+        tokio::pin!(wait);
+        let outcome = tokio::select! {
+            o = &mut wait => o,
+            () = &mut answering => wait.await,
+        };
+        // Every event is relayed once the task's bus has closed.
+        let _ = tokio::time::timeout(Duration::from_secs(30), relay).await;
+        outcome
+    }
+
+    /// Offer `plugin`'s tools too (before the engine is first used).
     pub fn add_plugin(&mut self, plugin: Arc<LoadedPlugin>) {
-        let mut registry = (*self.agent.registry).clone();
-        registry.add_plugin(plugin).expect("registers");
-        self.agent.registry = Arc::new(registry);
+        assert!(
+            self.built.get().is_none(),
+            "add plugins before the first run"
+        );
+        self.plugins.push(plugin);
+    }
+
+    /// Make `hook` available to modes (before the engine is first used).
+    pub fn add_hook(&mut self, hook: Arc<LoadedHook>) {
+        assert!(self.built.get().is_none(), "add hooks before the first run");
+        self.hooks.push(hook);
     }
 
     /// Tool results of the task, in order: (content, is_error).
     pub fn results(&self, id: &str) -> Vec<(String, bool)> {
-        self.agent
-            .store
+        self.store()
             .load_api(id, true)
             .expect("history")
             .into_iter()

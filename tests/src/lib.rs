@@ -358,6 +358,8 @@ pub mod user {
     }
 }
 
+include!(concat!(env!("OUT_DIR"), "/foreach.rs"));
+
 /// What the sandbox suite expects of an escape route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expect {

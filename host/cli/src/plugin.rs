@@ -5,7 +5,6 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::bail;
 use clap::{Args, Subcommand};
@@ -13,10 +12,9 @@ use clap::{Args, Subcommand};
 use super::sanitize::{json_text, visible_line};
 use super::template;
 use roost_core::config;
-use roost_core::install::{self, Candidate, Installed, Plugins, Signer, ToolSummary, Trust};
-use roost_core::store::Store;
+use roost_core::engine::EngineBuilder;
+use roost_core::install::{self, Candidate, Installed, Plugins, Signer, ToolSummary};
 use roost_sandbox::capability::Limits;
-use roost_sandbox::plugins::{EngineConfig, PluginEngine};
 
 /// `roost plugin …` with its config file.
 #[derive(Debug, Args)]
@@ -121,16 +119,10 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         | PluginCommand::Upgrade { require_signed, .. } => *require_signed,
         _ => false,
     };
-    let trust = Trust {
-        keys: cfg.plugins.trusted_keys.clone(),
-        require_signed: cfg.plugins.require_signed || required,
-    };
-    let store = Store::open(&Store::default_path(data_dir))?;
-    let engine = Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
-        data_dir.join("cache").join("components"),
-    ))?);
-    let ceiling = Limits::default();
-    let plugins = Plugins::new(data_dir, &store, &engine, ceiling).with_trust(trust);
+    let plugins = EngineBuilder::from_config(data_dir, &cfg)
+        .require_signed(required)
+        .plugins()?;
+    let ceiling = plugins.ceiling();
     match cmd {
         PluginCommand::Install { source, yes, .. } => {
             eprintln!(

@@ -11,15 +11,12 @@ use clap::{Args, Subcommand};
 use super::interact::Terminal;
 use super::render::{self, Format};
 use super::sanitize::{json_text, visible, visible_line};
-use roost_core::config::{
-    self, Profile, ProviderChoice, RecordedEndpoint, SandboxConfig, SecretStore,
+use roost_core::config;
+use roost_core::engine::{
+    ConfigEndpoints, Endpoint, Engine, EngineBuilder, Listed, Records, ResumeSpec, TaskSpec,
 };
-use roost_core::engine::{Engine, EngineBuilder, TaskSpec};
 use roost_core::events::EventBus;
-use roost_core::llm::{Provider, Role};
-use roost_core::store::{Store, TaskRecord};
-use roost_core::task::{ApprovalPolicy, TaskConfig, TaskOutcome, TaskStatus};
-use roost_protocol::{UiRow, UiSubtype};
+use roost_core::task::{ApprovalPolicy, TaskOutcome};
 use roost_sandbox::capability::Workspace;
 
 /// Which model to talk to.
@@ -57,9 +54,10 @@ pub struct RunOptions {
     /// Print events as NDJSON.
     #[arg(long)]
     pub json: bool,
-    /// Model requests before the task pauses.
-    #[arg(long, default_value_t = 50)]
-    pub max_turns: u32,
+    /// Model requests before the task pauses (default 50; on resume, the
+    /// task's own).
+    #[arg(long)]
+    pub max_turns: Option<u32>,
     /// Load a mode-hook component (world `mode-hook`) that modes can list in
     /// `hooks:` by the file's stem (`guard.wasm` → `guard`). Repeatable; the
     /// first-party `secret-guard` and `protected-paths` are always there.
@@ -129,62 +127,40 @@ pub enum HistoryCommand {
     },
 }
 
-/// The provider the flags, the config file and (on resume) the task's
-/// recorded endpoint choose, with the profile it came from, and the
-/// config's secrets (for installed plugins' requests).
-fn build_provider(
-    args: &ProviderArgs,
-    stored: Option<&TaskRecord>,
-    scripted_start: usize,
-) -> anyhow::Result<(Arc<dyn Provider>, Profile, SecretStore, SandboxConfig)> {
-    let cfg = config::load(args.config.as_deref())?;
-    let secrets = cfg.secret_store();
-    let choice = ProviderChoice {
-        provider: args.provider.clone(),
-        model: args.model.clone(),
-        base_url: args.base_url.clone(),
-        script: args.script.clone(),
-        profile: args.profile.clone(),
-    };
-    let recorded = stored.map(|t| RecordedEndpoint {
-        provider: &t.provider,
-        base_url: &t.base_url,
-        model: &t.model,
-        profile: &t.profile,
-    });
-    let (provider, profile) = config::provider(&cfg, &choice, recorded, scripted_start)?;
-    Ok((provider, profile, secrets, cfg.sandbox))
+impl ProviderArgs {
+    /// The endpoint the flags name (all empty: the config's default, or on
+    /// resume the task's own).
+    fn endpoint(&self) -> Endpoint {
+        Endpoint {
+            profile: self.profile.clone(),
+            provider: self.provider.clone(),
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+        }
+    }
 }
 
-/// The engine a run or resume drives: the chosen model, the profile's
-/// context settings, the run's policy, limits and extra hooks.
-fn engine(
-    data_dir: &Path,
-    provider: Arc<dyn Provider>,
-    profile: &Profile,
-    secrets: SecretStore,
-    sandbox: SandboxConfig,
-    opts: &RunOptions,
-) -> anyhow::Result<Arc<Engine>> {
-    let policy = if opts.yes {
-        ApprovalPolicy::yes()
-    } else {
-        match &opts.approve {
-            Some(g) => ApprovalPolicy::from_groups(g).map_err(anyhow::Error::msg)?,
-            None => ApprovalPolicy::default(),
+impl RunOptions {
+    /// The approval policy the flags name, if they name one.
+    fn approval(&self) -> anyhow::Result<Option<ApprovalPolicy>> {
+        if self.yes {
+            return Ok(Some(ApprovalPolicy::yes()));
         }
-    };
-    let mut config = TaskConfig {
-        policy,
-        max_turns: opts.max_turns,
-        ..TaskConfig::default()
-    };
-    sandbox.apply(&mut config);
-    let mut builder = EngineBuilder::new(data_dir)
-        .config(config)
-        .profile(provider, profile)
-        .installed_plugins(true)
-        .secrets(secrets)
+        self.approve
+            .as_deref()
+            .map(ApprovalPolicy::from_groups)
+            .transpose()
+            .map_err(anyhow::Error::msg)
+    }
+}
+
+/// The engine a run or resume drives, as the config file describes it,
+/// with the flags' transcript and extra hooks.
+fn engine(data_dir: &Path, args: &ProviderArgs, opts: &RunOptions) -> anyhow::Result<Arc<Engine>> {
+    let cfg = config::load(args.config.as_deref())?;
+    let endpoints = Arc::new(ConfigEndpoints::new(cfg.clone(), args.script.clone()));
+    let mut builder = EngineBuilder::from_config(data_dir, &cfg)
+        .endpoints(endpoints)
         .modes_dir(config::default_path().parent().map(Path::to_path_buf))
         .before_compile(|| {
             notice!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
@@ -269,92 +245,58 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     } else {
         args.prompt.clone()
     };
-    let (provider, profile, secrets, sandbox) = build_provider(&args.provider, None, 0)?;
-    let engine = engine(
-        data_dir,
-        provider,
-        &profile,
-        secrets,
-        sandbox,
-        &args.options,
-    )?;
+    let approval = args.options.approval()?;
+    let engine = engine(data_dir, &args.provider, &args.options)?;
     let id = engine.create_task(&TaskSpec {
         prompt,
         workspace,
         mode: args.mode.clone(),
+        approval,
+        max_turns: args.options.max_turns,
+        endpoint: args.provider.endpoint(),
     })?;
     let events = engine.events(&id)?;
     drive(&engine, &id, events, &args.options).await
 }
 
-/// `roost resume`.
+/// `roost resume`: the task continues with the settings and endpoint it
+/// recorded, unless flags name others.
 pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
-    let store = Store::open(&Store::default_path(data_dir))?;
-    let task = match &args.id {
-        Some(id) => store.find_task(id)?,
-        None => store.last_task(true)?,
+    let approval = args.options.approval()?;
+    let engine = engine(data_dir, &args.provider, &args.options)?;
+    let id = match &args.id {
+        Some(id) => id.clone(),
+        None => engine.records().last(true)?.id,
     };
-    if task.status.is_final() {
-        bail!(
-            "task {} is {} and cannot be resumed",
-            visible_line(&task.id),
-            task.status
-        );
-    }
-    // A scripted transcript continues after the replies already in history.
-    let replies = store
-        .load_api(&task.id, true)?
-        .iter()
-        .filter(|m| m.message.role == Role::Assistant)
-        .count();
-    let (provider, profile, secrets, sandbox) =
-        build_provider(&args.provider, Some(&task), replies)?;
-    let endpoint = |p: &str, b: &str, m: &str| {
-        format!("{p} {m} at {}", if b.is_empty() { "(none)" } else { b })
-    };
-    let was = endpoint(&task.provider, &task.base_url, &task.model);
-    let now = endpoint(provider.name(), provider.base_url(), provider.model());
-    if was != now {
-        // Only an explicit choice gets here: say so, and record it.
-        notice!(
-            "resuming task {} on {} (it was created on {})",
-            visible_line(&task.id),
-            visible_line(&now),
-            visible_line(&was)
-        );
-        store.set_endpoint(
-            &task.id,
-            provider.name(),
-            provider.base_url(),
-            provider.model(),
-            provider.profile(),
-        )?;
-        store.append_ui(
-            &task.id,
-            UiRow::say(UiSubtype::EndpointChanged),
-            &format!("{now} (was {was})"),
-        )?;
-    }
-    drop(store);
-    let engine = engine(
-        data_dir,
-        provider,
-        &profile,
-        secrets,
-        sandbox,
-        &args.options,
+    let prepared = engine.prepare_resume(
+        &id,
+        &ResumeSpec {
+            endpoint: args.provider.endpoint(),
+            approval,
+            max_turns: args.options.max_turns,
+        },
     )?;
-    let id = engine.prepare_resume(&task.id)?;
-    let events = engine.events(&id)?;
-    drive(&engine, &id, events, &args.options).await
+    if let Some(change) = &prepared.endpoint_change {
+        notice!(
+            "resuming task {} on {}",
+            visible_line(&prepared.id),
+            visible_line(change)
+        );
+    }
+    let events = engine.events(&prepared.id)?;
+    drive(&engine, &prepared.id, events, &args.options).await
 }
 
 /// `roost history`.
 pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
-    let store = Store::open(&Store::default_path(data_dir))?;
+    let records = Records::open(data_dir)?;
     match cmd {
         HistoryCommand::List { limit, json } => {
-            for t in store.list_tasks(limit)? {
+            for Listed {
+                task: t,
+                interrupted,
+            } in records.list(limit)?
+            {
                 let prompt: String = t
                     .prompt
                     .lines()
@@ -363,14 +305,6 @@ pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode>
                     .chars()
                     .take(60)
                     .collect();
-                // A task that says it runs but has no live process was
-                // interrupted (a crash, a kill): resumable.
-                let interrupted = matches!(
-                    t.status,
-                    TaskStatus::Running
-                        | TaskStatus::WaitingForApproval
-                        | TaskStatus::WaitingForInput
-                ) && !store.is_live(&t.id);
                 if json {
                     let mut v = serde_json::to_value(&t)?;
                     v["interrupted"] = serde_json::Value::Bool(interrupted);
@@ -400,8 +334,8 @@ pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode>
             export,
         } => {
             let t = match &id {
-                Some(id) => store.find_task(id)?,
-                None => store.last_task(false)?,
+                Some(id) => records.find(id)?,
+                None => records.last(false)?,
             };
             println!(
                 "task {} · {} · mode {} · {}",
@@ -414,7 +348,7 @@ pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode>
                 "tokens in {} out {} · ${:.4}\n",
                 t.usage.input_tokens, t.usage.output_tokens, t.cost
             );
-            for m in store.load_ui(&t.id)? {
+            for m in records.ui_messages(&t.id)? {
                 println!(
                     "[{} {}] {}",
                     visible_line(&m.kind),
@@ -423,7 +357,7 @@ pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode>
                 );
             }
             if let Some(dir) = export {
-                store.export_roo(&t.id, &dir)?;
+                records.export_roo(&t.id, &dir)?;
                 println!("\nexported to {}", visible_line(&dir.display().to_string()));
             }
         }

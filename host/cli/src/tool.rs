@@ -2,23 +2,18 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
 use super::sanitize::{json_text, visible, visible_line};
-use roost_core::config::{self, SecretStore};
-use roost_core::first_party;
-use roost_core::install::Plugins;
-use roost_core::store::Store;
-use roost_core::task::paths;
-use roost_core::task::{Registry, WriteRule, WriteSession, write_session};
-use roost_sandbox::capability::{
-    Grant, GuardBudget, Limits, NetworkGrant, Origin, RooIgnore, Workspace,
-};
-use roost_sandbox::plugins::{EngineConfig, LoadedPlugin, NetworkRecord, PluginEngine};
+use roost_core::call::direct::DirectCall;
+use roost_core::config::{self, Config, SecretStore};
+use roost_core::engine::EngineBuilder;
+use roost_core::task::Agent;
+use roost_core::tools::component::describe_request;
+use roost_sandbox::capability::{GuardBudget, Limits, NetworkGrant, Origin};
 
 /// `roost tool …`
 #[derive(Debug, Subcommand)]
@@ -89,8 +84,8 @@ pub struct CallArgs {
 pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
     match cmd {
         ToolCommand::List(p) => {
-            let (_engine, registry) = load(data_dir, &p, SecretStore::from_env())?;
-            for t in registry.iter() {
+            let agent = tools(data_dir, &p, None)?;
+            for t in agent.registry.iter() {
                 let first_line = t.spec.description.lines().next().unwrap_or("");
                 // Names and descriptions come from plugins.
                 println!(
@@ -107,35 +102,21 @@ pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> 
     }
 }
 
-fn load(
-    data_dir: &Path,
-    extra: &PluginArgs,
-    secrets: SecretStore,
-) -> anyhow::Result<(Arc<PluginEngine>, Registry)> {
-    let engine = Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
-        data_dir.join("cache").join("components"),
-    ))?);
-    if first_party::needs_compile(&engine, false) {
-        eprintln!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
-    }
-    let mut plugins: Vec<Arc<LoadedPlugin>> = first_party::load_all(&engine)?;
+/// The tools a task would be offered (first-party, installed and enabled,
+/// each with at most its grant), and the `--plugin` components, assembled
+/// the way every engine is.
+fn tools(data_dir: &Path, extra: &PluginArgs, cfg: Option<&Config>) -> anyhow::Result<Agent> {
+    let empty = Config::default();
+    let mut builder =
+        EngineBuilder::from_config(data_dir, cfg.unwrap_or(&empty)).before_compile(|| {
+            eprintln!(
+                "preparing the sandboxed tools (the first run compiles them; a few seconds)…"
+            );
+        });
     for path in &extra.plugins {
-        let name = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .with_context(|| format!("cannot name plugin {}", path.display()))?;
-        plugins.push(engine.load_file(name, path)?);
+        builder = builder.plugin_file(path);
     }
-    let mut registry = Registry::new();
-    for p in plugins {
-        registry.add_plugin(p)?;
-    }
-    // Installed plugins, each with at most what it was granted.
-    let store = Store::open(&Store::default_path(data_dir))?;
-    Plugins::new(data_dir, &store, &engine, Limits::default())
-        .with_secrets(secrets)
-        .load_enabled(&mut registry)?;
-    Ok((engine, registry))
+    Ok(builder.build_agent()?)
 }
 
 async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
@@ -144,99 +125,48 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     if !args.is_object() {
         bail!("--args must be a JSON object, got {}", c.args);
     }
-    // The config only matters here for secrets: a broken one is an error
-    // when `--secret` asks for one, else a warning.
-    let (secrets, budget) = match config::load(c.config.as_deref()) {
-        Ok(cfg) => (cfg.secret_store(), cfg.sandbox.guard_budget()),
+    // The config only matters here for secrets and the guard's budget: a
+    // broken one is an error when `--secret` asks for one, else a warning.
+    let cfg = match config::load(c.config.as_deref()) {
+        Ok(cfg) => Some(cfg),
         Err(e) if !c.secrets.is_empty() => return Err(e.into()),
         Err(e) => {
             eprintln!(
                 "warning: {}; secrets come from ROOST_SECRET_* variables only",
                 visible(&e.to_string())
             );
-            (SecretStore::from_env(), GuardBudget::default())
+            None
         }
     };
-    let (engine, registry) = load(data_dir, &c.plugins, secrets.clone())?;
-    let Some(tool) = registry.get(&c.name) else {
-        let known: Vec<_> = registry.iter().map(|t| t.spec.name.as_str()).collect();
-        bail!(
-            "unknown tool `{}`; known tools: {}",
-            c.name,
-            known.join(", ")
-        );
-    };
-    let Some(plugin) = tool.component() else {
-        bail!(
-            "`{}` is a host-native tool: it talks to the person or the task, so it runs only inside a task",
-            c.name
-        );
-    };
-    // Declared paths get the same gate as in a task: normalised, refused
-    // when they leave the workspace, are ignored by .rooignore, or (for a
-    // destructive tool) name an authority file.
-    let mut args = args;
-    let ws = Workspace::open(&c.workspace)
-        .with_context(|| format!("cannot open workspace {}", c.workspace.display()))?;
-    if let Err(r) = paths::check(&ws, &RooIgnore::load_in(&ws), &tool.spec, &mut args) {
-        bail!("{}", visible(&r.message));
-    }
+    let secrets = cfg
+        .as_ref()
+        .map_or_else(SecretStore::from_env, Config::secret_store);
+    let budget = cfg
+        .as_ref()
+        .map_or_else(GuardBudget::default, |c| c.sandbox.guard_budget());
+    let agent = tools(data_dir, &c.plugins, cfg.as_ref())?;
     let memory_bytes = c
         .memory_mib
         .checked_mul(1 << 20)
         .with_context(|| format!("--memory-mib {} is too large", c.memory_mib))?;
-    // An installed plugin gets at most what it was granted at install.
-    let access = &tool.access;
-    if c.read && !access.read {
-        bail!(
-            "plugin `{}` was not granted read access at install",
-            visible_line(plugin.name())
-        );
-    }
-    if !c.write.is_empty() && !access.write {
-        bail!(
-            "plugin `{}` was not granted write access at install",
-            visible_line(plugin.name())
-        );
-    }
-    let mut grant = Grant::new(&c.workspace).limits(access.limits(Limits {
-        deadline: Duration::from_millis(c.deadline_ms),
-        memory_bytes,
-        output_bytes: c.output_bytes,
-    }));
-    if c.read {
-        grant = grant.read();
-    }
-    for w in &c.write {
-        grant = grant.write(w);
-    }
-    if let Some(network) = network_of(&c, access.network.as_deref(), plugin, &secrets)? {
-        grant = grant.network(network);
-    }
-    // The same write session as a task's calls: a lease on the roots and
-    // a guard that undoes any change to an authority file under them.
-    let session = if c.write.is_empty() {
-        None
-    } else {
-        Some(
-            WriteSession::open(&ws, &c.write, WriteRule::default(), budget)
-                .await
-                .map_err(|e| anyhow::anyhow!("{}", visible(&e.to_string())))?,
-        )
-    };
-    let report = engine
-        .call_with_report(plugin, &c.name, &args.to_string(), &grant)
-        .await;
-    let mut result = report.result;
-    if let Some((guarded, _lease)) = session.map(WriteSession::close)
-        && let Some(v) = write_session::violation(&guarded, &c.name, None)
-    {
-        result = Err(v);
-    }
-    let mut network = report.network.records;
-    for r in &mut network {
-        roost_core::intents::redact_record(r);
-    }
+    let outcome = agent
+        .call_direct(DirectCall {
+            name: &c.name,
+            args,
+            workspace: &c.workspace,
+            read: c.read,
+            write: &c.write,
+            limits: Limits {
+                deadline: Duration::from_millis(c.deadline_ms),
+                memory_bytes,
+                output_bytes: c.output_bytes,
+            },
+            network: dev_network(&c, &secrets, &agent)?,
+            guard_budget: budget,
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("{}", visible(&e.to_string())))?;
+    let (result, network) = (outcome.result, outcome.network);
     if c.json {
         let mut v = match &result {
             Ok(out) => serde_json::json!({ "ok": out }),
@@ -248,7 +178,7 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         println!("{}", json_text(&v.to_string()));
     } else {
         for r in &network {
-            eprintln!("network: {}", visible_line(&describe(r)));
+            eprintln!("network: {}", visible_line(&describe_request(r)));
         }
         // Tool output (file contents, file names) is shown, not interpreted.
         match &result {
@@ -268,28 +198,27 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The network of a direct call: an installed plugin's recorded grant, or
-/// for a `--plugin` component what `--allow-net` and `--secret` name.
-/// First-party plugins get none.
-fn network_of(
+/// The network `--allow-net` and `--secret` name, for a component given
+/// with `--plugin` only (an installed plugin gets the network it was
+/// granted at install, a first-party one none).
+fn dev_network(
     c: &CallArgs,
-    installed: Option<&NetworkGrant>,
-    plugin: &LoadedPlugin,
     secrets: &SecretStore,
+    agent: &Agent,
 ) -> anyhow::Result<Option<NetworkGrant>> {
     if c.allow_net.is_empty() && c.secrets.is_empty() {
-        return Ok(installed.cloned());
+        return Ok(None);
     }
-    let name = visible_line(plugin.name());
-    if installed.is_some()
-        || !c
-            .plugins
-            .plugins
-            .iter()
-            .any(|p| p.file_stem().is_some_and(|s| s == plugin.name()))
-    {
+    let provider = agent.registry.get(&c.name).map(|t| t.provider());
+    let given = c
+        .plugins
+        .plugins
+        .iter()
+        .any(|p| p.file_stem().and_then(|s| s.to_str()) == provider);
+    if !given {
         bail!(
-            "--allow-net and --secret are for components given with --plugin; `{name}` gets the network it was granted at install (first-party plugins get none)"
+            "--allow-net and --secret are for components given with --plugin; `{}` gets the network it was granted at install (first-party plugins get none)",
+            visible_line(&c.name)
         );
     }
     if c.allow_net.is_empty() {
@@ -311,14 +240,4 @@ fn network_of(
         );
     }
     Ok(Some(secrets.network_grant(allow, &c.secrets)))
-}
-
-/// One request of a call, in a line.
-fn describe(r: &NetworkRecord) -> String {
-    match (&r.refused, r.status, &r.error) {
-        (Some(why), _, _) => format!("{} {} refused: {why}", r.method, r.url),
-        (None, Some(s), None) => format!("{} {} -> {s} ({} bytes)", r.method, r.url, r.bytes),
-        (None, _, Some(e)) => format!("{} {} failed: {e}", r.method, r.url),
-        (None, None, None) => format!("{} {} (no response)", r.method, r.url),
-    }
 }

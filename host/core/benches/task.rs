@@ -3,8 +3,9 @@
 //! the provider sleeping 200 ms per turn, 5 turns each with a read_file call.
 //! P7: the gates plus one no-op mode hook per call, against the same call
 //! with no hook. P8: 10,000 tasks through the engine, 50 ms latency, 3
-//! turns. Run: `cargo bench -p roost-core --bench task` (one of them only:
-//! `-- p5`, `-- p6`, `-- p7`, `-- p8`).
+//! turns. P9: the dispatch's own cost per call. Run: `cargo bench -p
+//! roost-core --bench task` (one of them only: `-- p5`, `-- p6`, `-- p7`,
+//! `-- p8`, `-- p9`).
 
 // Benchmark code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -17,14 +18,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use roost_core::engine::{EngineBuilder, TaskSpec};
-use roost_core::events::{EventBus, TaskEvent};
+use roost_core::engine::{Engine, EngineBuilder, TaskSpec};
+use roost_core::events::TaskEvent;
 use roost_core::first_party;
 use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{OpenAiCompatible, RetryPolicy};
-use roost_core::store::Store;
 use roost_core::task::Registry;
-use roost_core::task::{Agent, Answer, ApprovalPolicy, Ask, Responder, TaskConfig, TaskOutcome};
+use roost_core::task::{Answer, ApprovalPolicy, Ask, Responder, TaskConfig, TaskOutcome};
 use roost_sandbox::plugins::{EngineConfig, PluginEngine};
 use serde_json::json;
 
@@ -37,32 +37,52 @@ impl Responder for Yes {
     }
 }
 
-fn agent(
+/// An engine on `data`, built as production builds one, whose model
+/// replays `turns`.
+fn engine_for(
     engine: &Arc<PluginEngine>,
-    registry: &Arc<Registry>,
-    store: &Store,
+    data: &std::path::Path,
     turns: serde_json::Value,
-) -> Agent {
+) -> Arc<Engine> {
     let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("script");
     let transport = Arc::new(ScriptedTransport::new(script));
-    Agent {
-        provider: Arc::new(OpenAiCompatible::new(
+    EngineBuilder::new(data)
+        .plugin_engine(Arc::clone(engine))
+        .provider(Arc::new(OpenAiCompatible::new(
             "scripted",
             "bench",
             transport,
             RetryPolicy::default(),
-        )),
-        engine: Arc::clone(engine),
-        registry: Arc::clone(registry),
-        store: store.clone(),
-        config: TaskConfig {
+        )))
+        .config(TaskConfig {
             policy: ApprovalPolicy::yes(),
             max_turns: 10_000,
             ..TaskConfig::default()
-        },
-        modes_dir: None,
-        hooks: Default::default(),
-        asks: Default::default(),
+        })
+        .build()
+        .expect("engine")
+}
+
+/// Run one task of `roost` to its end, answering yes.
+async fn run_one(roost: &Arc<Engine>, id: &str) -> TaskOutcome {
+    static YES: Yes = Yes;
+    let answering = roost.answer_with(id, &YES).expect("answers");
+    roost.start(id).expect("started");
+    let wait = roost.wait(id);
+    tokio::pin!(answering);
+    tokio::pin!(wait);
+    tokio::select! {
+        o = &mut wait => o.expect("runs"),
+        () = &mut answering => wait.await.expect("runs"),
+    }
+}
+
+fn spec(ws: &std::path::Path) -> TaskSpec {
+    TaskSpec {
+        prompt: "bench".into(),
+        workspace: ws.to_path_buf(),
+        mode: "code".into(),
+        ..TaskSpec::default()
     }
 }
 
@@ -95,13 +115,7 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-async fn p5(
-    engine: &Arc<PluginEngine>,
-    registry: &Arc<Registry>,
-    ws: &std::path::Path,
-    data: &std::path::Path,
-) {
-    let store = Store::open(&data.join("p5.db")).expect("store");
+async fn p5(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::Path) {
     fn todo(i: usize) -> serde_json::Value {
         json!({"name": "update_todo_list", "args": {"todos": format!("[x] step {i}\n[ ] next")}})
     }
@@ -118,9 +132,9 @@ async fn p5(
             .map(|i| json!({"text": "ok", "tool_calls": [tool_turn(i)], "usage": {"input_tokens": 10, "output_tokens": 2}}))
             .chain(std::iter::once(json!({"tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
             .collect();
-        let a = agent(engine, registry, &store, serde_json::Value::Array(turns));
-        let events = EventBus::new();
-        let mut rx = events.subscribe();
+        let roost = engine_for(engine, &data.join("p5"), serde_json::Value::Array(turns));
+        let id = roost.create_task(&spec(ws)).expect("created");
+        let mut rx = roost.subscribe(&id).expect("subscribed");
         let collector = tokio::spawn(async move {
             let mut stamps = Vec::new();
             while let Ok(ev) = rx.recv().await.map(|e| e.event.clone()) {
@@ -134,10 +148,7 @@ async fn p5(
         });
         let (cpu0, _) = usage();
         let started = Instant::now();
-        let (_, outcome) = a
-            .answered(&events, &Yes, a.start("bench", ws, "code", &events))
-            .await
-            .expect("runs");
+        let outcome = run_one(&roost, &id).await;
         let (cpu1, _) = usage();
         eprintln!(
             "P5 {label}: {:.0} µs CPU and {:.0} µs wall per turn (mean)",
@@ -195,13 +206,7 @@ async fn fleet(
     let start = Instant::now();
     let mut ids = Vec::with_capacity(tasks);
     for _ in 0..tasks {
-        let id = roost
-            .create_task(&TaskSpec {
-                prompt: "bench".into(),
-                workspace: ws.to_path_buf(),
-                mode: "code".into(),
-            })
-            .expect("created");
+        let id = roost.create_task(&spec(ws)).expect("created");
         let answering = {
             let roost = Arc::clone(&roost);
             let id = id.clone();
@@ -377,7 +382,157 @@ async fn p7(engine: &Arc<PluginEngine>, registry: &Arc<Registry>, ws: &std::path
     );
 }
 
+/// P9: the dispatch's own cost per call — gates, mode hooks, approval,
+/// the write session when the call mutates, the executor and the after
+/// stage (`Dispatch::handle`, everything but the durable commit of the
+/// result) — for a host-native tool (`update_todo_list`) and a component
+/// tool (`read_file`), without and with one no-op mode hook
+/// (`protected-paths`, which allows a read without inspecting it); and the
+/// component call alone, so the dispatch's share is the difference.
+async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::Path) {
+    use roost_core::call::Dispatch;
+    use roost_core::control::Control;
+    use roost_core::events::EventBus;
+    use roost_core::llm::AssembledCall;
+    use roost_core::modes::ModeSet;
+    use roost_core::turn::{Ctx, RepetitionDetector, RunState};
+    use roost_sandbox::capability::{Grant, Workspace};
+
+    std::fs::write(
+        ws.join(".roomodes"),
+        "customModes:\n  - {slug: hooked, name: Hooked, roleDefinition: bench, groups: [read, edit], hooks: [protected-paths]}\n",
+    )
+    .expect("write .roomodes");
+    let roost = engine_for(engine, &data.join("p9"), json!([]));
+    let agent = roost.agent();
+    let task = agent
+        .store
+        .get_task(&roost.create_task(&spec(ws)).expect("created"))
+        .expect("task");
+    use roost_core::engine::Endpoints;
+    let (provider, _) = roost_core::engine::OneEndpoint::new(
+        Arc::new(OpenAiCompatible::new(
+            "scripted",
+            "bench",
+            Arc::new(ScriptedTransport::new(
+                serde_json::from_value(json!({"turns": []})).expect("script"),
+            )),
+            RetryPolicy::default(),
+        )),
+        roost_core::config::Profile::default(),
+    )
+    .open(&Default::default(), None, 0)
+    .expect("provider");
+    let events = EventBus::new();
+    events.bind(&task.id, &agent.store);
+    let control = Control::default();
+    let ctx = Ctx {
+        ws: Workspace::open(ws).expect("workspace"),
+        workspace: ws.to_path_buf(),
+        task,
+        provider,
+        config: TaskConfig {
+            policy: ApprovalPolicy::yes(),
+            repetition_limit: u32::MAX,
+            ..TaskConfig::default()
+        },
+        spawner: Default::default(),
+        events: &events,
+        control: &control,
+    };
+    let dispatch = Dispatch::new(agent);
+    let modes = ModeSet::load(ws, None);
+    let n = 2000;
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!("| P9 dispatch per call | p50 | p90 | p99 |\n|---|---|---|---|");
+    for (label, mode, name, args) in [
+        (
+            "native update_todo_list, no hook",
+            "code",
+            "update_todo_list",
+            json!({"todos": "[x] a\n[ ] b"}),
+        ),
+        (
+            "native update_todo_list, one no-op hook",
+            "hooked",
+            "update_todo_list",
+            json!({"todos": "[x] a\n[ ] b"}),
+        ),
+        (
+            "component read_file, no hook",
+            "code",
+            "read_file",
+            json!({"path": "file.txt", "start_line": 1, "end_line": 20}),
+        ),
+        (
+            "component read_file, one no-op hook",
+            "hooked",
+            "read_file",
+            json!({"path": "file.txt", "start_line": 1, "end_line": 20}),
+        ),
+    ] {
+        let mut state = RunState {
+            mistakes: 0,
+            repetition: RepetitionDetector::new(u32::MAX),
+            modes: modes.clone(),
+            mode: modes.get(mode).expect("mode").clone(),
+            intent: None,
+        };
+        let mut samples = Vec::with_capacity(n);
+        for i in 0..n + 200 {
+            let call = AssembledCall {
+                id: format!("call_{i}"),
+                name: name.to_owned(),
+                args: Ok(args.clone()),
+                raw_args: args.to_string(),
+            };
+            let t0 = Instant::now();
+            let r = dispatch
+                .handle(&ctx, &mut state, &call)
+                .await
+                .expect("dispatched");
+            let took = t0.elapsed();
+            assert!(r.event_result().is_ok(), "{name}: {:?}", r.event_result());
+            if i >= 200 {
+                samples.push(took);
+            }
+        }
+        samples.sort();
+        println!(
+            "| {label} | {:.1} µs | {:.1} µs | {:.1} µs |",
+            us(pct(&samples, 0.5)),
+            us(pct(&samples, 0.9)),
+            us(pct(&samples, 0.99))
+        );
+    }
+    // The component call alone, under the same grant a read gets.
+    let tool = agent.registry.get("read_file").expect("read_file");
+    let plugin = tool.component().expect("a component");
+    let args = json!({"path": "file.txt", "start_line": 1, "end_line": 20}).to_string();
+    let grant = Grant::new(ws).read();
+    let mut alone = Vec::with_capacity(n);
+    for i in 0..n + 200 {
+        let t0 = Instant::now();
+        agent
+            .engine
+            .call(plugin, "read_file", &args, &grant)
+            .await
+            .expect("read");
+        if i >= 200 {
+            alone.push(t0.elapsed());
+        }
+    }
+    alone.sort();
+    println!(
+        "| component read_file, the call alone | {:.1} µs | {:.1} µs | {:.1} µs |",
+        us(pct(&alone, 0.5)),
+        us(pct(&alone, 0.9)),
+        us(pct(&alone, 0.99))
+    );
+}
+
 fn main() {
+    let only_p9 = std::env::args().any(|a| a == "p9");
     let only_p6 = std::env::args().any(|a| a == "p6");
     let only_p7 = std::env::args().any(|a| a == "p7");
     let only_p8 = std::env::args().any(|a| a == "p8");
@@ -412,7 +567,11 @@ fn main() {
         let registry = Arc::new(registry);
         if only_p5 {
             println!("| benchmark | p50 | p90 | p99 |\n|---|---|---|---|");
-            p5(&engine, &registry, &ws, tmp.path()).await;
+            p5(&engine, &ws, tmp.path()).await;
+            return;
+        }
+        if only_p9 {
+            p9(&engine, &ws, tmp.path()).await;
             return;
         }
         if only_p8 {
@@ -426,7 +585,7 @@ fn main() {
         }
         if !only_p6 {
             println!("| benchmark | p50 | p90 | p99 |\n|---|---|---|---|");
-            p5(&engine, &registry, &ws, tmp.path()).await;
+            p5(&engine, &ws, tmp.path()).await;
             p7(&engine, &registry, &ws).await;
         }
         p6(&engine, &ws, tmp.path()).await;

@@ -10,12 +10,14 @@
 //! is its committed copy, which a test keeps equal to the code.
 
 pub mod asks;
+pub mod errors;
 pub mod events;
 pub mod records;
 pub mod task;
 pub mod tool;
 
 pub use asks::{Answer, Approval, Ask, CompletionAnswer};
+pub use errors::{EngineErrorCode, ErrorBody};
 pub use events::{Envelope, TaskEvent};
 pub use records::{HookVerdict, TraceKind, UiKind, UiRow, UiSubtype};
 pub use task::{ApprovalPolicy, Endpoint, TaskSettings, TaskSpec, TaskStatus, Usage};
@@ -37,6 +39,7 @@ struct Protocol {
     tool_spec: ToolSpec,
     tool_output: ToolOutput,
     tool_error: ToolError,
+    error_body: ErrorBody,
     ui_row: UiRow,
     trace_kind: TraceKind,
     hook_verdict: HookVerdict,

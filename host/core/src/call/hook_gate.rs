@@ -10,7 +10,7 @@ use super::Dispatch;
 use super::gates::schema_violations;
 use super::{CallResult, Verdict};
 use crate::asks::{Approval, Ask};
-use crate::turn::{Agent, Ctx, RunState, TaskError};
+use crate::turn::{Ctx, RunState, TaskError};
 
 use crate::events::TaskEvent;
 use crate::intents::{self, TraceEntry};
@@ -21,10 +21,10 @@ use roost_sandbox::capability::Grant;
 use roost_sandbox::plugins::{HookCall, HookDecision};
 
 /// The sandbox of a hook call: `.orchestration/` readable, nothing else.
-pub(crate) fn hook_grant(agent: &Agent, workspace: &std::path::Path) -> Grant {
-    Grant::new(workspace)
+pub(crate) fn hook_grant(ctx: &Ctx<'_>) -> Grant {
+    Grant::new(&ctx.workspace)
         .read_dir(intents::ORCHESTRATION_DIR)
-        .limits(agent.config.hook_limits)
+        .limits(ctx.config.hook_limits)
 }
 
 /// Workspace-relative paths a call declares through its path args.
@@ -67,7 +67,7 @@ impl Dispatch<'_> {
         }
         let original = args.clone();
         let id = ctx.task.id.as_str();
-        let grant = hook_grant(self, &ctx.workspace);
+        let grant = hook_grant(ctx);
         for name in &state.mode.hooks {
             let Some(hook) = self.hooks.get(name) else {
                 let msg = format!(
@@ -287,7 +287,7 @@ impl Dispatch<'_> {
         if state.mode.hooks.is_empty() {
             return;
         }
-        let grant = hook_grant(self, &ctx.workspace);
+        let grant = hook_grant(ctx);
         let call = hook_call(spec, state, args);
         for name in &state.mode.hooks {
             let Some(hook) = self.hooks.get(name) else {
@@ -315,7 +315,7 @@ impl Dispatch<'_> {
         if state.mode.hooks.is_empty() {
             return out;
         }
-        let grant = hook_grant(self, &ctx.workspace);
+        let grant = hook_grant(ctx);
         for name in &state.mode.hooks {
             let Some(hook) = self.hooks.get(name) else {
                 continue;

@@ -25,6 +25,7 @@
 //! mutates, the executor, and the after stage (what was undone, the diff,
 //! the trace entries, post-tool hooks, the result).
 
+pub mod direct;
 pub(crate) mod gates;
 mod hook_gate;
 pub mod paths;
@@ -387,7 +388,7 @@ impl Dispatch<'_> {
         if !state.repetition.record(name, &call.args) {
             return Ok(Verdict::Proceed);
         }
-        let limit = self.config.repetition_limit;
+        let limit = ctx.config.repetition_limit;
         let reason =
             format!("The model called `{name}` with the same arguments {limit} times in a row.");
         let guidance = self
@@ -442,7 +443,7 @@ impl Dispatch<'_> {
             }
             Needs::Approval(group) => group,
         };
-        if call.approved || self.config.policy.covers(group) {
+        if call.approved || ctx.config.policy.covers(group) {
             ctx.events
                 .publish(TaskEvent::ToolCallApproved {
                     id: call.id.to_owned(),

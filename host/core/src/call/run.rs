@@ -58,7 +58,7 @@ impl Dispatch<'_> {
                 scope: state.intent.as_ref().map(|(_, s)| s.clone()),
                 approved: call.write.map(|w| w.approved).unwrap_or_default(),
             };
-            match WriteSession::open(&ctx.ws, &roots, rule, self.config.guard_budget).await {
+            match WriteSession::open(&ctx.ws, &roots, rule, ctx.config.guard_budget).await {
                 Ok(s) => Some(s),
                 Err(e) => return Ok(CallResult::refused(e.to_string())),
             }

@@ -54,7 +54,7 @@ pub enum ConfigError {
 }
 
 /// The config file.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Profile used when none is named.
@@ -125,6 +125,8 @@ pub struct Profile {
     pub base_url: Option<String>,
     /// Environment variable holding the API key.
     pub api_key_env: Option<String>,
+    /// Transcript the `scripted` provider replays (tests, demos).
+    pub script: Option<PathBuf>,
     /// Context window in tokens.
     pub context_window: Option<u64>,
     /// Share of the window (above 0, at most 1) at which older history is

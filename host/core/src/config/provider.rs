@@ -100,13 +100,24 @@ pub fn provider(
     let retry = RetryPolicy::default();
     let provider: Arc<dyn Provider> = match kind.as_str() {
         "scripted" => {
-            let path = choice.script.as_ref().ok_or_else(|| {
-                ConfigError::Provider("--provider scripted needs --script FILE".into())
-            })?;
+            let path = choice
+                .script
+                .as_ref()
+                .or(profile.script.as_ref())
+                .ok_or_else(|| {
+                    ConfigError::Provider("--provider scripted needs --script FILE".into())
+                })?;
             let script = Script::load(path).map_err(|e| ConfigError::Provider(e.to_string()))?;
             let model = script.model.clone();
             let transport = Arc::new(ScriptedTransport::starting_at(script, scripted_start));
-            Arc::new(OpenAiCompatible::new("scripted", &model, transport, retry))
+            let inner = Arc::new(OpenAiCompatible::new("scripted", &model, transport, retry));
+            if label.is_empty() {
+                inner
+            } else {
+                // A scripted profile is recorded by name, so a resume goes
+                // back to its transcript.
+                Arc::new(Labelled::new(inner, "", label))
+            }
         }
         "openai" => {
             let env_base = std::env::var("OPENAI_BASE_URL").ok();

@@ -6,21 +6,23 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::Engine;
-use crate::config::{Profile, SecretStore};
+use super::{ConfigEndpoints, Endpoints, Engine, OneEndpoint};
+use crate::config::{Config, Profile, SecretStore};
 use crate::first_party;
-use crate::install::Plugins;
+use crate::install::{Plugins, Trust};
 use crate::llm::Provider;
 use crate::modes::HookRegistry;
 use crate::store::{Store, StoreError};
 use crate::task::{Agent, Registry, RegistryError, TaskConfig};
-use roost_sandbox::plugins::{EngineConfig, PluginEngine, PluginError};
+use roost_sandbox::plugins::{EngineConfig, LoadedHook, LoadedPlugin, PluginEngine, PluginError};
 
 /// Why an engine could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     /// No model was chosen.
-    #[error("no model provider was given to the engine builder")]
+    #[error(
+        "no model provider was given to the engine builder (a provider, a profile or endpoints)"
+    )]
     NoProvider,
     /// A component failed to load or compile.
     #[error(transparent)]
@@ -43,15 +45,18 @@ pub enum BuildError {
 /// extra components given, a store in the data directory.
 pub struct EngineBuilder {
     data_dir: PathBuf,
-    provider: Option<Arc<dyn Provider>>,
+    endpoints: Option<Arc<dyn Endpoints>>,
     config: TaskConfig,
     plugin_files: Vec<PathBuf>,
+    plugins: Vec<Arc<LoadedPlugin>>,
     hook_files: Vec<PathBuf>,
+    hooks: Vec<Arc<LoadedHook>>,
     modes_dir: Option<PathBuf>,
     plugin_engine: Option<Arc<PluginEngine>>,
     before_compile: Option<Box<dyn FnOnce() + Send>>,
     installed: bool,
     secrets: SecretStore,
+    trust: Trust,
 }
 
 impl EngineBuilder {
@@ -59,37 +64,92 @@ impl EngineBuilder {
     pub fn new(data_dir: &Path) -> Self {
         Self {
             data_dir: data_dir.to_path_buf(),
-            provider: None,
+            endpoints: None,
             config: TaskConfig::default(),
             plugin_files: Vec::new(),
+            plugins: Vec::new(),
             hook_files: Vec::new(),
+            hooks: Vec::new(),
             modes_dir: None,
             plugin_engine: None,
             before_compile: None,
             installed: false,
             secrets: SecretStore::from_env(),
+            trust: Trust::default(),
         }
     }
 
-    /// The model every task talks to.
-    pub fn provider(mut self, provider: Arc<dyn Provider>) -> Self {
-        self.provider = Some(provider);
+    /// An engine as a deployment's config file describes it: its profiles
+    /// are the endpoints tasks choose from (the default profile when a
+    /// task names none), its `[sandbox]` settings the limits, its
+    /// `[secrets]` what installed plugins' requests may carry, and the
+    /// installed plugins are offered.
+    pub fn from_config(data_dir: &Path, config: &Config) -> Self {
+        let mut task = TaskConfig::default();
+        config.sandbox.apply(&mut task);
+        let mut b = Self::new(data_dir)
+            .config(task)
+            .endpoints(Arc::new(ConfigEndpoints::new(config.clone(), None)))
+            .secrets(config.secret_store())
+            .installed_plugins(true);
+        b.trust = Trust {
+            keys: config.plugins.trusted_keys.clone(),
+            require_signed: config.plugins.require_signed,
+        };
+        b
+    }
+
+    /// Refuse to install anything not signed by a trusted key, whatever
+    /// the config says.
+    pub fn require_signed(mut self, yes: bool) -> Self {
+        self.trust.require_signed |= yes;
         self
     }
 
-    /// Limits and policies of every task.
+    /// The installed plugins of the data directory, to install, list,
+    /// upgrade or remove (`roost plugin`): the same runtime, store, limits,
+    /// secrets and signature trust as the engine's.
+    pub fn plugins(self) -> Result<Plugins, BuildError> {
+        let engine = self.runtime()?;
+        let store = Store::open(&Store::default_path(&self.data_dir))?;
+        Ok(
+            Plugins::new(&self.data_dir, &store, &engine, self.config.limits)
+                .with_trust(self.trust)
+                .with_secrets(self.secrets),
+        )
+    }
+
+    /// The plugin runtime given, or one on the data directory's cache.
+    fn runtime(&self) -> Result<Arc<PluginEngine>, BuildError> {
+        Ok(match &self.plugin_engine {
+            Some(e) => Arc::clone(e),
+            None => Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
+                self.data_dir.join("cache").join("components"),
+            ))?),
+        })
+    }
+
+    /// Where tasks get their models.
+    pub fn endpoints(mut self, endpoints: Arc<dyn Endpoints>) -> Self {
+        self.endpoints = Some(endpoints);
+        self
+    }
+
+    /// The one model every task talks to.
+    pub fn provider(self, provider: Arc<dyn Provider>) -> Self {
+        self.endpoints(Arc::new(OneEndpoint::new(provider, Profile::default())))
+    }
+
+    /// Limits and policies of a task whose own settings leave them open.
     pub fn config(mut self, config: TaskConfig) -> Self {
         self.config = config;
         self
     }
 
-    /// The model and context settings of a provider profile (see
-    /// [`crate::config::provider`]): its provider, and its window,
-    /// condensing and prices over the config given so far.
-    pub fn profile(mut self, provider: Arc<dyn Provider>, profile: &Profile) -> Self {
-        profile.apply(&mut self.config);
-        self.provider = Some(provider);
-        self
+    /// The one model every task talks to, with a profile's context
+    /// settings (window, condensing, prices).
+    pub fn profile(self, provider: Arc<dyn Provider>, profile: &Profile) -> Self {
+        self.endpoints(Arc::new(OneEndpoint::new(provider, profile.clone())))
     }
 
     /// Also offer the tools of every enabled plugin installed in the data
@@ -111,6 +171,18 @@ impl EngineBuilder {
     /// file stem).
     pub fn plugin_file(mut self, path: &Path) -> Self {
         self.plugin_files.push(path.to_path_buf());
+        self
+    }
+
+    /// Also offer the tools of a loaded component.
+    pub fn plugin(mut self, plugin: Arc<LoadedPlugin>) -> Self {
+        self.plugins.push(plugin);
+        self
+    }
+
+    /// Also make a loaded mode hook available, for modes that list it.
+    pub fn hook(mut self, hook: Arc<LoadedHook>) -> Self {
+        self.hooks.push(hook);
         self
     }
 
@@ -142,20 +214,15 @@ impl EngineBuilder {
     }
 
     /// Load everything and open the store.
-    pub fn build(self) -> Result<Arc<Engine>, BuildError> {
-        Ok(Engine::new(self.build_agent()?))
+    pub fn build(mut self) -> Result<Arc<Engine>, BuildError> {
+        let endpoints = self.endpoints.take().ok_or(BuildError::NoProvider)?;
+        Ok(Engine::new(self.build_agent()?, endpoints))
     }
 
     /// The services an engine runs its tasks with (for a front-end that
-    /// also needs them outside a task).
+    /// needs its tools outside a task: `roost tool`).
     pub fn build_agent(self) -> Result<Agent, BuildError> {
-        let provider = self.provider.ok_or(BuildError::NoProvider)?;
-        let engine = match self.plugin_engine {
-            Some(e) => e,
-            None => Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
-                self.data_dir.join("cache").join("components"),
-            ))?),
-        };
+        let engine = self.runtime()?;
         if first_party::needs_compile(&engine, true)
             && let Some(say) = self.before_compile
         {
@@ -168,6 +235,9 @@ impl EngineBuilder {
         for path in &self.plugin_files {
             registry.add_plugin(engine.load_file(&stem(path)?, path)?)?;
         }
+        for p in self.plugins {
+            registry.add_plugin(p)?;
+        }
         let store = Store::open(&Store::default_path(&self.data_dir))?;
         if self.installed {
             Plugins::new(&self.data_dir, &store, &engine, self.config.limits)
@@ -178,8 +248,10 @@ impl EngineBuilder {
         for path in &self.hook_files {
             hooks.add(engine.load_hook_file(&stem(path)?, path)?);
         }
+        for h in self.hooks {
+            hooks.add(h);
+        }
         Ok(Agent {
-            provider,
             engine,
             registry: Arc::new(registry),
             store,

@@ -1,84 +1,99 @@
 //! The engine: many tasks at once in one process, each addressable by id,
-//! driven from any front-end. A task is created (persisted, at once),
-//! started or resumed (its loop spawned on the runtime, at once), watched
-//! (`subscribe`), steered (`cancel`, `send_message`), questioned through
-//! durable asks that any front-end lists (`pending_asks`) and answers
-//! (`answer`), and waited for (`wait`). The CLI is its first client.
+//! each with its own settings and model, driven from any front-end. A task
+//! is created (persisted, at once), started or resumed (its loop spawned
+//! on the runtime under a supervisor, at once), watched (`subscribe`),
+//! steered (`cancel`, `send_message`), questioned through durable asks
+//! that any front-end lists (`pending_asks`) and answers (`answer`), and
+//! waited for (`wait`). A finished task leaves memory; its record stays in
+//! the store ([`Records`]). The CLI is its first client.
 
 mod builder;
+mod endpoints;
+mod error;
+mod records;
 
 pub use builder::{BuildError, EngineBuilder};
+pub use endpoints::{ConfigEndpoints, Endpoints, OneEndpoint};
+pub use error::EngineError;
+pub use records::{Listed, Records};
+pub use roost_protocol::task::{Endpoint, TaskSpec};
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::watch;
 
 use crate::asks::Answer;
-use crate::events::{Envelope, EventBus, ReplayError, Subscription, TaskEvent, recorded_after};
-use crate::store::{StoreError, StoredAsk, TaskRecord};
-use crate::task::{Agent, AskError, Control, Responder, TaskError, TaskOutcome, answer_asks};
+use crate::config::RecordedEndpoint;
+use crate::events::{Envelope, EventBus, Subscription, TaskEvent, recorded_after};
+use crate::llm::Role;
+use crate::store::{StoredAsk, TaskRecord};
+use crate::task::{Agent, ApprovalPolicy, Control, Responder, TaskError, TaskOutcome, answer_asks};
+use crate::turn::{SpawnError, SpawnHandle, Spawner, TaskSetup};
+use roost_protocol::{TaskSettings, UiRow, UiSubtype};
 
-/// What a new task is.
+/// Outcomes of finished tasks kept for a late [`Engine::wait`]; older ones
+/// are only in the store.
+const FINISHED_KEPT: usize = 1024;
+
+/// What a resume may change: the endpoint (all empty: the task's own), the
+/// approval policy and the turn limit (absent: the task's own).
+#[derive(Debug, Clone, Default)]
+pub struct ResumeSpec {
+    /// Another endpoint to continue on.
+    pub endpoint: Endpoint,
+    /// Another approval policy.
+    pub approval: Option<ApprovalPolicy>,
+    /// Another turn limit.
+    pub max_turns: Option<u32>,
+}
+
+/// A stored task made ready to continue.
 #[derive(Debug, Clone)]
-pub struct TaskSpec {
-    /// The user's prompt.
-    pub prompt: String,
-    /// The workspace it works in.
-    pub workspace: PathBuf,
-    /// Mode slug.
-    pub mode: String,
+pub struct Prepared {
+    /// Its full id.
+    pub id: String,
+    /// When it continues on another endpoint than it last ran on: `now
+    /// (was before)`, also recorded in its history.
+    pub endpoint_change: Option<String>,
 }
 
-/// Why the engine refused.
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    /// No task with this id runs (or ran) in this engine.
-    #[error("no task {0} in this engine (create or resume it first)")]
-    NotHere(String),
-    /// The task was started already.
-    #[error("task {0} was started already")]
-    AlreadyStarted(String),
-    /// The task's loop failed.
-    #[error(transparent)]
-    Task(#[from] TaskError),
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The event log could not be read back.
-    #[error(transparent)]
-    Replay(#[from] ReplayError),
-    /// An answer was not taken.
-    #[error(transparent)]
-    Ask(#[from] AskError),
-    /// The task's loop ended without an outcome (it panicked).
-    #[error("task {0} ended without an outcome")]
-    Lost(String),
-}
-
-/// A task this engine runs: its event bus, its control, its outcome.
+/// A task this engine runs: its event bus, its control, its setup until
+/// it starts, its outcome.
 struct Running {
     events: EventBus,
     control: Control,
-    started: bool,
+    /// Taken when the loop starts.
+    setup: Option<TaskSetup>,
     /// Whether starting it resumes stored history (else it is new).
     resume: bool,
-    outcome: watch::Sender<Option<Result<TaskOutcome, String>>>,
+    outcome: watch::Sender<Option<TaskOutcome>>,
+}
+
+#[derive(Default)]
+struct Tasks {
+    running: HashMap<String, Running>,
+    finished: VecDeque<(String, TaskOutcome)>,
 }
 
 /// Runs tasks concurrently on the current tokio runtime.
 pub struct Engine {
     agent: Arc<Agent>,
-    tasks: Mutex<HashMap<String, Running>>,
+    endpoints: Arc<dyn Endpoints>,
+    tasks: Mutex<Tasks>,
+    /// This engine, weakly (handed to the tasks it runs).
+    this: Weak<Engine>,
 }
 
 impl Engine {
-    /// An engine running its tasks with `agent`'s model, tools and store.
-    pub fn new(agent: Agent) -> Arc<Self> {
-        Arc::new(Self {
+    /// An engine running its tasks with `agent`'s tools and store, on the
+    /// models `endpoints` opens.
+    pub fn new(agent: Agent, endpoints: Arc<dyn Endpoints>) -> Arc<Self> {
+        Arc::new_cyclic(|this| Self {
             agent: Arc::new(agent),
-            tasks: Mutex::new(HashMap::new()),
+            endpoints,
+            tasks: Mutex::new(Tasks::default()),
+            this: this.clone(),
         })
     }
 
@@ -87,20 +102,31 @@ impl Engine {
         &self.agent
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
+    /// The store's records, read-only.
+    pub fn records(&self) -> Records {
+        Records::new(self.agent.store.clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tasks> {
         self.tasks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn register(&self, id: &str, resume: bool) -> (EventBus, Control) {
+    /// A weak handle a task's loop reaches this engine through.
+    pub fn spawner(&self) -> SpawnHandle {
+        let this: Weak<dyn Spawner> = self.this.clone();
+        SpawnHandle::new(this)
+    }
+
+    fn register(&self, id: &str, setup: TaskSetup, resume: bool) -> (EventBus, Control) {
         let (outcome, _) = watch::channel(None);
         let events = EventBus::for_task(id, &self.agent.store);
         let control = Control::default();
-        self.lock().insert(
+        self.lock().running.insert(
             id.to_owned(),
             Running {
                 events: events.clone(),
                 control: control.clone(),
-                started: false,
+                setup: Some(setup),
                 resume,
                 outcome,
             },
@@ -108,21 +134,77 @@ impl Engine {
         (events, control)
     }
 
-    /// Create a task (persisted) and return its id at once; it runs when
-    /// [`Engine::start`]ed. Subscribe in between to see all its events.
+    /// The model and config of a task with `settings`, on the endpoint
+    /// `want` (resuming `recorded`, a scripted transcript at reply
+    /// `scripted_start`).
+    fn setup(
+        &self,
+        want: &Endpoint,
+        recorded: Option<RecordedEndpoint<'_>>,
+        scripted_start: usize,
+        settings: &TaskSettings,
+    ) -> Result<TaskSetup, EngineError> {
+        let (provider, profile) = self.endpoints.open(want, recorded, scripted_start)?;
+        let mut config = self.agent.config.clone();
+        profile.apply(&mut config);
+        Ok(TaskSetup {
+            provider,
+            config: config.with_settings(settings),
+            spawner: self.spawner(),
+        })
+    }
+
+    /// The settings `spec` asks for, the engine's defaults where it is
+    /// silent.
+    fn settings_of(&self, spec: &TaskSpec) -> TaskSettings {
+        let defaults = self.agent.config.settings();
+        TaskSettings {
+            approval: spec.approval.clone().unwrap_or(defaults.approval),
+            max_turns: spec.max_turns.unwrap_or(defaults.max_turns),
+        }
+    }
+
+    /// Create a task (persisted, with its settings and endpoint) and return
+    /// its id at once; it runs when [`Engine::start`]ed. Subscribe in
+    /// between to see all its events. An unknown mode, a workspace that
+    /// does not open or an endpoint that cannot be opened is refused
+    /// before anything is stored.
     pub fn create_task(&self, spec: &TaskSpec) -> Result<String, EngineError> {
-        let task = self
-            .agent
-            .create(&spec.prompt, &spec.workspace, &spec.mode)?;
-        self.register(&task.id, false);
+        self.create(spec, self.settings_of(spec), None)
+    }
+
+    fn create(
+        &self,
+        spec: &TaskSpec,
+        settings: TaskSettings,
+        parent: Option<&TaskRecord>,
+    ) -> Result<String, EngineError> {
+        let setup = self.setup(&spec.endpoint, None, 0, &settings)?;
+        let mode = if spec.mode.is_empty() {
+            "code"
+        } else {
+            spec.mode.as_str()
+        };
+        let task = self.agent.create(
+            &spec.prompt,
+            &spec.workspace,
+            mode,
+            setup.provider.as_ref(),
+            &settings,
+            parent,
+        )?;
+        self.register(&task.id, setup, false);
         Ok(task.id)
     }
 
-    /// Get a stored task (by id or unambiguous prefix) ready to resume and
-    /// return its full id; it continues when [`Engine::start`]ed.
-    /// Subscribe in between to see all its events.
-    pub fn prepare_resume(&self, id: &str) -> Result<String, EngineError> {
-        let task = self.agent.store.find_task(id)?;
+    /// Get a stored task (by id or unambiguous prefix) ready to resume with
+    /// its own settings and endpoint, or those `spec` names instead (a
+    /// change of endpoint is recorded in its history and said in the
+    /// result). It continues when [`Engine::start`]ed; subscribe in
+    /// between to see all its events.
+    pub fn prepare_resume(&self, id: &str, spec: &ResumeSpec) -> Result<Prepared, EngineError> {
+        let store = &self.agent.store;
+        let task = store.find_task(id)?;
         if task.status.is_final() {
             return Err(TaskError::NotResumable {
                 id: task.id,
@@ -130,90 +212,139 @@ impl Engine {
             }
             .into());
         }
-        if self
-            .lock()
-            .get(&task.id)
-            .is_some_and(|r| r.started && r.outcome.borrow().is_none())
-        {
+        if self.lock().running.contains_key(&task.id) {
             return Err(EngineError::AlreadyStarted(task.id));
         }
-        self.register(&task.id, true);
-        Ok(task.id)
+        // A scripted transcript continues after the replies in history.
+        let replies = store
+            .load_api(&task.id, true)?
+            .iter()
+            .filter(|m| m.message.role == Role::Assistant)
+            .count();
+        let mut settings = task
+            .settings
+            .clone()
+            .unwrap_or_else(|| self.agent.config.settings());
+        let recorded_settings = settings.clone();
+        if let Some(a) = &spec.approval {
+            settings.approval = a.clone();
+        }
+        if let Some(m) = spec.max_turns {
+            settings.max_turns = m;
+        }
+        let recorded = RecordedEndpoint {
+            provider: &task.provider,
+            base_url: &task.base_url,
+            model: &task.model,
+            profile: &task.profile,
+        };
+        let setup = self.setup(&spec.endpoint, Some(recorded), replies, &settings)?;
+        if task.settings.as_ref() != Some(&recorded_settings) || settings != recorded_settings {
+            store.set_settings(&task.id, &settings)?;
+        }
+        let p = &setup.provider;
+        let was = endpoints::describe(&task.provider, &task.base_url, &task.model);
+        let now = endpoints::describe(p.name(), p.base_url(), p.model());
+        let endpoint_change = if was == now {
+            None
+        } else {
+            store.set_endpoint(&task.id, p.name(), p.base_url(), p.model(), p.profile())?;
+            let change = format!("{now} (was {was})");
+            store.append_ui(&task.id, UiRow::say(UiSubtype::EndpointChanged), &change)?;
+            Some(change)
+        };
+        self.register(&task.id, setup, true);
+        Ok(Prepared {
+            id: task.id,
+            endpoint_change,
+        })
     }
 
     /// Resume a stored task at once ([`Engine::prepare_resume`], then
-    /// [`Engine::start`]); returns its full id.
-    pub fn resume(self: &Arc<Self>, id: &str) -> Result<String, EngineError> {
-        let id = self.prepare_resume(id)?;
-        self.start(&id)?;
-        Ok(id)
+    /// [`Engine::start`]).
+    pub fn resume(&self, id: &str, spec: &ResumeSpec) -> Result<Prepared, EngineError> {
+        let prepared = self.prepare_resume(id, spec)?;
+        self.start(&prepared.id)?;
+        Ok(prepared)
     }
 
-    /// Start a created (or prepared) task's loop on the runtime; returns
-    /// at once.
-    pub fn start(self: &Arc<Self>, id: &str) -> Result<(), EngineError> {
-        let (events, control, resume) = {
+    /// Start a created (or prepared) task's loop on the runtime under a
+    /// supervisor; returns at once. Whatever ends the loop — an outcome,
+    /// an error, a panic — ends the task with an outcome [`Engine::wait`]
+    /// returns, and the task leaves memory.
+    pub fn start(&self, id: &str) -> Result<(), EngineError> {
+        let (events, control, resume, setup) = {
             let mut tasks = self.lock();
             let r = tasks
+                .running
                 .get_mut(id)
                 .ok_or_else(|| EngineError::NotHere(id.to_owned()))?;
-            if r.started {
-                return Err(EngineError::AlreadyStarted(id.to_owned()));
-            }
-            r.started = true;
-            (r.events.clone(), r.control.clone(), r.resume)
+            let setup = r
+                .setup
+                .take()
+                .ok_or_else(|| EngineError::AlreadyStarted(id.to_owned()))?;
+            (r.events.clone(), r.control.clone(), r.resume, setup)
         };
-        let engine = Arc::clone(self);
+        let agent = Arc::clone(&self.agent);
+        let this = self.this.clone();
+        let task_id = id.to_owned();
+        let loop_events = events.clone();
+        let run = tokio::spawn(async move {
+            if resume {
+                agent.resume(&task_id, setup, &loop_events, &control).await
+            } else {
+                let task = agent.store.get_task(&task_id)?;
+                loop_events
+                    .publish(TaskEvent::TaskCreated {
+                        mode: task.mode.clone(),
+                        workspace: task.workspace.clone(),
+                    })
+                    .await;
+                agent.run_created(task, setup, &loop_events, &control).await
+            }
+        });
+        let agent = Arc::clone(&self.agent);
         let id = id.to_owned();
         tokio::spawn(async move {
-            let res = if resume {
-                engine.agent.resume_with(&id, &events, &control).await
-            } else {
-                engine.announce_and_run(&id, &events, &control).await
+            let error = match run.await {
+                Ok(Ok(outcome)) => {
+                    finish(&this, &id, outcome);
+                    return;
+                }
+                Ok(Err(e)) => format!("the task could not go on: {e}"),
+                Err(e) => match e.try_into_panic() {
+                    Ok(payload) => format!("the task's loop panicked: {}", panic_text(&*payload)),
+                    Err(e) => format!("the task's loop was stopped: {e}"),
+                },
             };
-            engine.finish(&id, res);
+            tracing::error!(task = %id, "{error}");
+            if let Err(e) = agent.end_failed(&id, &error, &events).await {
+                tracing::error!(task = %id, "cannot record that the task failed: {e}");
+            }
+            finish(&this, &id, TaskOutcome::Failed { error });
         });
         Ok(())
     }
 
-    /// Announce a new task (only now can anyone be subscribed) and run it.
-    async fn announce_and_run(
-        &self,
-        id: &str,
-        events: &EventBus,
-        control: &Control,
-    ) -> Result<TaskOutcome, TaskError> {
-        let task = self.agent.store.get_task(id)?;
-        events
-            .publish(TaskEvent::TaskCreated {
-                mode: task.mode.clone(),
-                workspace: task.workspace.clone(),
-            })
-            .await;
-        self.agent.run_record(task, events, control).await
-    }
-
-    fn finish(&self, id: &str, res: Result<TaskOutcome, TaskError>) {
-        if let Some(r) = self.lock().get(id) {
-            r.outcome.send_replace(Some(res.map_err(|e| e.to_string())));
-        }
-    }
-
-    /// Wait for a started task's outcome.
+    /// Wait for a started task's outcome (also one that has finished
+    /// already, while the engine remembers it).
     pub async fn wait(&self, id: &str) -> Result<TaskOutcome, EngineError> {
-        let mut rx = self
-            .lock()
-            .get(id)
-            .map(|r| r.outcome.subscribe())
-            .ok_or_else(|| EngineError::NotHere(id.to_owned()))?;
+        let rx = {
+            let tasks = self.lock();
+            match tasks.running.get(id) {
+                Some(r) => r.outcome.subscribe(),
+                None => return finished_outcome(&tasks, id),
+            }
+        };
+        let mut rx = rx;
         let done = rx
             .wait_for(Option::is_some)
             .await
-            .map_err(|_| EngineError::Lost(id.to_owned()))?;
-        match done.as_ref() {
-            Some(Ok(o)) => Ok(o.clone()),
-            Some(Err(e)) => Err(EngineError::Lost(format!("{id}: {e}"))),
-            None => Err(EngineError::Lost(id.to_owned())),
+            .ok()
+            .and_then(|v| v.clone());
+        match done {
+            Some(outcome) => Ok(outcome),
+            None => finished_outcome(&self.lock(), id),
         }
     }
 
@@ -232,6 +363,7 @@ impl Engine {
 
     fn control(&self, id: &str) -> Result<Control, EngineError> {
         self.lock()
+            .running
             .get(id)
             .map(|r| r.control.clone())
             .ok_or_else(|| EngineError::NotHere(id.to_owned()))
@@ -239,10 +371,7 @@ impl Engine {
 
     /// Events of a task from now on.
     pub fn subscribe(&self, id: &str) -> Result<Subscription, EngineError> {
-        self.lock()
-            .get(id)
-            .map(|r| r.events.subscribe())
-            .ok_or_else(|| EngineError::NotHere(id.to_owned()))
+        Ok(self.events(id)?.subscribe())
     }
 
     /// Everything a front-end that saw task `id`'s events up to position
@@ -255,7 +384,7 @@ impl Engine {
         id: &str,
         after: i64,
     ) -> Result<(Vec<Envelope>, Option<Subscription>), EngineError> {
-        let bus = self.lock().get(id).map(|r| r.events.clone());
+        let bus = self.lock().running.get(id).map(|r| r.events.clone());
         match bus {
             Some(bus) => {
                 let (past, rx) = bus.replay(after)?;
@@ -271,6 +400,7 @@ impl Engine {
     /// The event bus of a task (to drive a front-end beside it).
     pub fn events(&self, id: &str) -> Result<EventBus, EngineError> {
         self.lock()
+            .running
             .get(id)
             .map(|r| r.events.clone())
             .ok_or_else(|| EngineError::NotHere(id.to_owned()))
@@ -303,13 +433,87 @@ impl Engine {
         Ok(self.agent.store.open_asks(task_id)?)
     }
 
-    /// The most recent tasks of the store, newest first.
-    pub fn list_tasks(&self, limit: usize) -> Result<Vec<TaskRecord>, EngineError> {
-        Ok(self.agent.store.list_tasks(limit)?)
+    /// How many tasks this engine holds in memory (created, running, or
+    /// prepared): finished ones leave.
+    pub fn in_memory(&self) -> usize {
+        self.lock().running.len()
     }
+}
 
-    /// One task's record (by id or unambiguous prefix).
-    pub fn get_task(&self, id: &str) -> Result<TaskRecord, EngineError> {
-        Ok(self.agent.store.find_task(id)?)
+impl Spawner for Engine {
+    /// A child never gets more than its parent: its approval policy is at
+    /// most the parent's, its turn limit at most the parent's.
+    fn spawn_task(&self, parent: &str, spec: &TaskSpec) -> Result<String, SpawnError> {
+        let refused = |e: EngineError| SpawnError::Refused(e.body());
+        let parent = self
+            .agent
+            .store
+            .get_task(parent)
+            .map_err(|e| refused(e.into()))?;
+        let theirs = parent
+            .settings
+            .clone()
+            .unwrap_or_else(|| self.agent.config.settings());
+        let asked = self.settings_of(spec);
+        let settings = TaskSettings {
+            approval: narrower(&asked.approval, &theirs.approval),
+            max_turns: asked.max_turns.min(theirs.max_turns),
+        };
+        let id = self
+            .create(spec, settings, Some(&parent))
+            .map_err(refused)?;
+        self.start(&id).map_err(refused)?;
+        Ok(id)
     }
+}
+
+/// What both policies approve without asking.
+fn narrower(a: &ApprovalPolicy, b: &ApprovalPolicy) -> ApprovalPolicy {
+    match (a.approve_all, b.approve_all) {
+        (true, true) => ApprovalPolicy::yes(),
+        (true, false) => b.clone(),
+        (false, true) => a.clone(),
+        (false, false) => ApprovalPolicy {
+            approve_all: false,
+            auto_groups: a
+                .auto_groups
+                .intersection(&b.auto_groups)
+                .copied()
+                .collect(),
+        },
+    }
+}
+
+/// Record `outcome` for task `id` and let the task leave memory.
+fn finish(engine: &Weak<Engine>, id: &str, outcome: TaskOutcome) {
+    let Some(engine) = engine.upgrade() else {
+        return;
+    };
+    let mut tasks = engine.lock();
+    tasks.finished.push_back((id.to_owned(), outcome.clone()));
+    while tasks.finished.len() > FINISHED_KEPT {
+        tasks.finished.pop_front();
+    }
+    if let Some(r) = tasks.running.remove(id) {
+        r.outcome.send_replace(Some(outcome));
+    }
+}
+
+fn finished_outcome(tasks: &Tasks, id: &str) -> Result<TaskOutcome, EngineError> {
+    tasks
+        .finished
+        .iter()
+        .rev()
+        .find(|(t, _)| t == id)
+        .map(|(_, o)| o.clone())
+        .ok_or_else(|| EngineError::NotHere(id.to_owned()))
+}
+
+/// What a panic said.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned())
 }

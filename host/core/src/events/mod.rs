@@ -272,23 +272,36 @@ impl EventBus {
     }
 }
 
-/// Every recorded event of `task` after position `after`, decoded.
+/// Events a replay reads at a time: between pages the read connection is
+/// free for another front-end's replay.
+const REPLAY_PAGE: usize = 512;
+
+/// Every recorded event of `task` after position `after`, decoded, read
+/// in pages through the store's read connection (a long log never holds
+/// up the task's commits).
 pub fn recorded_after(store: &Store, task: &str, after: i64) -> Result<Vec<Envelope>, ReplayError> {
-    store
-        .events_after(task, after, usize::MAX)?
-        .into_iter()
-        .map(|row| {
-            serde_json::from_str::<TaskEvent>(&row.event)
-                .map(|event| Envelope {
-                    task_id: task.to_owned(),
-                    seq: Some(row.seq),
-                    event,
-                })
-                .map_err(|e| ReplayError::Corrupt {
+    let mut out = Vec::new();
+    let mut from = after;
+    loop {
+        let page = store.events_after(task, from, REPLAY_PAGE)?;
+        let full = page.len() == REPLAY_PAGE;
+        for row in page {
+            let event = serde_json::from_str::<TaskEvent>(&row.event).map_err(|e| {
+                ReplayError::Corrupt {
                     task: task.to_owned(),
                     seq: row.seq,
                     detail: e.to_string(),
-                })
-        })
-        .collect()
+                }
+            })?;
+            from = row.seq;
+            out.push(Envelope {
+                task_id: task.to_owned(),
+                seq: Some(row.seq),
+                event,
+            });
+        }
+        if !full {
+            return Ok(out);
+        }
+    }
 }

@@ -183,6 +183,11 @@ pub struct Plugins {
 }
 
 impl Plugins {
+    /// The most any call of an installed plugin may be given.
+    pub fn ceiling(&self) -> Limits {
+        self.ceiling
+    }
+
     /// The plugins installed under `data_dir` (recorded in `store`), loaded
     /// with `engine`; `ceiling` is the most any call may be given.
     pub fn new(

@@ -48,7 +48,7 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let conn = self.conn();
+        let conn = self.reader();
         let mut stmt = conn.prepare_cached(
             "SELECT seq, ts, event FROM events \
              WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2 ORDER BY seq LIMIT ?3",

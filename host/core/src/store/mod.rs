@@ -35,9 +35,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 use crate::llm::{ContentBlock, Message, Role, Usage};
-use roost_protocol::UiRow;
+use roost_protocol::{TaskSettings, UiRow};
 
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 
 /// The tasks; `k` is the integer key the [`LOG_TABLES`] use.
 const TASKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tasks (
@@ -60,7 +60,8 @@ const TASKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tasks (
     cache_reads INTEGER NOT NULL DEFAULT 0,
     cache_writes INTEGER NOT NULL DEFAULT 0,
     cost REAL NOT NULL DEFAULT 0,
-    active_intent TEXT
+    active_intent TEXT,
+    settings TEXT
 )";
 
 /// The other tables with a handful of rows a task, keyed by its id.
@@ -253,6 +254,9 @@ pub struct TaskRecord {
     pub cost: f64,
     /// Active intent id.
     pub active_intent: Option<String>,
+    /// The settings the task runs with (approval policy, turn limit); none
+    /// for a task recorded before they were (it runs with the engine's).
+    pub settings: Option<TaskSettings>,
 }
 
 /// What is needed to create a task.
@@ -276,6 +280,8 @@ pub struct NewTask {
     pub base_url: String,
     /// Config profile.
     pub profile: String,
+    /// The settings it runs with.
+    pub settings: Option<TaskSettings>,
 }
 
 /// A UI message: what a front-end shows, in Roo's say/ask shape.
@@ -310,6 +316,10 @@ pub struct StoredMessage {
 #[derive(Clone)]
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
+    /// A second connection for long reads (event replays): in WAL mode it
+    /// reads a snapshot while `conn` commits, so a front-end catching up
+    /// on a long log never holds up a task's steps.
+    reader: Arc<Mutex<Connection>>,
     path: PathBuf,
     claims: Arc<claims::Claims>,
     /// Steps waiting for a shared commit ([`Store::commit`]).
@@ -374,8 +384,16 @@ impl Store {
         migrate(&conn, version).map_err(|e| err(e.to_string()))?;
         conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
             .map_err(|e| err(e.to_string()))?;
+        let reader = Connection::open(path).map_err(|e| err(e.to_string()))?;
+        reader
+            .busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(|e| err(e.to_string()))?;
+        reader
+            .execute_batch("PRAGMA query_only=ON")
+            .map_err(|e| err(e.to_string()))?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
+            reader: Arc::new(Mutex::new(reader)),
             path: path.to_path_buf(),
             claims: claims::shared(),
             group: Arc::default(),
@@ -385,6 +403,11 @@ impl Store {
     /// Where the database lives.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The read-only connection for long reads.
+    fn reader(&self) -> MutexGuard<'_, Connection> {
+        self.reader.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -410,13 +433,14 @@ impl Store {
         let first = first.prepare(&id)?;
         let root = new.root_id.clone().unwrap_or_else(|| id.clone());
         let now = now_ms();
+        let settings = new.settings.as_ref().map(settings_json).transpose()?;
         {
             let mut conn = self.conn();
             let tx = step::write_transaction(&mut conn)?;
             exec(&tx,
-                "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)",
-                params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, new.base_url, new.profile, now],
+                "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13)",
+                params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, new.base_url, new.profile, now, settings],
             )?;
             step::write_prepared(&tx, &id, &first, now, &mut step::Positions::default())?;
             tx.commit()?;
@@ -438,6 +462,17 @@ impl Store {
             &self.conn(),
             "UPDATE tasks SET provider = ?2, base_url = ?3, model = ?4, profile = ?5, updated_at = ?6 WHERE id = ?1",
             params![id, provider, base_url, model, profile, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// Record the settings a task runs with from now on (a resume that
+    /// names others).
+    pub fn set_settings(&self, id: &str, settings: &TaskSettings) -> Result<(), StoreError> {
+        exec(
+            &self.conn(),
+            "UPDATE tasks SET settings = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, settings_json(settings)?, now_ms()],
         )?;
         Ok(())
     }
@@ -895,7 +930,7 @@ impl Store {
 }
 
 const TASK_COLUMNS: &str = "id, parent_id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at, \
-     tokens_in, tokens_out, cache_reads, cache_writes, cost, active_intent, base_url, profile";
+     tokens_in, tokens_out, cache_reads, cache_writes, cost, active_intent, base_url, profile, settings";
 
 /// Bring a store written by an older Roost up to [`SCHEMA_VERSION`].
 fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
@@ -909,6 +944,11 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
         if !has("profile")? {
             conn.execute_batch("ALTER TABLE tasks ADD COLUMN profile TEXT NOT NULL DEFAULT ''")?;
         }
+    }
+    // Version 7 records each task's own settings (approval policy, turn
+    // limit); older tasks have none and run with the engine's.
+    if !has_column(conn, "tasks", "settings")? {
+        conn.execute_batch("ALTER TABLE tasks ADD COLUMN settings TEXT")?;
     }
     // Version 3 adds the `events` table, version 4 the `claims` table and
     // version 5 the `plugins` table, which `SCHEMA` creates when missing; older tasks simply have no
@@ -979,6 +1019,18 @@ fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TaskRecord, StoreE
             detail: format!("unknown status {status_text:?}"),
         }));
     };
+    let settings_text: Option<String> = r.get(19)?;
+    let settings = match settings_text.as_deref().map(serde_json::from_str) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
+            return Ok(Err(StoreError::Corrupt {
+                task: id,
+                seq: 0,
+                detail: format!("its settings do not decode: {e}"),
+            }));
+        }
+    };
     Ok(Ok(TaskRecord {
         parent_id: r.get(1)?,
         root_id: r.get(2)?,
@@ -1000,8 +1052,18 @@ fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TaskRecord, StoreE
         active_intent: r.get(16)?,
         base_url: r.get(17)?,
         profile: r.get(18)?,
+        settings,
         id,
     }))
+}
+
+/// A task's settings as stored.
+fn settings_json(s: &TaskSettings) -> Result<String, StoreError> {
+    serde_json::to_string(s).map_err(|e| StoreError::Corrupt {
+        task: String::new(),
+        seq: 0,
+        detail: format!("task settings do not encode: {e}"),
+    })
 }
 
 fn role_str(r: Role) -> &'static str {

@@ -20,6 +20,7 @@ fn spec() -> NewTask {
         model: "m".into(),
         base_url: String::new(),
         profile: String::new(),
+        settings: None,
     }
 }
 

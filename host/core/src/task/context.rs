@@ -433,6 +433,7 @@ mod tests {
                 model: "m".into(),
                 base_url: String::new(),
                 profile: String::new(),
+                settings: None,
             })
             .expect("task");
         store

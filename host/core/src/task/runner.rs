@@ -16,17 +16,19 @@ use serde_json::Value;
 use super::context::{BYTES_PER_TOKEN, RequestCache, cut_point, model_history, summarise};
 use super::history::History;
 use super::prompt::{PromptContext, build};
-use crate::asks::{Answer, Ask, AskError, Responder};
+use crate::asks::{Answer, Ask, AskError};
 use crate::call::{CallResult, Dispatch};
 use crate::control::Control;
 use crate::events::{EventBus, TaskEvent};
 use crate::intents::{self, Scope, Trace, TraceEntry};
-use crate::llm::{AssembledCall, ContentBlock, LlmError, Message, Role, StreamEvent, Usage};
+use crate::llm::{
+    AssembledCall, ContentBlock, LlmError, Message, Provider, Role, StreamEvent, Usage,
+};
 use crate::modes::ModeSet;
 use crate::store::{NewTask, Step, TaskRecord, TaskStatus};
 use crate::tools::ToolSpec;
-use crate::turn::{Agent, Ctx, RepetitionDetector, RunState, TaskError};
-use roost_protocol::{UiRow, UiSubtype};
+use crate::turn::{Agent, Ctx, RepetitionDetector, RunState, TaskError, TaskSetup};
+use roost_protocol::{TaskSettings, UiRow, UiSubtype};
 use roost_sandbox::capability::Workspace;
 
 /// Least a kept tool result is shortened to after a condensation.
@@ -85,35 +87,18 @@ impl Agent {
         self.registry.iter().map(|t| &t.spec).collect()
     }
 
-    /// Create a task for `prompt` in `workspace` and run it.
-    pub async fn start(
-        &self,
-        prompt: &str,
-        workspace: &Path,
-        mode: &str,
-        events: &EventBus,
-    ) -> Result<(String, TaskOutcome), TaskError> {
-        let task = self.create(prompt, workspace, mode)?;
-        events.bind(&task.id, &self.store);
-        events
-            .publish(TaskEvent::TaskCreated {
-                mode: task.mode.clone(),
-                workspace: task.workspace.clone(),
-            })
-            .await;
-        let outcome = self
-            .run_created(&task.id, events, &Control::default())
-            .await?;
-        Ok((task.id, outcome))
-    }
-
-    /// Create (persist) a task for `prompt` in `workspace`, ready to run;
-    /// an unknown mode is refused before anything is stored.
+    /// Create (persist) a task for `prompt` in `workspace`, ready to run,
+    /// recording the endpoint of `provider`, its `settings` and the task
+    /// that started it (`parent`); an unknown mode is refused before
+    /// anything is stored.
     pub fn create(
         &self,
         prompt: &str,
         workspace: &Path,
         mode: &str,
+        provider: &dyn Provider,
+        settings: &TaskSettings,
+        parent: Option<&TaskRecord>,
     ) -> Result<TaskRecord, TaskError> {
         let modes = ModeSet::load(workspace, self.modes_dir.as_deref());
         if modes.get(mode).is_none() {
@@ -128,15 +113,16 @@ impl Agent {
         let first = Message::user_text(format!("<task>\n{prompt}\n</task>"));
         let task = self.store.create_task_with(
             &NewTask {
-                parent_id: None,
-                root_id: None,
+                parent_id: parent.map(|p| p.id.clone()),
+                root_id: parent.map(|p| p.root_id.clone()),
                 mode: mode.to_owned(),
                 workspace: workspace.display().to_string(),
                 prompt: prompt.to_owned(),
-                provider: self.provider.name().to_owned(),
-                model: self.provider.model().to_owned(),
-                base_url: self.provider.base_url().to_owned(),
-                profile: self.provider.profile().to_owned(),
+                provider: provider.name().to_owned(),
+                model: provider.model().to_owned(),
+                base_url: provider.base_url().to_owned(),
+                profile: provider.profile().to_owned(),
+                settings: Some(settings.clone()),
             },
             Step::new()
                 .ui(UiRow::say(UiSubtype::Text), prompt)
@@ -145,22 +131,12 @@ impl Agent {
         Ok(task)
     }
 
-    /// Run task `id`, created with [`Agent::create`] and not run yet,
-    /// steered by `control`.
-    pub async fn run_created(
-        &self,
-        id: &str,
-        events: &EventBus,
-        control: &Control,
-    ) -> Result<TaskOutcome, TaskError> {
-        let task = self.store.get_task(id)?;
-        self.run_record(task, events, control).await
-    }
-
-    /// [`Agent::run_created`] with the task's record already read.
-    pub(crate) async fn run_record(
+    /// Run `task`, created with [`Agent::create`] and not run yet, with
+    /// `setup`, steered by `control`.
+    pub(crate) async fn run_created(
         &self,
         task: TaskRecord,
+        setup: TaskSetup,
         events: &EventBus,
         control: &Control,
     ) -> Result<TaskOutcome, TaskError> {
@@ -173,21 +149,21 @@ impl Agent {
             ws: Workspace::open(Path::new(&task.workspace))?,
             workspace: PathBuf::from(&task.workspace),
             task,
+            provider: setup.provider,
+            config: setup.config,
+            spawner: setup.spawner,
             events,
             control,
         };
         self.run(&ctx, None).await
     }
 
-    /// Continue a task from its history (after a crash, Ctrl-C or pause).
-    pub async fn resume(&self, id: &str, events: &EventBus) -> Result<TaskOutcome, TaskError> {
-        self.resume_with(id, events, &Control::default()).await
-    }
-
-    /// [`Agent::resume`], steered by `control`.
-    pub async fn resume_with(
+    /// Continue task `id` from its history (after a crash, Ctrl-C or
+    /// pause) with `setup`, steered by `control`.
+    pub(crate) async fn resume(
         &self,
         id: &str,
+        setup: TaskSetup,
         events: &EventBus,
         control: &Control,
     ) -> Result<TaskOutcome, TaskError> {
@@ -239,6 +215,9 @@ impl Agent {
             ws: Workspace::open(Path::new(&task.workspace))?,
             workspace: PathBuf::from(&task.workspace),
             task,
+            provider: setup.provider,
+            config: setup.config,
+            spawner: setup.spawner,
             events,
             control,
         };
@@ -307,24 +286,6 @@ impl Agent {
             }),
             _ => None,
         })
-    }
-
-    /// Drive `fut` (a task of this agent) while `responder` answers the
-    /// questions announced on `events`.
-    pub async fn answered<T>(
-        &self,
-        events: &EventBus,
-        responder: &dyn Responder,
-        fut: impl std::future::Future<Output = T>,
-    ) -> T {
-        let answering =
-            crate::asks::answer_asks(events.subscribe(), &self.asks, &self.store, responder);
-        tokio::pin!(fut);
-        tokio::pin!(answering);
-        tokio::select! {
-            out = &mut fut => out,
-            () = &mut answering => fut.await,
-        }
     }
 
     /// Answer the open question `ask_id` of task `task` (any front-end).
@@ -401,6 +362,27 @@ impl Agent {
         Ok(())
     }
 
+    /// End a task whose loop could not (it panicked, or an error stopped the
+    /// host from running it) as failed with `error`, its history repaired
+    /// so nothing answers nothing.
+    pub(crate) async fn end_failed(
+        &self,
+        id: &str,
+        error: &str,
+        events: &EventBus,
+    ) -> Result<(), TaskError> {
+        self.store.repair_dangling_tool_uses(id)?;
+        self.store.close_asks(id, error)?;
+        let step = Step::new()
+            .status(TaskStatus::Failed)
+            .ui(UiRow::say(UiSubtype::Error), error);
+        let announce = TaskEvent::Failed {
+            error: error.to_owned(),
+        };
+        events.commit(&self.store, id, step, vec![announce]).await?;
+        Ok(())
+    }
+
     /// Mark a task aborted (Ctrl-C); its history stays resumable.
     pub async fn abort(&self, id: &str, reason: &str, events: &EventBus) -> Result<(), TaskError> {
         self.store.repair_dangling_tool_uses(id)?;
@@ -460,7 +442,7 @@ impl Agent {
         };
         let mut state = RunState {
             mistakes: 0,
-            repetition: RepetitionDetector::new(self.config.repetition_limit),
+            repetition: RepetitionDetector::new(ctx.config.repetition_limit),
             modes,
             mode,
             intent: None,
@@ -521,7 +503,7 @@ impl Agent {
             }
         }
 
-        for turn in 1..=self.config.max_turns {
+        for turn in 1..=ctx.config.max_turns {
             if ctx.control.is_cancelled() {
                 return self.cancelled(ctx).await;
             }
@@ -545,7 +527,7 @@ impl Agent {
                 .collect();
             // The tool list changes with the mode (and intents); it is
             // encoded once per process for each list, not every turn.
-            match self.registry.encoded_tools(self.provider.wire(), &offered) {
+            match self.registry.encoded_tools(ctx.provider.wire(), &offered) {
                 Ok(encoded) => request.set_tools(encoded),
                 Err(e) => {
                     return self
@@ -585,7 +567,7 @@ impl Agent {
             // A cancel during streaming drops the stream: nothing of the
             // reply is durable yet.
             let streamed = tokio::select! {
-                r = self.stream_reply(&body, ctx.events) => r,
+                r = self.stream_reply(ctx, &body) => r,
                 () = ctx.control.cancelled() => return self.cancelled(ctx).await,
             };
             let reply = match streamed {
@@ -596,7 +578,7 @@ impl Agent {
                         .await;
                 }
             };
-            let cost = self.config.price.cost(&reply.usage);
+            let cost = ctx.config.price.cost(&reply.usage);
 
             // What the model wrote is recorded with credentials redacted
             // (the model sees its own calls that way from now on); calls
@@ -682,7 +664,7 @@ impl Agent {
         }
         let reason = format!(
             "paused: reached the limit of {} model requests; `roost resume {}` continues",
-            self.config.max_turns, id
+            ctx.config.max_turns, id
         );
         let step = Step::new()
             .status(TaskStatus::Paused)
@@ -797,7 +779,7 @@ impl Agent {
         state: &mut RunState,
         history: &mut History,
     ) -> Result<Option<TaskOutcome>, TaskError> {
-        if state.mistakes < self.config.max_mistakes {
+        if state.mistakes < ctx.config.max_mistakes {
             return Ok(None);
         }
         let id = ctx.task.id.as_str();
@@ -868,9 +850,9 @@ impl Agent {
         cache: &mut RequestCache,
     ) -> Result<Result<Bytes, serde_json::Error>, TaskError> {
         let id = ctx.task.id.as_str();
-        let window = self.config.context_window;
-        let budget = (window as f64 * self.config.condense_threshold) as u64;
-        let mut keep = self.config.keep_recent_messages.max(1);
+        let window = ctx.config.context_window;
+        let budget = (window as f64 * ctx.config.condense_threshold) as u64;
+        let mut keep = ctx.config.keep_recent_messages.max(1);
         let mut condensed = false;
         let mut shortened = false;
         // Where a condensation must leave the request: half the threshold,
@@ -879,7 +861,7 @@ impl Agent {
             .unwrap_or(usize::MAX)
             .saturating_mul(BYTES_PER_TOKEN);
         loop {
-            let body = match cache.body(self.provider.as_ref(), system, history, None) {
+            let body = match cache.body(ctx.provider.as_ref(), system, history, None) {
                 Ok(b) => b,
                 Err(e) => return Ok(Err(e)),
             };
@@ -956,10 +938,10 @@ impl Agent {
             // Condensing is a model request like any other: a cancel stops
             // it, and its tokens count.
             let (summary, usage) = tokio::select! {
-                s = summarise(self.provider.as_ref(), &older, window) => s,
+                s = summarise(ctx.provider.as_ref(), &older, window) => s,
                 () = ctx.control.cancelled() => return Err(TaskError::Cancelled),
             };
-            let cost = self.config.price.cost(&usage);
+            let cost = ctx.config.price.cost(&usage);
             let summary = match summary {
                 Some(s) => s,
                 None => {
@@ -1037,13 +1019,14 @@ impl Agent {
     /// its request succeeded is retried here, at most `stream_retries`
     /// times. `retrying` events number every request of this model call
     /// 1, 2, 3… across both.
-    async fn stream_reply(&self, body: &Bytes, events: &EventBus) -> Result<Reply, LlmError> {
+    async fn stream_reply(&self, ctx: &Ctx<'_>, body: &Bytes) -> Result<Reply, LlmError> {
+        let events = ctx.events;
         let mut made = 0u32;
         let mut broken = 0u32;
         loop {
-            match self.stream_once(body, events, &mut made).await {
+            match self.stream_once(ctx, body, &mut made).await {
                 Ok(r) => return Ok(r),
-                Err(e) if e.is_retryable() && broken < self.config.stream_retries => {
+                Err(e) if e.is_retryable() && broken < ctx.config.stream_retries => {
                     broken += 1;
                     let delay = crate::llm::RetryPolicy::default().delay(broken, e.retry_after());
                     events
@@ -1064,13 +1047,14 @@ impl Agent {
     /// requests of this model call so far.
     async fn stream_once(
         &self,
+        ctx: &Ctx<'_>,
         body: &Bytes,
-        events: &EventBus,
         made: &mut u32,
     ) -> Result<Reply, LlmError> {
+        let events = ctx.events;
         let offset = *made;
         *made += 1;
-        let mut stream = self.provider.stream_body(body.clone()).await?;
+        let mut stream = ctx.provider.stream_body(body.clone()).await?;
         let mut text = String::new();
         let mut usage = Usage::default();
         let mut names: Vec<(u32, String, String)> = Vec::new();

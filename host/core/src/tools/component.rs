@@ -15,7 +15,7 @@ use crate::store::Step;
 use crate::turn::TaskError;
 use roost_protocol::{TraceKind, UiRow, UiSubtype};
 use roost_sandbox::capability::Grant;
-use roost_sandbox::plugins::{LoadedPlugin, NetworkReport};
+use roost_sandbox::plugins::{LoadedPlugin, NetworkRecord, NetworkReport};
 use roost_sandbox::tool::ToolSpec;
 
 /// One tool of a loaded component.
@@ -57,7 +57,7 @@ impl ToolExecutor for ComponentTool {
             &self.spec,
             call.args,
             &call.ctx.ws,
-            call.agent.config.limits,
+            call.ctx.config.limits,
         )
         .await
         .map(|p| roost_secrets::redact(&p).into_owned())
@@ -65,7 +65,7 @@ impl ToolExecutor for ComponentTool {
 
     async fn run(&self, c: Invocation<'_>) -> Result<Outcome, TaskError> {
         let access = c.access;
-        let mut grant = Grant::new(&c.ctx.workspace).limits(access.limits(c.agent.config.limits));
+        let mut grant = Grant::new(&c.ctx.workspace).limits(access.limits(c.ctx.config.limits));
         if access.read {
             grant = grant.read();
         }
@@ -95,6 +95,24 @@ impl ToolExecutor for ComponentTool {
     }
 }
 
+/// One outgoing request in a line, as a person reads it (the task's UI row
+/// and `roost tool call` say it the same way).
+pub fn describe_request(r: &NetworkRecord) -> String {
+    match (&r.refused, r.status, &r.error) {
+        (Some(why), _, _) => format!("{} {} refused: {why}", r.method, r.url),
+        (None, Some(status), None) => {
+            format!("{} {} -> {status} ({} bytes)", r.method, r.url, r.bytes)
+        }
+        (None, status, Some(e)) => format!(
+            "{} {} -> {}failed: {e}",
+            r.method,
+            r.url,
+            status.map(|s| format!("{s}, ")).unwrap_or_default()
+        ),
+        (None, None, None) => format!("{} {} (no response)", r.method, r.url),
+    }
+}
+
 /// Record a call's outgoing requests: a `network` trace entry for the
 /// outcome (when the workspace keeps a trace), a UI row, and a warning
 /// event when the host refused any. Returns the refusals, one line each.
@@ -114,23 +132,10 @@ async fn record_network(
     let mut lines = Vec::new();
     let mut refusals = Vec::new();
     for r in &network.records {
-        let line = match (&r.refused, r.status, &r.error) {
-            (Some(why), _, _) => {
-                refusals.push(format!("{} {}: {why}", r.method, r.url));
-                format!("{} {} refused: {why}", r.method, r.url)
-            }
-            (None, Some(status), None) => {
-                format!("{} {} -> {status} ({} bytes)", r.method, r.url, r.bytes)
-            }
-            (None, status, Some(e)) => format!(
-                "{} {} -> {}failed: {e}",
-                r.method,
-                r.url,
-                status.map(|s| format!("{s}, ")).unwrap_or_default()
-            ),
-            (None, None, None) => format!("{} {} (no response)", r.method, r.url),
-        };
-        lines.push(line);
+        if let Some(why) = &r.refused {
+            refusals.push(format!("{} {}: {why}", r.method, r.url));
+        }
+        lines.push(describe_request(r));
     }
     if network.dropped > 0 {
         lines.push(format!("… and {} more requests", network.dropped));

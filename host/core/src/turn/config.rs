@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::llm::Usage;
-use roost_protocol::task::ApprovalPolicy;
+use roost_protocol::task::{ApprovalPolicy, TaskSettings};
 use roost_sandbox::capability::{GuardBudget, Limits};
 
 /// Price of a model, in USD per million tokens.
@@ -85,5 +85,22 @@ impl Default for TaskConfig {
             },
             guard_budget: GuardBudget::default(),
         }
+    }
+}
+
+impl TaskConfig {
+    /// The settings a task records from this config.
+    pub fn settings(&self) -> TaskSettings {
+        TaskSettings {
+            approval: self.policy.clone(),
+            max_turns: self.max_turns,
+        }
+    }
+
+    /// This config with a task's own settings in place of its defaults.
+    pub fn with_settings(mut self, settings: &TaskSettings) -> Self {
+        self.policy = settings.approval.clone();
+        self.max_turns = settings.max_turns;
+        self
     }
 }

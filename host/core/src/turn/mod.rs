@@ -7,12 +7,14 @@
 
 pub mod config;
 mod repetition;
+mod spawner;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use config::{Price, TaskConfig};
 pub use repetition::RepetitionDetector;
+pub use spawner::{SpawnError, SpawnHandle, Spawner};
 
 use crate::asks::{Answer, Ask, AskBroker};
 use crate::control::Control;
@@ -58,18 +60,18 @@ pub enum TaskError {
     },
 }
 
-/// The services a task runs with: model, tools, store, policies. One per
-/// process (or per tenant); tasks share it.
+/// The services tasks run with: tools, hooks, store, and the limits and
+/// policies a task gets unless its own settings say otherwise. One per
+/// process (or per tenant); tasks share it. Which model a task talks to is
+/// the task's own ([`TaskSetup`]).
 pub struct Agent {
-    /// The model.
-    pub provider: Arc<dyn Provider>,
     /// The plugin runtime.
     pub engine: Arc<PluginEngine>,
     /// Plugin tools by name.
     pub registry: Arc<Registry>,
     /// Durable state.
     pub store: Store,
-    /// Limits and policies.
+    /// Limits and policies of a task whose settings leave them open.
     pub config: TaskConfig,
     /// Directory of the global `custom_modes.yaml` (the config dir).
     pub modes_dir: Option<PathBuf>,
@@ -102,10 +104,30 @@ impl RunState {
     }
 }
 
-/// A running task: its record, its workspace, and its channels.
+/// What one task runs with that another task of the same engine may not:
+/// its model, and its limits and policies (the engine's defaults, the
+/// profile's context settings, then the task's own settings).
+#[derive(Clone)]
+pub struct TaskSetup {
+    /// The model it talks to.
+    pub provider: Arc<dyn Provider>,
+    /// Its limits and policies.
+    pub config: TaskConfig,
+    /// The engine running it.
+    pub spawner: SpawnHandle,
+}
+
+/// A running task: its record, its workspace, its model and settings, and
+/// its channels.
 pub struct Ctx<'a> {
     /// The task's record as it was when the run started.
     pub task: TaskRecord,
+    /// The model it talks to.
+    pub provider: Arc<dyn Provider>,
+    /// Its limits and policies.
+    pub config: TaskConfig,
+    /// The engine running it, to start tasks of its own.
+    pub spawner: SpawnHandle,
     /// The workspace's path.
     pub workspace: PathBuf,
     /// The workspace as the host touches it (see [`Workspace`]).

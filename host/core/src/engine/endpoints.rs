@@ -1,0 +1,103 @@
+//! Where an engine gets the model each task talks to. A task names an
+//! endpoint (a profile, or a provider, URL and model) in its spec, or
+//! leaves it to the engine's default; a resumed task goes back to the one
+//! it recorded unless the resume names another. One engine runs tasks on
+//! different models at once.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::config::{self, Config, ConfigError, Profile, ProviderChoice, RecordedEndpoint};
+use crate::llm::Provider;
+use roost_protocol::task::Endpoint;
+
+/// Opens the provider of an endpoint.
+pub trait Endpoints: Send + Sync {
+    /// The provider for `want` (all fields empty: the default), or, when
+    /// resuming, for the task's `recorded` endpoint unless `want` names
+    /// another; a scripted transcript starts at reply `scripted_start`.
+    /// With it, the profile whose context settings and prices the task
+    /// runs with.
+    fn open(
+        &self,
+        want: &Endpoint,
+        recorded: Option<RecordedEndpoint<'_>>,
+        scripted_start: usize,
+    ) -> Result<(Arc<dyn Provider>, Profile), ConfigError>;
+}
+
+/// The endpoints of a config file: its profiles, its default profile, and
+/// what a front-end's flags override.
+pub struct ConfigEndpoints {
+    config: Config,
+    script: Option<PathBuf>,
+}
+
+impl ConfigEndpoints {
+    /// The endpoints `config` names; `script` is the transcript a
+    /// `scripted` endpoint replays when its profile names none (a
+    /// front-end's `--script`).
+    pub fn new(config: Config, script: Option<PathBuf>) -> Self {
+        Self { config, script }
+    }
+}
+
+impl Endpoints for ConfigEndpoints {
+    fn open(
+        &self,
+        want: &Endpoint,
+        recorded: Option<RecordedEndpoint<'_>>,
+        scripted_start: usize,
+    ) -> Result<(Arc<dyn Provider>, Profile), ConfigError> {
+        let choice = ProviderChoice {
+            provider: want.provider.clone(),
+            model: want.model.clone(),
+            base_url: want.base_url.clone(),
+            script: self.script.clone(),
+            profile: want.profile.clone(),
+        };
+        config::provider(&self.config, &choice, recorded, scripted_start)
+    }
+}
+
+/// One model for every task (an engine given a provider directly: tests,
+/// benches, embedders with their own provider).
+pub struct OneEndpoint {
+    provider: Arc<dyn Provider>,
+    profile: Profile,
+}
+
+impl OneEndpoint {
+    /// Every task talks to `provider`, with `profile`'s context settings.
+    pub fn new(provider: Arc<dyn Provider>, profile: Profile) -> Self {
+        Self { provider, profile }
+    }
+}
+
+impl Endpoints for OneEndpoint {
+    fn open(
+        &self,
+        want: &Endpoint,
+        _recorded: Option<RecordedEndpoint<'_>>,
+        _scripted_start: usize,
+    ) -> Result<(Arc<dyn Provider>, Profile), ConfigError> {
+        if *want != Endpoint::default() {
+            return Err(ConfigError::Provider(format!(
+                "this engine talks to one model ({} {}); it cannot open another endpoint",
+                self.provider.name(),
+                self.provider.model()
+            )));
+        }
+        Ok((Arc::clone(&self.provider), self.profile.clone()))
+    }
+}
+
+/// `provider model at url` (for telling a person which endpoint).
+pub(crate) fn describe(provider: &str, base_url: &str, model: &str) -> String {
+    let url = if base_url.is_empty() {
+        "(none)"
+    } else {
+        base_url
+    };
+    format!("{provider} {model} at {url}")
+}

@@ -1,0 +1,74 @@
+//! What a front-end reads of the tasks in the store — lists, one task,
+//! its messages, its export — without running anything, so a `history`
+//! command or a server's listing never touches the store's API or SQL.
+
+use std::path::Path;
+
+use crate::store::{Store, StoreError, TaskRecord, TaskStatus, UiMessage};
+
+/// The store's tasks, read-only.
+#[derive(Clone)]
+pub struct Records {
+    store: Store,
+}
+
+/// A task as a listing shows it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// Its record.
+    pub task: TaskRecord,
+    /// It says it runs, but no process holds it: it was interrupted (a
+    /// crash, a kill) and can be resumed.
+    pub interrupted: bool,
+}
+
+impl Records {
+    pub(super) fn new(store: Store) -> Self {
+        Self { store }
+    }
+
+    /// The records of the store under `data_dir` (opening, or creating,
+    /// it).
+    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        Ok(Self::new(Store::open(&Store::default_path(data_dir))?))
+    }
+
+    /// The most recent tasks, newest first.
+    pub fn list(&self, limit: usize) -> Result<Vec<Listed>, StoreError> {
+        Ok(self
+            .store
+            .list_tasks(limit)?
+            .into_iter()
+            .map(|task| {
+                let interrupted = matches!(
+                    task.status,
+                    TaskStatus::Running
+                        | TaskStatus::WaitingForApproval
+                        | TaskStatus::WaitingForInput
+                ) && !self.store.is_live(&task.id);
+                Listed { task, interrupted }
+            })
+            .collect())
+    }
+
+    /// One task, by id or unambiguous prefix.
+    pub fn find(&self, id: &str) -> Result<TaskRecord, StoreError> {
+        self.store.find_task(id)
+    }
+
+    /// The most recent task (`resumable`: the most recent one not
+    /// finished).
+    pub fn last(&self, resumable: bool) -> Result<TaskRecord, StoreError> {
+        self.store.last_task(resumable)
+    }
+
+    /// A task's UI messages, in order.
+    pub fn ui_messages(&self, id: &str) -> Result<Vec<UiMessage>, StoreError> {
+        self.store.load_ui(id)
+    }
+
+    /// Write Roo Code's files of a task into `dir`.
+    pub fn export_roo(&self, id: &str, dir: &Path) -> Result<(), StoreError> {
+        self.store.export_roo(id, dir)
+    }
+}

@@ -1,0 +1,56 @@
+//! What a front-end is told when the engine refuses a request: a stable
+//! code to branch on and a message for a person. The HTTP server sends
+//! it as the JSON body of an error; the CLI prints its message.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Why the engine refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineErrorCode {
+    /// No such task (or question) here.
+    NotFound,
+    /// An id prefix matches more than one task.
+    Ambiguous,
+    /// The request is malformed or names what does not exist (an unknown
+    /// mode, a workspace that cannot be opened, an unknown endpoint).
+    InvalidRequest,
+    /// The task's state does not allow it (started already, finished,
+    /// the question answered already).
+    Conflict,
+    /// The store could not be read or written, or holds what does not
+    /// decode.
+    Storage,
+    /// A task's loop ended without an outcome.
+    Internal,
+}
+
+impl EngineErrorCode {
+    /// Its name, as on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotFound => "not_found",
+            Self::Ambiguous => "ambiguous",
+            Self::InvalidRequest => "invalid_request",
+            Self::Conflict => "conflict",
+            Self::Storage => "storage",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for EngineErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A refused request, as a front-end shows or sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorBody {
+    /// What went wrong, to branch on.
+    pub code: EngineErrorCode,
+    /// What went wrong, for a person.
+    pub message: String,
+}
