@@ -489,12 +489,19 @@ fn finish(engine: &Weak<Engine>, id: &str, outcome: TaskOutcome) {
     let Some(engine) = engine.upgrade() else {
         return;
     };
-    let mut tasks = engine.lock();
-    tasks.finished.push_back((id.to_owned(), outcome.clone()));
-    while tasks.finished.len() > FINISHED_KEPT {
-        tasks.finished.pop_front();
-    }
-    if let Some(r) = tasks.running.remove(id) {
+    let running = {
+        let mut tasks = engine.lock();
+        tasks.finished.push_back((id.to_owned(), outcome.clone()));
+        while tasks.finished.len() > FINISHED_KEPT {
+            tasks.finished.pop_front();
+        }
+        tasks.running.remove(id)
+    };
+    // Whoever `wait`s is woken only once this task holds the engine no
+    // more: a front-end that drops the engine after the last outcome
+    // really ends it.
+    drop(engine);
+    if let Some(r) = running {
         r.outcome.send_replace(Some(outcome));
     }
 }

@@ -595,17 +595,6 @@ impl Store {
         }
     }
 
-    /// Add a turn's usage and cost to the task's totals.
-    pub fn add_usage(&self, id: &str, u: &Usage, cost: f64) -> Result<(), StoreError> {
-        let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        exec(&self.conn(),
-            "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, cache_reads = cache_reads + ?4,
-             cache_writes = cache_writes + ?5, cost = cost + ?6, updated_at = ?7 WHERE id = ?1",
-            params![id, i(u.input_tokens), i(u.output_tokens), i(u.cache_read_tokens), i(u.cache_write_tokens), cost, now_ms()],
-        )?;
-        Ok(())
-    }
-
     /// Append an API message; returns its sequence number. The number is
     /// taken inside the write transaction of the insert ([`Store::commit_step`]),
     /// so processes sharing a store never collide.
@@ -632,8 +621,10 @@ impl Store {
         Ok(())
     }
 
-    /// Hide API messages from the model (non-destructive truncation).
-    pub fn hide_api(&self, task: &str, seqs: &[i64]) -> Result<(), StoreError> {
+    /// Hide API messages from the model (the store's own tests; tasks hide
+    /// messages by condensing, [`Step::condense`]).
+    #[cfg(test)]
+    pub(crate) fn hide_api(&self, task: &str, seqs: &[i64]) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let key = task_key(&tx, task)?;
@@ -760,11 +751,6 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// Replace the task's todo list.
-    pub fn set_todos(&self, task: &str, items: &[TodoItem]) -> Result<(), StoreError> {
-        self.commit_step(task, Step::new().todos(items)).map(|_| ())
     }
 
     /// Trace entries recorded with a durable step and not yet appended to

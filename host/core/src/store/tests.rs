@@ -51,17 +51,14 @@ fn tasks_round_trip_and_persist_across_reopen() {
     assert_eq!(t.status, TaskStatus::Running);
     assert_eq!(t.root_id, t.id);
     s.set_status(&t.id, TaskStatus::Paused).expect("status");
-    s.add_usage(
-        &t.id,
-        &Usage {
-            input_tokens: 10,
-            output_tokens: 5,
-            cache_read_tokens: 2,
-            cache_write_tokens: 1,
-        },
-        0.25,
-    )
-    .expect("usage");
+    let usage = Usage {
+        input_tokens: 10,
+        output_tokens: 5,
+        cache_read_tokens: 2,
+        cache_write_tokens: 1,
+    };
+    s.commit_step(&t.id, Step::new().usage(&usage, 0.25))
+        .expect("usage");
     s.append_api(&t.id, &Message::user_text("hello"))
         .expect("append");
     drop(s);
@@ -174,7 +171,8 @@ fn ui_messages_todos_and_export() {
             state: TodoState::Pending,
         },
     ];
-    s.set_todos(&t.id, &todos).expect("todos");
+    s.commit_step(&t.id, Step::new().todos(&todos))
+        .expect("todos");
     assert_eq!(s.get_todos(&t.id).expect("todos"), todos);
     let out = dir.path().join("export");
     s.export_roo(&t.id, &out).expect("export");

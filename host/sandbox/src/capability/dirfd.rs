@@ -4,6 +4,14 @@
 //! on a FIFO or a device, and accepts only regular files and directories
 //! where it reads or writes content. [`Workspace`](super::Workspace) and
 //! the [`WriteGuard`](super::WriteGuard) are built on it.
+//!
+//! A handle is a `cap_std::fs::Dir` (the Bytecode Alliance's capability
+//! file system, which wasmtime-wasi itself stands on), used through
+//! `cap-fs-ext`'s no-follow options. Direct `rustix` calls remain only
+//! where cap-std offers nothing: one `openat2` with `RESOLVE_NO_SYMLINKS`
+//! for a whole relative path (cap-std resolves within its directory but
+//! follows symlinks that stay inside), and `O_NONBLOCK` cleared again on
+//! an opened regular file (`fcntl`).
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -12,11 +20,18 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, DirBuilder, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
+use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
-/// Flags every open carries: never follow the last component, never become
-/// the controlling terminal, never block on a FIFO, never leak into children.
+/// Flags every open carries besides cap-std's own no-follow and
+/// close-on-exec: never become the controlling terminal, never block on a
+/// FIFO.
+const EXTRA: i32 = OFlags::NOCTTY.union(OFlags::NONBLOCK).bits().cast_signed();
+
+/// Flags of the one `openat2` path walk.
 const BASE: OFlags = OFlags::NOFOLLOW
     .union(OFlags::NOCTTY)
     .union(OFlags::NONBLOCK)
@@ -36,12 +51,27 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn of(ft: FileType) -> Self {
-        match ft {
-            FileType::RegularFile => Self::File,
-            FileType::Directory => Self::Dir,
-            FileType::Symlink => Self::Symlink,
-            _ => Self::Special,
+    fn of(ft: cap_std::fs::FileType) -> Self {
+        if ft.is_file() {
+            Self::File
+        } else if ft.is_dir() {
+            Self::Dir
+        } else if ft.is_symlink() {
+            Self::Symlink
+        } else {
+            Self::Special
+        }
+    }
+
+    fn of_std(ft: std::fs::FileType) -> Self {
+        if ft.is_file() {
+            Self::File
+        } else if ft.is_dir() {
+            Self::Dir
+        } else if ft.is_symlink() {
+            Self::Symlink
+        } else {
+            Self::Special
         }
     }
 
@@ -75,14 +105,14 @@ pub struct EntryStat {
 }
 
 impl EntryStat {
-    fn from(st: &rustix::fs::Stat) -> Self {
+    fn from(m: &Metadata) -> Self {
         Self {
-            kind: Kind::of(FileType::from_raw_mode(st.st_mode)),
-            mode: st.st_mode & 0o7777,
-            size: u64::try_from(st.st_size).unwrap_or(0),
-            ino: st.st_ino,
-            dev: st.st_dev,
-            ctime: (st.st_ctime, i64::try_from(st.st_ctime_nsec).unwrap_or(0)),
+            kind: Kind::of(m.file_type()),
+            mode: m.mode() & 0o7777,
+            size: m.len(),
+            ino: m.ino(),
+            dev: m.dev(),
+            ctime: (m.ctime(), m.ctime_nsec()),
         }
     }
 }
@@ -90,12 +120,12 @@ impl EntryStat {
 /// An open directory. Cheap to pass around by reference; closed on drop.
 #[derive(Debug)]
 pub struct DirFd {
-    fd: OwnedFd,
+    dir: Dir,
 }
 
 impl AsFd for DirFd {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.fd.as_fd()
+        self.dir.as_fd()
     }
 }
 
@@ -119,31 +149,28 @@ impl DirFd {
     /// Open a directory named by the user (the workspace itself, a data
     /// dir): symlinks in this path are the user's own and are followed.
     pub fn open_ambient(path: &Path) -> std::io::Result<Self> {
-        let fd = rustix::fs::open(
-            path,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(io)?;
-        Ok(Self { fd })
+        Ok(Self {
+            dir: Dir::open_ambient_dir(path, ambient_authority())?,
+        })
     }
 
     /// A handle on a directory opened elsewhere (by the sandbox's own
     /// resolution, which never leaves its preopen).
     pub(crate) fn from_file(dir: File) -> Self {
-        Self { fd: dir.into() }
+        Self {
+            dir: Dir::from_std_file(dir),
+        }
+    }
+
+    fn from_fd(fd: OwnedFd) -> Self {
+        Self::from_file(File::from(fd))
     }
 
     /// Open the child directory `name`; a symlink there is an error.
     pub fn open_dir(&self, name: &OsStr) -> std::io::Result<Self> {
-        let fd = rustix::fs::openat(
-            &self.fd,
-            plain(name)?,
-            OFlags::RDONLY | OFlags::DIRECTORY | BASE,
-            Mode::empty(),
-        )
-        .map_err(io)?;
-        Ok(Self { fd })
+        Ok(Self {
+            dir: self.dir.open_dir_nofollow(plain(name)?)?,
+        })
     }
 
     /// Open the directory at the relative path `components` (each a plain
@@ -163,7 +190,7 @@ impl DirFd {
         if len < PATH_MAX
             && let Some(fd) = self.openat2(components, OFlags::RDONLY | OFlags::DIRECTORY)?
         {
-            return Ok(Self { fd });
+            return Ok(Self::from_fd(fd));
         }
         let mut cur = self.open_dir(components[0])?;
         for c in &components[1..] {
@@ -186,7 +213,7 @@ impl DirFd {
             joined.push(c);
         }
         match rustix::fs::openat2(
-            &self.fd,
+            &self.dir,
             joined.as_os_str(),
             flags | BASE,
             Mode::empty(),
@@ -206,15 +233,13 @@ impl DirFd {
     /// Another handle on the same directory.
     pub fn try_clone(&self) -> std::io::Result<Self> {
         Ok(Self {
-            fd: self.fd.try_clone()?,
+            dir: self.dir.try_clone()?,
         })
     }
 
     /// Facts of the entry `name`, not following a symlink.
     pub fn stat(&self, name: &OsStr) -> std::io::Result<EntryStat> {
-        let st =
-            rustix::fs::statat(&self.fd, plain(name)?, AtFlags::SYMLINK_NOFOLLOW).map_err(io)?;
-        Ok(EntryStat::from(&st))
+        Ok(EntryStat::from(&self.dir.symlink_metadata(plain(name)?)?))
     }
 
     /// Facts of the entry `name`, or `None` when there is none.
@@ -228,22 +253,15 @@ impl DirFd {
 
     /// Facts of this directory itself.
     pub fn stat_self(&self) -> std::io::Result<EntryStat> {
-        let st = rustix::fs::fstat(&self.fd).map_err(io)?;
-        Ok(EntryStat::from(&st))
+        Ok(EntryStat::from(&self.dir.dir_metadata()?))
     }
 
     /// The names in this directory with their kinds (from a no-follow
     /// `stat` of each), `.` and `..` left out.
     pub fn entries(&self) -> std::io::Result<Vec<(OsString, EntryStat)>> {
-        let dir = rustix::fs::Dir::read_from(&self.fd).map_err(io)?;
         let mut out = Vec::new();
-        for entry in dir {
-            let entry = entry.map_err(io)?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let name = OsStr::from_bytes(name).to_os_string();
+        for entry in self.dir.entries()? {
+            let name = entry?.file_name();
             match self.stat(&name) {
                 Ok(st) => out.push((name, st)),
                 // Removed since the listing: not there.
@@ -259,34 +277,33 @@ impl DirFd {
     /// say), `.` and `..` left out. Cheaper than [`DirFd::entries`] when
     /// only the kind matters.
     pub fn names(&self) -> std::io::Result<Vec<(OsString, Kind)>> {
-        let dir = rustix::fs::Dir::read_from(&self.fd).map_err(io)?;
         let mut out = Vec::new();
-        for entry in dir {
-            let entry = entry.map_err(io)?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let name = OsStr::from_bytes(name).to_os_string();
+        for entry in self.dir.entries()? {
+            let entry = entry?;
+            let name = entry.file_name();
+            // cap-std gives the listing's d_type, and stats (not
+            // following) only where the file system does not say.
             let kind = match entry.file_type() {
-                FileType::Unknown => match self.stat(&name) {
-                    Ok(st) => st.kind,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(e),
-                },
-                ft => Kind::of(ft),
+                Ok(ft) => Kind::of(ft),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
             };
             out.push((name, kind));
         }
         Ok(out)
     }
 
+    /// Open `name` with `options`, never following a symlink there, never
+    /// blocking on a FIFO, never becoming the controlling terminal.
+    fn open_with(&self, name: &OsStr, options: &mut OpenOptions) -> std::io::Result<File> {
+        options.follow(FollowSymlinks::No).custom_flags(EXTRA);
+        Ok(self.dir.open_with(plain(name)?, options)?.into_std())
+    }
+
     /// Open the regular file `name` for reading. A symlink, FIFO, socket,
     /// device or directory there is refused without blocking.
     pub fn open_read(&self, name: &OsStr) -> std::io::Result<File> {
-        let fd = rustix::fs::openat(&self.fd, plain(name)?, OFlags::RDONLY | BASE, Mode::empty())
-            .map_err(io)?;
-        regular(fd)
+        regular(self.open_with(name, OpenOptions::new().read(true))?)
     }
 
     /// Read the regular file `name`, at most `max` bytes; more is an error
@@ -299,59 +316,55 @@ impl DirFd {
     /// Open the regular file `name` to append, creating it (mode 0644)
     /// when missing.
     pub fn open_append(&self, name: &OsStr) -> std::io::Result<File> {
-        let fd = rustix::fs::openat(
-            &self.fd,
-            plain(name)?,
-            OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | BASE,
-            Mode::from_raw_mode(0o644),
-        )
-        .map_err(io)?;
-        regular(fd)
+        regular(self.open_with(
+            name,
+            OpenOptions::new().append(true).create(true).mode(0o644),
+        )?)
     }
 
     /// Create the new regular file `name` (it must not exist) with `bytes`
     /// and the permission bits `mode`.
     pub fn create_file(&self, name: &OsStr, bytes: &[u8], mode: u32) -> std::io::Result<()> {
         use std::io::Write;
-        let fd = rustix::fs::openat(
-            &self.fd,
-            plain(name)?,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | BASE,
-            Mode::from_raw_mode(0o600),
-        )
-        .map_err(io)?;
-        let mut f = File::from(fd);
+        let mut f = self.open_with(
+            name,
+            OpenOptions::new().write(true).create_new(true).mode(0o600),
+        )?;
         f.write_all(bytes)?;
-        rustix::fs::fchmod(f.as_fd(), Mode::from_raw_mode(mode & 0o7777)).map_err(io)?;
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))?;
         Ok(())
     }
 
     /// Create the directory `name`.
     pub fn mkdir(&self, name: &OsStr, mode: u32) -> std::io::Result<()> {
-        rustix::fs::mkdirat(&self.fd, plain(name)?, Mode::from_raw_mode(mode & 0o7777)).map_err(io)
+        use cap_std::fs::DirBuilderExt;
+        let mut b = DirBuilder::new();
+        b.mode(mode & 0o7777);
+        self.dir.create_dir_with(plain(name)?, &b)
     }
 
     /// Create the symlink `name` pointing at `target` (stored as given,
-    /// never resolved by the host).
+    /// never resolved by the host: `symlink_contents`, not cap-std's
+    /// `symlink`, which refuses an absolute target a workspace may hold).
     pub fn symlink(&self, target: &Path, name: &OsStr) -> std::io::Result<()> {
-        rustix::fs::symlinkat(target, &self.fd, plain(name)?).map_err(io)
+        self.dir.symlink_contents(target, plain(name)?)
     }
 
-    /// The target of the symlink `name`.
+    /// The target of the symlink `name`, as stored.
     pub fn readlink(&self, name: &OsStr) -> std::io::Result<PathBuf> {
-        let t = rustix::fs::readlinkat(&self.fd, plain(name)?, Vec::new()).map_err(io)?;
-        Ok(PathBuf::from(OsStr::from_bytes(t.as_bytes())))
+        self.dir.read_link_contents(plain(name)?)
     }
 
     /// Remove the non-directory entry `name` (a file, symlink or special
     /// file; a symlink is removed, never its target).
     pub fn remove_file(&self, name: &OsStr) -> std::io::Result<()> {
-        rustix::fs::unlinkat(&self.fd, plain(name)?, AtFlags::empty()).map_err(io)
+        self.dir.remove_file_or_symlink(plain(name)?)
     }
 
     /// Remove the empty directory `name`.
     pub fn remove_dir(&self, name: &OsStr) -> std::io::Result<()> {
-        rustix::fs::unlinkat(&self.fd, plain(name)?, AtFlags::REMOVEDIR).map_err(io)
+        self.dir.remove_dir(plain(name)?)
     }
 
     /// Remove `name` whatever it is, a directory with everything below it,
@@ -442,23 +455,19 @@ impl DirFd {
         Ok(removed)
     }
 
-    /// The parent directory (`..` is never a symlink).
+    /// The parent directory (`..` is never a symlink). Only
+    /// [`DirFd::remove_tree`] climbs, back to a directory it came from and
+    /// checks it is; cap-std calls leaving a directory ambient authority.
     fn open_parent(&self) -> std::io::Result<Self> {
-        let fd = rustix::fs::openat(
-            &self.fd,
-            "..",
-            OFlags::RDONLY | OFlags::DIRECTORY | BASE,
-            Mode::empty(),
-        )
-        .map_err(io)?;
-        Ok(Self { fd })
+        Ok(Self {
+            dir: self.dir.open_parent_dir(ambient_authority())?,
+        })
     }
 }
 
-/// Keep `fd` only if it is a regular file.
-fn regular(fd: OwnedFd) -> std::io::Result<File> {
-    let st = rustix::fs::fstat(&fd).map_err(io)?;
-    let kind = Kind::of(FileType::from_raw_mode(st.st_mode));
+/// Keep `f` only if it is a regular file.
+fn regular(f: File) -> std::io::Result<File> {
+    let kind = Kind::of_std(f.metadata()?.file_type());
     if kind != Kind::File {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -467,10 +476,10 @@ fn regular(fd: OwnedFd) -> std::io::Result<File> {
     }
     // Reads of a regular file never block; clear O_NONBLOCK anyway so the
     // file behaves like any other (keeping O_APPEND and the rest).
-    if let Ok(flags) = rustix::fs::fcntl_getfl(&fd) {
-        let _ = rustix::fs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK);
+    if let Ok(flags) = rustix::fs::fcntl_getfl(&f) {
+        let _ = rustix::fs::fcntl_setfl(&f, flags - OFlags::NONBLOCK);
     }
-    Ok(File::from(fd))
+    Ok(f)
 }
 
 /// Read at most `max` bytes of `f`; more is a `FileTooLarge` error.
@@ -502,6 +511,7 @@ fn openat2_available() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rustix::fs::FileType;
 
     fn os(s: &str) -> &OsStr {
         OsStr::new(s)
