@@ -1239,6 +1239,20 @@ async fn two_tasks_with_their_own_policies_and_models_in_one_engine() {
             result: "again".into()
         }
     );
+    // How a task ended is still there for an engine that never ran it
+    // (read back from the store's event log), and for one that has let it
+    // leave memory.
+    assert_eq!(
+        engine2.wait(&b).await.expect("read back"),
+        TaskOutcome::Completed {
+            result: "done".into()
+        }
+    );
+    assert_eq!(roost.in_memory(), 0);
+    assert!(matches!(
+        roost.wait(&a).await,
+        Ok(TaskOutcome::Completed { .. })
+    ));
     // An endpoint the config does not have is refused before anything is
     // stored, with a typed error.
     let before = engine2.records().list(100).expect("list").len();

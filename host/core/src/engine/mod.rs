@@ -33,7 +33,7 @@ use crate::turn::{SpawnError, SpawnHandle, Spawner, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
 
 /// Outcomes of finished tasks kept for a late [`Engine::wait`]; older ones
-/// are only in the store.
+/// are read back from the store's event log.
 const FINISHED_KEPT: usize = 1024;
 
 /// What a resume may change: the endpoint (all empty: the task's own), the
@@ -326,26 +326,25 @@ impl Engine {
         Ok(())
     }
 
-    /// Wait for a started task's outcome (also one that has finished
-    /// already, while the engine remembers it).
+    /// Wait for a started task's outcome; for one that has finished (and
+    /// left memory), how its last run ended, from the store.
     pub async fn wait(&self, id: &str) -> Result<TaskOutcome, EngineError> {
-        let rx = {
-            let tasks = self.lock();
-            match tasks.running.get(id) {
-                Some(r) => r.outcome.subscribe(),
-                None => return finished_outcome(&tasks, id),
-            }
-        };
-        let mut rx = rx;
-        let done = rx
-            .wait_for(Option::is_some)
-            .await
-            .ok()
-            .and_then(|v| v.clone());
-        match done {
-            Some(outcome) => Ok(outcome),
-            None => finished_outcome(&self.lock(), id),
+        let rx = self.lock().running.get(id).map(|r| r.outcome.subscribe());
+        if let Some(mut rx) = rx
+            && let Some(outcome) = rx
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|v| v.clone())
+        {
+            return Ok(outcome);
         }
+        if let Some(outcome) = finished_outcome(&self.lock(), id) {
+            return Ok(outcome);
+        }
+        self.records()
+            .outcome(id)?
+            .ok_or_else(|| EngineError::NotHere(id.to_owned()))
     }
 
     /// Ask a task to stop for `reason`: its current tool call finishes, its
@@ -506,14 +505,13 @@ fn finish(engine: &Weak<Engine>, id: &str, outcome: TaskOutcome) {
     }
 }
 
-fn finished_outcome(tasks: &Tasks, id: &str) -> Result<TaskOutcome, EngineError> {
+fn finished_outcome(tasks: &Tasks, id: &str) -> Option<TaskOutcome> {
     tasks
         .finished
         .iter()
         .rev()
         .find(|(t, _)| t == id)
         .map(|(_, o)| o.clone())
-        .ok_or_else(|| EngineError::NotHere(id.to_owned()))
 }
 
 /// What a panic said.

@@ -4,7 +4,13 @@
 
 use std::path::Path;
 
+use crate::events::TaskEvent;
 use crate::store::{Store, StoreError, TaskRecord, TaskStatus, UiMessage};
+use crate::task::TaskOutcome;
+
+/// How many of a task's last events are searched for how its last run
+/// ended (the ending event is the last or nearly so).
+const ENDING_WITHIN: usize = 16;
 
 /// The store's tasks, read-only.
 #[derive(Clone)]
@@ -60,6 +66,28 @@ impl Records {
     /// finished).
     pub fn last(&self, resumable: bool) -> Result<TaskRecord, StoreError> {
         self.store.last_task(resumable)
+    }
+
+    /// How the last run of task `id` ended, from its event log; `None`
+    /// while it runs, or when no run of it has ended.
+    pub fn outcome(&self, id: &str) -> Result<Option<TaskOutcome>, StoreError> {
+        for row in self.store.last_events(id, ENDING_WITHIN)? {
+            // A row of another version that does not decode is not an
+            // ending this one knows.
+            let Ok(event) = serde_json::from_str::<TaskEvent>(&row.event) else {
+                continue;
+            };
+            let ended = match event {
+                TaskEvent::Completed { result, .. } => TaskOutcome::Completed { result },
+                TaskEvent::Failed { error } => TaskOutcome::Failed { error },
+                TaskEvent::Aborted { reason } => TaskOutcome::Aborted { reason },
+                TaskEvent::Paused { reason } => TaskOutcome::Paused { reason },
+                TaskEvent::TaskStarted { .. } => return Ok(None),
+                _ => continue,
+            };
+            return Ok(Some(ended));
+        }
+        Ok(None)
     }
 
     /// A task's UI messages, in order.

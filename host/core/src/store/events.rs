@@ -40,6 +40,24 @@ impl Store {
         )?)
     }
 
+    /// The last `limit` events of `task`, newest first.
+    pub fn last_events(&self, task: &str, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let conn = self.reader();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, ts, event FROM events \
+             WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![task, limit], |r| {
+            Ok(StoredEvent {
+                seq: r.get(0)?,
+                ts: r.get(1)?,
+                event: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Up to `limit` events of `task` after position `after`, in order.
     pub fn events_after(
         &self,
