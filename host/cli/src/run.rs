@@ -202,8 +202,17 @@ async fn drive(
         tokio::select! {
             o = engine.wait(id) => break o?,
             () = &mut answering => {}
-            _ = interrupt.recv(), if signal_name.is_none() => {
+            _ = interrupt.recv() => {
+                if signal_name.is_some() {
+                    // A second Ctrl-C while the cancel finishes the current
+                    // call: leave now. The task stays interrupted (its
+                    // history is durable) and `roost resume` continues it.
+                    notice!("\nleaving now; task {id} is interrupted and `roost resume {id}` continues it");
+                    let _ = stop.send(());
+                    return Ok(ExitCode::from(130));
+                }
                 signal_name = Some("Ctrl-C");
+                notice!("\ncancelling after the current step (Ctrl-C again leaves at once)…");
                 engine.cancel(id, "interrupted (Ctrl-C)")?;
             }
             _ = terminate.recv(), if signal_name.is_none() => {

@@ -48,13 +48,7 @@ impl Store {
             "SELECT seq, ts, event FROM events \
              WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq DESC LIMIT ?2",
         )?;
-        let rows = stmt.query_map(params![task, limit], |r| {
-            Ok(StoredEvent {
-                seq: r.get(0)?,
-                ts: r.get(1)?,
-                event: r.get(2)?,
-            })
-        })?;
+        let rows = stmt.query_map(params![task, limit], event_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -71,13 +65,16 @@ impl Store {
             "SELECT seq, ts, event FROM events \
              WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2 ORDER BY seq LIMIT ?3",
         )?;
-        let rows = stmt.query_map(params![task, after, limit], |r| {
-            Ok(StoredEvent {
-                seq: r.get(0)?,
-                ts: r.get(1)?,
-                event: r.get(2)?,
-            })
-        })?;
+        let rows = stmt.query_map(params![task, after, limit], event_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
+}
+
+/// A row of `SELECT seq, ts, event`.
+fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
+    Ok(StoredEvent {
+        seq: r.get(0)?,
+        ts: r.get(1)?,
+        event: r.get(2)?,
+    })
 }

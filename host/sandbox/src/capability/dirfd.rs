@@ -52,26 +52,19 @@ pub enum Kind {
 
 impl Kind {
     fn of(ft: cap_std::fs::FileType) -> Self {
-        if ft.is_file() {
-            Self::File
-        } else if ft.is_dir() {
-            Self::Dir
-        } else if ft.is_symlink() {
-            Self::Symlink
-        } else {
-            Self::Special
-        }
+        Self::from_flags(ft.is_file(), ft.is_dir(), ft.is_symlink())
     }
 
     fn of_std(ft: std::fs::FileType) -> Self {
-        if ft.is_file() {
-            Self::File
-        } else if ft.is_dir() {
-            Self::Dir
-        } else if ft.is_symlink() {
-            Self::Symlink
-        } else {
-            Self::Special
+        Self::from_flags(ft.is_file(), ft.is_dir(), ft.is_symlink())
+    }
+
+    fn from_flags(file: bool, dir: bool, symlink: bool) -> Self {
+        match (file, dir, symlink) {
+            (true, _, _) => Self::File,
+            (_, true, _) => Self::Dir,
+            (_, _, true) => Self::Symlink,
+            _ => Self::Special,
         }
     }
 
