@@ -892,6 +892,97 @@ fn sigterm_aborts_cleanly() {
     );
 }
 
+/// Ctrl-C cancels after the current step; while a long tool call holds
+/// the task (a third party's tool spinning towards its 25 s deadline), a
+/// second Ctrl-C leaves at once, exit 130, and the task stays interrupted
+/// and resumable.
+#[test]
+fn a_second_ctrl_c_leaves_at_once() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("mkdir");
+    let folder = crate::plugin_install::plugin_dir(
+        dir.path(),
+        "limits",
+        "1.0.0",
+        &roost_tests::fixture_wasm("limits"),
+        "read = \"none\"\n\n[capabilities.limits]\ndeadline_ms = 25000",
+        None,
+    );
+    let o = roost(dir.path())
+        .args(["plugin", "install", "--yes"])
+        .arg(&folder)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let script = dir.path().join("spin.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({"model": "scripted", "turns": [
+            {"tool_calls": [{"name": "spin", "args": {}}]},
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    let mut child = roost(dir.path())
+        .args(["run", "spin", "--yes", "--json", "--workspace"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let interrupt = |pid: u32| {
+        let sent = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+    };
+    // Once the call is approved it runs (nothing cancels a call between
+    // its approval and its executor): wait for that event.
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut id = None;
+    loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).expect("event") > 0, "no approval");
+        let ev: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+        id.get_or_insert_with(|| ev["task_id"].as_str().expect("id").to_owned());
+        if ev["event"] == "tool_call_approved" {
+            break;
+        }
+    }
+    let id = id.expect("task id");
+    interrupt(child.id());
+    // The first Ctrl-C says a second one leaves at once.
+    let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut said = String::new();
+    while !said.contains("Ctrl-C again leaves at once") {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).expect("stderr") > 0, "{said}");
+        said.push_str(&line);
+    }
+    interrupt(child.id());
+    let status = child.wait().expect("waits");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).expect("stderr");
+    assert_eq!(status.code(), Some(130), "{said}{rest}");
+    assert!(rest.contains("leaving now"), "{said}{rest}");
+    let o = roost(dir.path())
+        .args(["history", "list"])
+        .output()
+        .expect("runs");
+    let listed = text(&o);
+    let row = listed
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(row.contains("interrupted"), "{row}");
+}
+
 /// An unreachable endpoint says why ("Connection refused"), once per
 /// attempt, and costs the policy's attempts, not three times as many.
 #[test]
