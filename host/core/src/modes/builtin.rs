@@ -4,7 +4,7 @@
 use regex::Regex;
 
 use super::{GroupGrant, Mode, ModeSource};
-use crate::tools::ToolGroup;
+use roost_protocol::ToolGroup;
 
 fn g(group: ToolGroup) -> GroupGrant {
     GroupGrant {

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{GroupGrant, Mode, ModeSource};
-use crate::tools::ToolGroup;
+use roost_protocol::ToolGroup;
 use roost_sandbox::capability::Workspace;
 
 /// A mode file, or one entry of it, that could not be used.

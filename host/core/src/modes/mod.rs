@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 use serde::Serialize;
 
-use crate::tools::{ToolGroup, ToolSpec};
+use roost_protocol::{ToolGroup, ToolSpec};
 
 pub use file::ModeFileError;
 pub use hooks::HookRegistry;
