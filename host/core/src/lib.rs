@@ -3,10 +3,13 @@
 //!
 //! [`engine`] runs many tasks at once, addressable by id; it is what
 //! front-ends drive. A tool call goes down once: front-end → [`engine`] →
-//! [`task`] (the loop) → [`call`] (the one dispatch: gates, hooks,
-//! approval, write session) → [`tools`] (the executor: host-native,
+//! [`task`] (the loop) → [`call`] (the agent — services and tool
+//! registry — and the one dispatch: gates, hooks, approval, write
+//! session) → [`tools`] (the executor: host-native,
 //! component, …) → the after stage, back in [`call`]. Below them: [`turn`]
-//! (what the dispatch and the tools know of the task a call belongs to),
+//! (what the dispatch and the tools know of the task a call belongs to:
+//! the services, its context, its run state), no module importing one
+//! above it,
 //! [`asks`] (what a task asks a person, the one ask path, the answers),
 //! [`control`] (cancel and queued messages), [`llm`] (providers, stream
 //! decoding, tool-call assembly), [`modes`] (modes, hook registry),

@@ -14,7 +14,7 @@ use super::{Answer, Approval, Ask, CompletionAnswer};
 use crate::control::Control;
 use crate::events::{Envelope, TaskEvent};
 use crate::store::{Step, Store, StoreError, StoredAsk, TaskStatus};
-use crate::tools::ToolGroup;
+use roost_protocol::ToolGroup;
 
 /// Why an answer was not taken.
 #[derive(Debug, thiserror::Error)]

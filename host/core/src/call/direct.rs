@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::Agent;
 use super::paths;
 use super::write_session::{self, WriteRule, WriteSession};
 use crate::intents::redact_record;
 use crate::tools::{ToolError, ToolOutput};
-use crate::turn::Agent;
 use roost_sandbox::capability::{
     Grant, GuardBudget, Limits, NetworkGrant, RooIgnore, Workspace, WorkspaceError,
 };

@@ -25,6 +25,7 @@
 //! mutates, the executor, and the after stage (what was undone, the diff,
 //! the trace entries, post-tool hooks, the result).
 
+mod agent;
 pub mod direct;
 pub(crate) mod gates;
 mod hook_gate;
@@ -43,7 +44,8 @@ use crate::intents::TraceEntry;
 use crate::llm::AssembledCall;
 use crate::store::Step;
 use crate::tools::{ErrorCode, Needs, PreviewCall, RegisteredTool, ToolError};
-use crate::turn::{Agent, Ctx, RunState, TaskError};
+use crate::turn::{Ctx, RunState, TaskError};
+pub use agent::Agent;
 use gates::schema_violations;
 use roost_protocol::{UiRow, UiSubtype};
 
@@ -455,7 +457,7 @@ impl Dispatch<'_> {
         let preview = tool
             .executor
             .preview(PreviewCall {
-                agent: self.agent,
+                agent: &self.agent.services,
                 ctx,
                 args: &call.args,
             })

@@ -71,7 +71,7 @@ impl Dispatch<'_> {
         let ran = tool
             .executor
             .run(Invocation {
-                agent: self.agent,
+                agent: &self.agent.services,
                 ctx,
                 state,
                 call_id: call.id,

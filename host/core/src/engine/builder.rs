@@ -13,7 +13,7 @@ use crate::install::{Plugins, Trust};
 use crate::llm::Provider;
 use crate::modes::HookRegistry;
 use crate::store::{Store, StoreError};
-use crate::task::{Agent, Registry, RegistryError, TaskConfig};
+use crate::task::{Agent, Registry, RegistryError, Services, TaskConfig};
 use roost_sandbox::plugins::{EngineConfig, LoadedHook, LoadedPlugin, PluginEngine, PluginError};
 
 /// Why an engine could not be built.
@@ -252,13 +252,15 @@ impl EngineBuilder {
             hooks.add(h);
         }
         Ok(Agent {
-            engine,
+            services: Services {
+                engine,
+                store,
+                config: self.config,
+                modes_dir: self.modes_dir,
+                hooks: Arc::new(hooks),
+                asks: Default::default(),
+            },
             registry: Arc::new(registry),
-            store,
-            config: self.config,
-            modes_dir: self.modes_dir,
-            hooks: Arc::new(hooks),
-            asks: Default::default(),
         })
     }
 }

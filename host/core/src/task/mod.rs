@@ -18,12 +18,13 @@ pub use crate::store::status;
 pub use crate::asks::{
     Answer, Answers, Approval, Ask, AskBroker, AskError, CompletionAnswer, Responder, answer_asks,
 };
+pub use crate::call::Agent;
 pub use crate::call::paths;
 pub use crate::call::write_session::{self, WriteRule, WriteSession};
 pub use crate::control::Control;
 pub use crate::tools::native;
 pub use crate::tools::{Access, HOST, RegisteredTool, Registry, RegistryError};
-pub use crate::turn::{Agent, Price, TaskConfig, TaskError};
+pub use crate::turn::{Price, Services, TaskConfig, TaskError};
 pub use roost_protocol::task::ApprovalPolicy;
 pub use runner::TaskOutcome;
 pub use status::TaskStatus;

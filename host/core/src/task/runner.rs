@@ -17,6 +17,7 @@ use super::context::{BYTES_PER_TOKEN, RequestCache, cut_point, model_history, su
 use super::history::History;
 use super::prompt::{PromptContext, build};
 use crate::asks::{Answer, Ask, AskError};
+use crate::call::Agent;
 use crate::call::{CallResult, Dispatch};
 use crate::control::Control;
 use crate::events::{EventBus, TaskEvent};
@@ -27,7 +28,7 @@ use crate::llm::{
 use crate::modes::ModeSet;
 use crate::store::{NewTask, Step, TaskRecord, TaskStatus};
 use crate::tools::ToolSpec;
-use crate::turn::{Agent, Ctx, RepetitionDetector, RunState, TaskError, TaskSetup};
+use crate::turn::{Ctx, RepetitionDetector, RunState, TaskError, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
 use roost_sandbox::capability::Workspace;
 

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::access::Access;
 use crate::intents::{Intent, Scope, TraceEntry};
 use crate::modes::Mode;
-use crate::turn::{Agent, Ctx, RunState, TaskError};
+use crate::turn::{Ctx, RunState, Services, TaskError};
 use roost_protocol::{ErrorCode, ToolError, ToolGroup, ToolOutput, ToolSpec, UiSubtype};
 use roost_sandbox::plugins::LoadedPlugin;
 
@@ -38,7 +38,7 @@ pub enum Needs {
 /// One call, past every gate, as its executor gets it.
 pub struct Invocation<'a> {
     /// The services the task runs with.
-    pub agent: &'a Agent,
+    pub agent: &'a Services,
     /// The task.
     pub ctx: &'a Ctx<'a>,
     /// Its mode, intent and gate memory (read-only: changes are effects).
@@ -57,7 +57,7 @@ pub struct Invocation<'a> {
 /// A call's dry run, for the person deciding on it.
 pub struct PreviewCall<'a> {
     /// The services the task runs with.
-    pub agent: &'a Agent,
+    pub agent: &'a Services,
     /// The task.
     pub ctx: &'a Ctx<'a>,
     /// The arguments.

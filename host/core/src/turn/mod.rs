@@ -1,7 +1,7 @@
 //! What the layers under the task loop — the dispatch of a call and the
 //! tools it runs — know of the task a call belongs to, so that nothing
 //! below the loop calls back up into it: the services every task runs
-//! with ([`Agent`]), the running task's identity and channels ([`Ctx`]),
+//! with ([`Services`]), the running task's identity and channels ([`Ctx`]),
 //! its mode, intent and gate memory ([`RunState`]), its limits and
 //! policies ([`TaskConfig`]), and the errors that stop a task ([`TaskError`]).
 
@@ -23,7 +23,6 @@ use crate::intents::{Intent, Scope, Trace, TraceEntry};
 use crate::llm::Provider;
 use crate::modes::{HookRegistry, Mode, ModeSet};
 use crate::store::{Step, Store, StoreError, TaskRecord, TaskStatus};
-use crate::tools::Registry;
 use roost_protocol::{UiRow, UiSubtype};
 use roost_sandbox::capability::{Workspace, WorkspaceError};
 use roost_sandbox::plugins::PluginEngine;
@@ -60,15 +59,15 @@ pub enum TaskError {
     },
 }
 
-/// The services tasks run with: tools, hooks, store, and the limits and
-/// policies a task gets unless its own settings say otherwise. One per
-/// process (or per tenant); tasks share it. Which model a task talks to is
-/// the task's own ([`TaskSetup`]).
-pub struct Agent {
+/// The services tasks run with, as the dispatch's layers and the tools see
+/// them: the plugin runtime, the store, the hooks, the ask broker, and the
+/// limits and policies a task gets unless its own settings say otherwise.
+/// One per process (or per tenant); tasks share it. The tools themselves
+/// are the dispatch layer's `Agent`, above. Which model a task
+/// talks to is the task's own ([`TaskSetup`]).
+pub struct Services {
     /// The plugin runtime.
     pub engine: Arc<PluginEngine>,
-    /// Plugin tools by name.
-    pub registry: Arc<Registry>,
     /// Durable state.
     pub store: Store,
     /// Limits and policies of a task whose settings leave them open.
@@ -138,7 +137,7 @@ pub struct Ctx<'a> {
     pub control: &'a Control,
 }
 
-impl Agent {
+impl Services {
     /// Append to the agent trace; a failure is not only logged but shown:
     /// a UI error row and a warning event, so no one believes a mutation
     /// was traced when it was not.
