@@ -23,6 +23,7 @@ mod plugin_install;
 mod sandbox;
 mod sandbox_promises;
 mod scope;
+mod skills;
 mod snapshots;
 mod sse_server;
 mod task_loop;

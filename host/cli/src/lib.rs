@@ -10,6 +10,7 @@ mod plugin;
 mod render;
 mod run;
 pub mod sanitize;
+mod skills;
 mod template;
 mod tool;
 
@@ -41,6 +42,9 @@ pub enum Command {
     /// Modes (built-in, global, project).
     #[command(subcommand)]
     Modes(modes::ModesCommand),
+    /// Skills (`SKILL.md` folders): list, show, validate.
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
     /// Intents of a workspace (`.orchestration/active_intents.yaml`).
     #[command(subcommand)]
     Intents(IntentsCommand),
@@ -117,6 +121,7 @@ pub fn main() -> ExitCode {
             Command::Resume(args) => run::resume(args, &data_dir).await,
             Command::History(cmd) => run::history(cmd, &data_dir),
             Command::Modes(cmd) => modes::run(cmd),
+            Command::Skills(cmd) => skills::run(cmd, &data_dir).await,
             Command::Intents(IntentsCommand::List(args)) => intents::list(args),
             Command::Trace(args) => intents::trace(args),
             Command::Tool(cmd) => tool::run(cmd, &data_dir).await,

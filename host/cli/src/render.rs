@@ -298,6 +298,25 @@ fn text_of(task_id: &str, ev: &TaskEvent, style: &Style) -> String {
                 )
             )
         ),
+        TaskEvent::SkillLoaded {
+            skill,
+            path,
+            origin,
+        } => writeln!(
+            out,
+            "{}",
+            style.paint(
+                "36",
+                &format!(
+                    "  ✦ skill {} ({}){}",
+                    visible_line(skill),
+                    visible_line(origin),
+                    path.as_deref()
+                        .map(|p| format!(": {}", visible_line(p)))
+                        .unwrap_or_default()
+                )
+            )
+        ),
         TaskEvent::TodosUpdated { markdown } => writeln!(
             out,
             "{}\n{}",
@@ -460,6 +479,11 @@ mod tests {
             },
             TaskEvent::TodosUpdated {
                 markdown: EVIL.into(),
+            },
+            TaskEvent::SkillLoaded {
+                skill: EVIL.into(),
+                path: Some(EVIL.into()),
+                origin: EVIL.into(),
             },
             TaskEvent::AskRequired {
                 ask_id: EVIL.into(),

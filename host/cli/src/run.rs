@@ -162,6 +162,7 @@ fn engine(data_dir: &Path, args: &ProviderArgs, opts: &RunOptions) -> anyhow::Re
     let mut builder = EngineBuilder::from_config(data_dir, &cfg)
         .endpoints(endpoints)
         .modes_dir(config::default_path().parent().map(Path::to_path_buf))
+        .skill_sources(super::skills::sources())
         .before_compile(|| {
             notice!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
         });

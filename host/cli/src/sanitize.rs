@@ -41,7 +41,9 @@ pub fn visible_line(s: &str) -> Cow<'_, str> {
 ///
 /// Borrows `json` when nothing needs changing.
 pub fn json_text(json: &str) -> Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() || is_bidi_control(c);
+    // A raw newline is only ever whitespace between tokens (serde escapes
+    // the ones in strings), as pretty-printed JSON has.
+    let unsafe_char = |c: char| (c.is_control() && c != '\n') || is_bidi_control(c);
     let Some(first) = json.find(unsafe_char) else {
         return Cow::Borrowed(json);
     };

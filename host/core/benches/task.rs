@@ -477,6 +477,7 @@ async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
             modes: modes.clone(),
             mode: modes.get(mode).expect("mode").clone(),
             intent: None,
+            skill: None,
         };
         let mut samples = Vec::with_capacity(n);
         for i in 0..n + 200 {

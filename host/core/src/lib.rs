@@ -13,6 +13,7 @@
 //! [`asks`] (what a task asks a person, the one ask path, the answers),
 //! [`control`] (cancel and queued messages), [`llm`] (providers, stream
 //! decoding, tool-call assembly), [`modes`] (modes, hook registry),
+//! [`skills`] (skill folders found, checked, watched; their components),
 //! [`intents`] (intents, trace), [`store`] (SQLite), [`events`] (the event
 //! stream and its log), and [`first_party`] (the components that ship
 //! inside the binary); [`config`] is the deployment's config file (provider
@@ -30,6 +31,7 @@ pub mod install;
 pub mod intents;
 pub mod llm;
 pub mod modes;
+pub mod skills;
 pub mod store;
 pub mod task;
 pub mod tools;

@@ -154,6 +154,16 @@ pub enum TaskEvent {
         /// The list as markdown.
         markdown: String,
     },
+    /// The model loaded a skill's instructions or one of its files.
+    SkillLoaded {
+        /// The skill.
+        skill: String,
+        /// The file inside its folder, when not its `SKILL.md`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        /// Whose it is: `project` or `global`.
+        origin: String,
+    },
 }
 
 impl TaskEvent {

@@ -169,6 +169,8 @@ pub enum TraceKind {
     Network,
     /// An intent was selected.
     IntentSelected,
+    /// A skill's instructions or files were loaded.
+    SkillLoaded,
 }
 
 impl TraceKind {
@@ -181,6 +183,7 @@ impl TraceKind {
             Self::Hook => "hook",
             Self::Network => "network",
             Self::IntentSelected => "intent_selected",
+            Self::SkillLoaded => "skill_loaded",
         }
     }
 }

@@ -9,14 +9,5 @@ pub fn schema_violations(
     validator: &ArgsValidator,
     args: &serde_json::Value,
 ) -> Option<String> {
-    validator.check(args).err().map(|errs| {
-        let mut msg = format!("Invalid arguments for tool `{tool}`:\n");
-        for e in errs {
-            msg.push_str("- ");
-            msg.push_str(&e);
-            msg.push('\n');
-        }
-        msg.push_str("Fix every listed problem and call the tool again.");
-        msg
-    })
+    validator.explain(tool, args)
 }

@@ -11,7 +11,8 @@
 //!    (plugins and host-native tools alike);
 //! 3. **path gate** ([`paths`]): declared paths normalised, and refused when
 //!    they leave the workspace, are `.rooignore`d or name authority files;
-//! 4. **mode gate**: the mode's tool groups and file patterns;
+//! 4. **mode gate**: the mode's tool groups and file patterns, and the
+//!    tools a skill being followed allows;
 //! 5. **schema gate**: the tool's JSON schema, every violation listed;
 //! 6. **repetition gate**: the same call N times in a row asks for guidance;
 //! 7. **intent gate** (destructive tools): an active intent, declared paths
@@ -43,7 +44,7 @@ use crate::events::TaskEvent;
 use crate::intents::TraceEntry;
 use crate::llm::AssembledCall;
 use crate::store::Step;
-use crate::tools::{ErrorCode, Needs, PreviewCall, RegisteredTool, ToolError};
+use crate::tools::{ErrorCode, Needs, PreviewCall, RegisteredTool, Registry, ToolError};
 use crate::turn::{Ctx, RunState, TaskError};
 pub use agent::Agent;
 use gates::schema_violations;
@@ -54,12 +55,23 @@ use roost_protocol::{UiRow, UiSubtype};
 /// the task's services ([`Agent`], which it dereferences to).
 pub struct Dispatch<'a> {
     agent: &'a Agent,
+    /// The tools the task is offered (the agent's, or a task's overlay).
+    registry: &'a Registry,
 }
 
 impl<'a> Dispatch<'a> {
-    /// The dispatch of calls run with `agent`'s services.
+    /// The dispatch of calls run with `agent`'s services and tools.
     pub fn new(agent: &'a Agent) -> Self {
-        Self { agent }
+        Self {
+            agent,
+            registry: &agent.registry,
+        }
+    }
+
+    /// The dispatch of calls run with `agent`'s services, of the tools in
+    /// `registry` (the agent's with a task's own laid over them).
+    pub fn over(agent: &'a Agent, registry: &'a Registry) -> Self {
+        Self { agent, registry }
     }
 }
 
@@ -346,10 +358,22 @@ impl Dispatch<'_> {
         Ok(match gate {
             Gate::Paths => self.path_gate(ctx, spec, &mut call.args)?,
             Gate::Mode => {
-                match state
-                    .mode
-                    .check(spec, &call.args, call.tool.executor.always_available())
-                {
+                let always = call.tool.executor.always_available();
+                let checked = state.mode.check(spec, &call.args, always).and_then(|()| {
+                    // A skill being followed may limit the tools (its
+                    // `allowed-tools`, experimental).
+                    match &state.skill {
+                        Some(f) if !always && !f.allows(&spec.name) => Err(format!(
+                            "`{}` is not among the tools skill `{}` allows ({}); load another skill with \
+                             read_skill to work differently",
+                            spec.name,
+                            f.skill,
+                            f.tools.join(", ")
+                        )),
+                        _ => Ok(()),
+                    }
+                });
+                match checked {
                     Ok(()) => Verdict::Proceed,
                     Err(msg) => Verdict::Refuse(CallResult {
                         ui_row: Some((UiSubtype::Error, msg.clone())),

@@ -134,6 +134,7 @@ impl Dispatch<'_> {
         match outcome.effect.take() {
             Some(Effect::SwitchMode(mode)) => state.mode = *mode,
             Some(Effect::SelectIntent(selected)) => state.intent = Some(*selected),
+            Some(Effect::FollowSkill(focus)) => state.skill = focus,
             Some(Effect::Complete(result)) => completed = Some(result),
             Some(Effect::Abort(reason)) => abort = Some(reason),
             None => {}

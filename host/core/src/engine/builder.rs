@@ -12,6 +12,7 @@ use crate::first_party;
 use crate::install::{Plugins, Trust};
 use crate::llm::Provider;
 use crate::modes::HookRegistry;
+use crate::skills::{SkillLibrary, Sources};
 use crate::store::{Store, StoreError};
 use crate::task::{Agent, Registry, RegistryError, Services, TaskConfig};
 use roost_sandbox::plugins::{EngineConfig, LoadedHook, LoadedPlugin, PluginEngine, PluginError};
@@ -52,6 +53,7 @@ pub struct EngineBuilder {
     hook_files: Vec<PathBuf>,
     hooks: Vec<Arc<LoadedHook>>,
     modes_dir: Option<PathBuf>,
+    skills: Sources,
     plugin_engine: Option<Arc<PluginEngine>>,
     before_compile: Option<Box<dyn FnOnce() + Send>>,
     installed: bool,
@@ -71,6 +73,7 @@ impl EngineBuilder {
             hook_files: Vec::new(),
             hooks: Vec::new(),
             modes_dir: None,
+            skills: Sources::default(),
             plugin_engine: None,
             before_compile: None,
             installed: false,
@@ -199,6 +202,13 @@ impl EngineBuilder {
         self
     }
 
+    /// Where global skills live (home and config directory); by default
+    /// none, only the workspace's own.
+    pub fn skill_sources(mut self, sources: Sources) -> Self {
+        self.skills = sources;
+        self
+    }
+
     /// Share an existing plugin runtime (its cache and compiled
     /// components) instead of opening one on the data directory.
     pub fn plugin_engine(mut self, engine: Arc<PluginEngine>) -> Self {
@@ -259,6 +269,7 @@ impl EngineBuilder {
                 modes_dir: self.modes_dir,
                 hooks: Arc::new(hooks),
                 asks: Default::default(),
+                skills: Arc::new(SkillLibrary::new(self.skills)),
             },
             registry: Arc::new(registry),
         })

@@ -6,12 +6,14 @@
 //!
 //! [`runner`](Agent) keeps the turns; `context` keeps requests inside the
 //! model's window; `history` holds the API history as the loop sees it;
-//! [`prompt`] builds the system prompt.
+//! [`prompt`] builds the system prompt; `tools` the tools a task is
+//! offered (the process's, and its workspace's skill tools).
 
 mod context;
 mod history;
 pub mod prompt;
 mod runner;
+mod tools;
 /// The task status lives with the record it is part of.
 pub use crate::store::status;
 

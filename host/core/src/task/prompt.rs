@@ -24,6 +24,9 @@ pub struct PromptContext<'a> {
     pub files: &'a Workspace,
     /// Tools offered this turn.
     pub tools: &'a [&'a ToolSpec],
+    /// The skills section (the mode's skills and the mandatory check), if
+    /// the workspace has skills.
+    pub skills: Option<&'a str>,
     /// Extra sections (hook contributions, intent context…).
     pub extra: &'a [String],
 }
@@ -41,6 +44,10 @@ pub fn build(ctx: &PromptContext<'_>) -> String {
         let names: Vec<&str> = ctx.tools.iter().map(|t| t.name.as_str()).collect();
         s.push_str(&names.join(", "));
         s.push('\n');
+    }
+    if let Some(skills) = ctx.skills {
+        s.push_str("\n====\n\n");
+        s.push_str(skills);
     }
     s.push_str(&format!(
         "\n====\n\nRULES\n\n- The workspace root is: {}\n- You cannot change directory; pass paths relative to the workspace root.\n- Do not ask for information you can get with a tool.\n- Do not end attempt_completion's result with a question or an offer of further help.\n- Do not start messages with \"Great\", \"Certainly\", \"Okay\" or \"Sure\".\n- Current mode: {}.\n",
@@ -119,6 +126,7 @@ mod tests {
             workspace: dir.path(),
             files: &files,
             tools: &[],
+            skills: None,
             extra: &[],
         });
         for needle in [

@@ -8,6 +8,7 @@
 //! message (a crash mid-call is repaired on resume).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -16,6 +17,7 @@ use serde_json::Value;
 use super::context::{BYTES_PER_TOKEN, RequestCache, cut_point, model_history, summarise};
 use super::history::History;
 use super::prompt::{PromptContext, build};
+use super::tools::TaskTools;
 use crate::asks::{Answer, Ask, AskError};
 use crate::call::Agent;
 use crate::call::{CallResult, Dispatch};
@@ -26,8 +28,9 @@ use crate::llm::{
     AssembledCall, ContentBlock, LlmError, Message, Provider, Role, StreamEvent, Usage,
 };
 use crate::modes::ModeSet;
+use crate::skills;
 use crate::store::{NewTask, Step, TaskRecord, TaskStatus};
-use crate::tools::ToolSpec;
+use crate::tools::{Registry, ToolSpec};
 use crate::turn::{Ctx, RepetitionDetector, RunState, TaskError, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
 use roost_sandbox::capability::Workspace;
@@ -398,6 +401,19 @@ impl Agent {
         Ok(())
     }
 
+    /// Bring the task's tools up to date with its workspace's skills; a
+    /// skill that was skipped (invalid, a broken edit) is reported once,
+    /// as an invalid mode file is.
+    async fn refresh_tools(&self, ctx: &Ctx<'_>, tools: &mut TaskTools) -> Result<(), TaskError> {
+        let catalog = self.skills.catalog(&ctx.workspace);
+        for message in tools.refresh(&self.registry, catalog) {
+            self.store
+                .append_ui(&ctx.task.id, UiRow::say(UiSubtype::Error), &message)?;
+            ctx.events.publish(TaskEvent::Warning { message }).await;
+        }
+        Ok(())
+    }
+
     /// Run the turns; a cancel that came while the task waited for an
     /// answer ends it aborted, as one between steps does.
     async fn run(
@@ -447,6 +463,7 @@ impl Agent {
             modes,
             mode,
             intent: None,
+            skill: None,
         };
         // The request body's parts, kept from turn to turn.
         let mut request = RequestCache::default();
@@ -488,6 +505,8 @@ impl Agent {
             }
         }
         let mut history = History::load(&self.store, id)?;
+        let mut tools = TaskTools::new(&self.registry);
+        self.refresh_tools(ctx, &mut tools).await?;
 
         if let Some(p) = pending {
             let outcome = self
@@ -495,6 +514,7 @@ impl Agent {
                     ctx,
                     &mut state,
                     &mut history,
+                    tools.registry(),
                     &p.calls,
                     (p.results, p.results_seq),
                 )
@@ -519,8 +539,10 @@ impl Agent {
             // tools the model is offered (the gate checks again per call);
             // a tool that works with intents only where intents are on.
             let intents_on = intents::enabled_in(&ctx.ws);
-            let offered: Vec<&ToolSpec> = self
-                .registry
+            // Skills added, changed or removed since the last turn.
+            self.refresh_tools(ctx, &mut tools).await?;
+            let registry = Arc::clone(tools.registry());
+            let offered: Vec<&ToolSpec> = registry
                 .iter()
                 .filter(|t| state.mode.offers(&t.spec, t.executor.always_available()))
                 .filter(|t| intents_on || !t.executor.needs_intents())
@@ -528,7 +550,7 @@ impl Agent {
                 .collect();
             // The tool list changes with the mode (and intents); it is
             // encoded once per process for each list, not every turn.
-            match self.registry.encoded_tools(ctx.provider.wire(), &offered) {
+            match registry.encoded_tools(ctx.provider.wire(), &offered) {
                 Ok(encoded) => request.set_tools(encoded),
                 Err(e) => {
                     return self
@@ -542,13 +564,22 @@ impl Agent {
                 .iter()
                 .map(|c| format!("MODE-SPECIFIC INSTRUCTIONS\n\n{c}"))
                 .collect();
-            extra.extend(Dispatch::new(self).hook_prompts(ctx, &state).await);
+            extra.extend(
+                Dispatch::over(self, &registry)
+                    .hook_prompts(ctx, &state)
+                    .await,
+            );
+            let skills = skills::prompt::section(
+                &tools.catalog().for_mode(&state.mode.slug).available,
+                skills::prompt::budget(ctx.config.context_window, BYTES_PER_TOKEN),
+            );
             let system = build(&PromptContext {
                 role: &state.mode.role_definition,
                 mode: &state.mode.slug,
                 workspace: &ctx.workspace,
                 files: &ctx.ws,
                 tools: &offered,
+                skills: skills.as_deref(),
                 extra: &extra,
             });
             let body = match self
@@ -654,7 +685,14 @@ impl Agent {
                 content: Vec::new(),
             };
             if let Some(outcome) = self
-                .run_calls(ctx, &mut state, &mut history, &reply.calls, (empty, None))
+                .run_calls(
+                    ctx,
+                    &mut state,
+                    &mut history,
+                    &registry,
+                    &reply.calls,
+                    (empty, None),
+                )
                 .await?
             {
                 return Ok(outcome);
@@ -688,6 +726,7 @@ impl Agent {
         ctx: &Ctx<'_>,
         state: &mut RunState,
         history: &mut History,
+        registry: &Registry,
         calls: &[AssembledCall],
         results: (Message, Option<i64>),
     ) -> Result<Option<TaskOutcome>, TaskError> {
@@ -701,7 +740,9 @@ impl Agent {
                     "Not executed: an earlier call in the same message ended the task.",
                 )
             } else {
-                Dispatch::new(self).handle(ctx, state, call).await?
+                Dispatch::over(self, registry)
+                    .handle(ctx, state, call)
+                    .await?
             };
             if r.mistake {
                 state.mistakes += 1;

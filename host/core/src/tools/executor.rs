@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::access::Access;
 use crate::intents::{Intent, Scope, TraceEntry};
 use crate::modes::Mode;
+use crate::skills::SkillFocus;
 use crate::turn::{Ctx, RunState, Services, TaskError};
 use roost_protocol::{ErrorCode, ToolError, ToolGroup, ToolOutput, ToolSpec, UiSubtype};
 use roost_sandbox::plugins::LoadedPlugin;
@@ -75,6 +76,9 @@ pub enum Effect {
     SwitchMode(Box<Mode>),
     /// The task works under this intent from now on.
     SelectIntent(Box<(Intent, Scope)>),
+    /// The task follows this skill from now on (`None`: one that limits
+    /// no tools).
+    FollowSkill(Option<SkillFocus>),
 }
 
 /// What running a call gave.

@@ -1,7 +1,7 @@
 //! Tools as the host sees them: their specs, results and errors (the
 //! protocol's types), what runs each one ([`ToolExecutor`]: a component
-//! plugin in the sandbox, a host-native handler, later MCP tools, skills
-//! and commands), the [`Registry`] of every tool by name, the names only
+//! plugin in the sandbox, a host-native handler, a skill's tools, later
+//! MCP tools and commands), the [`Registry`] of every tool by name, the names only
 //! the host may use, argument validation, and what a call changed
 //! ([`snapshot`]). The one dispatch that runs a call of any of them is
 //! [`crate::call`].
@@ -13,6 +13,7 @@ pub mod native;
 mod preview;
 pub mod registry;
 pub mod reserved;
+pub mod skill;
 pub(crate) mod snapshot;
 mod validate;
 

@@ -45,6 +45,21 @@ impl ArgsValidator {
             Err(errors)
         }
     }
+
+    /// The schema gate's message for `args` of `tool`: every violation,
+    /// so the model fixes all at once; `None` when the args are valid.
+    pub fn explain(&self, tool: &str, args: &serde_json::Value) -> Option<String> {
+        self.check(args).err().map(|errs| {
+            let mut msg = format!("Invalid arguments for tool `{tool}`:\n");
+            for e in errs {
+                msg.push_str("- ");
+                msg.push_str(&e);
+                msg.push('\n');
+            }
+            msg.push_str("Fix every listed problem and call the tool again.");
+            msg
+        })
+    }
 }
 
 #[cfg(test)]

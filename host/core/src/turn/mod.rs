@@ -22,6 +22,7 @@ use crate::events::{EventBus, TaskEvent};
 use crate::intents::{Intent, Scope, Trace, TraceEntry};
 use crate::llm::Provider;
 use crate::modes::{HookRegistry, Mode, ModeSet};
+use crate::skills::{SkillFocus, SkillLibrary};
 use crate::store::{Step, Store, StoreError, TaskRecord, TaskStatus};
 use roost_protocol::{UiRow, UiSubtype};
 use roost_sandbox::capability::{Workspace, WorkspaceError};
@@ -78,6 +79,8 @@ pub struct Services {
     pub hooks: Arc<HookRegistry>,
     /// Where questions to a person wait for their answers.
     pub asks: Arc<AskBroker>,
+    /// Every workspace's skills, kept fresh, and their components.
+    pub skills: Arc<SkillLibrary>,
 }
 
 /// Per-run state that is not persisted (it restarts with a resume): the
@@ -94,6 +97,8 @@ pub struct RunState {
     pub mode: Mode,
     /// The intent it works under, with its scope.
     pub intent: Option<(Intent, Scope)>,
+    /// The skill it follows, when that skill limits the tools it may call.
+    pub skill: Option<SkillFocus>,
 }
 
 impl RunState {

@@ -364,38 +364,50 @@ impl PluginEngine {
     }
 
     /// Ask a freshly prepared plugin for its tools, in a call that is granted
-    /// nothing. Runs on its own thread and runtime so loading works from
-    /// synchronous code and from inside any tokio runtime alike.
+    /// nothing.
     fn list_tools(&self, name: &str, pre: &ToolPre) -> Result<Vec<wit::ToolSpec>, PluginError> {
-        let grant = Grant::new(PathBuf::new());
-        let bad = |detail: String| PluginError::BadTools {
+        self.at_load(name, async |store: &mut Store<CallState>| {
+            pre.tools(store).await
+        })
+        .map_err(|e| PluginError::BadTools {
             plugin: name.to_owned(),
-            detail,
-        };
+            detail: format!("`tools` {e}"),
+        })
+    }
+
+    /// Run `f` once in a fresh store of `name` granted nothing, as loading
+    /// a component asks it what it offers (a plugin's tools, a skill's
+    /// entries). Runs on its own thread and runtime so loading works from
+    /// synchronous code and from inside any tokio runtime alike; the error
+    /// says what went wrong (`failed: …`, `did not return …`).
+    pub(super) fn at_load<T, F>(&self, name: &str, f: F) -> Result<T, String>
+    where
+        T: Send,
+        F: AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<T> + Send,
+    {
+        let grant = Grant::new(PathBuf::new());
         std::thread::scope(|s| {
             s.spawn(|| {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
-                    .map_err(|e| bad(format!("cannot start a runtime: {e}")))?;
+                    .map_err(|e| format!("cannot start a runtime: {e}"))?;
                 rt.block_on(async {
-                    let mut store = self
-                        .new_store(name, &grant, None)
-                        .map_err(|e| bad(e.message))?;
-                    let fut = pre.tools(&mut store);
+                    let mut store = self.new_store(name, &grant, None).map_err(|e| e.message)?;
+                    let fut = f(&mut store);
                     let res = tokio::time::timeout(grant.limits.deadline + HOST_GRACE, fut).await;
                     match res {
-                        Ok(Ok(tools)) => Ok(tools),
-                        Ok(Err(e)) => Err(bad(format!(
-                            "`tools` failed: {}",
+                        Ok(Ok(v)) => Ok(v),
+                        Ok(Err(e)) => Err(format!(
+                            "failed: {}",
                             classify_trap(name, &e, &store, &grant).message
-                        ))),
-                        Err(_) => Err(bad("`tools` did not return within the deadline".into())),
+                        )),
+                        Err(_) => Err("did not return within the deadline".into()),
                     }
                 })
             })
             .join()
-            .map_err(|_| bad("listing tools panicked".into()))?
+            .map_err(|_| "panicked while loading".to_owned())?
         })
     }
 
@@ -654,7 +666,7 @@ fn deadline_error(plugin: &str, grant: &Grant) -> ToolError {
     )
 }
 
-fn classify_trap(
+pub(super) fn classify_trap(
     plugin: &str,
     err: &wasmtime::Error,
     store: &Store<CallState>,
@@ -688,7 +700,7 @@ fn classify_trap(
 
 /// Bound a call's output before the host does any work on it: sizes are
 /// checked first, so `data` is parsed as JSON only when it fits the cap.
-fn cap_output(plugin: &str, out: wit::ToolOutput, cap: usize) -> ToolOutput {
+pub(super) fn cap_output(plugin: &str, out: wit::ToolOutput, cap: usize) -> ToolOutput {
     let data_len = out.data.as_ref().map_or(0, String::len);
     let total = out.text.len().saturating_add(data_len);
     let parse = |d: String| match serde_json::from_str(&d) {
@@ -718,7 +730,7 @@ fn cap_output(plugin: &str, out: wit::ToolOutput, cap: usize) -> ToolOutput {
     }
 }
 
-fn convert_code(c: wit::ErrorCode) -> ErrorCode {
+pub(super) fn convert_code(c: wit::ErrorCode) -> ErrorCode {
     match c {
         wit::ErrorCode::InvalidArgs => ErrorCode::InvalidArgs,
         wit::ErrorCode::NotFound => ErrorCode::NotFound,
@@ -740,7 +752,7 @@ fn convert_group(g: wit::ToolGroup) -> ToolGroup {
 }
 
 /// Tool names follow the rules every provider accepts for function names.
-fn valid_tool_name(n: &str) -> bool {
+pub(super) fn valid_tool_name(n: &str) -> bool {
     !n.is_empty()
         && n.len() <= 64
         && n.bytes()

@@ -1,7 +1,8 @@
 //! The component runtime: one [`PluginEngine`] per process compiles each
 //! plugin once (cached on disk), keeps an `InstancePre` per plugin, and runs
 //! every call in a fresh `Store` sandboxed by the call's grant and bounded by
-//! its limits. Mode hooks run the same way ([`hook`]). A tool call's
+//! its limits. Mode hooks and skill components run the same way ([`hook`],
+//! [`skill`]). A tool call's
 //! `wasi:http` requests go through [`http`]: checked against its grant and
 //! sent by the host, each recorded for the trace.
 
@@ -12,6 +13,7 @@ mod error;
 mod hidden_paths;
 mod hook;
 mod http;
+mod skill;
 mod special_files;
 mod state;
 
@@ -20,3 +22,4 @@ pub use engine::{CallReport, EngineConfig, LoadedPlugin, PluginEngine, WIT_VERSI
 pub use error::PluginError;
 pub use hook::{HookCall, HookDecision, LoadedHook};
 pub use http::{NetworkLog, NetworkRecord, NetworkReport, Resolve, Resolved, SystemResolver};
+pub use skill::{LoadedSkill, SkillEntry};

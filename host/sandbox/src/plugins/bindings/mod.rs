@@ -35,3 +35,21 @@ pub mod mode_hook {
         },
     });
 }
+
+/// World `skill` of `roost:plugin@0.2.0`: a skill's scripts as one
+/// component; shares the host and type interfaces with `tool-plugin`, and
+/// WASI (its filesystem) with everything the engine links.
+pub mod skill {
+    wasmtime::component::bindgen!({
+        world: "skill",
+        path: "../../wit",
+        exports: { default: async },
+        with: {
+            "roost:plugin/types": super::tool_plugin::roost::plugin::types,
+            "roost:plugin/host": super::tool_plugin::roost::plugin::host,
+            "wasi:io": wasmtime_wasi::p2::bindings::io,
+            "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+            "wasi:filesystem": wasmtime_wasi::p2::bindings::filesystem,
+        },
+    });
+}

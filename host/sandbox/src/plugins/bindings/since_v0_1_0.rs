@@ -28,6 +28,19 @@ pub mod mode_hook {
     });
 }
 
+/// World `skill` of `roost:plugin@0.1.0` (no filesystem yet).
+pub mod skill {
+    wasmtime::component::bindgen!({
+        world: "skill",
+        path: "../../wit/compat/v0.1.0",
+        exports: { default: async },
+        with: {
+            "roost:plugin/types": super::tool_plugin::roost::plugin::types,
+            "roost:plugin/host": super::tool_plugin::roost::plugin::host,
+        },
+    });
+}
+
 use tool_plugin::roost::plugin::{host, types};
 
 impl types::Host for CallState {}
@@ -198,6 +211,26 @@ impl From<latest::ToolOutcome> for types::ToolOutcome {
         Self {
             outcome: o.outcome.map(Into::into).map_err(Into::into),
             changed_paths: o.changed_paths,
+        }
+    }
+}
+
+impl From<types::SkillEntry> for latest::SkillEntry {
+    fn from(e: types::SkillEntry) -> Self {
+        Self {
+            name: e.name,
+            description: e.description,
+            args_schema: e.args_schema,
+        }
+    }
+}
+
+impl From<types::SkillMetadata> for latest::SkillMetadata {
+    fn from(m: types::SkillMetadata) -> Self {
+        Self {
+            name: m.name,
+            description: m.description,
+            entries: m.entries.into_iter().map(Into::into).collect(),
         }
     }
 }

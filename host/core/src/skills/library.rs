@@ -1,0 +1,306 @@
+//! The skills of every workspace a long-running process serves, kept up to
+//! date: a workspace's [`Catalog`] is scanned on first use, its folders are
+//! watched (`notify`), and a change marks it stale so the next turn sees a
+//! fresh scan — a skill added, edited or removed. One watcher serves every
+//! workspace of the library. A broken edit keeps the
+//! last good version of that skill and reports the error
+//! ([`Catalog::keeping_last_good`]). Skill components are loaded (compiled
+//! or taken from the cache) on first use and shared.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use notify::{EventKind, RecursiveMode, Watcher};
+
+use super::catalog::{COMPONENT_FILE, Catalog, Skill};
+use super::sources::Sources;
+use roost_sandbox::capability::dirfd::DirFd;
+use roost_sandbox::plugins::{LoadedSkill, PluginEngine};
+
+/// Largest `skill.wasm` loaded.
+pub const MAX_COMPONENT: u64 = 64 << 20;
+/// Most workspaces whose catalogs one process keeps.
+const MAX_WORKSPACES: usize = 256;
+/// Most skill components kept loaded.
+const MAX_COMPONENTS: usize = 64;
+
+/// Why a skill's component cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SkillError {
+    /// It does not ship one.
+    #[error("skill `{0}` has no component (skill.wasm), so it has no entries to run")]
+    NoComponent(String),
+    /// Its file cannot be read.
+    #[error(
+        "skill `{skill}`: cannot read skill.wasm (it must be a regular file, not a link, of at most 64 MiB): {detail}"
+    )]
+    Read {
+        /// The skill.
+        skill: String,
+        /// What failed.
+        detail: String,
+    },
+    /// It is not a usable component of world `skill`.
+    #[error("skill `{skill}`: skill.wasm cannot be loaded: {detail}")]
+    Load {
+        /// The skill.
+        skill: String,
+        /// What failed.
+        detail: String,
+    },
+    /// Its metadata names another skill.
+    #[error("skill `{skill}`: skill.wasm says it is skill `{declared}`")]
+    Mismatch {
+        /// The skill.
+        skill: String,
+        /// The name its metadata gives.
+        declared: String,
+    },
+}
+
+/// One workspace's catalog and whether it changed on disk since.
+#[derive(Default)]
+struct Watched {
+    /// Set by the watcher when one of its folders changed.
+    stale: Arc<AtomicBool>,
+    catalog: Mutex<Option<Arc<Catalog>>>,
+}
+
+/// Folders whose changes mark a workspace's catalog stale.
+type Targets = Arc<Mutex<Vec<(PathBuf, Arc<AtomicBool>)>>>;
+
+/// The one watcher of a library (one inotify instance and thread for
+/// every workspace it serves), and what it watches.
+struct Watching {
+    /// `None` where it could not start: then every use scans again.
+    watcher: Option<notify::RecommendedWatcher>,
+    /// Paths it watches already.
+    paths: HashSet<PathBuf>,
+    targets: Targets,
+}
+
+impl Watching {
+    fn start() -> Self {
+        let targets: Targets = Arc::default();
+        let seen = Arc::clone(&targets);
+        let made = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            let targets = lock(&seen);
+            match res {
+                Ok(e) if matches!(e.kind, EventKind::Access(_)) => {}
+                Ok(e) => {
+                    for (dir, flag) in targets.iter() {
+                        if e.paths.iter().any(|p| p.starts_with(dir)) {
+                            flag.store(true, Ordering::SeqCst);
+                        }
+                    }
+                }
+                // Events were lost: anything may have changed.
+                Err(_) => {
+                    for (_, flag) in targets.iter() {
+                        flag.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+        });
+        let watcher = match made {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!("cannot watch skill folders (they are scanned every turn): {e}");
+                None
+            }
+        };
+        Self {
+            watcher,
+            paths: HashSet::new(),
+            targets,
+        }
+    }
+
+    /// Watch `dir` for `stale` (recursively or not); false when it cannot.
+    fn watch(&mut self, dir: &Path, mode: RecursiveMode, stale: &Arc<AtomicBool>) -> bool {
+        let Some(w) = &mut self.watcher else {
+            return false;
+        };
+        if !self.paths.contains(dir) {
+            if let Err(e) = w.watch(dir, mode) {
+                tracing::debug!(dir = %dir.display(), "not watched: {e}");
+                return false;
+            }
+            self.paths.insert(dir.to_path_buf());
+        }
+        lock(&self.targets).push((dir.to_path_buf(), Arc::clone(stale)));
+        true
+    }
+
+    /// Forget what `stale`'s workspace watched (before it is watched anew).
+    fn forget(&mut self, stale: &Arc<AtomicBool>) {
+        lock(&self.targets).retain(|(_, f)| !Arc::ptr_eq(f, stale));
+    }
+}
+
+/// The skills of every workspace the process serves, and their loaded
+/// components. One per engine.
+pub struct SkillLibrary {
+    sources: Sources,
+    watched: Mutex<HashMap<PathBuf, Arc<Watched>>>,
+    watching: Mutex<Option<Watching>>,
+    components: Mutex<HashMap<blake3::Hash, Arc<LoadedSkill>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Maps of finished values stay consistent whatever panicked.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl SkillLibrary {
+    /// A library finding global skills where `sources` say.
+    pub fn new(sources: Sources) -> Self {
+        Self {
+            sources,
+            watched: Mutex::default(),
+            watching: Mutex::default(),
+            components: Mutex::default(),
+        }
+    }
+
+    /// Where global skills are looked for.
+    pub fn sources(&self) -> &Sources {
+        &self.sources
+    }
+
+    /// The catalog of `workspace` as it stands now: scanned on first use,
+    /// and again whenever one of its folders changed since.
+    pub fn catalog(&self, workspace: &Path) -> Arc<Catalog> {
+        let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+        let watched = {
+            let mut map = lock(&self.watched);
+            if map.len() >= MAX_WORKSPACES && !map.contains_key(&ws) {
+                map.clear();
+                // A fresh watcher, watching only what is asked again.
+                *lock(&self.watching) = None;
+            }
+            Arc::clone(map.entry(ws.clone()).or_default())
+        };
+        let mut current = lock(&watched.catalog);
+        let stale = watched.stale.swap(false, Ordering::SeqCst);
+        if let Some(c) = &*current
+            && !stale
+        {
+            return Arc::clone(c);
+        }
+        let scanned = Catalog::scan(&self.sources, &ws);
+        let catalog = Arc::new(match &*current {
+            Some(last) => scanned.keeping_last_good(last),
+            None => scanned,
+        });
+        // The watch follows the folders as they are now.
+        if !self.watch(&ws, &catalog, &watched.stale) {
+            watched.stale.store(true, Ordering::SeqCst);
+        }
+        *current = Some(Arc::clone(&catalog));
+        catalog
+    }
+
+    /// Whether `workspace`'s catalog changed on disk since it was last
+    /// taken (or cannot be watched): a front-end may show it; tests wait
+    /// on it.
+    pub fn is_stale(&self, workspace: &Path) -> bool {
+        let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+        lock(&self.watched)
+            .get(&ws)
+            .is_none_or(|w| w.stale.load(Ordering::SeqCst))
+    }
+
+    /// Watch `ws`'s folders for changes; false when they cannot be
+    /// watched (the catalog is then scanned on every use).
+    fn watch(&self, ws: &Path, catalog: &Catalog, stale: &Arc<AtomicBool>) -> bool {
+        let mut guard = lock(&self.watching);
+        let watching = guard.get_or_insert_with(Watching::start);
+        if watching.watcher.is_none() {
+            return false;
+        }
+        watching.forget(stale);
+        for point in self.sources.watch_points(ws) {
+            if point.is_dir() {
+                watching.watch(&point, RecursiveMode::NonRecursive, stale);
+            }
+        }
+        let mut ok = true;
+        let mut roots = Vec::new();
+        for root in self.sources.roots(ws) {
+            if root.dir.is_dir() {
+                ok &= watching.watch(&root.dir, RecursiveMode::Recursive, stale);
+                roots.extend(std::fs::canonicalize(&root.dir));
+            }
+        }
+        // Linked skill folders live elsewhere: watch them where they are.
+        for s in catalog.skills() {
+            if !roots.iter().any(|r| s.dir.starts_with(r)) {
+                ok &= watching.watch(&s.dir, RecursiveMode::Recursive, stale);
+            }
+        }
+        ok
+    }
+
+    /// The component of `skill`, loaded on first use (compiling it takes a
+    /// while once; the cache keeps it) and checked to be that skill's.
+    pub async fn component(
+        &self,
+        engine: &Arc<PluginEngine>,
+        skill: &Skill,
+    ) -> Result<Arc<LoadedSkill>, SkillError> {
+        let name = skill.name().to_owned();
+        if !skill.component {
+            return Err(SkillError::NoComponent(name));
+        }
+        let read_err = |detail: String| SkillError::Read {
+            skill: name.clone(),
+            detail,
+        };
+        let bytes = DirFd::open_ambient(&skill.dir)
+            .and_then(|d| d.read(OsStr::new(COMPONENT_FILE), MAX_COMPONENT))
+            .map_err(|e| read_err(e.to_string()))?;
+        let hash = blake3::hash(&bytes);
+        if let Some(c) = lock(&self.components).get(&hash)
+            && c.name() == name
+        {
+            return Ok(Arc::clone(c));
+        }
+        let engine = Arc::clone(engine);
+        let load_name = name.clone();
+        let loaded =
+            tokio::task::spawn_blocking(move || engine.load_skill_bytes(&load_name, &bytes))
+                .await
+                .map_err(|e| SkillError::Load {
+                    skill: name.clone(),
+                    detail: format!("loading stopped: {e}"),
+                })?
+                .map_err(|e| SkillError::Load {
+                    skill: name.clone(),
+                    detail: e.to_string(),
+                })?;
+        if loaded.declared_name() != name {
+            return Err(SkillError::Mismatch {
+                skill: name,
+                declared: loaded.declared_name().to_owned(),
+            });
+        }
+        let mut map = lock(&self.components);
+        if map.len() >= MAX_COMPONENTS {
+            map.clear();
+        }
+        map.insert(hash, Arc::clone(&loaded));
+        Ok(loaded)
+    }
+}
+
+impl std::fmt::Debug for SkillLibrary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkillLibrary")
+            .field("sources", &self.sources)
+            .finish()
+    }
+}
