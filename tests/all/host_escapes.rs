@@ -602,6 +602,23 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
         ),
         ("core/src/store/export.rs", "the export dir the user names"),
         (
+            "core/src/skills/catalog.rs",
+            "skill folders, their links resolved on purpose (a folder reached twice counts once; a project's links \
+             must stay in the project) before SKILL.md is read through a handle that follows none",
+        ),
+        (
+            "core/src/skills/library.rs",
+            "the workspace and skill folders, resolved to be watched",
+        ),
+        (
+            "sandbox/src/plugins/skill.rs",
+            "component files named by the user",
+        ),
+        (
+            "cli/src/skills.rs",
+            "the skill folder `roost skills validate` names",
+        ),
+        (
             "sandbox/src/plugins/engine.rs",
             "component files named by the user",
         ),

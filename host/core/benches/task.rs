@@ -3,7 +3,8 @@
 //! the provider sleeping 200 ms per turn, 5 turns each with a read_file call.
 //! P7: the gates plus one no-op mode hook per call, against the same call
 //! with no hook. P8: 10,000 tasks through the engine, 50 ms latency, 3
-//! turns. P9: the dispatch's own cost per call. Run: `cargo bench -p
+//! turns. P9: the dispatch's own cost per call (and `run_skill`'s,
+//! against a component tool call, when the test fixtures are built). Run: `cargo bench -p
 //! roost-core --bench task` (one of them only: `-- p5`, `-- p6`, `-- p7`,
 //! `-- p8`, `-- p9`).
 
@@ -441,6 +442,28 @@ async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
         control: &control,
     };
     let dispatch = Dispatch::new(agent);
+    // The note-taker skill (tests/fixtures), when its component is built:
+    // `run_skill` through the same dispatch, over the task's overlay.
+    let skill_wasm = std::env::var_os("ROOST_SKILL_WASM")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/wasm/wasm32-wasip2/release/skill_fixture.wasm")
+        });
+    let skill_dir = ws.join(".roo/skills/note-taker");
+    std::fs::create_dir_all(&skill_dir).expect("mkdir");
+    std::fs::write(
+        skill_dir.join("SKILL.md"),
+        "---\nname: note-taker\ndescription: Counts notes.\n---\nCount.\n",
+    )
+    .expect("SKILL.md");
+    let with_skill = std::fs::copy(&skill_wasm, skill_dir.join("skill.wasm")).is_ok();
+    let catalog = agent.skills.catalog(ws);
+    let overlay = agent
+        .registry
+        .with_overlay(roost_core::tools::skill::overlay(&catalog).expect("skill tools"))
+        .expect("overlay");
+    let over_skills = Dispatch::over(agent, &overlay);
     let modes = ModeSet::load(ws, None);
     let n = 2000;
     let us = |d: Duration| d.as_secs_f64() * 1e6;
@@ -470,7 +493,25 @@ async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
             "read_file",
             json!({"path": "file.txt", "start_line": 1, "end_line": 20}),
         ),
+        (
+            "skill run_skill count (note-taker), no hook",
+            "code",
+            "run_skill",
+            json!({"skill": "note-taker", "entry": "count", "args": {"path": "file.txt"}}),
+        ),
     ] {
+        if name == "run_skill" && !with_skill {
+            eprintln!(
+                "{} not built: run the tests once; run_skill not measured",
+                skill_wasm.display()
+            );
+            continue;
+        }
+        let dispatch = if name == "run_skill" {
+            &over_skills
+        } else {
+            &dispatch
+        };
         let mut state = RunState {
             mistakes: 0,
             repetition: RepetitionDetector::new(u32::MAX),
@@ -525,7 +566,38 @@ async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
     }
     alone.sort();
     println!(
-        "| component read_file, the call alone | {:.1} µs | {:.1} µs | {:.1} µs |",
+        "| component read_file, the call alone ({} KiB fs-tools) | {:.1} µs | {:.1} µs | {:.1} µs |",
+        first_party::FS_TOOLS.len() >> 10,
+        us(pct(&alone, 0.5)),
+        us(pct(&alone, 0.9)),
+        us(pct(&alone, 0.99))
+    );
+    if !with_skill {
+        return;
+    }
+    let skill = catalog.skills().first().expect("the skill");
+    let component = agent
+        .skills
+        .component(&agent.engine, skill)
+        .await
+        .expect("component");
+    let args = json!({"path": "file.txt"}).to_string();
+    let mut alone = Vec::with_capacity(n);
+    for i in 0..n + 200 {
+        let t0 = Instant::now();
+        agent
+            .engine
+            .run_skill(&component, "count", &args, &grant)
+            .await
+            .expect("count");
+        if i >= 200 {
+            alone.push(t0.elapsed());
+        }
+    }
+    alone.sort();
+    let size = std::fs::metadata(&skill_wasm).map_or(0, |m| m.len() >> 10);
+    println!(
+        "| skill entry count, the call alone ({size} KiB note-taker) | {:.1} µs | {:.1} µs | {:.1} µs |",
         us(pct(&alone, 0.5)),
         us(pct(&alone, 0.9)),
         us(pct(&alone, 0.99))

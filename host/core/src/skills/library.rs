@@ -147,7 +147,17 @@ pub struct SkillLibrary {
     sources: Sources,
     watched: Mutex<HashMap<PathBuf, Arc<Watched>>>,
     watching: Mutex<Option<Watching>>,
-    components: Mutex<HashMap<blake3::Hash, Arc<LoadedSkill>>>,
+    components: Mutex<HashMap<FileKey, Arc<LoadedSkill>>>,
+}
+
+/// A skill component's file as it was loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FileKey {
+    dir: PathBuf,
+    dev: u64,
+    ino: u64,
+    size: u64,
+    ctime: (i64, i64),
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -260,15 +270,23 @@ impl SkillLibrary {
             skill: name.clone(),
             detail,
         };
-        let bytes = DirFd::open_ambient(&skill.dir)
-            .and_then(|d| d.read(OsStr::new(COMPONENT_FILE), MAX_COMPONENT))
-            .map_err(|e| read_err(e.to_string()))?;
-        let hash = blake3::hash(&bytes);
-        if let Some(c) = lock(&self.components).get(&hash)
-            && c.name() == name
-        {
+        let dir = DirFd::open_ambient(&skill.dir).map_err(|e| read_err(e.to_string()))?;
+        let file = OsStr::new(COMPONENT_FILE);
+        // The file as it is now: any change to it (its ctime) loads it anew.
+        let stat = dir.stat(file).map_err(|e| read_err(e.to_string()))?;
+        let key = FileKey {
+            dir: skill.dir.clone(),
+            dev: stat.dev,
+            ino: stat.ino,
+            size: stat.size,
+            ctime: stat.ctime,
+        };
+        if let Some(c) = lock(&self.components).get(&key) {
             return Ok(Arc::clone(c));
         }
+        let bytes = dir
+            .read(file, MAX_COMPONENT)
+            .map_err(|e| read_err(e.to_string()))?;
         let engine = Arc::clone(engine);
         let load_name = name.clone();
         let loaded =
@@ -292,7 +310,7 @@ impl SkillLibrary {
         if map.len() >= MAX_COMPONENTS {
             map.clear();
         }
-        map.insert(hash, Arc::clone(&loaded));
+        map.insert(key, Arc::clone(&loaded));
         Ok(loaded)
     }
 }

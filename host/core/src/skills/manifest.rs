@@ -324,6 +324,35 @@ mod tests {
         assert_eq!(body, "# PDF\nDo it.\n");
     }
 
+    /// A hostile front-matter (an alias bomb, a huge nesting) is refused,
+    /// not expanded.
+    #[test]
+    fn hostile_yaml_is_refused_not_expanded() {
+        let mut bomb =
+            String::from("---\nname: a\ndescription: x\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let refs = vec![format!("*l{}", i - 1); 10].join(", ");
+            bomb.push_str(&format!("l{i}: &l{i} [{refs}]\n"));
+        }
+        bomb.push_str("---\n");
+        let p = problems(&bomb, "a");
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].starts_with("has front-matter that is not valid YAML"),
+            "{p:?}"
+        );
+        let deep = format!(
+            "---\nname: a\ndescription: x\nd: {}{}\n---\n",
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        let p = problems(&deep, "a");
+        assert!(
+            p[0].starts_with("has front-matter that is not valid YAML"),
+            "{p:?}"
+        );
+    }
+
     #[test]
     fn each_rule_has_its_message() {
         let fm = |fields: &str| format!("---\n{fields}\n---\nbody\n");

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use roost_sandbox::capability::dirfd::DirFd;
+
 /// Families of skill folders a project or a home holds, in precedence
 /// order (Roo's own first).
 const PROJECT_FAMILIES: [&str; 3] = [".roo", ".agents", ".claude"];
@@ -168,13 +170,12 @@ fn project_dirs(workspace: &Path, top: &Path) -> Vec<PathBuf> {
 
 /// The modes `base` has a `skills-<mode>` folder for, sorted.
 fn mode_folders(base: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(base) else {
+    let Ok(names) = DirFd::open_ambient(base).and_then(|d| d.names()) else {
         return Vec::new();
     };
-    let mut modes: Vec<String> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let name = e.file_name();
+    let mut modes: Vec<String> = names
+        .into_iter()
+        .filter_map(|(name, _)| {
             let mode = name.to_str()?.strip_prefix("skills-")?.to_owned();
             let slug_ok = !mode.is_empty()
                 && mode
