@@ -982,3 +982,27 @@ async fn no_skills_no_section_and_scripts_never_run() {
     assert!(!nt.join("../../../../SCRIPT_RAN").exists());
     assert!(!ws.root().join("SCRIPT_RAN").exists());
 }
+
+/// A folder of skills that appears while the engine runs (a `.roo/`
+/// created later) is found at the next use, without the workspace itself
+/// being watched.
+#[test]
+fn a_skills_folder_created_later_is_found() {
+    let h = harness(json!([]), ApprovalPolicy::yes());
+    let ws = h.ws.path();
+    let library = &h.agent().skills;
+    assert!(library.catalog(&ws).is_empty());
+    assert!(!library.is_stale(&ws));
+    skill(&ws.join(".agents/skills"), "late", "created after the first look");
+    wait_for_change(&h, &ws);
+    let names: Vec<String> = library
+        .catalog(&ws)
+        .skills()
+        .iter()
+        .map(|s| s.name().to_owned())
+        .collect();
+    assert_eq!(names, ["late"]);
+    std::fs::remove_dir_all(ws.join(".agents")).expect("remove");
+    wait_for_change(&h, &ws);
+    assert!(library.catalog(&ws).is_empty());
+}

@@ -1,8 +1,10 @@
 //! The skills of every workspace a long-running process serves, kept up to
-//! date: a workspace's [`Catalog`] is scanned on first use, its folders are
-//! watched (`notify`), and a change marks it stale so the next turn sees a
-//! fresh scan — a skill added, edited or removed. One watcher serves every
-//! workspace of the library. A broken edit keeps the
+//! date: a workspace's [`Catalog`] is scanned on first use, its folders of
+//! skills are watched (`notify`; where such a folder could appear, whether
+//! it exists is checked on each use instead, so the files tools open in the
+//! workspace never wake the watcher), and a change marks it stale so the
+//! next turn sees a fresh scan — a skill added, edited or removed. One
+//! watcher serves every workspace of the library. A broken edit keeps the
 //! last good version of that skill and reports the error
 //! ([`Catalog::keeping_last_good`]). Skill components are loaded (compiled
 //! or taken from the cache) on first use and shared.
@@ -66,7 +68,9 @@ pub enum SkillError {
 struct Watched {
     /// Set by the watcher when one of its folders changed.
     stale: Arc<AtomicBool>,
-    catalog: Mutex<Option<Arc<Catalog>>>,
+    /// The catalog, and which of its watch points existed when it was
+    /// scanned.
+    catalog: Mutex<Option<(Arc<Catalog>, Vec<bool>)>>,
 }
 
 /// Folders whose changes mark a workspace's catalog stale.
@@ -196,21 +200,23 @@ impl SkillLibrary {
         };
         let mut current = lock(&watched.catalog);
         let stale = watched.stale.swap(false, Ordering::SeqCst);
-        if let Some(c) = &*current
+        let presence = self.sources.presence(&ws);
+        if let Some((c, seen)) = &*current
             && !stale
+            && *seen == presence
         {
             return Arc::clone(c);
         }
         let scanned = Catalog::scan(&self.sources, &ws);
         let catalog = Arc::new(match &*current {
-            Some(last) => scanned.keeping_last_good(last),
+            Some((last, _)) => scanned.keeping_last_good(last),
             None => scanned,
         });
         // The watch follows the folders as they are now.
         if !self.watch(&ws, &catalog, &watched.stale) {
             watched.stale.store(true, Ordering::SeqCst);
         }
-        *current = Some(Arc::clone(&catalog));
+        *current = Some((Arc::clone(&catalog), presence));
         catalog
     }
 
@@ -219,9 +225,15 @@ impl SkillLibrary {
     /// on it.
     pub fn is_stale(&self, workspace: &Path) -> bool {
         let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
-        lock(&self.watched)
-            .get(&ws)
-            .is_none_or(|w| w.stale.load(Ordering::SeqCst))
+        let Some(w) = lock(&self.watched).get(&ws).cloned() else {
+            return true;
+        };
+        if w.stale.load(Ordering::SeqCst) {
+            return true;
+        }
+        lock(&w.catalog)
+            .as_ref()
+            .is_none_or(|(_, seen)| *seen != self.sources.presence(&ws))
     }
 
     /// Watch `ws`'s folders for changes; false when they cannot be

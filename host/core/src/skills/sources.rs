@@ -118,12 +118,15 @@ impl Sources {
         out
     }
 
-    /// The directories whose changes may add, change or remove a skill of
-    /// `workspace`: each folder of skills, and where one could appear.
+    /// The directories whose changes may add or remove a folder of skills
+    /// of `workspace` (`.roo/`, `.agents/`, `.claude/`, the config
+    /// directory, …), watched without recursion. Not the workspace itself:
+    /// every file a tool opens there would wake the watcher; whether these
+    /// directories exist is checked instead ([`Self::presence`]).
     pub fn watch_points(&self, workspace: &Path) -> Vec<PathBuf> {
         let project_top = project_top(workspace);
-        let mut out: Vec<PathBuf> = project_dirs(workspace, &project_top);
-        for dir in out.clone() {
+        let mut out = Vec::new();
+        for dir in project_dirs(workspace, &project_top) {
             for family in PROJECT_FAMILIES {
                 out.push(dir.join(family));
             }
@@ -137,6 +140,15 @@ impl Sources {
             }
         }
         out
+    }
+
+    /// Which of the [`watch points`](Self::watch_points) exist now: one
+    /// appearing or going away changes where skills may be.
+    pub fn presence(&self, workspace: &Path) -> Vec<bool> {
+        self.watch_points(workspace)
+            .iter()
+            .map(|p| p.is_dir())
+            .collect()
     }
 }
 
