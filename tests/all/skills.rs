@@ -993,7 +993,11 @@ fn a_skills_folder_created_later_is_found() {
     let library = &h.agent().skills;
     assert!(library.catalog(&ws).is_empty());
     assert!(!library.is_stale(&ws));
-    skill(&ws.join(".agents/skills"), "late", "created after the first look");
+    skill(
+        &ws.join(".agents/skills"),
+        "late",
+        "created after the first look",
+    );
     wait_for_change(&h, &ws);
     let names: Vec<String> = library
         .catalog(&ws)

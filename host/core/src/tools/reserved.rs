@@ -15,8 +15,8 @@ pub const RESERVED_NAMES: &[&str] = &[
     "run_slash_command",
     "fetch_instructions",
     "skill",
-    super::skill::READ_SKILL,
-    super::skill::RUN_SKILL,
+    super::skill::read::NAME,
+    super::skill::run::NAME,
 ];
 
 /// Name prefixes only the host may use (compared case-insensitively).

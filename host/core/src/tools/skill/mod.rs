@@ -6,8 +6,8 @@
 //! current mode. Each is a [`ToolExecutor`](super::ToolExecutor) like any
 //! tool and goes through the one dispatch.
 
-mod read;
-mod run;
+pub(super) mod read;
+pub(super) mod run;
 
 use std::sync::Arc;
 
