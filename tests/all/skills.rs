@@ -1010,3 +1010,66 @@ fn a_skills_folder_created_later_is_found() {
     wait_for_change(&h, &ws);
     assert!(library.catalog(&ws).is_empty());
 }
+
+/// A project skill's folder swapped for a link out of the project while a
+/// task runs never lets `read_skill` read where the link leads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_folder_swapped_for_a_link_reads_nothing_outside() {
+    let h = harness(
+        json!([
+            turn("", vec![call("read_skill", json!({"name": "note-taker"}))]),
+            turn(
+                "",
+                vec![call("ask_followup_question", json!({"question": "go on?"}))]
+            ),
+            turn(
+                "",
+                vec![call(
+                    "read_skill",
+                    json!({"name": "note-taker", "path": "secret.txt"})
+                )]
+            ),
+            complete("done"),
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    let ws = h.ws.path();
+    let folder = install_note_taker(&ws.join(".roo/skills"));
+    let engine = h.engine();
+    let id = engine
+        .create_task(&TaskSpec {
+            prompt: "read".into(),
+            workspace: ws.clone(),
+            mode: "code".into(),
+            ..TaskSpec::default()
+        })
+        .expect("created");
+    let mut rx = engine.subscribe(&id).expect("subscribe");
+    engine.start(&id).expect("start");
+    loop {
+        let ev = rx.recv().await.expect("events until the end");
+        match &ev.event {
+            TaskEvent::AskRequired {
+                ask_id,
+                ask: Ask::Followup { .. },
+                ..
+            } => {
+                std::fs::remove_dir_all(&folder).expect("remove");
+                std::os::unix::fs::symlink(h.ws.canary(), &folder).expect("symlink");
+                engine
+                    .answer(&id, ask_id, Answer::Text { text: "yes".into() })
+                    .expect("answered");
+            }
+            TaskEvent::AskRequired { ask_id, .. } => {
+                engine.answer(&id, ask_id, Answer::Yes).expect("answered")
+            }
+            TaskEvent::Completed { .. } => break,
+            TaskEvent::Failed { error } => panic!("the task failed: {error}"),
+            _ => {}
+        }
+    }
+    let r = h.results(&id);
+    assert!(!r[0].1, "{:?}", r[0]);
+    assert!(r[2].1, "{:?}", r[2]);
+    assert!(!r[2].0.contains("canary secret"), "{:?}", r[2]);
+}

@@ -326,7 +326,7 @@ fn read_skill(dir: &Path, name: &OsStr) -> Result<(Manifest, String, bool), Vec<
         }]
     };
     let fd =
-        DirFd::open_ambient(dir).map_err(|e| file_problem(format!("cannot be opened: {e}")))?;
+        DirFd::open_resolved(dir).map_err(|e| file_problem(format!("cannot be opened: {e}")))?;
     let bytes = fd
         .read(OsStr::new("SKILL.md"), MAX_SKILL_FILE)
         .map_err(|e| {

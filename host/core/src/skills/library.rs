@@ -282,7 +282,7 @@ impl SkillLibrary {
             skill: name.clone(),
             detail,
         };
-        let dir = DirFd::open_ambient(&skill.dir).map_err(|e| read_err(e.to_string()))?;
+        let dir = DirFd::open_resolved(&skill.dir).map_err(|e| read_err(e.to_string()))?;
         let file = OsStr::new(COMPONENT_FILE);
         // The file as it is now: any change to it (its ctime) loads it anew.
         let stat = dir.stat(file).map_err(|e| read_err(e.to_string()))?;

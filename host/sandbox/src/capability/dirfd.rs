@@ -147,6 +147,34 @@ impl DirFd {
         })
     }
 
+    /// Open the directory at `path`, an absolute path already resolved
+    /// (no link in it), following no symlink at any step: a folder checked
+    /// once (a skill's, where links were resolved and judged) cannot be
+    /// swapped for a link to elsewhere afterwards.
+    pub fn open_resolved(path: &Path) -> std::io::Result<Self> {
+        use std::path::Component;
+        let mut parts = Vec::new();
+        for c in path.components() {
+            match c {
+                Component::RootDir => {}
+                Component::Normal(n) => parts.push(n),
+                _ => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!("{} is not an absolute, resolved path", path.display()),
+                    ));
+                }
+            }
+        }
+        if !path.has_root() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{} is not an absolute path", path.display()),
+            ));
+        }
+        Self::open_ambient(Path::new("/"))?.open_dir_path(&parts)
+    }
+
     /// A handle on a directory opened elsewhere (by the sandbox's own
     /// resolution, which never leaves its preopen).
     pub(crate) fn from_file(dir: File) -> Self {
@@ -508,6 +536,26 @@ mod tests {
 
     fn os(s: &str) -> &OsStr {
         OsStr::new(s)
+    }
+
+    /// A resolved path opens; the same place reached through a link, or a
+    /// link swapped in for one of its directories, does not.
+    #[test]
+    fn open_resolved_follows_no_link() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let base = tmp.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(base.join("real/skill")).expect("mkdir");
+        std::fs::create_dir_all(base.join("elsewhere/skill")).expect("mkdir");
+        std::fs::write(base.join("elsewhere/skill/secret"), "s").expect("write");
+        assert!(DirFd::open_resolved(&base.join("real/skill")).is_ok());
+        std::os::unix::fs::symlink(base.join("real"), base.join("link")).expect("symlink");
+        assert!(DirFd::open_resolved(&base.join("link/skill")).is_err());
+        assert!(DirFd::open_resolved(Path::new("relative/skill")).is_err());
+        assert!(DirFd::open_resolved(&base.join("real/../real/skill")).is_err());
+        // The checked folder is swapped for a link to elsewhere.
+        std::fs::rename(base.join("real"), base.join("old")).expect("rename");
+        std::os::unix::fs::symlink(base.join("elsewhere"), base.join("real")).expect("symlink");
+        assert!(DirFd::open_resolved(&base.join("real/skill")).is_err());
     }
 
     #[test]

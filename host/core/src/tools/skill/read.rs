@@ -210,7 +210,7 @@ async fn instructions(c: &Invocation<'_>, skill: &Skill) -> String {
 /// The files of a skill's folder (no link followed), relative to it.
 fn files_of(skill: &Skill) -> Vec<String> {
     let mut out = Vec::new();
-    let Ok(root) = DirFd::open_ambient(&skill.dir) else {
+    let Ok(root) = DirFd::open_resolved(&skill.dir) else {
         return out;
     };
     let mut stack = vec![(root, String::new(), 0usize)];
@@ -272,7 +272,7 @@ fn read_file(skill: &Skill, path: &str) -> Result<String, Box<Outcome>> {
             format!("cannot read `{path}` of skill `{}`: {why}", skill.name()),
         ))
     };
-    let bytes = DirFd::open_ambient(&skill.dir)
+    let bytes = DirFd::open_resolved(&skill.dir)
         .and_then(|root| root.open_dir_path(dirs))
         .and_then(|dir| dir.read(OsStr::new(file), MAX_FILE))
         .map_err(not_found)?;
