@@ -149,6 +149,58 @@ fn tampered_cache_entry_is_recompiled() {
     );
 }
 
+/// A plugin's tool list is read from the cache on the next load (no
+/// instance is made to ask again); a tampered, forged or foreign list is
+/// never believed: the component is asked again and says the truth.
+#[test]
+fn the_cached_tool_list_is_used_and_a_tampered_one_is_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bytes = std::fs::read(fixture_wasm("conformance-rs")).expect("fixture");
+    let open = || PluginEngine::new(EngineConfig::with_cache_dir(dir.path())).expect("engine");
+    let first = open().load_bytes("conf", &bytes).expect("loads");
+    assert!(
+        !first.tools_from_cache(),
+        "the first load asks the component"
+    );
+    let again = open().load_bytes("conf", &bytes).expect("loads");
+    assert!(
+        again.tools_from_cache(),
+        "a later start reads the kept list"
+    );
+    assert_eq!(again.tools(), first.tools());
+    assert!(first.tools().iter().any(|t| t.destructive));
+
+    let answer = std::fs::read_dir(dir.path())
+        .expect("cache dir")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains(".tools-"))
+        .expect("a kept tool list");
+    let kept = std::fs::read(&answer).expect("read");
+    // Every destructive tool claimed harmless, with the old MAC.
+    let forged = String::from_utf8(kept.clone())
+        .expect("text")
+        .replace("\"destructive\":true", "\"destructive\":false");
+    assert_ne!(forged.as_bytes(), &kept[..]);
+    std::fs::write(&answer, &forged).expect("forge");
+    let after = open().load_bytes("conf", &bytes).expect("loads");
+    assert!(!after.tools_from_cache(), "a forged list is not believed");
+    assert_eq!(after.tools(), first.tools());
+    // Another component's list planted under this one's name: not believed.
+    let other = std::fs::read(fixture_wasm("limits")).expect("fixture");
+    open().load_bytes("limits", &other).expect("loads");
+    let foreign = std::fs::read_dir(dir.path())
+        .expect("cache dir")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p != &answer && p.to_string_lossy().contains(".tools-"))
+        .expect("the other list");
+    std::fs::copy(&foreign, &answer).expect("plant");
+    let planted = open().load_bytes("conf", &bytes).expect("loads");
+    assert!(!planted.tools_from_cache());
+    assert_eq!(planted.tools(), first.tools());
+}
+
 /// Mode hooks are checked the same way: garbage, a core module and a
 /// component of another world fail with an error naming the hook.
 #[tokio::test]

@@ -5,7 +5,8 @@
 //!     changed in place so it installs as a third party's), and the
 //!     conformance plugin in Rust, Python and JavaScript.
 //! P10: `roost tool list` startup with 20 installed plugins, against the
-//!     first-party set alone.
+//!     first-party set alone, with the plugins' tool lists kept in the
+//!     component cache and with every list asked of an instance.
 //! P11: an allowed HTTP GET from a plugin (the conformance plugin's
 //!     `fetch`, through wasi:http and the host's checks) to a server on
 //!     127.0.0.1, against the same GET made natively (reqwest, a new
@@ -152,12 +153,26 @@ fn p9(root: &Path) {
     }
 }
 
-fn tool_list(data: &Path, runs: usize) -> Duration {
+/// Remove the tool lists the component cache keeps, so the next start asks
+/// every plugin again (as every start did before they were kept).
+fn forget_tool_lists(data: &Path) {
+    let cache = data.join("cache").join("components");
+    for e in std::fs::read_dir(cache).unwrap().flatten() {
+        if e.path().to_string_lossy().contains(".tools-") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+}
+
+fn tool_list(data: &Path, runs: usize, kept: bool) -> Duration {
     // Once untimed: the first run may compile the first-party set.
     let warm = roost(data).args(["tool", "list"]).output().unwrap();
     assert!(warm.status.success());
     let samples = (0..runs)
         .map(|_| {
+            if !kept {
+                forget_tool_lists(data);
+            }
             let t = Instant::now();
             let o = roost(data).args(["tool", "list"]).output().unwrap();
             let took = t.elapsed();
@@ -183,14 +198,19 @@ fn p10(root: &Path) {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
     let runs = 21;
-    let base = tool_list(first_party.path(), runs);
-    let with = tool_list(twenty.path(), runs);
+    let base = tool_list(first_party.path(), runs, true);
+    let asked = tool_list(twenty.path(), runs, false);
+    let with = tool_list(twenty.path(), runs, true);
     println!("\nP10: `roost tool list` wall time, p50 of {runs} runs\n");
     println!("| installed | p50 |\n|---|---|");
     println!("| first-party set only | {:.1} ms |", ms(base));
     println!(
-        "| + 20 installed plugins ({:.0} KB each) | {:.1} ms (target ≤ 50 ms) |",
+        "| + 20 installed plugins ({:.0} KB each), every tool list asked of an instance | {:.1} ms |",
         bytes.len() as f64 / 1e3,
+        ms(asked)
+    );
+    println!(
+        "| + 20 installed plugins, tool lists kept in the cache | {:.1} ms (target ≤ 20 ms) |",
         ms(with)
     );
 }

@@ -5,7 +5,10 @@
 //! loads a stale artifact. Deserializing a precompiled artifact runs native
 //! code, so Roost only loads files it wrote itself: each artifact carries a
 //! keyed BLAKE3 MAC whose key is created once per cache (mode 0600), and an
-//! artifact whose MAC does not verify is recompiled, never loaded.
+//! artifact whose MAC does not verify is recompiled, never loaded. What a
+//! component answered when it was loaded (its tool list) is kept beside
+//! its artifact under the same kind of MAC, so a start does not
+//! instantiate every plugin again to ask.
 
 use std::fs;
 use std::hash::{Hash, Hasher};
@@ -103,6 +106,59 @@ impl ComponentCache {
             Err(e) => tracing::warn!("cannot serialize compiled component: {e}"),
         }
         Ok((component, CacheOutcome::Compiled))
+    }
+
+    fn answer_path(&self, bytes: &[u8], what: &str) -> (PathBuf, blake3::Hash) {
+        let content = blake3::hash(bytes);
+        let path = self
+            .dir
+            .join(format!("{}-{}.{what}", content.to_hex(), self.engine_tag));
+        (path, content)
+    }
+
+    /// The MAC of an answer: keyed, and bound to the component's content
+    /// and to what was asked, so no file can stand in for another's.
+    fn answer_mac(&self, content: &blake3::Hash, what: &str, answer: &[u8]) -> blake3::Hash {
+        let mut h = blake3::Hasher::new_keyed(&self.key);
+        h.update(content.as_bytes());
+        h.update(what.as_bytes());
+        h.update(&[0]);
+        h.update(answer);
+        h.finalize()
+    }
+
+    /// What the component `bytes` answered when it was last asked `what`
+    /// at load (its tool list), as this cache stored it; `None` when there
+    /// is no such answer or it fails its integrity check (it is asked
+    /// again then).
+    pub fn load_answer(&self, bytes: &[u8], what: &str) -> Option<Vec<u8>> {
+        let (path, content) = self.answer_path(bytes, what);
+        let file = fs::read(&path).ok()?;
+        let (mac, answer) = file.split_at_checked(64)?;
+        let stored = std::str::from_utf8(mac)
+            .ok()
+            .and_then(|m| blake3::Hash::from_hex(m).ok());
+        // blake3::Hash equality is constant-time.
+        if stored != Some(self.answer_mac(&content, what, answer)) {
+            tracing::warn!(path = %path.display(), "cached answer failed its integrity check; asking the component again");
+            return None;
+        }
+        Some(answer.to_vec())
+    }
+
+    /// Keep what the component `bytes` answered to `what`, for the next
+    /// load; a write that fails only costs asking again.
+    pub fn store_answer(&self, bytes: &[u8], what: &str, answer: &[u8]) {
+        let (path, content) = self.answer_path(bytes, what);
+        let mut file = self
+            .answer_mac(&content, what, answer)
+            .to_hex()
+            .as_bytes()
+            .to_vec();
+        file.extend_from_slice(answer);
+        if let Err(e) = write_atomic(&self.dir, &path, &file) {
+            tracing::warn!(path = %path.display(), "cannot keep a component's answer: {e}");
+        }
     }
 
     fn load_verified(&self, engine: &Engine, path: &Path) -> Option<Component> {

@@ -28,6 +28,9 @@ use crate::tool::{ErrorCode, ToolAnnotations, ToolError, ToolGroup, ToolOutput, 
 const HOST_GRACE: Duration = Duration::from_millis(50);
 /// Longest trap message passed on to the model.
 const MAX_TRAP_MESSAGE: usize = 2048;
+/// The cached answer holding a plugin's checked tool list; the host's
+/// version is part of it, so a host that checks differently asks again.
+const TOOLS_ANSWER: &str = concat!("tools-", env!("CARGO_PKG_VERSION"));
 /// Most tools one plugin may list.
 pub const MAX_TOOLS: usize = 128;
 /// Largest argument schema (JSON text) of one tool.
@@ -177,6 +180,7 @@ pub struct LoadedPlugin {
     pre: ToolPre,
     tools: Vec<ToolSpec>,
     hash: blake3::Hash,
+    tools_cached: bool,
 }
 
 impl LoadedPlugin {
@@ -198,6 +202,12 @@ impl LoadedPlugin {
     /// The `roost:plugin` version the component was built against.
     pub fn wit_version(&self) -> &'static str {
         self.pre.wit_version()
+    }
+
+    /// Whether its tool list came from the cache (checked when it was
+    /// first loaded) rather than from asking an instance.
+    pub fn tools_from_cache(&self) -> bool {
+        self.tools_cached
     }
 }
 
@@ -307,10 +317,42 @@ impl PluginEngine {
                 Err(_) => return Err(wrong_world(name, "roost:plugin/tool-plugin", &latest)),
             },
         };
-        let raw = self.list_tools(name, &pre)?;
+        // The tool list this host checked when it last loaded these bytes,
+        // kept under the cache's MAC: no instantiation just to ask again.
+        let cached = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.load_answer(bytes, TOOLS_ANSWER))
+            .and_then(|json| serde_json::from_slice::<Vec<ToolSpec>>(&json).ok());
+        let tools_cached = cached.is_some();
+        let tools = match cached {
+            Some(tools) => tools,
+            None => {
+                let tools = self.checked_tools(name, &pre)?;
+                if let Some(cache) = &self.cache
+                    && let Ok(json) = serde_json::to_vec(&tools)
+                {
+                    cache.store_answer(bytes, TOOLS_ANSWER, &json);
+                }
+                tools
+            }
+        };
+        Ok(Arc::new(LoadedPlugin {
+            name: plugin,
+            pre,
+            tools,
+            hash: blake3::hash(bytes),
+            tools_cached,
+        }))
+    }
+
+    /// Ask a plugin for its tools and check them (count, names, schemas,
+    /// uniqueness).
+    fn checked_tools(&self, name: &str, pre: &ToolPre) -> Result<Vec<ToolSpec>, PluginError> {
+        let raw = self.list_tools(name, pre)?;
         if raw.len() > MAX_TOOLS {
             return Err(PluginError::BadTools {
-                plugin: plugin.clone(),
+                plugin: name.to_owned(),
                 detail: format!(
                     "lists {} tools; at most {MAX_TOOLS} are accepted",
                     raw.len()
@@ -322,12 +364,7 @@ impl PluginEngine {
             .map(|s| convert_spec(name, s))
             .collect::<Result<Vec<_>, _>>()?;
         check_unique(name, &tools)?;
-        Ok(Arc::new(LoadedPlugin {
-            name: plugin,
-            pre,
-            tools,
-            hash: blake3::hash(bytes),
-        }))
+        Ok(tools)
     }
 
     /// Check, compile (or load from cache) and link a component of any
