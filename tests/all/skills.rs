@@ -862,6 +862,54 @@ fn wait_for_change(h: &Harness, ws: &Path) {
     }
 }
 
+/// Run a task in `h`'s workspace on its engine, calling `before_answer`
+/// with the count of follow-up questions so far before each is answered
+/// ("yes"), accepting the rest; returns its id and its warnings.
+async fn drive(
+    h: &Harness,
+    prompt: &str,
+    mut before_answer: impl FnMut(usize),
+) -> (String, Vec<String>) {
+    let engine = h.engine();
+    let id = engine
+        .create_task(&TaskSpec {
+            prompt: prompt.into(),
+            workspace: h.ws.path(),
+            mode: "code".into(),
+            ..TaskSpec::default()
+        })
+        .expect("created");
+    let mut rx = engine.subscribe(&id).expect("subscribe");
+    engine.start(&id).expect("start");
+    let mut asked = 0;
+    let mut warnings = Vec::new();
+    loop {
+        let ev = rx.recv().await.expect("events until the end");
+        match &ev.event {
+            TaskEvent::AskRequired {
+                ask_id,
+                ask: Ask::Followup { .. },
+                ..
+            } => {
+                asked += 1;
+                before_answer(asked);
+                engine
+                    .answer(&id, ask_id, Answer::Text { text: "yes".into() })
+                    .expect("answered");
+            }
+            // The completion is accepted.
+            TaskEvent::AskRequired { ask_id, .. } => {
+                engine.answer(&id, ask_id, Answer::Yes).expect("answered")
+            }
+            TaskEvent::Warning { message } => warnings.push(message.clone()),
+            TaskEvent::Completed { .. } => break,
+            TaskEvent::Failed { error } => panic!("the task failed: {error}"),
+            _ => {}
+        }
+    }
+    (id, warnings)
+}
+
 /// Skills edited, added and removed under a running engine: the task's
 /// next turn sees them; a broken edit keeps the last good version and is
 /// reported.
@@ -885,53 +933,19 @@ async fn skills_reload_under_a_running_engine() {
     let dir = ws.join(".roo/skills");
     skill(&dir, "alpha", "first version of alpha");
     skill(&dir, "beta", "beta, soon removed");
-    let engine = h.engine();
-    let id = engine
-        .create_task(&TaskSpec {
-            prompt: "watch".into(),
-            workspace: ws.clone(),
-            mode: "code".into(),
-            ..TaskSpec::default()
-        })
-        .expect("created");
-    let mut rx = engine.subscribe(&id).expect("subscribe");
-    engine.start(&id).expect("start");
-    let mut asked = 0;
-    let mut warnings = Vec::new();
-    loop {
-        let ev = rx.recv().await.expect("events until the end");
-        match &ev.event {
-            TaskEvent::AskRequired {
-                ask_id,
-                ask: Ask::Followup { .. },
-                ..
-            } => {
-                asked += 1;
-                if asked == 1 {
-                    // Edit one, add one, delete one.
-                    skill(&dir, "alpha", "second version of alpha");
-                    skill(&dir, "gamma", "gamma, added while running");
-                    std::fs::remove_dir_all(dir.join("beta")).expect("remove");
-                } else {
-                    // A broken edit.
-                    std::fs::write(dir.join("alpha/SKILL.md"), "---\nname: alpha\n---\n")
-                        .expect("write");
-                }
-                wait_for_change(&h, &ws);
-                engine
-                    .answer(&id, ask_id, Answer::Text { text: "yes".into() })
-                    .expect("answered");
-            }
-            // The completion is accepted.
-            TaskEvent::AskRequired { ask_id, .. } => {
-                engine.answer(&id, ask_id, Answer::Yes).expect("answered")
-            }
-            TaskEvent::Warning { message } => warnings.push(message.clone()),
-            TaskEvent::Completed { .. } => break,
-            TaskEvent::Failed { error } => panic!("the task failed: {error}"),
-            _ => {}
+    let (_, warnings) = drive(&h, "watch", |asked| {
+        if asked == 1 {
+            // Edit one, add one, delete one.
+            skill(&dir, "alpha", "second version of alpha");
+            skill(&dir, "gamma", "gamma, added while running");
+            std::fs::remove_dir_all(dir.join("beta")).expect("remove");
+        } else {
+            // A broken edit.
+            std::fs::write(dir.join("alpha/SKILL.md"), "---\nname: alpha\n---\n").expect("write");
         }
-    }
+        wait_for_change(&h, &ws);
+    })
+    .await;
     let first = skills_section(&system_prompt(&h, 0)).to_owned();
     assert!(
         first.contains("first version of alpha") && first.contains("beta"),
@@ -1035,39 +1049,11 @@ async fn a_skill_folder_swapped_for_a_link_reads_nothing_outside() {
     );
     let ws = h.ws.path();
     let folder = install_note_taker(&ws.join(".roo/skills"));
-    let engine = h.engine();
-    let id = engine
-        .create_task(&TaskSpec {
-            prompt: "read".into(),
-            workspace: ws.clone(),
-            mode: "code".into(),
-            ..TaskSpec::default()
-        })
-        .expect("created");
-    let mut rx = engine.subscribe(&id).expect("subscribe");
-    engine.start(&id).expect("start");
-    loop {
-        let ev = rx.recv().await.expect("events until the end");
-        match &ev.event {
-            TaskEvent::AskRequired {
-                ask_id,
-                ask: Ask::Followup { .. },
-                ..
-            } => {
-                std::fs::remove_dir_all(&folder).expect("remove");
-                std::os::unix::fs::symlink(h.ws.canary(), &folder).expect("symlink");
-                engine
-                    .answer(&id, ask_id, Answer::Text { text: "yes".into() })
-                    .expect("answered");
-            }
-            TaskEvent::AskRequired { ask_id, .. } => {
-                engine.answer(&id, ask_id, Answer::Yes).expect("answered")
-            }
-            TaskEvent::Completed { .. } => break,
-            TaskEvent::Failed { error } => panic!("the task failed: {error}"),
-            _ => {}
-        }
-    }
+    let (id, _) = drive(&h, "read", |_| {
+        std::fs::remove_dir_all(&folder).expect("remove");
+        std::os::unix::fs::symlink(h.ws.canary(), &folder).expect("symlink");
+    })
+    .await;
     let r = h.results(&id);
     assert!(!r[0].1, "{:?}", r[0]);
     assert!(r[2].1, "{:?}", r[2]);
