@@ -2,9 +2,16 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 //! Builds the first-party plugins (`plugins/`) for wasm32-wasip2 so the host
-//! can embed them; see `roost-build`.
+//! can embed them (see `roost-build`), and precompiles each for this
+//! machine with the runtime's own engine config, sealed, so a first run
+//! loads them at once instead of compiling for seconds
+//! (`roost-engine-config`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The first-party components, by file stem (`first_party.rs` embeds
+/// `<stem>.wasm` and `<stem>.sealed`).
+const COMPONENTS: &[&str] = &["fs_tools", "secret_guard", "protected_paths"];
 
 fn main() {
     let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
@@ -16,12 +23,30 @@ fn main() {
     let plugins = root.join("plugins");
     println!("cargo:rerun-if-env-changed=ROOST_FIRST_PARTY_DIR");
     // Packagers (and offline rebuilds) may point at prebuilt components.
-    if let Ok(dir) = std::env::var("ROOST_FIRST_PARTY_DIR") {
-        println!("cargo:rustc-env=ROOST_FIRST_PARTY_DIR={dir}");
-        return;
+    let dir = match std::env::var("ROOST_FIRST_PARTY_DIR") {
+        Ok(dir) => PathBuf::from(dir),
+        Err(_) => {
+            roost_build::rerun_if_changed(&[&plugins, &root.join("sdk"), &root.join("wit")]);
+            let target = roost_build::outer_target_dir(&root).join("wasm");
+            roost_build::build_wasm_workspace(&plugins.join("Cargo.toml"), &target)
+        }
+    };
+    println!("cargo:rustc-env=ROOST_FIRST_PARTY_DIR={}", dir.display());
+    precompile(&dir);
+}
+
+/// Precompile and seal every first-party component into `$OUT_DIR`.
+fn precompile(dir: &Path) {
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    for stem in COMPONENTS {
+        let src = dir.join(format!("{stem}.wasm"));
+        println!("cargo:rerun-if-changed={}", src.display());
+        let wasm =
+            std::fs::read(&src).unwrap_or_else(|e| panic!("cannot read {}: {e}", src.display()));
+        let sealed = roost_engine_config::precompile(&wasm)
+            .unwrap_or_else(|e| panic!("cannot precompile {}: {e:#}", src.display()));
+        let dst = out.join(format!("{stem}.sealed"));
+        std::fs::write(&dst, sealed)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", dst.display()));
     }
-    roost_build::rerun_if_changed(&[&plugins, &root.join("sdk"), &root.join("wit")]);
-    let target = roost_build::outer_target_dir(&root).join("wasm");
-    let out = roost_build::build_wasm_workspace(&plugins.join("Cargo.toml"), &target);
-    println!("cargo:rustc-env=ROOST_FIRST_PARTY_DIR={}", out.display());
 }

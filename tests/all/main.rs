@@ -13,6 +13,7 @@ mod conformance;
 mod crash;
 mod egress;
 mod engine;
+mod first_run;
 mod fixtures;
 mod fs_tools;
 mod hooks;

@@ -82,7 +82,7 @@ pub fn engine() -> Arc<PluginEngine> {
         .get_or_init(|| {
             let cfg = EngineConfig {
                 max_concurrent_calls: 64,
-                ..EngineConfig::with_cache_dir(cache_dir())
+                ..roost_core::first_party::engine_config(cache_dir())
             };
             Arc::new(PluginEngine::new(cfg).expect("test engine"))
         })

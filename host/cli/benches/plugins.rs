@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use roost_core::first_party;
 use roost_sandbox::capability::{Grant, NetworkGrant};
-use roost_sandbox::plugins::{EngineConfig, PluginEngine};
+use roost_sandbox::plugins::PluginEngine;
 use roost_tests::http::Server;
 use roost_tests::{fixture_wasm, js_plugin_wasm, python_plugin_wasm};
 
@@ -110,7 +110,7 @@ fn p9(root: &Path) {
         .iter()
         .find(|(n, _)| *n == "fs-tools")
         .expect("fs-tools");
-    let engine = PluginEngine::new(EngineConfig::with_cache_dir(root.join("p9-cache"))).unwrap();
+    let engine = PluginEngine::new(first_party::engine_config(root.join("p9-cache"))).unwrap();
     let mut bytes = fs.to_vec();
     for tool in engine.load_bytes("fs-tools", fs).unwrap().tools() {
         let mut to = tool.name.as_bytes().to_vec();
@@ -219,7 +219,7 @@ async fn p11(root: &Path) {
     let body = "x".repeat(1024);
     let server = Server::ok(Box::leak(body.into_boxed_str()));
     let engine =
-        Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(root.join("cache"))).unwrap());
+        Arc::new(PluginEngine::new(first_party::engine_config(root.join("cache"))).unwrap());
     let plugin = engine
         .load_file("conformance", &fixture_wasm("conformance-rs"))
         .unwrap();

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use clap::Subcommand;
 
 use super::sanitize::{json_text, visible, visible_line};
+use roost_core::first_party;
 use roost_core::skills::{self, Catalog, Skill, SkillLibrary, Sources};
-use roost_sandbox::plugins::{EngineConfig, PluginEngine};
+use roost_sandbox::plugins::PluginEngine;
 
 /// `roost skills …`
 #[derive(Debug, Subcommand)]
@@ -151,7 +152,7 @@ fn origin(s: &Skill) -> String {
 /// The plugin runtime on the data directory's cache, for a skill's
 /// component.
 fn runtime(data_dir: &Path) -> anyhow::Result<Arc<PluginEngine>> {
-    Ok(Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
+    Ok(Arc::new(PluginEngine::new(first_party::engine_config(
         data_dir.join("cache").join("components"),
     ))?))
 }

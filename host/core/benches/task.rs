@@ -26,7 +26,7 @@ use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{OpenAiCompatible, RetryPolicy};
 use roost_core::task::Registry;
 use roost_core::task::{Answer, ApprovalPolicy, Ask, Responder, TaskConfig, TaskOutcome};
-use roost_sandbox::plugins::{EngineConfig, PluginEngine};
+use roost_sandbox::plugins::PluginEngine;
 use serde_json::json;
 
 struct Yes;
@@ -630,7 +630,7 @@ fn main() {
         )
         .expect("write");
         let engine = Arc::new(
-            PluginEngine::new(EngineConfig::with_cache_dir(tmp.path().join("cache")))
+            PluginEngine::new(first_party::engine_config(tmp.path().join("cache")))
                 .expect("engine"),
         );
         let mut registry = Registry::new();

@@ -1,10 +1,12 @@
 //! First-party plugins and mode hooks, built from `plugins/` by
 //! `host/core/build.rs` and embedded in the binary so `roost` works from any
-//! directory.
+//! directory; with each, the sealed artifact the build precompiled for this
+//! machine, so a first run loads them at once instead of compiling.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use roost_sandbox::plugins::{LoadedHook, LoadedPlugin, PluginEngine, PluginError};
+use roost_sandbox::plugins::{EngineConfig, LoadedHook, LoadedPlugin, PluginEngine, PluginError};
 
 /// `plugins/fs-tools`: Roo Code's file tools.
 pub const FS_TOOLS: &[u8] =
@@ -22,6 +24,15 @@ pub const PROTECTED_PATHS: &[u8] = include_bytes!(concat!(
     "/protected_paths.wasm"
 ));
 
+/// The sealed precompiled artifacts of [`FS_TOOLS`], [`SECRET_GUARD`]
+/// and [`PROTECTED_PATHS`], compiled by the build with the runtime's own
+/// engine config (`roost-engine-config`).
+pub const PREBUILT: &[&[u8]] = &[
+    include_bytes!(concat!(env!("OUT_DIR"), "/fs_tools.sealed")),
+    include_bytes!(concat!(env!("OUT_DIR"), "/secret_guard.sealed")),
+    include_bytes!(concat!(env!("OUT_DIR"), "/protected_paths.sealed")),
+];
+
 /// Every first-party tool plugin: (name, component bytes).
 pub const ALL: &[(&str, &[u8])] = &[("fs-tools", FS_TOOLS)];
 
@@ -31,17 +42,11 @@ pub const HOOKS: &[(&str, &[u8])] = &[
     ("protected-paths", PROTECTED_PATHS),
 ];
 
-/// Whether loading the first-party components will compile some (the
-/// first run on a machine, or after an upgrade): a front-end says so, as
-/// it takes seconds.
-pub fn needs_compile(engine: &PluginEngine, with_hooks: bool) -> bool {
-    let Some(cache) = engine.cache() else {
-        return true;
-    };
-    let hooks: &[(&str, &[u8])] = if with_hooks { HOOKS } else { &[] };
-    ALL.iter()
-        .chain(hooks)
-        .any(|(_, bytes)| !cache.has_entry(bytes))
+/// The plugin engine's configuration as a Roost host runs it: compiled
+/// components cached in `cache_dir`, and the first-party ones loaded from
+/// the build's precompiled artifacts.
+pub fn engine_config(cache_dir: impl Into<PathBuf>) -> EngineConfig {
+    EngineConfig::with_cache_dir(cache_dir).with_prebuilt(PREBUILT)
 }
 
 /// Load every first-party tool plugin.

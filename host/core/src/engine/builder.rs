@@ -15,7 +15,7 @@ use crate::modes::HookRegistry;
 use crate::skills::{SkillLibrary, Sources};
 use crate::store::{Store, StoreError};
 use crate::task::{Agent, Registry, RegistryError, Services, TaskConfig};
-use roost_sandbox::plugins::{EngineConfig, LoadedHook, LoadedPlugin, PluginEngine, PluginError};
+use roost_sandbox::plugins::{LoadedHook, LoadedPlugin, PluginEngine, PluginError};
 
 /// Why an engine could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -126,7 +126,7 @@ impl EngineBuilder {
     fn runtime(&self) -> Result<Arc<PluginEngine>, BuildError> {
         Ok(match &self.plugin_engine {
             Some(e) => Arc::clone(e),
-            None => Arc::new(PluginEngine::new(EngineConfig::with_cache_dir(
+            None => Arc::new(PluginEngine::new(first_party::engine_config(
                 self.data_dir.join("cache").join("components"),
             ))?),
         })
@@ -216,8 +216,10 @@ impl EngineBuilder {
         self
     }
 
-    /// Called once before the first-party components are compiled (the
-    /// first run takes seconds; a front-end may say so).
+    /// Called once if building compiles a component (a plugin installed
+    /// since the cache was last filled, or first-party components whose
+    /// precompiled artifacts do not suit this machine): that takes seconds,
+    /// and a front-end may say so.
     pub fn before_compile(mut self, f: impl FnOnce() + Send + 'static) -> Self {
         self.before_compile = Some(Box::new(f));
         self
@@ -233,10 +235,11 @@ impl EngineBuilder {
     /// needs its tools outside a task: `roost tool`).
     pub fn build_agent(self) -> Result<Agent, BuildError> {
         let engine = self.runtime()?;
-        if first_party::needs_compile(&engine, true)
-            && let Some(say) = self.before_compile
-        {
-            say();
+        // Said only if something is compiled: the first-party components
+        // come precompiled; installed plugins, from the cache after their
+        // first load.
+        if let Some(say) = self.before_compile {
+            engine.before_next_compile(say);
         }
         let mut registry = Registry::new();
         for p in first_party::load_all(&engine)? {
@@ -261,6 +264,7 @@ impl EngineBuilder {
         for h in self.hooks {
             hooks.add(h);
         }
+        engine.forget_compile_notice();
         Ok(Agent {
             services: Services {
                 engine,

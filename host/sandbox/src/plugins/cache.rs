@@ -20,10 +20,13 @@ use wasmtime::component::Component;
 
 const KEY_FILE: &str = "cache.key";
 
-/// Whether a load hit the cache.
+/// Where a loaded component's compiled code came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheOutcome {
-    /// Loaded a verified precompiled artifact.
+    /// A sealed artifact the build precompiled and the binary embeds
+    /// (first-party components): nothing compiled, nothing read from disk.
+    Prebuilt,
+    /// Loaded a verified precompiled artifact from the cache.
     Hit,
     /// Compiled (and stored, when the cache is writable).
     Compiled,
@@ -92,11 +95,23 @@ impl ComponentCache {
         engine: &Engine,
         bytes: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
-        let path = self.entry(bytes);
-        if let Some(c) = self.load_verified(engine, &path) {
+        if let Some(c) = self.load(engine, bytes) {
             return Ok((c, CacheOutcome::Hit));
         }
         let component = Component::new(engine, bytes)?;
+        self.store_compiled(bytes, &component);
+        Ok((component, CacheOutcome::Compiled))
+    }
+
+    /// The verified precompiled form of `bytes`, if this cache has one.
+    pub fn load(&self, engine: &Engine, bytes: &[u8]) -> Option<Component> {
+        self.load_verified(engine, &self.entry(bytes))
+    }
+
+    /// Keep `component`, compiled from `bytes`, for the next load; a
+    /// write that fails is logged and only costs a recompile.
+    pub fn store_compiled(&self, bytes: &[u8], component: &Component) {
+        let path = self.entry(bytes);
         match component.serialize() {
             Ok(artifact) => {
                 if let Err(e) = self.store(&path, &artifact) {
@@ -105,7 +120,6 @@ impl ComponentCache {
             }
             Err(e) => tracing::warn!("cannot serialize compiled component: {e}"),
         }
-        Ok((component, CacheOutcome::Compiled))
     }
 
     fn answer_path(&self, bytes: &[u8], what: &str) -> (PathBuf, blake3::Hash) {

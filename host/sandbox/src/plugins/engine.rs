@@ -1,20 +1,24 @@
 //! The process-wide engine: compiles and caches components, links the host
 //! interfaces, and runs each call in a fresh, bounded, sandboxed store.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder,
-    Trap, UpdateDeadline,
+    Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder, Trap,
+    UpdateDeadline,
 };
 
 use super::bindings::since_v0_1_0;
 use super::bindings::tool_plugin::roost::plugin::types as wit;
 use super::bindings::tool_plugin::{ToolPluginPre, roost::plugin::host as wit_host};
+use roost_engine_config::Sealed;
+
 use super::cache::{CacheOutcome, ComponentCache};
 use super::error::PluginError;
 use super::http::{EgressHooks, NetworkLog, NetworkReport, Resolve, SystemResolver};
@@ -58,6 +62,14 @@ pub struct EngineConfig {
     /// How granted host names become addresses for plugins' requests (the
     /// system resolver; tests inject their own).
     pub resolver: Arc<dyn Resolve>,
+    /// Sealed artifacts this program's build precompiled with the engine
+    /// config every Roost engine uses (`roost-engine-config`): the
+    /// first-party components, loaded without compiling. Only ever
+    /// artifacts the program itself ships: they run as native code. Each is
+    /// used only if its seal verifies and wasmtime finds it compatible with
+    /// this engine (the same CPU features); otherwise the component is
+    /// compiled as any other.
+    pub prebuilt: Vec<Cow<'static, [u8]>>,
 }
 
 impl Default for EngineConfig {
@@ -69,6 +81,7 @@ impl Default for EngineConfig {
             pooling: true,
             epoch_tick: Duration::from_millis(10),
             resolver: Arc::new(SystemResolver),
+            prebuilt: Vec::new(),
         }
     }
 }
@@ -80,6 +93,13 @@ impl EngineConfig {
             cache_dir: Some(dir.into()),
             ..Self::default()
         }
+    }
+
+    /// This configuration with the build's sealed precompiled artifacts.
+    pub fn with_prebuilt(mut self, sealed: &[&'static [u8]]) -> Self {
+        self.prebuilt
+            .extend(sealed.iter().map(|s| Cow::Borrowed(*s)));
+        self
     }
 }
 
@@ -181,6 +201,7 @@ pub struct LoadedPlugin {
     tools: Vec<ToolSpec>,
     hash: blake3::Hash,
     tools_cached: bool,
+    compiled: CacheOutcome,
 }
 
 impl LoadedPlugin {
@@ -209,6 +230,12 @@ impl LoadedPlugin {
     pub fn tools_from_cache(&self) -> bool {
         self.tools_cached
     }
+
+    /// Where its compiled code came from (the build, the cache, or a
+    /// compile at load).
+    pub fn compiled(&self) -> CacheOutcome {
+        self.compiled
+    }
 }
 
 impl std::fmt::Debug for LoadedPlugin {
@@ -226,6 +253,11 @@ pub struct PluginEngine {
     engine: Engine,
     linker: Linker<CallState>,
     cache: Option<ComponentCache>,
+    /// The build's sealed artifacts, by the component they were compiled
+    /// from (checked when used).
+    prebuilt: HashMap<blake3::Hash, Cow<'static, [u8]>>,
+    /// Said once, just before this engine next compiles a component.
+    compile_notice: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     slots: Arc<Semaphore>,
     config: EngineConfig,
     pooled: bool,
@@ -268,10 +300,17 @@ impl PluginEngine {
             None => None,
         };
         spawn_epoch_ticker(&engine, config.epoch_tick);
+        let prebuilt = config
+            .prebuilt
+            .iter()
+            .filter_map(|sealed| Some((Sealed::component_of(sealed)?, sealed.clone())))
+            .collect();
         Ok(Self {
             engine,
             linker,
             cache,
+            prebuilt,
+            compile_notice: Mutex::new(None),
             slots: Arc::new(Semaphore::new(
                 usize::try_from(config.max_concurrent_calls).unwrap_or(usize::MAX),
             )),
@@ -309,7 +348,8 @@ impl PluginEngine {
     /// (or load from cache), link, check its world, and list its tools.
     pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> Result<Arc<LoadedPlugin>, PluginError> {
         let plugin = name.to_owned();
-        let instance_pre = self.prepare(name, bytes)?;
+        let (instance_pre, compiled) = self.prepare(name, bytes)?;
+        let hash = blake3::hash(bytes);
         let pre = match ToolPluginPre::new(instance_pre.clone()) {
             Ok(pre) => ToolPre::Latest(pre),
             Err(latest) => match since_v0_1_0::tool_plugin::ToolPluginPre::new(instance_pre) {
@@ -341,8 +381,9 @@ impl PluginEngine {
             name: plugin,
             pre,
             tools,
-            hash: blake3::hash(bytes),
+            hash,
             tools_cached,
+            compiled,
         }))
     }
 
@@ -373,31 +414,99 @@ impl PluginEngine {
         &self,
         name: &str,
         bytes: &[u8],
-    ) -> Result<InstancePre<CallState>, PluginError> {
+    ) -> Result<(InstancePre<CallState>, CacheOutcome), PluginError> {
         check_header(name, bytes)?;
-        let component = self.compile(name, bytes)?.0;
+        let (component, outcome) = self.compile(name, bytes)?;
         self.linker
             .instantiate_pre(&component)
+            .map(|pre| (pre, outcome))
             .map_err(|e| PluginError::UnsatisfiedImport {
                 plugin: name.to_owned(),
                 detail: format!("{e:#}"),
             })
     }
 
-    /// Compile `bytes` or load them from the cache (exposed for benchmarks).
+    /// Say `notice` once, just before this engine next compiles a
+    /// component (not one the build precompiled or the cache holds):
+    /// compiling takes seconds, and a front-end may say why it waits.
+    pub fn before_next_compile(&self, notice: impl FnOnce() + Send + 'static) {
+        if let Ok(mut slot) = self.compile_notice.lock() {
+            *slot = Some(Box::new(notice));
+        }
+    }
+
+    /// Drop a notice [`Self::before_next_compile`] left unsaid.
+    pub fn forget_compile_notice(&self) {
+        if let Ok(mut slot) = self.compile_notice.lock() {
+            slot.take();
+        }
+    }
+
+    /// The compiled form of `bytes`: the build's sealed artifact when one
+    /// verifies and suits this engine, else the cache's, else a compile
+    /// (kept in the cache). Exposed for benchmarks and tests.
     pub fn compile(
         &self,
         name: &str,
         bytes: &[u8],
     ) -> Result<(Component, CacheOutcome), PluginError> {
-        let res = match &self.cache {
-            Some(cache) => cache.load_or_compile(&self.engine, bytes),
-            None => Component::new(&self.engine, bytes).map(|c| (c, CacheOutcome::Compiled)),
-        };
-        res.map_err(|e| PluginError::Compile {
+        if let Some(c) = self.load_prebuilt(name, bytes) {
+            return Ok((c, CacheOutcome::Prebuilt));
+        }
+        if let Some(c) = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.load(&self.engine, bytes))
+        {
+            return Ok((c, CacheOutcome::Hit));
+        }
+        if let Some(notice) = self.compile_notice.lock().ok().and_then(|mut n| n.take()) {
+            notice();
+        }
+        let component = Component::new(&self.engine, bytes).map_err(|e| PluginError::Compile {
             plugin: name.to_owned(),
             detail: format!("{e:#}"),
-        })
+        })?;
+        if let Some(cache) = &self.cache {
+            cache.store_compiled(bytes, &component);
+        }
+        Ok((component, CacheOutcome::Compiled))
+    }
+
+    /// The build's precompiled artifact of `bytes`, if there is one whose
+    /// seal verifies and which wasmtime accepts for this engine.
+    fn load_prebuilt(&self, name: &str, bytes: &[u8]) -> Option<Component> {
+        if self.prebuilt.is_empty() {
+            return None;
+        }
+        let id = blake3::hash(bytes);
+        let file = self.prebuilt.get(&id)?;
+        let sealed = match Sealed::open(file.as_ref(), &id) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(
+                    plugin = name,
+                    "precompiled artifact unusable ({e}); compiling"
+                );
+                return None;
+            }
+        };
+        // SAFETY: the artifact comes from this program's own build, which
+        // precompiled it with `roost_engine_config::config()`, the config
+        // this engine was created from; its seal binds it to these
+        // component bytes and verified just now, so it is intact. wasmtime
+        // checks its version, target, CPU features and tunables against
+        // this engine and refuses a mismatch, which falls back to a compile.
+        match unsafe { Component::deserialize(&self.engine, sealed.artifact()) } {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::warn!(
+                    plugin = name,
+                    "precompiled artifact does not suit this engine ({e:#}); compiling"
+                );
+                None
+            }
+        }
     }
 
     /// Ask a freshly prepared plugin for its tools, in a call that is granted
@@ -614,13 +723,8 @@ impl PluginEngine {
 }
 
 fn create_engine(config: &EngineConfig) -> Result<(Engine, bool), PluginError> {
-    let base = || {
-        let mut c = Config::new();
-        c.epoch_interruption(true);
-        c.wasm_component_model(true);
-        c.max_wasm_stack(1 << 20);
-        c
-    };
+    // The build precompiles first-party components with this same config.
+    let base = roost_engine_config::config;
     if config.pooling {
         let mut c = base();
         let slots = config.max_concurrent_calls.max(1);

@@ -11,6 +11,7 @@ use super::PluginEngine;
 use super::bindings::mode_hook::ModeHookPre;
 use super::bindings::since_v0_1_0;
 use super::bindings::tool_plugin::roost::plugin::types as wit;
+use super::cache::CacheOutcome;
 use super::engine::wrong_world;
 use super::error::PluginError;
 use super::state::{CallState, cut};
@@ -100,6 +101,7 @@ pub struct LoadedHook {
     name: String,
     pre: HookPre,
     hash: blake3::Hash,
+    compiled: CacheOutcome,
 }
 
 impl LoadedHook {
@@ -111,6 +113,12 @@ impl LoadedHook {
     /// Content hash of the component (for traces).
     pub fn content_hash(&self) -> String {
         self.hash.to_hex().to_string()
+    }
+
+    /// Where its compiled code came from (the build, the cache, or a
+    /// compile at load).
+    pub fn compiled(&self) -> CacheOutcome {
+        self.compiled
     }
 }
 
@@ -187,7 +195,7 @@ impl PluginEngine {
         name: &str,
         bytes: &[u8],
     ) -> Result<Arc<LoadedHook>, PluginError> {
-        let instance_pre = self.prepare(name, bytes)?;
+        let (instance_pre, compiled) = self.prepare(name, bytes)?;
         let pre = match ModeHookPre::new(instance_pre.clone()) {
             Ok(pre) => HookPre::Latest(pre),
             Err(latest) => match since_v0_1_0::mode_hook::ModeHookPre::new(instance_pre) {
@@ -199,6 +207,7 @@ impl PluginEngine {
             name: name.to_owned(),
             pre,
             hash: blake3::hash(bytes),
+            compiled,
         }))
     }
 

@@ -181,7 +181,7 @@ impl PluginEngine {
         name: &str,
         bytes: &[u8],
     ) -> Result<Arc<LoadedSkill>, PluginError> {
-        let instance_pre = self.prepare(name, bytes)?;
+        let (instance_pre, _) = self.prepare(name, bytes)?;
         let pre = match LatestPre::new(instance_pre.clone()) {
             Ok(pre) => SkillPre::Latest(pre),
             Err(latest) => match since_v0_1_0::skill::SkillPre::new(instance_pre) {
