@@ -174,7 +174,7 @@ fn the_cached_tool_list_is_used_and_a_tampered_one_is_not() {
         .expect("cache dir")
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.to_string_lossy().contains(".tools-"))
+        .find(|p| p.to_string_lossy().contains(".plugin-"))
         .expect("a kept tool list");
     let kept = std::fs::read(&answer).expect("read");
     // Every destructive tool claimed harmless, with the old MAC.
@@ -193,7 +193,7 @@ fn the_cached_tool_list_is_used_and_a_tampered_one_is_not() {
         .expect("cache dir")
         .flatten()
         .map(|e| e.path())
-        .find(|p| p != &answer && p.to_string_lossy().contains(".tools-"))
+        .find(|p| p != &answer && p.to_string_lossy().contains(".plugin-"))
         .expect("the other list");
     std::fs::copy(&foreign, &answer).expect("plant");
     let planted = open().load_bytes("conf", &bytes).expect("loads");
@@ -218,6 +218,21 @@ async fn bad_hooks_fail_to_load_with_a_clear_error() {
     assert!(matches!(e, PluginError::CoreModule { .. }), "{e}");
     let e = engine()
         .load_hook_bytes("fs-tools", first_party::FS_TOOLS)
+        .expect_err("a tool plugin is not a hook");
+    assert!(
+        matches!(e, PluginError::WrongWorld { .. }) && e.to_string().contains("mode-hook"),
+        "{e}"
+    );
+    // A hook loaded deferred is checked when first needed, as strictly.
+    let e = engine()
+        .load_hook_deferred("junk-hook", b"not wasm at all")
+        .expect_err("garbage");
+    assert!(matches!(e, PluginError::NotWasm { .. }), "{e}");
+    let deferred = engine()
+        .load_hook_deferred("fs-tools", first_party::FS_TOOLS)
+        .expect("only the header is checked at load");
+    let e = engine()
+        .prepare_hook_now(&deferred)
         .expect_err("a tool plugin is not a hook");
     assert!(
         matches!(e, PluginError::WrongWorld { .. }) && e.to_string().contains("mode-hook"),

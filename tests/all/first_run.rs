@@ -84,12 +84,30 @@ fn the_first_party_components_load_precompiled() {
     let said = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&said);
     engine.before_next_compile(move || flag.store(true, Ordering::SeqCst));
+    // Asked for its tools on this fresh cache: prepared at load.
     for p in first_party::load_all(&engine).expect("plugins") {
-        assert_eq!(p.compiled(), CacheOutcome::Prebuilt, "{}", p.name());
+        assert_eq!(p.compiled(), Some(CacheOutcome::Prebuilt), "{}", p.name());
         assert!(!p.tools().is_empty());
     }
+    // The hooks are prepared when first needed; from the build's artifact.
     for h in first_party::load_hooks(&engine).expect("hooks") {
-        assert_eq!(h.compiled(), CacheOutcome::Prebuilt, "{}", h.name());
+        assert_eq!(h.compiled(), None, "{}", h.name());
+        assert_eq!(
+            engine.prepare_hook_now(&h).expect("prepares"),
+            CacheOutcome::Prebuilt,
+            "{}",
+            h.name()
+        );
+    }
+    // Known from the cache now: listed without preparing anything, and
+    // prepared from the build's artifact when needed.
+    for p in first_party::load_all(&engine).expect("plugins") {
+        assert!(p.tools_from_cache(), "{}", p.name());
+        assert_eq!(p.compiled(), None, "{}", p.name());
+        assert_eq!(
+            engine.prepare_now(&p).expect("prepares"),
+            CacheOutcome::Prebuilt
+        );
     }
     assert!(!said.load(Ordering::SeqCst), "nothing was compiled");
     assert_eq!(cached_artifacts(dir.path()), Vec::<String>::new());
@@ -130,7 +148,7 @@ fn a_damaged_or_foreign_artifact_is_compiled_instead() {
         let p = engine
             .load_bytes("fs-tools", first_party::FS_TOOLS)
             .expect("loads");
-        assert_eq!(p.compiled(), CacheOutcome::Prebuilt);
+        assert_eq!(p.compiled(), Some(CacheOutcome::Prebuilt));
         p.tools().to_vec()
     };
     for (case, bad) in [
@@ -149,8 +167,38 @@ fn a_damaged_or_foreign_artifact_is_compiled_instead() {
         let p = engine
             .load_bytes("fs-tools", first_party::FS_TOOLS)
             .expect("compiles instead");
-        assert_eq!(p.compiled(), CacheOutcome::Compiled, "{case}");
+        assert_eq!(p.compiled(), Some(CacheOutcome::Compiled), "{case}");
         assert!(said.load(Ordering::SeqCst), "{case}: the notice was said");
         assert_eq!(p.tools(), &good[..], "{case}");
     }
+}
+
+/// A plugin known from the cache is prepared on its first call; if its
+/// compiled artifact has gone meanwhile, that call compiles it and works.
+#[tokio::test]
+async fn a_known_plugin_whose_artifact_went_is_compiled_on_its_first_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    let bytes = std::fs::read(roost_tests::fixture_wasm("conformance-rs")).expect("fixture");
+    let first = PluginEngine::new(EngineConfig::with_cache_dir(&cache)).expect("engine");
+    let asked = first.load_bytes("conf", &bytes).expect("loads");
+    assert_eq!(asked.compiled(), Some(CacheOutcome::Compiled));
+    for e in std::fs::read_dir(&cache).expect("cache").flatten() {
+        if e.file_name().to_string_lossy().ends_with(".cwasm") {
+            std::fs::remove_file(e.path()).expect("remove");
+        }
+    }
+    let engine = PluginEngine::new(EngineConfig::with_cache_dir(&cache)).expect("engine");
+    let known = engine.load_bytes("conf", &bytes).expect("loads");
+    assert!(known.tools_from_cache());
+    assert_eq!(known.compiled(), None);
+    assert_eq!(known.tools(), asked.tools());
+    let ws = tempfile::tempdir().expect("ws");
+    let grant = roost_sandbox::capability::Grant::new(ws.path());
+    let out = engine
+        .call(&known, "echo", r#"{"text":"hi"}"#, &grant)
+        .await
+        .expect("the first call prepares it");
+    assert!(out.text.contains("hi"), "{}", out.text);
+    assert_eq!(known.compiled(), Some(CacheOutcome::Compiled));
 }

@@ -186,8 +186,33 @@ fn main() {
         std::hint::black_box(c);
     }
     let warm = stats(warm);
+    // The build's sealed artifact, as a first run loads it (issue 26).
+    let shipped = PluginEngine::new(EngineConfig {
+        pooling: false,
+        ..first_party::engine_config(tmp.path().join("unused-cache"))
+    })
+    .expect("engine");
+    let mut prebuilt = Vec::new();
+    for _ in 0..200 {
+        let t = Instant::now();
+        let (c, outcome) = shipped
+            .compile("fs-tools", first_party::FS_TOOLS)
+            .expect("load");
+        prebuilt.push(t.elapsed());
+        assert_eq!(
+            outcome,
+            roost_sandbox::plugins::CacheOutcome::Prebuilt,
+            "the build's artifact was not used in P3"
+        );
+        std::hint::black_box(c);
+    }
+    let prebuilt = stats(prebuilt);
     row("P3 fs-tools cold compile", &cold);
     row("P3 fs-tools cached load (verify MAC + deserialize)", &warm);
+    row(
+        "P3 fs-tools precompiled by the build (verify seal + deserialize from the binary)",
+        &prebuilt,
+    );
 
     println!("\nratios (p50):");
     println!(

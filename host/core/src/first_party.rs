@@ -56,10 +56,11 @@ pub fn load_all(engine: &PluginEngine) -> Result<Vec<Arc<LoadedPlugin>>, PluginE
         .collect()
 }
 
-/// Load every first-party mode hook.
+/// Every first-party mode hook, prepared on first use (most modes use
+/// none, and a start should not pay for them).
 pub fn load_hooks(engine: &PluginEngine) -> Result<Vec<Arc<LoadedHook>>, PluginError> {
     HOOKS
         .iter()
-        .map(|(name, bytes)| engine.load_hook_bytes(name, bytes))
+        .map(|(name, bytes)| engine.load_hook_deferred(name, bytes))
         .collect()
 }

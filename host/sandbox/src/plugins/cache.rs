@@ -75,16 +75,15 @@ impl ComponentCache {
         &self.dir
     }
 
-    fn entry(&self, bytes: &[u8]) -> PathBuf {
-        let content = blake3::hash(bytes).to_hex();
+    fn entry(&self, id: &blake3::Hash) -> PathBuf {
         self.dir
-            .join(format!("{content}-{}.cwasm", self.engine_tag))
+            .join(format!("{}-{}.cwasm", id.to_hex(), self.engine_tag))
     }
 
-    /// Whether `bytes` has an entry (not yet verified), so a front-end can
-    /// say a compile is coming.
-    pub fn has_entry(&self, bytes: &[u8]) -> bool {
-        self.entry(bytes).is_file()
+    /// Whether the component whose BLAKE3 hash is `id` has an entry (not
+    /// yet verified), so a front-end can say a compile is coming.
+    pub fn has_entry(&self, id: &blake3::Hash) -> bool {
+        self.entry(id).is_file()
     }
 
     /// Load the precompiled form of `bytes`, or compile and store it.
@@ -95,23 +94,26 @@ impl ComponentCache {
         engine: &Engine,
         bytes: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
-        if let Some(c) = self.load(engine, bytes) {
+        let id = blake3::hash(bytes);
+        if let Some(c) = self.load(engine, &id) {
             return Ok((c, CacheOutcome::Hit));
         }
         let component = Component::new(engine, bytes)?;
-        self.store_compiled(bytes, &component);
+        self.store_compiled(&id, &component);
         Ok((component, CacheOutcome::Compiled))
     }
 
-    /// The verified precompiled form of `bytes`, if this cache has one.
-    pub fn load(&self, engine: &Engine, bytes: &[u8]) -> Option<Component> {
-        self.load_verified(engine, &self.entry(bytes))
+    /// The verified precompiled form of the component whose BLAKE3 hash
+    /// is `id`, if this cache has one.
+    pub fn load(&self, engine: &Engine, id: &blake3::Hash) -> Option<Component> {
+        self.load_verified(engine, &self.entry(id))
     }
 
-    /// Keep `component`, compiled from `bytes`, for the next load; a
-    /// write that fails is logged and only costs a recompile.
-    pub fn store_compiled(&self, bytes: &[u8], component: &Component) {
-        let path = self.entry(bytes);
+    /// Keep `component`, compiled from the component whose BLAKE3 hash is
+    /// `id`, for the next load; a write that fails is logged and only
+    /// costs a recompile.
+    pub fn store_compiled(&self, id: &blake3::Hash, component: &Component) {
+        let path = self.entry(id);
         match component.serialize() {
             Ok(artifact) => {
                 if let Err(e) = self.store(&path, &artifact) {
@@ -122,12 +124,9 @@ impl ComponentCache {
         }
     }
 
-    fn answer_path(&self, bytes: &[u8], what: &str) -> (PathBuf, blake3::Hash) {
-        let content = blake3::hash(bytes);
-        let path = self
-            .dir
-            .join(format!("{}-{}.{what}", content.to_hex(), self.engine_tag));
-        (path, content)
+    fn answer_path(&self, id: &blake3::Hash, what: &str) -> PathBuf {
+        self.dir
+            .join(format!("{}-{}.{what}", id.to_hex(), self.engine_tag))
     }
 
     /// The MAC of an answer: keyed, and bound to the component's content
@@ -141,31 +140,32 @@ impl ComponentCache {
         h.finalize()
     }
 
-    /// What the component `bytes` answered when it was last asked `what`
-    /// at load (its tool list), as this cache stored it; `None` when there
-    /// is no such answer or it fails its integrity check (it is asked
-    /// again then).
-    pub fn load_answer(&self, bytes: &[u8], what: &str) -> Option<Vec<u8>> {
-        let (path, content) = self.answer_path(bytes, what);
+    /// What the component whose BLAKE3 hash is `id` answered when it was
+    /// last asked `what` at load (its tool list), as this cache stored it;
+    /// `None` when there is no such answer or it fails its integrity check
+    /// (it is asked again then).
+    pub fn load_answer(&self, id: &blake3::Hash, what: &str) -> Option<Vec<u8>> {
+        let path = self.answer_path(id, what);
         let file = fs::read(&path).ok()?;
         let (mac, answer) = file.split_at_checked(64)?;
         let stored = std::str::from_utf8(mac)
             .ok()
             .and_then(|m| blake3::Hash::from_hex(m).ok());
         // blake3::Hash equality is constant-time.
-        if stored != Some(self.answer_mac(&content, what, answer)) {
+        if stored != Some(self.answer_mac(id, what, answer)) {
             tracing::warn!(path = %path.display(), "cached answer failed its integrity check; asking the component again");
             return None;
         }
         Some(answer.to_vec())
     }
 
-    /// Keep what the component `bytes` answered to `what`, for the next
-    /// load; a write that fails only costs asking again.
-    pub fn store_answer(&self, bytes: &[u8], what: &str, answer: &[u8]) {
-        let (path, content) = self.answer_path(bytes, what);
+    /// Keep what the component whose BLAKE3 hash is `id` answered to
+    /// `what`, for the next load; a write that fails only costs asking
+    /// again.
+    pub fn store_answer(&self, id: &blake3::Hash, what: &str, answer: &[u8]) {
+        let path = self.answer_path(id, what);
         let mut file = self
-            .answer_mac(&content, what, answer)
+            .answer_mac(id, what, answer)
             .to_hex()
             .as_bytes()
             .to_vec();

@@ -4,11 +4,11 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
-use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
+use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{
     Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder, Trap,
     UpdateDeadline,
@@ -17,8 +17,6 @@ use wasmtime::{
 use super::bindings::since_v0_1_0;
 use super::bindings::tool_plugin::roost::plugin::types as wit;
 use super::bindings::tool_plugin::{ToolPluginPre, roost::plugin::host as wit_host};
-use roost_engine_config::Sealed;
-
 use super::cache::{CacheOutcome, ComponentCache};
 use super::error::PluginError;
 use super::http::{EgressHooks, NetworkLog, NetworkReport, Resolve, SystemResolver};
@@ -32,9 +30,17 @@ use crate::tool::{ErrorCode, ToolAnnotations, ToolError, ToolGroup, ToolOutput, 
 const HOST_GRACE: Duration = Duration::from_millis(50);
 /// Longest trap message passed on to the model.
 const MAX_TRAP_MESSAGE: usize = 2048;
-/// The cached answer holding a plugin's checked tool list; the host's
-/// version is part of it, so a host that checks differently asks again.
-const TOOLS_ANSWER: &str = concat!("tools-", env!("CARGO_PKG_VERSION"));
+/// The cached answer holding what a plugin was found to be at load (its
+/// WIT version and checked tool list); the host's version is part of it,
+/// so a host that checks differently asks again.
+const TOOLS_ANSWER: &str = concat!("plugin-", env!("CARGO_PKG_VERSION"));
+
+/// What a plugin was found to be when this host last loaded it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Known {
+    wit_version: String,
+    tools: Vec<ToolSpec>,
+}
 /// Most tools one plugin may list.
 pub const MAX_TOOLS: usize = 128;
 /// Largest argument schema (JSON text) of one tool.
@@ -194,14 +200,19 @@ pub struct CallReport {
     pub network: NetworkReport,
 }
 
-/// A loaded tool plugin: its prepared instance and its tools.
+/// A loaded tool plugin: its tools and its prepared instance.
 pub struct LoadedPlugin {
     name: String,
-    pre: ToolPre,
+    /// Its prepared instance and where its code came from: made at load
+    /// when its tools were asked of it, else on its first call (a start
+    /// that only lists tools prepares nothing).
+    pre: OnceLock<(ToolPre, CacheOutcome)>,
+    /// The component, kept until it is prepared.
+    bytes: Option<Box<[u8]>>,
+    wit_version: &'static str,
     tools: Vec<ToolSpec>,
     hash: blake3::Hash,
     tools_cached: bool,
-    compiled: CacheOutcome,
 }
 
 impl LoadedPlugin {
@@ -222,7 +233,7 @@ impl LoadedPlugin {
 
     /// The `roost:plugin` version the component was built against.
     pub fn wit_version(&self) -> &'static str {
-        self.pre.wit_version()
+        self.wit_version
     }
 
     /// Whether its tool list came from the cache (checked when it was
@@ -232,9 +243,10 @@ impl LoadedPlugin {
     }
 
     /// Where its compiled code came from (the build, the cache, or a
-    /// compile at load).
-    pub fn compiled(&self) -> CacheOutcome {
-        self.compiled
+    /// compile); `None` until it is prepared (see
+    /// [`PluginEngine::prepare_now`]).
+    pub fn compiled(&self) -> Option<CacheOutcome> {
+        self.pre.get().map(|(_, outcome)| *outcome)
     }
 }
 
@@ -250,14 +262,14 @@ impl std::fmt::Debug for LoadedPlugin {
 /// One per process: owns the wasmtime `Engine`, the linker, the component
 /// cache, the epoch ticker and the pool of call slots.
 pub struct PluginEngine {
-    engine: Engine,
-    linker: Linker<CallState>,
-    cache: Option<ComponentCache>,
+    pub(super) engine: Engine,
+    pub(super) linker: Linker<CallState>,
+    pub(super) cache: Option<ComponentCache>,
     /// The build's sealed artifacts, by the component they were compiled
     /// from (checked when used).
-    prebuilt: HashMap<blake3::Hash, Cow<'static, [u8]>>,
+    pub(super) prebuilt: HashMap<blake3::Hash, Cow<'static, [u8]>>,
     /// Said once, just before this engine next compiles a component.
-    compile_notice: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    pub(super) compile_notice: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     slots: Arc<Semaphore>,
     config: EngineConfig,
     pooled: bool,
@@ -303,7 +315,12 @@ impl PluginEngine {
         let prebuilt = config
             .prebuilt
             .iter()
-            .filter_map(|sealed| Some((Sealed::component_of(sealed)?, sealed.clone())))
+            .filter_map(|sealed| {
+                Some((
+                    roost_engine_config::Sealed::component_of(sealed)?,
+                    sealed.clone(),
+                ))
+            })
             .collect();
         Ok(Self {
             engine,
@@ -344,12 +361,63 @@ impl PluginEngine {
         self.load_bytes(name, &bytes)
     }
 
-    /// Load a tool plugin from its bytes: check it is a component, compile
-    /// (or load from cache), link, check its world, and list its tools.
+    /// Load a tool plugin from its bytes: check it is a component and learn
+    /// its tools. A plugin this host loaded before is known from the
+    /// cache (its checked tool list, under the cache's MAC) and prepared
+    /// on its first call; any other is compiled (or loaded), linked,
+    /// checked against its world and asked for its tools now.
     pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> Result<Arc<LoadedPlugin>, PluginError> {
-        let plugin = name.to_owned();
-        let (instance_pre, compiled) = self.prepare(name, bytes)?;
+        check_header(name, bytes)?;
         let hash = blake3::hash(bytes);
+        if let Some((wit_version, tools)) = self.known(&hash) {
+            return Ok(Arc::new(LoadedPlugin {
+                name: name.to_owned(),
+                pre: OnceLock::new(),
+                bytes: Some(bytes.into()),
+                wit_version,
+                tools,
+                hash,
+                tools_cached: true,
+            }));
+        }
+        let (pre, compiled) = self.tool_pre(name, bytes, &hash)?;
+        let tools = self.checked_tools(name, &pre)?;
+        if let Some(cache) = &self.cache
+            && let Ok(json) = serde_json::to_vec(&Known {
+                wit_version: pre.wit_version().to_owned(),
+                tools: tools.clone(),
+            })
+        {
+            cache.store_answer(&hash, TOOLS_ANSWER, &json);
+        }
+        Ok(Arc::new(LoadedPlugin {
+            name: name.to_owned(),
+            wit_version: pre.wit_version(),
+            pre: OnceLock::from((pre, compiled)),
+            bytes: None,
+            tools,
+            hash,
+            tools_cached: false,
+        }))
+    }
+
+    /// What the cache says the component `hash` was found to be when this
+    /// host last loaded it; `None` if it says nothing it can vouch for.
+    fn known(&self, hash: &blake3::Hash) -> Option<(&'static str, Vec<ToolSpec>)> {
+        let json = self.cache.as_ref()?.load_answer(hash, TOOLS_ANSWER)?;
+        let known: Known = serde_json::from_slice(&json).ok()?;
+        let version = WIT_VERSIONS.into_iter().find(|v| *v == known.wit_version)?;
+        Some((version, known.tools))
+    }
+
+    /// Compile (or load), link and check the tool-plugin world of `bytes`.
+    fn tool_pre(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        hash: &blake3::Hash,
+    ) -> Result<(ToolPre, CacheOutcome), PluginError> {
+        let (instance_pre, compiled) = self.prepare(name, bytes, hash)?;
         let pre = match ToolPluginPre::new(instance_pre.clone()) {
             Ok(pre) => ToolPre::Latest(pre),
             Err(latest) => match since_v0_1_0::tool_plugin::ToolPluginPre::new(instance_pre) {
@@ -357,34 +425,32 @@ impl PluginEngine {
                 Err(_) => return Err(wrong_world(name, "roost:plugin/tool-plugin", &latest)),
             },
         };
-        // The tool list this host checked when it last loaded these bytes,
-        // kept under the cache's MAC: no instantiation just to ask again.
-        let cached = self
-            .cache
-            .as_ref()
-            .and_then(|c| c.load_answer(bytes, TOOLS_ANSWER))
-            .and_then(|json| serde_json::from_slice::<Vec<ToolSpec>>(&json).ok());
-        let tools_cached = cached.is_some();
-        let tools = match cached {
-            Some(tools) => tools,
-            None => {
-                let tools = self.checked_tools(name, &pre)?;
-                if let Some(cache) = &self.cache
-                    && let Ok(json) = serde_json::to_vec(&tools)
-                {
-                    cache.store_answer(bytes, TOOLS_ANSWER, &json);
-                }
-                tools
-            }
-        };
-        Ok(Arc::new(LoadedPlugin {
-            name: plugin,
-            pre,
-            tools,
-            hash,
-            tools_cached,
-            compiled,
-        }))
+        Ok((pre, compiled))
+    }
+
+    /// Prepare `plugin` now if it is not yet (it is otherwise prepared on
+    /// its first call), saying where its code came from.
+    pub fn prepare_now(&self, plugin: &LoadedPlugin) -> Result<CacheOutcome, PluginError> {
+        self.prepared(plugin).map(|(_, outcome)| *outcome)
+    }
+
+    /// `plugin`'s prepared instance, made on first use.
+    fn prepared<'p>(
+        &self,
+        plugin: &'p LoadedPlugin,
+    ) -> Result<&'p (ToolPre, CacheOutcome), PluginError> {
+        if let Some(ready) = plugin.pre.get() {
+            return Ok(ready);
+        }
+        let bytes = plugin.bytes.as_deref().ok_or_else(|| {
+            PluginError::Engine(format!(
+                "plugin `{}` was loaded without its component",
+                plugin.name
+            ))
+        })?;
+        let ready = self.tool_pre(&plugin.name, bytes, &plugin.hash)?;
+        // Two first calls at once may both prepare; one is kept.
+        Ok(plugin.pre.get_or_init(|| ready))
     }
 
     /// Ask a plugin for its tools and check them (count, names, schemas,
@@ -406,107 +472,6 @@ impl PluginEngine {
             .collect::<Result<Vec<_>, _>>()?;
         check_unique(name, &tools)?;
         Ok(tools)
-    }
-
-    /// Check, compile (or load from cache) and link a component of any
-    /// Roost world; the caller checks the world's exports.
-    pub(super) fn prepare(
-        &self,
-        name: &str,
-        bytes: &[u8],
-    ) -> Result<(InstancePre<CallState>, CacheOutcome), PluginError> {
-        check_header(name, bytes)?;
-        let (component, outcome) = self.compile(name, bytes)?;
-        self.linker
-            .instantiate_pre(&component)
-            .map(|pre| (pre, outcome))
-            .map_err(|e| PluginError::UnsatisfiedImport {
-                plugin: name.to_owned(),
-                detail: format!("{e:#}"),
-            })
-    }
-
-    /// Say `notice` once, just before this engine next compiles a
-    /// component (not one the build precompiled or the cache holds):
-    /// compiling takes seconds, and a front-end may say why it waits.
-    pub fn before_next_compile(&self, notice: impl FnOnce() + Send + 'static) {
-        if let Ok(mut slot) = self.compile_notice.lock() {
-            *slot = Some(Box::new(notice));
-        }
-    }
-
-    /// Drop a notice [`Self::before_next_compile`] left unsaid.
-    pub fn forget_compile_notice(&self) {
-        if let Ok(mut slot) = self.compile_notice.lock() {
-            slot.take();
-        }
-    }
-
-    /// The compiled form of `bytes`: the build's sealed artifact when one
-    /// verifies and suits this engine, else the cache's, else a compile
-    /// (kept in the cache). Exposed for benchmarks and tests.
-    pub fn compile(
-        &self,
-        name: &str,
-        bytes: &[u8],
-    ) -> Result<(Component, CacheOutcome), PluginError> {
-        if let Some(c) = self.load_prebuilt(name, bytes) {
-            return Ok((c, CacheOutcome::Prebuilt));
-        }
-        if let Some(c) = self
-            .cache
-            .as_ref()
-            .and_then(|c| c.load(&self.engine, bytes))
-        {
-            return Ok((c, CacheOutcome::Hit));
-        }
-        if let Some(notice) = self.compile_notice.lock().ok().and_then(|mut n| n.take()) {
-            notice();
-        }
-        let component = Component::new(&self.engine, bytes).map_err(|e| PluginError::Compile {
-            plugin: name.to_owned(),
-            detail: format!("{e:#}"),
-        })?;
-        if let Some(cache) = &self.cache {
-            cache.store_compiled(bytes, &component);
-        }
-        Ok((component, CacheOutcome::Compiled))
-    }
-
-    /// The build's precompiled artifact of `bytes`, if there is one whose
-    /// seal verifies and which wasmtime accepts for this engine.
-    fn load_prebuilt(&self, name: &str, bytes: &[u8]) -> Option<Component> {
-        if self.prebuilt.is_empty() {
-            return None;
-        }
-        let id = blake3::hash(bytes);
-        let file = self.prebuilt.get(&id)?;
-        let sealed = match Sealed::open(file.as_ref(), &id) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(
-                    plugin = name,
-                    "precompiled artifact unusable ({e}); compiling"
-                );
-                return None;
-            }
-        };
-        // SAFETY: the artifact comes from this program's own build, which
-        // precompiled it with `roost_engine_config::config()`, the config
-        // this engine was created from; its seal binds it to these
-        // component bytes and verified just now, so it is intact. wasmtime
-        // checks its version, target, CPU features and tunables against
-        // this engine and refuses a mismatch, which falls back to a compile.
-        match unsafe { Component::deserialize(&self.engine, sealed.artifact()) } {
-            Ok(c) => Some(c),
-            Err(e) => {
-                tracing::warn!(
-                    plugin = name,
-                    "precompiled artifact does not suit this engine ({e:#}); compiling"
-                );
-                None
-            }
-        }
     }
 
     /// Ask a freshly prepared plugin for its tools, in a call that is granted
@@ -639,7 +604,15 @@ impl PluginEngine {
         args: &str,
         grant: &Grant,
     ) -> CallReport {
-        let pre = plugin.pre.clone();
+        let pre = match self.prepared(plugin) {
+            Ok((pre, _)) => pre.clone(),
+            Err(e) => {
+                return CallReport {
+                    result: Err(ToolError::new(ErrorCode::Internal, e.to_string())),
+                    network: NetworkReport::default(),
+                };
+            }
+        };
         let (tool, args) = (tool.to_owned(), args.to_owned());
         let log = NetworkLog::default();
         let res = self
@@ -783,7 +756,7 @@ fn spawn_epoch_ticker(engine: &Engine, tick: Duration) {
 
 /// Magic and layer bytes: `\0asm`, then version 1 (core module) or the
 /// component layer (`0d 00 01 00`).
-fn check_header(name: &str, bytes: &[u8]) -> Result<(), PluginError> {
+pub(super) fn check_header(name: &str, bytes: &[u8]) -> Result<(), PluginError> {
     if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
         return Err(PluginError::NotWasm {
             plugin: name.to_owned(),

@@ -3,7 +3,7 @@
 //! that traps, overruns or loops is a [`ToolError`] and never a host crash.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use wasmtime::Store;
 
@@ -12,7 +12,7 @@ use super::bindings::mode_hook::ModeHookPre;
 use super::bindings::since_v0_1_0;
 use super::bindings::tool_plugin::roost::plugin::types as wit;
 use super::cache::CacheOutcome;
-use super::engine::wrong_world;
+use super::engine::{check_header, wrong_world};
 use super::error::PluginError;
 use super::state::{CallState, cut};
 use crate::capability::Grant;
@@ -99,9 +99,12 @@ impl HookPre {
 /// list it in `hooks:`).
 pub struct LoadedHook {
     name: String,
-    pre: HookPre,
+    /// Its prepared instance and where its code came from: made at load,
+    /// or on first use for a hook loaded deferred.
+    pre: OnceLock<(HookPre, CacheOutcome)>,
+    /// The component, kept until it is prepared.
+    bytes: Option<Box<[u8]>>,
     hash: blake3::Hash,
-    compiled: CacheOutcome,
 }
 
 impl LoadedHook {
@@ -116,9 +119,9 @@ impl LoadedHook {
     }
 
     /// Where its compiled code came from (the build, the cache, or a
-    /// compile at load).
-    pub fn compiled(&self) -> CacheOutcome {
-        self.compiled
+    /// compile); `None` while a deferred hook has not been needed.
+    pub fn compiled(&self) -> Option<CacheOutcome> {
+        self.pre.get().map(|(_, outcome)| *outcome)
     }
 }
 
@@ -195,7 +198,46 @@ impl PluginEngine {
         name: &str,
         bytes: &[u8],
     ) -> Result<Arc<LoadedHook>, PluginError> {
-        let (instance_pre, compiled) = self.prepare(name, bytes)?;
+        let hash = blake3::hash(bytes);
+        let ready = self.hook_pre(name, bytes, &hash)?;
+        Ok(Arc::new(LoadedHook {
+            name: name.to_owned(),
+            pre: OnceLock::from(ready),
+            bytes: None,
+            hash,
+        }))
+    }
+
+    /// A mode hook prepared only when first used: for the first-party
+    /// hooks, which the build checked and most modes never call, so a
+    /// start does not pay for them. Only the header is checked now.
+    pub fn load_hook_deferred(
+        &self,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<Arc<LoadedHook>, PluginError> {
+        check_header(name, bytes)?;
+        Ok(Arc::new(LoadedHook {
+            name: name.to_owned(),
+            pre: OnceLock::new(),
+            bytes: Some(bytes.into()),
+            hash: blake3::hash(bytes),
+        }))
+    }
+
+    /// Prepare `hook` now if it is not yet, saying where its code came
+    /// from.
+    pub fn prepare_hook_now(&self, hook: &LoadedHook) -> Result<CacheOutcome, PluginError> {
+        self.hook_ready(hook).map(|(_, outcome)| *outcome)
+    }
+
+    fn hook_pre(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        hash: &blake3::Hash,
+    ) -> Result<(HookPre, CacheOutcome), PluginError> {
+        let (instance_pre, compiled) = self.prepare(name, bytes, hash)?;
         let pre = match ModeHookPre::new(instance_pre.clone()) {
             Ok(pre) => HookPre::Latest(pre),
             Err(latest) => match since_v0_1_0::mode_hook::ModeHookPre::new(instance_pre) {
@@ -203,12 +245,33 @@ impl PluginEngine {
                 Err(_) => return Err(wrong_world(name, "roost:plugin/mode-hook", &latest)),
             },
         };
-        Ok(Arc::new(LoadedHook {
-            name: name.to_owned(),
-            pre,
-            hash: blake3::hash(bytes),
-            compiled,
-        }))
+        Ok((pre, compiled))
+    }
+
+    /// `hook`'s prepared instance, made on first use.
+    fn hook_ready<'h>(
+        &self,
+        hook: &'h LoadedHook,
+    ) -> Result<&'h (HookPre, CacheOutcome), PluginError> {
+        if let Some(ready) = hook.pre.get() {
+            return Ok(ready);
+        }
+        let bytes = hook.bytes.as_deref().ok_or_else(|| {
+            PluginError::Engine(format!(
+                "hook `{}` was loaded without its component",
+                hook.name
+            ))
+        })?;
+        let ready = self.hook_pre(&hook.name, bytes, &hook.hash)?;
+        // Two first uses at once may both prepare; one is kept.
+        Ok(hook.pre.get_or_init(|| ready))
+    }
+
+    /// [`Self::hook_ready`]'s instance for a call, or why there is none.
+    fn hook_instance(&self, hook: &LoadedHook) -> Result<HookPre, ToolError> {
+        self.hook_ready(hook)
+            .map(|(pre, _)| pre.clone())
+            .map_err(|e| ToolError::new(ErrorCode::Internal, e.to_string()))
     }
 
     /// Ask `hook` about a call before it runs.
@@ -220,7 +283,7 @@ impl PluginEngine {
     ) -> Result<HookDecision, ToolError> {
         let wit_call = call.to_wit();
         let cap = grant.limits.output_bytes;
-        let pre = hook.pre.clone();
+        let pre = self.hook_instance(hook)?;
         let d = self
             .bounded(
                 &hook.name,
@@ -273,7 +336,7 @@ impl PluginEngine {
             },
             changed_paths: changed_paths.to_vec(),
         };
-        let pre = hook.pre.clone();
+        let pre = self.hook_instance(hook)?;
         self.bounded(
             &hook.name,
             grant,
@@ -289,7 +352,7 @@ impl PluginEngine {
         mode: &str,
         grant: &Grant,
     ) -> Result<Option<String>, ToolError> {
-        let pre = hook.pre.clone();
+        let pre = self.hook_instance(hook)?;
         let mode = mode.to_owned();
         let text = self
             .bounded(

@@ -8,6 +8,7 @@
 
 mod bindings;
 mod cache;
+mod compile;
 mod engine;
 mod error;
 mod hidden_paths;

@@ -181,7 +181,8 @@ impl PluginEngine {
         name: &str,
         bytes: &[u8],
     ) -> Result<Arc<LoadedSkill>, PluginError> {
-        let (instance_pre, _) = self.prepare(name, bytes)?;
+        let hash = blake3::hash(bytes);
+        let (instance_pre, _) = self.prepare(name, bytes, &hash)?;
         let pre = match LatestPre::new(instance_pre.clone()) {
             Ok(pre) => SkillPre::Latest(pre),
             Err(latest) => match since_v0_1_0::skill::SkillPre::new(instance_pre) {

@@ -1,0 +1,118 @@
+//! Where a component's compiled code comes from, in order: the sealed
+//! artifact the build precompiled (first-party components), the
+//! component cache, or a compile (kept in the cache) — and the notice a
+//! front-end gives before a compile, which takes seconds.
+
+use roost_engine_config::Sealed;
+use wasmtime::component::{Component, InstancePre};
+
+use super::PluginEngine;
+use super::cache::CacheOutcome;
+use super::error::PluginError;
+use super::state::CallState;
+
+impl PluginEngine {
+    /// Say `notice` once, just before this engine next compiles a
+    /// component (not one the build precompiled or the cache holds):
+    /// compiling takes seconds, and a front-end may say why it waits.
+    pub fn before_next_compile(&self, notice: impl FnOnce() + Send + 'static) {
+        if let Ok(mut slot) = self.compile_notice.lock() {
+            *slot = Some(Box::new(notice));
+        }
+    }
+
+    /// Drop a notice [`Self::before_next_compile`] left unsaid.
+    pub fn forget_compile_notice(&self) {
+        if let Ok(mut slot) = self.compile_notice.lock() {
+            slot.take();
+        }
+    }
+
+    /// The compiled form of `bytes`: the build's sealed artifact when one
+    /// verifies and suits this engine, else the cache's, else a compile
+    /// (kept in the cache). Exposed for benchmarks and tests.
+    pub fn compile(
+        &self,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<(Component, CacheOutcome), PluginError> {
+        self.compile_known(name, bytes, &blake3::hash(bytes))
+    }
+
+    /// [`Self::compile`] for bytes whose BLAKE3 hash `id` the caller has.
+    fn compile_known(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        id: &blake3::Hash,
+    ) -> Result<(Component, CacheOutcome), PluginError> {
+        if let Some(c) = self.load_prebuilt(name, id) {
+            return Ok((c, CacheOutcome::Prebuilt));
+        }
+        if let Some(c) = self.cache.as_ref().and_then(|c| c.load(&self.engine, id)) {
+            return Ok((c, CacheOutcome::Hit));
+        }
+        if let Some(notice) = self.compile_notice.lock().ok().and_then(|mut n| n.take()) {
+            notice();
+        }
+        let component = Component::new(&self.engine, bytes).map_err(|e| PluginError::Compile {
+            plugin: name.to_owned(),
+            detail: format!("{e:#}"),
+        })?;
+        if let Some(cache) = &self.cache {
+            cache.store_compiled(id, &component);
+        }
+        Ok((component, CacheOutcome::Compiled))
+    }
+
+    /// The build's precompiled artifact of the component `id`, if there is
+    /// one whose seal verifies and which wasmtime accepts for this engine.
+    fn load_prebuilt(&self, name: &str, id: &blake3::Hash) -> Option<Component> {
+        let file = self.prebuilt.get(id)?;
+        let sealed = match Sealed::open(file.as_ref(), id) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(
+                    plugin = name,
+                    "precompiled artifact unusable ({e}); compiling"
+                );
+                return None;
+            }
+        };
+        // SAFETY: the artifact comes from this program's own build, which
+        // precompiled it with `roost_engine_config::config()`, the config
+        // this engine was created from; its seal binds it to these
+        // component bytes and verified just now, so it is intact. wasmtime
+        // checks its version, target, CPU features and tunables against
+        // this engine and refuses a mismatch, which falls back to a compile.
+        match unsafe { Component::deserialize(&self.engine, sealed.artifact()) } {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::warn!(
+                    plugin = name,
+                    "precompiled artifact does not suit this engine ({e:#}); compiling"
+                );
+                None
+            }
+        }
+    }
+
+    /// Check, compile (or load) and link a component of any Roost world,
+    /// whose BLAKE3 hash is `id`; the caller checks the world's exports.
+    pub(super) fn prepare(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        id: &blake3::Hash,
+    ) -> Result<(InstancePre<CallState>, CacheOutcome), PluginError> {
+        super::engine::check_header(name, bytes)?;
+        let (component, outcome) = self.compile_known(name, bytes, id)?;
+        self.linker
+            .instantiate_pre(&component)
+            .map(|pre| (pre, outcome))
+            .map_err(|e| PluginError::UnsatisfiedImport {
+                plugin: name.to_owned(),
+                detail: format!("{e:#}"),
+            })
+    }
+}
