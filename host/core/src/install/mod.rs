@@ -517,7 +517,7 @@ impl Plugins {
                     expected: p.sha256.clone(),
                 });
             }
-            let plugin = self.engine.load_bytes(p.name(), &bytes)?;
+            let plugin = self.engine.load_component(p.name(), bytes.into())?;
             let limits = p.granted.limits.resolve(&self.ceiling)?;
             let access = Access {
                 read: p.granted.read == ReadAccess::Workspace,

@@ -375,15 +375,19 @@ impl Store {
                 "written by a newer Roost (schema {version}, this one knows {SCHEMA_VERSION})"
             )));
         }
-        conn.execute_batch(TASKS_TABLE)
-            .map_err(|e| err(e.to_string()))?;
-        conn.execute_batch(SCHEMA).map_err(|e| err(e.to_string()))?;
-        for (_, _, create) in LOG_TABLES {
-            conn.execute_batch(create).map_err(|e| err(e.to_string()))?;
+        // A database at this schema was created (or migrated) by an
+        // earlier open, which set the version last: nothing to create.
+        if version < SCHEMA_VERSION {
+            conn.execute_batch(TASKS_TABLE)
+                .map_err(|e| err(e.to_string()))?;
+            conn.execute_batch(SCHEMA).map_err(|e| err(e.to_string()))?;
+            for (_, _, create) in LOG_TABLES {
+                conn.execute_batch(create).map_err(|e| err(e.to_string()))?;
+            }
+            migrate(&conn, version).map_err(|e| err(e.to_string()))?;
+            conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
+                .map_err(|e| err(e.to_string()))?;
         }
-        migrate(&conn, version).map_err(|e| err(e.to_string()))?;
-        conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
-            .map_err(|e| err(e.to_string()))?;
         let reader = Connection::open(path).map_err(|e| err(e.to_string()))?;
         reader
             .busy_timeout(std::time::Duration::from_secs(10))

@@ -208,7 +208,7 @@ pub struct LoadedPlugin {
     /// that only lists tools prepares nothing).
     pre: OnceLock<(ToolPre, CacheOutcome)>,
     /// The component, kept until it is prepared.
-    bytes: Option<Box<[u8]>>,
+    bytes: Option<Cow<'static, [u8]>>,
     wit_version: &'static str,
     tools: Vec<ToolSpec>,
     hash: blake3::Hash,
@@ -358,29 +358,39 @@ impl PluginEngine {
             path: path.to_path_buf(),
             source,
         })?;
-        self.load_bytes(name, &bytes)
+        self.load_component(name, Cow::Owned(bytes))
     }
 
-    /// Load a tool plugin from its bytes: check it is a component and learn
-    /// its tools. A plugin this host loaded before is known from the
-    /// cache (its checked tool list, under the cache's MAC) and prepared
-    /// on its first call; any other is compiled (or loaded), linked,
-    /// checked against its world and asked for its tools now.
+    /// Load a tool plugin from its bytes (see [`Self::load_component`]).
     pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> Result<Arc<LoadedPlugin>, PluginError> {
-        check_header(name, bytes)?;
-        let hash = blake3::hash(bytes);
+        self.load_component(name, Cow::Owned(bytes.to_vec()))
+    }
+
+    /// Load a tool plugin: check it is a component and learn its tools. A
+    /// plugin this host loaded before is known from the cache (its checked
+    /// tool list, under the cache's MAC) and keeps `bytes` to be prepared
+    /// on its first call; any other is compiled (or loaded), linked,
+    /// checked against its world and asked for its tools now. Borrowed
+    /// bytes (a component the binary embeds) are never copied.
+    pub fn load_component(
+        &self,
+        name: &str,
+        bytes: Cow<'static, [u8]>,
+    ) -> Result<Arc<LoadedPlugin>, PluginError> {
+        check_header(name, &bytes)?;
+        let hash = blake3::hash(&bytes);
         if let Some((wit_version, tools)) = self.known(&hash) {
             return Ok(Arc::new(LoadedPlugin {
                 name: name.to_owned(),
                 pre: OnceLock::new(),
-                bytes: Some(bytes.into()),
+                bytes: Some(bytes),
                 wit_version,
                 tools,
                 hash,
                 tools_cached: true,
             }));
         }
-        let (pre, compiled) = self.tool_pre(name, bytes, &hash)?;
+        let (pre, compiled) = self.tool_pre(name, &bytes, &hash)?;
         let tools = self.checked_tools(name, &pre)?;
         if let Some(cache) = &self.cache
             && let Ok(json) = serde_json::to_vec(&Known {

@@ -103,8 +103,10 @@ pub struct LoadedHook {
     /// or on first use for a hook loaded deferred.
     pre: OnceLock<(HookPre, CacheOutcome)>,
     /// The component, kept until it is prepared.
-    bytes: Option<Box<[u8]>>,
-    hash: blake3::Hash,
+    bytes: Option<&'static [u8]>,
+    /// Its content hash, taken when first asked (a deferred hook that is
+    /// never used is never hashed).
+    hash: OnceLock<blake3::Hash>,
 }
 
 impl LoadedHook {
@@ -115,7 +117,12 @@ impl LoadedHook {
 
     /// Content hash of the component (for traces).
     pub fn content_hash(&self) -> String {
-        self.hash.to_hex().to_string()
+        self.hash().to_hex().to_string()
+    }
+
+    fn hash(&self) -> &blake3::Hash {
+        self.hash
+            .get_or_init(|| blake3::hash(self.bytes.unwrap_or_default()))
     }
 
     /// Where its compiled code came from (the build, the cache, or a
@@ -204,24 +211,25 @@ impl PluginEngine {
             name: name.to_owned(),
             pre: OnceLock::from(ready),
             bytes: None,
-            hash,
+            hash: OnceLock::from(hash),
         }))
     }
 
-    /// A mode hook prepared only when first used: for the first-party
-    /// hooks, which the build checked and most modes never call, so a
-    /// start does not pay for them. Only the header is checked now.
+    /// A mode hook the binary embeds, prepared only when first used: for
+    /// the first-party hooks, which most modes never call, so a start does
+    /// not pay for them. Only the header is checked now; the rest, as
+    /// strictly, on first use.
     pub fn load_hook_deferred(
         &self,
         name: &str,
-        bytes: &[u8],
+        bytes: &'static [u8],
     ) -> Result<Arc<LoadedHook>, PluginError> {
         check_header(name, bytes)?;
         Ok(Arc::new(LoadedHook {
             name: name.to_owned(),
             pre: OnceLock::new(),
-            bytes: Some(bytes.into()),
-            hash: blake3::hash(bytes),
+            bytes: Some(bytes),
+            hash: OnceLock::new(),
         }))
     }
 
@@ -256,13 +264,13 @@ impl PluginEngine {
         if let Some(ready) = hook.pre.get() {
             return Ok(ready);
         }
-        let bytes = hook.bytes.as_deref().ok_or_else(|| {
+        let bytes = hook.bytes.ok_or_else(|| {
             PluginError::Engine(format!(
                 "hook `{}` was loaded without its component",
                 hook.name
             ))
         })?;
-        let ready = self.hook_pre(&hook.name, bytes, &hook.hash)?;
+        let ready = self.hook_pre(&hook.name, bytes, hook.hash())?;
         // Two first uses at once may both prepare; one is kept.
         Ok(hook.pre.get_or_init(|| ready))
     }
