@@ -240,7 +240,7 @@ fn main() {
 fn mcp_server_path() -> Option<PathBuf> {
     let p = std::env::var_os("ROOST_MCP_FS_SERVER").map(PathBuf::from).unwrap_or_else(|| {
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/mcp-bench/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+            .join("../../target/mcp-bench/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
     });
     p.exists().then_some(p)
 }

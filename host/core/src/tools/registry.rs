@@ -85,6 +85,19 @@ impl RegisteredTool {
         })
     }
 
+    /// [`Self::new`] for a tool whose schema this host compiled when it
+    /// first loaded the tool's plugin (its tool list came from the
+    /// component cache): compiled when a call first needs it.
+    pub fn known(executor: Arc<dyn ToolExecutor>, access: Access) -> Self {
+        let spec = executor.spec().clone();
+        Self {
+            validator: Arc::new(ArgsValidator::deferred(spec.args_schema.clone())),
+            spec,
+            executor,
+            access,
+        }
+    }
+
     /// Who provides the tool: the plugin's name, or [`HOST`].
     pub fn provider(&self) -> &str {
         self.executor.provider()
@@ -217,7 +230,11 @@ impl Registry {
         let mut compiled = Vec::new();
         for spec in plugin.tools() {
             let executor = Arc::new(ComponentTool::new(Arc::clone(&plugin), spec.clone()));
-            compiled.push(RegisteredTool::new(executor, access.clone())?);
+            compiled.push(if plugin.tools_from_cache() {
+                RegisteredTool::known(executor, access.clone())
+            } else {
+                RegisteredTool::new(executor, access.clone())?
+            });
         }
         self.encodings_lock().clear();
         for t in compiled {

@@ -2,12 +2,18 @@
 //! schema before anything runs, and every violation is reported so the model
 //! can fix them all at once.
 
+use std::sync::OnceLock;
+
 use jsonschema::Validator;
 
-/// A compiled argument schema. Remote `$ref`s are never fetched (the crate
-/// is built without its HTTP and file resolvers).
+/// A tool's argument schema, compiled once: at registration, or, for a
+/// tool whose schema this host already compiled when it first loaded the
+/// plugin (known from the component cache), when a call first needs it.
+/// Remote `$ref`s are never fetched (the crate is built without its HTTP
+/// and file resolvers).
 pub struct ArgsValidator {
-    validator: Validator,
+    schema: serde_json::Value,
+    compiled: OnceLock<Result<Validator, String>>,
 }
 
 impl std::fmt::Debug for ArgsValidator {
@@ -17,17 +23,38 @@ impl std::fmt::Debug for ArgsValidator {
 }
 
 impl ArgsValidator {
-    /// Compile `schema`; an invalid schema is a plugin bug, reported as text.
+    /// Compile `schema` now; an invalid schema is a plugin bug, reported as text.
     pub fn new(schema: &serde_json::Value) -> Result<Self, String> {
-        jsonschema::validator_for(schema)
-            .map(|validator| Self { validator })
-            .map_err(|e| e.to_string())
+        let v = Self::deferred(schema.clone());
+        v.compiled()?;
+        Ok(v)
+    }
+
+    /// `schema`, compiled when first used (a start that only lists tools
+    /// compiles none). A schema that then fails to compile refuses every
+    /// call, saying why.
+    pub fn deferred(schema: serde_json::Value) -> Self {
+        Self {
+            schema,
+            compiled: OnceLock::new(),
+        }
+    }
+
+    fn compiled(&self) -> Result<&Validator, String> {
+        self.compiled
+            .get_or_init(|| jsonschema::validator_for(&self.schema).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// Check `args`; on failure, one line per violation (`/path: message`).
     pub fn check(&self, args: &serde_json::Value) -> Result<(), Vec<String>> {
-        let errors: Vec<String> = self
-            .validator
+        let validator = self.compiled().map_err(|e| {
+            vec![format!(
+                "(schema): the tool's own argument schema does not compile: {e}"
+            )]
+        })?;
+        let errors: Vec<String> = validator
             .iter_errors(args)
             .map(|e| {
                 let path = e.instance_path().to_string();
@@ -102,5 +129,18 @@ mod tests {
     #[test]
     fn invalid_schema_is_an_error() {
         assert!(ArgsValidator::new(&json!({"type": 12})).is_err());
+    }
+
+    #[test]
+    fn a_deferred_schema_is_checked_when_first_used() {
+        let good = ArgsValidator::deferred(schema());
+        assert!(good.check(&json!({"path": "a"})).is_ok());
+        assert!(good.check(&json!({})).is_err());
+        let bad = ArgsValidator::deferred(json!({"type": 5}));
+        let errs = bad
+            .check(&json!({}))
+            .expect_err("a broken schema refuses every call");
+        assert!(errs[0].contains("does not compile"), "{errs:?}");
+        assert!(ArgsValidator::new(&json!({"type": 5})).is_err());
     }
 }
