@@ -8,7 +8,7 @@ work="$(mktemp -d)/workspace"
 cp -r tests/fixtures/example/workspace "$work"
 if [ ! -x "${CARGO_TARGET_DIR:-target}/debug/roost" ]; then
   echo "First build: cargo compiles Roost, wasmtime and the sandboxed plugins" >&2
-  echo "(about 15 minutes on a 2-core machine; its progress follows). Later runs start at once." >&2
+  echo "(about 10 minutes on a 2-core machine; its progress follows). Later runs start at once." >&2
 fi
 cargo run -p roost -- run "Add a farewell function next to greet" \
   --workspace "$work" --script tests/fixtures/example/fix-greeting.json --yes "$@"
