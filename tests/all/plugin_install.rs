@@ -527,6 +527,16 @@ fn a_new_rust_plugin_builds_installs_and_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     let project = new_plugin(&data, dir.path(), "word-count", "rust");
+    // The manifest documents secrets in the placeholder form the host
+    // fills (format!'s brace escaping once turned it into `{secret:…}`).
+    let manifest = std::fs::read_to_string(project.join("plugin.toml")).expect("plugin.toml");
+    assert!(
+        manifest.contains(&format!(
+            "{}EXAMPLE_TOKEN}}}}",
+            roost_sandbox::capability::network::SECRET_OPEN
+        )),
+        "{manifest}"
+    );
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     build_step(
         &project,

@@ -158,7 +158,7 @@ component = "{component}"
 read = "workspace"
 write = false
 network = []   # e.g. ["api.example.com"]: the only hosts its requests may reach
-secrets = []   # e.g. ["EXAMPLE_TOKEN"]: used as {{secret:EXAMPLE_TOKEN}} in a header
+secrets = []   # e.g. ["EXAMPLE_TOKEN"]: used as {{{{secret:EXAMPLE_TOKEN}}}} in a header
 "#
     )
 }
