@@ -1018,6 +1018,18 @@ fn last_ambiguity_completions_and_clear_words() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ws = example_workspace(dir.path());
     let script = repo().join("tests/fixtures/example/fix-greeting.json");
+    // No task at all: `--last` says so in words, not as a task id.
+    for (args, says) in [
+        (&["history", "show", "--last"][..], "no task yet"),
+        (&["resume", "--last"][..], "no resumable task"),
+    ] {
+        let o = roost(dir.path()).args(args).output().expect("runs");
+        assert!(
+            !o.status.success() && text(&o).contains(says) && !text(&o).contains("no task with id"),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
     let mut ids = Vec::new();
     for i in 0..2 {
         let o = roost(dir.path())
@@ -1055,7 +1067,9 @@ fn last_ambiguity_completions_and_clear_words() {
         .output()
         .expect("runs");
     assert!(
-        !o.status.success() && text(&o).contains("no resumable task"),
+        !o.status.success()
+            && text(&o).contains("no resumable task")
+            && !text(&o).contains("no task with id"),
         "{}",
         text(&o)
     );

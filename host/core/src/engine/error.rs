@@ -69,7 +69,7 @@ impl EngineError {
 
 fn store_code(e: &StoreError) -> EngineErrorCode {
     match e {
-        StoreError::NotFound(_) => EngineErrorCode::NotFound,
+        StoreError::NotFound(_) | StoreError::NoTask { .. } => EngineErrorCode::NotFound,
         StoreError::Ambiguous { .. } => EngineErrorCode::Ambiguous,
         StoreError::AskNotOpen { .. } => EngineErrorCode::Conflict,
         _ => EngineErrorCode::Storage,

@@ -187,6 +187,13 @@ pub enum StoreError {
     /// No such task.
     #[error("no task with id {0}")]
     NotFound(String),
+    /// `--last` found nothing: no task at all, or (`resumable`) none that
+    /// is not finished.
+    #[error("{}", if *resumable { "no resumable task: every task has finished" } else { "no task yet: start one with `roost run`" })]
+    NoTask {
+        /// Whether only unfinished tasks counted.
+        resumable: bool,
+    },
     /// An answer for an ask that is not open (unknown, another task's, or
     /// answered already); nothing of its step was written.
     #[error("task {task} has no open question {ask_id}")]
@@ -531,12 +538,7 @@ impl Store {
                 out
             };
             if batch.is_empty() {
-                let what = if resumable {
-                    "no resumable task"
-                } else {
-                    "no task yet"
-                };
-                return Err(StoreError::NotFound(what.to_owned()));
+                return Err(StoreError::NoTask { resumable });
             }
             offset += batch.len();
             if let Some(t) = batch
