@@ -375,6 +375,8 @@ async fn secret_guard_and_protected_paths() {
         "{}",
         r[0].0
     );
+    // The host names the hook once; the hook's reason does not repeat it.
+    assert!(!r[0].0.contains(": secret-guard:"), "{}", r[0].0);
     assert!(
         !r[0].0.contains("Z7QX2MHN4KLP8RTW"),
         "the secret is never echoed"

@@ -69,7 +69,7 @@ pub fn decide(
         .collect();
     if !env.is_empty() {
         return Decision::Deny(format!(
-            "secret-guard: `{tool}` would change {}, an environment file that usually holds credentials; {ADVICE}, and ask the user to edit such files themselves",
+            "`{tool}` would change {}, an environment file that usually holds credentials; {ADVICE}, and ask the user to edit such files themselves",
             quote_list(&env)
         ));
     }
@@ -81,10 +81,7 @@ pub fn decide(
     if found.is_empty() {
         Decision::Allow
     } else {
-        Decision::Deny(format!(
-            "secret-guard: `{tool}` would add {}; {ADVICE}",
-            describe(&found)
-        ))
+        Decision::Deny(format!("`{tool}` would add {}; {ADVICE}", describe(&found)))
     }
 }
 
