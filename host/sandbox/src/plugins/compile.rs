@@ -3,6 +3,9 @@
 //! component cache, or a compile (kept in the cache) — and the notice a
 //! front-end gives before a compile, which takes seconds.
 
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
 use roost_engine_config::Sealed;
 use wasmtime::component::{Component, InstancePre};
 
@@ -114,5 +117,60 @@ impl PluginEngine {
                 plugin: name.to_owned(),
                 detail: format!("{e:#}"),
             })
+    }
+}
+
+/// A component's prepared instance (`P`: a tool plugin's or a hook's) and
+/// where its code came from: made at load, or on first use, with the
+/// component's bytes kept until then.
+pub(super) struct Deferred<P> {
+    ready: OnceLock<(P, CacheOutcome)>,
+    bytes: Option<Cow<'static, [u8]>>,
+}
+
+impl<P> Deferred<P> {
+    /// Prepared already.
+    pub(super) fn ready(pre: P, outcome: CacheOutcome) -> Self {
+        Self {
+            ready: OnceLock::from((pre, outcome)),
+            bytes: None,
+        }
+    }
+
+    /// To be prepared from `bytes` on first use.
+    pub(super) fn later(bytes: Cow<'static, [u8]>) -> Self {
+        Self {
+            ready: OnceLock::new(),
+            bytes: Some(bytes),
+        }
+    }
+
+    /// The bytes kept for a later preparation.
+    pub(super) fn bytes(&self) -> Option<&[u8]> {
+        self.bytes.as_deref()
+    }
+
+    /// Where its code came from; `None` until it is prepared.
+    pub(super) fn outcome(&self) -> Option<CacheOutcome> {
+        self.ready.get().map(|(_, outcome)| *outcome)
+    }
+
+    /// The prepared instance, made now by `prepare` from the kept bytes if
+    /// it is not yet (`kind` and `name` name it in the error when no bytes
+    /// were kept). Two first uses at once may both prepare; one is kept.
+    pub(super) fn get(
+        &self,
+        kind: &str,
+        name: &str,
+        prepare: impl FnOnce(&[u8]) -> Result<(P, CacheOutcome), PluginError>,
+    ) -> Result<&(P, CacheOutcome), PluginError> {
+        if let Some(ready) = self.ready.get() {
+            return Ok(ready);
+        }
+        let bytes = self.bytes().ok_or_else(|| {
+            PluginError::Engine(format!("{kind} `{name}` was loaded without its component"))
+        })?;
+        let ready = prepare(bytes)?;
+        Ok(self.ready.get_or_init(|| ready))
     }
 }

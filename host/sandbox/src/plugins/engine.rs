@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
@@ -18,6 +18,7 @@ use super::bindings::since_v0_1_0;
 use super::bindings::tool_plugin::roost::plugin::types as wit;
 use super::bindings::tool_plugin::{ToolPluginPre, roost::plugin::host as wit_host};
 use super::cache::{CacheOutcome, ComponentCache};
+use super::compile::Deferred;
 use super::error::PluginError;
 use super::http::{EgressHooks, NetworkLog, NetworkReport, Resolve, SystemResolver};
 use super::state::{CallLimiter, CallState, cut};
@@ -203,12 +204,10 @@ pub struct CallReport {
 /// A loaded tool plugin: its tools and its prepared instance.
 pub struct LoadedPlugin {
     name: String,
-    /// Its prepared instance and where its code came from: made at load
-    /// when its tools were asked of it, else on its first call (a start
-    /// that only lists tools prepares nothing).
-    pre: OnceLock<(ToolPre, CacheOutcome)>,
-    /// The component, kept until it is prepared.
-    bytes: Option<Cow<'static, [u8]>>,
+    /// Its prepared instance: made at load when its tools were asked of
+    /// it, else on its first call (a start that only lists tools prepares
+    /// nothing).
+    pre: Deferred<ToolPre>,
     wit_version: &'static str,
     tools: Vec<ToolSpec>,
     hash: blake3::Hash,
@@ -246,7 +245,7 @@ impl LoadedPlugin {
     /// compile); `None` until it is prepared (see
     /// [`PluginEngine::prepare_now`]).
     pub fn compiled(&self) -> Option<CacheOutcome> {
-        self.pre.get().map(|(_, outcome)| *outcome)
+        self.pre.outcome()
     }
 }
 
@@ -382,8 +381,7 @@ impl PluginEngine {
         if let Some((wit_version, tools)) = self.known(&hash) {
             return Ok(Arc::new(LoadedPlugin {
                 name: name.to_owned(),
-                pre: OnceLock::new(),
-                bytes: Some(bytes),
+                pre: Deferred::later(bytes),
                 wit_version,
                 tools,
                 hash,
@@ -403,8 +401,7 @@ impl PluginEngine {
         Ok(Arc::new(LoadedPlugin {
             name: name.to_owned(),
             wit_version: pre.wit_version(),
-            pre: OnceLock::from((pre, compiled)),
-            bytes: None,
+            pre: Deferred::ready(pre, compiled),
             tools,
             hash,
             tools_cached: false,
@@ -449,18 +446,9 @@ impl PluginEngine {
         &self,
         plugin: &'p LoadedPlugin,
     ) -> Result<&'p (ToolPre, CacheOutcome), PluginError> {
-        if let Some(ready) = plugin.pre.get() {
-            return Ok(ready);
-        }
-        let bytes = plugin.bytes.as_deref().ok_or_else(|| {
-            PluginError::Engine(format!(
-                "plugin `{}` was loaded without its component",
-                plugin.name
-            ))
-        })?;
-        let ready = self.tool_pre(&plugin.name, bytes, &plugin.hash)?;
-        // Two first calls at once may both prepare; one is kept.
-        Ok(plugin.pre.get_or_init(|| ready))
+        plugin.pre.get("plugin", &plugin.name, |bytes| {
+            self.tool_pre(&plugin.name, bytes, &plugin.hash)
+        })
     }
 
     /// Ask a plugin for its tools and check them (count, names, schemas,

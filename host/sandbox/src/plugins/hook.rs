@@ -2,6 +2,7 @@
 //! one bounded call in a fresh store, exactly like a tool call, so a hook
 //! that traps, overruns or loops is a [`ToolError`] and never a host crash.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -12,6 +13,7 @@ use super::bindings::mode_hook::ModeHookPre;
 use super::bindings::since_v0_1_0;
 use super::bindings::tool_plugin::roost::plugin::types as wit;
 use super::cache::CacheOutcome;
+use super::compile::Deferred;
 use super::engine::{check_header, wrong_world};
 use super::error::PluginError;
 use super::state::{CallState, cut};
@@ -99,11 +101,9 @@ impl HookPre {
 /// list it in `hooks:`).
 pub struct LoadedHook {
     name: String,
-    /// Its prepared instance and where its code came from: made at load,
-    /// or on first use for a hook loaded deferred.
-    pre: OnceLock<(HookPre, CacheOutcome)>,
-    /// The component, kept until it is prepared.
-    bytes: Option<&'static [u8]>,
+    /// Its prepared instance: made at load, or on first use for a hook
+    /// loaded deferred.
+    pre: Deferred<HookPre>,
     /// Its content hash, taken when first asked (a deferred hook that is
     /// never used is never hashed).
     hash: OnceLock<blake3::Hash>,
@@ -122,13 +122,13 @@ impl LoadedHook {
 
     fn hash(&self) -> &blake3::Hash {
         self.hash
-            .get_or_init(|| blake3::hash(self.bytes.unwrap_or_default()))
+            .get_or_init(|| blake3::hash(self.pre.bytes().unwrap_or_default()))
     }
 
     /// Where its compiled code came from (the build, the cache, or a
     /// compile); `None` while a deferred hook has not been needed.
     pub fn compiled(&self) -> Option<CacheOutcome> {
-        self.pre.get().map(|(_, outcome)| *outcome)
+        self.pre.outcome()
     }
 }
 
@@ -209,8 +209,7 @@ impl PluginEngine {
         let ready = self.hook_pre(name, bytes, &hash)?;
         Ok(Arc::new(LoadedHook {
             name: name.to_owned(),
-            pre: OnceLock::from(ready),
-            bytes: None,
+            pre: Deferred::ready(ready.0, ready.1),
             hash: OnceLock::from(hash),
         }))
     }
@@ -227,8 +226,7 @@ impl PluginEngine {
         check_header(name, bytes)?;
         Ok(Arc::new(LoadedHook {
             name: name.to_owned(),
-            pre: OnceLock::new(),
-            bytes: Some(bytes),
+            pre: Deferred::later(Cow::Borrowed(bytes)),
             hash: OnceLock::new(),
         }))
     }
@@ -261,18 +259,9 @@ impl PluginEngine {
         &self,
         hook: &'h LoadedHook,
     ) -> Result<&'h (HookPre, CacheOutcome), PluginError> {
-        if let Some(ready) = hook.pre.get() {
-            return Ok(ready);
-        }
-        let bytes = hook.bytes.ok_or_else(|| {
-            PluginError::Engine(format!(
-                "hook `{}` was loaded without its component",
-                hook.name
-            ))
-        })?;
-        let ready = self.hook_pre(&hook.name, bytes, hook.hash())?;
-        // Two first uses at once may both prepare; one is kept.
-        Ok(hook.pre.get_or_init(|| ready))
+        hook.pre.get("hook", &hook.name, |bytes| {
+            self.hook_pre(&hook.name, bytes, hook.hash())
+        })
     }
 
     /// [`Self::hook_ready`]'s instance for a call, or why there is none.
