@@ -4,7 +4,10 @@
 # `roost run` (e.g. --json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-work="$(mktemp -d)/workspace"
+base="$(mktemp -d)"
+work="$base/workspace"
+# The demo's task store is its own, not the user's data dir.
+export ROOST_DATA_DIR="${ROOST_DATA_DIR:-$base/roost-data}"
 cp -r tests/fixtures/example/workspace "$work"
 if [ ! -x "${CARGO_TARGET_DIR:-target}/debug/roost" ]; then
   echo "First build: cargo compiles Roost, wasmtime and the sandboxed plugins" >&2
@@ -13,3 +16,4 @@ fi
 cargo run -p roost -- run "Add a farewell function next to greet" \
   --workspace "$work" --script tests/fixtures/example/fix-greeting.json --yes "$@"
 echo "workspace: $work"
+echo "data dir:  $ROOST_DATA_DIR (see it with: ROOST_DATA_DIR=$ROOST_DATA_DIR cargo run -p roost -- history list)"

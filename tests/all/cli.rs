@@ -150,7 +150,7 @@ fn readme_example_runs_offline_and_history_exports() {
         .output()
         .expect("runs");
     assert!(
-        !o.status.success() && text(&o).contains("cannot be resumed"),
+        !o.status.success() && text(&o).contains("is completed: give it a new message"),
         "{}",
         text(&o)
     );
@@ -383,6 +383,8 @@ async fn run_against(provider: &str, responses: Vec<sse_server::Canned>) {
         "--yes",
         "--provider",
         provider,
+        "--model",
+        "test-model",
         "--base-url",
         &server.base_url(),
         "--workspace",
@@ -996,7 +998,16 @@ fn an_unreachable_endpoint_names_the_root_cause() {
         .expect("addr")
         .port();
     let o = roost(dir.path())
-        .args(["run", "hi", "--yes", "--provider", "openai", "--base-url"])
+        .args([
+            "run",
+            "hi",
+            "--yes",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+        ])
         .arg(format!("http://127.0.0.1:{port}/v1"))
         .arg("--workspace")
         .arg(&ws)
@@ -1186,9 +1197,12 @@ fn terminal_questions_show_diffs_and_yes_means_no_questions() {
 
     // An empty answer denies the edit; the question showed the diff.
     let shown = run(&["--approve", "read"], "\n\n");
+    // The subject first (the diff), then the question on its own line.
+    let diff_at = shown.find("+pub fn farewell").expect("the diff is shown");
+    let question_at = shown.find("\n? Run write_to_file?").expect("the question");
     assert!(
-        shown.contains("It would make this change:") && shown.contains("+pub fn farewell"),
-        "{shown}"
+        diff_at < question_at,
+        "the question came before its diff: {shown}"
     );
     assert!(
         !shown.contains("? Run write_to_file {"),

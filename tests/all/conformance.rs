@@ -260,6 +260,18 @@ async fn fetches_only_from_granted_origins(plugin: &LoadedPlugin) {
         matches!(err.code, ErrorCode::PermissionDenied | ErrorCode::Internal),
         "{name}: {err}"
     );
+    // The refusal reached the guest as an error it caught (a rejected
+    // promise in JavaScript, an exception in Python, an `Err` in Rust) and
+    // reported itself — not a trap.
+    let m = err.message.to_ascii_lowercase();
+    assert!(
+        !m.contains("trap") && !m.contains("unreachable"),
+        "{name}: the refusal trapped the guest: {err}"
+    );
+    assert!(
+        err.code == ErrorCode::PermissionDenied || err.message.contains(&other.url("/secret")),
+        "{name}: the guest did not see the refusal as an error: {err}"
+    );
     assert!(other.received().is_empty(), "{name}: the request went out");
     let rec = &report.network.records[..];
     assert!(

@@ -73,6 +73,16 @@ fn a_first_run_on_a_fresh_data_dir_compiles_nothing() {
     assert_eq!(cached_artifacts(&data), Vec::<String>::new());
 }
 
+/// Records that a compile started.
+struct Said(Arc<AtomicBool>);
+
+impl roost_sandbox::plugins::CompileWatch for Said {
+    fn started(&self, _component: &str, _bytes: usize) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    fn finished(&self, _component: &str, _ok: bool) {}
+}
+
 /// Every first-party tool plugin and hook loads from the build's artifact.
 #[test]
 fn the_first_party_components_load_precompiled() {
@@ -83,7 +93,7 @@ fn the_first_party_components_load_precompiled() {
     .expect("engine");
     let said = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&said);
-    engine.before_next_compile(move || flag.store(true, Ordering::SeqCst));
+    engine.watch_compiles(Arc::new(Said(flag)));
     // Asked for its tools on this fresh cache: prepared at load.
     for p in first_party::load_all(&engine).expect("plugins") {
         assert_eq!(p.compiled(), Some(CacheOutcome::Prebuilt), "{}", p.name());
@@ -163,7 +173,7 @@ fn a_damaged_or_foreign_artifact_is_compiled_instead() {
         .expect("engine");
         let said = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&said);
-        engine.before_next_compile(move || flag.store(true, Ordering::SeqCst));
+        engine.watch_compiles(Arc::new(Said(flag)));
         let p = engine
             .load_bytes("fs-tools", first_party::FS_TOOLS)
             .expect("compiles instead");

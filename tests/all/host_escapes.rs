@@ -576,6 +576,10 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
         ("sandbox/src/capability/workspace.rs", "the layer itself"),
         ("core/src/config/mod.rs", "the user's config file"),
         (
+            "cli/src/doctor.rs",
+            "`roost doctor` and `config show`: Roost's own data dir (its size, that it can be made) and config file, never a workspace",
+        ),
+        (
             "cli/src/template.rs",
             "the new plugin folder the user names",
         ),

@@ -7,8 +7,10 @@
 // Test code: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod approvals;
 mod bad_plugins;
 mod cli;
+mod cli_frictions;
 mod conformance;
 mod crash;
 mod egress;
@@ -24,6 +26,7 @@ mod plugin_install;
 mod sandbox;
 mod sandbox_promises;
 mod scope;
+mod session;
 mod skills;
 mod snapshots;
 mod sse_server;

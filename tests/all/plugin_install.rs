@@ -461,7 +461,10 @@ fn signatures_are_verified_against_trusted_keys() {
         .output()
         .expect("remove"));
     let shown = ok(&install(&unsigned, false));
-    assert!(shown.contains("signed by: nobody"), "{shown}");
+    assert!(
+        shown.contains("signed by: no trusted key (unsigned)"),
+        "{shown}"
+    );
 }
 
 /// `roost plugin new NAME --lang LANG` into a fresh folder outside Roost's
@@ -722,6 +725,13 @@ fn install_use_inspect_remove(name: &str, component: &Path, wit: &str) {
     assert!(
         shown.contains("read_text") && shown.contains(&server.base()),
         "{name}: {shown}"
+    );
+    // A fresh data dir compiles the component: said when it starts and
+    // when it ends (a JavaScript or Python one takes tens of seconds).
+    assert!(
+        shown.contains(&format!("compiling {name} ("))
+            && shown.contains(&format!("compiled {name} in ")),
+        "{name}: no progress while compiling: {shown}"
     );
     let script = dir.path().join("script.json");
     std::fs::write(

@@ -1083,10 +1083,15 @@ async fn destructive_tools_need_an_intent_and_stay_in_its_scope() {
             .as_deref(),
         Some("INT-001")
     );
+    // The scope question shows the change, as an edit's approval does.
+    let scope_q = user
+        .asked()
+        .into_iter()
+        .find(|q| q.starts_with("scope: INT-001 write_to_file src/other.rs"))
+        .expect("the scope question was asked");
     assert!(
-        user.asked()
-            .iter()
-            .any(|q| q == "scope: INT-001 write_to_file src/other.rs")
+        scope_q.contains("+++ b/src/other.rs") && scope_q.contains("\n+"),
+        "{scope_q}"
     );
 
     let trace = trace_lines(&h.ws.path());

@@ -323,8 +323,17 @@ pub mod user {
                 .pop_front()
                 .unwrap_or(Approval::Approve)
         }
-        async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval {
-            self.note(format!("scope: {intent} {tool} {path}"));
+        async fn scope_violation(
+            &self,
+            intent: &str,
+            tool: &str,
+            path: &str,
+            preview: Option<&str>,
+        ) -> Approval {
+            match preview {
+                Some(p) => self.note(format!("scope: {intent} {tool} {path}\n{p}")),
+                None => self.note(format!("scope: {intent} {tool} {path}")),
+            }
             self.scope
                 .lock()
                 .expect("lock")

@@ -1,5 +1,6 @@
 //! `roost intents list` and `roost trace`.
 
+use super::line::{notice, outln};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -42,7 +43,7 @@ pub fn list(args: IntentsArgs) -> anyhow::Result<ExitCode> {
         if args.json {
             return Ok(ExitCode::SUCCESS);
         }
-        println!(
+        outln!(
             "intents are off: {} has no .orchestration/ directory",
             args.workspace.display()
         );
@@ -51,10 +52,10 @@ pub fn list(args: IntentsArgs) -> anyhow::Result<ExitCode> {
     // Intents come from a workspace file: shown, not interpreted.
     for i in intents::load(&args.workspace)? {
         if args.json {
-            println!("{}", json_text(&serde_json::to_string(&i)?));
+            outln!("{}", json_text(&serde_json::to_string(&i)?));
             continue;
         }
-        println!(
+        outln!(
             "{:<10} {:<12} {:<40} {}",
             visible_line(&i.id),
             visible_line(&i.status),
@@ -74,12 +75,12 @@ pub fn trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
         .context("cannot read the agent trace")?;
     for e in &entries {
         if args.json {
-            println!("{}", json_text(&serde_json::to_string(e)?));
+            outln!("{}", json_text(&serde_json::to_string(e)?));
             continue;
         }
         // The trace is a workspace file and quotes model-chosen arguments:
         // shown, not interpreted.
-        println!(
+        outln!(
             "{} {:<9} {:<8} {:<10} {} {}",
             visible_line(&e.time),
             e.kind.as_str(),
@@ -95,7 +96,7 @@ pub fn trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
                     visible_line(&h.chars().take(12).collect::<String>()).into_owned()
                 })
             };
-            println!(
+            outln!(
                 "    {} {} → {} ({} lines)",
                 visible_line(&f.path),
                 short(&f.sha256_before),
@@ -105,7 +106,7 @@ pub fn trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if bad > 0 {
-        eprintln!("warning: {bad} trace lines could not be read");
+        notice!("warning: {bad} trace lines could not be read");
     }
     Ok(ExitCode::SUCCESS)
 }

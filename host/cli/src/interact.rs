@@ -1,20 +1,53 @@
 //! The person at the terminal: approvals, follow-up answers, completion
-//! reviews and guidance, asked on a TTY. Without a TTY nothing can be asked:
-//! calls the policy does not cover are denied with a clear message, results
-//! are accepted, and questions go unanswered.
+//! reviews and guidance. The subject of each question (the call, its
+//! diff, the result) is printed first by the display; the question comes
+//! after it, on its own line. Without a terminal nothing can be asked:
+//! calls the policy does not cover are denied with a clear message,
+//! results are accepted *without review* (and said to be), and questions
+//! go unanswered.
 
 use super::line::notice;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::render::{painted_diff, short_args};
 use super::sanitize::{visible, visible_line};
+use roost_core::engine::Approvals;
 use roost_core::task::{Answers, Approval, CompletionAnswer};
 use roost_core::tools::ToolGroup;
+use roost_protocol::Grant;
+
+/// One line of input, read off the runtime: a plain read of stdin for
+/// one-shot runs, the line editor in a session.
+pub trait LineSource: Send + Sync {
+    /// Show `prompt` and read a line; `None` at end of input (or when the
+    /// person interrupted the question).
+    fn read_line(&self, prompt: &str) -> Option<String>;
+}
+
+/// Standard input, read a line at a time (its prompt on stderr).
+pub struct Stdin;
+
+impl LineSource for Stdin {
+    fn read_line(&self, prompt: &str) -> Option<String> {
+        super::line::before_stderr();
+        super::line::to_stderr(prompt);
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
+        }
+    }
+}
 
 /// Asks on the terminal when there is one.
 pub struct Terminal {
     tty: bool,
     assume_yes: bool,
+    input: Arc<dyn LineSource>,
+    /// Where "always allow" answers are saved, and for which workspace.
+    remember: Option<(Approvals, PathBuf)>,
 }
 
 impl Terminal {
@@ -23,32 +56,63 @@ impl Terminal {
         Self {
             tty: std::io::stdin().is_terminal(),
             assume_yes: false,
+            input: Arc::new(Stdin),
+            remember: None,
         }
     }
 
-    /// `--yes`: no questions at all; the result is accepted too.
+    /// `--yes`: no questions at all; the result is accepted (by policy,
+    /// and said so) too.
     pub fn assume_yes(mut self, yes: bool) -> Self {
         self.assume_yes = yes;
         self
     }
+
+    /// Read answers from `input` (a session's line editor).
+    pub fn input(mut self, input: Arc<dyn LineSource>) -> Self {
+        self.input = input;
+        self
+    }
+
+    /// Offer "always allow", saved for `workspace` in `approvals`.
+    pub fn remember(mut self, approvals: Approvals, workspace: PathBuf) -> Self {
+        self.remember = Some((approvals, workspace));
+        self
+    }
+
+    async fn ask_line(&self, prompt: String) -> Option<String> {
+        let input = Arc::clone(&self.input);
+        tokio::task::spawn_blocking(move || input.read_line(&prompt))
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// Save `grant` for the workspace (a failure is said, and the grant
+    /// still holds for this task).
+    fn save(&self, grant: &Grant) {
+        let Some((approvals, workspace)) = &self.remember else {
+            return;
+        };
+        let shown = visible_line(&grant.describe()).into_owned();
+        match approvals.save(workspace, grant) {
+            Ok(()) => notice!(
+                "  always allowed here from now on: {shown} (`roost approvals revoke` takes it back)"
+            ),
+            Err(e) => notice!(
+                "  allowed for this task, but not saved: {}",
+                visible_line(&e.to_string())
+            ),
+        }
+    }
 }
 
-/// Print `prompt` on stderr and read one line from stdin (off the runtime).
-async fn ask_line(prompt: String) -> Option<String> {
-    tokio::task::spawn_blocking(move || {
-        super::line::before_stderr();
-        let mut err = std::io::stderr();
-        let _ = write!(err, "{prompt}");
-        let _ = err.flush();
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
-        }
-    })
-    .await
-    .ok()
-    .flatten()
+/// What an approval answer means.
+#[derive(Debug, PartialEq, Eq)]
+enum Reply {
+    Once(Approval),
+    AlwaysTool,
+    AlwaysGroup,
 }
 
 /// One reading of a yes/no answer for every kind of question: `y`/`yes`
@@ -67,6 +131,29 @@ fn yes_no(answer: Option<&str>) -> Approval {
             feedback: Some(f.to_owned()),
         },
     }
+}
+
+/// A tool approval's answer: [`yes_no`], plus `a`/`always` (this tool)
+/// and `g`/`group` (its whole group) when "always" is offered.
+fn tool_reply(answer: Option<&str>, always: bool) -> Reply {
+    match answer.map(str::trim) {
+        Some(a) if always && (a.eq_ignore_ascii_case("a") || a.eq_ignore_ascii_case("always")) => {
+            Reply::AlwaysTool
+        }
+        Some(a) if always && (a.eq_ignore_ascii_case("g") || a.eq_ignore_ascii_case("group")) => {
+            Reply::AlwaysGroup
+        }
+        other => Reply::Once(yes_no(other)),
+    }
+}
+
+/// `diff` indented, painted when stderr is a terminal.
+fn shown_diff(diff: &str) -> String {
+    let color = std::io::stderr().is_terminal();
+    painted_diff(diff, color)
+        .into_iter()
+        .map(|l| format!("  {l}\n"))
+        .collect()
 }
 
 /// The terminal's answer to each kind of question.
@@ -90,29 +177,45 @@ impl Answers for Terminal {
                 )),
             };
         }
-        // An edit shows the change it would make; other calls their arguments.
-        let question = match preview {
-            Some(p) => {
-                let color = std::io::stderr().is_terminal();
-                let lines: Vec<String> = painted_diff(p, color)
-                    .into_iter()
-                    .map(|l| format!("  {l}"))
-                    .collect();
-                format!(
-                    "\n? Run {shown_tool}? It would make this change:\n{}\n  [y]es / [N]o / or type feedback: ",
-                    lines.join("\n")
-                )
-            }
-            None => format!(
-                "\n? Run {shown_tool} {}  [y]es / [N]o / or type feedback: ",
-                short_args(args)
-            ),
+        // The subject first: an edit's change (the call itself was shown
+        // as it was requested), then the question on its own line.
+        let subject = match preview {
+            Some(p) => shown_diff(p),
+            None => format!("  {}\n", short_args(args)),
         };
-        let answer = ask_line(question).await;
-        yes_no(answer.as_deref())
+        let always = self.remember.is_some();
+        let choices = if always {
+            format!(
+                "[y]es / [a]lways {shown_tool} here / [g]roup: always `{group}` tools here / [N]o / or type feedback"
+            )
+        } else {
+            "[y]es / [N]o / or type feedback".to_owned()
+        };
+        let answer = self
+            .ask_line(format!("{subject}? Run {shown_tool}? {choices}: "))
+            .await;
+        match tool_reply(answer.as_deref(), always) {
+            Reply::Once(a) => a,
+            Reply::AlwaysTool => {
+                let grant = Grant::Tool(tool.to_owned());
+                self.save(&grant);
+                Approval::Always(grant)
+            }
+            Reply::AlwaysGroup => {
+                let grant = Grant::Group(group);
+                self.save(&grant);
+                Approval::Always(grant)
+            }
+        }
     }
 
-    async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval {
+    async fn scope_violation(
+        &self,
+        intent: &str,
+        tool: &str,
+        path: &str,
+        preview: Option<&str>,
+    ) -> Approval {
         let (intent, tool, path) = (visible_line(intent), visible_line(tool), visible_line(path));
         if !self.tty {
             notice!(
@@ -120,10 +223,11 @@ impl Answers for Terminal {
             );
             return Approval::Deny { feedback: None };
         }
+        let subject = preview.map(shown_diff).unwrap_or_default();
         let q = format!(
-            "\n? {tool} writes {path}, outside the owned scope of {intent}: approve once? [y]es / [N]o / feedback: "
+            "{subject}? {tool} writes {path}, outside the owned scope of {intent}: approve once? [y]es / [N]o / feedback: "
         );
-        yes_no(ask_line(q).await.as_deref())
+        yes_no(self.ask_line(q).await.as_deref())
     }
 
     async fn hook_question(&self, hook: &str, tool: &str, question: &str) -> Approval {
@@ -142,20 +246,20 @@ impl Answers for Terminal {
                 )),
             };
         }
-        let q = format!("\n? [{shown_hook}] {question} [y]es / [N]o / feedback: ");
-        yes_no(ask_line(q).await.as_deref())
+        let q = format!("? [{shown_hook}] {question} [y]es / [N]o / feedback: ");
+        yes_no(self.ask_line(q).await.as_deref())
     }
 
     async fn followup(&self, question: &str, suggestions: &[String]) -> Option<String> {
         if !self.tty {
             return None;
         }
-        let mut prompt = format!("\n? {}\n", visible(question));
+        let mut prompt = format!("? {}\n", visible(question));
         for (i, s) in suggestions.iter().enumerate() {
             prompt.push_str(&format!("  {}. {}\n", i + 1, visible_line(s)));
         }
         prompt.push_str("> ");
-        let line = ask_line(prompt).await?;
+        let line = self.ask_line(prompt).await?;
         let pick = line
             .trim()
             .parse::<usize>()
@@ -164,15 +268,17 @@ impl Answers for Terminal {
         Some(pick.cloned().unwrap_or(line))
     }
 
-    async fn completion(&self, result: &str) -> CompletionAnswer {
-        if !self.tty || self.assume_yes {
-            return CompletionAnswer::Accept;
+    async fn completion(&self, _result: &str) -> CompletionAnswer {
+        if self.assume_yes {
+            return CompletionAnswer::Unreviewed("accepted by --yes".to_owned());
         }
-        let _ = result;
-        match ask_line(
-            "\n? Accept the result? [Enter] accept, n: not yet, or type feedback: ".into(),
-        )
-        .await
+        if !self.tty {
+            notice!("the result was accepted without review: no terminal to ask");
+            return CompletionAnswer::Unreviewed("no terminal to ask".to_owned());
+        }
+        match self
+            .ask_line("? Accept the result? [Enter] accept, n: not yet, or type feedback: ".into())
+            .await
         {
             Some(l) if l.trim().is_empty() || matches!(l.trim(), "y" | "yes") => {
                 CompletionAnswer::Accept
@@ -190,8 +296,8 @@ impl Answers for Terminal {
             notice!("{reason} No terminal to ask: stopping.");
             return None;
         }
-        ask_line(format!(
-            "\n! {reason}\n? Guidance to continue (empty to stop): "
+        self.ask_line(format!(
+            "! {reason}\n? Guidance to continue (empty to stop): "
         ))
         .await
         .filter(|l| !l.trim().is_empty())
@@ -215,6 +321,26 @@ mod tests {
             Approval::Deny {
                 feedback: Some("use the other file".into())
             }
+        );
+    }
+
+    /// "Always" is an answer only where it is offered; elsewhere `a` is
+    /// feedback like any other words.
+    #[test]
+    fn always_is_an_answer_only_where_offered() {
+        assert_eq!(tool_reply(Some("a"), true), Reply::AlwaysTool);
+        assert_eq!(tool_reply(Some(" Always "), true), Reply::AlwaysTool);
+        assert_eq!(tool_reply(Some("g"), true), Reply::AlwaysGroup);
+        assert_eq!(tool_reply(Some("y"), true), Reply::Once(Approval::Approve));
+        assert_eq!(
+            tool_reply(Some("a"), false),
+            Reply::Once(Approval::Deny {
+                feedback: Some("a".into())
+            })
+        );
+        assert_eq!(
+            tool_reply(None, true),
+            Reply::Once(Approval::Deny { feedback: None })
         );
     }
 }

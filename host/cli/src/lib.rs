@@ -2,11 +2,17 @@
 //! parsing, terminal interaction and rendering. This is the binary's edge:
 //! errors are `anyhow` here and become a message plus a non-zero exit code.
 
+mod approvals;
+mod chat;
+mod doctor;
+mod drive;
+mod history;
 mod intents;
 mod interact;
 mod line;
 mod modes;
 mod plugin;
+mod progress;
 mod render;
 mod run;
 pub mod sanitize;
@@ -27,17 +33,24 @@ pub struct Cli {
     /// platform's data dir, e.g. ~/.local/share/roost.
     #[arg(long, env = "ROOST_DATA_DIR", global = true)]
     pub data_dir: Option<PathBuf>,
-    /// Command to run.
+    /// Command to run (none: a conversation, as `roost chat`).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    /// The conversation's options, when no command is given.
+    #[command(flatten)]
+    pub chat: chat::ChatArgs,
 }
 
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// A conversation: type messages, see the work, approve it as it goes
+    /// (what `roost` alone does).
+    Chat(chat::ChatArgs),
     /// Run a task: stream the model, run tools, ask for approvals.
     Run(run::RunArgs),
-    /// Continue an interrupted task from its history.
+    /// Continue a task: an interrupted one from its history, or (with
+    /// `--message`) any task with a new message.
     Resume(run::ResumeArgs),
     /// Modes (built-in, global, project).
     #[command(subcommand)]
@@ -50,9 +63,18 @@ pub enum Command {
     Intents(IntentsCommand),
     /// The agent trace (`.orchestration/agent_trace.jsonl`).
     Trace(intents::TraceArgs),
-    /// Past tasks.
+    /// Past tasks: list, search, show, delete.
     #[command(subcommand)]
-    History(run::HistoryCommand),
+    History(history::HistoryCommand),
+    /// What runs without asking ("always allow" answers, per workspace).
+    #[command(subcommand)]
+    Approvals(approvals::ApprovalsCommand),
+    /// Check the set-up: toolchain, data dir, config, endpoints, caches,
+    /// optional parts.
+    Doctor(doctor::DoctorArgs),
+    /// The configuration.
+    #[command(subcommand)]
+    Config(doctor::ConfigCommand),
     /// Install and manage third-party tool plugins.
     Plugin(plugin::PluginArgs),
     /// List or call tools directly (debugging, scripts, benchmarks).
@@ -92,18 +114,30 @@ pub fn default_data_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".roost"))
 }
 
+/// Logs on stderr. Asked for (`ROOST_LOG`), they are full log lines;
+/// otherwise only warnings show, as short lines a person reads (no
+/// timestamps or module paths in the middle of a task's output).
+fn init_logging() {
+    let asked = tracing_subscriber::EnvFilter::try_from_env("ROOST_LOG").ok();
+    // Colour codes only for a person at a terminal, never in a log file.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_writer(line::LogWriter)
+        .with_ansi(ansi);
+    match asked {
+        Some(filter) => builder.with_env_filter(filter).init(),
+        None => builder
+            .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+            .without_time()
+            .with_target(false)
+            .init(),
+    }
+}
+
 /// Parse the command line, run it, and turn the outcome into an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ROOST_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(line::LogWriter)
-        // Colour codes only for a person at a terminal, never in a log file.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    init_logging();
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -111,15 +145,22 @@ pub fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            line::to_stderr(&format!("error: cannot start the async runtime: {e}\n"));
             return ExitCode::FAILURE;
         }
     };
     let result = rt.block_on(async {
-        match cli.command {
+        let Some(command) = cli.command else {
+            return chat::run(cli.chat, &data_dir).await;
+        };
+        match command {
+            Command::Chat(args) => chat::run(args, &data_dir).await,
             Command::Run(args) => run::run(args, &data_dir).await,
             Command::Resume(args) => run::resume(args, &data_dir).await,
-            Command::History(cmd) => run::history(cmd, &data_dir),
+            Command::History(cmd) => history::run(cmd, &data_dir),
+            Command::Approvals(cmd) => approvals::run(cmd, &data_dir),
+            Command::Doctor(args) => doctor::run(args, &data_dir).await,
+            Command::Config(cmd) => doctor::config(cmd),
             Command::Modes(cmd) => modes::run(cmd),
             Command::Skills(cmd) => skills::run(cmd, &data_dir).await,
             Command::Intents(IntentsCommand::List(args)) => intents::list(args),
@@ -128,7 +169,9 @@ pub fn main() -> ExitCode {
             Command::Plugin(cmd) => plugin::run(cmd, &data_dir),
             Command::Completions { shell } => {
                 let mut cmd = <Cli as clap::CommandFactory>::command();
-                clap_complete::generate(shell, &mut cmd, "roost", &mut std::io::stdout());
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut cmd, "roost", &mut script);
+                line::to_stdout(&String::from_utf8_lossy(&script));
                 Ok(ExitCode::SUCCESS)
             }
         }
@@ -140,7 +183,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // Errors quote file names, plugin and server messages: shown, not interpreted.
-            eprintln!("error: {}", sanitize::visible(&format!("{e:#}")));
+            line::notice!("error: {}", sanitize::visible(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

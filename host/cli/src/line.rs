@@ -4,7 +4,7 @@
 //! stdout left open and clears the spinner, so a notice never lands in the
 //! middle of the model's sentence.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Stdout's last write did not end with a newline.
@@ -19,35 +19,70 @@ pub fn wrote_stdout(text: &str) {
     }
 }
 
+/// Whether stdout's last write left a line open.
+pub fn stdout_mid_line() -> bool {
+    STDOUT_MID_LINE.load(Ordering::SeqCst)
+}
+
 /// Record that the spinner was drawn (or erased) on stderr.
 pub fn spinner_drawn(shown: bool) {
     SPINNER_SHOWN.store(shown, Ordering::SeqCst);
 }
 
-/// Make room for a line on stderr: erase the spinner and, when stdout is a
-/// terminal left mid-line, end that line. (Redirected stdout is left as
-/// the model wrote it.)
+/// Make room for a line on stderr: erase the spinner and end the line
+/// stdout left open.
 pub fn before_stderr() {
     if SPINNER_SHOWN.swap(false, Ordering::SeqCst) {
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "\r\x1b[2K");
         let _ = err.flush();
     }
-    if STDOUT_MID_LINE.swap(false, Ordering::SeqCst) && std::io::stdout().is_terminal() {
+    // A line left open is ended whether stdout is the terminal or shares
+    // a file with stderr (`2>&1`): a notice never joins the model's line.
+    if STDOUT_MID_LINE.swap(false, Ordering::SeqCst) {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out);
         let _ = out.flush();
     }
 }
 
-/// `eprintln!` that first makes room (see [`before_stderr`]).
+/// `eprintln!` that first makes room (see [`before_stderr`]) and never
+/// panics: a closed stderr (`2>&-`, a reader that went away) must not
+/// kill a task.
 macro_rules! notice {
     ($($arg:tt)*) => {{
         $crate::line::before_stderr();
-        eprintln!($($arg)*);
+        $crate::line::to_stderr(&format!("{}\n", format_args!($($arg)*)));
     }};
 }
 pub(crate) use notice;
+
+/// `println!` that never panics: `roost … | head -1` closes stdout early,
+/// and the task (and the command) go on without it.
+macro_rules! outln {
+    () => {
+        $crate::line::to_stdout("\n")
+    };
+    ($($arg:tt)*) => {
+        $crate::line::to_stdout(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use outln;
+
+/// Write `text` to stdout; an error (a closed pipe) is ignored.
+pub fn to_stdout(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    wrote_stdout(text);
+}
+
+/// Write `text` to stderr; an error (a closed pipe) is ignored.
+pub fn to_stderr(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.flush();
+}
 
 /// Stderr for the log subscriber: each log line first makes room.
 pub struct LogWriter;

@@ -1,5 +1,6 @@
 //! `roost modes list`: the modes a workspace sees, and problems in its mode files.
 
+use super::line::{notice, outln};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -32,7 +33,7 @@ pub fn run(cmd: ModesCommand) -> anyhow::Result<ExitCode> {
     let set = ModeSet::load(&workspace, config_dir.as_deref());
     if json {
         let modes: Vec<_> = set.iter().collect();
-        println!("{}", json_text(&serde_json::to_string_pretty(&modes)?));
+        outln!("{}", json_text(&serde_json::to_string_pretty(&modes)?));
     } else {
         // Modes come from workspace and global files: shown, not interpreted.
         for m in set.iter() {
@@ -53,7 +54,7 @@ pub fn run(cmd: ModesCommand) -> anyhow::Result<ExitCode> {
             } else {
                 format!("  hooks: {}", m.hooks.join(", "))
             };
-            println!(
+            outln!(
                 "{:<14} {:<22} {:<40} {}{}",
                 visible_line(&m.slug),
                 visible_line(&m.name),
@@ -64,7 +65,7 @@ pub fn run(cmd: ModesCommand) -> anyhow::Result<ExitCode> {
         }
     }
     for e in &set.errors {
-        eprintln!("warning: {}", visible(&e.to_string()));
+        notice!("warning: {}", visible(&e.to_string()));
     }
     Ok(if set.errors.is_empty() {
         ExitCode::SUCCESS

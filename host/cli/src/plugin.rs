@@ -2,6 +2,7 @@
 //! remove third-party tool plugins. What a plugin asks for is shown before
 //! anything is recorded; a person says yes at the terminal, or `--yes`.
 
+use super::line::{notice, outln};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -104,7 +105,7 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         let dir = dir.clone().unwrap_or_else(|| PathBuf::from(name));
         let lang = template::Lang::parse(lang)?;
         template::new(name, lang, &dir)?;
-        println!(
+        outln!(
             "wrote {}: build with `{}` there, then `roost plugin install {}`",
             dir.display(),
             lang.build_hint(),
@@ -121,14 +122,11 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     };
     let plugins = EngineBuilder::from_config(data_dir, &cfg)
         .require_signed(required)
+        .watch_compiles(super::progress::CompileProgress::shared())
         .plugins()?;
     let ceiling = plugins.ceiling();
     match cmd {
         PluginCommand::Install { source, yes, .. } => {
-            eprintln!(
-                "verifying and compiling {} (a large component takes a while)…",
-                source.display()
-            );
             let c = plugins.prepare(&source, None)?;
             let requested = Plugins::requested(&c);
             show_candidate(&c, &install::describe(&requested, &ceiling));
@@ -136,7 +134,7 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
                 bail!("not installed: the capabilities were not approved");
             }
             let p = plugins.install(&c, &requested)?;
-            println!(
+            outln!(
                 "installed {} {} ({} tool{})",
                 visible_line(p.name()),
                 visible_line(&p.manifest.plugin.version),
@@ -148,13 +146,13 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             let all = plugins.list()?;
             if json {
                 let v: Vec<_> = all.iter().map(summary_json).collect();
-                println!("{}", json_text(&serde_json::to_string(&v)?));
+                outln!("{}", json_text(&serde_json::to_string(&v)?));
             } else if all.is_empty() {
-                println!("no plugins installed (`roost plugin install <dir>` adds one)");
+                outln!("no plugins installed (`roost plugin install <dir>` adds one)");
             } else {
                 for p in &all {
                     let tools: Vec<&str> = p.tools.iter().map(|t| t.name.as_str()).collect();
-                    println!(
+                    outln!(
                         "{:<20} {:<10} {:<9} {}",
                         visible_line(p.name()),
                         visible_line(&p.manifest.plugin.version),
@@ -170,7 +168,7 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
                 let mut v = summary_json(&p);
                 v["requested"] = serde_json::to_value(&p.manifest.capabilities)?;
                 v["granted"] = serde_json::to_value(&p.granted)?;
-                println!("{}", json_text(&serde_json::to_string(&v)?));
+                outln!("{}", json_text(&serde_json::to_string(&v)?));
             } else {
                 inspect(&p, &ceiling);
             }
@@ -179,17 +177,16 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             name, source, yes, ..
         } => {
             let old = plugins.get(&name)?;
-            eprintln!("verifying and compiling {}…", source.display());
             let c = plugins.prepare(&source, Some(&name))?;
             let requested = Plugins::requested(&c);
             show_candidate(&c, &install::describe(&requested, &ceiling));
             let wider = install::widening(&old.granted, &requested, &ceiling);
             if wider.is_empty() {
-                println!("it asks for nothing beyond what {name} was granted");
+                outln!("it asks for nothing beyond what {name} was granted");
             } else {
-                println!("it asks for more than {name} was granted:");
+                outln!("it asks for more than {name} was granted:");
                 for line in &wider {
-                    println!("  {}", visible_line(line));
+                    outln!("  {}", visible_line(line));
                 }
                 if !confirm("Grant the difference and upgrade?", yes)? {
                     bail!(
@@ -200,7 +197,7 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
                 }
             }
             let p = plugins.upgrade(&name, &c, &requested)?;
-            println!(
+            outln!(
                 "upgraded {} {} → {}",
                 visible_line(p.name()),
                 visible_line(&old.manifest.plugin.version),
@@ -209,15 +206,15 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         }
         PluginCommand::Remove { name } => {
             plugins.remove(&name)?;
-            println!("removed {}", visible_line(&name));
+            outln!("removed {}", visible_line(&name));
         }
         PluginCommand::Enable { name } => {
             plugins.set_enabled(&name, true)?;
-            println!("enabled {}", visible_line(&name));
+            outln!("enabled {}", visible_line(&name));
         }
         PluginCommand::Disable { name } => {
             plugins.set_enabled(&name, false)?;
-            println!("disabled {}", visible_line(&name));
+            outln!("disabled {}", visible_line(&name));
         }
         PluginCommand::New { .. } => {}
     }
@@ -228,7 +225,7 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
 /// plugin: shown, not interpreted.
 fn show_candidate(c: &Candidate, capabilities: &[String]) {
     let a = &c.manifest.plugin;
-    println!(
+    outln!(
         "plugin {} {} ({}, roost:plugin@{})",
         visible_line(&a.name),
         visible_line(&a.version),
@@ -236,69 +233,69 @@ fn show_candidate(c: &Candidate, capabilities: &[String]) {
         visible_line(&a.wit_version)
     );
     if !a.description.is_empty() {
-        println!("  {}", visible_line(&a.description));
+        outln!("  {}", visible_line(&a.description));
     }
     if !c.has_manifest {
-        println!("  (no plugin.toml: named after the file, asking for the defaults)");
+        outln!("  (no plugin.toml: named after the file, asking for the defaults)");
     }
     match &c.signer {
-        Signer::Trusted(name) => println!("signed by: {} (a trusted key)", visible_line(name)),
-        Signer::Unknown => println!("signed by: a key you do not trust"),
-        Signer::Unsigned => println!("signed by: nobody"),
+        Signer::Trusted(name) => outln!("signed by: {} (a trusted key)", visible_line(name)),
+        Signer::Unknown => outln!("signed by: a key you do not trust"),
+        Signer::Unsigned => outln!("signed by: no trusted key (unsigned)"),
     }
     print_tools(&c.tools);
-    println!("capabilities it asks for:");
+    outln!("capabilities it asks for:");
     for line in capabilities {
-        println!("  {}", visible_line(line));
+        outln!("  {}", visible_line(line));
     }
 }
 
 fn inspect(p: &Installed, ceiling: &Limits) {
     let a = &p.manifest.plugin;
-    println!("{} {}", visible_line(&a.name), visible_line(&a.version));
+    outln!("{} {}", visible_line(&a.name), visible_line(&a.version));
     if !a.description.is_empty() {
-        println!("  {}", visible_line(&a.description));
+        outln!("  {}", visible_line(&a.description));
     }
     if !a.authors.is_empty() {
-        println!("authors: {}", visible_line(&a.authors.join(", ")));
+        outln!("authors: {}", visible_line(&a.authors.join(", ")));
     }
-    println!(
+    outln!(
         "world: {} (roost:plugin@{})",
         visible_line(&a.world),
         visible_line(&a.wit_version)
     );
-    println!("sha256: {}", p.sha256);
-    println!("size: {} bytes", p.size);
-    println!(
+    outln!("sha256: {}", p.sha256);
+    outln!("size: {} bytes", p.size);
+    outln!(
         "installed: {}",
         humantime::format_rfc3339_seconds(
             std::time::UNIX_EPOCH
                 + std::time::Duration::from_millis(u64::try_from(p.installed_at).unwrap_or(0))
         )
     );
-    println!("state: {}", if p.enabled { "enabled" } else { "disabled" });
+    outln!("state: {}", if p.enabled { "enabled" } else { "disabled" });
     if p.signer.is_empty() {
-        println!("signed by: no trusted key");
+        outln!("signed by: no trusted key (unsigned)");
     } else {
-        println!("signed by: {} (a trusted key)", visible_line(&p.signer));
+        outln!("signed by: {} (a trusted key)", visible_line(&p.signer));
     }
     print_tools(&p.tools);
-    println!("requested:");
+    outln!("requested:");
     for line in install::describe(&p.manifest.capabilities, ceiling) {
-        println!("  {}", visible_line(&line));
+        outln!("  {}", visible_line(&line));
     }
-    println!("granted:");
+    outln!("granted:");
     for line in install::describe(&p.granted, ceiling) {
-        println!("  {}", visible_line(&line));
+        outln!("  {}", visible_line(&line));
     }
 }
 
 /// A plugin's tools, one line each. Names come from the plugin: shown,
 /// not interpreted.
 fn print_tools(tools: &[ToolSummary]) {
-    println!("tools:");
+    outln!("tools:");
     for t in tools {
-        println!(
+        outln!(
             "  {:<24} {:<8}{}",
             visible_line(&t.name),
             t.group,
@@ -328,7 +325,7 @@ fn confirm(question: &str, yes: bool) -> anyhow::Result<bool> {
         return Ok(true);
     }
     if !std::io::stdin().is_terminal() {
-        eprintln!("{question} No terminal to ask on: pass --yes to approve.");
+        notice!("{question} No terminal to ask on: pass --yes to approve.");
         return Ok(false);
     }
     let mut err = std::io::stderr();

@@ -1,14 +1,18 @@
 //! Shows a task's events: streamed text, tool calls with short arguments,
 //! coloured diffs, a spinner while the model thinks; or NDJSON for scripts.
 
-use std::io::{IsTerminal, Write};
+use super::line::outln;
+use std::collections::HashSet;
+use std::io::IsTerminal;
+use std::sync::Arc;
 
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::oneshot;
 
 use super::sanitize::{json_text, visible, visible_line};
-use roost_core::asks::Ask;
+use roost_core::asks::{Ask, Responder};
+use roost_core::engine::Engine;
 use roost_core::events::{Envelope, TaskEvent};
 
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -91,12 +95,48 @@ impl CatchUp {
     }
 }
 
+/// Who answers a task's questions as the display reaches them: the
+/// question is put only after its subject (the call, its diff, the
+/// result) is on the screen.
+pub struct Asker {
+    /// The engine the task runs in.
+    pub engine: Arc<Engine>,
+    /// The person (or the policy standing in for one).
+    pub responder: Arc<dyn Responder>,
+}
+
+impl Asker {
+    /// Answer ask `ask_id` of `task`.
+    async fn answer(&self, task: &str, ask_id: &str, ask: &Ask) {
+        let answer = self.responder.respond(ask).await;
+        if let Err(e) = self.engine.answer(task, ask_id, answer) {
+            tracing::warn!("answer not taken: {e}");
+        }
+    }
+
+    /// After the display fell behind: answer the open questions it may
+    /// have missed (each question is put once).
+    async fn answer_missed(&self, task: &str, answered: &mut HashSet<String>) {
+        let Ok(open) = self.engine.pending_asks(task) else {
+            return;
+        };
+        for stored in open {
+            if let Ok(ask) = serde_json::from_str::<Ask>(&stored.payload)
+                && answered.insert(stored.ask_id.clone())
+            {
+                self.answer(task, &stored.ask_id, &ask).await;
+            }
+        }
+    }
+}
+
 /// Print events until `stop` fires (then print what is still queued) or the
-/// channel closes.
+/// channel closes, answering the task's questions with `asker` in order.
 pub async fn render(
     mut rx: Receiver<std::sync::Arc<Envelope>>,
     format: Format,
     mut stop: oneshot::Receiver<()>,
+    asker: Option<Asker>,
 ) {
     let style = Style {
         color: std::io::stdout().is_terminal(),
@@ -107,6 +147,9 @@ pub async fn render(
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
     let mut stopping = false;
     let mut catch_up = CatchUp::default();
+    let mut missed = false;
+    let mut answered = HashSet::new();
+    let mut previewed = HashSet::new();
     loop {
         let ev = if stopping {
             match rx.try_recv() {
@@ -123,7 +166,7 @@ pub async fn render(
             }
             _ = tick.tick(), if spinning => {
                 frame += 1;
-                eprint!("\r{} thinking…", SPINNER[frame % SPINNER.len()]);
+                super::line::to_stderr(&format!("\r{} thinking…", SPINNER[frame % SPINNER.len()]));
                 super::line::spinner_drawn(true);
                 continue;
             }
@@ -132,47 +175,95 @@ pub async fn render(
         let envelope = match ev {
             Ok(ev) => ev,
             Err(RecvError::Lagged(n)) => {
-                tracing::warn!("display fell {n} events behind");
+                tracing::debug!("display fell {n} events behind");
                 catch_up.lagged();
+                missed = true;
                 continue;
             }
             Err(RecvError::Closed) => break,
+        };
+        let ask = match &envelope.event {
+            TaskEvent::AskRequired { ask_id, ask, .. } => Some((ask_id.as_str(), ask)),
+            _ => None,
         };
         let ev = &envelope.event;
         if format == Format::Text
             && let Some(whole) = catch_up.on_event(ev)
         {
             if !whole.is_empty() {
-                let mut out = std::io::stdout().lock();
-                let _ = write!(out, "{whole}");
-                let _ = out.flush();
-                super::line::wrote_stdout(&whole);
+                super::line::to_stdout(&whole);
             }
             continue;
         }
         if spinning && !matches!(ev, TaskEvent::Retrying { .. }) {
-            eprint!("\r\x1b[2K");
+            super::line::to_stderr("\r\x1b[2K");
             super::line::spinner_drawn(false);
             spinning = false;
         }
         if format == Format::Json {
             if let Ok(line) = serde_json::to_string(&*envelope).map(|l| json_text(&l).into_owned())
             {
-                println!("{line}");
+                outln!("{line}");
             }
-            continue;
+        } else {
+            if matches!(ev, TaskEvent::RequestStarted { .. }) {
+                spinning = spin_ok;
+            }
+            // A change the person approved from its preview is not shown
+            // a second time with the result.
+            if let TaskEvent::AskRequired {
+                ask:
+                    Ask::Tool {
+                        preview: Some(p), ..
+                    }
+                    | Ask::Scope {
+                        preview: Some(p), ..
+                    },
+                ..
+            } = ev
+            {
+                previewed.insert(p.clone());
+            }
+            let mut text = match ev {
+                TaskEvent::ToolCallResult {
+                    id,
+                    tool,
+                    result,
+                    diff: Some(d),
+                } if previewed.remove(d) => text_of(
+                    &TaskEvent::ToolCallResult {
+                        id: id.clone(),
+                        tool: tool.clone(),
+                        result: result.clone(),
+                        diff: None,
+                    },
+                    &style,
+                ),
+                _ => text_of(ev, &style),
+            };
+            // What is not the model's streamed text starts on a line of
+            // its own.
+            if !text.is_empty()
+                && !matches!(ev, TaskEvent::MessagePartial { .. })
+                && super::line::stdout_mid_line()
+            {
+                text.insert(0, '\n');
+            }
+            if !text.is_empty() {
+                super::line::to_stdout(&text);
+            }
         }
-        if matches!(ev, TaskEvent::RequestStarted { .. }) {
-            spinning = spin_ok;
+        // The subject is on the screen: now the question.
+        if let (Some(asker), Some((ask_id, ask)), false) = (&asker, ask, stopping)
+            && answered.insert(ask_id.to_owned())
+        {
+            asker.answer(&envelope.task_id, ask_id, ask).await;
         }
-        let text = text_of(&envelope.task_id, ev, &style);
-        if text.is_empty() {
-            continue;
+        if std::mem::take(&mut missed)
+            && let Some(asker) = &asker
+        {
+            asker.answer_missed(&envelope.task_id, &mut answered).await;
         }
-        let mut out = std::io::stdout().lock();
-        let _ = write!(out, "{text}");
-        let _ = out.flush();
-        super::line::wrote_stdout(&text);
     }
 }
 
@@ -180,24 +271,13 @@ pub async fn render(
 /// the model, tools, hooks and the file system is made visible with
 /// [`visible`] / [`visible_line`] before it is painted, so it cannot drive
 /// the terminal; only Roost's own colour codes are escape sequences.
-fn text_of(task_id: &str, ev: &TaskEvent, style: &Style) -> String {
+fn text_of(ev: &TaskEvent, style: &Style) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = match ev {
-        TaskEvent::TaskCreated { mode, workspace } => writeln!(
-            out,
-            "{}",
-            style.paint(
-                "2",
-                &format!(
-                    "task {} · mode {} · {}",
-                    visible_line(task_id),
-                    visible_line(mode),
-                    visible_line(workspace)
-                )
-            )
-        ),
+        // The header (with the endpoint) is printed by the driver.
+        TaskEvent::TaskCreated { .. } => Ok(()),
         TaskEvent::MessagePartial { delta } => write!(out, "{}", visible(delta)),
         TaskEvent::MessageFinal { text } => {
             if text.is_empty() {
@@ -438,10 +518,6 @@ mod tests {
 
     fn events() -> Vec<TaskEvent> {
         vec![
-            TaskEvent::TaskCreated {
-                mode: EVIL.into(),
-                workspace: EVIL.into(),
-            },
             TaskEvent::MessagePartial { delta: EVIL.into() },
             TaskEvent::ToolCallRequested {
                 id: "c1".into(),
@@ -512,7 +588,7 @@ mod tests {
     fn untrusted_text_is_shown_not_interpreted() {
         let style = Style { color: false };
         for ev in events() {
-            let text = text_of(EVIL, &ev, &style);
+            let text = text_of(&ev, &style);
             assert!(!text.is_empty(), "{ev:?}");
             assert_inert(&text);
             assert!(text.contains("\\e[2J"), "{ev:?}: {text}");
@@ -524,12 +600,11 @@ mod tests {
         let style = Style { color: true };
         let colour = regex::Regex::new(r"\x1b\[[0-9;]*m").expect("regex");
         for ev in events() {
-            let text = text_of(EVIL, &ev, &style);
+            let text = text_of(&ev, &style);
             assert_inert(&colour.replace_all(&text, ""));
             assert!(text.contains("\\e[2J"), "{ev:?}: {text}");
         }
         let painted = text_of(
-            "t1",
             &TaskEvent::Failed {
                 error: "boom".into(),
             },
@@ -548,12 +623,12 @@ mod tests {
             diff: Some("@@ -1 +1 @@\n-old\n+new".into()),
         };
         assert_eq!(
-            text_of(EVIL, &ev, &style),
+            text_of(&ev, &style),
             "  1 | héllo\t🦀\n  @@ -1 +1 @@\n  -old\n  +new\n"
         );
         let ev = TaskEvent::MessagePartial {
             delta: "Hi,\nthere".into(),
         };
-        assert_eq!(text_of(EVIL, &ev, &style), "Hi,\nthere");
+        assert_eq!(text_of(&ev, &style), "Hi,\nthere");
     }
 }

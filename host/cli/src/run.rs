@@ -6,18 +6,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use clap::{Args, Subcommand};
+use clap::Args;
 
+use super::drive::{Drive, Ended, Signal};
 use super::interact::Terminal;
-use super::render::{self, Format};
-use super::sanitize::{json_text, visible, visible_line};
+use super::sanitize::visible_line;
 use roost_core::config;
-use roost_core::engine::{
-    ConfigEndpoints, Endpoint, Engine, EngineBuilder, Listed, Records, ResumeSpec, TaskSpec,
-};
-use roost_core::events::EventBus;
+use roost_core::engine::{ConfigEndpoints, Endpoint, Engine, EngineBuilder, ResumeSpec, TaskSpec};
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
-use roost_sandbox::capability::Workspace;
 
 /// Which model to talk to.
 #[derive(Debug, Args, Clone)]
@@ -73,9 +69,19 @@ pub struct RunArgs {
     /// Workspace directory.
     #[arg(long, default_value = ".")]
     pub workspace: PathBuf,
-    /// Mode slug.
-    #[arg(long, default_value = "code")]
-    pub mode: String,
+    /// Mode slug (default `code`; with `--continue`, the task's own).
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// Give the prompt to an earlier task instead of starting one: the
+    /// most recent task, or `--continue=ID`. A completed task goes on.
+    #[arg(
+        long = "continue",
+        value_name = "ID",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub continue_task: Option<String>,
     /// Model selection.
     #[command(flatten)]
     pub provider: ProviderArgs,
@@ -90,9 +96,16 @@ pub struct ResumeArgs {
     /// Task id (or a unique prefix).
     #[arg(required_unless_present = "last")]
     pub id: Option<String>,
-    /// The most recent task that is not finished.
+    /// The most recent task that is not finished (with `--message`: the
+    /// most recent task).
     #[arg(long, conflicts_with = "id")]
     pub last: bool,
+    /// A new message for the task; a completed task takes it and goes on.
+    #[arg(short = 'm', long)]
+    pub message: Option<String>,
+    /// Continue in another mode.
+    #[arg(long)]
+    pub mode: Option<String>,
     /// Model selection (defaults to the task's provider).
     #[command(flatten)]
     pub provider: ProviderArgs,
@@ -101,36 +114,10 @@ pub struct ResumeArgs {
     pub options: RunOptions,
 }
 
-/// `roost history`.
-#[derive(Debug, Subcommand)]
-pub enum HistoryCommand {
-    /// Recent tasks.
-    List {
-        /// How many.
-        #[arg(long, default_value_t = 20)]
-        limit: usize,
-        /// One JSON object per task.
-        #[arg(long)]
-        json: bool,
-    },
-    /// One task's messages.
-    Show {
-        /// Task id (or a unique prefix).
-        #[arg(required_unless_present = "last")]
-        id: Option<String>,
-        /// The most recent task.
-        #[arg(long, conflicts_with = "id")]
-        last: bool,
-        /// Write Roo Code's files (api_conversation_history.json, …) here.
-        #[arg(long)]
-        export: Option<PathBuf>,
-    },
-}
-
 impl ProviderArgs {
     /// The endpoint the flags name (all empty: the config's default, or on
     /// resume the task's own).
-    fn endpoint(&self) -> Endpoint {
+    pub fn endpoint(&self) -> Endpoint {
         Endpoint {
             profile: self.profile.clone(),
             provider: self.provider.clone(),
@@ -142,7 +129,7 @@ impl ProviderArgs {
 
 impl RunOptions {
     /// The approval policy the flags name, if they name one.
-    fn approval(&self) -> anyhow::Result<Option<ApprovalPolicy>> {
+    pub fn approval(&self) -> anyhow::Result<Option<ApprovalPolicy>> {
         if self.yes {
             return Ok(Some(ApprovalPolicy::yes()));
         }
@@ -156,127 +143,114 @@ impl RunOptions {
 
 /// The engine a run or resume drives, as the config file describes it,
 /// with the flags' transcript and extra hooks.
-fn engine(data_dir: &Path, args: &ProviderArgs, opts: &RunOptions) -> anyhow::Result<Arc<Engine>> {
+pub fn engine(
+    data_dir: &Path,
+    args: &ProviderArgs,
+    opts: &RunOptions,
+) -> anyhow::Result<Arc<Engine>> {
     let cfg = config::load(args.config.as_deref())?;
     let endpoints = Arc::new(ConfigEndpoints::new(cfg.clone(), args.script.clone()));
     let mut builder = EngineBuilder::from_config(data_dir, &cfg)
         .endpoints(endpoints)
         .modes_dir(config::default_path().parent().map(Path::to_path_buf))
         .skill_sources(super::skills::sources())
-        .before_compile(|| {
-            notice!("preparing the sandboxed tools (the first run compiles them; a few seconds)…");
-        });
+        .watch_compiles(super::progress::CompileProgress::shared());
     for path in &opts.hooks {
         builder = builder.hook_file(path);
     }
     Ok(builder.build()?)
 }
 
-/// Run a created (or prepared) task of `engine` to its end: render its
-/// events, answer its questions on the terminal, and turn Ctrl-C or
-/// SIGTERM into a clean cancel (the task stops between steps, ends
-/// `aborted`, and resumes).
-async fn drive(
+/// Run a created (or prepared) task of `engine` to its end on the
+/// terminal, and turn how it ended into the exit code.
+async fn drive_to_end(
     engine: &Arc<Engine>,
     id: &str,
-    events: EventBus,
     opts: &RunOptions,
+    workspace: &Path,
 ) -> anyhow::Result<ExitCode> {
-    let format = if opts.json {
-        Format::Json
-    } else {
-        Format::Text
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel();
-    let renderer = tokio::spawn(render::render(events.subscribe(), format, stopped));
-    let terminal = Terminal::detect().assume_yes(opts.yes);
-    let answering = engine.answer_with(id, &terminal)?;
-    tokio::pin!(answering);
-    // Both handlers are installed before the task starts, so a signal that
-    // comes early is not missed.
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt()).context("cannot watch for Ctrl-C")?;
-    let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
-    let mut signal_name = None;
-    engine.start(id)?;
-    let outcome = loop {
-        tokio::select! {
-            o = engine.wait(id) => break o?,
-            () = &mut answering => {}
-            _ = interrupt.recv() => {
-                if signal_name.is_some() {
-                    // A second Ctrl-C while the cancel finishes the current
-                    // call: leave now. The task stays interrupted (its
-                    // history is durable) and `roost resume` continues it.
-                    notice!("\nleaving now; task {id} is interrupted and `roost resume {id}` continues it");
-                    let _ = stop.send(());
-                    return Ok(ExitCode::from(130));
-                }
-                signal_name = Some("Ctrl-C");
-                notice!("\ncancelling after the current step (Ctrl-C again leaves at once)…");
-                engine.cancel(id, "interrupted (Ctrl-C)")?;
-            }
-            _ = terminate.recv(), if signal_name.is_none() => {
-                signal_name = Some("SIGTERM");
-                engine.cancel(id, "interrupted (SIGTERM)")?;
-            }
-        }
-    };
-    let code = match (&outcome, signal_name) {
-        (TaskOutcome::Aborted { .. }, Some(name)) => {
-            notice!("\ntask {id} aborted; `roost resume {id}` continues it");
+    let terminal = Terminal::detect()
+        .assume_yes(opts.yes)
+        .remember(engine.approvals(), workspace.to_path_buf());
+    let ended = Drive {
+        engine,
+        id,
+        json: opts.json,
+        terminal,
+        interrupts: None,
+    }
+    .run()
+    .await?;
+    Ok(match ended {
+        Ended::Left => ExitCode::from(130),
+        Ended::Outcome(TaskOutcome::Aborted { .. }, Some(signal)) => {
+            notice!("task {id} aborted; `roost resume {id}` continues it");
             // The shell's convention: 128 + the signal's number.
-            ExitCode::from(if name == "SIGTERM" { 143 } else { 130 })
+            ExitCode::from(match signal {
+                Signal::Terminate => 143,
+                Signal::Interrupt => 130,
+            })
         }
-        (TaskOutcome::Completed { .. }, _) => ExitCode::SUCCESS,
-        (TaskOutcome::Failed { .. }, _) => ExitCode::from(1),
-        (TaskOutcome::Aborted { .. }, None) => ExitCode::from(2),
-        (TaskOutcome::Paused { .. }, _) => ExitCode::from(3),
-    };
-    let _ = stop.send(());
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), renderer).await;
-    Ok(code)
+        Ended::Outcome(TaskOutcome::Completed { .. }, _) => ExitCode::SUCCESS,
+        Ended::Outcome(TaskOutcome::Failed { .. }, _) => ExitCode::from(1),
+        Ended::Outcome(TaskOutcome::Aborted { .. }, None) => ExitCode::from(2),
+        Ended::Outcome(TaskOutcome::Paused { .. }, _) => ExitCode::from(3),
+    })
 }
 
-/// `roost run`.
+/// The prompt `arg` names: itself, or standard input for `-`.
+fn prompt_text(arg: &str) -> anyhow::Result<String> {
+    if arg != "-" {
+        return Ok(arg.to_owned());
+    }
+    let mut p = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut p)
+        .context("cannot read the prompt from standard input")?;
+    if p.trim().is_empty() {
+        bail!("the prompt read from standard input is empty");
+    }
+    Ok(p)
+}
+
+/// `roost run` (`--continue`: a new message for an earlier task).
 pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
-    let workspace = Workspace::open(&args.workspace)
-        .with_context(|| format!("workspace {} cannot be opened", args.workspace.display()))?
-        .host_path()
-        .to_path_buf();
-    let prompt = if args.prompt == "-" {
-        let mut p = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut p)
-            .context("cannot read the prompt from standard input")?;
-        if p.trim().is_empty() {
-            bail!("the prompt read from standard input is empty");
-        }
-        p
-    } else {
-        args.prompt.clone()
-    };
+    let prompt = prompt_text(&args.prompt)?;
+    if let Some(which) = &args.continue_task {
+        let resume = ResumeArgs {
+            id: (!which.is_empty()).then(|| which.clone()),
+            last: which.is_empty(),
+            message: Some(prompt),
+            mode: args.mode.clone(),
+            provider: args.provider,
+            options: args.options,
+        };
+        return self::resume(resume, data_dir).await;
+    }
+    let workspace = super::workspace_dir(&args.workspace)?;
     let approval = args.options.approval()?;
     let engine = engine(data_dir, &args.provider, &args.options)?;
     let id = engine.create_task(&TaskSpec {
         prompt,
-        workspace,
-        mode: args.mode.clone(),
+        workspace: workspace.clone(),
+        mode: args.mode.clone().unwrap_or_else(|| "code".to_owned()),
         approval,
         max_turns: args.options.max_turns,
         endpoint: args.provider.endpoint(),
     })?;
-    let events = engine.events(&id)?;
-    drive(&engine, &id, events, &args.options).await
+    drive_to_end(&engine, &id, &args.options, &workspace).await
 }
 
 /// `roost resume`: the task continues with the settings and endpoint it
-/// recorded, unless flags name others.
+/// recorded, unless flags name others; with a message, also a completed
+/// task goes on.
 pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let approval = args.options.approval()?;
     let engine = engine(data_dir, &args.provider, &args.options)?;
     let id = match &args.id {
         Some(id) => id.clone(),
-        None => engine.records().last(true)?.id,
+        // A message may continue a finished task; without one only an
+        // unfinished task can go on.
+        None => engine.records().last(args.message.is_none())?.id,
     };
     let prepared = engine.prepare_resume(
         &id,
@@ -284,6 +258,8 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
             endpoint: args.provider.endpoint(),
             approval,
             max_turns: args.options.max_turns,
+            message: args.message.clone(),
+            mode: args.mode.clone(),
         },
     )?;
     if let Some(change) = &prepared.endpoint_change {
@@ -293,84 +269,6 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
             visible_line(change)
         );
     }
-    let events = engine.events(&prepared.id)?;
-    drive(&engine, &prepared.id, events, &args.options).await
-}
-
-/// `roost history`.
-pub fn history(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
-    let records = Records::open(data_dir)?;
-    match cmd {
-        HistoryCommand::List { limit, json } => {
-            for Listed {
-                task: t,
-                interrupted,
-            } in records.list(limit)?
-            {
-                let prompt: String = t
-                    .prompt
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .chars()
-                    .take(60)
-                    .collect();
-                if json {
-                    let mut v = serde_json::to_value(&t)?;
-                    v["interrupted"] = serde_json::Value::Bool(interrupted);
-                    println!("{}", json_text(&v.to_string()));
-                    continue;
-                }
-                let status = if interrupted {
-                    "interrupted".to_owned()
-                } else {
-                    t.status.to_string()
-                };
-                println!(
-                    "{}  {:<20} {:<10} in {:>7} out {:>6} ${:.4}  {}",
-                    visible_line(&t.id),
-                    status,
-                    visible_line(&t.mode),
-                    t.usage.input_tokens,
-                    t.usage.output_tokens,
-                    t.cost,
-                    visible_line(&prompt)
-                );
-            }
-        }
-        HistoryCommand::Show {
-            id,
-            last: _,
-            export,
-        } => {
-            let t = match &id {
-                Some(id) => records.find(id)?,
-                None => records.last(false)?,
-            };
-            println!(
-                "task {} · {} · mode {} · {}",
-                visible_line(&t.id),
-                t.status,
-                visible_line(&t.mode),
-                visible_line(&t.workspace)
-            );
-            println!(
-                "tokens in {} out {} · ${:.4}\n",
-                t.usage.input_tokens, t.usage.output_tokens, t.cost
-            );
-            for m in records.ui_messages(&t.id)? {
-                println!(
-                    "[{} {}] {}",
-                    visible_line(&m.kind),
-                    visible_line(&m.subtype),
-                    visible(&m.text)
-                );
-            }
-            if let Some(dir) = export {
-                records.export_roo(&t.id, &dir)?;
-                println!("\nexported to {}", visible_line(&dir.display().to_string()));
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    let workspace = PathBuf::from(engine.records().find(&prepared.id)?.workspace);
+    drive_to_end(&engine, &prepared.id, &args.options, &workspace).await
 }

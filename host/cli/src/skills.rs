@@ -2,6 +2,7 @@
 //! (after overrides), one skill in full, and a skill folder checked
 //! against the Agent Skills specification before it is shared.
 
+use super::line::{notice, outln};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -105,16 +106,16 @@ fn list(mode: &str, workspace: &Path, json: bool) -> anyhow::Result<ExitCode> {
             "skills": skills,
             "issues": catalog.issues(),
         });
-        println!("{}", json_text(&serde_json::to_string_pretty(&out)?));
+        outln!("{}", json_text(&serde_json::to_string_pretty(&out)?));
     } else {
         if seen.available.is_empty() {
-            println!("no skills for mode {}", visible_line(mode));
+            outln!("no skills for mode {}", visible_line(mode));
         }
         // Names, descriptions and paths come from skill files: shown, not
         // interpreted.
         for s in &seen.available {
             let desc: String = s.manifest.description.chars().take(70).collect();
-            println!(
+            outln!(
                 "{:<28} {:<14} {}{}  {}",
                 visible_line(s.name()),
                 origin(s),
@@ -123,7 +124,7 @@ fn list(mode: &str, workspace: &Path, json: bool) -> anyhow::Result<ExitCode> {
                 visible_line(&s.path.display().to_string())
             );
             for (lost, _) in seen.overridden.iter().filter(|(_, w)| Arc::ptr_eq(w, s)) {
-                println!(
+                outln!(
                     "{:<28}   overrides {} ({})",
                     "",
                     visible_line(&lost.path.display().to_string()),
@@ -133,7 +134,7 @@ fn list(mode: &str, workspace: &Path, json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     for i in catalog.issues() {
-        eprintln!("warning: skill skipped: {}", visible(&i.to_string()));
+        notice!("warning: skill skipped: {}", visible(&i.to_string()));
     }
     Ok(if catalog.issues().is_empty() {
         ExitCode::SUCCESS
@@ -182,7 +183,7 @@ async fn show(
         .iter()
         .filter(|(_, w)| Arc::ptr_eq(w, skill))
     {
-        println!(
+        outln!(
             "overrides:    {} ({})",
             visible_line(&lost.path.display().to_string()),
             origin(lost)
@@ -193,24 +194,24 @@ async fn show(
 
 async fn print_skill(skill: &Skill, data_dir: &Path) -> anyhow::Result<()> {
     let m = &skill.manifest;
-    println!("name:         {}", visible_line(&m.name));
-    println!("description:  {}", visible_line(&m.description));
-    println!("origin:       {}", origin(skill));
-    println!(
+    outln!("name:         {}", visible_line(&m.name));
+    outln!("description:  {}", visible_line(&m.description));
+    outln!("origin:       {}", origin(skill));
+    outln!(
         "folder:       {}",
         visible_line(&skill.path.display().to_string())
     );
     if let Some(l) = &m.license {
-        println!("license:      {}", visible_line(l));
+        outln!("license:      {}", visible_line(l));
     }
     if let Some(c) = &m.compatibility {
-        println!("compatibility: {}", visible_line(c));
+        outln!("compatibility: {}", visible_line(c));
     }
     for (k, v) in &m.metadata {
-        println!("metadata:     {} = {}", visible_line(k), visible_line(v));
+        outln!("metadata:     {} = {}", visible_line(k), visible_line(v));
     }
     if let Some(t) = &m.allowed_tools {
-        println!(
+        outln!(
             "allowed-tools (experimental): {}",
             visible_line(&t.join(" "))
         );
@@ -220,17 +221,17 @@ async fn print_skill(skill: &Skill, data_dir: &Path) -> anyhow::Result<()> {
         match library.component(&runtime(data_dir)?, skill).await {
             Ok(c) => {
                 for e in c.entries() {
-                    println!(
+                    outln!(
                         "entry:        {}: {}",
                         visible_line(&e.name),
                         visible_line(&e.description)
                     );
                 }
             }
-            Err(e) => println!("component:    unusable: {}", visible_line(&e.to_string())),
+            Err(e) => outln!("component:    unusable: {}", visible_line(&e.to_string())),
         }
     }
-    println!("\n{}", visible(&skill.body));
+    outln!("\n{}", visible(&skill.body));
     Ok(())
 }
 
@@ -271,25 +272,25 @@ async fn validate(dir: &Path, data_dir: &Path) -> anyhow::Result<ExitCode> {
                     }
                 }
                 for f in &skill.manifest.unknown {
-                    eprintln!(
+                    notice!(
                         "warning: {}: `{}` is not a field of the specification; it is ignored",
                         visible_line(&folder.join("SKILL.md").display().to_string()),
                         visible_line(f)
                     );
                 }
                 if problems.is_empty() {
-                    println!("ok: {}", visible_line(&skill.path.display().to_string()));
+                    outln!("ok: {}", visible_line(&skill.path.display().to_string()));
                 } else {
                     bad += 1;
                     for p in problems {
-                        println!("invalid: {}", visible_line(&p));
+                        outln!("invalid: {}", visible_line(&p));
                     }
                 }
             }
             Err(issues) => {
                 bad += 1;
                 for i in issues {
-                    println!("invalid: {}", visible_line(&i.to_string()));
+                    outln!("invalid: {}", visible_line(&i.to_string()));
                 }
             }
         }

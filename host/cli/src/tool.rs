@@ -1,5 +1,6 @@
 //! `roost tool list` and `roost tool call`.
 
+use super::line::{notice, outln};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -80,21 +81,53 @@ pub struct CallArgs {
     pub plugins: PluginArgs,
 }
 
+/// Columns to fit a listing in: `$COLUMNS`, else 100.
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c >= 40)
+        .unwrap_or(100)
+}
+
 /// Run a `roost tool` command.
 pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
     match cmd {
         ToolCommand::List(p) => {
             let agent = tools(data_dir, &p, None)?;
+            let width = terminal_width();
+            let name_w = agent
+                .registry
+                .iter()
+                .map(|t| t.spec.name.chars().count())
+                .max()
+                .unwrap_or(4)
+                .clamp(4, 32);
+            outln!(
+                "{:<name_w$} {:<8} {:<16} DESCRIPTION",
+                "TOOL",
+                "GROUP",
+                "FROM"
+            );
             for t in agent.registry.iter() {
                 let first_line = t.spec.description.lines().next().unwrap_or("");
-                // Names and descriptions come from plugins.
-                println!(
-                    "{:<20} {:<8} {:<12} {}",
+                // Names and descriptions come from plugins; a description
+                // is cut to the terminal's width, never wrapped.
+                let head = format!(
+                    "{:<name_w$} {:<8} {:<16} ",
                     visible_line(&t.spec.name),
                     t.spec.group,
-                    visible_line(t.provider()),
-                    visible_line(first_line)
+                    visible_line(t.provider())
                 );
+                let room = width.saturating_sub(head.chars().count()).max(20);
+                let desc = visible_line(first_line);
+                let desc: String = if desc.chars().count() > room {
+                    let cut: String = desc.chars().take(room.saturating_sub(1)).collect();
+                    format!("{cut}…")
+                } else {
+                    desc.into_owned()
+                };
+                outln!("{head}{desc}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -107,12 +140,8 @@ pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> 
 /// the way every engine is.
 fn tools(data_dir: &Path, extra: &PluginArgs, cfg: Option<&Config>) -> anyhow::Result<Agent> {
     let empty = Config::default();
-    let mut builder =
-        EngineBuilder::from_config(data_dir, cfg.unwrap_or(&empty)).before_compile(|| {
-            eprintln!(
-                "preparing the sandboxed tools (the first run compiles them; a few seconds)…"
-            );
-        });
+    let mut builder = EngineBuilder::from_config(data_dir, cfg.unwrap_or(&empty))
+        .watch_compiles(super::progress::CompileProgress::shared());
     for path in &extra.plugins {
         builder = builder.plugin_file(path);
     }
@@ -131,7 +160,7 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         Ok(cfg) => Some(cfg),
         Err(e) if !c.secrets.is_empty() => return Err(e.into()),
         Err(e) => {
-            eprintln!(
+            notice!(
                 "warning: {}; secrets come from ROOST_SECRET_* variables only",
                 visible(&e.to_string())
             );
@@ -175,20 +204,20 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         if !network.is_empty() {
             v["network"] = serde_json::json!(network);
         }
-        println!("{}", json_text(&v.to_string()));
+        outln!("{}", json_text(&v.to_string()));
     } else {
         for r in &network {
-            eprintln!("network: {}", visible_line(&describe_request(r)));
+            notice!("network: {}", visible_line(&describe_request(r)));
         }
         // Tool output (file contents, file names) is shown, not interpreted.
         match &result {
             Ok(out) => {
-                print!("{}", visible(&out.text));
+                super::line::to_stdout(&visible(&out.text));
                 if !out.text.ends_with('\n') {
-                    println!();
+                    outln!();
                 }
             }
-            Err(e) => eprintln!("error [{}]: {}", e.code, visible(&e.message)),
+            Err(e) => notice!("error [{}]: {}", e.code, visible(&e.message)),
         }
     }
     Ok(if result.is_ok() {

@@ -519,6 +519,7 @@ async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
             mode: modes.get(mode).expect("mode").clone(),
             intent: None,
             skill: None,
+            policy: roost_core::task::ApprovalPolicy::yes(),
         };
         let mut samples = Vec::with_capacity(n);
         for i in 0..n + 200 {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::records::{UiRow, UiSubtype};
-use crate::task::TaskStatus;
+use crate::task::{Grant, TaskStatus};
 use crate::tool::ToolGroup;
 
 /// The user's answer to an approval request.
@@ -16,6 +16,9 @@ use crate::tool::ToolGroup;
 pub enum Approval {
     /// Run it.
     Approve,
+    /// Run it, and every call `grant` covers for the rest of the task
+    /// without asking (a front-end may also save the grant).
+    Always(Grant),
     /// Do not run it; the feedback (if any) goes to the model.
     Deny {
         /// What the user said.
@@ -33,6 +36,10 @@ pub enum CompletionAnswer {
     /// Not accepted, without words (a "no"): the model is told so and
     /// the loop continues. Never an acceptance.
     Declined,
+    /// Nobody reviewed it, and the front-end ends the task as the user
+    /// told it to (`--yes`, or no one to ask): said as such, never as the
+    /// user's acceptance.
+    Unreviewed(String),
 }
 
 /// What the loop asks.
@@ -73,6 +80,9 @@ pub enum Ask {
         tool: String,
         /// The path.
         path: String,
+        /// The diff the call would make, when it is an edit.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preview: Option<String>,
     },
     /// A mode hook wants the person to confirm a call.
     Hook {
@@ -123,7 +133,9 @@ impl Ask {
             Self::Tool { tool, .. } => format!("run {tool}?"),
             Self::Followup { question, .. } => question.clone(),
             Self::Completion { result } => result.clone(),
-            Self::Scope { intent, tool, path } => {
+            Self::Scope {
+                intent, tool, path, ..
+            } => {
                 format!("{tool} writes {path}, outside the owned scope of {intent}: approve once?")
             }
             Self::Hook { question, .. } => question.clone(),
@@ -147,7 +159,9 @@ impl Ask {
             Self::Completion { result } => {
                 (UiRow::say(UiSubtype::CompletionResult), result.clone())
             }
-            Self::Scope { intent, tool, path } => (
+            Self::Scope {
+                intent, tool, path, ..
+            } => (
                 UiRow::ask(UiSubtype::Scope),
                 format!("{intent}: {tool} {path}"),
             ),
@@ -171,11 +185,23 @@ impl Ask {
 pub enum Answer {
     /// Yes: approve the call, accept the result.
     Yes,
+    /// Yes to an approval, and to every call `grant` covers for the rest
+    /// of the task (to any other question: a yes).
+    Always {
+        /// What is granted.
+        grant: Grant,
+    },
     /// No, with optional feedback for the model.
     No {
         /// What the model should do instead.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         feedback: Option<String>,
+    },
+    /// Nobody looked: the front-end accepts a result on the user's
+    /// standing instruction (`why`). To an approval it is a no.
+    Unreviewed {
+        /// Why nobody reviewed it (`--yes`, no terminal).
+        why: String,
     },
     /// Words: a follow-up's answer, guidance, feedback on a result (and,
     /// to an approval, a no with these words as feedback).
@@ -190,6 +216,10 @@ impl Answer {
     pub fn approval(self) -> Approval {
         match self {
             Self::Yes => Approval::Approve,
+            Self::Always { grant } => Approval::Always(grant),
+            Self::Unreviewed { why } => Approval::Deny {
+                feedback: Some(format!("Nobody could review this call ({why}).")),
+            },
             Self::No { feedback } => Approval::Deny { feedback },
             Self::Text { text } => Approval::Deny {
                 feedback: Some(text),
@@ -201,7 +231,8 @@ impl Answer {
     /// without words declines (only a yes is an acceptance).
     pub fn completion(self) -> CompletionAnswer {
         match self {
-            Self::Yes => CompletionAnswer::Accept,
+            Self::Yes | Self::Always { .. } => CompletionAnswer::Accept,
+            Self::Unreviewed { why } => CompletionAnswer::Unreviewed(why),
             Self::Text { text }
             | Self::No {
                 feedback: Some(text),
@@ -223,6 +254,7 @@ impl From<Approval> for Answer {
     fn from(a: Approval) -> Self {
         match a {
             Approval::Approve => Self::Yes,
+            Approval::Always(grant) => Self::Always { grant },
             Approval::Deny { feedback } => Self::No { feedback },
         }
     }
@@ -234,6 +266,7 @@ impl From<CompletionAnswer> for Answer {
             CompletionAnswer::Accept => Self::Yes,
             CompletionAnswer::Feedback(text) => Self::Text { text },
             CompletionAnswer::Declined => Self::No { feedback: None },
+            CompletionAnswer::Unreviewed(why) => Self::Unreviewed { why },
         }
     }
 }

@@ -89,7 +89,9 @@ pub enum TaskEvent {
         id: String,
         /// Tool name.
         tool: String,
-        /// Output text, or the error.
+        /// Output text (`{"ok": …}`), or the error (`{"error": …}`).
+        #[serde(with = "call_result")]
+        #[schemars(with = "call_result::CallResult")]
         result: Result<String, ToolError>,
         /// Unified diff of the files the call changed, if any.
         diff: Option<String>,
@@ -195,4 +197,90 @@ pub struct Envelope {
     /// What happened.
     #[serde(flatten)]
     pub event: TaskEvent,
+}
+
+/// A call's result on the wire as `{"ok": text}` or `{"error": {…}}`,
+/// the shape `roost tool call --json` prints too. Events recorded before
+/// (`{"Ok": …}`, `{"Err": …}`) still read.
+mod call_result {
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::tool::ToolError;
+
+    /// The wire form.
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum CallResult {
+        /// The output text.
+        #[serde(alias = "Ok")]
+        Ok(String),
+        /// The error.
+        #[serde(alias = "Err")]
+        Error(ToolError),
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Borrowed<'a> {
+        Ok(&'a str),
+        Error(&'a ToolError),
+    }
+
+    pub fn serialize<S: Serializer>(
+        r: &Result<String, ToolError>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match r {
+            Ok(t) => Borrowed::Ok(t),
+            Err(e) => Borrowed::Error(e),
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Result<String, ToolError>, D::Error> {
+        Ok(match CallResult::deserialize(d)? {
+            CallResult::Ok(t) => Ok(t),
+            CallResult::Error(e) => Err(e),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::ErrorCode;
+
+    /// Results are `{"ok": …}` / `{"error": …}` on the wire; events
+    /// recorded in the older `{"Ok": …}` form still read.
+    #[test]
+    fn call_results_read_and_write_lowercase() {
+        let ok = TaskEvent::ToolCallResult {
+            id: "c1".into(),
+            tool: "read_file".into(),
+            result: Ok("text".into()),
+            diff: None,
+        };
+        let line = serde_json::to_string(&ok).expect("json");
+        assert!(line.contains(r#""result":{"ok":"text"}"#), "{line}");
+        let err = TaskEvent::ToolCallResult {
+            id: "c1".into(),
+            tool: "read_file".into(),
+            result: Err(ToolError::new(ErrorCode::NotFound, "gone")),
+            diff: None,
+        };
+        let line = serde_json::to_string(&err).expect("json");
+        assert!(line.contains(r#""result":{"error":{"#), "{line}");
+        assert_eq!(
+            serde_json::from_str::<TaskEvent>(&line).expect("reads"),
+            err
+        );
+        let old = r#"{"event":"tool_call_result","id":"c1","tool":"read_file","result":{"Ok":"text"},"diff":null}"#;
+        assert_eq!(
+            serde_json::from_str::<TaskEvent>(old).expect("old form"),
+            ok
+        );
+    }
 }

@@ -105,6 +105,31 @@ pub struct ApprovalPolicy {
     pub approve_all: bool,
     /// Groups approved without asking (`--approve read,edit`).
     pub auto_groups: BTreeSet<ToolGroup>,
+    /// Single tools approved without asking (an "always allow" answer).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub auto_tools: BTreeSet<String>,
+}
+
+/// One "always allow" answer: a tool, or a whole tool group. Granted for
+/// the rest of a task, and (saved by a front-end) for later tasks of the
+/// same workspace.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", content = "name", rename_all = "snake_case")]
+pub enum Grant {
+    /// Every call of this tool.
+    Tool(String),
+    /// Every call of a tool of this group.
+    Group(ToolGroup),
+}
+
+impl Grant {
+    /// `tool write_to_file`, `group edit`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Tool(t) => format!("tool {t}"),
+            Self::Group(g) => format!("group {g}"),
+        }
+    }
 }
 
 impl ApprovalPolicy {
@@ -112,7 +137,7 @@ impl ApprovalPolicy {
     pub fn yes() -> Self {
         Self {
             approve_all: true,
-            auto_groups: BTreeSet::new(),
+            ..Self::default()
         }
     }
 
@@ -128,12 +153,48 @@ impl ApprovalPolicy {
         Ok(Self {
             approve_all: false,
             auto_groups,
+            auto_tools: BTreeSet::new(),
         })
     }
 
-    /// Whether a call of `group` runs without asking.
-    pub fn covers(&self, group: ToolGroup) -> bool {
-        self.approve_all || self.auto_groups.contains(&group)
+    /// Whether a call of `tool` (of `group`) runs without asking.
+    pub fn covers(&self, tool: &str, group: ToolGroup) -> bool {
+        self.approve_all || self.auto_groups.contains(&group) || self.auto_tools.contains(tool)
+    }
+
+    /// Add `grant` (the policy only widens by what a person granted).
+    pub fn grant(&mut self, grant: &Grant) {
+        match grant {
+            Grant::Tool(t) => {
+                self.auto_tools.insert(t.clone());
+            }
+            Grant::Group(g) => {
+                self.auto_groups.insert(*g);
+            }
+        }
+    }
+
+    /// What both policies allow: a child's policy is at most its parent's.
+    pub fn narrowed_to(&self, other: &Self) -> Self {
+        match (self.approve_all, other.approve_all) {
+            (true, true) => Self::yes(),
+            (true, false) => other.clone(),
+            (false, true) => self.clone(),
+            (false, false) => Self {
+                approve_all: false,
+                auto_groups: self
+                    .auto_groups
+                    .intersection(&other.auto_groups)
+                    .copied()
+                    .collect(),
+                auto_tools: self
+                    .auto_tools
+                    .iter()
+                    .filter(|t| other.auto_tools.contains(*t))
+                    .cloned()
+                    .collect(),
+            },
+        }
     }
 
     /// The groups as `read,edit` (`all` when everything is approved).
@@ -144,6 +205,7 @@ impl ApprovalPolicy {
         self.auto_groups
             .iter()
             .map(|g| g.as_str())
+            .chain(self.auto_tools.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -209,11 +271,33 @@ mod tests {
     #[test]
     fn policies_parse_and_cover() {
         let p = ApprovalPolicy::from_groups("read, edit").expect("parses");
-        assert!(p.covers(ToolGroup::Read) && p.covers(ToolGroup::Edit));
-        assert!(!p.covers(ToolGroup::Command));
+        assert!(p.covers("read_file", ToolGroup::Read) && p.covers("x", ToolGroup::Edit));
+        assert!(!p.covers("x", ToolGroup::Command));
         assert_eq!(p.describe(), "read,edit");
         assert!(ApprovalPolicy::from_groups("read,launch").is_err());
-        assert!(ApprovalPolicy::yes().covers(ToolGroup::Command));
+        assert!(ApprovalPolicy::yes().covers("x", ToolGroup::Command));
+    }
+
+    /// A grant widens by exactly one tool or group; narrowing keeps only
+    /// what both policies allow, tools included.
+    #[test]
+    fn grants_widen_and_narrowing_intersects() {
+        let mut p = ApprovalPolicy::from_groups("read").expect("parses");
+        p.grant(&Grant::Tool("write_to_file".into()));
+        assert!(p.covers("write_to_file", ToolGroup::Edit));
+        assert!(!p.covers("apply_diff", ToolGroup::Edit));
+        p.grant(&Grant::Group(ToolGroup::Edit));
+        assert!(p.covers("apply_diff", ToolGroup::Edit));
+        assert_eq!(p.describe(), "read,edit,write_to_file");
+        let parent = ApprovalPolicy::from_groups("read").expect("parses");
+        let child = p.narrowed_to(&parent);
+        assert!(child.covers("read_file", ToolGroup::Read));
+        assert!(!child.covers("write_to_file", ToolGroup::Edit));
+        assert_eq!(p.narrowed_to(&ApprovalPolicy::yes()), p);
+        // Old records without `auto_tools` still read.
+        let old: ApprovalPolicy =
+            serde_json::from_str(r#"{"approve_all":false,"auto_groups":["read"]}"#).expect("old");
+        assert!(old.auto_tools.is_empty());
         for s in ["running", "waiting_for_input", "completed", "failed"] {
             assert_eq!(TaskStatus::parse(s).map(TaskStatus::as_str), Some(s));
         }

@@ -145,7 +145,14 @@ pub trait Answers: Send + Sync {
     /// Accept the result, or send feedback.
     async fn completion(&self, result: &str) -> CompletionAnswer;
     /// Allow `tool` to write `path`, outside `intent`'s scope, once?
-    async fn scope_violation(&self, intent: &str, tool: &str, path: &str) -> Approval;
+    /// (`preview`: the diff the call would make.)
+    async fn scope_violation(
+        &self,
+        intent: &str,
+        tool: &str,
+        path: &str,
+        preview: Option<&str>,
+    ) -> Approval;
     /// Hook `hook` asks about a call of `tool`, in its own words.
     async fn hook_question(&self, hook: &str, tool: &str, question: &str) -> Approval;
     /// The model is stuck: guidance to go on, or `None` to stop.
@@ -170,9 +177,15 @@ impl<T: Answers> Responder for T {
                 suggestions,
             } => self.followup(question, suggestions).await.into(),
             Ask::Completion { result } => self.completion(result).await.into(),
-            Ask::Scope { intent, tool, path } => {
-                self.scope_violation(intent, tool, path).await.into()
-            }
+            Ask::Scope {
+                intent,
+                tool,
+                path,
+                preview,
+            } => self
+                .scope_violation(intent, tool, path, preview.as_deref())
+                .await
+                .into(),
             Ask::Hook {
                 hook,
                 tool,

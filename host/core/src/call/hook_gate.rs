@@ -133,7 +133,8 @@ impl Dispatch<'_> {
                         .await?
                         .approval();
                     match answer {
-                        Approval::Approve => {
+                        // A hook's question is about this one call.
+                        Approval::Approve | Approval::Always(_) => {
                             user_approved = true;
                             self.trace_hook(
                                 ctx,

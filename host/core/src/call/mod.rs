@@ -48,7 +48,7 @@ use crate::tools::{ErrorCode, Needs, PreviewCall, RegisteredTool, Registry, Tool
 use crate::turn::{Ctx, RunState, TaskError};
 pub use agent::Agent;
 use gates::schema_violations;
-use roost_protocol::{UiRow, UiSubtype};
+use roost_protocol::{Grant, UiRow, UiSubtype};
 
 /// The dispatch of one task's calls: every gate in its order, then the
 /// call's write session, its executor and the after stage. It runs with
@@ -320,6 +320,16 @@ impl Dispatch<'_> {
                     }
                 }
                 Verdict::Ask(ask) => match self.ask(ctx, Some(pending.id), ask).await?.approval() {
+                    Approval::Always(grant) => {
+                        self.grant(ctx, state, &grant).await?;
+                        pending.approved = true;
+                        ctx.events
+                            .publish(TaskEvent::ToolCallApproved {
+                                id: pending.id.to_owned(),
+                                auto: false,
+                            })
+                            .await;
+                    }
                     Approval::Approve => {
                         pending.approved = true;
                         ctx.events
@@ -469,7 +479,7 @@ impl Dispatch<'_> {
             }
             Needs::Approval(group) => group,
         };
-        if call.approved || ctx.config.policy.covers(group) {
+        if call.approved || state.policy.covers(&spec.name, group) {
             ctx.events
                 .publish(TaskEvent::ToolCallApproved {
                     id: call.id.to_owned(),
@@ -492,6 +502,23 @@ impl Dispatch<'_> {
             args: roost_secrets::redact_json(&call.args),
             preview,
         })
+    }
+
+    /// A person said "always allow" `grant`: the rest of the task runs
+    /// such calls without asking, and a resumed task keeps the grant (it
+    /// is recorded with the task's settings).
+    async fn grant(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        grant: &Grant,
+    ) -> Result<(), TaskError> {
+        state.policy.grant(grant);
+        let mut settings = ctx.config.settings();
+        settings.approval = state.policy.clone();
+        self.store.set_settings(&ctx.task.id, &settings)?;
+        tracing::info!(task = %ctx.task.id, "approved for the rest of the task: {}", grant.describe());
+        Ok(())
     }
 
     /// A person denied a call: their words (if any) in the UI history and

@@ -10,7 +10,7 @@ use super::Dispatch;
 use super::{CallResult, Pending, Verdict, WriteScope, paths};
 use crate::asks::{Approval, Ask};
 use crate::intents::{self, TraceEntry};
-use crate::tools::ToolSpec;
+use crate::tools::{PreviewCall, ToolSpec};
 use crate::turn::{Ctx, RunState, TaskError};
 use roost_protocol::TraceKind;
 use roost_sandbox::capability::RooIgnore;
@@ -73,6 +73,16 @@ impl Dispatch<'_> {
                 }
                 continue;
             }
+            // The person sees the change, as an edit's approval shows it.
+            let preview = call
+                .tool
+                .executor
+                .preview(PreviewCall {
+                    agent: &self.agent.services,
+                    ctx,
+                    args,
+                })
+                .await;
             let answer = self
                 .ask(
                     ctx,
@@ -81,6 +91,7 @@ impl Dispatch<'_> {
                         intent: intent.id.clone(),
                         tool: spec.name.clone(),
                         path: path.to_owned(),
+                        preview,
                     },
                 )
                 .await?
@@ -95,7 +106,7 @@ impl Dispatch<'_> {
             );
             entry.detail = Some(format!("outside owned scope: {path}"));
             match answer {
-                Approval::Approve => {
+                Approval::Approve | Approval::Always(_) => {
                     // A one-time widening for this call only.
                     roots.push(intents::parent_dir(path));
                     approved.push(path.trim_start_matches("./").to_owned());

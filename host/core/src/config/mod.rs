@@ -4,9 +4,11 @@
 //! plugins' requests ([`secrets`]). Every front-end reads it here, so a profile means the same
 //! thing to the CLI and to the server; command-line flags override it.
 
+mod probe;
 mod provider;
 pub mod secrets;
 
+pub use probe::{Probe, probe};
 pub use provider::{ProviderChoice, RecordedEndpoint, provider};
 pub use secrets::{SecretConfig, SecretStore};
 

@@ -85,13 +85,20 @@ pub fn provider(
             .or_else(|| profile.base_url.clone())
             .unwrap_or_else(|| default.to_owned())
     };
-    let model = |default: &str| {
-        choice
-            .model
-            .clone()
-            .or_else(|| kept(keep.map(|t| t.model)).filter(|_| same_kind))
-            .or_else(|| profile.model.clone())
-            .unwrap_or_else(|| default.to_owned())
+    let named_model = choice
+        .model
+        .clone()
+        .or_else(|| kept(keep.map(|t| t.model)).filter(|_| same_kind))
+        .or_else(|| profile.model.clone());
+    // The provider's default model only on the provider's own endpoint:
+    // another server (a local one, a proxy) has its own model names, and
+    // asking it for ours fails far from the cause.
+    let model = |default: &str, base: &str, own_base: &str| match &named_model {
+        Some(m) => Ok(m.clone()),
+        None if base.trim_end_matches('/') == own_base => Ok(default.to_owned()),
+        None => Err(ConfigError::Provider(format!(
+            "which model should {base} run? Pass --model NAME (or use a profile with `model`)"
+        ))),
     };
     let http = |url: String, headers| {
         HttpTransport::new(url, headers).map_err(|e| ConfigError::Provider(e.to_string()))
@@ -120,45 +127,53 @@ pub fn provider(
             }
         }
         "openai" => {
+            const OWN: &str = "https://api.openai.com/v1";
             let env_base = std::env::var("OPENAI_BASE_URL").ok();
-            let base = base_url(env_base.as_deref().unwrap_or("https://api.openai.com/v1"));
+            let base = base_url(env_base.as_deref().unwrap_or(OWN));
+            let model = model("gpt-4o-mini", &base, OWN)?;
             let key_var = profile.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
             let mut headers = Vec::new();
             match std::env::var(key_var) {
                 Ok(key) if !key.is_empty() => {
                     headers.push(("authorization".to_owned(), format!("Bearer {key}")));
                 }
-                _ => tracing::warn!(
-                    "{key_var} is not set; sending requests without an API key (fine for local servers)"
-                ),
+                // A server on this machine (Ollama, llama.cpp, vLLM) needs
+                // no key; a remote one would refuse, after the prompt left.
+                _ if is_loopback(&base) => {}
+                _ => {
+                    return Err(ConfigError::Provider(format!(
+                        "{key_var} is not set: set it to your API key for {base} (servers on this machine need none)"
+                    )));
+                }
             }
             let url = format!("{}/chat/completions", base.trim_end_matches('/'));
             let inner = Arc::new(OpenAiCompatible::new(
                 "openai",
-                &model("gpt-4o-mini"),
+                &model,
                 Arc::new(http(url, headers)?),
                 retry,
             ));
             Arc::new(Labelled::new(inner, &base, label))
         }
         "anthropic" => {
-            let base = base_url("https://api.anthropic.com/v1");
+            const OWN: &str = "https://api.anthropic.com/v1";
+            let base = base_url(OWN);
+            let model = model("claude-sonnet-4-5", &base, OWN)?;
             let key_var = profile
                 .api_key_env
                 .as_deref()
                 .unwrap_or("ANTHROPIC_API_KEY");
-            let key = std::env::var(key_var)
-                .map_err(|_| ConfigError::Provider(format!("{key_var} is not set")))?;
+            let key = std::env::var(key_var).map_err(|_| {
+                ConfigError::Provider(format!(
+                    "{key_var} is not set: set it to your API key for {base}"
+                ))
+            })?;
             let headers = vec![
                 ("x-api-key".to_owned(), key),
                 ("anthropic-version".to_owned(), "2023-06-01".to_owned()),
             ];
             let url = format!("{}/messages", base.trim_end_matches('/'));
-            let inner = Arc::new(Anthropic::new(
-                &model("claude-sonnet-4-5"),
-                Arc::new(http(url, headers)?),
-                retry,
-            ));
+            let inner = Arc::new(Anthropic::new(&model, Arc::new(http(url, headers)?), retry));
             Arc::new(Labelled::new(inner, &base, label))
         }
         other => {
@@ -168,4 +183,44 @@ pub fn provider(
         }
     };
     Ok((provider, profile))
+}
+
+/// Whether `url` names a server on this machine (`localhost`, `127.x`,
+/// `[::1]`), which needs no API key.
+fn is_loopback(url: &str) -> bool {
+    let Ok(uri) = url.parse::<reqwest::Url>() else {
+        return false;
+    };
+    match uri.host_str() {
+        Some(h) if h.eq_ignore_ascii_case("localhost") => true,
+        Some(h) => h
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback()),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod loopback_tests {
+    #[test]
+    fn loopback_endpoints_are_told_apart() {
+        for url in [
+            "http://localhost:11434/v1",
+            "http://127.0.0.1:8080/v1",
+            "http://127.1.2.3/v1",
+            "http://[::1]:8000/v1",
+        ] {
+            assert!(super::is_loopback(url), "{url}");
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "http://10.0.0.2/v1",
+            "http://localhost.example.com/v1",
+            "not a url",
+        ] {
+            assert!(!super::is_loopback(url), "{url}");
+        }
+    }
 }

@@ -15,7 +15,7 @@ use crate::modes::HookRegistry;
 use crate::skills::{SkillLibrary, Sources};
 use crate::store::{Store, StoreError};
 use crate::task::{Agent, Registry, RegistryError, Services, TaskConfig};
-use roost_sandbox::plugins::{LoadedHook, LoadedPlugin, PluginEngine, PluginError};
+use roost_sandbox::plugins::{CompileWatch, LoadedHook, LoadedPlugin, PluginEngine, PluginError};
 
 /// Why an engine could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -55,7 +55,7 @@ pub struct EngineBuilder {
     modes_dir: Option<PathBuf>,
     skills: Sources,
     plugin_engine: Option<Arc<PluginEngine>>,
-    before_compile: Option<Box<dyn FnOnce() + Send>>,
+    compile_watch: Option<Arc<dyn CompileWatch>>,
     installed: bool,
     secrets: SecretStore,
     trust: Trust,
@@ -75,7 +75,7 @@ impl EngineBuilder {
             modes_dir: None,
             skills: Sources::default(),
             plugin_engine: None,
-            before_compile: None,
+            compile_watch: None,
             installed: false,
             secrets: SecretStore::from_env(),
             trust: Trust::default(),
@@ -124,12 +124,16 @@ impl EngineBuilder {
 
     /// The plugin runtime given, or one on the data directory's cache.
     fn runtime(&self) -> Result<Arc<PluginEngine>, BuildError> {
-        Ok(match &self.plugin_engine {
+        let engine = match &self.plugin_engine {
             Some(e) => Arc::clone(e),
             None => Arc::new(PluginEngine::new(first_party::engine_config(
                 self.data_dir.join("cache").join("components"),
             ))?),
-        })
+        };
+        if let Some(w) = &self.compile_watch {
+            engine.watch_compiles(Arc::clone(w));
+        }
+        Ok(engine)
     }
 
     /// Where tasks get their models.
@@ -216,12 +220,13 @@ impl EngineBuilder {
         self
     }
 
-    /// Called once if building compiles a component (a plugin installed
-    /// since the cache was last filled, or first-party components whose
-    /// precompiled artifacts do not suit this machine): that takes seconds,
-    /// and a front-end may say so.
-    pub fn before_compile(mut self, f: impl FnOnce() + Send + 'static) -> Self {
-        self.before_compile = Some(Box::new(f));
+    /// Told about each component the engine really compiles (a plugin
+    /// installed since the cache was last filled, a `--plugin` file,
+    /// first-party components whose precompiled artifacts do not suit
+    /// this machine) — at build or at a plugin's first call: that takes
+    /// seconds, and a front-end shows progress.
+    pub fn watch_compiles(mut self, watch: Arc<dyn CompileWatch>) -> Self {
+        self.compile_watch = Some(watch);
         self
     }
 
@@ -235,12 +240,6 @@ impl EngineBuilder {
     /// needs its tools outside a task: `roost tool`).
     pub fn build_agent(self) -> Result<Agent, BuildError> {
         let engine = self.runtime()?;
-        // Said only if something is compiled: the first-party components
-        // come precompiled; installed plugins, from the cache after their
-        // first load.
-        if let Some(say) = self.before_compile {
-            engine.before_next_compile(say);
-        }
         let mut registry = Registry::new();
         for p in first_party::load_all(&engine)? {
             registry.add_plugin(p)?;
@@ -264,7 +263,6 @@ impl EngineBuilder {
         for h in self.hooks {
             hooks.add(h);
         }
-        engine.forget_compile_notice();
         Ok(Agent {
             services: Services {
                 engine,

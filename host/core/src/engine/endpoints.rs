@@ -93,7 +93,7 @@ impl Endpoints for OneEndpoint {
 }
 
 /// `provider model at url` (for telling a person which endpoint).
-pub(crate) fn describe(provider: &str, base_url: &str, model: &str) -> String {
+pub fn describe(provider: &str, base_url: &str, model: &str) -> String {
     let url = if base_url.is_empty() {
         "(none)"
     } else {

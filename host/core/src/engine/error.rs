@@ -71,7 +71,7 @@ fn store_code(e: &StoreError) -> EngineErrorCode {
     match e {
         StoreError::NotFound(_) | StoreError::NoTask { .. } => EngineErrorCode::NotFound,
         StoreError::Ambiguous { .. } => EngineErrorCode::Ambiguous,
-        StoreError::AskNotOpen { .. } => EngineErrorCode::Conflict,
+        StoreError::AskNotOpen { .. } | StoreError::Live(_) => EngineErrorCode::Conflict,
         _ => EngineErrorCode::Storage,
     }
 }

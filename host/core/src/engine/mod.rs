@@ -7,13 +7,15 @@
 //! waited for (`wait`). A finished task leaves memory; its record stays in
 //! the store ([`Records`]). The CLI is its first client.
 
+mod approvals;
 mod builder;
 mod endpoints;
 mod error;
 mod records;
 
+pub use approvals::{Approvals, workspace_key};
 pub use builder::{BuildError, EngineBuilder};
-pub use endpoints::{ConfigEndpoints, Endpoints, OneEndpoint};
+pub use endpoints::{ConfigEndpoints, Endpoints, OneEndpoint, describe as describe_endpoint};
 pub use error::EngineError;
 pub use records::{Listed, Records};
 pub use roost_protocol::task::{Endpoint, TaskSpec};
@@ -46,6 +48,11 @@ pub struct ResumeSpec {
     pub approval: Option<ApprovalPolicy>,
     /// Another turn limit.
     pub max_turns: Option<u32>,
+    /// A new user message: it reopens a completed task, or joins a
+    /// stopped one's conversation at its next turn.
+    pub message: Option<String>,
+    /// Another mode to continue in.
+    pub mode: Option<String>,
 }
 
 /// A stored task made ready to continue.
@@ -105,6 +112,11 @@ impl Engine {
     /// The store's records, read-only.
     pub fn records(&self) -> Records {
         Records::new(self.agent.store.clone())
+    }
+
+    /// The approvals saved per workspace ("always allow" answers).
+    pub fn approvals(&self) -> Approvals {
+        Approvals::new(self.agent.store.clone())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Tasks> {
@@ -176,9 +188,15 @@ impl Engine {
     fn create(
         &self,
         spec: &TaskSpec,
-        settings: TaskSettings,
+        mut settings: TaskSettings,
         parent: Option<&TaskRecord>,
     ) -> Result<String, EngineError> {
+        // What the person saved for this workspace holds for each task
+        // they start in it (a child gets at most its parent's policy).
+        if parent.is_none() {
+            self.approvals()
+                .widen(&spec.workspace, &mut settings.approval)?;
+        }
         let setup = self.setup(&spec.endpoint, None, 0, &settings)?;
         let mode = if spec.mode.is_empty() {
             "code"
@@ -204,16 +222,29 @@ impl Engine {
     /// between to see all its events.
     pub fn prepare_resume(&self, id: &str, spec: &ResumeSpec) -> Result<Prepared, EngineError> {
         let store = &self.agent.store;
-        let task = store.find_task(id)?;
-        if task.status.is_final() {
-            return Err(TaskError::NotResumable {
-                id: task.id,
-                status: task.status,
-            }
-            .into());
-        }
+        let mut task = store.find_task(id)?;
         if self.lock().running.contains_key(&task.id) {
             return Err(EngineError::AlreadyStarted(task.id));
+        }
+        if let Some(mode) = &spec.mode {
+            self.agent.switch_mode(&task.id, mode)?;
+        }
+        let mut reopened = false;
+        if task.status.is_final() {
+            match &spec.message {
+                Some(m) => {
+                    self.agent.reopen(&task.id, m)?;
+                    task = store.get_task(&task.id)?;
+                    reopened = true;
+                }
+                None => {
+                    return Err(TaskError::NotResumable {
+                        id: task.id,
+                        status: task.status,
+                    }
+                    .into());
+                }
+            }
         }
         // A scripted transcript continues after the replies in history.
         let replies = store
@@ -253,7 +284,14 @@ impl Engine {
             store.append_ui(&task.id, UiRow::say(UiSubtype::EndpointChanged), &change)?;
             Some(change)
         };
-        self.register(&task.id, setup, true);
+        let (_, control) = self.register(&task.id, setup, true);
+        // A stopped task's new message joins at its next turn (after any
+        // call that waits for a person); a reopened one's is in already.
+        if let Some(m) = &spec.message
+            && !reopened
+        {
+            control.send_message(m);
+        }
         Ok(Prepared {
             id: task.id,
             endpoint_change,
@@ -455,7 +493,7 @@ impl Spawner for Engine {
             .unwrap_or_else(|| self.agent.config.settings());
         let asked = self.settings_of(spec);
         let settings = TaskSettings {
-            approval: narrower(&asked.approval, &theirs.approval),
+            approval: asked.approval.narrowed_to(&theirs.approval),
             max_turns: asked.max_turns.min(theirs.max_turns),
         };
         let id = self
@@ -463,23 +501,6 @@ impl Spawner for Engine {
             .map_err(refused)?;
         self.start(&id).map_err(refused)?;
         Ok(id)
-    }
-}
-
-/// What both policies approve without asking.
-fn narrower(a: &ApprovalPolicy, b: &ApprovalPolicy) -> ApprovalPolicy {
-    match (a.approve_all, b.approve_all) {
-        (true, true) => ApprovalPolicy::yes(),
-        (true, false) => b.clone(),
-        (false, true) => a.clone(),
-        (false, false) => ApprovalPolicy {
-            approve_all: false,
-            auto_groups: a
-                .auto_groups
-                .intersection(&b.auto_groups)
-                .copied()
-                .collect(),
-        },
     }
 }
 

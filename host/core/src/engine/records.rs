@@ -1,18 +1,19 @@
-//! What a front-end reads of the tasks in the store — lists, one task,
-//! its messages, its export — without running anything, so a `history`
-//! command or a server's listing never touches the store's API or SQL.
+//! What a front-end reads of the tasks in the store — lists, searches,
+//! one task, its messages, its todos, its export — and deletes, without
+//! running anything, so a `history` command or a server's listing never
+//! touches the store's API or SQL.
 
 use std::path::Path;
 
 use crate::events::TaskEvent;
-use crate::store::{Store, StoreError, TaskRecord, TaskStatus, UiMessage};
+use crate::store::{Store, StoreError, TaskRecord, TaskStatus, TodoItem, UiMessage};
 use crate::task::TaskOutcome;
 
 /// How many of a task's last events are searched for how its last run
 /// ended (the ending event is the last or nearly so).
 const ENDING_WITHIN: usize = 16;
 
-/// The store's tasks, read-only.
+/// The store's tasks.
 #[derive(Clone)]
 pub struct Records {
     store: Store,
@@ -93,6 +94,24 @@ impl Records {
     /// A task's UI messages, in order.
     pub fn ui_messages(&self, id: &str) -> Result<Vec<UiMessage>, StoreError> {
         self.store.load_ui(id)
+    }
+
+    /// A task's todo list.
+    pub fn todos(&self, id: &str) -> Result<Vec<TodoItem>, StoreError> {
+        self.store.get_todos(id)
+    }
+
+    /// Tasks whose prompt or messages contain `text`, newest first.
+    pub fn search(&self, text: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        self.store.search_tasks(text, limit)
+    }
+
+    /// Delete task `id` (a full id or unambiguous prefix) and everything
+    /// recorded of it; a task a live process runs is refused. Its full id.
+    pub fn delete(&self, id: &str) -> Result<String, StoreError> {
+        let task = self.store.find_task(id)?;
+        self.store.delete_task(&task.id)?;
+        Ok(task.id)
     }
 
     /// Write Roo Code's files of a task into `dir`.

@@ -231,6 +231,11 @@ impl Plugins {
         replacing: Option<&str>,
     ) -> Result<Candidate, InstallError> {
         let (mut manifest, has_manifest, bytes, signature) = self.read_source(source)?;
+        // Before the slow part (verifying and compiling) and before any
+        // question: a name that is installed is refused at once.
+        if replacing.is_none() && self.store.get_plugin(&manifest.plugin.name)?.is_some() {
+            return Err(InstallError::AlreadyInstalled(manifest.plugin.name));
+        }
         if first_party::ALL
             .iter()
             .any(|(n, _)| *n == manifest.plugin.name)

@@ -19,8 +19,10 @@ use roost_sandbox::capability::Workspace;
 /// Directory of the orchestration sidecars.
 pub const ORCHESTRATION_DIR: &str = ".orchestration";
 
-/// One intent.
+/// One intent. An unknown key is an error (a misspelt `owned_scope` would
+/// otherwise leave the intent with no scope, and every write refused).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Intent {
     /// `INT-…`.
     pub id: String,
@@ -40,6 +42,7 @@ pub struct Intent {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct IntentFile {
     #[serde(default)]
     active_intents: Vec<Intent>,
@@ -381,5 +384,30 @@ mod tests {
         .expect("write");
         let e = load(dir.path()).expect_err("bad");
         assert!(e.to_string().contains("active_intents.yaml"), "{e}");
+    }
+
+    /// A misspelt key is an error naming the file, the line, the key and
+    /// the keys that exist, not an intent with no scope.
+    #[test]
+    fn unknown_keys_are_errors_with_the_known_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let o = dir.path().join(ORCHESTRATION_DIR);
+        std::fs::create_dir(&o).expect("mkdir");
+        std::fs::write(
+            o.join("active_intents.yaml"),
+            "active_intents:\n  - id: INT-001\n    name: Auth\n    status: IN_PROGRESS\n    owned_scop: [\"src/auth/**\"]\n",
+        )
+        .expect("write");
+        let e = load(dir.path()).expect_err("unknown key").to_string();
+        assert!(e.contains("active_intents.yaml"), "{e}");
+        assert!(e.contains("owned_scop"), "{e}");
+        assert!(
+            e.contains("owned_scope") && e.contains("acceptance_criteria"),
+            "{e}"
+        );
+        assert!(e.contains("line 5"), "{e}");
+        std::fs::write(o.join("active_intents.yaml"), "intents: []\n").expect("write");
+        let e = load(dir.path()).expect_err("unknown top key").to_string();
+        assert!(e.contains("intents") && e.contains("active_intents"), "{e}");
     }
 }

@@ -56,14 +56,15 @@ impl Transport for HttpTransport {
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_retry_after);
+            let html = is_html(resp.headers());
             let text = resp.text().await.unwrap_or_default();
-            let mut end = text.len().min(MAX_ERROR_BODY);
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            let mut body = text[..end].to_owned();
+            let mut body = summarise_body(&text, html);
             if status.as_u16() == 404 {
-                body = not_found_hint(&self.url, &body);
+                body = if mentions_model(&text) {
+                    self.model_not_found(&body).await
+                } else {
+                    not_found_hint(&self.url, &body)
+                };
             }
             return Err(LlmError::Http {
                 status: status.as_u16(),
@@ -71,10 +72,125 @@ impl Transport for HttpTransport {
                 retry_after,
             });
         }
+        // A web page where a stream was expected: the base URL points at
+        // a website or a proxy's login page, not a model API. Retrying
+        // cannot help.
+        if is_html(resp.headers()) {
+            let text = resp.text().await.unwrap_or_default();
+            return Err(LlmError::Decode(format!(
+                "{} answered with {}, not a model API's stream; check --base-url",
+                self.url,
+                summarise_body(&text, true)
+            )));
+        }
         Ok(Box::pin(resp.bytes_stream().map(|r| {
             r.map_err(|e| LlmError::Connection(root_cause(&e)))
         })))
     }
+}
+
+impl HttpTransport {
+    /// A 404 about the model: say so, and list the models the server has
+    /// when its `/models` answers (OpenAI-compatible servers, Ollama,
+    /// Anthropic all list them there).
+    async fn model_not_found(&self, body: &str) -> String {
+        let base = self
+            .url
+            .trim_end_matches("/chat/completions")
+            .trim_end_matches("/messages");
+        let mut req = self
+            .client
+            .get(format!("{base}/models"))
+            .timeout(Duration::from_secs(10));
+        for (k, v) in &self.headers {
+            req = req.header(k, v);
+        }
+        let listed = match req.send().await {
+            Ok(r) if r.status().is_success() => r.json::<serde_json::Value>().await.ok(),
+            _ => None,
+        };
+        let names: Vec<String> = listed
+            .as_ref()
+            .and_then(|v| v.get("data").or_else(|| v.get("models")))
+            .and_then(serde_json::Value::as_array)
+            .map(|models| {
+                models
+                    .iter()
+                    .filter_map(|m| m.get("id").or_else(|| m.get("name")))
+                    .filter_map(serde_json::Value::as_str)
+                    .take(40)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if names.is_empty() {
+            format!("{body} (the model was not found at {base}; check --model)")
+        } else {
+            format!(
+                "{body} (the model was not found at {base}; it has: {}; pass one with --model)",
+                names.join(", ")
+            )
+        }
+    }
+}
+
+/// Whether a response says it is an HTML page.
+fn is_html(headers: &reqwest::header::HeaderMap) -> bool {
+    headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.to_ascii_lowercase().contains("text/html"))
+}
+
+/// Whether an error body is about the model (OpenAI's `model_not_found`,
+/// Ollama's `model "x" not found`).
+fn mentions_model(body: &str) -> bool {
+    body.to_ascii_lowercase().contains("model")
+}
+
+/// An error body in one line: a JSON error's message, an HTML page's
+/// title, else the first line of the text, cut.
+fn summarise_body(text: &str, html: bool) -> String {
+    let trimmed = text.trim();
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(trimmed) {
+        let message = v
+            .pointer("/error/message")
+            .or_else(|| v.get("error"))
+            .or_else(|| v.get("message"))
+            .and_then(serde_json::Value::as_str);
+        if let Some(m) = message {
+            return cut(m, MAX_ERROR_BODY);
+        }
+        return cut(trimmed, MAX_ERROR_BODY);
+    }
+    let looks_html = html || trimmed.starts_with('<');
+    if looks_html {
+        let lower = trimmed.to_ascii_lowercase();
+        let title = lower.find("<title>").and_then(|start| {
+            let from = start + "<title>".len();
+            lower[from..]
+                .find("</title>")
+                .and_then(|len| trimmed.get(from..from + len))
+        });
+        return match title.map(str::trim).filter(|t| !t.is_empty()) {
+            Some(t) => format!("an HTML page (\"{}\")", cut(t, 120)),
+            None => "an HTML page".to_owned(),
+        };
+    }
+    let first = trimmed.lines().next().unwrap_or("");
+    cut(first, 300)
+}
+
+/// `s` cut to at most `max` bytes on a character boundary (`…` added).
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
 }
 
 /// An error with its causes, innermost last: reqwest's own message ("error
@@ -119,6 +235,34 @@ fn not_found_hint(url: &str, body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_bodies_are_one_line() {
+        let page =
+            "<!DOCTYPE html>\n<html><head><TITLE>Sign in</TITLE></head>\n<body>…</body></html>";
+        assert_eq!(summarise_body(page, true), "an HTML page (\"Sign in\")");
+        assert_eq!(
+            summarise_body("<html><body>x</body>", false),
+            "an HTML page"
+        );
+        assert_eq!(
+            summarise_body(
+                r#"{"error":{"message":"The model `x` does not exist"}}"#,
+                false
+            ),
+            "The model `x` does not exist"
+        );
+        assert_eq!(
+            summarise_body(
+                r#"{"error":"model \"x\" not found, try pulling it first"}"#,
+                false
+            ),
+            "model \"x\" not found, try pulling it first"
+        );
+        assert_eq!(summarise_body("line one\nline two", false), "line one");
+        let long = "é".repeat(400);
+        assert!(summarise_body(&long, false).chars().count() <= 151);
+    }
 
     #[test]
     fn a_404_names_the_url_and_the_fix() {

@@ -65,6 +65,10 @@ pub struct Turn {
     pub raw_sse: Option<Vec<String>>,
     /// Wait this long before answering (benchmarks, concurrency tests).
     pub delay_ms: Option<u64>,
+    /// Send only this many pieces of the reply, then keep the stream open
+    /// without sending more (a server that stalls mid-reply; a person
+    /// stops it).
+    pub stall_after: Option<usize>,
 }
 
 /// A scripted tool call.
@@ -337,10 +341,17 @@ impl Transport for ScriptedTransport {
         };
         // Split frames at arbitrary byte positions too, as TCP would.
         let cut = turn.chunk_size.unwrap_or(16).max(1) * 3 + 1;
-        let pieces: Vec<Result<Bytes, LlmError>> = (0..joined.len())
+        let mut pieces: Vec<Result<Bytes, LlmError>> = (0..joined.len())
             .step_by(cut)
             .map(|at| Ok(joined.slice(at..joined.len().min(at + cut))))
             .collect();
+        if let Some(n) = turn.stall_after {
+            pieces.truncate(n);
+            return Ok(Box::pin(futures::StreamExt::chain(
+                futures::stream::iter(pieces),
+                futures::stream::pending(),
+            )));
+        }
         Ok(Box::pin(futures::stream::iter(pieces)))
     }
 }

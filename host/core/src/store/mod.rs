@@ -11,15 +11,18 @@
 //! returns); only a power loss can drop the last commits, which a
 //! `--durability full` deployment would trade speed for (not yet exposed).
 
+mod approvals;
 mod asks;
 mod claims;
 mod events;
 mod export;
+mod manage;
 mod plugins;
 pub mod status;
 mod step;
 mod todos;
 
+pub use approvals::SavedApproval;
 pub use asks::StoredAsk;
 pub use claims::TaskClaim;
 pub use events::StoredEvent;
@@ -37,7 +40,7 @@ use serde::Serialize;
 use crate::llm::{ContentBlock, Message, Role, Usage};
 use roost_protocol::{TaskSettings, UiRow};
 
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
 
 /// The tasks; `k` is the integer key the [`LOG_TABLES`] use.
 const TASKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tasks (
@@ -105,6 +108,13 @@ CREATE TABLE IF NOT EXISTS pending_trace (
     seq INTEGER NOT NULL,
     entry TEXT NOT NULL,
     PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE IF NOT EXISTS saved_approvals (
+    workspace TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    saved_at INTEGER NOT NULL,
+    PRIMARY KEY (workspace, kind, name)
 );
 CREATE TABLE IF NOT EXISTS todos (
     task_id TEXT NOT NULL REFERENCES tasks(id),
@@ -211,6 +221,9 @@ pub enum StoreError {
         /// Some of the tasks it matches.
         candidates: Vec<String>,
     },
+    /// The task runs in a live process: it cannot be deleted now.
+    #[error("task {0} is running; stop it before deleting it")]
+    Live(String),
     /// A shared commit failed as a whole (every step in it fails).
     #[error("task store: commit failed: {0}")]
     Commit(String),
@@ -943,7 +956,8 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
         conn.execute_batch("ALTER TABLE tasks ADD COLUMN settings TEXT")?;
     }
     // Version 3 adds the `events` table, version 4 the `claims` table and
-    // version 5 the `plugins` table, which `SCHEMA` creates when missing; older tasks simply have no
+    // version 5 the `plugins` table, version 8 `saved_approvals`, which
+    // `SCHEMA` creates when missing; older tasks simply have no
     // recorded events, and no claim (lock files of version 3 are ignored).
     if !has_column(conn, "tasks", "k")? {
         key_log_tables(conn)?;

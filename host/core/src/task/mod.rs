@@ -12,6 +12,7 @@
 mod context;
 mod history;
 pub mod prompt;
+mod reopen;
 mod runner;
 mod tools;
 /// The task status lives with the record it is part of.

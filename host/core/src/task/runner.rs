@@ -464,6 +464,7 @@ impl Agent {
             mode,
             intent: None,
             skill: None,
+            policy: ctx.config.policy.clone(),
         };
         // The request body's parts, kept from turn to turn.
         let mut request = RequestCache::default();
@@ -596,11 +597,17 @@ impl Agent {
             // Live only, like the streamed text: its UI row is recorded
             // with the reply.
             ctx.events.publish(TaskEvent::RequestStarted { turn }).await;
-            // A cancel during streaming drops the stream: nothing of the
-            // reply is durable yet.
+            // A cancel during streaming drops the stream; the text that
+            // streamed so far is kept, marked as interrupted (as Roo does),
+            // so what the person saw stays in both histories.
+            let partial = std::sync::Mutex::new(String::new());
             let streamed = tokio::select! {
-                r = self.stream_reply(ctx, &body) => r,
-                () = ctx.control.cancelled() => return self.cancelled(ctx).await,
+                r = self.stream_reply(ctx, &body, &partial) => r,
+                () = ctx.control.cancelled() => {
+                    let text = partial.into_inner().unwrap_or_else(|p| p.into_inner());
+                    self.keep_interrupted_text(ctx, &mut history, &text).await?;
+                    return self.cancelled(ctx).await;
+                }
             };
             let reply = match streamed {
                 Ok(r) => r,
@@ -1061,12 +1068,19 @@ impl Agent {
     /// its request succeeded is retried here, at most `stream_retries`
     /// times. `retrying` events number every request of this model call
     /// 1, 2, 3… across both.
-    async fn stream_reply(&self, ctx: &Ctx<'_>, body: &Bytes) -> Result<Reply, LlmError> {
+    async fn stream_reply(
+        &self,
+        ctx: &Ctx<'_>,
+        body: &Bytes,
+        partial: &std::sync::Mutex<String>,
+    ) -> Result<Reply, LlmError> {
         let events = ctx.events;
         let mut made = 0u32;
         let mut broken = 0u32;
         loop {
-            match self.stream_once(ctx, body, &mut made).await {
+            // A retried request streams its text again from the start.
+            partial.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            match self.stream_once(ctx, body, &mut made, partial).await {
                 Ok(r) => return Ok(r),
                 Err(e) if e.is_retryable() && broken < ctx.config.stream_retries => {
                     broken += 1;
@@ -1085,6 +1099,38 @@ impl Agent {
         }
     }
 
+    /// Record the text a reply had streamed when the person stopped it:
+    /// in the UI history as said, in the API history as an assistant
+    /// message marked interrupted (the model sees where it was cut).
+    async fn keep_interrupted_text(
+        &self,
+        ctx: &Ctx<'_>,
+        history: &mut History,
+        text: &str,
+    ) -> Result<(), TaskError> {
+        let text = roost_secrets::redact(text).into_owned();
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        let step = Step::new().ui(UiRow::say(UiSubtype::Text), text.as_str());
+        history
+            .append_reply(
+                Message {
+                    role: Role::Assistant,
+                    content: vec![ContentBlock::Text {
+                        text: format!("{text}\n\n[Response interrupted by user]"),
+                    }],
+                },
+                step,
+                (
+                    ctx.events,
+                    vec![TaskEvent::MessageFinal { text: text.clone() }],
+                ),
+            )
+            .await?;
+        Ok(())
+    }
+
     /// One request (with the provider's own retries); `made` counts the
     /// requests of this model call so far.
     async fn stream_once(
@@ -1092,6 +1138,7 @@ impl Agent {
         ctx: &Ctx<'_>,
         body: &Bytes,
         made: &mut u32,
+        partial: &std::sync::Mutex<String>,
     ) -> Result<Reply, LlmError> {
         let events = ctx.events;
         let offset = *made;
@@ -1104,6 +1151,10 @@ impl Agent {
             match ev? {
                 StreamEvent::TextDelta(d) => {
                     text.push_str(&d);
+                    partial
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push_str(&d);
                     events.publish(TaskEvent::MessagePartial { delta: d }).await;
                 }
                 StreamEvent::ToolCallStarted { index, id, name } => {

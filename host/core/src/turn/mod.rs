@@ -24,7 +24,7 @@ use crate::llm::Provider;
 use crate::modes::{HookRegistry, Mode, ModeSet};
 use crate::skills::{SkillFocus, SkillLibrary};
 use crate::store::{Step, Store, StoreError, TaskRecord, TaskStatus};
-use roost_protocol::{UiRow, UiSubtype};
+use roost_protocol::{ApprovalPolicy, UiRow, UiSubtype};
 use roost_sandbox::capability::{Workspace, WorkspaceError};
 use roost_sandbox::plugins::PluginEngine;
 
@@ -51,7 +51,7 @@ pub enum TaskError {
     #[error("the task was cancelled while it waited for an answer")]
     Cancelled,
     /// Resume was asked for a task that cannot continue.
-    #[error("task {id} is {status} and cannot be resumed")]
+    #[error("task {id} is {status}: give it a new message to continue it")]
     NotResumable {
         /// Task id.
         id: String,
@@ -99,6 +99,9 @@ pub struct RunState {
     pub intent: Option<(Intent, Scope)>,
     /// The skill it follows, when that skill limits the tools it may call.
     pub skill: Option<SkillFocus>,
+    /// The task's approval policy: its settings' policy, widened by the
+    /// "always allow" answers given since (recorded with the task).
+    pub policy: ApprovalPolicy,
 }
 
 impl RunState {

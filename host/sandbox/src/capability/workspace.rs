@@ -161,14 +161,14 @@ pub enum WorkspaceError {
         /// Workspace-relative path.
         path: String,
     },
-    /// Any other I/O failure.
-    #[error("`{path}`: {source}")]
+    /// Any other I/O failure. The cause is part of the message (and not
+    /// also a `source`, which would print it twice in an error chain).
+    #[error("`{path}`: {cause}")]
     Io {
         /// Workspace-relative path.
         path: String,
         /// Cause.
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -187,13 +187,13 @@ impl WorkspaceError {
                     wanted: "a regular file",
                 }
             }
-            _ => Self::Io { path: p, source: e },
+            _ => Self::Io { path: p, cause: e },
         }
     }
 
     /// Whether the error says the path is not there.
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Self::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+        matches!(self, Self::Io { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound)
     }
 }
 
@@ -227,13 +227,13 @@ impl Workspace {
     /// Open the workspace at `path` (the user's choice; symlinks in it are
     /// theirs and are resolved once, here).
     pub fn open(path: &Path) -> Result<Self, WorkspaceError> {
-        let host = path.canonicalize().map_err(|source| WorkspaceError::Io {
+        let host = path.canonicalize().map_err(|cause| WorkspaceError::Io {
             path: path.display().to_string(),
-            source,
+            cause,
         })?;
-        let root = DirFd::open_ambient(&host).map_err(|source| WorkspaceError::Io {
+        let root = DirFd::open_ambient(&host).map_err(|cause| WorkspaceError::Io {
             path: host.display().to_string(),
-            source,
+            cause,
         })?;
         Ok(Self {
             root: Arc::new(root),
@@ -425,7 +425,7 @@ impl Workspace {
         let Some(f) = self.open_file(rel)? else {
             return Err(WorkspaceError::Io {
                 path: rel.as_string(),
-                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+                cause: std::io::Error::from(std::io::ErrorKind::NotFound),
             });
         };
         rustix::fs::fchmod(&f, rustix::fs::Mode::from_raw_mode(mode & 0o7777))

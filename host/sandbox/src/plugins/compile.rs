@@ -4,7 +4,7 @@
 //! front-end gives before a compile, which takes seconds.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use roost_engine_config::Sealed;
 use wasmtime::component::{Component, InstancePre};
@@ -14,20 +14,21 @@ use super::cache::CacheOutcome;
 use super::error::PluginError;
 use super::state::CallState;
 
-impl PluginEngine {
-    /// Say `notice` once, just before this engine next compiles a
-    /// component (not one the build precompiled or the cache holds):
-    /// compiling takes seconds, and a front-end may say why it waits.
-    pub fn before_next_compile(&self, notice: impl FnOnce() + Send + 'static) {
-        if let Ok(mut slot) = self.compile_notice.lock() {
-            *slot = Some(Box::new(notice));
-        }
-    }
+/// Told when an engine really compiles a component (not one the build
+/// precompiled or the cache holds): that takes seconds — a minute for a
+/// JavaScript or Python component — and a front-end shows progress.
+pub trait CompileWatch: Send + Sync {
+    /// Compiling `component` (`bytes` long) starts.
+    fn started(&self, component: &str, bytes: usize);
+    /// It ended (`ok`: compiled; else the error is reported by the caller).
+    fn finished(&self, component: &str, ok: bool);
+}
 
-    /// Drop a notice [`Self::before_next_compile`] left unsaid.
-    pub fn forget_compile_notice(&self) {
-        if let Ok(mut slot) = self.compile_notice.lock() {
-            slot.take();
+impl PluginEngine {
+    /// Tell `watch` about every compile from now on.
+    pub fn watch_compiles(&self, watch: Arc<dyn CompileWatch>) {
+        if let Ok(mut slot) = self.compile_watch.lock() {
+            *slot = Some(watch);
         }
     }
 
@@ -55,10 +56,15 @@ impl PluginEngine {
         if let Some(c) = self.cache.as_ref().and_then(|c| c.load(&self.engine, id)) {
             return Ok((c, CacheOutcome::Hit));
         }
-        if let Some(notice) = self.compile_notice.lock().ok().and_then(|mut n| n.take()) {
-            notice();
+        let watch = self.compile_watch.lock().ok().and_then(|w| w.clone());
+        if let Some(w) = &watch {
+            w.started(name, bytes.len());
         }
-        let component = Component::new(&self.engine, bytes).map_err(|e| PluginError::Compile {
+        let compiled = Component::new(&self.engine, bytes);
+        if let Some(w) = &watch {
+            w.finished(name, compiled.is_ok());
+        }
+        let component = compiled.map_err(|e| PluginError::Compile {
             plugin: name.to_owned(),
             detail: format!("{e:#}"),
         })?;

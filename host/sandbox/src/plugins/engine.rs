@@ -267,8 +267,8 @@ pub struct PluginEngine {
     /// The build's sealed artifacts, by the component they were compiled
     /// from (checked when used).
     pub(super) prebuilt: HashMap<blake3::Hash, Cow<'static, [u8]>>,
-    /// Said once, just before this engine next compiles a component.
-    pub(super) compile_notice: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Told about each compile (a front-end shows progress).
+    pub(super) compile_watch: Mutex<Option<Arc<dyn super::compile::CompileWatch>>>,
     slots: Arc<Semaphore>,
     config: EngineConfig,
     pooled: bool,
@@ -326,7 +326,7 @@ impl PluginEngine {
             linker,
             cache,
             prebuilt,
-            compile_notice: Mutex::new(None),
+            compile_watch: Mutex::new(None),
             slots: Arc::new(Semaphore::new(
                 usize::try_from(config.max_concurrent_calls).unwrap_or(usize::MAX),
             )),

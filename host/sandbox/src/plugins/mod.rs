@@ -19,6 +19,7 @@ mod special_files;
 mod state;
 
 pub use cache::{CacheOutcome, ComponentCache};
+pub use compile::CompileWatch;
 pub use engine::{CallReport, EngineConfig, LoadedPlugin, PluginEngine, WIT_VERSIONS};
 pub use error::PluginError;
 pub use hook::{HookCall, HookDecision, LoadedHook};

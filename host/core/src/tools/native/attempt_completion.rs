@@ -79,6 +79,17 @@ impl ToolExecutor for AttemptCompletion {
             CompletionAnswer::Accept => {
                 Outcome::ok("The user accepted the result.").with_effect(Effect::Complete(result))
             }
+            CompletionAnswer::Unreviewed(why) => {
+                c.agent.store.append_ui(
+                    id,
+                    UiRow::say(UiSubtype::UserFeedback),
+                    &format!("(accepted without review: {why})"),
+                )?;
+                Outcome::ok(format!(
+                    "The result was accepted without a review by the user ({why})."
+                ))
+                .with_effect(Effect::Complete(result))
+            }
             CompletionAnswer::Declined => {
                 c.agent.store.append_ui(
                     id,
