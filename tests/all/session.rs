@@ -85,6 +85,14 @@ fn a_conversation_on_a_terminal() {
     p.exp_string("This answer stre")
         .expect("part of the reply streamed");
     p.send_control('c').expect("Ctrl-C");
+    // The notice starts a line of its own, after the cut-off reply.
+    let before = p
+        .exp_string("cancelling after the current step")
+        .expect("said");
+    assert!(
+        before.ends_with('\n'),
+        "the notice joined the model's line: {before:?}"
+    );
     p.exp_string("aborted: interrupted (Ctrl-C)")
         .expect("the turn stops");
     p.exp_string("(stopped").expect("the session goes on");
