@@ -899,6 +899,7 @@ fn two_processes_append_to_one_store_without_collisions() {
             base_url: String::new(),
             profile: String::new(),
             settings: None,
+            owner: None,
         })
         .expect("task");
     let go = data.root().join("go");

@@ -16,6 +16,7 @@ mod progress;
 mod render;
 mod run;
 pub mod sanitize;
+mod serve;
 mod skills;
 mod template;
 mod tool;
@@ -75,6 +76,11 @@ pub enum Command {
     /// The configuration.
     #[command(subcommand)]
     Config(doctor::ConfigCommand),
+    /// Serve the engine over HTTP: a REST API, live events, tenants.
+    Serve(serve::ServeArgs),
+    /// Tokens of `roost serve`: create, list, revoke.
+    #[command(subcommand)]
+    Token(serve::TokenCommand),
     /// Install and manage third-party tool plugins.
     Plugin(plugin::PluginArgs),
     /// List or call tools directly (debugging, scripts, benchmarks).
@@ -161,6 +167,8 @@ pub fn main() -> ExitCode {
             Command::Approvals(cmd) => approvals::run(cmd, &data_dir),
             Command::Doctor(args) => doctor::run(args, &data_dir).await,
             Command::Config(cmd) => doctor::config(cmd),
+            Command::Serve(args) => serve::serve(args, &data_dir).await,
+            Command::Token(cmd) => serve::token(cmd, &data_dir),
             Command::Modes(cmd) => modes::run(cmd),
             Command::Skills(cmd) => skills::run(cmd, &data_dir).await,
             Command::Intents(IntentsCommand::List(args)) => intents::list(args),

@@ -24,6 +24,18 @@ pub enum EngineErrorCode {
     Storage,
     /// A task's loop ended without an outcome.
     Internal,
+    /// No valid credentials (missing, unknown, expired or revoked token).
+    Unauthorized,
+    /// Valid credentials, but not for this (a workspace outside the
+    /// tenant's root, a cross-site request).
+    Forbidden,
+    /// The request body is larger than the server takes.
+    TooLarge,
+    /// Too many requests for this token: retry after the `Retry-After`.
+    RateLimited,
+    /// The server is at its task capacity and its queue is full: retry
+    /// after the `Retry-After`.
+    Overloaded,
 }
 
 impl EngineErrorCode {
@@ -36,7 +48,20 @@ impl EngineErrorCode {
             Self::Conflict => "conflict",
             Self::Storage => "storage",
             Self::Internal => "internal",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::TooLarge => "too_large",
+            Self::RateLimited => "rate_limited",
+            Self::Overloaded => "overloaded",
         }
+    }
+}
+
+impl EngineErrorCode {
+    /// Whether the same request may succeed later (a client retries
+    /// after `Retry-After`).
+    pub fn retryable(self) -> bool {
+        matches!(self, Self::RateLimited | Self::Overloaded)
     }
 }
 

@@ -9,6 +9,7 @@
 //! [`schema`] is the JSON Schema of all of it; `docs/protocol.schema.json`
 //! is its committed copy, which a test keeps equal to the code.
 
+pub mod api;
 pub mod asks;
 pub mod errors;
 pub mod events;

@@ -12,13 +12,15 @@ mod builder;
 mod endpoints;
 mod error;
 mod records;
+mod tokens;
 
 pub use approvals::{Approvals, workspace_key};
 pub use builder::{BuildError, EngineBuilder};
 pub use endpoints::{ConfigEndpoints, Endpoints, OneEndpoint, describe as describe_endpoint};
 pub use error::EngineError;
-pub use records::{Listed, Records};
+pub use records::{Listed, Page, Records};
 pub use roost_protocol::task::{Endpoint, TaskSpec};
+pub use tokens::{NewToken, TokenError, Tokens};
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
@@ -30,7 +32,9 @@ use crate::config::RecordedEndpoint;
 use crate::events::{Envelope, EventBus, Subscription, TaskEvent, recorded_after};
 use crate::llm::Role;
 use crate::store::{StoredAsk, TaskRecord};
-use crate::task::{Agent, ApprovalPolicy, Control, Responder, TaskError, TaskOutcome, answer_asks};
+use crate::task::{
+    Agent, ApprovalPolicy, Control, Creation, Responder, TaskError, TaskOutcome, answer_asks,
+};
 use crate::turn::{SpawnError, SpawnHandle, Spawner, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
 
@@ -114,6 +118,11 @@ impl Engine {
         Records::new(self.agent.store.clone())
     }
 
+    /// The server tokens of this engine's store.
+    pub fn tokens(&self) -> Tokens {
+        Tokens::new(self.agent.store.clone())
+    }
+
     /// The approvals saved per workspace ("always allow" answers).
     pub fn approvals(&self) -> Approvals {
         Approvals::new(self.agent.store.clone())
@@ -182,7 +191,13 @@ impl Engine {
     /// does not open or an endpoint that cannot be opened is refused
     /// before anything is stored.
     pub fn create_task(&self, spec: &TaskSpec) -> Result<String, EngineError> {
-        self.create(spec, self.settings_of(spec), None)
+        self.create(spec, self.settings_of(spec), None, None)
+    }
+
+    /// [`Engine::create_task`] for `owner` (a server's tenant): the task
+    /// is recorded as theirs, and so are the subtasks it starts.
+    pub fn create_task_for(&self, spec: &TaskSpec, owner: &str) -> Result<String, EngineError> {
+        self.create(spec, self.settings_of(spec), None, Some(owner))
     }
 
     fn create(
@@ -190,6 +205,7 @@ impl Engine {
         spec: &TaskSpec,
         mut settings: TaskSettings,
         parent: Option<&TaskRecord>,
+        owner: Option<&str>,
     ) -> Result<String, EngineError> {
         // What the person saved for this workspace holds for each task
         // they start in it (a child gets at most its parent's policy).
@@ -203,14 +219,15 @@ impl Engine {
         } else {
             spec.mode.as_str()
         };
-        let task = self.agent.create(
-            &spec.prompt,
-            &spec.workspace,
+        let task = self.agent.create(&Creation {
+            prompt: &spec.prompt,
+            workspace: &spec.workspace,
             mode,
-            setup.provider.as_ref(),
-            &settings,
+            provider: setup.provider.as_ref(),
+            settings: &settings,
             parent,
-        )?;
+            owner,
+        })?;
         self.register(&task.id, setup, false);
         Ok(task.id)
     }
@@ -497,7 +514,7 @@ impl Spawner for Engine {
             max_turns: asked.max_turns.min(theirs.max_turns),
         };
         let id = self
-            .create(spec, settings, Some(&parent))
+            .create(spec, settings, Some(&parent), None)
             .map_err(refused)?;
         self.start(&id).map_err(refused)?;
         Ok(id)

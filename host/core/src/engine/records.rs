@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::events::TaskEvent;
-use crate::store::{Store, StoreError, TaskRecord, TaskStatus, TodoItem, UiMessage};
+use crate::store::{Store, StoreError, TaskFilter, TaskRecord, TaskStatus, TodoItem, UiMessage};
 use crate::task::TaskOutcome;
 
 /// How many of a task's last events are searched for how its last run
@@ -17,6 +17,16 @@ const ENDING_WITHIN: usize = 16;
 #[derive(Clone)]
 pub struct Records {
     store: Store,
+}
+
+/// A page of a listing.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// The tasks, newest first.
+    pub tasks: Vec<Listed>,
+    /// Where the next page starts (`created_at`, `id` of this page's last
+    /// task), when there may be one.
+    pub next: Option<(i64, String)>,
 }
 
 /// A task as a listing shows it.
@@ -46,16 +56,43 @@ impl Records {
             .store
             .list_tasks(limit)?
             .into_iter()
-            .map(|task| {
-                let interrupted = matches!(
-                    task.status,
-                    TaskStatus::Running
-                        | TaskStatus::WaitingForApproval
-                        | TaskStatus::WaitingForInput
-                ) && !self.store.is_live(&task.id);
-                Listed { task, interrupted }
-            })
+            .map(|task| self.listed(task))
             .collect())
+    }
+
+    /// `task` as a listing shows it: interrupted when it says it runs but
+    /// no process holds it.
+    fn listed(&self, task: TaskRecord) -> Listed {
+        let interrupted = matches!(
+            task.status,
+            TaskStatus::Running | TaskStatus::WaitingForApproval | TaskStatus::WaitingForInput
+        ) && !self.store.is_live(&task.id);
+        Listed { task, interrupted }
+    }
+
+    /// A page of the tasks `filter` wants (at most `limit`, newest first),
+    /// and the cursor of the next page when there may be one.
+    pub fn page(&self, filter: &TaskFilter<'_>, limit: usize) -> Result<Page, StoreError> {
+        let tasks: Vec<Listed> = self
+            .store
+            .list_filtered(filter, limit)?
+            .into_iter()
+            .map(|task| self.listed(task))
+            .collect();
+        let next = (tasks.len() == limit && limit > 0)
+            .then(|| tasks.last().map(|l| (l.task.created_at, l.task.id.clone())))
+            .flatten();
+        Ok(Page { tasks, next })
+    }
+
+    /// A task's API messages (what the model saw), hidden ones included.
+    pub fn api_messages(&self, id: &str) -> Result<Vec<crate::store::StoredMessage>, StoreError> {
+        self.store.load_api(id, true)
+    }
+
+    /// Task `id` (the full id, no prefix) as a listing shows it.
+    pub fn get(&self, id: &str) -> Result<Listed, StoreError> {
+        Ok(self.listed(self.store.get_task(id)?))
     }
 
     /// One task, by id or unambiguous prefix.

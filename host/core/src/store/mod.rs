@@ -21,15 +21,18 @@ mod plugins;
 pub mod status;
 mod step;
 mod todos;
+mod tokens;
 
 pub use approvals::SavedApproval;
 pub use asks::StoredAsk;
 pub use claims::TaskClaim;
 pub use events::StoredEvent;
+pub use manage::TaskFilter;
 pub use plugins::PluginRecord;
 pub use status::TaskStatus;
 pub use step::{Committed, PreparedStep, Step};
 pub use todos::{TodoItem, TodoState};
+pub use tokens::TokenRecord;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -40,7 +43,7 @@ use serde::Serialize;
 use crate::llm::{ContentBlock, Message, Role, Usage};
 use roost_protocol::{TaskSettings, UiRow};
 
-const SCHEMA_VERSION: i64 = 8;
+const SCHEMA_VERSION: i64 = 9;
 
 /// The tasks; `k` is the integer key the [`LOG_TABLES`] use.
 const TASKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tasks (
@@ -64,7 +67,8 @@ const TASKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tasks (
     cache_writes INTEGER NOT NULL DEFAULT 0,
     cost REAL NOT NULL DEFAULT 0,
     active_intent TEXT,
-    settings TEXT
+    settings TEXT,
+    owner TEXT
 )";
 
 /// The other tables with a handful of rows a task, keyed by its id.
@@ -115,6 +119,15 @@ CREATE TABLE IF NOT EXISTS saved_approvals (
     name TEXT NOT NULL,
     saved_at INTEGER NOT NULL,
     PRIMARY KEY (workspace, kind, name)
+);
+CREATE TABLE IF NOT EXISTS tokens (
+    id TEXT PRIMARY KEY,
+    hash TEXT NOT NULL UNIQUE,
+    tenant TEXT NOT NULL,
+    root TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER,
+    revoked_at INTEGER
 );
 CREATE TABLE IF NOT EXISTS todos (
     task_id TEXT NOT NULL REFERENCES tasks(id),
@@ -277,6 +290,8 @@ pub struct TaskRecord {
     /// The settings the task runs with (approval policy, turn limit); none
     /// for a task recorded before they were (it runs with the engine's).
     pub settings: Option<TaskSettings>,
+    /// Who it belongs to (a server's tenant; `None` for a local user).
+    pub owner: Option<String>,
 }
 
 /// What is needed to create a task.
@@ -302,6 +317,8 @@ pub struct NewTask {
     pub profile: String,
     /// The settings it runs with.
     pub settings: Option<TaskSettings>,
+    /// Who it belongs to (a server's tenant; none for a local user).
+    pub owner: Option<String>,
 }
 
 /// A UI message: what a front-end shows, in Roo's say/ask shape.
@@ -462,9 +479,9 @@ impl Store {
             let mut conn = self.conn();
             let tx = step::write_transaction(&mut conn)?;
             exec(&tx,
-                "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13)",
-                params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, new.base_url, new.profile, now, settings],
+                "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings, owner)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14)",
+                params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, new.base_url, new.profile, now, settings, new.owner],
             )?;
             step::write_prepared(&tx, &id, &first, now, &mut step::Positions::default())?;
             tx.commit()?;
@@ -935,7 +952,7 @@ impl Store {
 }
 
 const TASK_COLUMNS: &str = "id, parent_id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at, \
-     tokens_in, tokens_out, cache_reads, cache_writes, cost, active_intent, base_url, profile, settings";
+     tokens_in, tokens_out, cache_reads, cache_writes, cost, active_intent, base_url, profile, settings, owner";
 
 /// Bring a store written by an older Roost up to [`SCHEMA_VERSION`].
 fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
@@ -955,8 +972,14 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
     if !has_column(conn, "tasks", "settings")? {
         conn.execute_batch("ALTER TABLE tasks ADD COLUMN settings TEXT")?;
     }
+    // Version 9 records who a task belongs to (a server's tenant); older
+    // tasks belong to the local user.
+    if !has_column(conn, "tasks", "owner")? {
+        conn.execute_batch("ALTER TABLE tasks ADD COLUMN owner TEXT")?;
+    }
     // Version 3 adds the `events` table, version 4 the `claims` table and
-    // version 5 the `plugins` table, version 8 `saved_approvals`, which
+    // version 5 the `plugins` table, version 8 `saved_approvals`, version 9
+    // `tokens`, which
     // `SCHEMA` creates when missing; older tasks simply have no
     // recorded events, and no claim (lock files of version 3 are ignored).
     if !has_column(conn, "tasks", "k")? {
@@ -1059,6 +1082,7 @@ fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TaskRecord, StoreE
         base_url: r.get(17)?,
         profile: r.get(18)?,
         settings,
+        owner: r.get(20)?,
         id,
     }))
 }

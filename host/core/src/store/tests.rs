@@ -21,6 +21,7 @@ fn spec() -> NewTask {
         base_url: String::new(),
         profile: String::new(),
         settings: None,
+        owner: None,
     }
 }
 

@@ -434,6 +434,7 @@ mod tests {
                 base_url: String::new(),
                 profile: String::new(),
                 settings: None,
+                owner: None,
             })
             .expect("task");
         store

@@ -29,5 +29,5 @@ pub use crate::tools::native;
 pub use crate::tools::{Access, HOST, RegisteredTool, Registry, RegistryError};
 pub use crate::turn::{Price, Services, TaskConfig, TaskError};
 pub use roost_protocol::task::ApprovalPolicy;
-pub use runner::TaskOutcome;
+pub use runner::{Creation, TaskOutcome};
 pub use status::TaskStatus;

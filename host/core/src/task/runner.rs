@@ -68,6 +68,27 @@ pub enum TaskOutcome {
     },
 }
 
+/// A task to create: its prompt and workspace, its mode, the endpoint of
+/// `provider`, its `settings`, the task that started it (`parent`) and who
+/// it belongs to (`owner`; a child belongs to its parent's owner).
+#[derive(Clone, Copy)]
+pub struct Creation<'a> {
+    /// The user's prompt.
+    pub prompt: &'a str,
+    /// The workspace.
+    pub workspace: &'a Path,
+    /// Mode slug.
+    pub mode: &'a str,
+    /// The model it talks to (its endpoint is recorded).
+    pub provider: &'a dyn Provider,
+    /// The settings it runs with.
+    pub settings: &'a TaskSettings,
+    /// The task that started it.
+    pub parent: Option<&'a TaskRecord>,
+    /// Who it belongs to.
+    pub owner: Option<&'a str>,
+}
+
 /// Calls a resumed task runs again before its next turn: they were
 /// waiting for a person when its process died.
 struct PendingCalls {
@@ -91,19 +112,18 @@ impl Agent {
         self.registry.iter().map(|t| &t.spec).collect()
     }
 
-    /// Create (persist) a task for `prompt` in `workspace`, ready to run,
-    /// recording the endpoint of `provider`, its `settings` and the task
-    /// that started it (`parent`); an unknown mode is refused before
-    /// anything is stored.
-    pub fn create(
-        &self,
-        prompt: &str,
-        workspace: &Path,
-        mode: &str,
-        provider: &dyn Provider,
-        settings: &TaskSettings,
-        parent: Option<&TaskRecord>,
-    ) -> Result<TaskRecord, TaskError> {
+    /// Create (persist) the task `c` describes, ready to run; an unknown
+    /// mode is refused before anything is stored.
+    pub fn create(&self, c: &Creation<'_>) -> Result<TaskRecord, TaskError> {
+        let Creation {
+            prompt,
+            workspace,
+            mode,
+            provider,
+            settings,
+            parent,
+            owner,
+        } = *c;
         let modes = ModeSet::load(workspace, self.modes_dir.as_deref());
         if modes.get(mode).is_none() {
             let available: Vec<&str> = modes.iter().map(|m| m.slug.as_str()).collect();
@@ -127,6 +147,9 @@ impl Agent {
                 base_url: provider.base_url().to_owned(),
                 profile: provider.profile().to_owned(),
                 settings: Some(settings.clone()),
+                owner: parent
+                    .map_or(owner, |p| p.owner.as_deref())
+                    .map(str::to_owned),
             },
             Step::new()
                 .ui(UiRow::say(UiSubtype::Text), prompt)

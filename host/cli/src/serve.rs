@@ -1,0 +1,193 @@
+//! `roost serve` (the engine over HTTP for a team on one machine) and
+//! `roost token create|list|revoke` (who may use it, for which tenant
+//! and workspace root).
+
+use super::line::{notice, outln};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use super::run::{ProviderArgs, RunOptions};
+use super::sanitize::visible_line;
+use roost_core::config;
+use roost_core::engine::Tokens;
+use roost_server::{ServerConfig, ServerState};
+
+/// `roost serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    pub listen: SocketAddr,
+    /// No tokens: every caller is the one local tenant (loopback only).
+    #[arg(long)]
+    pub no_auth: bool,
+    /// Without auth: the workspace root tasks must lie under.
+    #[arg(long, default_value = ".")]
+    pub root: PathBuf,
+    /// Tasks running at once; more wait in a queue.
+    #[arg(long, default_value_t = 16)]
+    pub max_running: usize,
+    /// Tasks waiting for a slot; more are refused with 503.
+    #[arg(long, default_value_t = 256)]
+    pub max_queued: usize,
+    /// Another origin allowed to send state-changing requests (a web UI
+    /// served elsewhere). Repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+    /// Model selection (the default endpoint of tasks that name no
+    /// profile).
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+}
+
+/// `roost token …`
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Make a token for a tenant; prints the token (one line, nothing
+    /// else) — it is not stored, only its hash.
+    Create {
+        /// The tenant it acts for (a-z, 0-9, `_`, `-`).
+        #[arg(long)]
+        tenant: String,
+        /// The tenant's workspace root: its tasks must lie under it.
+        #[arg(long)]
+        root: PathBuf,
+        /// It stops working after this long (`30d`, `12h`).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        expires: Option<Duration>,
+    },
+    /// The tokens (ids, tenants, roots; never the tokens).
+    List,
+    /// Revoke a token by its id.
+    Revoke {
+        /// Its id (`roost token list`).
+        id: String,
+    },
+}
+
+/// `roost serve`.
+pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let opts = RunOptions {
+        yes: false,
+        approve: None,
+        json: false,
+        max_turns: None,
+        hooks: Vec::new(),
+    };
+    let engine = super::run::engine(data_dir, &args.provider, &opts)?;
+    let local_root = super::workspace_dir(&args.root)?;
+    let state = ServerState::new(
+        engine,
+        ServerConfig {
+            auth: !args.no_auth,
+            local_root,
+            max_running: args.max_running,
+            max_queued: args.max_queued,
+            allowed_origins: args.allow_origins.clone(),
+            modes_dir: config::default_path().parent().map(Path::to_path_buf),
+            ..ServerConfig::default()
+        },
+    );
+    roost_server::check_exposure(args.listen, &state)?;
+    let resumed = state.resume_stopped();
+    if resumed > 0 {
+        notice!("resumed {resumed} task(s) the last stop interrupted");
+    }
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let addr = listener.local_addr().unwrap_or(args.listen);
+    if args.no_auth {
+        notice!(
+            "WARNING: no authentication: anyone who can reach {addr} runs tasks under {} (loopback only)",
+            visible_line(&state.config.local_root.display().to_string())
+        );
+    }
+    notice!("roost serve: listening on http://{addr}/v1 (Ctrl-C or SIGTERM stops it)");
+    let shutdown = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+    };
+    roost_server::serve(listener, state, shutdown).await?;
+    notice!("roost serve: stopped; interrupted tasks resume with `POST /v1/tasks/{{id}}/resume`");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `roost token`.
+pub fn token(cmd: TokenCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let tokens = Tokens::open(data_dir)?;
+    match cmd {
+        TokenCommand::Create {
+            tenant,
+            root,
+            expires,
+        } => {
+            let made = tokens.create(&tenant, &root, expires)?;
+            // Only the token on stdout: `TOKEN=$(roost token create …)`.
+            outln!("{}", made.token);
+            notice!(
+                "token {} for tenant {} (root {}){}",
+                made.record.id,
+                visible_line(&made.record.tenant),
+                visible_line(&made.record.root),
+                made.record
+                    .expires_at
+                    .map(|_| format!(
+                        ", expires in {}",
+                        humantime::format_duration(expires.unwrap_or_default())
+                    ))
+                    .unwrap_or_default()
+            );
+        }
+        TokenCommand::List => {
+            let all = tokens.list()?;
+            if all.is_empty() {
+                outln!("no tokens (`roost token create --tenant T --root DIR` makes one)");
+            } else {
+                outln!("{:<12}  {:<16} {:<9} ROOT", "ID", "TENANT", "STATE");
+            }
+            let now = roost_core::store::now_ms();
+            for t in all {
+                let state = if t.revoked_at.is_some() {
+                    "revoked"
+                } else if t.valid_at(now) {
+                    "valid"
+                } else {
+                    "expired"
+                };
+                outln!(
+                    "{:<12}  {:<16} {:<9} {}",
+                    visible_line(&t.id),
+                    visible_line(&t.tenant),
+                    state,
+                    visible_line(&t.root)
+                );
+            }
+        }
+        TokenCommand::Revoke { id } => {
+            if tokens.revoke(&id)? {
+                outln!("revoked {}", visible_line(&id));
+            } else {
+                anyhow::bail!(
+                    "no live token {} (`roost token list` shows them)",
+                    visible_line(&id)
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,194 @@
+//! The HTTP API's bodies (`roost serve`, `/v1`): what a client sends and
+//! gets back, beside the events and asks every front-end shares.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::asks::Ask;
+use crate::task::{TaskStatus, Usage};
+use crate::tool::ToolGroup;
+
+/// `POST /v1/tasks`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTask {
+    /// What to do.
+    pub prompt: String,
+    /// The workspace: absolute, or relative to the tenant's root; it must
+    /// lie inside the tenant's root.
+    pub workspace: String,
+    /// Mode slug (default `code`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// A profile of the server's config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Tool groups approved without asking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<Vec<ToolGroup>>,
+}
+
+/// A task as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskView {
+    /// Its id.
+    pub id: String,
+    /// The task that started it.
+    pub parent_id: Option<String>,
+    /// The first task of its tree.
+    pub root_id: String,
+    /// Where it stands.
+    pub status: TaskStatus,
+    /// It says it runs, but no process holds it (resume it).
+    pub interrupted: bool,
+    /// Mode slug.
+    pub mode: String,
+    /// Workspace (host path).
+    pub workspace: String,
+    /// The first prompt.
+    pub prompt: String,
+    /// Provider, model and base URL it talks to.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// API base URL.
+    pub base_url: String,
+    /// Config profile.
+    pub profile: String,
+    /// Created (ms since the epoch).
+    pub created_at: i64,
+    /// Last changed (ms since the epoch).
+    pub updated_at: i64,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Cost in dollars.
+    pub cost: f64,
+}
+
+/// `GET /v1/tasks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskList {
+    /// Newest first.
+    pub tasks: Vec<TaskView>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// A row of a task's UI history (Roo's say/ask messages).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UiMessageView {
+    /// Order within the task.
+    pub seq: i64,
+    /// Time (ms since the epoch).
+    pub ts: i64,
+    /// `say` or `ask`.
+    pub kind: String,
+    /// Roo's type (`text`, `tool`, `completion_result`, …).
+    pub subtype: String,
+    /// Content.
+    pub text: String,
+}
+
+/// A message of a task's API history (what the model saw).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ApiMessageView {
+    /// Order within the task.
+    pub seq: i64,
+    /// `user` or `assistant`.
+    pub role: String,
+    /// Content blocks (text, tool_use, tool_result), as the store keeps them.
+    pub content: Value,
+    /// Left out of requests (condensed or truncated), kept.
+    pub hidden: bool,
+}
+
+/// One item of a task's todo list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TodoView {
+    /// What to do.
+    pub text: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub state: String,
+}
+
+/// `POST /v1/tasks/{id}/messages`: a message for the task's next turn
+/// (it continues a stopped or completed task).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PostMessage {
+    /// The words.
+    pub text: String,
+}
+
+/// An open question of a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AskView {
+    /// Its id, to answer it by.
+    pub ask_id: String,
+    /// `tool`, `followup`, `completion`, `scope`, `hook`, `guidance`.
+    pub kind: String,
+    /// The question in one line.
+    pub question: String,
+    /// The whole question (for an edit, with its diff preview).
+    pub ask: Ask,
+    /// Asked at (ms since the epoch).
+    pub created_at: i64,
+}
+
+/// `POST /v1/tasks/{id}/asks/{ask_id}`: a person's typed decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "decision", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Decision {
+    /// Run the call.
+    Approve,
+    /// Run it, and every call of its tool group for the rest of the task.
+    ApproveForTask,
+    /// Do not run it; the feedback goes to the model.
+    Deny {
+        /// What to do instead.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        feedback: Option<String>,
+    },
+    /// Words: a follow-up's answer, guidance, or feedback on a result.
+    Answer {
+        /// The words.
+        text: String,
+    },
+    /// Accept the result.
+    Accept,
+}
+
+/// `GET /v1/health`, `GET /v1/ready`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Health {
+    /// `ok`.
+    pub status: String,
+    /// The server's version.
+    pub version: String,
+}
+
+/// A tool as `GET /v1/tools` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolView {
+    /// Its name.
+    pub name: String,
+    /// Its group.
+    pub group: ToolGroup,
+    /// Who provides it (`host`, a plugin's name, `skill`).
+    pub provider: String,
+    /// What it does.
+    pub description: String,
+}
+
+/// A mode as `GET /v1/modes` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ModeView {
+    /// Slug.
+    pub slug: String,
+    /// Name.
+    pub name: String,
+    /// Where it comes from (`builtin`, `global`, `project`).
+    pub source: String,
+}

@@ -1,0 +1,92 @@
+//! `/v1/tasks/{id}/asks`: a task's open questions, and typed decisions
+//! answering them by `ask_id`. An answer to a question that is not open is
+//! `409`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use roost_core::asks::{Answer, Ask};
+use roost_protocol::api::{AskView, Decision};
+use roost_protocol::{EngineErrorCode, Grant};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::extract::Body;
+use crate::state::ServerState;
+use crate::tasks::owned;
+
+/// `GET /v1/tasks/{id}/asks`: the open questions, oldest first.
+pub async fn list(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<AskView>>, ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    let open = state.engine.pending_asks(&task.task.id)?;
+    Ok(Json(
+        open.into_iter()
+            .filter_map(|a| {
+                let ask: Ask = serde_json::from_str(&a.payload).ok()?;
+                Some(AskView {
+                    ask_id: a.ask_id,
+                    kind: a.kind,
+                    question: ask.question(),
+                    ask,
+                    created_at: a.created_at,
+                })
+            })
+            .collect(),
+    ))
+}
+
+/// What `decision` answers to `ask`, or why it does not fit.
+fn answer(decision: Decision, ask: &Ask) -> Result<Answer, ApiError> {
+    let approval = matches!(ask, Ask::Tool { .. } | Ask::Scope { .. } | Ask::Hook { .. });
+    let wrong = |what: &str| {
+        ApiError::invalid(format!(
+            "`{what}` does not answer a `{}` question",
+            ask.kind()
+        ))
+    };
+    Ok(match decision {
+        Decision::Approve if approval => Answer::Yes,
+        Decision::ApproveForTask => match ask {
+            Ask::Tool { group, .. } => Answer::Always {
+                grant: Grant::Group(*group),
+            },
+            _ => return Err(wrong("approve_for_task")),
+        },
+        Decision::Deny { feedback } if approval => Answer::No { feedback },
+        Decision::Answer { text } if !approval => Answer::Text { text },
+        Decision::Accept if matches!(ask, Ask::Completion { .. }) => Answer::Yes,
+        Decision::Approve => return Err(wrong("approve")),
+        Decision::Deny { .. } => return Err(wrong("deny")),
+        Decision::Answer { .. } => return Err(wrong("answer")),
+        Decision::Accept => return Err(wrong("accept")),
+    })
+}
+
+/// `POST /v1/tasks/{id}/asks/{ask_id}`.
+pub async fn decide(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path((id, ask_id)): Path<(String, String)>,
+    Body(decision): Body<Decision>,
+) -> Result<StatusCode, ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    let open = state.engine.pending_asks(&task.task.id)?;
+    let Some(stored) = open.into_iter().find(|a| a.ask_id == ask_id) else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            EngineErrorCode::Conflict,
+            format!("task {id} has no open question {ask_id}"),
+        ));
+    };
+    let ask: Ask = serde_json::from_str(&stored.payload)
+        .map_err(|_| ApiError::invalid("the question does not decode"))?;
+    let answer = answer(decision, &ask)?;
+    state.engine.answer(&task.task.id, &ask_id, answer)?;
+    Ok(StatusCode::NO_CONTENT)
+}

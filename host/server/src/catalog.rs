@@ -1,0 +1,108 @@
+//! What a client looks up besides tasks: the modes, intents and trace of
+//! a workspace (inside the caller's root), the tools, and the server's
+//! health and readiness.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use roost_core::intents::{self, Intent, Trace, TraceEntry};
+use roost_core::modes::{ModeSet, ModeSource};
+use roost_protocol::api::{Health, ModeView, ToolView};
+use serde::Deserialize;
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::extract::Query;
+use crate::state::ServerState;
+
+/// `?workspace=`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceQuery {
+    workspace: String,
+}
+
+/// `GET /v1/modes?workspace=`.
+pub async fn modes(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Query(q): Query<WorkspaceQuery>,
+) -> Result<Json<Vec<ModeView>>, ApiError> {
+    let ws = crate::workspace::resolve(&caller, &q.workspace)?;
+    let set = ModeSet::load(&ws, state.config.modes_dir.as_deref());
+    Ok(Json(
+        set.iter()
+            .map(|m| ModeView {
+                slug: m.slug.clone(),
+                name: m.name.clone(),
+                // Where a file mode comes from, not the host's file names.
+                source: match m.source {
+                    ModeSource::BuiltIn => "builtin",
+                    ModeSource::Global(_) => "global",
+                    ModeSource::Project(_) => "project",
+                }
+                .to_owned(),
+            })
+            .collect(),
+    ))
+}
+
+/// `GET /v1/intents?workspace=`.
+pub async fn intents(
+    caller: Caller,
+    Query(q): Query<WorkspaceQuery>,
+) -> Result<Json<Vec<Intent>>, ApiError> {
+    let ws = crate::workspace::resolve(&caller, &q.workspace)?;
+    intents::load(&ws)
+        .map(Json)
+        .map_err(|e| ApiError::invalid(e.to_string()))
+}
+
+/// `GET /v1/trace?workspace=`: the agent trace, oldest first.
+pub async fn trace(
+    caller: Caller,
+    Query(q): Query<WorkspaceQuery>,
+) -> Result<Json<Vec<TraceEntry>>, ApiError> {
+    let ws = crate::workspace::resolve(&caller, &q.workspace)?;
+    let (entries, _) = Trace::of(&ws)
+        .read(None)
+        .map_err(|e| ApiError::invalid(e.to_string()))?;
+    Ok(Json(entries))
+}
+
+/// `GET /v1/tools`: the tools a task may be offered.
+pub async fn tools(State(state): State<Arc<ServerState>>, _caller: Caller) -> Json<Vec<ToolView>> {
+    Json(
+        state
+            .engine
+            .agent()
+            .registry
+            .iter()
+            .map(|t| ToolView {
+                name: t.spec.name.clone(),
+                group: t.spec.group,
+                provider: t.provider().to_owned(),
+                description: t.spec.description.clone(),
+            })
+            .collect(),
+    )
+}
+
+/// `GET /v1/health`: the process answers (no token needed).
+pub async fn health() -> Json<Health> {
+    Json(Health {
+        status: "ok".to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    })
+}
+
+/// `GET /v1/ready`: the task store answers (no token needed).
+pub async fn ready(State(state): State<Arc<ServerState>>) -> Result<Json<Health>, ApiError> {
+    state
+        .engine
+        .records()
+        .list(1)
+        .map_err(|e| ApiError::from(roost_core::engine::EngineError::from(e)))?;
+    Ok(health().await)
+}

@@ -1,0 +1,90 @@
+//! What every request passes before its route: the per-token rate limit
+//! and, for requests that change state, the `Origin` check (a page on
+//! another site cannot drive a user's tasks). CORS is off: no
+//! cross-origin response headers are ever sent.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+use crate::state::ServerState;
+
+/// The rate-limit key of a request: its token's hash (so a token's
+/// requests share a budget), or `anonymous`.
+fn key(req: &Request) -> String {
+    req.headers()
+        .get("authorization")
+        .map(|v| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(v.as_bytes(), &mut h);
+            format!("t{}", std::hash::Hasher::finish(&h))
+        })
+        .unwrap_or_else(|| "anonymous".to_owned())
+}
+
+/// Whether `origin` may send state-changing requests to a server reached
+/// as `host`.
+fn origin_allowed(origin: &str, host: Option<&str>, allowed: &[String]) -> bool {
+    if allowed.iter().any(|a| a == origin) {
+        return true;
+    }
+    let Some(host) = host else {
+        return false;
+    };
+    origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .is_some_and(|o| o.eq_ignore_ascii_case(host))
+}
+
+/// The guard every request passes.
+pub async fn guard(State(state): State<Arc<ServerState>>, req: Request, next: Next) -> Response {
+    if state.limiter.check_key(&key(&req)).is_err() {
+        return ApiError::rate_limited().into_response();
+    }
+    let changes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    if changes && let Some(origin) = req.headers().get("origin") {
+        let host = req.headers().get("host").and_then(|h| h.to_str().ok());
+        let ok = origin
+            .to_str()
+            .is_ok_and(|o| origin_allowed(o, host, &state.config.allowed_origins));
+        if !ok {
+            return ApiError::forbidden(
+                "a request from another site's page; allow its origin in the server's config",
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_servers_own_or_allowed_origins_change_state() {
+        let allowed = vec!["https://ui.example.com".to_owned()];
+        assert!(origin_allowed(
+            "http://127.0.0.1:7878",
+            Some("127.0.0.1:7878"),
+            &[]
+        ));
+        assert!(origin_allowed(
+            "https://ui.example.com",
+            Some("x:1"),
+            &allowed
+        ));
+        assert!(!origin_allowed(
+            "https://evil.example",
+            Some("127.0.0.1:7878"),
+            &allowed
+        ));
+        assert!(!origin_allowed("null", Some("127.0.0.1:7878"), &[]));
+        assert!(!origin_allowed("http://127.0.0.1:7878", None, &[]));
+    }
+}

@@ -1,0 +1,290 @@
+//! `/v1/tasks`: create, list, show, the histories and todos, queued
+//! messages, cancel and resume. A task of another tenant answers `404`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use roost_core::engine::{Endpoint, Listed, ResumeSpec, TaskSpec};
+use roost_core::store::{TaskFilter, TaskStatus};
+use roost_core::task::ApprovalPolicy;
+use roost_protocol::api::{
+    ApiMessageView, CreateTask, PostMessage, TaskList, TaskView, TodoView, UiMessageView,
+};
+use serde::Deserialize;
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::extract::{Body, Query};
+use crate::state::ServerState;
+
+/// The task `id` when it is the caller's (exactly that id: no prefixes,
+/// which would let one tenant probe another's ids).
+pub(crate) fn owned(state: &ServerState, caller: &Caller, id: &str) -> Result<Listed, ApiError> {
+    match state.engine.records().get(id) {
+        Ok(l) if l.task.owner.as_deref() == Some(caller.tenant.as_str()) => Ok(l),
+        _ => Err(ApiError::not_found("such task")),
+    }
+}
+
+/// A store error as the API says it.
+fn store(e: roost_core::store::StoreError) -> ApiError {
+    ApiError::from(roost_core::engine::EngineError::from(e))
+}
+
+fn view(listed: Listed) -> TaskView {
+    let t = listed.task;
+    TaskView {
+        id: t.id,
+        parent_id: t.parent_id,
+        root_id: t.root_id,
+        status: t.status,
+        interrupted: listed.interrupted,
+        mode: t.mode,
+        workspace: t.workspace,
+        prompt: t.prompt,
+        provider: t.provider,
+        model: t.model,
+        base_url: t.base_url,
+        profile: t.profile,
+        created_at: t.created_at,
+        updated_at: t.updated_at,
+        usage: t.usage,
+        cost: t.cost,
+    }
+}
+
+/// `POST /v1/tasks`.
+pub async fn create(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Body(req): Body<CreateTask>,
+) -> Result<(StatusCode, Json<TaskView>), ApiError> {
+    if req.prompt.trim().is_empty() {
+        return Err(ApiError::invalid("the prompt is empty"));
+    }
+    let workspace = crate::workspace::resolve(&caller, &req.workspace)?;
+    state.check_capacity()?;
+    let approval = req.approve.map(|groups| {
+        let mut p = ApprovalPolicy::default();
+        p.auto_groups.extend(groups);
+        p
+    });
+    let id = state.engine.create_task_for(
+        &TaskSpec {
+            prompt: req.prompt,
+            workspace,
+            mode: req.mode.unwrap_or_default(),
+            approval,
+            max_turns: None,
+            endpoint: Endpoint {
+                profile: req.profile,
+                ..Endpoint::default()
+            },
+        },
+        &caller.tenant,
+    )?;
+    state.schedule(id.clone());
+    let task = owned(&state, &caller, &id)?;
+    Ok((StatusCode::CREATED, Json(view(task))))
+}
+
+/// `GET /v1/tasks` query.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    status: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+/// `GET /v1/tasks`: the caller's tasks, newest first, a page at a time.
+pub async fn list(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<TaskList>, ApiError> {
+    let status = match q.status.as_deref() {
+        None => None,
+        Some(s) => Some(
+            TaskStatus::parse(s)
+                .ok_or_else(|| ApiError::invalid(format!("unknown status `{s}`")))?,
+        ),
+    };
+    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let cursor = match q.cursor.as_deref() {
+        None => None,
+        Some(c) => {
+            let (at, id) = c
+                .split_once('.')
+                .and_then(|(a, id)| a.parse::<i64>().ok().map(|a| (a, id)))
+                .ok_or_else(|| ApiError::invalid("a cursor is what `next_cursor` said"))?;
+            Some((at, id.to_owned()))
+        }
+    };
+    let page = state
+        .engine
+        .records()
+        .page(
+            &TaskFilter {
+                owner: Some(&caller.tenant),
+                status,
+                before: cursor.as_ref().map(|(a, id)| (*a, id.as_str())),
+            },
+            limit,
+        )
+        .map_err(store)?;
+    Ok(Json(TaskList {
+        tasks: page.tasks.into_iter().map(view).collect(),
+        next_cursor: page.next.map(|(at, id)| format!("{at}.{id}")),
+    }))
+}
+
+/// `GET /v1/tasks/{id}`.
+pub async fn show(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, ApiError> {
+    Ok(Json(view(owned(&state, &caller, &id)?)))
+}
+
+/// `GET /v1/tasks/{id}/messages`: the UI history.
+pub async fn messages(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<UiMessageView>>, ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    let rows = state
+        .engine
+        .records()
+        .ui_messages(&task.task.id)
+        .map_err(store)?;
+    Ok(Json(
+        rows.into_iter()
+            .map(|m| UiMessageView {
+                seq: m.seq,
+                ts: m.ts,
+                kind: m.kind,
+                subtype: m.subtype,
+                text: m.text,
+            })
+            .collect(),
+    ))
+}
+
+/// `GET /v1/tasks/{id}/api-messages`: what the model saw.
+pub async fn api_messages(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<ApiMessageView>>, ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    let rows = state
+        .engine
+        .records()
+        .api_messages(&task.task.id)
+        .map_err(store)?;
+    Ok(Json(
+        rows.into_iter()
+            .map(|m| ApiMessageView {
+                seq: m.seq,
+                role: serde_json::to_value(m.message.role)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                content: serde_json::to_value(&m.message.content).unwrap_or_default(),
+                hidden: m.hidden,
+            })
+            .collect(),
+    ))
+}
+
+/// `GET /v1/tasks/{id}/todos`.
+pub async fn todos(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<TodoView>>, ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    let items = state.engine.records().todos(&task.task.id).map_err(store)?;
+    Ok(Json(
+        items
+            .into_iter()
+            .map(|t| TodoView {
+                text: t.text,
+                state: serde_json::to_value(t.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+            })
+            .collect(),
+    ))
+}
+
+/// `POST /v1/tasks/{id}/messages`: a message for the task's next turn; a
+/// stopped or completed task is resumed with it.
+pub async fn post_message(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(req): Body<PostMessage>,
+) -> Result<StatusCode, ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    if req.text.trim().is_empty() {
+        return Err(ApiError::invalid("the message is empty"));
+    }
+    let id = task.task.id;
+    if state.engine.send_message(&id, &req.text).is_ok() {
+        return Ok(StatusCode::ACCEPTED);
+    }
+    state.check_capacity()?;
+    let prepared = state.engine.prepare_resume(
+        &id,
+        &ResumeSpec {
+            message: Some(req.text),
+            ..ResumeSpec::default()
+        },
+    )?;
+    state.schedule(prepared.id);
+    Ok(StatusCode::ACCEPTED)
+}
+
+/// `POST /v1/tasks/{id}/cancel`: the task stops after its current step.
+pub async fn cancel(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    state
+        .engine
+        .cancel(&task.task.id, "cancelled over the API")
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                roost_protocol::EngineErrorCode::Conflict,
+                "the task is not running",
+            )
+        })?;
+    Ok(StatusCode::ACCEPTED)
+}
+
+/// `POST /v1/tasks/{id}/resume`: an interrupted, aborted, paused or
+/// failed task continues from its history.
+pub async fn resume(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<TaskView>), ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    state.check_capacity()?;
+    let prepared = state
+        .engine
+        .prepare_resume(&task.task.id, &ResumeSpec::default())?;
+    state.schedule(prepared.id.clone());
+    let task = owned(&state, &caller, &prepared.id)?;
+    Ok((StatusCode::ACCEPTED, Json(view(task))))
+}

@@ -1,0 +1,57 @@
+//! A task's workspace must lie inside its tenant's root, after symlinks
+//! are resolved (by the workspace layer, as the task will open it).
+
+use std::path::{Path, PathBuf};
+
+use roost_core::engine::workspace_key;
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+
+/// The canonical workspace `requested` names for `caller` (absolute, or
+/// relative to the tenant's root), or why not.
+pub fn resolve(caller: &Caller, requested: &str) -> Result<PathBuf, ApiError> {
+    if requested.trim().is_empty() {
+        return Err(ApiError::invalid("name a workspace"));
+    }
+    let asked = Path::new(requested);
+    let path = if asked.is_absolute() {
+        asked.to_path_buf()
+    } else {
+        caller.root.join(asked)
+    };
+    let outside = || {
+        ApiError::forbidden(format!(
+            "workspace `{requested}` is outside your workspace root"
+        ))
+    };
+    let Ok(canonical) = workspace_key(&path).map(PathBuf::from) else {
+        // Whether a path outside the root exists is not the caller's to
+        // learn: outside is outside.
+        if !lexical(&path).starts_with(&caller.root) {
+            return Err(outside());
+        }
+        return Err(ApiError::invalid(format!(
+            "workspace `{requested}` is not a directory the server can open"
+        )));
+    };
+    if !canonical.starts_with(&caller.root) {
+        return Err(outside());
+    }
+    Ok(canonical)
+}
+
+/// `path` with `.` and `..` resolved as text (no file system).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}

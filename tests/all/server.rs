@@ -1,0 +1,870 @@
+//! `roost serve` end to end over real HTTP on 127.0.0.1: a task created,
+//! followed over SSE, approved by `ask_id` and completed; a dropped SSE
+//! connection resumed with `Last-Event-ID` (nothing lost or repeated);
+//! twenty tasks at once on different profiles and policies; tenancy and
+//! hostile requests.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use roost_core::config::Config;
+use roost_core::engine::{ConfigEndpoints, EngineBuilder};
+use roost_server::{ServerConfig, ServerState};
+use serde_json::{Value, json};
+
+/// A running server with a scripted model, and its data.
+pub(crate) struct TestServer {
+    pub(crate) base: String,
+    state: Arc<ServerState>,
+    dir: tempfile::TempDir,
+    client: reqwest::Client,
+}
+
+fn done(result: &str) -> Value {
+    json!({"text": "", "tool_calls": [{"name": "attempt_completion", "args": {"result": result}}]})
+}
+
+pub(crate) fn write_then_done(path: &str) -> Value {
+    json!([
+        {"text": "Writing.", "chunk_size": 3, "tool_calls": [{"name": "write_to_file", "args": {"path": path, "content": "hi\n"}}]},
+        done("written")
+    ])
+}
+
+/// A server whose default profile replays `turns` (and profile `quick`
+/// replays one completion), with `config`'s settings.
+pub(crate) async fn server_with(turns: Value, config: ServerConfig) -> TestServer {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, json!({"model": "m", "turns": turns}).to_string()).expect("script");
+    let quick = dir.path().join("quick.json");
+    std::fs::write(
+        &quick,
+        json!({"model": "q", "turns": [done("quick")]}).to_string(),
+    )
+    .expect("script");
+    let cfg: Config = toml_config(&format!(
+        "default_profile = \"replay\"\n[profiles.replay]\nprovider = \"scripted\"\nscript = \"{}\"\n[profiles.quick]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+        script.display(),
+        quick.display()
+    ));
+    let data = dir.path().join("data");
+    let engine = EngineBuilder::from_config(&data, &cfg)
+        .endpoints(Arc::new(ConfigEndpoints::new(cfg.clone(), None)))
+        .plugin_engine(roost_tests::engine())
+        .build()
+        .expect("engine");
+    let state = ServerState::new(engine, config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(roost_server::serve(
+        listener,
+        Arc::clone(&state),
+        std::future::pending(),
+    ));
+    TestServer {
+        base,
+        state,
+        dir,
+        client: reqwest::Client::new(),
+    }
+}
+
+fn toml_config(text: &str) -> Config {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, text).expect("config");
+    roost_core::config::load(Some(&path)).expect("config parses")
+}
+
+impl TestServer {
+    /// A tenant's root (made) and a token for it.
+    pub(crate) fn tenant(&self, name: &str) -> (PathBuf, String) {
+        let root = self.dir.path().join(format!("root-{name}"));
+        std::fs::create_dir_all(root.join("ws")).expect("root");
+        let t = self
+            .state
+            .engine
+            .tokens()
+            .create(name, &root, None)
+            .expect("token");
+        (root, t.token)
+    }
+
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&str>,
+    ) -> (u16, Value) {
+        let mut req = self.client.request(
+            method.parse().expect("method"),
+            format!("{}{path}", self.base),
+        );
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        if let Some(b) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_owned());
+        }
+        let r = req.send().await.expect("the server answers");
+        let status = r.status().as_u16();
+        let text = r.text().await.expect("body");
+        let v = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("{method} {path}: not JSON ({e}): {text}"))
+        };
+        (status, v)
+    }
+
+    async fn create(&self, token: &str, body: Value) -> String {
+        let (status, v) = self
+            .call("POST", "/v1/tasks", Some(token), Some(&body.to_string()))
+            .await;
+        assert_eq!(status, 201, "{v}");
+        v["id"].as_str().expect("id").to_owned()
+    }
+
+    /// Open `/v1/tasks/{id}/events` (after `last`).
+    async fn events(&self, token: &str, id: &str, last: Option<i64>) -> reqwest::Response {
+        let mut req = self
+            .client
+            .get(format!("{}/v1/tasks/{id}/events", self.base))
+            .header("authorization", format!("Bearer {token}"));
+        if let Some(n) = last {
+            req = req.header("last-event-id", n.to_string());
+        }
+        let r = req.send().await.expect("events");
+        assert_eq!(r.status().as_u16(), 200);
+        r
+    }
+}
+
+/// One SSE event: its id (if any) and its JSON.
+#[derive(Debug, Clone)]
+struct Sse {
+    id: Option<i64>,
+    data: Value,
+}
+
+/// Read SSE events from `r` until `stop` says so (or the stream ends).
+async fn read_events(
+    r: &mut reqwest::Response,
+    buf: &mut String,
+    mut stop: impl FnMut(&Sse) -> bool,
+) -> Vec<Sse> {
+    let mut out = Vec::new();
+    loop {
+        while let Some(end) = buf.find("\n\n") {
+            let frame: String = buf.drain(..end + 2).collect();
+            let mut id = None;
+            let mut data = String::new();
+            for line in frame.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+            if data.is_empty() {
+                continue;
+            }
+            let ev = Sse {
+                id,
+                data: serde_json::from_str(&data).expect("event JSON"),
+            };
+            let done = stop(&ev);
+            out.push(ev);
+            if done {
+                return out;
+            }
+        }
+        match tokio::time::timeout(Duration::from_secs(60), r.chunk()).await {
+            Ok(Ok(Some(bytes))) => buf.push_str(&String::from_utf8_lossy(&bytes)),
+            _ => return out,
+        }
+    }
+}
+
+fn is_ask(e: &Sse) -> bool {
+    e.data["event"] == "ask_required"
+}
+
+/// Create, follow, approve by `ask_id`, accept, complete; the histories
+/// and the todo list read back; a dropped stream resumes with
+/// `Last-Event-ID` without a gap or a repeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_over_http_followed_approved_and_resumed_without_gaps() {
+    let s = server_with(write_then_done("out.txt"), ServerConfig::default()).await;
+    let (root, token) = s.tenant("team-a");
+    let id = s
+        .create(
+            &token,
+            json!({"prompt": "write out.txt", "workspace": "ws"}),
+        )
+        .await;
+
+    // Follow until the edit's approval is asked, then drop the stream.
+    let mut r = s.events(&token, &id, None).await;
+    let mut buf = String::new();
+    let first = read_events(&mut r, &mut buf, is_ask).await;
+    drop(r);
+    assert!(first.last().is_some_and(is_ask), "{first:?}");
+    let last_seen = first.iter().filter_map(|e| e.id).max().expect("ids");
+
+    let (status, asks) = s
+        .call("GET", &format!("/v1/tasks/{id}/asks"), Some(&token), None)
+        .await;
+    assert_eq!(status, 200);
+    let ask = &asks[0];
+    assert_eq!(ask["kind"], "tool");
+    assert!(
+        ask["ask"]["preview"]
+            .as_str()
+            .is_some_and(|p| p.contains("+hi")),
+        "{ask}"
+    );
+    let ask_id = ask["ask_id"].as_str().expect("ask id").to_owned();
+    // A decision that does not fit the question is refused.
+    let (status, v) = s
+        .call(
+            "POST",
+            &format!("/v1/tasks/{id}/asks/{ask_id}"),
+            Some(&token),
+            Some(r#"{"decision":"accept"}"#),
+        )
+        .await;
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (400, Some("invalid_request")),
+        "{v}"
+    );
+    let (status, _) = s
+        .call(
+            "POST",
+            &format!("/v1/tasks/{id}/asks/{ask_id}"),
+            Some(&token),
+            Some(r#"{"decision":"approve"}"#),
+        )
+        .await;
+    assert_eq!(status, 204);
+    // Answered already: 409.
+    let (status, v) = s
+        .call(
+            "POST",
+            &format!("/v1/tasks/{id}/asks/{ask_id}"),
+            Some(&token),
+            Some(r#"{"decision":"approve"}"#),
+        )
+        .await;
+    assert_eq!((status, v["code"].as_str()), (409, Some("conflict")), "{v}");
+
+    // Reconnect after the last seen id: the rest, from the next one on.
+    let mut r = s.events(&token, &id, Some(last_seen)).await;
+    let mut buf = String::new();
+    let rest = read_events(&mut r, &mut buf, |e| {
+        e.data["event"] == "ask_required" && e.data["ask"]["kind"] == "completion"
+    })
+    .await;
+    let ids: Vec<i64> = rest.iter().filter_map(|e| e.id).collect();
+    assert!(ids.first().is_some_and(|f| *f == last_seen + 1), "{ids:?}");
+    assert!(
+        ids.windows(2).all(|w| w[1] == w[0] + 1),
+        "a gap or a repeat: {ids:?}"
+    );
+    let (_, asks) = s
+        .call("GET", &format!("/v1/tasks/{id}/asks"), Some(&token), None)
+        .await;
+    let completion = asks[0]["ask_id"].as_str().expect("ask").to_owned();
+    let (status, _) = s
+        .call(
+            "POST",
+            &format!("/v1/tasks/{id}/asks/{completion}"),
+            Some(&token),
+            Some(r#"{"decision":"accept"}"#),
+        )
+        .await;
+    assert_eq!(status, 204);
+    let tail = read_events(&mut r, &mut buf, |_| false).await;
+    assert!(
+        tail.iter().any(|e| e.data["event"] == "completed"),
+        "{tail:?}"
+    );
+
+    let (_, task) = s
+        .call("GET", &format!("/v1/tasks/{id}"), Some(&token), None)
+        .await;
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("ws/out.txt")).expect("written"),
+        "hi\n"
+    );
+    let (_, ui) = s
+        .call(
+            "GET",
+            &format!("/v1/tasks/{id}/messages"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert!(
+        ui.as_array()
+            .is_some_and(|m| m.iter().any(|m| m["subtype"] == "completion_result")),
+        "{ui}"
+    );
+    let (_, api) = s
+        .call(
+            "GET",
+            &format!("/v1/tasks/{id}/api-messages"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert!(
+        api.as_array()
+            .is_some_and(|m| m.iter().any(|m| m["role"] == "assistant")),
+        "{api}"
+    );
+    let (status, _) = s
+        .call("GET", &format!("/v1/tasks/{id}/todos"), Some(&token), None)
+        .await;
+    assert_eq!(status, 200);
+
+    // The whole log again from the start: every id once, in order.
+    let mut r = s.events(&token, &id, None).await;
+    let mut buf = String::new();
+    let all = read_events(&mut r, &mut buf, |_| false).await;
+    let ids: Vec<i64> = all.iter().filter_map(|e| e.id).collect();
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
+    assert_eq!(ids.first(), Some(&1));
+}
+
+/// Twenty tasks at once, on two profiles and two policies, all complete;
+/// listing pages through them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_tasks_at_once_with_their_own_profiles_and_policies() {
+    let s = server_with(
+        write_then_done("f.txt"),
+        ServerConfig {
+            max_running: 4,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let (_root, token) = s.tenant("team-a");
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        std::fs::create_dir_all(s.dir.path().join(format!("root-team-a/w{i}"))).expect("ws");
+        let body = if i % 2 == 0 {
+            json!({"prompt": "write", "workspace": format!("w{i}"), "approve": ["edit"]})
+        } else {
+            json!({"prompt": "quick", "workspace": format!("w{i}"), "profile": "quick"})
+        };
+        ids.push(s.create(&token, body).await);
+    }
+    for id in &ids {
+        let mut r = s.events(&token, id, None).await;
+        let mut buf = String::new();
+        // Accept each completion as it is asked.
+        loop {
+            let got = read_events(&mut r, &mut buf, |e| {
+                is_ask(e) || e.data["event"] == "completed"
+            })
+            .await;
+            let Some(last) = got.last() else { break };
+            if last.data["event"] == "completed" {
+                break;
+            }
+            let ask_id = last.data["ask_id"].as_str().expect("ask id").to_owned();
+            let (status, v) = s
+                .call(
+                    "POST",
+                    &format!("/v1/tasks/{id}/asks/{ask_id}"),
+                    Some(&token),
+                    Some(r#"{"decision":"accept"}"#),
+                )
+                .await;
+            assert_eq!(status, 204, "{v}");
+        }
+        let (_, task) = s
+            .call("GET", &format!("/v1/tasks/{id}"), Some(&token), None)
+            .await;
+        assert_eq!(task["status"], "completed", "{task}");
+    }
+    let (_, page) = s
+        .call("GET", "/v1/tasks?limit=15", Some(&token), None)
+        .await;
+    let cursor = page["next_cursor"].as_str().expect("more").to_owned();
+    let (_, rest) = s
+        .call(
+            "GET",
+            &format!("/v1/tasks?limit=15&cursor={cursor}"),
+            Some(&token),
+            None,
+        )
+        .await;
+    let mut seen: Vec<String> = page["tasks"]
+        .as_array()
+        .into_iter()
+        .chain(rest["tasks"].as_array())
+        .flatten()
+        .map(|t| t["id"].as_str().expect("id").to_owned())
+        .collect();
+    seen.sort();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(seen, want);
+    let (_, quick) = s
+        .call(
+            "GET",
+            "/v1/tasks?status=completed&limit=500",
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(quick["tasks"].as_array().map(Vec::len), Some(20));
+}
+
+fn symlink(target: &Path, link: &Path) {
+    std::os::unix::fs::symlink(target, link).expect("symlink");
+}
+
+/// No token, a bad one, an expired one, a revoked one → 401 everywhere;
+/// another tenant's task → 404 with nothing of it in the body; workspaces
+/// outside the root (absolute, `..`, a symlink) → 403; oversized,
+/// malformed and mistyped bodies → 4xx with a code; a cross-site request
+/// → 403.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenants_are_apart_and_hostile_requests_get_4xx_with_a_code() {
+    let s = server_with(
+        json!([done("a"), done("b")]),
+        ServerConfig {
+            max_body_bytes: 4096,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let (root_a, a) = s.tenant("team-a");
+    let (_root_b, b) = s.tenant("team-b");
+    let id = s
+        .create(&a, json!({"prompt": "secret plans", "workspace": "ws"}))
+        .await;
+    let expired = s
+        .state
+        .engine
+        .tokens()
+        .create("team-a", &root_a, Some(Duration::ZERO))
+        .expect("token")
+        .token;
+    let revoked = s
+        .state
+        .engine
+        .tokens()
+        .create("team-a", &root_a, None)
+        .expect("token");
+    s.state
+        .engine
+        .tokens()
+        .revoke(&revoked.record.id)
+        .expect("revoke");
+    let routes: Vec<(&str, String)> = vec![
+        ("GET", "/v1/tasks".into()),
+        ("POST", "/v1/tasks".into()),
+        ("GET", format!("/v1/tasks/{id}")),
+        ("GET", format!("/v1/tasks/{id}/messages")),
+        ("POST", format!("/v1/tasks/{id}/messages")),
+        ("GET", format!("/v1/tasks/{id}/api-messages")),
+        ("GET", format!("/v1/tasks/{id}/todos")),
+        ("POST", format!("/v1/tasks/{id}/cancel")),
+        ("POST", format!("/v1/tasks/{id}/resume")),
+        ("GET", format!("/v1/tasks/{id}/asks")),
+        ("POST", format!("/v1/tasks/{id}/asks/x")),
+        ("GET", format!("/v1/tasks/{id}/events")),
+        ("GET", "/v1/modes?workspace=ws".into()),
+        ("GET", "/v1/intents?workspace=ws".into()),
+        ("GET", "/v1/trace?workspace=ws".into()),
+        ("GET", "/v1/tools".into()),
+    ];
+    let bogus = "roost_000000000000_0000";
+    for (method, path) in &routes {
+        // A body each route takes, so only the caller decides the answer.
+        let body = (*method == "POST").then_some(if path.ends_with("/messages") {
+            r#"{"text":"hi"}"#
+        } else if path == "/v1/tasks" {
+            r#"{"prompt":"p","workspace":"ws"}"#
+        } else {
+            r#"{"decision":"approve"}"#
+        });
+        for token in [
+            None,
+            Some(bogus),
+            Some(expired.as_str()),
+            Some(revoked.token.as_str()),
+        ] {
+            let (status, v) = s.call(method, path, token, body).await;
+            assert_eq!(status, 401, "{method} {path} with {token:?}: {v}");
+            assert_eq!(v["code"], "unauthorized", "{v}");
+        }
+        if path.contains(&id) {
+            let (status, v) = s.call(method, path, Some(&b), body).await;
+            assert_eq!(status, 404, "{method} {path} as another tenant: {v}");
+            assert_eq!(v["code"], "not_found");
+            assert!(
+                !v.to_string().contains("secret plans") && !v.to_string().contains(&id),
+                "{v}"
+            );
+        }
+    }
+    // Health and readiness need no token.
+    assert_eq!(s.call("GET", "/v1/health", None, None).await.0, 200);
+    assert_eq!(s.call("GET", "/v1/ready", None, None).await.0, 200);
+    // Another tenant's list does not show it.
+    let (_, list) = s.call("GET", "/v1/tasks", Some(&b), None).await;
+    assert_eq!(list["tasks"].as_array().map(Vec::len), Some(0), "{list}");
+
+    // Workspaces outside the root.
+    let outside = s.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("outside");
+    symlink(&outside, &root_a.join("escape"));
+    for ws in [
+        outside.display().to_string(),
+        "../root-team-b/ws".to_owned(),
+        "ws/../../outside".to_owned(),
+        "escape".to_owned(),
+        "/etc".to_owned(),
+        "/nonexistent/place".to_owned(),
+    ] {
+        let (status, v) = s
+            .call(
+                "POST",
+                "/v1/tasks",
+                Some(&a),
+                Some(&json!({"prompt": "p", "workspace": ws}).to_string()),
+            )
+            .await;
+        assert_eq!(
+            (status, v["code"].as_str()),
+            (403, Some("forbidden")),
+            "{ws}: {v}"
+        );
+    }
+    let (status, v) = s
+        .call("GET", "/v1/modes?workspace=/etc", Some(&a), None)
+        .await;
+    assert_eq!(status, 403, "{v}");
+
+    // Bodies.
+    let big = json!({"prompt": "x".repeat(10_000), "workspace": "ws"}).to_string();
+    for (body, want, code) in [
+        (big.as_str(), 413, "too_large"),
+        ("{not json", 400, "invalid_request"),
+        (
+            r#"{"prompt": 3, "workspace": "ws"}"#,
+            400,
+            "invalid_request",
+        ),
+        (
+            r#"{"prompt": "p", "workspace": "ws", "owner": "team-b"}"#,
+            400,
+            "invalid_request",
+        ),
+        (
+            r#"{"prompt": "  ", "workspace": "ws"}"#,
+            400,
+            "invalid_request",
+        ),
+        ("[]", 400, "invalid_request"),
+    ] {
+        let (status, v) = s.call("POST", "/v1/tasks", Some(&a), Some(body)).await;
+        assert_eq!(
+            (status, v["code"].as_str()),
+            (want, Some(code)),
+            "{body:.60}: {v}"
+        );
+    }
+    let r = s
+        .client
+        .post(format!("{}/v1/tasks", s.base))
+        .header("authorization", format!("Bearer {a}"))
+        .header("content-type", "text/plain")
+        .body("prompt")
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(r.status().as_u16(), 415);
+    let (status, v) = s
+        .call(
+            "POST",
+            &format!("/v1/tasks/{id}/asks/nope"),
+            Some(&a),
+            Some(r#"{"decision":"launch"}"#),
+        )
+        .await;
+    assert_eq!(status, 400, "{v}");
+    let (status, v) = s.call("GET", "/v1/tasks?limit=abc", Some(&a), None).await;
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (400, Some("invalid_request")),
+        "{v}"
+    );
+    let (status, v) = s.call("GET", "/v1/tasks?cursor=zzz", Some(&a), None).await;
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (400, Some("invalid_request")),
+        "{v}"
+    );
+    let (status, v) = s.call("GET", "/v1/nothing/here", Some(&a), None).await;
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (404, Some("not_found")),
+        "{v}"
+    );
+    let r = s
+        .client
+        .get(format!("{}/v1/tasks/{id}/events", s.base))
+        .header("authorization", format!("Bearer {a}"))
+        .header("last-event-id", "-5")
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(r.status().as_u16(), 400);
+
+    // A page on another site cannot change state; no CORS headers.
+    let r = s
+        .client
+        .post(format!("{}/v1/tasks/{id}/cancel", s.base))
+        .header("authorization", format!("Bearer {a}"))
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(r.status().as_u16(), 403);
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+}
+
+/// The queue: at its bound, a new task is refused with a retryable 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_answers_503_with_retry_after() {
+    // The model takes its time, so the first task holds the only slot.
+    let s = server_with(
+        json!([{"text": "", "delay_ms": 60000, "tool_calls": []}]),
+        ServerConfig {
+            max_running: 1,
+            max_queued: 1,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let (_root, token) = s.tenant("team-a");
+    s.create(&token, json!({"prompt": "slow", "workspace": "ws"}))
+        .await;
+    // The first waits for the model in the slot, the next in the queue;
+    // then one is refused.
+    let mut refused = None;
+    for _ in 0..50 {
+        let r = s
+            .client
+            .post(format!("{}/v1/tasks", s.base))
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
+            .body(json!({"prompt": "next", "workspace": "ws"}).to_string())
+            .send()
+            .await
+            .expect("answers");
+        if r.status().as_u16() == 503 {
+            refused = Some(r);
+            break;
+        }
+        assert_eq!(r.status().as_u16(), 201);
+    }
+    let r = refused.expect("the queue's bound refused a task");
+    assert!(r.headers().get("retry-after").is_some());
+    let v: Value = serde_json::from_str(&r.text().await.expect("body")).expect("json");
+    assert_eq!(v["code"], "overloaded", "{v}");
+}
+
+/// `roost token create` prints the token alone; `roost serve --no-auth`
+/// refuses a non-loopback address; SIGTERM with a question open stops the
+/// task resumably, and the restarted server asks it again by the same
+/// `ask_id`, takes the answer and completes the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_server_resumes_its_tasks_with_their_questions_open() {
+    use crate::cli::{roost, text};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("ws")).expect("root");
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!({"model": "m", "turns": write_then_done("out.txt")}).to_string(),
+    )
+    .expect("script");
+
+    let o = roost(&data)
+        .args(["token", "create", "--tenant", "ada", "--root"])
+        .arg(&root)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let token = stdout.trim().to_owned();
+    assert!(token.starts_with("roost_"), "{token}");
+
+    let o = roost(&data)
+        .args(["serve", "--no-auth", "--listen", "0.0.0.0:0"])
+        .output()
+        .expect("runs");
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("--no-auth is only for loopback"),
+        "{}",
+        text(&o)
+    );
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let start = || {
+        roost(&data)
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--script",
+            ])
+            .arg(&script)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("serve starts")
+    };
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let get = |path: String| {
+        let (client, token) = (client.clone(), token.clone());
+        async move {
+            let r = client
+                .get(format!("http://127.0.0.1:{port}/v1{path}"))
+                .header("authorization", format!("Bearer {token}"))
+                .send()
+                .await
+                .ok()?;
+            serde_json::from_str::<Value>(&r.text().await.ok()?).ok()
+        }
+    };
+    let open_ask = |id: String| async move {
+        for _ in 0..600 {
+            if let Some(v) = get(format!("/tasks/{id}/asks")).await
+                && let Some(a) = v.as_array().and_then(|a| a.first())
+            {
+                return a.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no question was asked");
+    };
+    let mut server = start();
+    // Up once it answers.
+    for _ in 0..600 {
+        if get("/tasks".into()).await.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let r = client
+        .post(format!("{base}/tasks"))
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(json!({"prompt": "write out.txt", "workspace": "ws"}).to_string())
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(r.status().as_u16(), 201);
+    let task: Value = serde_json::from_str(&r.text().await.expect("body")).expect("json");
+    let id = task["id"].as_str().expect("id").to_owned();
+    let ask = open_ask(id.clone()).await;
+    assert_eq!(ask["kind"], "tool");
+
+    // SIGTERM: the server stops; the task is resumable, its question open.
+    let pid = i32::try_from(server.id()).expect("pid");
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let status = tokio::task::spawn_blocking(move || server.wait().expect("exits"))
+        .await
+        .expect("join");
+    assert!(status.success(), "{status:?}");
+    // It waited for a person: left as it was, interrupted, its question
+    // on record.
+    let o = roost(&data)
+        .args(["history", "list", "--json"])
+        .output()
+        .expect("runs");
+    let listed: Value = serde_json::from_str(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap_or(""),
+    )
+    .expect("json");
+    assert_eq!(listed["status"], "waiting_for_approval", "{listed}");
+    assert_eq!(listed["interrupted"], true, "{listed}");
+
+    // Restarted: the same question, by the same id, answered; the task
+    // completes.
+    let mut server = start();
+    let again = open_ask(id.clone()).await;
+    assert_eq!(again["ask_id"], ask["ask_id"], "{again}");
+    for decision in ["approve", "accept"] {
+        let a = if decision == "approve" {
+            again.clone()
+        } else {
+            open_ask(id.clone()).await
+        };
+        let r = client
+            .post(format!(
+                "{base}/tasks/{id}/asks/{}",
+                a["ask_id"].as_str().expect("ask id")
+            ))
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
+            .body(json!({"decision": decision}).to_string())
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(r.status().as_u16(), 204, "{decision}");
+    }
+    let mut done = false;
+    for _ in 0..600 {
+        if get(format!("/tasks/{id}"))
+            .await
+            .is_some_and(|t| t["status"] == "completed")
+        {
+            done = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(done, "the resumed task did not complete");
+    assert_eq!(
+        std::fs::read_to_string(root.join("ws/out.txt")).expect("written"),
+        "hi\n"
+    );
+}
