@@ -44,6 +44,11 @@ struct Protocol {
     ui_row: UiRow,
     trace_kind: TraceKind,
     hook_verdict: HookVerdict,
+    create_task: api::CreateTask,
+    task_view: api::TaskView,
+    task_list: api::TaskList,
+    decision: api::Decision,
+    ask_view: api::AskView,
 }
 
 /// The JSON Schema of the whole protocol, pretty-printed, as committed
