@@ -868,3 +868,40 @@ async fn a_stopped_server_resumes_its_tasks_with_their_questions_open() {
         "hi\n"
     );
 }
+
+/// Property-based testing from the served OpenAPI document (schemathesis
+/// from PyPI, installed by `.ci/run`): generated requests to every
+/// operation never get a 5xx, and every documented response matches its
+/// schema. (The event streams are left out: they stay open.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_holds_up_to_property_based_testing_from_its_document() {
+    let s = server_with(json!([done("x")]), ServerConfig::default()).await;
+    let (_root, token) = s.tenant("team-a");
+    // Some state for the generated requests to meet.
+    s.create(&token, json!({"prompt": "p", "workspace": "ws"}))
+        .await;
+    let st = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain(std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/bin")))
+        .map(|d| d.join("st"))
+        .find(|p| p.is_file())
+        .expect("schemathesis's `st` (pip install --user schemathesis)");
+    let mut cmd = std::process::Command::new(st);
+    cmd.args(["run", &format!("{}/v1/openapi.json", s.base)])
+        .args(["-H", &format!("Authorization: Bearer {token}")])
+        .args(["--checks", "not_a_server_error,response_schema_conformance"])
+        .args(["--exclude-path-regex", "events$"])
+        .args(["-n", "30", "--request-timeout", "20"])
+        .env("NO_COLOR", "1")
+        .env("SCHEMATHESIS_HOOKS", "");
+    let o = tokio::task::spawn_blocking(move || cmd.output().expect("st runs"))
+        .await
+        .expect("join");
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
