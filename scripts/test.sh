@@ -12,6 +12,17 @@ if ! command -v componentize-py >/dev/null 2>&1; then
   python3 -m pip install --quiet --user componentize-py==0.25.1 \
     || python3 -m pip install --quiet --break-system-packages --user componentize-py==0.25.1
 fi
+# The HTTP API's property-based test needs schemathesis; the web UI's test
+# a headless Chromium and its WebDriver (Debian's packages).
+if ! command -v st >/dev/null 2>&1; then
+  python3 -m pip install --quiet --user schemathesis==4.32.5 \
+    || python3 -m pip install --quiet --break-system-packages --user schemathesis==4.32.5
+fi
+if ! command -v chromedriver >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+    $SUDO apt-get install -y -q --no-install-recommends chromium chromium-driver
+fi
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
 cargo test --manifest-path plugins/Cargo.toml --target-dir target/wasm-native
 cargo test --workspace "$@"
