@@ -192,3 +192,18 @@ pub struct ModeView {
     /// Where it comes from (`builtin`, `global`, `project`).
     pub source: String,
 }
+
+/// An installed plugin as `GET /v1/plugins` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PluginView {
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Whether tasks get its tools.
+    pub enabled: bool,
+    /// The trusted key that signed it (empty: unsigned).
+    pub signer: String,
+    /// Its tools' names.
+    pub tools: Vec<String>,
+}

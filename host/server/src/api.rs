@@ -9,8 +9,8 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::{MethodRouter, get, post};
 use roost_protocol::api::{
-    AskView, CreateTask, Decision, Health, ModeView, PostMessage, TaskList, TaskView, TodoView,
-    ToolView, UiMessageView,
+    AskView, CreateTask, Decision, Health, ModeView, PluginView, PostMessage, TaskList, TaskView,
+    TodoView, ToolView, UiMessageView,
 };
 use roost_protocol::{Envelope, ErrorBody};
 use schemars::JsonSchema;
@@ -250,6 +250,16 @@ fn routes() -> Vec<Route> {
             doc: Doc {
                 summary: "The tools tasks may be offered",
                 ok: (200, Some(array::<ToolView>)),
+                ..DEFAULTS
+            },
+        },
+        Route {
+            method: "get",
+            path: "/plugins",
+            handler: get(catalog::plugins),
+            doc: Doc {
+                summary: "The installed plugins",
+                ok: (200, Some(array::<PluginView>)),
                 ..DEFAULTS
             },
         },

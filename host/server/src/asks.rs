@@ -76,6 +76,16 @@ pub async fn decide(
     Body(decision): Body<Decision>,
 ) -> Result<StatusCode, ApiError> {
     let task = owned(&state, &caller, &id)?;
+    // An interrupted task's loop is not there to take the answer yet (it
+    // resumes and asks again by the same id): try again then, rather
+    // than have the answer miss the resumed question.
+    if task.interrupted {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            EngineErrorCode::Conflict,
+            "the task is not running yet; answer once it has resumed (it asks again by the same ask_id)",
+        ));
+    }
     let open = state.engine.pending_asks(&task.task.id)?;
     let Some(stored) = open.into_iter().find(|a| a.ask_id == ask_id) else {
         return Err(ApiError::new(

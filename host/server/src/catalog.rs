@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::State;
 use roost_core::intents::{self, Intent, Trace, TraceEntry};
 use roost_core::modes::{ModeSet, ModeSource};
-use roost_protocol::api::{Health, ModeView, ToolView};
+use roost_protocol::api::{Health, ModeView, PluginView, ToolView};
 use serde::Deserialize;
 
 use crate::auth::Caller;
@@ -87,6 +87,38 @@ pub async fn tools(State(state): State<Arc<ServerState>>, _caller: Caller) -> Js
             })
             .collect(),
     )
+}
+
+/// `GET /v1/plugins`: the installed plugins.
+pub async fn plugins(
+    State(state): State<Arc<ServerState>>,
+    _caller: Caller,
+) -> Result<Json<Vec<PluginView>>, ApiError> {
+    let records = state
+        .engine
+        .records()
+        .plugins()
+        .map_err(|e| ApiError::from(roost_core::engine::EngineError::from(e)))?;
+    Ok(Json(
+        records
+            .into_iter()
+            .map(|p| {
+                // The recorded tool list: `[{"name": …, "group": …}, …]`.
+                let tools = serde_json::from_str::<Vec<serde_json::Value>>(&p.tools)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|t| t.get("name")?.as_str().map(str::to_owned))
+                    .collect();
+                PluginView {
+                    name: p.name,
+                    version: p.version,
+                    enabled: p.enabled,
+                    signer: p.signer,
+                    tools,
+                }
+            })
+            .collect(),
+    ))
 }
 
 /// `GET /v1/health`: the process answers (no token needed).

@@ -13,17 +13,21 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 use crate::state::ServerState;
 
-/// The rate-limit key of a request: its token's hash (so a token's
-/// requests share a budget), or `anonymous`.
-fn key(req: &Request) -> String {
-    req.headers()
+/// The rate-limit key of a request: its token's id when the token is
+/// valid (a token's requests share a budget), else `anonymous` — one
+/// shared budget, so made-up tokens cannot grow the limiter's table.
+fn key(state: &ServerState, req: &Request) -> String {
+    let token = req
+        .headers()
         .get("authorization")
-        .map(|v| {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            std::hash::Hash::hash(v.as_bytes(), &mut h);
-            format!("t{}", std::hash::Hasher::finish(&h))
-        })
-        .unwrap_or_else(|| "anonymous".to_owned())
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim());
+    match token.map(|t| state.engine.tokens().verify(t)) {
+        Some(Ok(Some(record))) => format!("token:{}", record.id),
+        _ => "anonymous".to_owned(),
+    }
 }
 
 /// Whether `origin` may send state-changing requests to a server reached
@@ -43,7 +47,7 @@ fn origin_allowed(origin: &str, host: Option<&str>, allowed: &[String]) -> bool 
 
 /// The guard every request passes.
 pub async fn guard(State(state): State<Arc<ServerState>>, req: Request, next: Next) -> Response {
-    if state.limiter.check_key(&key(&req)).is_err() {
+    if state.limiter.check_key(&key(&state, &req)).is_err() {
         return ApiError::rate_limited().into_response();
     }
     let changes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);

@@ -133,6 +133,11 @@ impl Records {
         self.store.load_ui(id)
     }
 
+    /// The installed plugins, as recorded (by name).
+    pub fn plugins(&self) -> Result<Vec<crate::store::PluginRecord>, StoreError> {
+        self.store.list_plugins()
+    }
+
     /// A task's todo list.
     pub fn todos(&self, id: &str) -> Result<Vec<TodoItem>, StoreError> {
         self.store.get_todos(id)
