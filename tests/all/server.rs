@@ -125,6 +125,11 @@ impl TestServer {
         (status, v)
     }
 
+    /// `GET path` as `token`'s tenant.
+    async fn get(&self, path: &str, token: &str) -> (u16, Value) {
+        self.call("GET", path, Some(token), None).await
+    }
+
     async fn create(&self, token: &str, body: Value) -> String {
         let (status, v) = self
             .call("POST", "/v1/tasks", Some(token), Some(&body.to_string()))
@@ -220,9 +225,7 @@ async fn a_task_over_http_followed_approved_and_resumed_without_gaps() {
     assert!(first.last().is_some_and(is_ask), "{first:?}");
     let last_seen = first.iter().filter_map(|e| e.id).max().expect("ids");
 
-    let (status, asks) = s
-        .call("GET", &format!("/v1/tasks/{id}/asks"), Some(&token), None)
-        .await;
+    let (status, asks) = s.get(&format!("/v1/tasks/{id}/asks"), &token).await;
     assert_eq!(status, 200);
     let ask = &asks[0];
     assert_eq!(ask["kind"], "tool");
@@ -280,9 +283,7 @@ async fn a_task_over_http_followed_approved_and_resumed_without_gaps() {
         ids.windows(2).all(|w| w[1] == w[0] + 1),
         "a gap or a repeat: {ids:?}"
     );
-    let (_, asks) = s
-        .call("GET", &format!("/v1/tasks/{id}/asks"), Some(&token), None)
-        .await;
+    let (_, asks) = s.get(&format!("/v1/tasks/{id}/asks"), &token).await;
     let completion = asks[0]["ask_id"].as_str().expect("ask").to_owned();
     let (status, _) = s
         .call(
@@ -299,43 +300,25 @@ async fn a_task_over_http_followed_approved_and_resumed_without_gaps() {
         "{tail:?}"
     );
 
-    let (_, task) = s
-        .call("GET", &format!("/v1/tasks/{id}"), Some(&token), None)
-        .await;
+    let (_, task) = s.get(&format!("/v1/tasks/{id}"), &token).await;
     assert_eq!(task["status"], "completed", "{task}");
     assert_eq!(
         std::fs::read_to_string(root.join("ws/out.txt")).expect("written"),
         "hi\n"
     );
-    let (_, ui) = s
-        .call(
-            "GET",
-            &format!("/v1/tasks/{id}/messages"),
-            Some(&token),
-            None,
-        )
-        .await;
+    let (_, ui) = s.get(&format!("/v1/tasks/{id}/messages"), &token).await;
     assert!(
         ui.as_array()
             .is_some_and(|m| m.iter().any(|m| m["subtype"] == "completion_result")),
         "{ui}"
     );
-    let (_, api) = s
-        .call(
-            "GET",
-            &format!("/v1/tasks/{id}/api-messages"),
-            Some(&token),
-            None,
-        )
-        .await;
+    let (_, api) = s.get(&format!("/v1/tasks/{id}/api-messages"), &token).await;
     assert!(
         api.as_array()
             .is_some_and(|m| m.iter().any(|m| m["role"] == "assistant")),
         "{api}"
     );
-    let (status, _) = s
-        .call("GET", &format!("/v1/tasks/{id}/todos"), Some(&token), None)
-        .await;
+    let (status, _) = s.get(&format!("/v1/tasks/{id}/todos"), &token).await;
     assert_eq!(status, 200);
 
     // The whole log again from the start: every id once, in order.
@@ -394,22 +377,13 @@ async fn twenty_tasks_at_once_with_their_own_profiles_and_policies() {
                 .await;
             assert_eq!(status, 204, "{v}");
         }
-        let (_, task) = s
-            .call("GET", &format!("/v1/tasks/{id}"), Some(&token), None)
-            .await;
+        let (_, task) = s.get(&format!("/v1/tasks/{id}"), &token).await;
         assert_eq!(task["status"], "completed", "{task}");
     }
-    let (_, page) = s
-        .call("GET", "/v1/tasks?limit=15", Some(&token), None)
-        .await;
+    let (_, page) = s.get("/v1/tasks?limit=15", &token).await;
     let cursor = page["next_cursor"].as_str().expect("more").to_owned();
     let (_, rest) = s
-        .call(
-            "GET",
-            &format!("/v1/tasks?limit=15&cursor={cursor}"),
-            Some(&token),
-            None,
-        )
+        .get(&format!("/v1/tasks?limit=15&cursor={cursor}"), &token)
         .await;
     let mut seen: Vec<String> = page["tasks"]
         .as_array()
@@ -422,14 +396,7 @@ async fn twenty_tasks_at_once_with_their_own_profiles_and_policies() {
     let mut want = ids.clone();
     want.sort();
     assert_eq!(seen, want);
-    let (_, quick) = s
-        .call(
-            "GET",
-            "/v1/tasks?status=completed&limit=500",
-            Some(&token),
-            None,
-        )
-        .await;
+    let (_, quick) = s.get("/v1/tasks?status=completed&limit=500", &token).await;
     assert_eq!(quick["tasks"].as_array().map(Vec::len), Some(20));
 }
 
