@@ -43,6 +43,12 @@ fn a_conversation_on_a_terminal() {
     p.send_line("/help").expect("send");
     p.exp_string("/approve <groups>")
         .expect("help lists the commands");
+    // Garbage at the prompt is said, and the session goes on.
+    p.send_line("/nonsense now").expect("send");
+    p.exp_string("unknown command /nonsense").expect("refused");
+    p.send_line("/mode no-such-mode").expect("send");
+    p.exp_string("unknown mode `no-such-mode`")
+        .expect("refused");
 
     // A prompt; the edit's diff comes first, then the question.
     p.send_line("write a greeting").expect("send");
