@@ -619,7 +619,8 @@ async fn tenants_are_apart_and_hostile_requests_get_4xx_with_a_code() {
     assert!(r.headers().get("access-control-allow-origin").is_none());
 }
 
-/// The queue: at its bound, a new task is refused with a retryable 503.
+/// The queue: a task waiting for a slot says `queued`; at the queue's
+/// bound, a new task is refused with a retryable 503.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_queue_answers_503_with_retry_after() {
     // The model takes its time, so the first task holds the only slot.
@@ -633,28 +634,48 @@ async fn a_full_queue_answers_503_with_retry_after() {
     )
     .await;
     let (_root, token) = s.tenant("team-a");
-    s.create(&token, json!({"prompt": "slow", "workspace": "ws"}))
+    let first = s
+        .create(&token, json!({"prompt": "slow", "workspace": "ws"}))
         .await;
-    // The first waits for the model in the slot, the next in the queue;
-    // then one is refused.
-    let mut refused = None;
-    for _ in 0..50 {
-        let r = s
-            .client
-            .post(format!("{}/v1/tasks", s.base))
-            .header("authorization", format!("Bearer {token}"))
-            .header("content-type", "application/json")
-            .body(json!({"prompt": "next", "workspace": "ws"}).to_string())
-            .send()
-            .await
-            .expect("answers");
-        if r.status().as_u16() == 503 {
-            refused = Some(r);
+    // The first takes the slot (and waits for the model there)…
+    loop {
+        let (_, t) = s.get(&format!("/v1/tasks/{first}"), &token).await;
+        if t["queued"] == false {
             break;
         }
-        assert_eq!(r.status().as_u16(), 201);
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let r = refused.expect("the queue's bound refused a task");
+    // …the next waits in the queue, and says so…
+    let (status, next) = s
+        .call(
+            "POST",
+            "/v1/tasks",
+            Some(&token),
+            Some(&json!({"prompt": "next", "workspace": "ws"}).to_string()),
+        )
+        .await;
+    assert_eq!(status, 201, "{next}");
+    assert_eq!(next["queued"], true, "{next}");
+    let (_, listed) = s.get("/v1/tasks", &token).await;
+    let queued: Vec<&Value> = listed["tasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["queued"] == true)
+        .collect();
+    assert_eq!(queued.len(), 1, "{listed}");
+    assert_eq!(queued[0]["id"], next["id"]);
+    // …and one more is refused.
+    let r = s
+        .client
+        .post(format!("{}/v1/tasks", s.base))
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(json!({"prompt": "more", "workspace": "ws"}).to_string())
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(r.status().as_u16(), 503);
     assert!(r.headers().get("retry-after").is_some());
     let v: Value = serde_json::from_str(&r.text().await.expect("body")).expect("json");
     assert_eq!(v["code"], "overloaded", "{v}");

@@ -4,6 +4,7 @@
 
 use super::line::{notice, outln};
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -35,6 +36,12 @@ pub struct ServeArgs {
     /// Tasks waiting for a slot; more are refused with 503.
     #[arg(long, default_value_t = 256)]
     pub max_queued: usize,
+    /// Requests per second each token may make, sustained.
+    #[arg(long, default_value_t = NonZeroU32::MIN.saturating_add(199))]
+    pub requests_per_second: NonZeroU32,
+    /// Requests a token may make at once above that rate.
+    #[arg(long, default_value_t = NonZeroU32::MIN.saturating_add(399))]
+    pub burst: NonZeroU32,
     /// Another origin allowed to send state-changing requests (a web UI
     /// served elsewhere). Repeatable.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
@@ -88,6 +95,8 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
             local_root,
             max_running: args.max_running,
             max_queued: args.max_queued,
+            requests_per_second: args.requests_per_second,
+            burst: args.burst,
             allowed_origins: args.allow_origins.clone(),
             modes_dir: config::default_path().parent().map(Path::to_path_buf),
             ..ServerConfig::default()

@@ -42,6 +42,10 @@ pub struct TaskView {
     pub status: TaskStatus,
     /// It says it runs, but no process holds it (resume it).
     pub interrupted: bool,
+    /// It waits for a free slot on the server (the server's concurrency
+    /// limit); it starts when a running task ends.
+    #[serde(default)]
+    pub queued: bool,
     /// Mode slug.
     pub mode: String,
     /// Workspace (host path).

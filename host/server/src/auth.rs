@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
+use axum::http::HeaderMap;
 use axum::http::request::Parts;
+use roost_core::store::TokenRecord;
 
 use crate::error::ApiError;
 use crate::state::ServerState;
@@ -24,13 +26,18 @@ pub struct Caller {
 }
 
 /// The bearer token of a request, if it has one.
-pub fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get("authorization")?.to_str().ok()?;
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get("authorization")?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")
         .then_some(token.trim())
 }
+
+/// A request's token as the guard found it (valid, or `None`), kept in
+/// the request's extensions so the token is looked up once per request.
+#[derive(Debug, Clone)]
+pub struct Verified(pub Option<TokenRecord>);
 
 impl FromRequestParts<Arc<ServerState>> for Caller {
     type Rejection = ApiError;
@@ -45,8 +52,14 @@ impl FromRequestParts<Arc<ServerState>> for Caller {
                 root: state.config.local_root.clone(),
             });
         }
-        let token = bearer(parts).ok_or_else(ApiError::unauthorized)?;
-        match state.engine.tokens().verify(token) {
+        let verified = match parts.extensions.get::<Verified>() {
+            Some(Verified(record)) => Ok(record.clone()),
+            None => {
+                let token = bearer(&parts.headers).ok_or_else(ApiError::unauthorized)?;
+                state.engine.tokens().verify(token)
+            }
+        };
+        match verified {
             Ok(Some(t)) => Ok(Self {
                 tenant: t.tenant,
                 root: PathBuf::from(t.root),

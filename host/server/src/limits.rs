@@ -10,23 +10,31 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::auth::{Verified, bearer};
 use crate::error::ApiError;
 use crate::state::ServerState;
 
 /// The rate-limit key of a request: its token's id when the token is
 /// valid (a token's requests share a budget), else `anonymous` — one
-/// shared budget, so made-up tokens cannot grow the limiter's table.
-fn key(state: &ServerState, req: &Request) -> String {
-    let token = req
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim());
-    match token.map(|t| state.engine.tokens().verify(t)) {
-        Some(Ok(Some(record))) => format!("token:{}", record.id),
-        _ => "anonymous".to_owned(),
+/// shared budget, so made-up tokens cannot grow the limiter's table. The
+/// token's verdict is kept on the request for [`crate::auth::Caller`].
+fn key(state: &ServerState, req: &mut Request) -> String {
+    if !state.config.auth {
+        return "anonymous".to_owned();
+    }
+    let Some(token) = bearer(req.headers()) else {
+        return "anonymous".to_owned();
+    };
+    match state.engine.tokens().verify(token) {
+        Ok(record) => {
+            let key = record
+                .as_ref()
+                .map_or_else(|| "anonymous".to_owned(), |r| format!("token:{}", r.id));
+            req.extensions_mut().insert(Verified(record));
+            key
+        }
+        // The store failed: the route's own lookup reports it.
+        Err(_) => "anonymous".to_owned(),
     }
 }
 
@@ -46,8 +54,12 @@ fn origin_allowed(origin: &str, host: Option<&str>, allowed: &[String]) -> bool 
 }
 
 /// The guard every request passes.
-pub async fn guard(State(state): State<Arc<ServerState>>, req: Request, next: Next) -> Response {
-    if state.limiter.check_key(&key(&state, &req)).is_err() {
+pub async fn guard(
+    State(state): State<Arc<ServerState>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if state.limiter.check_key(&key(&state, &mut req)).is_err() {
         return ApiError::rate_limited().into_response();
     }
     let changes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);

@@ -4,7 +4,6 @@
 use std::collections::HashSet;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -79,7 +78,8 @@ pub struct ServerState {
     pub(crate) limiter: DefaultKeyedRateLimiter<String>,
     pub(crate) feed: broadcast::Sender<FeedItem>,
     slots: Arc<Semaphore>,
-    queued: AtomicUsize,
+    /// Tasks waiting for a slot.
+    queued: Mutex<HashSet<String>>,
     /// Tasks this server started or queued, until they end.
     live: Mutex<HashSet<String>>,
     /// Set when the server stops: event streams end.
@@ -94,7 +94,7 @@ impl ServerState {
             limiter: RateLimiter::keyed(quota),
             feed: broadcast::channel(1024).0,
             slots: Arc::new(Semaphore::new(config.max_running.max(1))),
-            queued: AtomicUsize::new(0),
+            queued: Mutex::new(HashSet::new()),
             live: Mutex::new(HashSet::new()),
             stopping: tokio::sync::watch::channel(false).0,
             engine,
@@ -104,7 +104,7 @@ impl ServerState {
 
     /// Refuse a new task when the queue is full (`503`, retryable).
     pub(crate) fn check_capacity(&self) -> Result<(), ApiError> {
-        if self.queued.load(Ordering::SeqCst) >= self.config.max_queued {
+        if self.queue().len() >= self.config.max_queued {
             return Err(ApiError::overloaded());
         }
         Ok(())
@@ -114,10 +114,19 @@ impl ServerState {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn queue(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.queued.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether task `id` waits for a slot on this server.
+    pub fn is_queued(&self, id: &str) -> bool {
+        self.queue().contains(id)
+    }
+
     /// Start created or prepared task `id` when a slot is free: at once
     /// below the concurrency limit, else after the tasks ahead of it.
     pub(crate) fn schedule(self: &Arc<Self>, id: String) {
-        self.queued.fetch_add(1, Ordering::SeqCst);
+        self.queue().insert(id.clone());
         self.live().insert(id.clone());
         let owner = self
             .engine
@@ -149,7 +158,7 @@ impl ServerState {
         let this = Arc::clone(self);
         tokio::spawn(async move {
             let permit = Arc::clone(&this.slots).acquire_owned().await;
-            this.queued.fetch_sub(1, Ordering::SeqCst);
+            this.queue().remove(&id);
             if let Ok(_permit) = permit {
                 match this.engine.start(&id) {
                     // The slot is the task's until it ends.

@@ -33,9 +33,11 @@ fn store(e: roost_core::store::StoreError) -> ApiError {
     ApiError::from(roost_core::engine::EngineError::from(e))
 }
 
-fn view(listed: Listed) -> TaskView {
+/// `listed` as the API shows it (`queued` while it waits for a slot here).
+fn view(state: &ServerState, listed: Listed) -> TaskView {
     let t = listed.task;
     TaskView {
+        queued: state.is_queued(&t.id),
         id: t.id,
         parent_id: t.parent_id,
         root_id: t.root_id,
@@ -87,7 +89,7 @@ pub async fn create(
     )?;
     state.schedule(id.clone());
     let task = owned(&state, &caller, &id)?;
-    Ok((StatusCode::CREATED, Json(view(task))))
+    Ok((StatusCode::CREATED, Json(view(&state, task))))
 }
 
 /// `GET /v1/tasks` query.
@@ -136,7 +138,7 @@ pub async fn list(
         )
         .map_err(store)?;
     Ok(Json(TaskList {
-        tasks: page.tasks.into_iter().map(view).collect(),
+        tasks: page.tasks.into_iter().map(|t| view(&state, t)).collect(),
         next_cursor: page.next.map(|(at, id)| format!("{at}.{id}")),
     }))
 }
@@ -147,7 +149,7 @@ pub async fn show(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, ApiError> {
-    Ok(Json(view(owned(&state, &caller, &id)?)))
+    Ok(Json(view(&state, owned(&state, &caller, &id)?)))
 }
 
 /// `GET /v1/tasks/{id}/messages`: the UI history.
@@ -286,5 +288,5 @@ pub async fn resume(
         .prepare_resume(&task.task.id, &ResumeSpec::default())?;
     state.schedule(prepared.id.clone());
     let task = owned(&state, &caller, &prepared.id)?;
-    Ok((StatusCode::ACCEPTED, Json(view(task))))
+    Ok((StatusCode::ACCEPTED, Json(view(&state, task))))
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::broadcast;
 
-use crate::store::{Committed, Step, Store, StoreError};
+use crate::store::{Committed, OnCommit, Step, Store, StoreError};
 
 /// Capacity of each task's broadcast channel; a subscriber that lags further
 /// behind skips events (recorded ones it can read back from the log; the
@@ -170,9 +170,14 @@ impl EventBus {
         events: Vec<TaskEvent>,
     ) -> Result<Committed, StoreError> {
         let (step, recorded) = self.record(task, step, &events);
-        let committed = store.commit(task, step.prepare(task)?).await?;
-        self.announce(task, events, &recorded, &committed);
-        Ok(committed)
+        let bus = self.clone();
+        let owner = task.to_owned();
+        // Published by the committer the moment the step is durable.
+        let publish: OnCommit =
+            Box::new(move |committed| bus.announce(&owner, events, &recorded, committed));
+        store
+            .commit_then(task, step.prepare(task)?, Some(publish))
+            .await
     }
 
     /// [`EventBus::commit`] in a transaction of its own, now, for the
@@ -239,6 +244,7 @@ impl EventBus {
         for (event, seq) in events {
             if let Some(seq) = seq {
                 state.published = state.published.max(seq);
+                tracing::trace!(target: "roost::events::publish", task, seq, "event published");
             }
             let _ = self.tx.send(Arc::new(Envelope {
                 task_id: task.to_owned(),

@@ -3,6 +3,7 @@
 //! from then on destructive calls run with write access to that intent's
 //! `owned_scope` only. A workspace without `.orchestration/` has intents off.
 
+pub mod bound;
 mod trace;
 
 use std::path::{Path, PathBuf};

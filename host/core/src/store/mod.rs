@@ -30,7 +30,7 @@ pub use events::StoredEvent;
 pub use manage::TaskFilter;
 pub use plugins::PluginRecord;
 pub use status::TaskStatus;
-pub use step::{Committed, PreparedStep, Step};
+pub use step::{Committed, OnCommit, PreparedStep, Step};
 pub use todos::{TodoItem, TodoState};
 pub use tokens::TokenRecord;
 

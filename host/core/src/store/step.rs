@@ -499,10 +499,17 @@ fn write_step(
     Ok(committed)
 }
 
+/// What runs the moment a step is durable, on the committing thread,
+/// before the step's task hears of it: the event bus publishes the step's
+/// events from here, so a front-end learns of a commit without waiting
+/// for the task to be scheduled again.
+pub type OnCommit = Box<dyn FnOnce(&Committed) + Send>;
+
 /// A queued step and where its outcome goes.
 struct Job {
     task: String,
     step: PreparedStep,
+    on_commit: Option<OnCommit>,
     done: oneshot::Sender<Result<Committed, StoreError>>,
 }
 
@@ -570,13 +577,29 @@ impl Store {
     /// steps other tasks queued meanwhile; returns once it is durable. A
     /// step that fails (its task does not exist, say) fails alone.
     pub async fn commit(&self, task: &str, step: PreparedStep) -> Result<Committed, StoreError> {
+        self.commit_then(task, step, None).await
+    }
+
+    /// [`Store::commit`], running `on_commit` the moment the step is
+    /// durable (not when it fails).
+    pub async fn commit_then(
+        &self,
+        task: &str,
+        step: PreparedStep,
+        on_commit: Option<OnCommit>,
+    ) -> Result<Committed, StoreError> {
         if step.empty {
-            return Ok(Committed::nothing());
+            let nothing = Committed::nothing();
+            if let Some(f) = on_commit {
+                f(&nothing);
+            }
+            return Ok(nothing);
         }
         let (done, outcome) = oneshot::channel();
         self.group.queue().push(Job {
             task: task.to_owned(),
             step,
+            on_commit,
             done,
         });
         if self.group.try_lead() {
@@ -648,6 +671,16 @@ impl Store {
         };
         drop(conn);
         for (job, outcome) in jobs.into_iter().zip(outcomes) {
+            if let Ok(c) = &outcome
+                && let (Some(first), Some(last)) = (c.events.first(), c.events.last())
+            {
+                // The moment events became durable (the server benchmark
+                // times delivery from here).
+                tracing::trace!(target: "roost::store::commit", task = %job.task, first, last, "events committed");
+            }
+            if let (Ok(c), Some(f)) = (&outcome, job.on_commit) {
+                f(c);
+            }
             let _ = job.done.send(outcome);
         }
     }

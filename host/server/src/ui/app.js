@@ -67,7 +67,8 @@ async function refreshTasks() {
   for (const t of list.tasks) {
     const li = el("li", t.id === current ? "current" : "");
     li.dataset.id = t.id;
-    li.append(el("span", "status " + t.status, t.interrupted ? "interrupted" : t.status));
+    const shown = t.queued ? "queued" : t.interrupted ? "interrupted" : t.status;
+    li.append(el("span", "status " + (t.queued ? "queued" : t.status), shown));
     li.append(el("span", "", t.prompt.split("\n")[0].slice(0, 80)));
     li.addEventListener("click", () => openTask(t.id));
     ul.append(li);
