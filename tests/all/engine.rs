@@ -1352,6 +1352,7 @@ async fn a_panicking_task_ends_failed_and_the_engine_goes_on() {
 /// once the engine is gone the handle says so instead of keeping it alive.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_spawner_handle_starts_children_that_never_exceed_their_parent() {
+    use roost_core::turn::{ChildSpec, SpawnError};
     let data = TestWorkspace::new();
     let ws = TestWorkspace::new();
     let (engine, _) = engine_with(
@@ -1368,18 +1369,18 @@ async fn the_spawner_handle_starts_children_that_never_exceed_their_parent() {
             ..TaskSpec::default()
         })
         .expect("created");
-    let spawner = engine.spawner();
-    let child = spawner
-        .spawn_task(
-            &parent,
-            &TaskSpec {
-                prompt: "child".into(),
-                workspace: ws.path(),
-                approval: Some(ApprovalPolicy::yes()),
-                max_turns: Some(500),
-                ..TaskSpec::default()
-            },
-        )
+    let handle = engine.spawner();
+    let child_spec = ChildSpec {
+        mode: "code".into(),
+        message: "child".into(),
+        todos: None,
+        approval: ApprovalPolicy::yes(),
+        inherited: Default::default(),
+    };
+    let (child, _events) = handle
+        .get()
+        .expect("the engine is there")
+        .spawn_child(&parent, &child_spec)
         .expect("spawned");
     let record = engine.records().find(&child).expect("child");
     assert_eq!(record.parent_id.as_deref(), Some(parent.as_str()));
@@ -1410,13 +1411,12 @@ async fn the_spawner_handle_starts_children_that_never_exceed_their_parent() {
         "{outcome:?}"
     );
     // A parent that does not exist is a typed refusal.
-    let err = spawner
-        .spawn_task("no-such-task", &TaskSpec::default())
+    let err = handle
+        .get()
+        .expect("engine")
+        .spawn_child("no-such-task", &child_spec)
         .expect_err("refused");
     assert!(err.to_string().contains("no-such-task"), "{err}");
     drop(engine);
-    assert!(matches!(
-        spawner.spawn_task(&parent, &TaskSpec::default()),
-        Err(roost_core::turn::SpawnError::Gone)
-    ));
+    assert!(matches!(handle.get(), Err(SpawnError::Gone)));
 }

@@ -13,6 +13,7 @@ mod cli;
 mod cli_frictions;
 mod conformance;
 mod crash;
+mod delegation;
 mod egress;
 mod engine;
 mod first_run;

@@ -138,6 +138,13 @@ impl Harness {
         self.build(provider)
     }
 
+    /// [`Harness::another_process`] whose model replays the whole
+    /// transcript `script` (with subtasks' transcripts).
+    pub fn another_process_with(&self, script: Value) -> Arc<Engine> {
+        let (provider, _) = scripted_provider(script);
+        self.build(provider)
+    }
+
     fn build(&self, provider: Arc<dyn Provider>) -> Arc<Engine> {
         let mut b = EngineBuilder::new(&self.data_dir())
             .plugin_engine(engine())

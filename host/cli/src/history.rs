@@ -48,6 +48,10 @@ pub enum HistoryCommand {
         /// Write Roo Code's files (api_conversation_history.json, …) here.
         #[arg(long)]
         export: Option<PathBuf>,
+        /// The task's tree: it and every subtask below it, indented, each
+        /// with its status, mode, totals and result.
+        #[arg(long, conflicts_with_all = ["json", "export"])]
+        tree: bool,
     },
     /// Delete a task and everything recorded of it.
     Delete {
@@ -86,12 +90,15 @@ pub fn run(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
             last: _,
             json,
             export,
+            tree,
         } => {
             let t = match &id {
                 Some(id) => records.find(id)?,
                 None => records.last(false)?,
             };
-            if json {
+            if tree {
+                show_tree(&records, &t)?;
+            } else if json {
                 let v = serde_json::json!({
                     "task": t,
                     "messages": records.ui_messages(&t.id)?,
@@ -189,6 +196,57 @@ pub fn show(records: &Records, t: &TaskRecord) -> anyhow::Result<()> {
             visible_line(&m.kind),
             visible_line(&m.subtype),
             visible(&m.text)
+        );
+    }
+    Ok(())
+}
+
+/// `history show --tree`: the task and every subtask below it, one line
+/// each, indented by depth (a task's totals include its subtasks').
+fn show_tree(records: &Records, t: &TaskRecord) -> anyhow::Result<()> {
+    let all = records.subtree(&t.id)?;
+    let depth_of = |id: &str| {
+        let mut d = 0usize;
+        let mut at = all.iter().find(|l| l.task.id == id);
+        while let Some(l) = at {
+            match &l.task.parent_id {
+                Some(p) if l.task.id != t.id => {
+                    d += 1;
+                    at = all.iter().find(|x| &x.task.id == p);
+                }
+                _ => break,
+            }
+        }
+        d
+    };
+    for l in &all {
+        let task = &l.task;
+        let result = records
+            .outcome(&task.id)?
+            .map(|o| match o {
+                roost_core::task::TaskOutcome::Completed { result } => result,
+                roost_core::task::TaskOutcome::Aborted { reason }
+                | roost_core::task::TaskOutcome::Paused { reason } => reason,
+                roost_core::task::TaskOutcome::Failed { error } => error,
+            })
+            .unwrap_or_default();
+        outln!(
+            "{}{} {} · {} · tokens in {} out {} · ${:.4}{}",
+            "  ".repeat(depth_of(&task.id)),
+            visible_line(task.id.get(..8).unwrap_or(&task.id)),
+            if l.interrupted {
+                "interrupted".to_owned()
+            } else {
+                task.status.to_string()
+            },
+            visible_line(&task.mode),
+            task.usage.input_tokens,
+            task.usage.output_tokens,
+            task.cost,
+            match result.lines().next() {
+                Some(first) if !first.is_empty() => format!(" · {}", visible_line(first)),
+                _ => String::new(),
+            }
         );
     }
     Ok(())

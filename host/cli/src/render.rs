@@ -2,7 +2,7 @@
 //! coloured diffs, a spinner while the model thinks; or NDJSON for scripts.
 
 use super::line::outln;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
 use std::sync::Arc;
 
@@ -150,6 +150,9 @@ pub async fn render(
     let mut missed = false;
     let mut answered = HashSet::new();
     let mut previewed = HashSet::new();
+    // Subtasks the task follows (theirs and their own subtasks' events
+    // come through it), with their modes.
+    let mut children: HashMap<String, String> = HashMap::new();
     loop {
         let ev = if stopping {
             match rx.try_recv() {
@@ -187,7 +190,12 @@ pub async fn render(
             _ => None,
         };
         let ev = &envelope.event;
+        if let TaskEvent::SubtaskStarted { child_id, mode, .. } = ev {
+            children.insert(child_id.clone(), mode.clone());
+        }
+        let child = children.get(&envelope.task_id);
         if format == Format::Text
+            && child.is_none()
             && let Some(whole) = catch_up.on_event(ev)
         {
             if !whole.is_empty() {
@@ -206,7 +214,7 @@ pub async fn render(
                 outln!("{line}");
             }
         } else {
-            if matches!(ev, TaskEvent::RequestStarted { .. }) {
+            if child.is_none() && matches!(ev, TaskEvent::RequestStarted { .. }) {
                 spinning = spin_ok;
             }
             // A change the person approved from its preview is not shown
@@ -224,13 +232,17 @@ pub async fn render(
             {
                 previewed.insert(p.clone());
             }
-            let mut text = match ev {
-                TaskEvent::ToolCallResult {
-                    id,
-                    tool,
-                    result,
-                    diff: Some(d),
-                } if previewed.remove(d) => text_of(
+            let mut text = match (child, ev) {
+                (Some(mode), _) => child_text(ev, mode, &envelope.task_id, &style),
+                (
+                    None,
+                    TaskEvent::ToolCallResult {
+                        id,
+                        tool,
+                        result,
+                        diff: Some(d),
+                    },
+                ) if previewed.remove(d) => text_of(
                     &TaskEvent::ToolCallResult {
                         id: id.clone(),
                         tool: tool.clone(),
@@ -239,7 +251,7 @@ pub async fn render(
                     },
                     &style,
                 ),
-                _ => text_of(ev, &style),
+                (None, _) => text_of(ev, &style),
             };
             // What is not the model's streamed text starts on a line of
             // its own.
@@ -439,9 +451,71 @@ fn text_of(ev: &TaskEvent, style: &Style) -> String {
         TaskEvent::Paused { reason } => {
             writeln!(out, "{}", style.paint("33", &visible(reason)))
         }
+        TaskEvent::SubtaskStarted {
+            child_id,
+            mode,
+            message,
+        } => writeln!(
+            out,
+            "{} {}",
+            style.paint(
+                "1;35",
+                &format!("⤷ subtask {} · {}", short_id(child_id), visible_line(mode))
+            ),
+            style.paint("2", &visible_line(first_line(message)))
+        ),
+        TaskEvent::SubtaskFinished {
+            child_id,
+            status,
+            result,
+            ..
+        } => writeln!(
+            out,
+            "{} {}",
+            style.paint(
+                "1;35",
+                &format!("⤶ subtask {} {status}:", short_id(child_id))
+            ),
+            visible_line(first_line(result))
+        ),
         _ => Ok(()),
     };
     out
+}
+
+/// The first 8 characters of a task id (as `history list` shows it).
+fn short_id(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+/// A text's first line.
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
+
+/// What the text format prints for an event of a subtask the driven task
+/// follows: its replies whole (not streamed), its calls, results and
+/// questions, each line under `[child <id> · <mode>]`.
+fn child_text(ev: &TaskEvent, mode: &str, child: &str, style: &Style) -> String {
+    let body = match ev {
+        TaskEvent::MessagePartial { .. }
+        | TaskEvent::ToolCallPartial { .. }
+        | TaskEvent::RequestStarted { .. }
+        | TaskEvent::TaskCreated { .. }
+        | TaskEvent::TaskStarted { .. } => return String::new(),
+        TaskEvent::MessageFinal { text } if !text.trim().is_empty() => {
+            format!("{}\n", visible(text.trim_end()))
+        }
+        other => text_of(other, style),
+    };
+    let tag = style.paint(
+        "35",
+        &format!("[child {} · {}]", short_id(child), visible_line(mode)),
+    );
+    body.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| format!("{tag} {l}\n"))
+        .collect()
 }
 
 /// One line of arguments, cut for display. JSON escapes C0 controls in

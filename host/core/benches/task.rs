@@ -520,6 +520,8 @@ async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
             intent: None,
             skill: None,
             policy: roost_core::task::ApprovalPolicy::yes(),
+            bound: None,
+            inherited_hooks: Vec::new(),
         };
         let mut samples = Vec::with_capacity(n);
         for i in 0..n + 200 {

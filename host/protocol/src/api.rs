@@ -131,6 +131,9 @@ pub struct PostMessage {
 pub struct AskView {
     /// Its id, to answer it by.
     pub ask_id: String,
+    /// The task asking (the one asked about, or one of its subtasks).
+    #[serde(default)]
+    pub task_id: String,
     /// `tool`, `followup`, `completion`, `scope`, `hook`, `guidance`.
     pub kind: String,
     /// The question in one line.

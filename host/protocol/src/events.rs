@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::asks::Ask;
 use crate::records::HookVerdict;
-use crate::task::Usage;
+use crate::task::{TaskStatus, Usage};
 use crate::tool::ToolError;
 
 /// One thing that happened in a task.
@@ -155,6 +155,29 @@ pub enum TaskEvent {
     TodosUpdated {
         /// The list as markdown.
         markdown: String,
+    },
+    /// The task delegated work to a subtask and waits for it.
+    SubtaskStarted {
+        /// The subtask's id.
+        child_id: String,
+        /// Its mode.
+        mode: String,
+        /// Its instructions.
+        message: String,
+    },
+    /// A subtask the task waited for ended; its result (or why it ended)
+    /// went back to the task.
+    SubtaskFinished {
+        /// The subtask's id.
+        child_id: String,
+        /// How it ended.
+        status: TaskStatus,
+        /// Its accepted result, or why it ended without one.
+        result: String,
+        /// Tokens it used (with its own subtasks').
+        usage: Usage,
+        /// What it cost (with its own subtasks').
+        cost: f64,
     },
     /// The model loaded a skill's instructions or one of its files.
     SkillLoaded {

@@ -21,7 +21,9 @@ pub use asks::{Answer, Approval, Ask, CompletionAnswer};
 pub use errors::{EngineErrorCode, ErrorBody};
 pub use events::{Envelope, TaskEvent};
 pub use records::{HookVerdict, TraceKind, UiKind, UiRow, UiSubtype};
-pub use task::{ApprovalPolicy, Endpoint, Grant, TaskSettings, TaskSpec, TaskStatus, Usage};
+pub use task::{
+    ApprovalPolicy, Endpoint, Grant, Inherited, TaskSettings, TaskSpec, TaskStatus, Usage,
+};
 pub use tool::{ErrorCode, ToolAnnotations, ToolError, ToolGroup, ToolOutput, ToolSpec};
 
 use schemars::JsonSchema;

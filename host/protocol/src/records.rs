@@ -106,6 +106,10 @@ ui_subtypes! {
     PathError = "path_error",
     /// A declared path is hidden by `.rooignore`.
     RooignoreError = "rooignore_error",
+    /// The task delegated to a subtask (its id, mode and instructions).
+    Subtask = "subtask",
+    /// A subtask's result as it came back to the task.
+    SubtaskResult = "subtask_result",
     /// A question: the model's follow-up.
     Followup = "followup",
     /// A question: a write outside the intent's scope, once?

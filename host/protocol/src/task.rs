@@ -20,6 +20,8 @@ pub enum TaskStatus {
     WaitingForApproval,
     /// Waiting for the user to answer a question or review a result.
     WaitingForInput,
+    /// Waiting for a subtask it delegated to (`new_task`) to end.
+    WaitingForSubtask,
     /// Stopped without finishing; `roost resume` continues it.
     Paused,
     /// The user accepted the result.
@@ -37,6 +39,7 @@ impl TaskStatus {
             Self::Running => "running",
             Self::WaitingForApproval => "waiting_for_approval",
             Self::WaitingForInput => "waiting_for_input",
+            Self::WaitingForSubtask => "waiting_for_subtask",
             Self::Paused => "paused",
             Self::Completed => "completed",
             Self::Aborted => "aborted",
@@ -50,6 +53,7 @@ impl TaskStatus {
             "running" => Self::Running,
             "waiting_for_approval" => Self::WaitingForApproval,
             "waiting_for_input" => Self::WaitingForInput,
+            "waiting_for_subtask" => Self::WaitingForSubtask,
             "paused" => Self::Paused,
             "completed" => Self::Completed,
             "aborted" => Self::Aborted,
@@ -262,6 +266,42 @@ pub struct TaskSettings {
     pub approval: ApprovalPolicy,
     /// Most model requests before the task pauses.
     pub max_turns: u32,
+    /// What a delegated task got from the tasks above it (a root task
+    /// has nothing here).
+    #[serde(default, skip_serializing_if = "Inherited::is_root")]
+    pub inherited: Inherited,
+}
+
+/// What a delegated task inherits from the tasks above it: bounds it can
+/// never leave, whatever its own mode or intents say. Recorded with the
+/// task, so a resumed child is bounded as it was.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Inherited {
+    /// How deep in its tree it is (a root task is 0).
+    #[serde(default)]
+    pub depth: u32,
+    /// The globs it may write within (its parent's active scope, or a
+    /// narrower one it was given; empty: nothing). `None`: the whole
+    /// workspace, as its parent had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bound: Option<Vec<String>>,
+    /// Mode hooks of its ancestors, run on its calls before its own
+    /// mode's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<String>,
+    /// The parent's tool call that started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The parallel group it belongs to, when it is one of several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+}
+
+impl Inherited {
+    /// Whether nothing was inherited (a root task).
+    pub fn is_root(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 #[cfg(test)]

@@ -108,6 +108,16 @@ fn routes() -> Vec<Route> {
         },
         Route {
             method: "get",
+            path: "/tasks/{id}/children",
+            handler: get(tasks::children),
+            doc: Doc {
+                summary: "The subtasks the task started (new_task), oldest first",
+                ok: (200, Some(array::<TaskView>)),
+                ..DEFAULTS
+            },
+        },
+        Route {
+            method: "get",
             path: "/tasks/{id}/messages",
             handler: get(tasks::messages),
             doc: Doc {
@@ -172,7 +182,12 @@ fn routes() -> Vec<Route> {
             path: "/tasks/{id}/asks",
             handler: get(asks::list),
             doc: Doc {
-                summary: "The task's open questions, oldest first",
+                summary: "The task's open questions, oldest first (with tree=true, its subtasks' too)",
+                query: &[(
+                    "tree",
+                    false,
+                    "true: the questions of the task's subtasks too",
+                )],
                 ok: (200, Some(array::<AskView>)),
                 ..DEFAULTS
             },

@@ -13,24 +13,51 @@ use roost_protocol::{EngineErrorCode, Grant};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::extract::Body;
+use crate::extract::{Body, Query};
 use crate::state::ServerState;
 use crate::tasks::owned;
+use serde::Deserialize;
 
-/// `GET /v1/tasks/{id}/asks`: the open questions, oldest first.
+/// `GET /v1/tasks/{id}/asks` query.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AsksQuery {
+    tree: Option<bool>,
+}
+
+/// `GET /v1/tasks/{id}/asks`: the open questions, oldest first; with
+/// `tree=true`, those of its subtasks too (one approver for a tree).
 pub async fn list(
     State(state): State<Arc<ServerState>>,
     caller: Caller,
     Path(id): Path<String>,
+    Query(q): Query<AsksQuery>,
 ) -> Result<Json<Vec<AskView>>, ApiError> {
     let task = owned(&state, &caller, &id)?;
-    let open = state.engine.pending_asks(&task.task.id)?;
+    let tasks: Vec<String> = if q.tree.unwrap_or(false) {
+        state
+            .engine
+            .records()
+            .subtree(&task.task.id)
+            .map_err(|e| ApiError::from(roost_core::engine::EngineError::from(e)))?
+            .into_iter()
+            .map(|l| l.task.id)
+            .collect()
+    } else {
+        vec![task.task.id]
+    };
+    let mut open = Vec::new();
+    for t in &tasks {
+        open.extend(state.engine.pending_asks(t)?);
+    }
+    open.sort_by_key(|a| a.created_at);
     Ok(Json(
         open.into_iter()
             .filter_map(|a| {
                 let ask: Ask = serde_json::from_str(&a.payload).ok()?;
                 Some(AskView {
                     ask_id: a.ask_id,
+                    task_id: a.task_id,
                     kind: a.kind,
                     question: ask.question(),
                     ask,

@@ -193,9 +193,12 @@ impl ServerState {
             .live()
             .iter()
             .filter(|id| {
-                records
-                    .get(id)
-                    .is_ok_and(|l| l.task.status == TaskStatus::Running)
+                records.get(id).is_ok_and(|l| {
+                    matches!(
+                        l.task.status,
+                        TaskStatus::Running | TaskStatus::WaitingForSubtask
+                    )
+                })
             })
             .cloned()
             .collect();
@@ -218,7 +221,9 @@ impl ServerState {
         };
         let mut resumed = 0;
         for l in listed {
-            if l.task.owner.is_none() {
+            // A subtask is followed again by its parent when the parent
+            // resumes (it resumes the subtask then).
+            if l.task.owner.is_none() || l.task.parent_id.is_some() {
                 continue;
             }
             let stopped_by_us = l.task.status == TaskStatus::Aborted

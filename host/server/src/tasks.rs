@@ -143,6 +143,21 @@ pub async fn list(
     }))
 }
 
+/// `GET /v1/tasks/{id}/children`: the subtasks it started, oldest first.
+pub async fn children(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<TaskView>>, ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    let kids = state
+        .engine
+        .records()
+        .children(&task.task.id)
+        .map_err(store)?;
+    Ok(Json(kids.into_iter().map(|t| view(&state, t)).collect()))
+}
+
 /// `GET /v1/tasks/{id}`.
 pub async fn show(
     State(state): State<Arc<ServerState>>,

@@ -62,13 +62,13 @@ impl Dispatch<'_> {
         mut args: Value,
     ) -> Result<Verdict, TaskError> {
         let mut user_approved = false;
-        if state.mode.hooks.is_empty() {
+        if state.hooks().next().is_none() {
             return Ok(Verdict::Proceed);
         }
         let original = args.clone();
         let id = ctx.task.id.as_str();
         let grant = hook_grant(ctx);
-        for name in &state.mode.hooks {
+        for name in state.hooks() {
             let Some(hook) = self.hooks.get(name) else {
                 let msg = format!(
                     "hook `{name}`, listed by mode `{}`, is not installed",
@@ -285,12 +285,12 @@ impl Dispatch<'_> {
         result: &Result<ToolOutput, ToolError>,
         changed: &[String],
     ) {
-        if state.mode.hooks.is_empty() {
+        if state.hooks().next().is_none() {
             return;
         }
         let grant = hook_grant(ctx);
         let call = hook_call(spec, state, args);
-        for name in &state.mode.hooks {
+        for name in state.hooks() {
             let Some(hook) = self.hooks.get(name) else {
                 continue;
             };
@@ -313,11 +313,11 @@ impl Dispatch<'_> {
     /// still fails closed).
     pub async fn hook_prompts(&self, ctx: &Ctx<'_>, state: &RunState) -> Vec<String> {
         let mut out = Vec::new();
-        if state.mode.hooks.is_empty() {
+        if state.hooks().next().is_none() {
             return out;
         }
         let grant = hook_grant(ctx);
-        for name in &state.mode.hooks {
+        for name in state.hooks() {
             let Some(hook) = self.hooks.get(name) else {
                 continue;
             };

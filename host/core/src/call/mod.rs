@@ -142,6 +142,9 @@ pub struct CallResult {
     /// Trace entries of the call: recorded with its result, in the step
     /// that makes the result durable, and appended to the trace after it.
     pub trace: Vec<TraceEntry>,
+    /// Tokens and cost spent on the call's behalf (a subtask's), added to
+    /// the task's totals with the result.
+    pub spent: Option<(crate::llm::Usage, f64)>,
 }
 
 impl CallResult {
@@ -157,6 +160,7 @@ impl CallResult {
             diff: None,
             ui_row: None,
             trace: Vec::new(),
+            spent: None,
         }
     }
 
@@ -467,6 +471,7 @@ impl Dispatch<'_> {
         let group = match tool.executor.needs(state, &call.args) {
             Needs::Nothing => return Verdict::Proceed,
             Needs::Refused(outcome) => {
+                let outcome = *outcome;
                 let msg = match &outcome.result {
                     Ok(o) => o.text.clone(),
                     Err(e) => e.message.clone(),
@@ -496,12 +501,45 @@ impl Dispatch<'_> {
                 args: &call.args,
             })
             .await;
-        Verdict::Ask(Ask::Tool {
+        let ask = Ask::Tool {
             tool: spec.name.clone(),
             group,
             args: roost_secrets::redact_json(&call.args),
             preview,
-        })
+        };
+        // The very call, asked the very question, approved before an
+        // interruption (a subtask's start, run again to follow it): the
+        // answer holds.
+        if self.approved_before(ctx, call.id, &ask) {
+            return Verdict::Proceed;
+        }
+        Verdict::Ask(ask)
+    }
+
+    /// Whether call `call_id` was asked `ask` and approved before.
+    fn approved_before(&self, ctx: &Ctx<'_>, call_id: &str, ask: &Ask) -> bool {
+        let Ok(payload) = serde_json::to_string(ask) else {
+            return false;
+        };
+        match self
+            .store
+            .answered_ask(&ctx.task.id, ask.kind(), call_id, &payload)
+        {
+            Ok(Some(prior)) => prior
+                .answer
+                .and_then(|a| serde_json::from_str::<crate::asks::Answer>(&a).ok())
+                .is_some_and(|a| {
+                    matches!(
+                        a,
+                        crate::asks::Answer::Yes | crate::asks::Answer::Always { .. }
+                    )
+                }),
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(task = %ctx.task.id, "cannot read earlier answers: {e}");
+                false
+            }
+        }
     }
 
     /// A person said "always allow" `grant`: the rest of the task runs

@@ -57,6 +57,7 @@ impl Dispatch<'_> {
             let rule = WriteRule {
                 scope: state.intent.as_ref().map(|(_, s)| s.clone()),
                 approved: call.write.map(|w| w.approved).unwrap_or_default(),
+                bound: state.bound.clone(),
             };
             match WriteSession::open(&ctx.ws, &roots, rule, ctx.config.guard_budget).await {
                 Ok(s) => Some(s),
@@ -157,6 +158,7 @@ fn result_of(outcome: Outcome, plain_errors: bool) -> CallResult {
         mistake,
         ui_row,
         notes,
+        spent,
         ..
     } = outcome;
     let mut content = match &result {
@@ -186,6 +188,7 @@ fn result_of(outcome: Outcome, plain_errors: bool) -> CallResult {
         diff: None,
         ui_row,
         trace: Vec::new(),
+        spent,
     }
 }
 

@@ -47,7 +47,60 @@ impl Dispatch<'_> {
         call: &mut Pending<'_>,
     ) -> Result<Verdict, TaskError> {
         let spec = &call.tool.spec;
-        if !(call.tool.executor.mutates() && intents::enabled_in(&ctx.ws)) {
+        if !call.tool.executor.mutates() {
+            return Ok(Verdict::Proceed);
+        }
+        // A subtask's bound comes first: what lies outside its parent's
+        // scope is refused, and no one is asked to widen it.
+        if let Some(bound) = &state.bound {
+            let outside = if bound.read_only() {
+                Some(None)
+            } else {
+                spec.path_args
+                    .iter()
+                    .filter_map(|arg| call.args.get(arg).and_then(Value::as_str))
+                    .find(|path| !bound.allows(path))
+                    .map(Some)
+            };
+            if let Some(path) = outside {
+                let mut v = serde_json::json!({
+                    "code": "outside_parent_scope",
+                    "message": if bound.read_only() {
+                        "this subtask may not change the workspace: the task that started it had no write scope to give it".to_owned()
+                    } else {
+                        "a subtask may only write inside the scope of the task that started it".to_owned()
+                    },
+                    "allowed": bound.globs(),
+                });
+                if let Some(p) = path {
+                    v["path"] = Value::String(p.to_owned());
+                }
+                if intents::enabled_in(&ctx.ws) {
+                    let mut entry = TraceEntry::now(
+                        TraceKind::Violation,
+                        &ctx.task.id,
+                        state.intent_id(),
+                        &state.mode.slug,
+                        &spec.name,
+                        &call.args,
+                    );
+                    entry.detail = Some(format!(
+                        "outside the parent's scope: {}",
+                        path.unwrap_or("(any write)")
+                    ));
+                    self.trace(ctx, &entry);
+                }
+                return Ok(Verdict::Refuse(CallResult::error(format!("[ERROR] {v}"))));
+            }
+            if !intents::enabled_in(&ctx.ws) {
+                call.write = Some(WriteScope {
+                    roots: bound.write_roots().to_vec(),
+                    approved: Vec::new(),
+                });
+                return Ok(Verdict::Proceed);
+            }
+        }
+        if !intents::enabled_in(&ctx.ws) {
             return Ok(Verdict::Proceed);
         }
         let (call_id, args) = (call.id, &call.args);

@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 
 use crate::intents::Scope;
+use crate::intents::bound::Bound;
 use crate::tools::{ErrorCode, ToolError};
 use roost_sandbox::capability::{
     GuardBudget, GuardError, GuardReport, GuardRule, Workspace, WriteGuard, WriteLease,
@@ -27,12 +28,15 @@ pub struct WriteRule {
     pub scope: Option<Scope>,
     /// Paths outside the scope a person approved for this call only.
     pub approved: Vec<String>,
+    /// A subtask's bound (its parent's scope), which nothing widens.
+    pub bound: Option<Bound>,
 }
 
 impl WriteRule {
     /// Whether the call may change the workspace-relative `rel`.
     pub fn allows(&self, rel: &str) -> bool {
         !authority::is_authority(rel)
+            && self.bound.as_ref().is_none_or(|b| b.allows(rel))
             && match &self.scope {
                 Some(scope) => scope.allows(rel) || self.approved.iter().any(|p| p == rel),
                 None => true,
@@ -92,7 +96,10 @@ impl WriteSession {
         let lease = WriteLeases::process().acquire(ws, roots).await;
         let covered: Vec<String> = roots
             .iter()
-            .filter(|r| rule.scope.as_ref().is_none_or(|s| s.covers_dir(r)))
+            .filter(|r| {
+                rule.scope.as_ref().is_none_or(|s| s.covers_dir(r))
+                    && rule.bound.as_ref().is_none_or(|b| b.covers_dir(r))
+            })
             .map(|r| {
                 let c = r.to_string_lossy();
                 let c = c.trim_start_matches("./").trim_end_matches('/');

@@ -73,6 +73,43 @@ pub struct Config {
     /// The host's own budgets around sandboxed calls.
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    /// How far and wide tasks may delegate (`new_task`).
+    #[serde(default)]
+    pub delegation: DelegationConfig,
+}
+
+/// The `[delegation]` table: bounds on a tree of tasks (defaults: depth 4,
+/// 100 subtasks in all, 8 at once, an hour each).
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelegationConfig {
+    /// Deepest a subtask may be (a root task is 0).
+    pub max_depth: Option<u32>,
+    /// Most subtasks one tree may start in all.
+    pub max_total_children: Option<u32>,
+    /// Most subtasks of one tree running at once; more wait.
+    pub max_concurrent_children: Option<u32>,
+    /// Seconds a subtask may run before it is stopped.
+    pub child_timeout_secs: Option<u64>,
+}
+
+impl DelegationConfig {
+    /// Put these settings into `config`.
+    pub fn apply(&self, config: &mut TaskConfig) {
+        let d = &mut config.delegation;
+        if let Some(v) = self.max_depth {
+            d.max_depth = v;
+        }
+        if let Some(v) = self.max_total_children {
+            d.max_total_children = v;
+        }
+        if let Some(v) = self.max_concurrent_children {
+            d.max_concurrent_children = v.max(1);
+        }
+        if let Some(v) = self.child_timeout_secs {
+            d.child_timeout = std::time::Duration::from_secs(v.max(1));
+        }
+    }
 }
 
 /// The `[sandbox]` table: how much host work a call may cost beyond its

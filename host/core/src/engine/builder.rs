@@ -90,6 +90,7 @@ impl EngineBuilder {
     pub fn from_config(data_dir: &Path, config: &Config) -> Self {
         let mut task = TaskConfig::default();
         config.sandbox.apply(&mut task);
+        config.delegation.apply(&mut task);
         let mut b = Self::new(data_dir)
             .config(task)
             .endpoints(Arc::new(ConfigEndpoints::new(config.clone(), None)))

@@ -9,6 +9,7 @@
 
 mod approvals;
 mod builder;
+mod delegation;
 mod endpoints;
 mod error;
 mod records;
@@ -35,7 +36,7 @@ use crate::store::{StoredAsk, TaskRecord};
 use crate::task::{
     Agent, ApprovalPolicy, Control, Creation, Responder, TaskError, TaskOutcome, answer_asks,
 };
-use crate::turn::{SpawnError, SpawnHandle, Spawner, TaskSetup};
+use crate::turn::{SpawnHandle, Spawner, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
 
 /// Outcomes of finished tasks kept for a late [`Engine::wait`]; older ones
@@ -92,6 +93,8 @@ pub struct Engine {
     agent: Arc<Agent>,
     endpoints: Arc<dyn Endpoints>,
     tasks: Mutex<Tasks>,
+    /// Each tree's slots for running subtasks (by root id).
+    trees: delegation::TreeSlots,
     /// This engine, weakly (handed to the tasks it runs).
     this: Weak<Engine>,
 }
@@ -104,6 +107,7 @@ impl Engine {
             agent: Arc::new(agent),
             endpoints,
             tasks: Mutex::new(Tasks::default()),
+            trees: delegation::TreeSlots::default(),
             this: this.clone(),
         })
     }
@@ -182,6 +186,7 @@ impl Engine {
         TaskSettings {
             approval: spec.approval.clone().unwrap_or(defaults.approval),
             max_turns: spec.max_turns.unwrap_or(defaults.max_turns),
+            inherited: defaults.inherited,
         }
     }
 
@@ -227,6 +232,7 @@ impl Engine {
             settings: &settings,
             parent,
             owner,
+            todos: None,
         })?;
         self.register(&task.id, setup, false);
         Ok(task.id)
@@ -491,33 +497,6 @@ impl Engine {
     /// prepared): finished ones leave.
     pub fn in_memory(&self) -> usize {
         self.lock().running.len()
-    }
-}
-
-impl Spawner for Engine {
-    /// A child never gets more than its parent: its approval policy is at
-    /// most the parent's, its turn limit at most the parent's.
-    fn spawn_task(&self, parent: &str, spec: &TaskSpec) -> Result<String, SpawnError> {
-        let refused = |e: EngineError| SpawnError::Refused(e.body());
-        let parent = self
-            .agent
-            .store
-            .get_task(parent)
-            .map_err(|e| refused(e.into()))?;
-        let theirs = parent
-            .settings
-            .clone()
-            .unwrap_or_else(|| self.agent.config.settings());
-        let asked = self.settings_of(spec);
-        let settings = TaskSettings {
-            approval: asked.approval.narrowed_to(&theirs.approval),
-            max_turns: asked.max_turns.min(theirs.max_turns),
-        };
-        let id = self
-            .create(spec, settings, Some(&parent), None)
-            .map_err(refused)?;
-        self.start(&id).map_err(refused)?;
-        Ok(id)
     }
 }
 

@@ -65,7 +65,10 @@ impl Records {
     fn listed(&self, task: TaskRecord) -> Listed {
         let interrupted = matches!(
             task.status,
-            TaskStatus::Running | TaskStatus::WaitingForApproval | TaskStatus::WaitingForInput
+            TaskStatus::Running
+                | TaskStatus::WaitingForApproval
+                | TaskStatus::WaitingForInput
+                | TaskStatus::WaitingForSubtask
         ) && !self.store.is_live(&task.id);
         Listed { task, interrupted }
     }
@@ -93,6 +96,35 @@ impl Records {
     /// Task `id` (the full id, no prefix) as a listing shows it.
     pub fn get(&self, id: &str) -> Result<Listed, StoreError> {
         Ok(self.listed(self.store.get_task(id)?))
+    }
+
+    /// The subtasks task `id` started, oldest first.
+    pub fn children(&self, id: &str) -> Result<Vec<Listed>, StoreError> {
+        Ok(self
+            .store
+            .children(id)?
+            .into_iter()
+            .map(|t| self.listed(t))
+            .collect())
+    }
+
+    /// Task `id` and every task below it (its subtasks, theirs, …), the
+    /// task first, then in order of creation.
+    pub fn subtree(&self, id: &str) -> Result<Vec<Listed>, StoreError> {
+        let task = self.store.get_task(id)?;
+        let tree = self.store.tree(&task.root_id)?;
+        let mut inside = vec![task.id.clone()];
+        let mut out = Vec::new();
+        for t in tree {
+            let below = t.id == task.id || t.parent_id.as_ref().is_some_and(|p| inside.contains(p));
+            if below {
+                if t.id != task.id {
+                    inside.push(t.id.clone());
+                }
+                out.push(self.listed(t));
+            }
+        }
+        Ok(out)
     }
 
     /// One task, by id or unambiguous prefix.

@@ -254,6 +254,18 @@ impl EventBus {
         }
     }
 
+    /// Pass on an event of another task (a subtask's, as its parent
+    /// follows it) to this bus's subscribers, live only: it keeps its own
+    /// task id, loses its position (which is in its own task's log) and is
+    /// not recorded here.
+    pub fn forward(&self, envelope: &Envelope) {
+        let _ = self.tx.send(Arc::new(Envelope {
+            task_id: envelope.task_id.clone(),
+            seq: None,
+            event: envelope.event.clone(),
+        }));
+    }
+
     /// Receive events published from now on.
     pub fn subscribe(&self) -> Subscription {
         self.tx.subscribe()

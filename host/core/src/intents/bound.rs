@@ -38,7 +38,7 @@ fn literal_prefix(glob: &str) -> (Vec<&str>, bool) {
 /// matches.
 pub fn glob_within(child: &str, parent: &str) -> bool {
     let (c_comps, p_comps) = (components(child), components(parent));
-    if c_comps.iter().any(|c| *c == "..") {
+    if c_comps.contains(&"..") {
         return false;
     }
     if p_comps == ["**"] || c_comps == p_comps {
@@ -129,6 +129,21 @@ impl Bound {
     /// Whether the workspace-relative `rel` may be written.
     pub fn allows(&self, rel: &str) -> bool {
         self.set.is_match(rel.trim_start_matches("./"))
+    }
+
+    /// Whether everything under the workspace-relative directory `dir` may
+    /// be written (so writes there need no guard beyond the authority
+    /// files).
+    pub fn covers_dir(&self, dir: &std::path::Path) -> bool {
+        let d = dir.to_string_lossy();
+        let d = d.trim_start_matches("./").trim_end_matches('/');
+        self.globs.iter().any(|g| {
+            let g = g.trim_start_matches("./").trim_end_matches('/');
+            g == "**"
+                || (!d.is_empty()
+                    && d != "."
+                    && (g.strip_suffix("/**") == Some(d) || (!wild(g) && g == d)))
+        })
     }
 
     /// Its globs.

@@ -31,6 +31,62 @@ pub struct Script {
     pub summary: Option<String>,
     /// The usage each summary reply reports (none when absent).
     pub summary_usage: Option<Usage>,
+    /// The transcripts of other tasks the same model serves (subtasks):
+    /// a request is answered from the first whose selectors match its
+    /// conversation, turn by turn (numbered by the assistant messages it
+    /// holds), else from `turns`.
+    #[serde(default)]
+    pub tasks: Vec<TaskScript>,
+}
+
+/// One task's transcript within a script, chosen by its conversation.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskScript {
+    /// Text the task's first message contains (its instructions).
+    pub message: String,
+    /// The mode it runs in (`Current mode: <slug>.` in its system prompt).
+    pub mode: Option<String>,
+    /// One entry per request of that task.
+    pub turns: Vec<Turn>,
+}
+
+impl TaskScript {
+    /// Whether a request with this system prompt and first user message
+    /// belongs to this task.
+    fn selects(&self, system: &str, first_user: &str) -> bool {
+        first_user.contains(&self.message)
+            && self
+                .mode
+                .as_ref()
+                .is_none_or(|m| system.contains(&format!("Current mode: {m}.")))
+    }
+}
+
+/// The system prompt and the first user message of an OpenAI-style
+/// request body.
+fn conversation_keys(body: &Value) -> (String, String) {
+    let text = |m: &Value| match &m["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let system = messages
+        .iter()
+        .find(|m| m["role"] == "system")
+        .map(text)
+        .unwrap_or_default();
+    let first_user = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .map(text)
+        .unwrap_or_default();
+    (system, first_user)
 }
 
 fn default_model() -> String {
@@ -310,17 +366,32 @@ impl Transport for ScriptedTransport {
                 return Ok(Box::pin(futures::stream::iter([Ok(Bytes::from(joined))])));
             }
         }
-        let index = if self.by_history {
+        // A script of several tasks answers each from its own transcript.
+        let task = if self.script.tasks.is_empty() {
+            None
+        } else {
+            let v: Value = serde_json::from_slice(body).map_err(unreadable)?;
+            let (system, first_user) = conversation_keys(&v);
+            self.script
+                .tasks
+                .iter()
+                .position(|t| t.selects(&system, &first_user))
+        };
+        let index = if self.by_history || !self.script.tasks.is_empty() {
             self.next.fetch_add(1, Ordering::SeqCst);
             assistant_messages(body)
         } else {
             self.next.fetch_add(1, Ordering::SeqCst)
         };
-        let Some(turn) = self.script.turns.get(index) else {
+        let turns = match task.and_then(|t| self.script.tasks.get(t)) {
+            Some(t) => &t.turns,
+            None => &self.script.turns,
+        };
+        let Some(turn) = turns.get(index) else {
             return Err(LlmError::Config(format!(
                 "the script has no turn {} (it has {}): the model was asked more often than the transcript expects",
                 index + 1,
-                self.script.turns.len()
+                turns.len()
             )));
         };
         if let Some(ms) = turn.delay_ms {
@@ -333,7 +404,7 @@ impl Transport for ScriptedTransport {
                 retry_after: e.retry_after_secs.map(Duration::from_secs_f64),
             });
         }
-        let joined = match self.rendered.get(index) {
+        let joined = match self.rendered.get(index).filter(|_| task.is_none()) {
             Some(once) => once
                 .get_or_init(|| Bytes::from(render(turn, index).concat()))
                 .clone(),

@@ -144,6 +144,29 @@ impl Store {
             .optional()?)
     }
 
+    /// The answered ask of `kind` about tool call `call_id` that asked
+    /// exactly `payload` (the newest), if there is one: a call run again
+    /// after an interruption finds the answer it already got.
+    pub fn answered_ask(
+        &self,
+        task: &str,
+        kind: &str,
+        call_id: &str,
+        payload: &str,
+    ) -> Result<Option<StoredAsk>, StoreError> {
+        let payload = roost_secrets::redact(payload);
+        Ok(one_row(
+            &self.conn(),
+            &format!(
+                "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND kind = ?2 AND call_id = ?3 AND payload = ?4 \
+                 AND answer IS NOT NULL ORDER BY answered_at DESC LIMIT 1"
+            ),
+            params![task, kind, call_id, payload.as_ref()],
+            row,
+        )
+        .optional()?)
+    }
+
     /// Close every open ask of `task` without an answer (the task ended:
     /// completed, aborted or failed); returns how many were closed.
     pub fn close_asks(&self, task: &str, why: &str) -> Result<usize, StoreError> {

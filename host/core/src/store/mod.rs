@@ -22,6 +22,7 @@ pub mod status;
 mod step;
 mod todos;
 mod tokens;
+mod tree;
 
 pub use approvals::SavedApproval;
 pub use asks::StoredAsk;
@@ -84,6 +85,8 @@ CREATE TABLE IF NOT EXISTS asks (
     answered_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS asks_open ON asks (task_id, answer);
+CREATE INDEX IF NOT EXISTS tasks_parent ON tasks (parent_id);
+CREATE INDEX IF NOT EXISTS tasks_root ON tasks (root_id);
 CREATE TABLE IF NOT EXISTS condensations (
     task_id TEXT NOT NULL REFERENCES tasks(id),
     upto_seq INTEGER NOT NULL,
@@ -916,7 +919,13 @@ impl Store {
                     .collect()
             })
             .unwrap_or_default();
-        let missing: Vec<&String> = wanted.iter().filter(|id| !answered.contains(id)).collect();
+        // A call that started a subtask is never answered "interrupted":
+        // its subtask holds its result, and a resume waits for it again.
+        let delegated = self.subtask_calls(task)?;
+        let missing: Vec<&String> = wanted
+            .iter()
+            .filter(|id| !answered.contains(id) && !delegated.contains(id))
+            .collect();
         if missing.is_empty() {
             return Ok(0);
         }

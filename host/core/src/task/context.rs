@@ -446,6 +446,7 @@ mod tests {
                 turns: Vec::new(),
                 summary: None,
                 summary_usage: None,
+                tasks: Vec::new(),
             }))
         };
         let openai_p = OpenAiCompatible::new("scripted", "m", transport(), RetryPolicy::default());

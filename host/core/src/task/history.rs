@@ -13,6 +13,21 @@ fn committed_seq(task: &str, c: Committed) -> Result<i64, StoreError> {
         .ok_or_else(|| StoreError::NotFound(task.to_owned()))
 }
 
+/// What a tool result's step records besides the result: its UI row,
+/// the task's new status, its trace lines, and tokens spent on the call's
+/// behalf (a subtask's).
+#[derive(Default)]
+pub struct ResultStep<'a> {
+    /// The call's UI row.
+    pub ui: Option<(UiSubtype, &'a str)>,
+    /// The task's status from this step on.
+    pub status: Option<crate::store::TaskStatus>,
+    /// Trace lines recorded with the result.
+    pub trace: Vec<String>,
+    /// Tokens and cost added to the task's totals.
+    pub spent: Option<&'a (crate::llm::Usage, f64)>,
+}
+
 /// Visible history plus the latest condensation summary.
 pub struct History {
     store: Store,
@@ -119,16 +134,17 @@ impl History {
         &mut self,
         seq: Option<i64>,
         m: Message,
-        ui: Option<(UiSubtype, &str)>,
-        status: Option<crate::store::TaskStatus>,
-        trace: Vec<String>,
+        with: ResultStep<'_>,
         announce: (&EventBus, Vec<TaskEvent>),
     ) -> Result<i64, StoreError> {
-        let mut step = Step::new().put(seq, &m).trace(trace);
-        if let Some((subtype, text)) = ui {
+        let mut step = Step::new().put(seq, &m).trace(with.trace);
+        if let Some((usage, cost)) = with.spent {
+            step = step.usage(usage, *cost);
+        }
+        if let Some((subtype, text)) = with.ui {
             step = step.ui(UiRow::say(subtype), text);
         }
-        if let Some(status) = status {
+        if let Some(status) = with.status {
             step = step.status(status);
         }
         let (bus, events) = announce;

@@ -15,7 +15,7 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use super::context::{BYTES_PER_TOKEN, RequestCache, cut_point, model_history, summarise};
-use super::history::History;
+use super::history::{History, ResultStep};
 use super::prompt::{PromptContext, build};
 use super::tools::TaskTools;
 use crate::asks::{Answer, Ask, AskError};
@@ -23,6 +23,7 @@ use crate::call::Agent;
 use crate::call::{CallResult, Dispatch};
 use crate::control::Control;
 use crate::events::{EventBus, TaskEvent};
+use crate::intents::bound::Bound;
 use crate::intents::{self, Scope, Trace, TraceEntry};
 use crate::llm::{
     AssembledCall, ContentBlock, LlmError, Message, Provider, Role, StreamEvent, Usage,
@@ -31,7 +32,7 @@ use crate::modes::ModeSet;
 use crate::skills;
 use crate::store::{NewTask, Step, TaskRecord, TaskStatus};
 use crate::tools::{Registry, ToolSpec};
-use crate::turn::{Ctx, RepetitionDetector, RunState, TaskError, TaskSetup};
+use crate::turn::{Ctx, RepetitionDetector, RunState, TaskError, TaskOutcome, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
 use roost_sandbox::capability::Workspace;
 
@@ -42,31 +43,6 @@ const KEPT_RESULT_FLOOR: usize = 1024;
 const NO_TOOLS_USED: &str = "[ERROR] You did not use a tool in your previous response. Every response must call a \
 tool. If the task is done, call attempt_completion with the result. If you need information from the user, call \
 ask_followup_question. Otherwise call the next tool the task needs.";
-
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TaskOutcome {
-    /// The user accepted the result.
-    Completed {
-        /// The accepted result.
-        result: String,
-    },
-    /// Stopped by the user or a signal; resumable.
-    Aborted {
-        /// Why.
-        reason: String,
-    },
-    /// The turn limit was hit; resumable.
-    Paused {
-        /// Why.
-        reason: String,
-    },
-    /// An error ended the run.
-    Failed {
-        /// What went wrong.
-        error: String,
-    },
-}
 
 /// A task to create: its prompt and workspace, its mode, the endpoint of
 /// `provider`, its `settings`, the task that started it (`parent`) and who
@@ -87,6 +63,8 @@ pub struct Creation<'a> {
     pub parent: Option<&'a TaskRecord>,
     /// Who it belongs to.
     pub owner: Option<&'a str>,
+    /// Its first todo list (a subtask's, from its parent).
+    pub todos: Option<&'a [crate::store::TodoItem]>,
 }
 
 /// Calls a resumed task runs again before its next turn: they were
@@ -123,6 +101,7 @@ impl Agent {
             settings,
             parent,
             owner,
+            todos,
         } = *c;
         let modes = ModeSet::load(workspace, self.modes_dir.as_deref());
         if modes.get(mode).is_none() {
@@ -135,6 +114,12 @@ impl Agent {
         // The workspace must open before a task is recorded for it.
         Workspace::open(workspace)?;
         let first = Message::user_text(format!("<task>\n{prompt}\n</task>"));
+        let mut step = Step::new()
+            .ui(UiRow::say(UiSubtype::Text), prompt)
+            .append(&first);
+        if let Some(items) = todos {
+            step = step.todos(items);
+        }
         let task = self.store.create_task_with(
             &NewTask {
                 parent_id: parent.map(|p| p.id.clone()),
@@ -151,9 +136,7 @@ impl Agent {
                     .map_or(owner, |p| p.owner.as_deref())
                     .map(str::to_owned),
             },
-            Step::new()
-                .ui(UiRow::say(UiSubtype::Text), prompt)
-                .append(&first),
+            step,
         )?;
         Ok(task)
     }
@@ -252,8 +235,8 @@ impl Agent {
     }
 
     /// The calls of the last assistant message still waiting for a person
-    /// (the first unanswered one has an open ask), with the results already
-    /// recorded for the others.
+    /// or a subtask (the first unanswered one has an open ask, or started
+    /// a subtask), with the results already recorded for the others.
     fn pending_asked_calls(&self, task: &str) -> Result<Option<PendingCalls>, TaskError> {
         let open: Vec<String> = self
             .store
@@ -261,7 +244,9 @@ impl Agent {
             .into_iter()
             .filter_map(|a| a.call_id)
             .collect();
-        if open.is_empty() {
+        // Calls that started a subtask wait for it again.
+        let delegated = self.store.subtask_calls(task)?;
+        if open.is_empty() && delegated.is_empty() {
             return Ok(None);
         }
         let history = self.store.load_api(task, false)?;
@@ -306,7 +291,7 @@ impl Agent {
             })
             .collect();
         Ok(match calls.first() {
-            Some(c) if open.contains(&c.id) => Some(PendingCalls {
+            Some(c) if open.contains(&c.id) || delegated.contains(&c.id) => Some(PendingCalls {
                 calls,
                 results,
                 results_seq,
@@ -480,6 +465,19 @@ impl Agent {
                 .fail(ctx, &format!("mode `{}` is not defined", ctx.task.mode))
                 .await;
         };
+        // A subtask never writes beyond its parent's scope.
+        let bound = match ctx.config.inherited.write_bound.as_deref().map(Bound::new) {
+            None => None,
+            Some(Ok(b)) => Some(b),
+            Some(Err(e)) => {
+                return self
+                    .fail(
+                        ctx,
+                        &format!("the scope this subtask was given is invalid: {e}"),
+                    )
+                    .await;
+            }
+        };
         let mut state = RunState {
             mistakes: 0,
             repetition: RepetitionDetector::new(ctx.config.repetition_limit),
@@ -488,6 +486,8 @@ impl Agent {
             intent: None,
             skill: None,
             policy: ctx.config.policy.clone(),
+            bound,
+            inherited_hooks: ctx.config.inherited.hooks.clone(),
         };
         // The request body's parts, kept from turn to turn.
         let mut request = RequestCache::default();
@@ -764,12 +764,26 @@ impl Agent {
         let (mut results, mut results_seq) = results;
         let mut completed: Option<String> = None;
         let mut abort: Option<String> = None;
+        // A call that must be alone in its message (the task waited on
+        // it): the ones after it are not run.
+        let mut alone: Option<&str> = None;
         for (index, call) in calls.iter().enumerate() {
             let r = if completed.is_some() || abort.is_some() {
                 CallResult::error(
                     "Not executed: an earlier call in the same message ended the task.",
                 )
+            } else if let Some(name) = alone {
+                CallResult::error(format!(
+                    "[ERROR] Not executed: `{name}` must be the only tool call of its message. Make this call \
+                     again in a message of its own."
+                ))
             } else {
+                if registry
+                    .get(&call.name)
+                    .is_some_and(|t| t.executor.exclusive())
+                {
+                    alone = Some(call.name.as_str());
+                }
                 Dispatch::over(self, registry)
                     .handle(ctx, state, call)
                     .await?
@@ -815,9 +829,12 @@ impl Agent {
                     .record_result(
                         results_seq,
                         results.clone(),
-                        ui.as_ref().map(|(subtype, text)| (*subtype, text.as_str())),
-                        status,
-                        trace_lines(&r.trace),
+                        ResultStep {
+                            ui: ui.as_ref().map(|(subtype, text)| (*subtype, text.as_str())),
+                            status,
+                            trace: trace_lines(&r.trace),
+                            spent: r.spent.as_ref(),
+                        },
                         (ctx.events, vec![announce]),
                     )
                     .await?,

@@ -18,7 +18,7 @@ use crate::intents::{Intent, Scope, TraceEntry};
 use crate::modes::Mode;
 use crate::skills::SkillFocus;
 use crate::turn::{Ctx, RunState, Services, TaskError};
-use roost_protocol::{ErrorCode, ToolError, ToolGroup, ToolOutput, ToolSpec, UiSubtype};
+use roost_protocol::{ErrorCode, ToolError, ToolGroup, ToolOutput, ToolSpec, UiSubtype, Usage};
 use roost_sandbox::plugins::LoadedPlugin;
 
 /// Name shown as the provider of host-native tools.
@@ -33,7 +33,7 @@ pub enum Needs {
     /// Approval under this group: the policy's, or a person's.
     Approval(ToolGroup),
     /// It cannot run: this is its result.
-    Refused(Outcome),
+    Refused(Box<Outcome>),
 }
 
 /// One call, past every gate, as its executor gets it.
@@ -100,6 +100,9 @@ pub struct Outcome {
     /// Trace entries of the call (its outgoing requests, …), recorded with
     /// its result and appended to the trace once the result is durable.
     pub trace: Vec<TraceEntry>,
+    /// Tokens and cost spent on the call's behalf (a subtask's), added to
+    /// the task's totals in the step that records the result.
+    pub spent: Option<(Usage, f64)>,
 }
 
 impl Outcome {
@@ -131,12 +134,19 @@ impl Outcome {
             ui_row: None,
             notes: Vec::new(),
             trace: Vec::new(),
+            spent: None,
         }
     }
 
     /// With this effect on the task.
     pub fn with_effect(mut self, effect: Effect) -> Self {
         self.effect = Some(effect);
+        self
+    }
+
+    /// With tokens and cost spent on the call's behalf.
+    pub fn with_spent(mut self, usage: Usage, cost: f64) -> Self {
+        self.spent = Some((usage, cost));
         self
     }
 
@@ -161,6 +171,12 @@ pub trait ToolExecutor: Send + Sync {
     /// Whether every mode offers it whatever its groups (the host-native
     /// tools that talk to the person or steer the task).
     fn always_available(&self) -> bool {
+        false
+    }
+
+    /// Whether it must be the only call of its message (`new_task`: the
+    /// task waits on it); calls after it in the same message are not run.
+    fn exclusive(&self) -> bool {
         false
     }
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::llm::Usage;
-use roost_protocol::task::{ApprovalPolicy, TaskSettings};
+use roost_protocol::task::{ApprovalPolicy, Inherited, TaskSettings};
 use roost_sandbox::capability::{GuardBudget, Limits};
 
 /// Price of a model, in USD per million tokens.
@@ -63,6 +63,39 @@ pub struct TaskConfig {
     /// How much a write guard may keep to undo writes outside a scope that
     /// is finer than a directory.
     pub guard_budget: GuardBudget,
+    /// How far and wide a task may delegate.
+    pub delegation: Delegation,
+    /// What the task inherited from the tasks above it (nothing for a
+    /// root task).
+    pub inherited: Inherited,
+}
+
+/// How far and wide a tree of tasks may delegate (`[delegation]` in the
+/// config): a runaway orchestrator is stopped by the host, not by a
+/// prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delegation {
+    /// Deepest a subtask may be (a root task is 0, its children 1).
+    pub max_depth: u32,
+    /// Most subtasks one tree may start in all; `new_task` beyond it is
+    /// an error the model reads.
+    pub max_total_children: u32,
+    /// Most subtasks of one tree running at once; more wait their turn.
+    pub max_concurrent_children: u32,
+    /// Longest a subtask may run (wall clock) before it is stopped and
+    /// its parent told so.
+    pub child_timeout: std::time::Duration,
+}
+
+impl Default for Delegation {
+    fn default() -> Self {
+        Self {
+            max_depth: 4,
+            max_total_children: 100,
+            max_concurrent_children: 8,
+            child_timeout: std::time::Duration::from_secs(3600),
+        }
+    }
 }
 
 impl Default for TaskConfig {
@@ -84,6 +117,8 @@ impl Default for TaskConfig {
                 output_bytes: 64 << 10,
             },
             guard_budget: GuardBudget::default(),
+            delegation: Delegation::default(),
+            inherited: Inherited::default(),
         }
     }
 }
@@ -94,6 +129,7 @@ impl TaskConfig {
         TaskSettings {
             approval: self.policy.clone(),
             max_turns: self.max_turns,
+            inherited: self.inherited.clone(),
         }
     }
 
@@ -101,6 +137,7 @@ impl TaskConfig {
     pub fn with_settings(mut self, settings: &TaskSettings) -> Self {
         self.policy = settings.approval.clone();
         self.max_turns = settings.max_turns;
+        self.inherited = settings.inherited.clone();
         self
     }
 }

@@ -12,13 +12,14 @@ mod spawner;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use config::{Price, TaskConfig};
+pub use config::{Delegation, Price, TaskConfig};
 pub use repetition::RepetitionDetector;
-pub use spawner::{SpawnError, SpawnHandle, Spawner};
+pub use spawner::{ChildSpec, SpawnError, SpawnHandle, Spawner};
 
 use crate::asks::{Answer, Ask, AskBroker};
 use crate::control::Control;
 use crate::events::{EventBus, TaskEvent};
+use crate::intents::bound::Bound;
 use crate::intents::{Intent, Scope, Trace, TraceEntry};
 use crate::llm::Provider;
 use crate::modes::{HookRegistry, Mode, ModeSet};
@@ -27,6 +28,31 @@ use crate::store::{Step, Store, StoreError, TaskRecord, TaskStatus};
 use roost_protocol::{ApprovalPolicy, UiRow, UiSubtype};
 use roost_sandbox::capability::{Workspace, WorkspaceError};
 use roost_sandbox::plugins::PluginEngine;
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskOutcome {
+    /// The user accepted the result.
+    Completed {
+        /// The accepted result.
+        result: String,
+    },
+    /// Stopped by the user or a signal; resumable.
+    Aborted {
+        /// Why.
+        reason: String,
+    },
+    /// The turn limit was hit; resumable.
+    Paused {
+        /// Why.
+        reason: String,
+    },
+    /// An error ended the run.
+    Failed {
+        /// What went wrong.
+        error: String,
+    },
+}
 
 /// Errors that stop the host from running a task at all (not the task's
 /// own failures, which are [`TaskOutcome::Failed`]).
@@ -102,12 +128,30 @@ pub struct RunState {
     /// The task's approval policy: its settings' policy, widened by the
     /// "always allow" answers given since (recorded with the task).
     pub policy: ApprovalPolicy,
+    /// Where a subtask may write at most (its parent's scope); `None`: the
+    /// task is bounded by nothing above it.
+    pub bound: Option<Bound>,
+    /// Mode hooks of the task's ancestors, run on its calls before its own
+    /// mode's.
+    pub inherited_hooks: Vec<String>,
 }
 
 impl RunState {
     /// The active intent's id.
     pub fn intent_id(&self) -> Option<&str> {
         self.intent.as_ref().map(|(i, _)| i.id.as_str())
+    }
+
+    /// The mode hooks that judge the task's calls: its ancestors', then
+    /// its own mode's (each once).
+    pub fn hooks(&self) -> impl Iterator<Item = &String> {
+        let inherited = &self.inherited_hooks;
+        inherited.iter().chain(
+            self.mode
+                .hooks
+                .iter()
+                .filter(move |h| !inherited.contains(h)),
+        )
     }
 }
 

@@ -1,25 +1,62 @@
-//! How a task's loop reaches the engine that runs it, to start tasks of
-//! its own (delegation): through a weak handle, so a running task never
-//! keeps its engine alive, and through a trait, so nothing under the loop
-//! imports the engine above it.
+//! How a task's loop reaches the engine that runs it, to delegate work to
+//! subtasks: through a weak handle, so a running task never keeps its
+//! engine alive, and through a trait, so nothing under the loop imports
+//! the engine above it.
 
 use std::sync::Weak;
 
-use roost_protocol::{ErrorBody, TaskSpec};
+use futures::future::BoxFuture;
 
-/// What starts a task on a task's behalf (the engine).
-pub trait Spawner: Send + Sync {
-    /// Create and start a task for `spec`, as a child of `parent`; its id.
-    fn spawn_task(&self, parent: &str, spec: &TaskSpec) -> Result<String, SpawnError>;
+use super::TaskOutcome;
+use crate::events::Subscription;
+use roost_protocol::{ApprovalPolicy, ErrorBody, Inherited};
+
+/// A subtask to start: its mode and instructions, and the bounds it gets
+/// from the task starting it (never more than that task has).
+#[derive(Debug, Clone)]
+pub struct ChildSpec {
+    /// Mode slug.
+    pub mode: String,
+    /// Its instructions (its first message).
+    pub message: String,
+    /// Its first todo list (markdown checklist), if the parent gave one.
+    pub todos: Option<String>,
+    /// Which calls run without asking (at most the parent's).
+    pub approval: ApprovalPolicy,
+    /// Its depth, write bound, inherited hooks and starting call.
+    pub inherited: Inherited,
 }
 
-/// Why a task could not be started.
+/// What starts and follows tasks on a task's behalf (the engine).
+pub trait Spawner: Send + Sync {
+    /// Create a subtask of `parent` and start it when the tree has a free
+    /// slot (its root's concurrency bound); its id, and its events from
+    /// the start.
+    fn spawn_child(
+        &self,
+        parent: &str,
+        child: &ChildSpec,
+    ) -> Result<(String, Subscription), SpawnError>;
+
+    /// Make sure a subtask recorded earlier runs: one no loop holds (a
+    /// crash, a stop) is resumed; one that ended is left as it is. Its
+    /// events from now on, while it runs.
+    fn ensure_running(&self, id: &str) -> Result<Option<Subscription>, SpawnError>;
+
+    /// How task `id` ends (at once for one that has ended).
+    fn wait(&self, id: &str) -> BoxFuture<'static, Result<TaskOutcome, SpawnError>>;
+
+    /// Ask task `id` to stop for `reason` (its own subtasks stop with it).
+    fn cancel(&self, id: &str, reason: &str);
+}
+
+/// Why a task could not be started or followed.
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
     /// The engine is gone (shut down) or the task has none.
     #[error("no engine runs this task any more")]
     Gone,
-    /// The engine refused the spec.
+    /// The engine refused.
     #[error("{}", .0.message)]
     Refused(ErrorBody),
 }
@@ -34,13 +71,11 @@ impl SpawnHandle {
         Self(Some(spawner))
     }
 
-    /// Start a task through the engine, if it is still there.
-    pub fn spawn_task(&self, parent: &str, spec: &TaskSpec) -> Result<String, SpawnError> {
-        let spawner = self
-            .0
+    /// The engine, if it is still there.
+    pub fn get(&self) -> Result<std::sync::Arc<dyn Spawner>, SpawnError> {
+        self.0
             .as_ref()
             .and_then(Weak::upgrade)
-            .ok_or(SpawnError::Gone)?;
-        spawner.spawn_task(parent, spec)
+            .ok_or(SpawnError::Gone)
     }
 }

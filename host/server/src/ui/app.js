@@ -93,9 +93,42 @@ function logAppend(node) {
   log.scrollTop = log.scrollHeight;
 }
 
+// An event of a subtask the open task follows (it comes through the
+// task's stream under the subtask's id): a compact line, and its questions.
+function onChildEvent(env) {
+  const tag = "[child " + env.task_id.slice(0, 8) + "] ";
+  switch (env.event) {
+    case "message_final":
+      if (env.text) logAppend(el("div", "msg child", tag + env.text));
+      break;
+    case "tool_call_requested":
+      logAppend(el("div", "tool child", tag + "» " + env.tool + " " + JSON.stringify(env.args)));
+      break;
+    case "tool_call_denied":
+      logAppend(el("div", "error child", tag + "✗ denied" + (env.feedback ? ": " + env.feedback : "")));
+      break;
+    case "ask_required":
+      refreshAsks();
+      break;
+  }
+}
+
 function onEvent(env) {
+  if (current && env.task_id && env.task_id !== current) {
+    onChildEvent(env);
+    return;
+  }
   if (env.seq) lastSeq = Math.max(lastSeq, env.seq);
   switch (env.event) {
+    case "subtask_started":
+      openText = null;
+      logAppend(el("div", "tool", "⤷ subtask " + env.child_id.slice(0, 8) + " · " + env.mode + ": " + env.message));
+      break;
+    case "subtask_finished":
+      logAppend(el("div", env.status === "completed" ? "result" : "error",
+        "⤶ subtask " + env.child_id.slice(0, 8) + " " + env.status + ": " + env.result));
+      refreshAsks();
+      break;
     case "message_partial":
       if (!openText) { openText = el("div", "msg"); logAppend(openText); }
       openText.textContent += env.delta;
@@ -167,7 +200,7 @@ async function follow(id) {
       }
       // The task's stream ended: it finished or stopped.
       const t = await call("GET", "/tasks/" + id);
-      if (!["running", "waiting_for_approval", "waiting_for_input"].includes(t.status)) return;
+      if (!["running", "waiting_for_approval", "waiting_for_input", "waiting_for_subtask"].includes(t.status)) return;
     } catch (e) {
       if (ctl.signal.aborted) return;
     }
@@ -189,7 +222,7 @@ async function refreshAsks() {
   const id = current;
   let asks = [];
   try {
-    asks = await call("GET", "/tasks/" + id + "/asks");
+    asks = await call("GET", "/tasks/" + id + "/asks?tree=true");
   } catch (e) {
     return;
   }
@@ -199,7 +232,10 @@ async function refreshAsks() {
     const card = el("div", "ask");
     card.dataset.askId = a.ask_id;
     card.dataset.kind = a.kind;
-    card.append(el("div", "", a.question));
+    // A subtask's question is answered where its task is.
+    const owner = a.task_id || id;
+    const who = owner === id ? "" : "[child " + owner.slice(0, 8) + "] ";
+    card.append(el("div", "", who + a.question));
     if (a.ask.preview) card.append(diffBlock(a.ask.preview));
     if (a.kind === "completion") card.append(el("div", "msg", a.ask.result));
     if (a.kind === "followup" && a.ask.suggestions) {
@@ -215,14 +251,14 @@ async function refreshAsks() {
       buttons.append(b);
     };
     if (a.kind === "tool" || a.kind === "scope" || a.kind === "hook") {
-      btn("Approve", "primary", () => decide(id, a.ask_id, { decision: "approve" }));
-      if (a.kind === "tool") btn("Approve for task", "", () => decide(id, a.ask_id, { decision: "approve_for_task" }));
-      btn("Deny", "danger", () => decide(id, a.ask_id, { decision: "deny", feedback: feedback.value || undefined }));
+      btn("Approve", "primary", () => decide(owner, a.ask_id, { decision: "approve" }));
+      if (a.kind === "tool") btn("Approve for task", "", () => decide(owner, a.ask_id, { decision: "approve_for_task" }));
+      btn("Deny", "danger", () => decide(owner, a.ask_id, { decision: "deny", feedback: feedback.value || undefined }));
     } else if (a.kind === "completion") {
-      btn("Accept", "primary", () => decide(id, a.ask_id, { decision: "accept" }));
-      btn("Send feedback", "", () => feedback.value && decide(id, a.ask_id, { decision: "answer", text: feedback.value }));
+      btn("Accept", "primary", () => decide(owner, a.ask_id, { decision: "accept" }));
+      btn("Send feedback", "", () => feedback.value && decide(owner, a.ask_id, { decision: "answer", text: feedback.value }));
     } else {
-      btn("Answer", "primary", () => feedback.value && decide(id, a.ask_id, { decision: "answer", text: feedback.value }));
+      btn("Answer", "primary", () => feedback.value && decide(owner, a.ask_id, { decision: "answer", text: feedback.value }));
     }
     card.append(feedback, buttons);
     box.append(card);

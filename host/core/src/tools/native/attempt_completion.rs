@@ -64,6 +64,15 @@ impl ToolExecutor for AttemptCompletion {
     async fn run(&self, c: Invocation<'_>) -> Result<Outcome, TaskError> {
         let id = c.ctx.task.id.as_str();
         let result = c.args["result"].as_str().unwrap_or_default().to_owned();
+        // A subtask's result goes to the task that started it, whose model
+        // reviews it; a person is asked only where the policy would ask
+        // them about delegation itself (Roo's "finish subtask" approval).
+        if c.ctx.task.parent_id.is_some() && c.state.policy.covers(NAME, ToolGroup::Modes) {
+            return Ok(
+                Outcome::ok("The result goes back to the task that started this subtask.")
+                    .with_effect(Effect::Complete(result)),
+            );
+        }
         let answer = c
             .agent
             .ask(

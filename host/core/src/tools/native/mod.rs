@@ -9,6 +9,7 @@
 
 mod ask_followup_question;
 mod attempt_completion;
+mod new_task;
 mod select_active_intent;
 mod switch_mode;
 mod update_todo_list;
@@ -19,6 +20,7 @@ use super::executor::ToolExecutor;
 
 pub use ask_followup_question::NAME as ASK_FOLLOWUP;
 pub use attempt_completion::NAME as ATTEMPT_COMPLETION;
+pub use new_task::NAME as NEW_TASK;
 pub use select_active_intent::NAME as SELECT_ACTIVE_INTENT;
 pub use switch_mode::NAME as SWITCH_MODE;
 pub use update_todo_list::NAME as UPDATE_TODO_LIST;
@@ -28,6 +30,7 @@ static ALL: LazyLock<Vec<Arc<dyn ToolExecutor>>> = LazyLock::new(|| {
     vec![
         Arc::new(attempt_completion::AttemptCompletion::new()),
         Arc::new(ask_followup_question::AskFollowup::new()),
+        Arc::new(new_task::NewTask::new()),
         Arc::new(select_active_intent::SelectActiveIntent::new()),
         Arc::new(switch_mode::SwitchMode::new()),
         Arc::new(update_todo_list::UpdateTodoList::new()),

@@ -99,6 +99,17 @@ impl ToolExecutor for SelectActiveIntent {
                 "message": "only an IN_PROGRESS intent can be selected"
             })));
         }
+        // A subtask works inside its parent's scope: an intent reaching
+        // beyond it (or one whose containment cannot be proved) is refused.
+        if let Some(bound) = &c.state.bound
+            && !intents::bound::within(&intent.owned_scope, bound.globs())
+        {
+            return Ok(refused(json!({
+                "code": "intent_outside_parent_scope", "intent_id": wanted,
+                "owned_scope": intent.owned_scope, "parent_scope": bound.globs(),
+                "message": "a subtask may only select an intent whose owned_scope lies inside the scope of the task that started it"
+            })));
+        }
         let scope = match Scope::new(&ctx.workspace, &intent) {
             Ok(s) => s,
             Err(e) => {

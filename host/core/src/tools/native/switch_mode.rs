@@ -62,10 +62,10 @@ impl ToolExecutor for SwitchMode {
         match state.modes.get(slug) {
             None => {
                 let known: Vec<&str> = state.modes.iter().map(|m| m.slug.as_str()).collect();
-                Needs::Refused(Outcome::mistake(format!(
+                Needs::Refused(Box::new(Outcome::mistake(format!(
                     "Unknown mode `{slug}`. Available modes: {}.",
                     known.join(", ")
-                )))
+                ))))
             }
             Some(target) if target.slug == state.mode.slug => Needs::Nothing,
             Some(_) => Needs::Approval(ToolGroup::Modes),

@@ -1,0 +1,78 @@
+//! Trees of tasks: a task's subtasks (`parent_id`), the tool call of the
+//! parent that started each (recorded in the child's settings), and how
+//! many subtasks a tree holds. Delegation reads these to find a subtask
+//! again after a crash and to bound a tree's fan-out.
+
+use rusqlite::params;
+
+use super::{Store, StoreError, TASK_COLUMNS, TaskRecord, task_row};
+
+impl Store {
+    /// The subtasks `parent` started, oldest first.
+    pub fn children(&self, parent: &str) -> Result<Vec<TaskRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {TASK_COLUMNS} FROM tasks WHERE parent_id = ?1 ORDER BY created_at, id"
+        ))?;
+        let rows = stmt.query_map(params![parent], task_row)?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r??);
+        }
+        Ok(out)
+    }
+
+    /// The subtask `parent`'s tool call `call_id` started, if it did.
+    pub fn child_of_call(
+        &self,
+        parent: &str,
+        call_id: &str,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self
+            .children(parent)?
+            .into_iter()
+            .find(|c| started_by(c) == Some(call_id)))
+    }
+
+    /// The tool calls of `parent` that started subtasks.
+    pub fn subtask_calls(&self, parent: &str) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .children(parent)?
+            .iter()
+            .filter_map(|c| started_by(c).map(str::to_owned))
+            .collect())
+    }
+
+    /// How many tasks of the tree rooted at `root` are subtasks.
+    pub fn subtasks_in_tree(&self, root: &str) -> Result<u64, StoreError> {
+        let n: i64 = self.conn().query_row(
+            "SELECT COUNT(*) FROM tasks WHERE root_id = ?1 AND id != ?1",
+            params![root],
+            |r| r.get(0),
+        )?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Every task of the tree rooted at `root` (the root first, then by
+    /// creation).
+    pub fn tree(&self, root: &str) -> Result<Vec<TaskRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {TASK_COLUMNS} FROM tasks WHERE root_id = ?1 ORDER BY (id != ?1), created_at, id"
+        ))?;
+        let rows = stmt.query_map(params![root], task_row)?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r??);
+        }
+        Ok(out)
+    }
+}
+
+/// The parent's tool call that started `child`.
+fn started_by(child: &TaskRecord) -> Option<&str> {
+    child
+        .settings
+        .as_ref()
+        .and_then(|s| s.inherited.call_id.as_deref())
+}
