@@ -85,6 +85,13 @@ async fn an_orchestrator_delegates_and_gets_the_childs_result_back() {
     assert!(child.prompt.contains("Write hello.txt saying hi"));
     let todos = h.store().get_todos(&child.id).expect("todos");
     assert_eq!(todos.len(), 2, "{todos:?}");
+    // The parent's plan item the child carried out is done.
+    let plan = h.store().get_todos(&id).expect("todos");
+    assert_eq!(
+        plan[0].state,
+        roost_core::store::TodoState::Completed,
+        "{plan:?}"
+    );
     // Its result is the parent's tool result; the call after new_task in
     // the same message was not run.
     let results = h.results(&id);

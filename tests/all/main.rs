@@ -23,6 +23,7 @@ mod hooks;
 mod host_escapes;
 mod limits;
 mod llm_providers;
+mod parallel;
 mod plugin_install;
 mod sandbox;
 mod sandbox_promises;

@@ -35,9 +35,16 @@ pub(crate) fn write_then_done(path: &str) -> Value {
 /// A server whose default profile replays `turns` (and profile `quick`
 /// replays one completion), with `config`'s settings.
 pub(crate) async fn server_with(turns: Value, config: ServerConfig) -> TestServer {
+    server_with_script(json!({ "turns": turns }), config).await
+}
+
+/// A server whose default profile replays the whole `script` (turns and
+/// other transcripts), with `config`'s settings.
+pub(crate) async fn server_with_script(mut script_body: Value, config: ServerConfig) -> TestServer {
+    script_body["model"] = json!("m");
     let dir = tempfile::tempdir().expect("tempdir");
     let script = dir.path().join("script.json");
-    std::fs::write(&script, json!({"model": "m", "turns": turns}).to_string()).expect("script");
+    std::fs::write(&script, script_body.to_string()).expect("script");
     let quick = dir.path().join("quick.json");
     std::fs::write(
         &quick,
@@ -908,4 +915,109 @@ async fn the_api_holds_up_to_property_based_testing_from_its_document() {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// Delegation over HTTP: an orchestrator's parallel group writes through
+/// a child whose question is answerable from the root's tree
+/// (`asks?tree=true`); the child is a task of the same tenant, with its
+/// own routes; the root lists its children and groups; another tenant
+/// sees none of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subtasks_over_http_are_the_tenants_and_answerable_from_the_root() {
+    let s = server_with_script(
+        json!({
+            "turns": [
+                {"text": "", "tool_calls": [{"name": "new_parallel_tasks", "args": {"tasks": [
+                    {"mode": "code", "message": "Write out/a.txt.", "scope": ["out/**"]}
+                ]}}]},
+                done("root done"),
+            ],
+            "tasks": [{"message": "Write out/a.txt.", "turns": [
+                {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "out/a.txt", "content": "hi\n"}}]},
+                done("child wrote"),
+            ]}]
+        }),
+        ServerConfig::default(),
+    )
+    .await;
+    let (root_dir, token) = s.tenant("team-a");
+    let (_, other) = s.tenant("team-b");
+    let id = s
+        .create(
+            &token,
+            json!({"prompt": "fan out", "workspace": "ws", "mode": "orchestrator", "approve": ["read", "modes"]}),
+        )
+        .await;
+    // One approver for the tree: answer whatever the tree asks, from the
+    // root's list, until the root has completed.
+    let mut answered_child = false;
+    for _ in 0..600 {
+        let (status, task) = s.get(&format!("/v1/tasks/{id}"), &token).await;
+        assert_eq!(status, 200);
+        if task["status"] == "completed" {
+            break;
+        }
+        let (status, asks) = s
+            .get(&format!("/v1/tasks/{id}/asks?tree=true"), &token)
+            .await;
+        assert_eq!(status, 200, "{asks}");
+        for a in asks.as_array().cloned().unwrap_or_default() {
+            let owner = a["task_id"].as_str().expect("task id").to_owned();
+            let ask_id = a["ask_id"].as_str().expect("ask id");
+            let decision = if a["kind"] == "tool" {
+                "approve"
+            } else {
+                "accept"
+            };
+            if owner != id {
+                answered_child = true;
+            }
+            let (st, v) = s
+                .call(
+                    "POST",
+                    &format!("/v1/tasks/{owner}/asks/{ask_id}"),
+                    Some(&token),
+                    Some(&json!({"decision": decision}).to_string()),
+                )
+                .await;
+            assert!(matches!(st, 200 | 204 | 409), "{st} {v}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, task) = s.get(&format!("/v1/tasks/{id}"), &token).await;
+    assert_eq!(task["status"], "completed", "{task}");
+    assert!(
+        answered_child,
+        "the child's question was answered from the root's list"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root_dir.join("ws/out/a.txt")).expect("written"),
+        "hi\n"
+    );
+    let (status, kids) = s.get(&format!("/v1/tasks/{id}/children"), &token).await;
+    assert_eq!(status, 200);
+    let kids = kids.as_array().cloned().unwrap_or_default();
+    assert_eq!(kids.len(), 1, "{kids:?}");
+    let child = kids[0]["id"].as_str().expect("child id").to_owned();
+    assert_eq!(kids[0]["parent_id"], json!(id));
+    let (status, groups) = s.get(&format!("/v1/tasks/{id}/groups"), &token).await;
+    assert_eq!(status, 200);
+    assert_eq!(groups[0]["status"], "completed", "{groups}");
+    assert_eq!(groups[0]["children"][0], json!(child));
+    // Every task route works for the child.
+    for route in ["", "/messages", "/api-messages", "/todos", "/asks"] {
+        let (status, v) = s.get(&format!("/v1/tasks/{child}{route}"), &token).await;
+        assert_eq!(status, 200, "{route}: {v}");
+    }
+    // Another tenant sees nothing of the tree.
+    for path in [
+        format!("/v1/tasks/{id}/children"),
+        format!("/v1/tasks/{id}/groups"),
+        format!("/v1/tasks/{id}/asks?tree=true"),
+        format!("/v1/tasks/{child}"),
+    ] {
+        let (status, v) = s.get(&path, &other).await;
+        assert_eq!(status, 404, "{path}: {v}");
+        assert_eq!(v["code"], "not_found", "{v}");
+    }
 }

@@ -179,6 +179,38 @@ pub enum TaskEvent {
         /// What it cost (with its own subtasks').
         cost: f64,
     },
+    /// The task started a parallel group of subtasks and waits for it.
+    GroupStarted {
+        /// The group's id.
+        group_id: String,
+        /// All or race.
+        strategy: crate::groups::GroupStrategy,
+        /// How many children it has.
+        children: u32,
+    },
+    /// A child of a parallel group ended (or was never started).
+    GroupChildFinished {
+        /// The group's id.
+        group_id: String,
+        /// The child's place in the group.
+        index: u32,
+        /// Its task id, when it started.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        child_id: Option<String>,
+        /// How it ended.
+        status: TaskStatus,
+    },
+    /// A parallel group ended; its result went back to the task.
+    GroupFinished {
+        /// The group's id.
+        group_id: String,
+        /// How it ended.
+        status: crate::groups::GroupStatus,
+        /// Tokens its children used.
+        usage: Usage,
+        /// What they cost.
+        cost: f64,
+    },
     /// The model loaded a skill's instructions or one of its files.
     SkillLoaded {
         /// The skill.

@@ -13,6 +13,7 @@ pub mod api;
 pub mod asks;
 pub mod errors;
 pub mod events;
+pub mod groups;
 pub mod records;
 pub mod task;
 pub mod tool;
@@ -20,6 +21,7 @@ pub mod tool;
 pub use asks::{Answer, Approval, Ask, CompletionAnswer};
 pub use errors::{EngineErrorCode, ErrorBody};
 pub use events::{Envelope, TaskEvent};
+pub use groups::{GroupRecord, GroupResult, GroupStatus, GroupStrategy, GroupTask};
 pub use records::{HookVerdict, TraceKind, UiKind, UiRow, UiSubtype};
 pub use task::{
     ApprovalPolicy, Endpoint, Grant, Inherited, TaskSettings, TaskSpec, TaskStatus, Usage,
@@ -40,6 +42,7 @@ struct Protocol {
     ask: Ask,
     answer: Answer,
     tool_spec: ToolSpec,
+    group: GroupRecord,
     tool_output: ToolOutput,
     tool_error: ToolError,
     error_body: ErrorBody,

@@ -12,7 +12,7 @@ use roost_protocol::api::{
     AskView, CreateTask, Decision, Health, ModeView, PluginView, PostMessage, TaskList, TaskView,
     TodoView, ToolView, UiMessageView,
 };
-use roost_protocol::{Envelope, ErrorBody};
+use roost_protocol::{Envelope, ErrorBody, GroupRecord};
 use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
@@ -113,6 +113,16 @@ fn routes() -> Vec<Route> {
             doc: Doc {
                 summary: "The subtasks the task started (new_task), oldest first",
                 ok: (200, Some(array::<TaskView>)),
+                ..DEFAULTS
+            },
+        },
+        Route {
+            method: "get",
+            path: "/tasks/{id}/groups",
+            handler: get(tasks::groups),
+            doc: Doc {
+                summary: "The parallel groups the task started (new_parallel_tasks), oldest first",
+                ok: (200, Some(array::<GroupRecord>)),
                 ..DEFAULTS
             },
         },

@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use roost_core::engine::{Endpoint, Listed, ResumeSpec, TaskSpec};
 use roost_core::store::{TaskFilter, TaskStatus};
 use roost_core::task::ApprovalPolicy;
+use roost_protocol::GroupRecord;
 use roost_protocol::api::{
     ApiMessageView, CreateTask, PostMessage, TaskList, TaskView, TodoView, UiMessageView,
 };
@@ -156,6 +157,22 @@ pub async fn children(
         .children(&task.task.id)
         .map_err(store)?;
     Ok(Json(kids.into_iter().map(|t| view(&state, t)).collect()))
+}
+
+/// `GET /v1/tasks/{id}/groups`: the parallel groups it started, oldest
+/// first.
+pub async fn groups(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<GroupRecord>>, ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    let groups = state
+        .engine
+        .records()
+        .groups(&task.task.id)
+        .map_err(store)?;
+    Ok(Json(groups))
 }
 
 /// `GET /v1/tasks/{id}`.

@@ -139,7 +139,8 @@ impl Spawner for Engine {
                 provider: setup.provider.as_ref(),
                 settings: &settings,
                 parent: Some(&parent),
-                owner: None,
+                // A tenant's subtasks are that tenant's.
+                owner: parent.owner.as_deref(),
                 todos: todos.as_deref(),
             })
             .map_err(|e| refused(e.into()))?;

@@ -108,6 +108,11 @@ impl Records {
             .collect())
     }
 
+    /// The parallel groups task `id` started, oldest first.
+    pub fn groups(&self, id: &str) -> Result<Vec<roost_protocol::GroupRecord>, StoreError> {
+        self.store.groups_of(id)
+    }
+
     /// Task `id` and every task below it (its subtasks, theirs, …), the
     /// task first, then in order of creation.
     pub fn subtree(&self, id: &str) -> Result<Vec<Listed>, StoreError> {

@@ -193,6 +193,10 @@ pub struct ScriptedTransport {
     requests: Option<Mutex<Vec<Value>>>,
     /// Pick each reply by the conversation it answers, not by arrival.
     by_history: bool,
+    /// Requests waiting out their turn's `delay_ms` now, and the most
+    /// there ever were at once (how many tasks asked the model together).
+    waiting: AtomicUsize,
+    peak_waiting: AtomicUsize,
 }
 
 impl ScriptedTransport {
@@ -210,6 +214,8 @@ impl ScriptedTransport {
             next: AtomicUsize::new(first),
             requests: None,
             by_history: false,
+            waiting: AtomicUsize::new(0),
+            peak_waiting: AtomicUsize::new(0),
         }
     }
 
@@ -242,6 +248,12 @@ impl ScriptedTransport {
     /// Turns served so far.
     pub fn turns_used(&self) -> usize {
         self.next.load(Ordering::SeqCst)
+    }
+
+    /// The most requests that ever waited out a turn's `delay_ms` at the
+    /// same time.
+    pub fn peak_concurrent(&self) -> usize {
+        self.peak_waiting.load(Ordering::SeqCst)
     }
 
     /// The request bodies received, when recording.
@@ -395,6 +407,19 @@ impl Transport for ScriptedTransport {
             )));
         };
         if let Some(ms) = turn.delay_ms {
+            let now = self
+                .waiting
+                .fetch_add(1, Ordering::SeqCst)
+                .saturating_add(1);
+            self.peak_waiting.fetch_max(now, Ordering::SeqCst);
+            // Counted out however the wait ends (a cancelled request too).
+            struct Out<'a>(&'a AtomicUsize);
+            impl Drop for Out<'_> {
+                fn drop(&mut self) {
+                    self.0.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+            let _out = Out(&self.waiting);
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
         if let Some(e) = &turn.http_error {

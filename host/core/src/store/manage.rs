@@ -110,6 +110,7 @@ fn delete_rows(conn: &Connection, id: &str) -> Result<(), StoreError> {
             [id],
         )?;
     }
+    exec(conn, "DELETE FROM task_groups WHERE coordinator = ?1", [id])?;
     exec(conn, "DELETE FROM tasks WHERE id = ?1", [id])?;
     Ok(())
 }

@@ -16,6 +16,7 @@ mod asks;
 mod claims;
 mod events;
 mod export;
+mod groups;
 mod manage;
 mod plugins;
 pub mod status;
@@ -44,7 +45,7 @@ use serde::Serialize;
 use crate::llm::{ContentBlock, Message, Role, Usage};
 use roost_protocol::{TaskSettings, UiRow};
 
-const SCHEMA_VERSION: i64 = 9;
+const SCHEMA_VERSION: i64 = 10;
 
 /// The tasks; `k` is the integer key the [`LOG_TABLES`] use.
 const TASKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tasks (
@@ -131,6 +132,14 @@ CREATE TABLE IF NOT EXISTS tokens (
     created_at INTEGER NOT NULL,
     expires_at INTEGER,
     revoked_at INTEGER
+);
+CREATE TABLE IF NOT EXISTS task_groups (
+    id TEXT PRIMARY KEY,
+    coordinator TEXT NOT NULL REFERENCES tasks(id),
+    call_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (coordinator, call_id)
 );
 CREATE TABLE IF NOT EXISTS todos (
     task_id TEXT NOT NULL REFERENCES tasks(id),
@@ -988,7 +997,7 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
     }
     // Version 3 adds the `events` table, version 4 the `claims` table and
     // version 5 the `plugins` table, version 8 `saved_approvals`, version 9
-    // `tokens`, which
+    // `tokens`, version 10 `task_groups` and the tree indexes, which
     // `SCHEMA` creates when missing; older tasks simply have no
     // recorded events, and no claim (lock files of version 3 are ignored).
     if !has_column(conn, "tasks", "k")? {

@@ -9,6 +9,8 @@
 
 mod ask_followup_question;
 mod attempt_completion;
+mod delegate;
+mod new_parallel_tasks;
 mod new_task;
 mod select_active_intent;
 mod switch_mode;
@@ -20,6 +22,7 @@ use super::executor::ToolExecutor;
 
 pub use ask_followup_question::NAME as ASK_FOLLOWUP;
 pub use attempt_completion::NAME as ATTEMPT_COMPLETION;
+pub use new_parallel_tasks::NAME as NEW_PARALLEL_TASKS;
 pub use new_task::NAME as NEW_TASK;
 pub use select_active_intent::NAME as SELECT_ACTIVE_INTENT;
 pub use switch_mode::NAME as SWITCH_MODE;
@@ -31,6 +34,7 @@ static ALL: LazyLock<Vec<Arc<dyn ToolExecutor>>> = LazyLock::new(|| {
         Arc::new(attempt_completion::AttemptCompletion::new()),
         Arc::new(ask_followup_question::AskFollowup::new()),
         Arc::new(new_task::NewTask::new()),
+        Arc::new(new_parallel_tasks::NewParallelTasks::new()),
         Arc::new(select_active_intent::SelectActiveIntent::new()),
         Arc::new(switch_mode::SwitchMode::new()),
         Arc::new(update_todo_list::UpdateTodoList::new()),

@@ -1,0 +1,72 @@
+//! Parallel groups of subtasks (`new_parallel_tasks`), one row each: the
+//! coordinator's call that started it, and the record itself as JSON (its
+//! children, strategy, status and results). A resumed coordinator finds
+//! its group again by the call's id.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::{Store, StoreError, exec};
+use roost_protocol::GroupRecord;
+
+fn decode(coordinator: &str, body: &str) -> Result<GroupRecord, StoreError> {
+    serde_json::from_str(body).map_err(|e| StoreError::Corrupt {
+        task: coordinator.to_owned(),
+        seq: 0,
+        detail: format!("parallel group record: {e}"),
+    })
+}
+
+impl Store {
+    /// Record `group`, or its new state when it is recorded already.
+    pub fn put_group(&self, group: &GroupRecord) -> Result<(), StoreError> {
+        let body = serde_json::to_string(group).map_err(|e| StoreError::Corrupt {
+            task: group.coordinator.clone(),
+            seq: 0,
+            detail: format!("parallel group record: {e}"),
+        })?;
+        exec(
+            &self.conn(),
+            "INSERT INTO task_groups (id, coordinator, call_id, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+            params![
+                group.id,
+                group.coordinator,
+                group.call_id,
+                body,
+                group.created_at
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The groups task `coordinator` started, oldest first.
+    pub fn groups_of(&self, coordinator: &str) -> Result<Vec<GroupRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT body FROM task_groups WHERE coordinator = ?1 ORDER BY created_at, id",
+        )?;
+        let rows = stmt.query_map(params![coordinator], |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for body in rows {
+            out.push(decode(coordinator, &body?)?);
+        }
+        Ok(out)
+    }
+
+    /// The group `coordinator`'s call `call_id` started, if it did.
+    pub fn group_of_call(
+        &self,
+        coordinator: &str,
+        call_id: &str,
+    ) -> Result<Option<GroupRecord>, StoreError> {
+        let body: Option<String> = self
+            .conn()
+            .query_row(
+                "SELECT body FROM task_groups WHERE coordinator = ?1 AND call_id = ?2",
+                params![coordinator, call_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        body.map(|b| decode(coordinator, &b)).transpose()
+    }
+}

@@ -1,0 +1,332 @@
+//! Parallel groups (`new_parallel_tasks`) end to end, the scripted model
+//! serving a transcript per child: `all` gathers every result, each child
+//! writing only its own scope (one without a scope only reads) and the
+//! orchestrator's todo list following its children; overlapping scopes
+//! are refused before anything starts; `race` keeps the first result and
+//! aborts the rest; a group's time limit aborts what still runs; a big
+//! group queues behind the tree's concurrency bound instead of being
+//! refused.
+
+use roost_core::events::TaskEvent;
+use roost_core::store::{TaskStatus, TodoState};
+use roost_core::task::{ApprovalPolicy, TaskOutcome};
+use roost_protocol::{GroupStatus, GroupStrategy};
+use roost_tests::harness::{Harness, assert_pairing, call, complete, scripted_harness, turn};
+use roost_tests::user::ScriptedUser;
+use serde_json::{Value, json};
+
+fn group(tasks: Value, extra: Value) -> Value {
+    let mut args = json!({ "tasks": tasks });
+    if let (Some(a), Some(e)) = (args.as_object_mut(), extra.as_object()) {
+        a.extend(e.clone());
+    }
+    turn("Fanning out.", vec![call("new_parallel_tasks", args)])
+}
+
+fn write(path: &str) -> Value {
+    turn(
+        "",
+        vec![call(
+            "write_to_file",
+            json!({"path": path, "content": "hi\n"}),
+        )],
+    )
+}
+
+fn slow(result: &str, ms: u64) -> Value {
+    let mut t = complete(result);
+    t["delay_ms"] = json!(ms);
+    t
+}
+
+fn children(h: &Harness, id: &str) -> Vec<roost_core::store::TaskRecord> {
+    h.store().children(id).expect("children")
+}
+
+/// `all` with five children writing disjoint scopes and a sixth without
+/// a scope: the five files persist, the sixth's write is refused (it only
+/// reads), every result comes back in one aggregated tool result with its
+/// usage, the group is recorded with its events, the parent's totals
+/// include the children's, and the parent's todo items are done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_gathers_every_childs_result_each_inside_its_own_scope() {
+    let mut tasks = Vec::new();
+    let mut scripts = Vec::new();
+    let mut todos = Vec::new();
+    for k in 1..=5 {
+        let msg = format!("Write part {k}.");
+        tasks.push(json!({"mode": "code", "message": msg, "scope": [format!("part{k}/**")]}));
+        scripts.push(json!({"message": msg, "turns": [
+            write(&format!("part{k}/out.txt")),
+            complete(&format!("part {k} written")),
+        ]}));
+        todos.push(format!("[ ] Write part {k}"));
+    }
+    tasks.push(json!({"mode": "code", "message": "Look around only."}));
+    scripts.push(json!({"message": "Look around only.", "turns": [
+        write("elsewhere.txt"),
+        complete("looked around"),
+    ]}));
+    let h = scripted_harness(
+        json!({
+            "turns": [
+                turn("Planning.", vec![call("update_todo_list", json!({"todos": todos.join("\n")}))]),
+                group(json!(tasks), json!({"strategy": "all"})),
+                complete("all parts written"),
+            ],
+            "tasks": scripts,
+        }),
+        ApprovalPolicy::yes(),
+    );
+    let mut rx = h.events.subscribe();
+    let (id, outcome) = h
+        .run_in("orchestrator", &ScriptedUser::default(), "write five parts")
+        .await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    for k in 1..=5 {
+        assert_eq!(h.ws.read(&format!("part{k}/out.txt")), "hi\n");
+    }
+    assert!(!h.ws.path().join("elsewhere.txt").exists());
+    let kids = children(&h, &id);
+    assert_eq!(kids.len(), 6);
+    assert!(kids.iter().all(|k| k.status == TaskStatus::Completed));
+    let reader = kids
+        .iter()
+        .find(|k| k.prompt.contains("Look around only."))
+        .expect("the reader");
+    let r = h.results(&reader.id);
+    assert!(
+        r[0].1 && r[0].0.contains("outside_parent_scope"),
+        "a child without a scope only reads: {r:?}"
+    );
+    // One aggregated result: every child's id, status, result and usage.
+    let results = h.results(&id);
+    let (agg, err) = results
+        .iter()
+        .find(|(r, _)| r.contains("Parallel group"))
+        .expect("the group's result");
+    assert!(!err, "{agg}");
+    assert!(agg.contains("6 of 6 subtasks completed"), "{agg}");
+    for k in &kids {
+        assert!(agg.contains(&k.id), "{agg}");
+    }
+    assert!(agg.contains("part 3 written") && agg.contains("input_tokens"));
+    // The group as recorded.
+    let groups = h.store().groups_of(&id).expect("groups");
+    assert_eq!(groups.len(), 1);
+    let g = &groups[0];
+    assert_eq!(g.strategy, GroupStrategy::All);
+    assert_eq!(g.status, GroupStatus::Completed);
+    assert_eq!(g.results.len(), 6);
+    assert!(g.children.iter().all(Option::is_some));
+    // Totals: three parent turns and twelve child turns, 100 in each.
+    let parent = h.store().get_task(&id).expect("parent");
+    assert_eq!(parent.usage.input_tokens, 1500, "{:?}", parent.usage);
+    // The plan's items were carried out by the children.
+    let todos = h.store().get_todos(&id).expect("todos");
+    assert!(
+        todos.iter().all(|t| t.state == TodoState::Completed),
+        "{todos:?}"
+    );
+    let mut seen = Vec::new();
+    while let Ok(env) = rx.try_recv() {
+        seen.push(env.event.clone());
+    }
+    let count = |f: &dyn Fn(&TaskEvent) -> bool| seen.iter().filter(|e| f(e)).count();
+    assert_eq!(
+        count(&|e| matches!(e, TaskEvent::GroupStarted { children: 6, .. })),
+        1
+    );
+    assert_eq!(
+        count(&|e| matches!(e, TaskEvent::GroupChildFinished { .. })),
+        6
+    );
+    assert_eq!(
+        count(&|e| matches!(
+            e,
+            TaskEvent::GroupFinished {
+                status: GroupStatus::Completed,
+                ..
+            }
+        )),
+        1
+    );
+    assert_pairing(h.store(), &id);
+    for k in &kids {
+        assert_pairing(h.store(), &k.id);
+    }
+}
+
+/// Siblings whose scopes overlap are refused before any starts, with the
+/// overlap named; so is a scope wider than the parent's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapping_or_wider_scopes_are_refused_at_spawn() {
+    let h = scripted_harness(
+        json!({
+            "turns": [
+                turn("", vec![call("select_active_intent", json!({"intent_id": "INT-SRC"}))]),
+                group(json!([
+                    {"mode": "code", "message": "A", "scope": ["src/**"]},
+                    {"mode": "code", "message": "B", "scope": ["src/auth/login.rs"]},
+                ]), json!({})),
+                group(json!([
+                    {"mode": "code", "message": "A", "scope": ["src/**"]},
+                    {"mode": "code", "message": "B", "scope": ["docs/**"]},
+                ]), json!({})),
+                complete("gave up"),
+            ],
+        }),
+        ApprovalPolicy::yes(),
+    );
+    h.ws.write(
+        ".orchestration/active_intents.yaml",
+        "active_intents:\n  - id: INT-SRC\n    name: src\n    status: IN_PROGRESS\n    owned_scope: [\"src/**\"]\n",
+    );
+    let (id, outcome) = h
+        .run_in("orchestrator", &ScriptedUser::default(), "fan out")
+        .await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let r = h.results(&id);
+    assert!(
+        r[1].1
+            && r[1].0.contains("subtasks 1 and 2 overlap")
+            && r[1].0.contains("`src/**`")
+            && r[1].0.contains("`src/auth/login.rs`"),
+        "{r:?}"
+    );
+    assert!(
+        r[2].1 && r[2].0.contains("subtask 2's scope `docs/**`"),
+        "{r:?}"
+    );
+    assert!(children(&h, &id).is_empty());
+    assert!(h.store().groups_of(&id).expect("groups").is_empty());
+}
+
+/// `race`: the first completed result wins, the others are aborted with
+/// their histories kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn race_keeps_the_first_result_and_aborts_the_others() {
+    let h = scripted_harness(
+        json!({
+            "turns": [
+                group(json!([
+                    {"mode": "ask", "message": "Slow one."},
+                    {"mode": "ask", "message": "Fast one."},
+                    {"mode": "ask", "message": "Slower one."},
+                ]), json!({"strategy": "race"})),
+                complete("raced"),
+            ],
+            "tasks": [
+                {"message": "Slow one.", "turns": [slow("slow answer", 600_000)]},
+                {"message": "Fast one.", "turns": [complete("fast answer")]},
+                {"message": "Slower one.", "turns": [slow("slower answer", 600_000)]},
+            ]
+        }),
+        ApprovalPolicy::yes(),
+    );
+    let (id, outcome) = h
+        .run_in("orchestrator", &ScriptedUser::default(), "race")
+        .await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let r = h.results(&id);
+    assert!(
+        !r[0].1 && r[0].0.contains("Subtask 2 won the race") && r[0].0.contains("fast answer"),
+        "{r:?}"
+    );
+    let kids = children(&h, &id);
+    assert_eq!(kids.len(), 3);
+    for k in &kids {
+        let want = if k.prompt.contains("Fast one.") {
+            TaskStatus::Completed
+        } else {
+            TaskStatus::Aborted
+        };
+        assert_eq!(k.status, want, "{}", k.prompt);
+        // Every history is kept, the losers' too.
+        assert!(!h.store().load_api(&k.id, true).expect("api").is_empty());
+        assert_pairing(h.store(), &k.id);
+    }
+    let g = &h.store().groups_of(&id).expect("groups")[0];
+    assert_eq!(g.status, GroupStatus::Completed);
+}
+
+/// A group's time limit aborts the children still running; the result
+/// says so and carries what did complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_groups_time_limit_aborts_what_still_runs() {
+    let h = scripted_harness(
+        json!({
+            "turns": [
+                group(json!([
+                    {"mode": "ask", "message": "Quick."},
+                    {"mode": "ask", "message": "Endless."},
+                ]), json!({"timeout_s": 1})),
+                complete("partly done"),
+            ],
+            "tasks": [
+                {"message": "Quick.", "turns": [complete("quick answer")]},
+                {"message": "Endless.", "turns": [slow("never", 600_000)]},
+            ]
+        }),
+        ApprovalPolicy::yes(),
+    );
+    let (id, outcome) = h
+        .run_in("orchestrator", &ScriptedUser::default(), "time it")
+        .await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let r = h.results(&id);
+    assert!(
+        r[0].1 && r[0].0.contains("past its 1s limit") && r[0].0.contains("quick answer"),
+        "{r:?}"
+    );
+    let g = &h.store().groups_of(&id).expect("groups")[0];
+    assert_eq!(g.status, GroupStatus::TimedOut);
+    let endless = children(&h, &id)
+        .into_iter()
+        .find(|k| k.prompt.contains("Endless."))
+        .expect("endless child");
+    assert_eq!(endless.status, TaskStatus::Aborted);
+}
+
+/// Thirty children under a tree bound of four: the extra ones queue
+/// (never more than four ask the model at once) and all finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_children_queue_behind_four_slots_and_all_finish() {
+    let tasks: Vec<Value> = (1..=30)
+        .map(|k| json!({"mode": "ask", "message": format!("Job {k}.")}))
+        .collect();
+    let mut h = scripted_harness(
+        json!({
+            "turns": [group(json!(tasks), json!({})), complete("thirty done")],
+            "tasks": [{"message": "Job ", "turns": [slow("job done", 40)]}]
+        }),
+        ApprovalPolicy::yes(),
+    );
+    h.config.delegation.max_concurrent_children = 4;
+    let (id, outcome) = h
+        .run_in("orchestrator", &ScriptedUser::default(), "thirty jobs")
+        .await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let kids = children(&h, &id);
+    assert_eq!(kids.len(), 30);
+    assert!(kids.iter().all(|k| k.status == TaskStatus::Completed));
+    let peak = h.transport.peak_concurrent();
+    assert!((1..=4).contains(&peak), "{peak} children ran at once");
+    let r = h.results(&id);
+    assert!(r[0].0.contains("30 of 30 subtasks completed"), "{r:?}");
+}
