@@ -1273,3 +1273,88 @@ fn notices_start_on_a_line_of_their_own() {
     }
     assert!(saw_log, "the retry was logged: {shown}");
 }
+
+/// An orchestrator's tree on the terminal: the group and each subtask
+/// announced, every child's lines under `[child <id> · mode]` (ids told
+/// apart by their ends: siblings share their first characters), the
+/// parent's todo items following its children, and `history show --tree`
+/// listing the whole tree afterwards.
+#[test]
+fn the_cli_shows_a_tree_of_subtasks_live_and_in_history() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("mkdir");
+    let out = roost(&data)
+        .args([
+            "run",
+            "three parts",
+            "--mode",
+            "orchestrator",
+            "--yes",
+            "--workspace",
+        ])
+        .arg(&ws)
+        .arg("--script")
+        .arg(repo().join("tests/fixtures/example/tree-crash-script.json"))
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("⤷ parallel group") && text.contains("3 subtasks · all"),
+        "{text}"
+    );
+    assert!(text.contains("⤶ parallel group"), "{text}");
+    let store = roost_core::store::Store::open(&roost_core::store::Store::default_path(&data))
+        .expect("store");
+    let root = store
+        .list_tasks(10)
+        .expect("tasks")
+        .into_iter()
+        .find(|t| t.parent_id.is_none())
+        .expect("the root");
+    let kids = store.children(&root.id).expect("children");
+    assert_eq!(kids.len(), 3);
+    for k in &kids {
+        let tail = &k.id[k.id.len() - 8..];
+        assert!(text.contains(&format!("⤷ subtask {tail} · code")), "{text}");
+        assert!(
+            text.contains(&format!("[child {tail} · code] ⏺ write_to_file")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("⤶ subtask {tail} completed")),
+            "{text}"
+        );
+    }
+    // The plan followed the children: every item done at the end.
+    assert!(
+        text.contains("[x] Part a\n[x] Part b\n[x] Part c"),
+        "{text}"
+    );
+    for (k, v) in [("a", "1"), ("b", "1"), ("c", "2")] {
+        let f = if v == "1" { "one" } else { "two" };
+        assert_eq!(
+            std::fs::read_to_string(ws.join(format!("out/{k}/{f}.txt"))).expect("written"),
+            format!("{k}{v}\n")
+        );
+    }
+    let shown = roost(&data)
+        .args(["history", "show", &root.id, "--tree"])
+        .output()
+        .expect("history");
+    let tree = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{tree}");
+    for k in &kids {
+        assert!(
+            tree.contains(&format!("  {} completed · code", k.id)),
+            "{tree}"
+        );
+    }
+    assert!(tree.contains("part b done"), "{tree}");
+}

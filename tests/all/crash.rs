@@ -329,3 +329,200 @@ fn ctrl_c_aborts_cleanly_and_the_task_resumes() {
         TaskStatus::Completed
     );
 }
+
+/// Kills in a tree: an orchestrator runs a parallel group of three
+/// children (two at a time), each writing two files, and `roost run` is
+/// SIGKILLed at pseudo-random points until twenty kills landed inside the
+/// tree. After each: everything acknowledged, by any task of the tree, is
+/// durable; `roost resume <root>` picks the whole tree up — the group and
+/// its children, started or not — and completes it; every child exists
+/// once, every file is written, and a child that had completed before
+/// the kill is not run again.
+#[test]
+fn sigkill_in_a_tree_of_subtasks_loses_nothing_and_resume_completes_it() {
+    let script = repo().join("tests/fixtures/example/tree-crash-script.json");
+    let shared = tempfile::tempdir().expect("tempdir");
+    let data = shared.path().join("data");
+    let run = |ws: &Path| {
+        let mut c = roost(&data);
+        c.args([
+            "run",
+            "three parts",
+            "--mode",
+            "orchestrator",
+            "--yes",
+            "--json",
+        ])
+        .arg("--workspace")
+        .arg(ws)
+        .arg("--script")
+        .arg(&script);
+        c
+    };
+    // An undisturbed run, for its span (and to warm the data dir).
+    let mut span = Duration::MAX;
+    for i in 0..2 {
+        let ws = shared.path().join(format!("warm{i}"));
+        std::fs::create_dir_all(&ws).expect("mkdir");
+        let t0 = Instant::now();
+        let full = run(&ws).output().expect("runs");
+        assert!(
+            full.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&full.stdout),
+            String::from_utf8_lossy(&full.stderr)
+        );
+        span = span.min(t0.elapsed());
+    }
+    let mut landed = 0;
+    for (n, frac) in fractions().take(MAX_RUNS).enumerate() {
+        if landed >= 20 {
+            break;
+        }
+        let delay = span.mul_f64(frac);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).expect("mkdir");
+        let mut proc = run(&ws)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let stdout = proc.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel::<serde_json::Value>();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        let start = Instant::now();
+        while start.elapsed() < delay {
+            if proc.try_wait().expect("wait").is_some() {
+                span = span.min(start.elapsed());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = proc.kill(); // SIGKILL
+        let _ = proc.wait();
+        let _ = reader.join();
+        let events: Vec<serde_json::Value> = rx.try_iter().collect();
+        let Some(root) = events
+            .iter()
+            .find_map(|e| e["task_id"].as_str().map(str::to_owned))
+        else {
+            continue;
+        };
+        let store = Store::open(&Store::default_path(&data)).expect("store opens after a crash");
+        let task = store.get_task(&root).expect("an announced task exists");
+        // Everything acknowledged, by any task of the tree, is durable.
+        for e in events.iter().filter(|e| e["event"] == "tool_call_result") {
+            let (Some(call), Some(owner)) = (e["id"].as_str(), e["task_id"].as_str()) else {
+                continue;
+            };
+            assert!(
+                tool_results(&store, owner).iter().any(|r| r == call),
+                "run {n}: result of {call} of {owner} was announced but lost"
+            );
+        }
+        if task.status == TaskStatus::Completed {
+            continue;
+        }
+        let before = store.children(&root).expect("children");
+        if before.is_empty() {
+            // Killed before the tree grew: not a kill inside the tree.
+            continue;
+        }
+        landed += 1;
+        let done_before: Vec<(String, usize)> = before
+            .iter()
+            .filter(|c| c.status == TaskStatus::Completed)
+            .map(|c| {
+                let replies = store.load_api(&c.id, true).expect("history").len();
+                (c.id.clone(), replies)
+            })
+            .collect();
+        drop(store);
+        let o = roost(&data)
+            .args(["resume", &root, "--yes", "--json", "--script"])
+            .arg(&script)
+            .output()
+            .expect("resume runs");
+        assert!(
+            o.status.success(),
+            "run {n} (killed after {delay:?}): resume failed: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let store = Store::open(&Store::default_path(&data)).expect("store");
+        assert_eq!(
+            store.get_task(&root).expect("root").status,
+            TaskStatus::Completed,
+            "run {n}"
+        );
+        assert_paired(&store, &root);
+        let kids = store.children(&root).expect("children");
+        assert_eq!(kids.len(), 3, "run {n}: every child exists once");
+        for c in &kids {
+            let ui = store.load_ui(&c.id).expect("ui");
+            let last: Vec<String> = ui
+                .iter()
+                .rev()
+                .take(4)
+                .map(|m| format!("{}: {}", m.subtype, m.text))
+                .collect();
+            assert_eq!(
+                c.status,
+                TaskStatus::Completed,
+                "run {n}: {} {last:#?}",
+                c.prompt
+            );
+            assert_paired(&store, &c.id);
+        }
+        for (id, replies) in done_before {
+            let now = store.load_api(&id, true).expect("history").len();
+            assert_eq!(now, replies, "run {n}: finished child {id} was run again");
+        }
+        // Every write a child was told succeeded is on disk, whole; one cut
+        // off by the kill was answered "interrupted" (the model decides),
+        // and its file is whole or absent, never torn.
+        for c in &kids {
+            let history = store.load_api(&c.id, true).expect("history");
+            let blocks: Vec<ContentBlock> = history
+                .into_iter()
+                .flat_map(|m| m.message.content)
+                .collect();
+            for b in &blocks {
+                let ContentBlock::ToolUse { id, name, input } = b else {
+                    continue;
+                };
+                if name != "write_to_file" {
+                    continue;
+                }
+                let path = input["path"].as_str().expect("path");
+                let content = input["content"].as_str().expect("content");
+                let ok = blocks.iter().any(|r| {
+                    matches!(r, ContentBlock::ToolResult { tool_use_id, is_error: false, .. } if tool_use_id == id)
+                });
+                let on_disk = std::fs::read_to_string(ws.join(path)).ok();
+                if ok {
+                    assert_eq!(on_disk.as_deref(), Some(content), "run {n}: {path}");
+                } else if let Some(text) = on_disk {
+                    assert_eq!(text, content, "run {n}: {path} is torn");
+                }
+            }
+        }
+        let group = &store.groups_of(&root).expect("groups")[0];
+        assert_eq!(
+            group.status,
+            roost_protocol::GroupStatus::Completed,
+            "run {n}"
+        );
+    }
+    assert!(
+        landed >= 20,
+        "only {landed} kills landed inside the tree in {MAX_RUNS} runs; the test needs 20"
+    );
+}

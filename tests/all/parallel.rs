@@ -330,3 +330,119 @@ async fn thirty_children_queue_behind_four_slots_and_all_finish() {
     let r = h.results(&id);
     assert!(r[0].0.contains("30 of 30 subtasks completed"), "{r:?}");
 }
+
+/// One rate limiter per profile, shared by every task of the process:
+/// twenty parallel subtasks on a profile limited to 600 requests a minute
+/// (one every 100 ms) never reach a real local server faster than that,
+/// counted by the server in every one-second window; and the 429 it sends
+/// once backs the whole profile off for its `Retry-After`, whichever task
+/// got it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_children_share_their_profiles_rate_limit_and_its_back_off() {
+    use roost_core::config::Config;
+    use roost_core::engine::{ConfigEndpoints, EngineBuilder, TaskSpec};
+    use roost_core::llm::scripted::{Turn, render};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    let sse = |turn: &Turn, n: usize| -> Vec<u8> {
+        let body = render(turn, n).concat();
+        roost_tests::http::reply(200, &[("content-type", "text/event-stream")], &body)
+    };
+    let tasks: Vec<Value> = (1..=20)
+        .map(|k| json!({"mode": "ask", "message": format!("Question {k}.")}))
+        .collect();
+    let turn = |v: Value| -> Turn { serde_json::from_value(v).expect("turn") };
+    let fan_out = turn(group(json!(tasks), json!({})));
+    let done = turn(complete("answered"));
+    let arrivals = Arc::new(Mutex::new(Vec::<(Instant, u16)>::new()));
+    let seen = Arc::clone(&arrivals);
+    let server = roost_tests::http::Server::start(move |_| {
+        let mut seen = seen.lock().expect("arrivals");
+        let n = seen.len();
+        let (status, reply) = match n {
+            0 => (200, sse(&fan_out, n)),
+            // Once, the provider says "too many requests".
+            6 => (
+                429,
+                roost_tests::http::reply(429, &[("retry-after", "1")], "slow down"),
+            ),
+            _ => (200, sse(&done, n)),
+        };
+        seen.push((Instant::now(), status));
+        reply
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg_path = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg_path,
+        format!(
+            "default_profile = \"local\"\n[profiles.local]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"{}/v1\"\nrequests_per_minute = 600\n",
+            server.base()
+        ),
+    )
+    .expect("config");
+    let cfg: Config = roost_core::config::load(Some(&cfg_path)).expect("config");
+    let engine = EngineBuilder::from_config(&dir.path().join("data"), &cfg)
+        .endpoints(Arc::new(ConfigEndpoints::new(cfg.clone(), None)))
+        .plugin_engine(roost_tests::engine())
+        .build()
+        .expect("engine");
+    let ws = roost_tests::TestWorkspace::new();
+    let id = engine
+        .create_task(&TaskSpec {
+            prompt: "twenty questions".into(),
+            workspace: ws.path(),
+            mode: "orchestrator".into(),
+            approval: Some(ApprovalPolicy::yes()),
+            ..TaskSpec::default()
+        })
+        .expect("created");
+    // The person accepts the root's result (the children's complete on
+    // their own under the root's policy).
+    let user = ScriptedUser::default();
+    let answering = engine.answer_with(&id, &user).expect("answerer");
+    engine.start(&id).expect("started");
+    tokio::pin!(answering);
+    let wait = engine.wait(&id);
+    tokio::pin!(wait);
+    let outcome = tokio::select! {
+        o = &mut wait => o,
+        () = &mut answering => wait.await,
+    }
+    .expect("outcome");
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let kids = engine.agent().store.children(&id).expect("children");
+    assert_eq!(kids.len(), 20);
+    assert!(kids.iter().all(|k| k.status == TaskStatus::Completed));
+    let arrivals = arrivals.lock().expect("arrivals").clone();
+    // 1 + 20 + 1 answers, and the one refused.
+    assert_eq!(arrivals.len(), 23, "{arrivals:?}");
+    // Never more than the limit (plus one request already on its way) in
+    // any one-second window.
+    for (i, (start, _)) in arrivals.iter().enumerate() {
+        let within = arrivals[i..]
+            .iter()
+            .take_while(|(t, _)| t.duration_since(*start) < Duration::from_secs(1))
+            .count();
+        assert!(
+            within <= 11,
+            "{within} requests within a second of request {i}"
+        );
+    }
+    // After the 429, the whole profile waited out its Retry-After: at
+    // most the one request already on its way arrived in that second.
+    let refused = arrivals
+        .iter()
+        .position(|(_, s)| *s == 429)
+        .expect("the 429");
+    let (at, _) = arrivals[refused];
+    let during = arrivals[refused + 1..]
+        .iter()
+        .filter(|(t, _)| t.duration_since(at) < Duration::from_millis(900))
+        .count();
+    assert!(during <= 1, "{during} requests during the back-off");
+}

@@ -233,7 +233,8 @@ fn show_tree(records: &Records, t: &TaskRecord) -> anyhow::Result<()> {
         outln!(
             "{}{} {} · {} · tokens in {} out {} · ${:.4}{}",
             "  ".repeat(depth_of(&task.id)),
-            visible_line(task.id.get(..8).unwrap_or(&task.id)),
+            // Whole: a tree's ids share their first characters.
+            visible_line(&task.id),
             if l.interrupted {
                 "interrupted".to_owned()
             } else {

@@ -478,14 +478,60 @@ fn text_of(ev: &TaskEvent, style: &Style) -> String {
             ),
             visible_line(first_line(result))
         ),
+        TaskEvent::GroupStarted {
+            group_id,
+            strategy,
+            children,
+        } => writeln!(
+            out,
+            "{}",
+            style.paint(
+                "1;35",
+                &format!(
+                    "⤷ parallel group {} · {children} subtasks · {}",
+                    short_id(group_id),
+                    strategy.as_str()
+                )
+            )
+        ),
+        TaskEvent::GroupFinished {
+            group_id,
+            status,
+            cost,
+            ..
+        } => writeln!(
+            out,
+            "{}",
+            style.paint(
+                "1;35",
+                &format!(
+                    "⤶ parallel group {} {}{}",
+                    short_id(group_id),
+                    serde_json::to_value(status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    if *cost > 0.0 {
+                        format!(" (${cost:.4})")
+                    } else {
+                        String::new()
+                    }
+                )
+            )
+        ),
         _ => Ok(()),
     };
     out
 }
 
-/// The first 8 characters of a task id (as `history list` shows it).
+/// A task id's last 8 characters: ids begin with their creation time,
+/// so a parent's subtasks share their first characters and differ at the
+/// end.
 fn short_id(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
+    id.len()
+        .checked_sub(8)
+        .and_then(|start| id.get(start..))
+        .unwrap_or(id)
 }
 
 /// A text's first line.

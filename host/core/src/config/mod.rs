@@ -175,9 +175,26 @@ pub struct Profile {
     pub keep_recent_messages: Option<usize>,
     /// Price per million tokens.
     pub price: Option<Price>,
+    /// At most this many requests a minute to this profile, evenly spaced,
+    /// across every task of the process (subtasks included).
+    pub requests_per_minute: Option<u32>,
+    /// At least this many seconds between two requests to this profile
+    /// (Roo's `rateLimitSeconds`).
+    pub rate_limit_seconds: Option<f64>,
 }
 
 impl Profile {
+    /// This profile's rate limits.
+    pub fn limits(&self) -> crate::llm::limiter::Limits {
+        crate::llm::limiter::Limits {
+            requests_per_minute: self.requests_per_minute,
+            min_interval: self
+                .rate_limit_seconds
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()),
+        }
+    }
+
     /// Put this profile's context and price settings into `config`.
     pub fn apply(&self, config: &mut TaskConfig) {
         if let Some(w) = self.context_window {

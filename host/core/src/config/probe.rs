@@ -20,7 +20,9 @@ pub enum Probe {
 /// Probe the endpoint `choice` names under `cfg`, waiting at most
 /// `timeout`.
 pub async fn probe(cfg: &Config, choice: &ProviderChoice, timeout: Duration) -> Probe {
-    let (p, profile) = match provider(cfg, choice, None, 0) {
+    // A probe is one request of its own, outside any engine's limits.
+    let limiters = crate::llm::limiter::Limiters::default();
+    let (p, profile) = match provider(cfg, choice, None, 0, &limiters) {
         Ok(p) => p,
         Err(e) => return Probe::Fails(e.to_string()),
     };

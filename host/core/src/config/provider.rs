@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use super::{Config, ConfigError, Profile};
 use crate::llm::anthropic::Anthropic;
+use crate::llm::limiter::{Limited, Limiters};
 use crate::llm::scripted::{Script, ScriptedTransport};
-use crate::llm::{HttpTransport, Labelled, OpenAiCompatible, Provider, RetryPolicy};
+use crate::llm::{HttpTransport, Labelled, OpenAiCompatible, Provider, RetryPolicy, Transport};
 
 /// What a front-end was asked for; every field may be left to the config.
 #[derive(Debug, Clone, Default)]
@@ -42,12 +43,14 @@ pub struct RecordedEndpoint<'a> {
 /// The provider for `choice` under `cfg`, and the profile it came from
 /// (whose context settings the engine applies). `recorded` is the task's
 /// endpoint when resuming; `scripted_start` the reply a scripted
-/// transcript resumes at.
+/// transcript resumes at. Its requests wait for the profile's limiter in
+/// `limiters` (one per profile, shared by every task that uses it).
 pub fn provider(
     cfg: &Config,
     choice: &ProviderChoice,
     recorded: Option<RecordedEndpoint<'_>>,
     scripted_start: usize,
+    limiters: &Limiters,
 ) -> Result<(Arc<dyn Provider>, Profile), ConfigError> {
     // Naming a profile picks that profile's endpoint; a flag overrides one
     // field.
@@ -105,6 +108,15 @@ pub fn provider(
     };
     let label = profile_name.as_deref().unwrap_or("");
     let retry = RetryPolicy::default();
+    // The profile's one limiter (an unnamed endpoint is its own profile).
+    let limited = |endpoint: &str, t: Arc<dyn Transport>| -> Arc<dyn Transport> {
+        let key = if label.is_empty() {
+            format!("{kind} {endpoint}")
+        } else {
+            label.to_owned()
+        };
+        Arc::new(Limited::new(t, limiters.of(&key, profile.limits())))
+    };
     let provider: Arc<dyn Provider> = match kind.as_str() {
         "scripted" => {
             let path = choice
@@ -116,7 +128,10 @@ pub fn provider(
                 })?;
             let script = Script::load(path).map_err(|e| ConfigError::Provider(e.to_string()))?;
             let model = script.model.clone();
-            let transport = Arc::new(ScriptedTransport::starting_at(script, scripted_start));
+            let transport = limited(
+                &path.display().to_string(),
+                Arc::new(ScriptedTransport::starting_at(script, scripted_start)),
+            );
             let inner = Arc::new(OpenAiCompatible::new("scripted", &model, transport, retry));
             if label.is_empty() {
                 inner
@@ -150,7 +165,7 @@ pub fn provider(
             let inner = Arc::new(OpenAiCompatible::new(
                 "openai",
                 &model,
-                Arc::new(http(url, headers)?),
+                limited(&base, Arc::new(http(url, headers)?)),
                 retry,
             ));
             Arc::new(Labelled::new(inner, &base, label))
@@ -173,7 +188,8 @@ pub fn provider(
                 ("anthropic-version".to_owned(), "2023-06-01".to_owned()),
             ];
             let url = format!("{}/messages", base.trim_end_matches('/'));
-            let inner = Arc::new(Anthropic::new(&model, Arc::new(http(url, headers)?), retry));
+            let transport = limited(&base, Arc::new(http(url, headers)?));
+            let inner = Arc::new(Anthropic::new(&model, transport, retry));
             Arc::new(Labelled::new(inner, &base, label))
         }
         other => {

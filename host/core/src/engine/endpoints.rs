@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::config::{self, Config, ConfigError, Profile, ProviderChoice, RecordedEndpoint};
 use crate::llm::Provider;
+use crate::llm::limiter::Limiters;
 use roost_protocol::task::Endpoint;
 
 /// Opens the provider of an endpoint.
@@ -31,6 +32,8 @@ pub trait Endpoints: Send + Sync {
 pub struct ConfigEndpoints {
     config: Config,
     script: Option<PathBuf>,
+    /// Each profile's rate limiter, shared by every task of the engine.
+    limiters: Limiters,
 }
 
 impl ConfigEndpoints {
@@ -38,7 +41,11 @@ impl ConfigEndpoints {
     /// `scripted` endpoint replays when its profile names none (a
     /// front-end's `--script`).
     pub fn new(config: Config, script: Option<PathBuf>) -> Self {
-        Self { config, script }
+        Self {
+            config,
+            script,
+            limiters: Limiters::default(),
+        }
     }
 }
 
@@ -56,7 +63,13 @@ impl Endpoints for ConfigEndpoints {
             script: self.script.clone(),
             profile: want.profile.clone(),
         };
-        config::provider(&self.config, &choice, recorded, scripted_start)
+        config::provider(
+            &self.config,
+            &choice,
+            recorded,
+            scripted_start,
+            &self.limiters,
+        )
     }
 }
 

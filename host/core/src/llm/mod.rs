@@ -13,6 +13,7 @@ pub mod anthropic;
 mod assemble;
 mod error;
 mod http;
+pub mod limiter;
 pub mod openai;
 mod retry;
 pub mod schema;

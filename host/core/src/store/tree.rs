@@ -34,13 +34,20 @@ impl Store {
             .find(|c| started_by(c) == Some(call_id)))
     }
 
-    /// The tool calls of `parent` that started subtasks.
+    /// The tool calls of `parent` that started subtasks, or a parallel
+    /// group (which may not have started any yet).
     pub fn subtask_calls(&self, parent: &str) -> Result<Vec<String>, StoreError> {
-        Ok(self
+        let mut calls: Vec<String> = self
             .children(parent)?
             .iter()
             .filter_map(|c| started_by(c).map(str::to_owned))
-            .collect())
+            .collect();
+        for g in self.groups_of(parent)? {
+            if !calls.contains(&g.call_id) {
+                calls.push(g.call_id);
+            }
+        }
+        Ok(calls)
     }
 
     /// How many tasks of the tree rooted at `root` are subtasks.

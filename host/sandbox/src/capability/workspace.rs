@@ -579,10 +579,20 @@ impl Workspace {
         let mut sofar = RelPath::root();
         for c in &rel.parts {
             sofar = sofar.join(c);
-            match dir.stat_opt(c).map_err(|e| WorkspaceError::io(&sofar, e))? {
-                None => dir
-                    .mkdir(c, 0o755)
-                    .map_err(|e| WorkspaceError::io(&sofar, e))?,
+            let mut st = dir.stat_opt(c).map_err(|e| WorkspaceError::io(&sofar, e))?;
+            if st.is_none() {
+                match dir.mkdir(c, 0o755) {
+                    Ok(()) => {}
+                    // Made meanwhile by another task writing beside this
+                    // one: checked like any component that was there.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        st = dir.stat_opt(c).map_err(|e| WorkspaceError::io(&sofar, e))?;
+                    }
+                    Err(e) => return Err(WorkspaceError::io(&sofar, e)),
+                }
+            }
+            match st {
+                None => {}
                 Some(s) if s.kind == Kind::Dir => {}
                 Some(s) if s.kind == Kind::Symlink => {
                     return Err(WorkspaceError::Symlink {
