@@ -4,9 +4,10 @@
 //! P7: the gates plus one no-op mode hook per call, against the same call
 //! with no hook. P8: 10,000 tasks through the engine, 50 ms latency, 3
 //! turns. P9: the dispatch's own cost per call (and `run_skill`'s,
-//! against a component tool call, when the test fixtures are built). Run: `cargo bench -p
-//! roost-core --bench task` (one of them only: `-- p5`, `-- p6`, `-- p7`,
-//! `-- p8`, `-- p9`).
+//! against a component tool call, when the test fixtures are built). P11:
+//! a parallel group of 100 subtasks, 200 ms model latency, 3 turns each.
+//! Run: `cargo bench -p roost-core --bench task` (one of them only: `-- p5`,
+//! `-- p6`, `-- p7`, `-- p8`, `-- p9`, `-- p11`).
 
 // Benchmark code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -607,7 +608,118 @@ async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
     );
 }
 
+/// P11: one orchestrator starts a parallel group of 100 subtasks
+/// (`max_concurrency` 100, the tree's bound raised to match), the model
+/// taking 200 ms per reply, each child three turns (two `read_file`
+/// calls, then its completion): the group's wall time against the ideal
+/// 3 × 200 ms, host CPU per child turn, peak RSS.
+async fn p11(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::Path) {
+    const CHILDREN: usize = 100;
+    const DELAY_MS: u64 = 200;
+    const TURNS: usize = 3;
+    let tasks: Vec<serde_json::Value> = (1..=CHILDREN)
+        .map(|k| json!({"mode": "ask", "message": format!("Child {k}.")}))
+        .collect();
+    let child: Vec<serde_json::Value> = (0..TURNS - 1)
+        .map(|i| json!({"delay_ms": DELAY_MS, "text": "reading", "tool_calls": [{"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + i}}]}))
+        .chain(std::iter::once(json!({"delay_ms": DELAY_MS, "tool_calls": [{"name": "attempt_completion", "args": {"result": "child done"}}]})))
+        .collect();
+    let script: Script = serde_json::from_value(json!({
+        "turns": [
+            {"tool_calls": [{"name": "new_parallel_tasks", "args": {"tasks": tasks, "max_concurrency": CHILDREN}}]},
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "all done"}}]},
+        ],
+        "tasks": [{"message": "Child ", "turns": child}],
+    }))
+    .expect("script");
+    let transport = Arc::new(ScriptedTransport::new(script));
+    let mut config = TaskConfig {
+        policy: ApprovalPolicy::yes(),
+        ..TaskConfig::default()
+    };
+    config.delegation.max_concurrent_children = 100;
+    config.delegation.max_total_children = 100;
+    let roost = EngineBuilder::new(data)
+        .plugin_engine(Arc::clone(engine))
+        .provider(Arc::new(OpenAiCompatible::new(
+            "scripted",
+            "bench",
+            Arc::clone(&transport) as Arc<dyn roost_core::llm::Transport>,
+            RetryPolicy::default(),
+        )))
+        .config(config)
+        .build()
+        .expect("engine");
+    let id = roost
+        .create_task(&TaskSpec {
+            mode: "orchestrator".into(),
+            ..spec(ws)
+        })
+        .expect("created");
+    let mut rx = roost.subscribe(&id).expect("events");
+    let (cpu0, _) = usage();
+    let start = Instant::now();
+    let timing = tokio::spawn(async move {
+        let (mut began, mut ended) = (None, None);
+        while let Ok(env) = rx.recv().await {
+            match env.event {
+                TaskEvent::GroupStarted { .. } => began = Some(Instant::now()),
+                TaskEvent::GroupFinished { .. } => ended = Some(Instant::now()),
+                _ => {}
+            }
+        }
+        began.zip(ended).map(|(b, e)| e - b)
+    });
+    let outcome = run_one(&roost, &id).await;
+    let wall = start.elapsed();
+    let (cpu1, rss) = usage();
+    assert!(matches!(outcome, TaskOutcome::Completed { .. }), "{outcome:?}");
+    let group = timing.await.expect("timing").expect("the group ran");
+    let done = roost
+        .agent()
+        .store
+        .children(&id)
+        .expect("children")
+        .iter()
+        .filter(|c| c.status == roost_core::store::TaskStatus::Completed)
+        .count();
+    let ideal = Duration::from_millis(DELAY_MS * TURNS as u64);
+    let turns = (CHILDREN * TURNS) as f64;
+    println!(
+        "P11: {done}/{CHILDREN} children completed; group {:.0} ms against the ideal {} ms (overhead {:.0} ms, {:.1}%); whole task {:.0} ms; host CPU {:.2} ms per child turn; peak RSS {:.1} MiB",
+        group.as_secs_f64() * 1e3,
+        ideal.as_millis(),
+        (group.as_secs_f64() - ideal.as_secs_f64()) * 1e3,
+        (group.as_secs_f64() / ideal.as_secs_f64() - 1.0) * 100.0,
+        wall.as_secs_f64() * 1e3,
+        (cpu1 - cpu0) / turns * 1e3,
+        rss as f64 / (1 << 20) as f64
+    );
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "p11") {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let ws = tmp.path().join("ws");
+            std::fs::create_dir(&ws).expect("mkdir");
+            std::fs::write(
+                ws.join("file.txt"),
+                "the quick brown fox jumps over the lazy dog\n".repeat(93),
+            )
+            .expect("write");
+            let engine = Arc::new(
+                PluginEngine::new(first_party::engine_config(tmp.path().join("cache")))
+                    .expect("engine"),
+            );
+            p11(&engine, &ws, tmp.path()).await;
+        });
+        return;
+    }
     let only_p9 = std::env::args().any(|a| a == "p9");
     let only_p6 = std::env::args().any(|a| a == "p6");
     let only_p7 = std::env::args().any(|a| a == "p7");
