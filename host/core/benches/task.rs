@@ -673,7 +673,10 @@ async fn p11(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
     let outcome = run_one(&roost, &id).await;
     let wall = start.elapsed();
     let (cpu1, rss) = usage();
-    assert!(matches!(outcome, TaskOutcome::Completed { .. }), "{outcome:?}");
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
     let group = timing.await.expect("timing").expect("the group ran");
     let done = roost
         .agent()
