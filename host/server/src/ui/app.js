@@ -96,7 +96,8 @@ function logAppend(node) {
 // An event of a subtask the open task follows (it comes through the
 // task's stream under the subtask's id): a compact line, and its questions.
 function onChildEvent(env) {
-  const tag = "[child " + env.task_id.slice(0, 8) + "] ";
+  // Ids begin with their creation time: siblings differ at the end.
+  const tag = "[child " + env.task_id.slice(-8) + "] ";
   switch (env.event) {
     case "message_final":
       if (env.text) logAppend(el("div", "msg child", tag + env.text));
@@ -122,11 +123,19 @@ function onEvent(env) {
   switch (env.event) {
     case "subtask_started":
       openText = null;
-      logAppend(el("div", "tool", "⤷ subtask " + env.child_id.slice(0, 8) + " · " + env.mode + ": " + env.message));
+      logAppend(el("div", "tool", "⤷ subtask " + env.child_id.slice(-8) + " · " + env.mode + ": " + env.message));
+      break;
+    case "group_started":
+      openText = null;
+      logAppend(el("div", "tool", "⤷ parallel group " + env.group_id.slice(-8) + " · " + env.children + " subtasks · " + env.strategy));
+      break;
+    case "group_finished":
+      logAppend(el("div", env.status === "completed" ? "result" : "error",
+        "⤶ parallel group " + env.group_id.slice(-8) + " " + env.status));
       break;
     case "subtask_finished":
       logAppend(el("div", env.status === "completed" ? "result" : "error",
-        "⤶ subtask " + env.child_id.slice(0, 8) + " " + env.status + ": " + env.result));
+        "⤶ subtask " + env.child_id.slice(-8) + " " + env.status + ": " + env.result));
       refreshAsks();
       break;
     case "message_partial":
@@ -234,7 +243,7 @@ async function refreshAsks() {
     card.dataset.kind = a.kind;
     // A subtask's question is answered where its task is.
     const owner = a.task_id || id;
-    const who = owner === id ? "" : "[child " + owner.slice(0, 8) + "] ";
+    const who = owner === id ? "" : "[child " + owner.slice(-8) + "] ";
     card.append(el("div", "", who + a.question));
     if (a.ask.preview) card.append(diffBlock(a.ask.preview));
     if (a.kind === "completion") card.append(el("div", "msg", a.ask.result));
