@@ -43,6 +43,38 @@ fn fractions() -> impl Iterator<Item = f64> {
     })
 }
 
+/// Start `cmd` (a `roost … --json` run), SIGKILL it after `delay`, and
+/// return the events it printed. A run that ends sooner shortens `span`
+/// (the machine got faster), so later kills aim inside a run.
+fn kill_after(cmd: &mut Command, delay: Duration, span: &mut Duration) -> Vec<serde_json::Value> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel::<serde_json::Value>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let start = Instant::now();
+    while start.elapsed() < delay {
+        if child.try_wait().expect("wait").is_some() {
+            *span = (*span).min(start.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+    let _ = reader.join();
+    rx.try_iter().collect()
+}
+
 fn tool_results(store: &Store, id: &str) -> Vec<String> {
     store
         .load_api(id, true)
@@ -120,38 +152,12 @@ fn sigkill_at_random_points_loses_nothing_and_resume_finishes() {
         let dir = tempfile::tempdir().expect("tempdir");
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(ws.join("out")).expect("mkdir");
-        let mut child = roost(&data)
-            .args(["run", "write a, b and c", "--yes", "--json", "--workspace"])
+        let mut cmd = roost(&data);
+        cmd.args(["run", "write a, b and c", "--yes", "--json", "--workspace"])
             .arg(&ws)
             .arg("--script")
-            .arg(&script)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel::<serde_json::Value>();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Ok(v) = serde_json::from_str(&line) {
-                    let _ = tx.send(v);
-                }
-            }
-        });
-        let start = Instant::now();
-        while start.elapsed() < delay {
-            if child.try_wait().expect("wait").is_some() {
-                // Runs got faster than the measured span (the machine was
-                // busier then): later kills aim inside this run's span.
-                span = span.min(start.elapsed());
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
-        let _ = reader.join();
-        let events: Vec<serde_json::Value> = rx.try_iter().collect();
+            .arg(&script);
+        let events = kill_after(&mut cmd, delay, &mut span);
 
         eprintln!(
             "run {run}: killed after {delay:?} of {span:?}, {} events",
@@ -383,32 +389,7 @@ fn sigkill_in_a_tree_of_subtasks_loses_nothing_and_resume_completes_it() {
         let dir = tempfile::tempdir().expect("tempdir");
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).expect("mkdir");
-        let mut proc = run(&ws)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let stdout = proc.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel::<serde_json::Value>();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Ok(v) = serde_json::from_str(&line) {
-                    let _ = tx.send(v);
-                }
-            }
-        });
-        let start = Instant::now();
-        while start.elapsed() < delay {
-            if proc.try_wait().expect("wait").is_some() {
-                span = span.min(start.elapsed());
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let _ = proc.kill(); // SIGKILL
-        let _ = proc.wait();
-        let _ = reader.join();
-        let events: Vec<serde_json::Value> = rx.try_iter().collect();
+        let events = kill_after(&mut run(&ws), delay, &mut span);
         let Some(root) = events
             .iter()
             .find_map(|e| e["task_id"].as_str().map(str::to_owned))
