@@ -7,10 +7,11 @@
 //! group queues behind the tree's concurrency bound instead of being
 //! refused.
 
+use roost_core::engine::TaskSpec;
 use roost_core::events::TaskEvent;
 use roost_core::store::{TaskStatus, TodoState};
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
-use roost_protocol::{GroupStatus, GroupStrategy};
+use roost_protocol::{DelegationLimits, GroupStatus, GroupStrategy};
 use roost_tests::harness::{Harness, assert_pairing, call, complete, scripted_harness, turn};
 use roost_tests::user::ScriptedUser;
 use serde_json::{Value, json};
@@ -445,4 +446,186 @@ async fn twenty_children_share_their_profiles_rate_limit_and_its_back_off() {
         .filter(|(t, _)| t.duration_since(at) < Duration::from_millis(900))
         .count();
     assert!(during <= 1, "{during} requests during the back-off");
+}
+
+/// Run a task in mode orchestrator whose own delegation bounds are
+/// `limits`, to its end.
+async fn run_bounded(h: &Harness, limits: DelegationLimits, prompt: &str) -> (String, TaskOutcome) {
+    let id = h
+        .engine()
+        .create_task(&TaskSpec {
+            prompt: prompt.to_owned(),
+            workspace: h.ws.path(),
+            mode: "orchestrator".to_owned(),
+            delegation: limits,
+            ..TaskSpec::default()
+        })
+        .expect("created");
+    let outcome = h
+        .drive(h.engine(), &id, &ScriptedUser::default())
+        .await
+        .expect("runs");
+    (id, outcome)
+}
+
+fn twelve_jobs() -> Value {
+    let tasks: Vec<Value> = (1..=12)
+        .map(|k| json!({"mode": "ask", "message": format!("Job {k}.")}))
+        .collect();
+    json!({
+        "turns": [group(json!(tasks), json!({})), complete("twelve done")],
+        "tasks": [{"message": "Job ", "turns": [slow("job done", 40)]}]
+    })
+}
+
+/// A task's own delegation bounds tighten the engine's for its whole
+/// tree (its children carry them, recorded), and never widen them: a
+/// task asking for 3 at once gets at most 3 while the engine allows 8; one
+/// asking for 50 gets at most the engine's 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_own_delegation_bounds_only_tighten_the_engines() {
+    let narrow = DelegationLimits {
+        max_concurrent_children: Some(3),
+        ..DelegationLimits::default()
+    };
+    let h = scripted_harness(twelve_jobs(), ApprovalPolicy::yes());
+    let (id, outcome) = run_bounded(&h, narrow, "twelve jobs, three at a time").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let kids = children(&h, &id);
+    assert_eq!(kids.len(), 12);
+    assert!(kids.iter().all(|k| k.status == TaskStatus::Completed));
+    assert!(
+        kids.iter()
+            .all(|k| k.settings.as_ref().map(|s| s.delegation) == Some(narrow)),
+        "children carry their root's bounds"
+    );
+    let peak = h.transport.peak_concurrent();
+    assert!((1..=3).contains(&peak), "{peak} children ran at once");
+
+    let mut h = scripted_harness(twelve_jobs(), ApprovalPolicy::yes());
+    h.config.delegation.max_concurrent_children = 2;
+    let wide = DelegationLimits {
+        max_concurrent_children: Some(50),
+        ..DelegationLimits::default()
+    };
+    let (id, outcome) = run_bounded(&h, wide, "twelve jobs, fifty at a time?").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(children(&h, &id).len(), 12);
+    let peak = h.transport.peak_concurrent();
+    assert!((1..=2).contains(&peak), "{peak} children ran at once");
+}
+
+/// A task's own `max_depth` of 1 holds for its children: a child's
+/// `new_task` is an error result the child reads, though the engine would
+/// allow depth 4; a `max_total_children` of 2 refuses a group of three.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_own_depth_and_total_bounds_hold_down_its_tree() {
+    let h = scripted_harness(
+        json!({
+            "turns": [
+                turn("", vec![call("new_task", json!({"mode": "code", "message": "LEVEL-1 work"}))]),
+                group(json!([
+                    {"mode": "ask", "message": "Job A."},
+                    {"mode": "ask", "message": "Job B."},
+                    {"mode": "ask", "message": "Job C."}
+                ]), json!({})),
+                complete("root done")
+            ],
+            "tasks": [
+                {"message": "LEVEL-1 work", "turns": [
+                    turn("", vec![call("new_task", json!({"mode": "code", "message": "LEVEL-2 work"}))]),
+                    complete("level 1 done")
+                ]},
+                {"message": "LEVEL-2 work", "turns": [complete("too deep")]},
+                {"message": "Job ", "turns": [complete("job done")]}
+            ]
+        }),
+        ApprovalPolicy::yes(),
+    );
+    let limits = DelegationLimits {
+        max_depth: Some(1),
+        max_total_children: Some(2),
+        ..DelegationLimits::default()
+    };
+    let (id, outcome) = run_bounded(&h, limits, "bounded tree").await;
+    assert!(
+        matches!(&outcome, TaskOutcome::Completed { result } if result == "root done"),
+        "{outcome:?}"
+    );
+    let l1 = children(&h, &id);
+    assert_eq!(l1.len(), 1, "the group of three was refused whole");
+    assert!(children(&h, &l1[0].id).is_empty());
+    let refused = h.results(&l1[0].id);
+    assert!(
+        refused
+            .iter()
+            .any(|(r, err)| *err && r.contains("cannot delegate deeper")),
+        "{refused:?}"
+    );
+    let r = h.results(&id);
+    assert!(
+        r.iter().any(|(r, err)| *err && r.contains("subtasks")),
+        "the group over the total is an error result: {r:?}"
+    );
+}
+
+/// Garbage arguments from the model are error results it reads, one per
+/// call, and start nothing: no tasks, too many tasks, a zero bound, an
+/// unknown strategy, a task without its message, tasks that are not a
+/// list, a scope escaping the workspace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_group_arguments_are_error_results_and_start_nothing() {
+    let job = json!({"mode": "ask", "message": "Job."});
+    let many: Vec<Value> = (0..101).map(|_| job.clone()).collect();
+    let bad = [
+        json!({"tasks": []}),
+        json!({"tasks": many}),
+        json!({"tasks": [job], "max_concurrency": 0}),
+        json!({"tasks": [job], "timeout_s": 0}),
+        json!({"tasks": [job], "strategy": "fastest"}),
+        json!({"tasks": [{"mode": "ask"}]}),
+        json!({"tasks": "all of them"}),
+        json!({"tasks": [{"mode": "code", "message": "Out.", "scope": ["../elsewhere/**"]}]}),
+        json!({"tasks": [job], "surprise": true}),
+    ];
+    let mut turns: Vec<Value> = bad
+        .iter()
+        .map(|a| turn("Trying.", vec![call("new_parallel_tasks", a.clone())]))
+        .collect();
+    turns.push(complete("gave up"));
+    let mut h = scripted_harness(
+        json!({"turns": turns, "tasks": [{"message": "Job", "turns": [complete("ran")]}]}),
+        ApprovalPolicy::yes(),
+    );
+    // Every refusal is an error result, not a mistake that ends the task.
+    h.config.max_mistakes = 20;
+    let (id, outcome) = h
+        .run_in("orchestrator", &ScriptedUser::default(), "garbage")
+        .await;
+    assert!(
+        matches!(&outcome, TaskOutcome::Completed { result } if result == "gave up"),
+        "{outcome:?}"
+    );
+    assert!(children(&h, &id).is_empty(), "nothing started");
+    let results: Vec<(String, bool)> = h
+        .results(&id)
+        .into_iter()
+        .filter(|(r, _)| !r.contains("accepted the result"))
+        .collect();
+    assert_eq!(results.len(), bad.len(), "{results:?}");
+    assert!(results.iter().all(|(_, err)| *err), "{results:?}");
+    assert_pairing(h.store(), &id);
+    insta::assert_snapshot!(
+        results
+            .iter()
+            .map(|(r, _)| r.as_str())
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    );
 }

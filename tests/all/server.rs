@@ -558,6 +558,21 @@ async fn tenants_are_apart_and_hostile_requests_get_4xx_with_a_code() {
             "invalid_request",
         ),
         ("[]", 400, "invalid_request"),
+        (
+            r#"{"prompt": "p", "workspace": "ws", "delegation": {"max_depth": "deep"}}"#,
+            400,
+            "invalid_request",
+        ),
+        (
+            r#"{"prompt": "p", "workspace": "ws", "delegation": {"max_depth": -1}}"#,
+            400,
+            "invalid_request",
+        ),
+        (
+            r#"{"prompt": "p", "workspace": "ws", "delegation": {"unbounded": true}}"#,
+            400,
+            "invalid_request",
+        ),
     ] {
         let (status, v) = s.call("POST", "/v1/tasks", Some(&a), Some(body)).await;
         assert_eq!(
@@ -945,7 +960,8 @@ async fn subtasks_over_http_are_the_tenants_and_answerable_from_the_root() {
     let id = s
         .create(
             &token,
-            json!({"prompt": "fan out", "workspace": "ws", "mode": "orchestrator", "approve": ["read", "modes"]}),
+            json!({"prompt": "fan out", "workspace": "ws", "mode": "orchestrator", "approve": ["read", "modes"],
+                   "delegation": {"max_depth": 1, "max_concurrent_children": 2}}),
         )
         .await;
     // One approver for the tree: answer whatever the tree asks, from the
@@ -1000,6 +1016,17 @@ async fn subtasks_over_http_are_the_tenants_and_answerable_from_the_root() {
     assert_eq!(kids.len(), 1, "{kids:?}");
     let child = kids[0]["id"].as_str().expect("child id").to_owned();
     assert_eq!(kids[0]["parent_id"], json!(id));
+    // The bounds the client set hold for the child too.
+    let settings = s
+        .state
+        .engine
+        .records()
+        .find(&child)
+        .expect("child stored")
+        .settings
+        .expect("settings recorded");
+    assert_eq!(settings.delegation.max_depth, Some(1));
+    assert_eq!(settings.delegation.max_concurrent_children, Some(2));
     let (status, groups) = s.get(&format!("/v1/tasks/{id}/groups"), &token).await;
     assert_eq!(status, 200);
     assert_eq!(groups[0]["status"], "completed", "{groups}");

@@ -14,6 +14,7 @@ use super::sanitize::visible_line;
 use roost_core::config;
 use roost_core::engine::{ConfigEndpoints, Endpoint, Engine, EngineBuilder, ResumeSpec, TaskSpec};
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
+use roost_protocol::DelegationLimits;
 
 /// Which model to talk to.
 #[derive(Debug, Args, Clone)]
@@ -61,6 +62,36 @@ pub struct RunOptions {
     pub hooks: Vec<PathBuf>,
 }
 
+/// Bounds on the subtasks a new task may start; they only tighten the
+/// config's `[delegation]` table.
+#[derive(Debug, Args, Clone, Default)]
+pub struct DelegationArgs {
+    /// Deepest a subtask may be (the task itself is 0).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
+    /// Most subtasks the task's tree may start in all.
+    #[arg(long, value_name = "N")]
+    pub max_total_children: Option<u32>,
+    /// Most subtasks of the tree running at once (more wait their turn).
+    #[arg(long, value_name = "N")]
+    pub max_concurrent_children: Option<u32>,
+    /// Seconds a subtask may run before it is stopped.
+    #[arg(long, value_name = "SECS")]
+    pub child_timeout_secs: Option<u64>,
+}
+
+impl DelegationArgs {
+    /// The limits these flags set.
+    pub fn limits(&self) -> DelegationLimits {
+        DelegationLimits {
+            max_depth: self.max_depth,
+            max_total_children: self.max_total_children,
+            max_concurrent_children: self.max_concurrent_children,
+            child_timeout_secs: self.child_timeout_secs,
+        }
+    }
+}
+
 /// `roost run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -88,6 +119,9 @@ pub struct RunArgs {
     /// Run options.
     #[command(flatten)]
     pub options: RunOptions,
+    /// Bounds on subtasks.
+    #[command(flatten)]
+    pub delegation: DelegationArgs,
 }
 
 /// `roost resume`.
@@ -235,6 +269,7 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         mode: args.mode.clone().unwrap_or_else(|| "code".to_owned()),
         approval,
         max_turns: args.options.max_turns,
+        delegation: args.delegation.limits(),
         endpoint: args.provider.endpoint(),
     })?;
     drive_to_end(&engine, &id, &args.options, &workspace).await

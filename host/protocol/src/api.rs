@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::asks::Ask;
-use crate::task::{TaskStatus, Usage};
+use crate::task::{DelegationLimits, TaskStatus, Usage};
 use crate::tool::ToolGroup;
 
 /// `POST /v1/tasks`.
@@ -27,6 +27,10 @@ pub struct CreateTask {
     /// Tool groups approved without asking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approve: Option<Vec<ToolGroup>>,
+    /// Bounds on the subtasks it may start (they only tighten the
+    /// server's `[delegation]` config).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegation: Option<DelegationLimits>,
 }
 
 /// A task as the API shows it.

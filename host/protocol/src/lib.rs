@@ -24,7 +24,8 @@ pub use events::{Envelope, TaskEvent};
 pub use groups::{GroupRecord, GroupResult, GroupStatus, GroupStrategy, GroupTask};
 pub use records::{HookVerdict, TraceKind, UiKind, UiRow, UiSubtype};
 pub use task::{
-    ApprovalPolicy, Endpoint, Grant, Inherited, TaskSettings, TaskSpec, TaskStatus, Usage,
+    ApprovalPolicy, DelegationLimits, Endpoint, Grant, Inherited, TaskSettings, TaskSpec,
+    TaskStatus, Usage,
 };
 pub use tool::{ErrorCode, ToolAnnotations, ToolError, ToolGroup, ToolOutput, ToolSpec};
 

@@ -253,6 +253,10 @@ pub struct TaskSpec {
     /// when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
+    /// Bounds on the subtasks it may start, never wider than the
+    /// engine's `[delegation]` config.
+    #[serde(default, skip_serializing_if = "DelegationLimits::is_empty")]
+    pub delegation: DelegationLimits,
     /// The model endpoint; the engine's default when empty.
     #[serde(default)]
     pub endpoint: Endpoint,
@@ -270,6 +274,38 @@ pub struct TaskSettings {
     /// has nothing here).
     #[serde(default, skip_serializing_if = "Inherited::is_root")]
     pub inherited: Inherited,
+    /// Bounds on its tree's subtasks set for this task (its root's, for a
+    /// subtask); they only narrow the engine's.
+    #[serde(default, skip_serializing_if = "DelegationLimits::is_empty")]
+    pub delegation: DelegationLimits,
+}
+
+/// Bounds on a tree of tasks set for one task (absent: the engine's). A
+/// task's can only narrow what the engine allows, and its subtasks carry
+/// their root's, so one person's or one tenant's task can be held tighter
+/// than the host's defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DelegationLimits {
+    /// Deepest a subtask may be (a root task is 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_depth: Option<u32>,
+    /// Most subtasks the tree may start in all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_children: Option<u32>,
+    /// Most subtasks of the tree running at once; more wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_children: Option<u32>,
+    /// Seconds a subtask may run before it is stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_timeout_secs: Option<u64>,
+}
+
+impl DelegationLimits {
+    /// Nothing set: the engine's bounds hold.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// What a delegated task inherits from the tasks above it: bounds it can

@@ -81,6 +81,7 @@ pub async fn create(
             mode: req.mode.unwrap_or_default(),
             approval,
             max_turns: None,
+            delegation: req.delegation.unwrap_or_default(),
             endpoint: Endpoint {
                 profile: req.profile,
                 ..Endpoint::default()

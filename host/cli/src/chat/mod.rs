@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use super::drive::{Drive, Ended};
 use super::interact::Terminal;
-use super::run::{ProviderArgs, RunOptions};
+use super::run::{DelegationArgs, ProviderArgs, RunOptions};
 use super::sanitize::visible_line;
 use commands::{Commands, Flow};
 use editor::{Input, LineEditor};
@@ -26,6 +26,7 @@ use roost_core::config::{self, Config};
 use roost_core::engine::{Engine, Records, ResumeSpec, TaskSpec};
 use roost_core::modes::ModeSet;
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
+use roost_protocol::DelegationLimits;
 
 /// `roost chat` (and `roost` with no command).
 #[derive(Debug, Args, Clone)]
@@ -42,6 +43,9 @@ pub struct ChatArgs {
     /// Run options.
     #[command(flatten)]
     pub options: RunOptions,
+    /// Bounds on subtasks of the tasks it starts.
+    #[command(flatten)]
+    pub delegation: DelegationArgs,
 }
 
 /// One person's conversation.
@@ -54,6 +58,7 @@ pub struct Session {
     mode_changed: bool,
     provider: ProviderArgs,
     options: RunOptions,
+    delegation: DelegationLimits,
     /// What the flags and `/approve` let run without asking.
     policy: Option<ApprovalPolicy>,
     task: Option<String>,
@@ -79,6 +84,7 @@ pub async fn run(args: ChatArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         mode_changed: false,
         provider: args.provider,
         options: args.options,
+        delegation: args.delegation.limits(),
         task: None,
         commands,
         editor,
@@ -154,6 +160,7 @@ impl Session {
                 mode: self.mode.clone(),
                 approval: self.policy.clone(),
                 max_turns: self.options.max_turns,
+                delegation: self.delegation,
                 endpoint: self.provider.endpoint(),
             })?,
             Some(id) => {

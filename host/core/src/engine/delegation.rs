@@ -50,11 +50,14 @@ impl Engine {
     /// Start registered task `id` of the tree rooted at `root` once the
     /// tree has a free slot (at once when it is cancelled meanwhile: it
     /// then only records that it stopped); the slot is its until it ends.
-    fn start_in_tree(&self, root: &str, id: &str) {
+    fn start_in_tree(&self, root: &str, id: &str, settings: Option<&TaskSettings>) {
+        let bounds = match settings {
+            Some(s) => self.agent.config.delegation.narrowed(&s.delegation),
+            None => self.agent.config.delegation,
+        };
         let slots = self.trees.of(
             root,
-            usize::try_from(self.agent.config.delegation.max_concurrent_children)
-                .unwrap_or(usize::MAX),
+            usize::try_from(bounds.max_concurrent_children).unwrap_or(usize::MAX),
         );
         let Ok(control) = self.control(id) else {
             return;
@@ -111,6 +114,8 @@ impl Spawner for Engine {
             approval: child.approval.narrowed_to(&theirs.approval),
             max_turns: theirs.max_turns,
             inherited: child.inherited.clone(),
+            // The tree's bounds are its root's, all the way down.
+            delegation: theirs.delegation,
         };
         let recorded = RecordedEndpoint {
             provider: &parent.provider,
@@ -146,7 +151,7 @@ impl Spawner for Engine {
             .map_err(|e| refused(e.into()))?;
         let (events, _) = self.register(&task.id, setup, false);
         let rx = events.subscribe();
-        self.start_in_tree(&parent.root_id, &task.id);
+        self.start_in_tree(&parent.root_id, &task.id, Some(&settings));
         Ok((task.id, rx))
     }
 
@@ -171,7 +176,7 @@ impl Spawner for Engine {
             Err(e) => return Err(refused(e)),
         }
         let rx = self.subscribe(id).ok();
-        self.start_in_tree(&task.root_id, id);
+        self.start_in_tree(&task.root_id, id, task.settings.as_ref());
         Ok(rx)
     }
 

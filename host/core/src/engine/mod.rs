@@ -187,6 +187,7 @@ impl Engine {
             approval: spec.approval.clone().unwrap_or(defaults.approval),
             max_turns: spec.max_turns.unwrap_or(defaults.max_turns),
             inherited: defaults.inherited,
+            delegation: spec.delegation,
         }
     }
 

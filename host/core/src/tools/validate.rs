@@ -6,6 +6,10 @@ use std::sync::OnceLock;
 
 use jsonschema::Validator;
 
+/// Longest violation message that echoes the offending value; past it the
+/// value is named instead (a 100-item list is not repeated to the model).
+const LONGEST_ECHO: usize = 200;
+
 /// A tool's argument schema, compiled once: at registration, or, for a
 /// tool whose schema this host already compiled when it first loaded the
 /// plugin (known from the component cache), when a call first needs it.
@@ -63,7 +67,13 @@ impl ArgsValidator {
                 } else {
                     path
                 };
-                format!("{at}: {e}")
+                // A long value is named, not echoed back: the model has it.
+                let full = e.to_string();
+                if full.len() > LONGEST_ECHO {
+                    format!("{at}: {}", e.masked_with("the value"))
+                } else {
+                    format!("{at}: {full}")
+                }
             })
             .collect();
         if errors.is_empty() {

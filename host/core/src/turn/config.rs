@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::llm::Usage;
-use roost_protocol::task::{ApprovalPolicy, Inherited, TaskSettings};
+use roost_protocol::task::{ApprovalPolicy, DelegationLimits, Inherited, TaskSettings};
 use roost_sandbox::capability::{GuardBudget, Limits};
 
 /// Price of a model, in USD per million tokens.
@@ -87,6 +87,26 @@ pub struct Delegation {
     pub child_timeout: std::time::Duration,
 }
 
+impl Delegation {
+    /// These bounds, tightened by a task's own (never widened by them).
+    pub fn narrowed(self, task: &DelegationLimits) -> Self {
+        let min = |ours: u32, theirs: Option<u32>| theirs.map_or(ours, |t| ours.min(t));
+        Self {
+            max_depth: min(self.max_depth, task.max_depth),
+            max_total_children: min(self.max_total_children, task.max_total_children),
+            max_concurrent_children: min(
+                self.max_concurrent_children,
+                task.max_concurrent_children,
+            )
+            .max(1),
+            child_timeout: task.child_timeout_secs.map_or(self.child_timeout, |s| {
+                self.child_timeout
+                    .min(std::time::Duration::from_secs(s.max(1)))
+            }),
+        }
+    }
+}
+
 impl Default for Delegation {
     fn default() -> Self {
         Self {
@@ -130,6 +150,7 @@ impl TaskConfig {
             approval: self.policy.clone(),
             max_turns: self.max_turns,
             inherited: self.inherited.clone(),
+            delegation: DelegationLimits::default(),
         }
     }
 
@@ -138,6 +159,7 @@ impl TaskConfig {
         self.policy = settings.approval.clone();
         self.max_turns = settings.max_turns;
         self.inherited = settings.inherited.clone();
+        self.delegation = self.delegation.narrowed(&settings.delegation);
         self
     }
 }
