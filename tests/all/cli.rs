@@ -1310,6 +1310,9 @@ fn the_cli_shows_a_tree_of_subtasks_live_and_in_history() {
         "{text}"
     );
     assert!(text.contains("⤶ parallel group"), "{text}");
+    // Where the tree stands, each time one of the group's children ends.
+    assert_eq!(text.matches("⋯ subtasks: ").count(), 3, "{text}");
+    assert!(text.contains("⋯ subtasks: 3 of 3 ended\n"), "{text}");
     let store = roost_core::store::Store::open(&roost_core::store::Store::default_path(&data))
         .expect("store");
     let root = store

@@ -10,6 +10,7 @@ mod history;
 mod intents;
 mod interact;
 mod line;
+mod live_tree;
 mod modes;
 mod plugin;
 mod progress;

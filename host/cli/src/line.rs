@@ -96,6 +96,15 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
     }
 }
 
+/// Columns to fit a listing or a status line in: `$COLUMNS`, else 100.
+pub fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c >= 40)
+        .unwrap_or(100)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

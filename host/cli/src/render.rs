@@ -10,6 +10,7 @@ use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::oneshot;
 
+use super::live_tree::{LiveTree, short_id};
 use super::sanitize::{json_text, visible, visible_line};
 use roost_core::asks::{Ask, Responder};
 use roost_core::engine::Engine;
@@ -153,6 +154,7 @@ pub async fn render(
     // Subtasks the task follows (theirs and their own subtasks' events
     // come through it), with their modes.
     let mut children: HashMap<String, String> = HashMap::new();
+    let mut tree = LiveTree::default();
     loop {
         let ev = if stopping {
             match rx.try_recv() {
@@ -167,10 +169,25 @@ pub async fn render(
                 stopping = true;
                 continue;
             }
-            _ = tick.tick(), if spinning => {
+            _ = tick.tick(), if spinning || (spin_ok && tree.alive()) => {
                 frame += 1;
-                super::line::to_stderr(&format!("\r{} thinking…", SPINNER[frame % SPINNER.len()]));
+                // While subtasks run, the status line is the tree.
+                let what = match tree.summary() {
+                    // One line: a wrapped status line cannot be redrawn.
+                    Some(line) if tree.alive() => {
+                        let room = super::line::terminal_width().saturating_sub(3);
+                        let line = visible_line(&line);
+                        if line.chars().count() > room {
+                            format!("{}…", line.chars().take(room.saturating_sub(1)).collect::<String>())
+                        } else {
+                            line.into_owned()
+                        }
+                    }
+                    _ => "thinking…".to_owned(),
+                };
+                super::line::to_stderr(&format!("\r\x1b[2K{} {what}", SPINNER[frame % SPINNER.len()]));
                 super::line::spinner_drawn(true);
+                spinning = true;
                 continue;
             }
             }
@@ -193,6 +210,7 @@ pub async fn render(
         if let TaskEvent::SubtaskStarted { child_id, mode, .. } = ev {
             children.insert(child_id.clone(), mode.clone());
         }
+        let child_ended = tree.observe(&envelope.task_id, ev);
         let child = children.get(&envelope.task_id);
         if format == Format::Text
             && child.is_none()
@@ -263,6 +281,10 @@ pub async fn render(
             }
             if !text.is_empty() {
                 super::line::to_stdout(&text);
+            }
+            // A group's child ended: where the whole tree stands.
+            if child_ended && let Some(line) = tree.summary() {
+                super::line::to_stdout(&format!("{}\n", style.paint("2", &format!("⋯ {line}"))));
             }
         }
         // The subject is on the screen: now the question.
@@ -522,16 +544,6 @@ fn text_of(ev: &TaskEvent, style: &Style) -> String {
         _ => Ok(()),
     };
     out
-}
-
-/// A task id's last 8 characters: ids begin with their creation time,
-/// so a parent's subtasks share their first characters and differ at the
-/// end.
-fn short_id(id: &str) -> &str {
-    id.len()
-        .checked_sub(8)
-        .and_then(|start| id.get(start..))
-        .unwrap_or(id)
 }
 
 /// A text's first line.

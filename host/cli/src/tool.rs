@@ -81,21 +81,12 @@ pub struct CallArgs {
     pub plugins: PluginArgs,
 }
 
-/// Columns to fit a listing in: `$COLUMNS`, else 100.
-fn terminal_width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .filter(|c| *c >= 40)
-        .unwrap_or(100)
-}
-
 /// Run a `roost tool` command.
 pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
     match cmd {
         ToolCommand::List(p) => {
             let agent = tools(data_dir, &p, None)?;
-            let width = terminal_width();
+            let width = super::line::terminal_width();
             let name_w = agent
                 .registry
                 .iter()
