@@ -495,11 +495,12 @@ fn sigkill_in_a_tree_of_subtasks_loses_nothing_and_resume_completes_it() {
                 }
             }
         }
-        let group = &store.groups_of(&root).expect("groups")[0];
+        let groups = store.groups_of(&root).expect("groups");
+        assert_eq!(groups.len(), 1, "run {n}: one group: {groups:#?}");
         assert_eq!(
-            group.status,
+            groups[0].status,
             roost_protocol::GroupStatus::Completed,
-            "run {n}"
+            "run {n}: {groups:#?}"
         );
     }
     assert!(

@@ -601,6 +601,10 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
         ),
         ("core/src/store/mod.rs", "the data dir"),
         (
+            "core/src/commands/output.rs",
+            "command outputs kept in the data dir",
+        ),
+        (
             "core/src/store/claims.rs",
             "owner lock files in the data dir",
         ),

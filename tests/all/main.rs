@@ -11,6 +11,7 @@ mod approvals;
 mod bad_plugins;
 mod cli;
 mod cli_frictions;
+mod commands;
 mod conformance;
 mod crash;
 mod delegation;

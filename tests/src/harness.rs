@@ -4,10 +4,13 @@
 //! real OpenAI-compatible decoding path, its history in a real SQLite
 //! file, its tasks driven through `Engine` as a front-end drives them.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use roost_core::commands::{CommandsConfig, ProfileConfig};
+use roost_core::config::SecretStore;
 use roost_core::engine::{Engine, EngineBuilder, EngineError, ResumeSpec, TaskSpec};
 use roost_core::events::{Envelope, Subscription};
 use roost_core::llm::scripted::{Script, ScriptedTransport};
@@ -52,6 +55,12 @@ pub struct Harness {
     pub ws: TestWorkspace,
     /// Every task's events.
     pub events: Relay,
+    /// Native commands, when a test turns them on (the `[commands]` table
+    /// and profiles), with the secrets they may be given.
+    pub commands: Option<(CommandsConfig, BTreeMap<String, ProfileConfig>, SecretStore)>,
+    /// The program serving a command's network in its sandbox (the
+    /// `roost` binary).
+    pub command_bridge: Option<PathBuf>,
     provider: Arc<dyn Provider>,
     plugins: Vec<Arc<LoadedPlugin>>,
     hooks: Vec<Arc<LoadedHook>>,
@@ -93,6 +102,8 @@ pub fn scripted_harness(script: Value, policy: ApprovalPolicy) -> Harness {
         transport,
         ws: TestWorkspace::new(),
         events: Relay::new(),
+        commands: None,
+        command_bridge: None,
         provider,
         plugins: Vec::new(),
         hooks: Vec::new(),
@@ -155,6 +166,12 @@ impl Harness {
         }
         for h in &self.hooks {
             b = b.hook(Arc::clone(h));
+        }
+        if let Some((c, p, secrets)) = &self.commands {
+            b = b.secrets(secrets.clone()).commands(c.clone(), p.clone());
+        }
+        if let Some(bridge) = &self.command_bridge {
+            b = b.command_bridge(bridge.clone());
         }
         b.build().expect("the engine builds")
     }

@@ -4,6 +4,7 @@
 
 mod approvals;
 mod chat;
+mod command_bridge;
 mod doctor;
 mod drive;
 mod history;
@@ -143,6 +144,11 @@ fn init_logging() {
 
 /// Parse the command line, run it, and turn the outcome into an exit code.
 pub fn main() -> ExitCode {
+    // Inside a command's sandbox, before anything else.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == command_bridge::NAME) {
+        return command_bridge::run(args.get(2..).unwrap_or_default());
+    }
     let cli = Cli::parse();
     init_logging();
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);

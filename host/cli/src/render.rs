@@ -274,7 +274,10 @@ pub async fn render(
             // What is not the model's streamed text starts on a line of
             // its own.
             if !text.is_empty()
-                && !matches!(ev, TaskEvent::MessagePartial { .. })
+                && !matches!(
+                    ev,
+                    TaskEvent::MessagePartial { .. } | TaskEvent::CommandOutput { .. }
+                )
                 && super::line::stdout_mid_line()
             {
                 text.insert(0, '\n');
@@ -396,6 +399,10 @@ fn text_of(ev: &TaskEvent, style: &Style) -> String {
                 }
             }
             Ok(())
+        }
+        // A running command's output, as it comes.
+        TaskEvent::CommandOutput { chunk, .. } => {
+            write!(out, "{}", style.paint("2", &visible(chunk)))
         }
         TaskEvent::Retrying {
             attempt,

@@ -60,6 +60,10 @@ pub struct RunOptions {
     /// first-party `secret-guard` and `protected-paths` are always there.
     #[arg(long = "hook", value_name = "WASM")]
     pub hooks: Vec<PathBuf>,
+    /// Let tasks run shell commands (`execute_command`), sandboxed, as the
+    /// config's [commands] table says (even where it leaves them off).
+    #[arg(long)]
+    pub allow_commands: bool,
 }
 
 /// Bounds on the subtasks a new task may start; they only tighten the
@@ -192,7 +196,18 @@ pub fn engine(
     for path in &opts.hooks {
         builder = builder.hook_file(path);
     }
-    Ok(builder.build()?)
+    if opts.allow_commands {
+        builder = builder.commands(cfg.commands.clone(), cfg.command_profiles.clone());
+    }
+    // This binary serves a command's network inside its sandbox.
+    if let Ok(me) = std::env::current_exe() {
+        builder = builder.command_bridge(me);
+    }
+    let engine = builder.build()?;
+    if let Some(w) = engine.commands_warning() {
+        notice!("warning: {w}");
+    }
+    Ok(engine)
 }
 
 /// Run a created (or prepared) task of `engine` to its end on the

@@ -46,6 +46,9 @@ pub struct ServeArgs {
     /// served elsewhere). Repeatable.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+    /// Let tasks run shell commands, sandboxed (see `roost run --help`).
+    #[arg(long)]
+    pub allow_commands: bool,
     /// Model selection (the default endpoint of tasks that name no
     /// profile).
     #[command(flatten)]
@@ -85,6 +88,7 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
         json: false,
         max_turns: None,
         hooks: Vec::new(),
+        allow_commands: args.allow_commands,
     };
     let engine = super::run::engine(data_dir, &args.provider, &opts)?;
     let local_root = super::workspace_dir(&args.root)?;

@@ -523,6 +523,8 @@ async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
             policy: roost_core::task::ApprovalPolicy::yes(),
             bound: None,
             inherited_hooks: Vec::new(),
+            inherited_command_profile: None,
+            default_command_profile: None,
         };
         let mut samples = Vec::with_capacity(n);
         for i in 0..n + 200 {

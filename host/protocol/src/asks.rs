@@ -57,6 +57,10 @@ pub enum Ask {
         /// The change an edit would make, computed by a dry run.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         preview: Option<String>,
+        /// Why a person must decide even where the policy would approve
+        /// (a command no rule allows).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
     },
     /// The model's question (`ask_followup_question`).
     Followup {

@@ -55,6 +55,15 @@ pub enum TaskEvent {
         /// Arguments parsed so far.
         args: serde_json::Value,
     },
+    /// Output of a command while it runs, as it comes (live only, like
+    /// the streamed text: the call's result holds what the model got, and
+    /// `read_command_output` the whole).
+    CommandOutput {
+        /// Call id.
+        id: String,
+        /// Text, whole characters.
+        chunk: String,
+    },
     /// A complete assistant message, now durable.
     MessageFinal {
         /// Assistant text of the message.
@@ -234,6 +243,7 @@ impl TaskEvent {
             Self::RequestStarted { .. }
                 | Self::MessagePartial { .. }
                 | Self::ToolCallPartial { .. }
+                | Self::CommandOutput { .. }
         )
     }
 }

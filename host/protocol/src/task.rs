@@ -331,6 +331,11 @@ pub struct Inherited {
     /// The parallel group it belongs to, when it is one of several.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// The command profile its parent's commands ran under: its own
+    /// commands run under it too (or under `read-only`), never a wider
+    /// one its own mode or intent names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_profile: Option<String>,
 }
 
 impl Inherited {

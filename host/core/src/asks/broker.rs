@@ -168,10 +168,17 @@ impl<T: Answers> Responder for T {
                 group,
                 args,
                 preview,
-            } => self
-                .approve(tool, *group, args, preview.as_deref())
-                .await
-                .into(),
+                why,
+            } => {
+                let shown = match (why, preview) {
+                    (Some(w), Some(p)) => Some(format!("{w}\n{p}")),
+                    (Some(w), None) => Some(w.clone()),
+                    (None, p) => p.clone(),
+                };
+                self.approve(tool, *group, args, shown.as_deref())
+                    .await
+                    .into()
+            }
             Ask::Followup {
                 question,
                 suggestions,

@@ -482,9 +482,12 @@ impl Dispatch<'_> {
                     ..CallResult::error(format!("[ERROR] {msg}"))
                 });
             }
-            Needs::Approval(group) => group,
+            Needs::Approval(group) => (group, None),
+            Needs::Person(group, why) => (group, Some(why)),
         };
-        if call.approved || state.policy.covers(&spec.name, group) {
+        let (group, person_only) = group;
+        let covered = person_only.is_none() && state.policy.covers(&spec.name, group);
+        if call.approved || covered {
             ctx.events
                 .publish(TaskEvent::ToolCallApproved {
                     id: call.id.to_owned(),
@@ -506,6 +509,8 @@ impl Dispatch<'_> {
             group,
             args: roost_secrets::redact_json(&call.args),
             preview,
+            // No rule allows it: a person decides, whatever the policy.
+            why: person_only,
         };
         // The very call, asked the very question, approved before an
         // interruption (a subtask's start, run again to follow it): the

@@ -103,8 +103,16 @@ impl Dispatch<'_> {
                 &args,
             );
             entry.files = snapshot::changes(&before, &after);
+            if let Some((files, detail)) = outcome.changed.take() {
+                entry.files.extend(files);
+                entry.detail = Some(detail);
+            }
             if let Err(e) = &outcome.result {
-                entry.detail = Some(format!("error {}: {}", e.code, e.message));
+                let error = format!("error {}: {}", e.code, e.message);
+                entry.detail = Some(match entry.detail.take() {
+                    Some(d) => format!("{d}; {error}"),
+                    None => error,
+                });
             }
             trace.push(entry);
         }
@@ -124,6 +132,16 @@ impl Dispatch<'_> {
                 trace.push(entry);
             }
             tracing::warn!(task = %ctx.task.id, tool = %spec.name, "scope violation: {}", v.message);
+            // What the call said is still the model's to read (a command's
+            // output, its exit code).
+            if let Ok(out) = &outcome.result
+                && !out.text.is_empty()
+            {
+                outcome.notes.insert(
+                    0,
+                    format!("What the call returned before its writes outside the scope were undone:\n{}", out.text),
+                );
+            }
             outcome.result = Err(v);
             outcome.ui_row = None;
         }

@@ -76,6 +76,13 @@ pub struct Config {
     /// How far and wide tasks may delegate (`new_task`).
     #[serde(default)]
     pub delegation: DelegationConfig,
+    /// Whether and how tasks run native commands (`execute_command`).
+    #[serde(default)]
+    pub commands: crate::commands::CommandsConfig,
+    /// Named permission profiles commands run under
+    /// (`[command_profiles.NAME]`).
+    #[serde(default)]
+    pub command_profiles: BTreeMap<String, crate::commands::ProfileConfig>,
 }
 
 /// The `[delegation]` table: bounds on a tree of tasks (defaults: depth 4,

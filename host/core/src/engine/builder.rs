@@ -3,10 +3,12 @@
 //! front-end (the CLI today, the HTTP server next) builds its engine here,
 //! so they all run tasks with the same tools, hooks and store.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{ConfigEndpoints, Endpoints, Engine, OneEndpoint};
+use crate::commands::{CommandHost, CommandsConfig, ProfileConfig};
 use crate::config::{Config, Profile, SecretStore};
 use crate::first_party;
 use crate::install::{Plugins, Trust};
@@ -40,6 +42,9 @@ pub enum BuildError {
     /// A component file has no usable name.
     #[error("{0}: cannot take a plugin or hook name from this file name")]
     Unnamed(PathBuf),
+    /// The command settings cannot be used.
+    #[error("[commands]: {0}")]
+    Commands(#[from] crate::commands::CommandsError),
 }
 
 /// Builds an [`Engine`]: first-party tools and hooks always, then the
@@ -59,6 +64,8 @@ pub struct EngineBuilder {
     installed: bool,
     secrets: SecretStore,
     trust: Trust,
+    commands: Option<(CommandsConfig, BTreeMap<String, ProfileConfig>)>,
+    command_bridge: Option<PathBuf>,
 }
 
 impl EngineBuilder {
@@ -79,6 +86,8 @@ impl EngineBuilder {
             installed: false,
             secrets: SecretStore::from_env(),
             trust: Trust::default(),
+            commands: None,
+            command_bridge: None,
         }
     }
 
@@ -100,7 +109,28 @@ impl EngineBuilder {
             keys: config.plugins.trusted_keys.clone(),
             require_signed: config.plugins.require_signed,
         };
+        if config.commands.enabled {
+            b.commands = Some((config.commands.clone(), config.command_profiles.clone()));
+        }
         b
+    }
+
+    /// Offer native commands (`execute_command`) with these settings and
+    /// profiles (`--allow-commands`, or `[commands] enabled = true`).
+    pub fn commands(
+        mut self,
+        config: CommandsConfig,
+        profiles: BTreeMap<String, ProfileConfig>,
+    ) -> Self {
+        self.commands = Some((config, profiles));
+        self
+    }
+
+    /// The program that serves a command's network proxy inside its
+    /// sandbox (the `roost` binary itself: `roost __command-bridge`).
+    pub fn command_bridge(mut self, program: PathBuf) -> Self {
+        self.command_bridge = Some(program);
+        self
     }
 
     /// Refuse to install anything not signed by a trusted key, whatever
@@ -254,9 +284,32 @@ impl EngineBuilder {
         let store = Store::open(&Store::default_path(&self.data_dir))?;
         if self.installed {
             Plugins::new(&self.data_dir, &store, &engine, self.config.limits)
-                .with_secrets(self.secrets)
+                .with_secrets(self.secrets.clone())
                 .load_enabled(&mut registry)?;
         }
+        let commands = match self.commands {
+            None => None,
+            Some((config, profiles)) => {
+                // Roost's own data and config are never a command's to see.
+                let hidden: Vec<PathBuf> = self.modes_dir.iter().cloned().collect();
+                let mut host = CommandHost::new(
+                    &config,
+                    &profiles,
+                    &self.data_dir,
+                    hidden,
+                    self.secrets.clone(),
+                )?;
+                host.bridge = self.command_bridge.clone();
+                let host = Arc::new(host);
+                if let Some(w) = host.warning() {
+                    tracing::warn!("{w}");
+                }
+                for t in crate::tools::command::tools(&host)? {
+                    registry.add(t)?;
+                }
+                Some(host)
+            }
+        };
         let mut hooks = HookRegistry::first_party(&engine)?;
         for path in &self.hook_files {
             hooks.add(engine.load_hook_file(&stem(path)?, path)?);
@@ -273,6 +326,7 @@ impl EngineBuilder {
                 hooks: Arc::new(hooks),
                 asks: Default::default(),
                 skills: Arc::new(SkillLibrary::new(self.skills)),
+                commands,
             },
             registry: Arc::new(registry),
         })

@@ -127,6 +127,12 @@ impl Engine {
         Tokens::new(self.agent.store.clone())
     }
 
+    /// Why commands are less safe than they should be, to show at every
+    /// start (they run unconfined).
+    pub fn commands_warning(&self) -> Option<&'static str> {
+        self.agent.commands.as_ref().and_then(|c| c.warning())
+    }
+
     /// The approvals saved per workspace ("always allow" answers).
     pub fn approvals(&self) -> Approvals {
         Approvals::new(self.agent.store.clone())

@@ -40,6 +40,9 @@ pub struct Intent {
     /// What "done" means.
     #[serde(default)]
     pub acceptance_criteria: Vec<String>,
+    /// The command profile its commands run under (`[command_profiles]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_profile: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -314,6 +317,7 @@ mod tests {
             owned_scope: globs.iter().map(|g| (*g).to_owned()).collect(),
             constraints: vec![],
             acceptance_criteria: vec![],
+            command_profile: None,
         };
         let s = Scope::new(dir.path(), &intent).expect("scope");
         (dir, s)
@@ -358,6 +362,7 @@ mod tests {
             owned_scope: vec!["src/auth/**".into()],
             constraints: vec![],
             acceptance_criteria: vec![],
+            command_profile: None,
         };
         let s = Scope::new(dir.path(), &intent).expect("scope");
         assert!(s.allows("src/auth/x.rs") && s.allows("./src/auth/deep/y.rs"));

@@ -24,6 +24,7 @@ fn mode(slug: &str, name: &str, role: &str, when: &str, groups: Vec<GroupGrant>)
         custom_instructions: None,
         groups,
         hooks: Vec::new(),
+        command_profile: None,
         source: ModeSource::BuiltIn,
     }
 }

@@ -38,6 +38,8 @@ struct RawMode {
     groups: Vec<Value>,
     #[serde(default)]
     hooks: Vec<String>,
+    #[serde(default)]
+    command_profile: Option<String>,
 }
 
 fn group_name(s: &str) -> Result<ToolGroup, String> {
@@ -268,6 +270,7 @@ pub fn parse(path: &Path, text: &str, project: bool) -> (Vec<Mode>, Vec<ModeFile
             custom_instructions: m.custom_instructions,
             groups,
             hooks: m.hooks,
+            command_profile: m.command_profile,
             source: source.clone(),
         });
     }

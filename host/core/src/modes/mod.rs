@@ -70,6 +70,8 @@ pub struct Mode {
     pub groups: Vec<GroupGrant>,
     /// Hook plugins consulted on every call in this mode.
     pub hooks: Vec<String>,
+    /// The command profile its commands run under (`commandProfile`).
+    pub command_profile: Option<String>,
     /// Origin.
     pub source: ModeSource,
 }

@@ -488,6 +488,8 @@ impl Agent {
             policy: ctx.config.policy.clone(),
             bound,
             inherited_hooks: ctx.config.inherited.hooks.clone(),
+            inherited_command_profile: ctx.config.inherited.command_profile.clone(),
+            default_command_profile: self.commands.as_ref().map(|c| c.default_profile.clone()),
         };
         // The request body's parts, kept from turn to turn.
         let mut request = RequestCache::default();

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::access::Access;
-use crate::intents::{Intent, Scope, TraceEntry};
+use crate::intents::{FileChange, Intent, Scope, TraceEntry};
 use crate::modes::Mode;
 use crate::skills::SkillFocus;
 use crate::turn::{Ctx, RunState, Services, TaskError};
@@ -32,6 +32,9 @@ pub enum Needs {
     Nothing,
     /// Approval under this group: the policy's, or a person's.
     Approval(ToolGroup),
+    /// A person's approval under this group, whatever the policy says
+    /// (a command no rule allows): with no one to ask, it does not run.
+    Person(ToolGroup, String),
     /// It cannot run: this is its result.
     Refused(Box<Outcome>),
 }
@@ -103,6 +106,9 @@ pub struct Outcome {
     /// Tokens and cost spent on the call's behalf (a subtask's), added to
     /// the task's totals in the step that records the result.
     pub spent: Option<(Usage, f64)>,
+    /// What the call changed beyond its declared paths (a command's
+    /// files), with a line for the mutation trace.
+    pub changed: Option<(Vec<FileChange>, String)>,
 }
 
 impl Outcome {
@@ -135,6 +141,7 @@ impl Outcome {
             notes: Vec::new(),
             trace: Vec::new(),
             spent: None,
+            changed: None,
         }
     }
 

@@ -7,6 +7,7 @@
 //! [`crate::call`].
 
 pub mod access;
+pub mod command;
 pub mod component;
 pub mod executor;
 pub mod native;

@@ -10,6 +10,7 @@
 pub const RESERVED_NAMES: &[&str] = &[
     "new_task",
     "execute_command",
+    "read_command_output",
     "use_mcp_tool",
     "access_mcp_resource",
     "run_slash_command",

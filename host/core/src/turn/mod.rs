@@ -107,6 +107,8 @@ pub struct Services {
     pub asks: Arc<AskBroker>,
     /// Every workspace's skills, kept fresh, and their components.
     pub skills: Arc<SkillLibrary>,
+    /// Native commands, when the deployment turned them on.
+    pub commands: Option<Arc<crate::commands::CommandHost>>,
 }
 
 /// Per-run state that is not persisted (it restarts with a resume): the
@@ -134,12 +136,32 @@ pub struct RunState {
     /// Mode hooks of the task's ancestors, run on its calls before its own
     /// mode's.
     pub inherited_hooks: Vec<String>,
+    /// The command profile the task's parent ran commands under.
+    pub inherited_command_profile: Option<String>,
+    /// The deployment's command profile, where nothing names another.
+    pub default_command_profile: Option<String>,
 }
 
 impl RunState {
     /// The active intent's id.
     pub fn intent_id(&self) -> Option<&str> {
         self.intent.as_ref().map(|(i, _)| i.id.as_str())
+    }
+
+    /// The command profile the task's commands run under: its parent's
+    /// (a subtask may only narrow it, to `read-only`), else its intent's,
+    /// its mode's, the deployment's.
+    pub fn command_profile(&self) -> Option<&str> {
+        let own = self
+            .intent
+            .as_ref()
+            .and_then(|(i, _)| i.command_profile.as_deref())
+            .or(self.mode.command_profile.as_deref());
+        match (&self.inherited_command_profile, own) {
+            (Some(_), Some(p)) if p == crate::commands::profile::READ_ONLY => Some(p),
+            (Some(parent), _) => Some(parent.as_str()),
+            (None, own) => own.or(self.default_command_profile.as_deref()),
+        }
     }
 
     /// The mode hooks that judge the task's calls: its ancestors', then

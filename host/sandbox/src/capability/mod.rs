@@ -26,6 +26,7 @@ mod hidden;
 mod lease;
 pub mod network;
 mod rooignore;
+mod tree;
 pub mod wasi;
 mod workspace;
 
@@ -37,6 +38,7 @@ pub use hidden::Hidden;
 pub use lease::{WriteLease, WriteLeases};
 pub use network::{NetworkGrant, Origin, SecretGrant, SecretValue};
 pub use rooignore::{ROOIGNORE, RooIgnore};
+pub use tree::{TreeChange, TreeStat};
 pub use workspace::{RelPath, Workspace, WorkspaceError};
 
 /// Guest path where the workspace is mounted.

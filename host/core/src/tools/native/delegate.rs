@@ -67,6 +67,7 @@ pub(super) fn inherited(
         hooks,
         call_id: Some(call_id.to_owned()),
         group,
+        command_profile: state.command_profile().map(str::to_owned),
     }
 }
 

@@ -1,0 +1,215 @@
+//! Native commands (`execute_command`): the one door out of Roost's
+//! WebAssembly sandbox, so they go through an OS sandbox of their own.
+//! Off unless the deployment turns them on; then a line is judged by the
+//! [`policy`] (every command in it), runs under a named [`profile`] in
+//! [`sandbox`] (bubblewrap: read-only file system but the write roots,
+//! private `/tmp`, hidden paths, no network but the profile's origins,
+//! own PID namespace), with a scrubbed environment, a time limit that
+//! kills its process group ([`process`]) and an output cap whose whole is
+//! kept for paging ([`output`]).
+
+pub mod output;
+pub mod policy;
+mod process;
+pub mod profile;
+pub mod proxy;
+pub mod sandbox;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub use output::{Capture, Captured, OutputError, OutputLimits, OutputStore};
+pub use policy::{CommandRules, Judgement, Verdict};
+pub use process::{Ended, run};
+pub use profile::{Profile, ProfileConfig, ProfileError, Profiles};
+pub use sandbox::{Confinement, Plan};
+
+use crate::config::SecretStore;
+
+/// The `[commands]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandsConfig {
+    /// Whether tasks may run commands at all (also `--allow-commands`).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Command prefixes that may run (approved like any `command` call);
+    /// `=words` for an exact command, `*` for all.
+    #[serde(default)]
+    pub allowed_commands: Vec<String>,
+    /// Command prefixes that never run.
+    #[serde(default)]
+    pub denied_commands: Vec<String>,
+    /// `bubblewrap` (the default) or `none`: run unconfined, warned about
+    /// at every start.
+    pub command_sandbox: Option<String>,
+    /// The bubblewrap program (default `bwrap` on PATH).
+    pub bwrap: Option<PathBuf>,
+    /// The profile commands run under when neither the mode nor the
+    /// intent names one (default `workspace`).
+    pub profile: Option<String>,
+    /// Seconds a command may run unless the call asks for less (default
+    /// 600).
+    pub timeout_secs: Option<u64>,
+    /// Bytes of the head and of the tail of an output the model gets
+    /// (default 8192 each).
+    pub output_limit_bytes: Option<usize>,
+}
+
+/// Why the command settings cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandsError {
+    /// A rule does not parse.
+    #[error(transparent)]
+    Rule(#[from] policy::BadRule),
+    /// A profile is wrong.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    /// `command_sandbox` names no sandbox.
+    #[error("command_sandbox = \"{0}\": use \"bubblewrap\" or \"none\"")]
+    Sandbox(String),
+}
+
+/// Commands as a deployment configured them: the host capability the
+/// `execute_command` and `read_command_output` tools run on.
+#[derive(Debug, Clone)]
+pub struct CommandHost {
+    /// Which lines may run.
+    pub rules: CommandRules,
+    /// The profiles.
+    pub profiles: Profiles,
+    /// The profile used when neither mode nor intent names one.
+    pub default_profile: String,
+    /// How commands are confined.
+    pub confinement: Confinement,
+    /// Longest a command may run.
+    pub timeout: Duration,
+    /// Output bounds.
+    pub limits: OutputLimits,
+    /// Where outputs are kept.
+    pub outputs: OutputStore,
+    /// Paths no command ever sees (Roost's data and config).
+    pub hidden: Vec<PathBuf>,
+    /// Where secrets bound to a profile come from.
+    pub secrets: SecretStore,
+    /// The program that serves the filtering proxy inside a sandbox
+    /// (`roost __command-bridge`); without it, commands get no network.
+    pub bridge: Option<PathBuf>,
+}
+
+impl CommandHost {
+    /// Commands as `config` and `profiles` say, keeping outputs in
+    /// `data_dir`; `hidden` are never visible to a command.
+    pub fn new(
+        config: &CommandsConfig,
+        profiles: &BTreeMap<String, ProfileConfig>,
+        data_dir: &Path,
+        hidden: Vec<PathBuf>,
+        secrets: SecretStore,
+    ) -> Result<Self, CommandsError> {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let profiles = Profiles::new(profiles, home.as_deref())?;
+        let default_profile = config
+            .profile
+            .clone()
+            .unwrap_or_else(|| profile::WORKSPACE.to_owned());
+        profiles.get(&default_profile)?;
+        let confinement = match config.command_sandbox.as_deref() {
+            None | Some("bubblewrap") | Some("bwrap") => Confinement::Bubblewrap(
+                config
+                    .bwrap
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("bwrap")),
+            ),
+            Some("none") => Confinement::None,
+            Some(other) => return Err(CommandsError::Sandbox(other.to_owned())),
+        };
+        let mut limits = OutputLimits::default();
+        if let Some(n) = config.output_limit_bytes {
+            limits.model_half = n.max(256);
+        }
+        let mut hidden = hidden;
+        hidden.push(data_dir.to_path_buf());
+        Ok(Self {
+            rules: CommandRules::new(&config.allowed_commands, &config.denied_commands)?,
+            profiles,
+            default_profile,
+            confinement,
+            timeout: Duration::from_secs(config.timeout_secs.unwrap_or(600).max(1)),
+            limits,
+            outputs: OutputStore::new(data_dir),
+            hidden,
+            secrets,
+            bridge: None,
+        })
+    }
+
+    /// A warning for every start when commands run unconfined.
+    pub fn warning(&self) -> Option<&'static str> {
+        (self.confinement == Confinement::None).then_some(
+            "commands run WITHOUT a sandbox (command_sandbox = \"none\"): they can read and write anything you can",
+        )
+    }
+
+    /// The environment of a command under `profile`: PATH, HOME, LANG and
+    /// TERM, the variables the profile names (never one that holds a
+    /// secret's name), and the secrets bound to it by name.
+    pub fn environment(&self, profile: &Profile) -> Vec<(String, String)> {
+        let host = |k: &str| std::env::var(k).ok();
+        let mut env = vec![
+            (
+                "PATH".to_owned(),
+                host("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_owned()),
+            ),
+            (
+                "HOME".to_owned(),
+                host("HOME").unwrap_or_else(|| "/".to_owned()),
+            ),
+            (
+                "LANG".to_owned(),
+                host("LANG").unwrap_or_else(|| "C.UTF-8".to_owned()),
+            ),
+            (
+                "TERM".to_owned(),
+                host("TERM").unwrap_or_else(|| "dumb".to_owned()),
+            ),
+        ];
+        for name in &profile.env {
+            if looks_secret(name) || env.iter().any(|(k, _)| k == name) {
+                continue;
+            }
+            if let Some(v) = host(name) {
+                env.push((name.clone(), v));
+            }
+        }
+        for name in &profile.secrets {
+            if let Some(v) = self.secrets.value(name) {
+                env.retain(|(k, _)| k != name);
+                env.push((name.clone(), v.expose().to_owned()));
+            }
+        }
+        env
+    }
+}
+
+/// Whether a variable's name says it holds a secret: such a variable only
+/// reaches a command bound to its profile under `secrets`.
+fn looks_secret(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "API_KEY",
+        "APIKEY",
+        "PRIVATE",
+        "CREDENTIAL",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+        || n.ends_with("_KEY")
+}

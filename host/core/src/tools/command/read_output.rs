@@ -1,0 +1,110 @@
+//! `read_command_output(id, offset?)`: a page of the whole output of one
+//! of the task's own commands, kept in the data directory when the model
+//! got only its head and tail (Roo's command output paging).
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::commands::{CommandHost, OutputError};
+use crate::tools::HOST;
+use crate::tools::executor::{Invocation, Needs, Outcome, ToolExecutor};
+use crate::turn::{RunState, TaskError};
+use roost_protocol::{ErrorCode, ToolGroup, ToolSpec};
+
+/// Name of the tool that pages a command's output.
+pub const NAME: &str = "read_command_output";
+
+/// Bytes of one page.
+const PAGE: usize = 32 * 1024;
+
+/// The `read_command_output` tool.
+pub(super) struct ReadCommandOutput {
+    spec: ToolSpec,
+    host: Arc<CommandHost>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    id: String,
+    #[serde(default)]
+    offset: Option<u64>,
+}
+
+impl ReadCommandOutput {
+    pub(super) fn new(host: Arc<CommandHost>) -> Self {
+        Self {
+            spec: ToolSpec {
+                name: NAME.into(),
+                description: "Read the whole output of a command this task ran, a page at a time: \
+                    execute_command gives the output's id, and where it left bytes out, the offset to go on from."
+                    .into(),
+                args_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "description": "The output's id, as execute_command gave it."},
+                        "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to read from (default 0)."}
+                    },
+                    "required": ["id"],
+                    "additionalProperties": false
+                }),
+                group: ToolGroup::Command,
+                destructive: false,
+                path_args: vec![],
+                annotations: Default::default(),
+            },
+            host,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ToolExecutor for ReadCommandOutput {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn provider(&self) -> &str {
+        HOST
+    }
+
+    /// Reading what its own commands printed needs no one's approval.
+    fn needs(&self, _state: &RunState, _args: &Value) -> Needs {
+        Needs::Nothing
+    }
+
+    async fn run(&self, call: Invocation<'_>) -> Result<Outcome, TaskError> {
+        let a: Args = match serde_json::from_value(call.args.clone()) {
+            Ok(a) => a,
+            Err(e) => return Ok(Outcome::mistake(e.to_string())),
+        };
+        let offset = a.offset.unwrap_or(0);
+        match self
+            .host
+            .outputs
+            .page(&call.ctx.task.id, &a.id, offset, PAGE)
+        {
+            Ok((text, size)) => {
+                let end = offset
+                    .min(size)
+                    .saturating_add(u64::try_from(text.len()).unwrap_or(0));
+                let mut out = format!(
+                    "[output {}: bytes {}–{end} of {size}]\n{text}",
+                    a.id,
+                    offset.min(size)
+                );
+                if end < size {
+                    out.push_str(&format!(
+                        "\n[more: read_command_output(id: \"{}\", offset: {end})]",
+                        a.id
+                    ));
+                }
+                Ok(Outcome::ok(out))
+            }
+            Err(e @ OutputError::Unknown(_)) => Ok(Outcome::mistake(e.to_string())),
+            Err(e) => Ok(Outcome::error(ErrorCode::Internal, e.to_string())),
+        }
+    }
+}
