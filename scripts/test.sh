@@ -18,10 +18,15 @@ if ! command -v st >/dev/null 2>&1; then
   python3 -m pip install --quiet --user schemathesis==4.32.5 \
     || python3 -m pip install --quiet --break-system-packages --user schemathesis==4.32.5
 fi
-if ! command -v chromedriver >/dev/null 2>&1; then
+# Commands run under bubblewrap; checkpoints keep a shadow git repository.
+MISSING=""
+command -v chromedriver >/dev/null 2>&1 || MISSING="$MISSING chromium chromium-driver"
+command -v bwrap >/dev/null 2>&1 || MISSING="$MISSING bubblewrap"
+command -v git >/dev/null 2>&1 || MISSING="$MISSING git"
+if [ -n "$MISSING" ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive \
-    $SUDO apt-get install -y -q --no-install-recommends chromium chromium-driver
+    $SUDO apt-get install -y -q --no-install-recommends $MISSING
 fi
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
 cargo test --manifest-path plugins/Cargo.toml --target-dir target/wasm-native

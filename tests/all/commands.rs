@@ -588,3 +588,80 @@ async fn under_an_intent_a_command_writes_only_its_scope_and_is_traced() {
         "{mutation}"
     );
 }
+
+/// On the command line: `--allow-commands` turns commands on as the
+/// config's `[commands]` says; the output streams live (text and
+/// `--json`), and the result says the exit code.
+#[test]
+fn the_cli_streams_a_commands_output_live() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("mkdir");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    let config = data.join("config.toml");
+    std::fs::write(
+        &config,
+        "[commands]\nallowed_commands = [\"echo\", \"seq\"]\n",
+    )
+    .expect("config");
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"text": "", "tool_calls": [{"name": "execute_command", "args": {"command": "seq 1 3; echo streamed-line"}}]},
+            {"text": "", "tool_calls": [{"name": "attempt_completion", "args": {"result": "ran"}}]}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    for json_mode in [false, true] {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_roost"));
+        c.arg("--data-dir")
+            .arg(&data)
+            .env("ROOST_CONFIG", &config)
+            .args(["run", "count", "--yes", "--allow-commands", "--workspace"])
+            .arg(&ws)
+            .arg("--script")
+            .arg(&script)
+            .env_remove("OPENAI_API_KEY");
+        if json_mode {
+            c.arg("--json");
+        }
+        let out = c.output().expect("runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if json_mode {
+            let chunks: String = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|v| v["event"] == "command_output")
+                .filter_map(|v| v["chunk"].as_str().map(str::to_owned))
+                .collect();
+            assert_eq!(chunks, "1\n2\n3\nstreamed-line\n", "{text}");
+        } else {
+            assert!(text.contains("1\n2\n3\nstreamed-line\n"), "{text}");
+            assert!(text.contains("exit code 0"), "{text}");
+        }
+    }
+    // Without the flag (and `enabled` unset) there is no such tool.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_roost"))
+        .arg("--data-dir")
+        .arg(&data)
+        .env("ROOST_CONFIG", &config)
+        .args(["run", "count", "--yes", "--workspace"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Tool `execute_command` does not exist"),
+        "{text}"
+    );
+}
