@@ -605,6 +605,10 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
             "command outputs kept in the data dir",
         ),
         (
+            "core/src/checkpoints/shadow.rs",
+            "the shadow repositories in the data dir (the workspace itself only through git, read)",
+        ),
+        (
             "core/src/store/claims.rs",
             "owner lock files in the data dir",
         ),

@@ -9,6 +9,7 @@
 
 mod approvals;
 mod bad_plugins;
+mod checkpoints;
 mod cli;
 mod cli_frictions;
 mod commands;

@@ -1048,3 +1048,108 @@ async fn subtasks_over_http_are_the_tenants_and_answerable_from_the_root() {
         assert_eq!(v["code"], "not_found", "{v}");
     }
 }
+
+/// Checkpoints over HTTP: a task's list, the diff since one, and a
+/// restore (409 while it runs, the report after); garbage bodies and
+/// unknown checkpoints get coded 4xx; another tenant sees nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoints_over_http_list_diff_and_restore() {
+    let s = server_with(write_then_done("out.txt"), ServerConfig::default()).await;
+    let (root, token) = s.tenant("team-a");
+    let (_, other) = s.tenant("team-b");
+    std::fs::create_dir_all(root.join("ws")).expect("mkdir");
+    std::fs::write(root.join("ws/out.txt"), "before\n").expect("write");
+    let id = s
+        .create(
+            &token,
+            json!({"prompt": "write out.txt", "workspace": "ws", "approve": ["edit"]}),
+        )
+        .await;
+    for _ in 0..600 {
+        let (_, task) = s.get(&format!("/v1/tasks/{id}"), &token).await;
+        if task["status"] == "completed" {
+            break;
+        }
+        let (_, asks) = s.get(&format!("/v1/tasks/{id}/asks"), &token).await;
+        for a in asks.as_array().cloned().unwrap_or_default() {
+            let ask_id = a["ask_id"].as_str().expect("ask id");
+            let _ = s
+                .call(
+                    "POST",
+                    &format!("/v1/tasks/{id}/asks/{ask_id}"),
+                    Some(&token),
+                    Some(r#"{"decision":"accept"}"#),
+                )
+                .await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.join("ws/out.txt")).expect("read"),
+        "hi\n"
+    );
+    let (status, list) = s.get(&format!("/v1/tasks/{id}/checkpoints"), &token).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list[0]["id"], 1, "{list}");
+    let (status, diff) = s
+        .get(&format!("/v1/tasks/{id}/checkpoints/1/diff"), &token)
+        .await;
+    assert_eq!(status, 200, "{diff}");
+    assert!(
+        diff["diff"]
+            .as_str()
+            .is_some_and(|d| d.contains("-before") && d.contains("+hi")),
+        "{diff}"
+    );
+    for (body, want) in [
+        (r#"{"mode": "sideways"}"#, 400),
+        (r#"{"force": "yes"}"#, 400),
+        (r#"{"mode": "files_only", "extra": 1}"#, 400),
+        ("not json", 400),
+    ] {
+        let (status, v) = s
+            .call(
+                "POST",
+                &format!("/v1/tasks/{id}/checkpoints/1/restore"),
+                Some(&token),
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, want, "{body}: {v}");
+        assert_eq!(v["code"], "invalid_request", "{v}");
+    }
+    let (status, v) = s
+        .call(
+            "POST",
+            &format!("/v1/tasks/{id}/checkpoints/9/restore"),
+            Some(&token),
+            Some("{}"),
+        )
+        .await;
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (404, Some("not_found")),
+        "{v}"
+    );
+    for path in [
+        format!("/v1/tasks/{id}/checkpoints"),
+        format!("/v1/tasks/{id}/checkpoints/1/diff"),
+    ] {
+        let (status, _) = s.get(&path, &other).await;
+        assert_eq!(status, 404, "{path}");
+    }
+    let (status, report) = s
+        .call(
+            "POST",
+            &format!("/v1/tasks/{id}/checkpoints/1/restore"),
+            Some(&token),
+            Some(r#"{"mode": "files_only"}"#),
+        )
+        .await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["restored"], json!(["out.txt"]), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("ws/out.txt")).expect("read"),
+        "before\n"
+    );
+}

@@ -4,6 +4,7 @@
 
 mod approvals;
 mod chat;
+mod checkpoints;
 mod command_bridge;
 mod doctor;
 mod drive;
@@ -69,6 +70,9 @@ pub enum Command {
     /// Past tasks: list, search, show, delete.
     #[command(subcommand)]
     History(history::HistoryCommand),
+    /// A task's checkpoints: list, diff, restore (files, conversation).
+    #[command(subcommand)]
+    Checkpoints(checkpoints::CheckpointsCommand),
     /// What runs without asking ("always allow" answers, per workspace).
     #[command(subcommand)]
     Approvals(approvals::ApprovalsCommand),
@@ -172,6 +176,7 @@ pub fn main() -> ExitCode {
             Command::Resume(args) => run::resume(args, &data_dir).await,
             Command::History(cmd) => history::run(cmd, &data_dir),
             Command::Approvals(cmd) => approvals::run(cmd, &data_dir),
+            Command::Checkpoints(cmd) => checkpoints::run(cmd, &data_dir).await,
             Command::Doctor(args) => doctor::run(args, &data_dir).await,
             Command::Config(cmd) => doctor::config(cmd),
             Command::Serve(args) => serve::serve(args, &data_dir).await,

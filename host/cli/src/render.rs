@@ -400,6 +400,14 @@ fn text_of(ev: &TaskEvent, style: &Style) -> String {
             }
             Ok(())
         }
+        TaskEvent::CheckpointSaved { checkpoint } => writeln!(
+            out,
+            "{}",
+            style.paint(
+                "2",
+                &format!("◆ checkpoint {} (turn {})", checkpoint.id, checkpoint.turn)
+            )
+        ),
         // A running command's output, as it comes.
         TaskEvent::CommandOutput { chunk, .. } => {
             write!(out, "{}", style.paint("2", &visible(chunk)))

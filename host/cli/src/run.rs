@@ -17,7 +17,7 @@ use roost_core::task::{ApprovalPolicy, TaskOutcome};
 use roost_protocol::DelegationLimits;
 
 /// Which model to talk to.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, Default)]
 pub struct ProviderArgs {
     /// Provider: openai (any OpenAI-compatible server), anthropic, scripted.
     #[arg(long)]
@@ -40,7 +40,7 @@ pub struct ProviderArgs {
 }
 
 /// How the task runs and shows itself.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, Default)]
 pub struct RunOptions {
     /// Approve every tool call and accept the result: no questions.
     #[arg(short = 'y', long, conflicts_with = "approve")]

@@ -22,6 +22,7 @@
 
 pub mod asks;
 pub mod call;
+pub mod checkpoints;
 pub mod commands;
 pub mod config;
 pub mod control;

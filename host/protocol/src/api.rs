@@ -130,6 +130,27 @@ pub struct PostMessage {
     pub text: String,
 }
 
+/// `POST /v1/tasks/{id}/checkpoints/{cp}/restore`: what to bring back.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreCheckpoint {
+    /// Files, conversation, or both (the default).
+    #[serde(default)]
+    pub mode: crate::checkpoints::RestoreMode,
+    /// Also overwrite files someone else changed since the task did.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// What changed in a task's workspace since one of its checkpoints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckpointDiff {
+    /// The checkpoint.
+    pub checkpoint: u32,
+    /// A summary and the unified diff (git's format).
+    pub diff: String,
+}
+
 /// An open question of a task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AskView {

@@ -55,6 +55,11 @@ pub enum TaskEvent {
         /// Arguments parsed so far.
         args: serde_json::Value,
     },
+    /// The workspace was snapshotted before this turn's first change.
+    CheckpointSaved {
+        /// The checkpoint.
+        checkpoint: crate::checkpoints::Checkpoint,
+    },
     /// Output of a command while it runs, as it comes (live only, like
     /// the streamed text: the call's result holds what the model got, and
     /// `read_command_output` the whole).

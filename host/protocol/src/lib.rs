@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod asks;
+pub mod checkpoints;
 pub mod errors;
 pub mod events;
 pub mod groups;
@@ -19,6 +20,7 @@ pub mod task;
 pub mod tool;
 
 pub use asks::{Answer, Approval, Ask, CompletionAnswer};
+pub use checkpoints::{Checkpoint, RestoreMode, RestoreReport};
 pub use errors::{EngineErrorCode, ErrorBody};
 pub use events::{Envelope, TaskEvent};
 pub use groups::{GroupRecord, GroupResult, GroupStatus, GroupStrategy, GroupTask};
@@ -44,6 +46,9 @@ struct Protocol {
     answer: Answer,
     tool_spec: ToolSpec,
     group: GroupRecord,
+    checkpoint: Checkpoint,
+    restore_mode: RestoreMode,
+    restore_report: RestoreReport,
     tool_output: ToolOutput,
     tool_error: ToolError,
     error_body: ErrorBody,

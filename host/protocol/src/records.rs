@@ -110,6 +110,9 @@ ui_subtypes! {
     Subtask = "subtask",
     /// A subtask's result as it came back to the task.
     SubtaskResult = "subtask_result",
+    /// The workspace (and maybe the conversation) went back to a
+    /// checkpoint.
+    CheckpointRestored = "checkpoint_restored",
     /// A question: the model's follow-up.
     Followup = "followup",
     /// A question: a write outside the intent's scope, once?

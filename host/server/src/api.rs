@@ -9,10 +9,10 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::{MethodRouter, get, post};
 use roost_protocol::api::{
-    AskView, CreateTask, Decision, Health, ModeView, PluginView, PostMessage, TaskList, TaskView,
-    TodoView, ToolView, UiMessageView,
+    AskView, CheckpointDiff, CreateTask, Decision, Health, ModeView, PluginView, PostMessage,
+    RestoreCheckpoint, TaskList, TaskView, TodoView, ToolView, UiMessageView,
 };
-use roost_protocol::{Envelope, ErrorBody, GroupRecord};
+use roost_protocol::{Checkpoint, Envelope, ErrorBody, GroupRecord, RestoreReport};
 use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
@@ -123,6 +123,37 @@ fn routes() -> Vec<Route> {
             doc: Doc {
                 summary: "The parallel groups the task started (new_parallel_tasks), oldest first",
                 ok: (200, Some(array::<GroupRecord>)),
+                ..DEFAULTS
+            },
+        },
+        Route {
+            method: "get",
+            path: "/tasks/{id}/checkpoints",
+            handler: get(tasks::checkpoints),
+            doc: Doc {
+                summary: "The task's checkpoints of its workspace, oldest first",
+                ok: (200, Some(array::<Checkpoint>)),
+                ..DEFAULTS
+            },
+        },
+        Route {
+            method: "get",
+            path: "/tasks/{id}/checkpoints/{cp}/diff",
+            handler: get(tasks::checkpoint_diff),
+            doc: Doc {
+                summary: "What changed in the workspace since a checkpoint",
+                ok: (200, Some(schema::<CheckpointDiff>)),
+                ..DEFAULTS
+            },
+        },
+        Route {
+            method: "post",
+            path: "/tasks/{id}/checkpoints/{cp}/restore",
+            handler: post(tasks::restore_checkpoint),
+            doc: Doc {
+                summary: "Back to a checkpoint: the files the task changed since (commands' too), the conversation, or both; files someone else changed since are conflicts, left alone unless forced",
+                body: Some(schema::<RestoreCheckpoint>),
+                ok: (200, Some(schema::<RestoreReport>)),
                 ..DEFAULTS
             },
         },

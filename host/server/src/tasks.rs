@@ -9,10 +9,11 @@ use axum::http::StatusCode;
 use roost_core::engine::{Endpoint, Listed, ResumeSpec, TaskSpec};
 use roost_core::store::{TaskFilter, TaskStatus};
 use roost_core::task::ApprovalPolicy;
-use roost_protocol::GroupRecord;
 use roost_protocol::api::{
-    ApiMessageView, CreateTask, PostMessage, TaskList, TaskView, TodoView, UiMessageView,
+    ApiMessageView, CheckpointDiff, CreateTask, PostMessage, RestoreCheckpoint, TaskList, TaskView,
+    TodoView, UiMessageView,
 };
+use roost_protocol::{Checkpoint, GroupRecord, RestoreReport};
 use serde::Deserialize;
 
 use crate::auth::Caller;
@@ -158,6 +159,51 @@ pub async fn children(
         .children(&task.task.id)
         .map_err(store)?;
     Ok(Json(kids.into_iter().map(|t| view(&state, t)).collect()))
+}
+
+/// `GET /v1/tasks/{id}/checkpoints`: its checkpoints, oldest first.
+pub async fn checkpoints(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<Checkpoint>>, ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    Ok(Json(state.engine.checkpoints(&task.task.id)?.1))
+}
+
+/// `GET /v1/tasks/{id}/checkpoints/{cp}/diff`: what changed since.
+pub async fn checkpoint_diff(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path((id, cp)): Path<(String, u32)>,
+) -> Result<Json<CheckpointDiff>, ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    let diff = state.engine.checkpoint_diff(&task.task.id, cp).await?;
+    Ok(Json(CheckpointDiff {
+        checkpoint: cp,
+        diff,
+    }))
+}
+
+/// `POST /v1/tasks/{id}/checkpoints/{cp}/restore`: back to a checkpoint
+/// (409 while the task runs; conflicts are in the report).
+pub async fn restore_checkpoint(
+    State(state): State<Arc<ServerState>>,
+    caller: Caller,
+    Path((id, cp)): Path<(String, u32)>,
+    Body(req): Body<RestoreCheckpoint>,
+) -> Result<Json<RestoreReport>, ApiError> {
+    let task = owned(&state, &caller, &id)?;
+    if state.is_queued(&task.task.id) {
+        return Err(ApiError::from(
+            roost_core::engine::EngineError::AlreadyStarted(task.task.id),
+        ));
+    }
+    let report = state
+        .engine
+        .restore_checkpoint(&task.task.id, cp, req.mode, req.force)
+        .await?;
+    Ok(Json(report))
 }
 
 /// `GET /v1/tasks/{id}/groups`: the parallel groups it started, oldest

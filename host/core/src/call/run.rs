@@ -16,11 +16,13 @@ use std::path::PathBuf;
 
 use super::write_session::{self, WriteRule, WriteSession};
 use super::{CallResult, Dispatch, Pending};
+use crate::events::TaskEvent;
 use crate::intents::{self, TraceEntry};
 use crate::tools::snapshot;
 use crate::tools::{Effect, Invocation, Outcome, ToolError};
 use crate::turn::{Ctx, RunState, TaskError};
 use roost_protocol::{ErrorCode, TraceKind, UiSubtype};
+use roost_sandbox::capability::{RelPath, TreeStat};
 
 impl Dispatch<'_> {
     /// Run `call` (past every gate) and turn its outcome into its result.
@@ -51,6 +53,10 @@ impl Dispatch<'_> {
         } else {
             Vec::new()
         };
+        if mutates && !state.checkpointed {
+            state.checkpointed = true;
+            self.checkpoint(ctx).await;
+        }
         let session = if roots.is_empty() {
             None
         } else {
@@ -68,6 +74,19 @@ impl Dispatch<'_> {
             snapshot::before(&ctx.ws, spec, &args)
         } else {
             Vec::new()
+        };
+        // What the call changes, exactly, for its task's checkpoints (the
+        // lease keeps other calls out of these roots meanwhile).
+        let listed = if mutates && self.agent.services.checkpoints.is_some() {
+            let rels: Vec<RelPath> = roots
+                .iter()
+                .filter_map(|r| RelPath::parse(&r.to_string_lossy()).ok())
+                .collect();
+            TreeStat::take(&ctx.ws, &rels, &[".git"], MAX_LISTED)
+                .ok()
+                .map(|t| (rels, t))
+        } else {
+            None
         };
         let ran = tool
             .executor
@@ -91,6 +110,18 @@ impl Dispatch<'_> {
         snapshot::restore_modes(&ctx.ws, &before, &after);
         let diff = snapshot::diff(&before, &after);
         let changed = snapshot::changed(&before, &after);
+        if let Some((rels, listed)) = listed
+            && let Ok(now) = TreeStat::take(&ctx.ws, &rels, &[".git"], MAX_LISTED)
+        {
+            let paths: Vec<String> = now
+                .changes_since(&listed)
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect();
+            if !paths.is_empty() {
+                self.after_change(ctx, paths).await;
+            }
+        }
         drop(lease);
         let mut trace = std::mem::take(&mut outcome.trace);
         if mutates && intents::enabled_in(&ctx.ws) {
@@ -164,6 +195,54 @@ impl Dispatch<'_> {
         r.diff = diff.map(|d| roost_secrets::redact(&d).into_owned());
         r.trace = trace;
         Ok(r)
+    }
+}
+
+/// Most entries listed under a call's write roots to see what it changed.
+const MAX_LISTED: usize = 200_000;
+
+impl Dispatch<'_> {
+    /// The turn's checkpoint, before its first change (a failure is
+    /// logged and said, never the call's).
+    async fn checkpoint(&self, ctx: &Ctx<'_>) {
+        let Some(cps) = self.agent.services.checkpoints.clone() else {
+            return;
+        };
+        let (store, task, ws) = (self.store.clone(), ctx.task.id.clone(), ctx.ws.clone());
+        let taken = tokio::task::spawn_blocking(move || cps.before_turn(&store, &task, &ws)).await;
+        match taken {
+            Ok(Ok(Some(cp))) => {
+                ctx.events
+                    .publish(TaskEvent::CheckpointSaved {
+                        checkpoint: cp.view,
+                    })
+                    .await;
+            }
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(task = %ctx.task.id, "no checkpoint: {e}");
+                ctx.events
+                    .publish(TaskEvent::Warning {
+                        message: format!("no checkpoint was taken before this change: {e}"),
+                    })
+                    .await;
+            }
+            Err(e) => tracing::warn!(task = %ctx.task.id, "checkpoint task failed: {e}"),
+        }
+    }
+
+    /// The task's own view of what it changed (`paths`), for a later
+    /// restore.
+    async fn after_change(&self, ctx: &Ctx<'_>, paths: Vec<String>) {
+        let Some(cps) = self.agent.services.checkpoints.clone() else {
+            return;
+        };
+        let (task, ws) = (ctx.task.id.clone(), ctx.ws.clone());
+        match tokio::task::spawn_blocking(move || cps.after_change(&task, &ws, &paths)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(task = %ctx.task.id, "checkpoint head not updated: {e}"),
+            Err(e) => tracing::warn!(task = %ctx.task.id, "checkpoint task failed: {e}"),
+        }
     }
 }
 

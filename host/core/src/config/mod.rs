@@ -83,6 +83,17 @@ pub struct Config {
     /// (`[command_profiles.NAME]`).
     #[serde(default)]
     pub command_profiles: BTreeMap<String, crate::commands::ProfileConfig>,
+    /// Whether tasks take checkpoints (`[checkpoints] enabled`).
+    #[serde(default)]
+    pub checkpoints: CheckpointsConfig,
+}
+
+/// The `[checkpoints]` table.
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointsConfig {
+    /// Take checkpoints (default yes).
+    pub enabled: Option<bool>,
 }
 
 /// The `[delegation]` table: bounds on a tree of tasks (defaults: depth 4,

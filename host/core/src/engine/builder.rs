@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{ConfigEndpoints, Endpoints, Engine, OneEndpoint};
+use crate::checkpoints::Checkpoints;
 use crate::commands::{CommandHost, CommandsConfig, ProfileConfig};
 use crate::config::{Config, Profile, SecretStore};
 use crate::first_party;
@@ -66,6 +67,7 @@ pub struct EngineBuilder {
     trust: Trust,
     commands: Option<(CommandsConfig, BTreeMap<String, ProfileConfig>)>,
     command_bridge: Option<PathBuf>,
+    checkpoints: bool,
 }
 
 impl EngineBuilder {
@@ -88,6 +90,7 @@ impl EngineBuilder {
             trust: Trust::default(),
             commands: None,
             command_bridge: None,
+            checkpoints: true,
         }
     }
 
@@ -109,6 +112,7 @@ impl EngineBuilder {
             keys: config.plugins.trusted_keys.clone(),
             require_signed: config.plugins.require_signed,
         };
+        b.checkpoints = config.checkpoints.enabled.unwrap_or(true);
         if config.commands.enabled {
             b.commands = Some((config.commands.clone(), config.command_profiles.clone()));
         }
@@ -123,6 +127,13 @@ impl EngineBuilder {
         profiles: BTreeMap<String, ProfileConfig>,
     ) -> Self {
         self.commands = Some((config, profiles));
+        self
+    }
+
+    /// Whether tasks take checkpoints of their workspace (on by default;
+    /// `[checkpoints] enabled = false` turns them off).
+    pub fn checkpoints(mut self, on: bool) -> Self {
+        self.checkpoints = on;
         self
     }
 
@@ -327,6 +338,9 @@ impl EngineBuilder {
                 asks: Default::default(),
                 skills: Arc::new(SkillLibrary::new(self.skills)),
                 commands,
+                checkpoints: self
+                    .checkpoints
+                    .then(|| Arc::new(Checkpoints::new(&self.data_dir))),
             },
             registry: Arc::new(registry),
         })

@@ -2,6 +2,7 @@
 //! front-end branches on (the protocol's [`EngineErrorCode`]).
 
 use crate::asks::AskError;
+use crate::checkpoints::CheckpointError;
 use crate::config::ConfigError;
 use crate::events::ReplayError;
 use crate::store::StoreError;
@@ -33,6 +34,12 @@ pub enum EngineError {
     /// The task's endpoint cannot be opened.
     #[error(transparent)]
     Endpoint(#[from] ConfigError),
+    /// A checkpoint cannot be listed, shown or restored.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// Checkpoints are off in this engine.
+    #[error("checkpoints are off (`[checkpoints] enabled = false`)")]
+    NoCheckpoints,
 }
 
 impl EngineError {
@@ -55,6 +62,10 @@ impl EngineError {
             Self::Ask(AskError::Store(s)) => store_code(s),
             Self::Ask(AskError::Encode(_)) => EngineErrorCode::Internal,
             Self::Endpoint(_) => EngineErrorCode::InvalidRequest,
+            Self::Checkpoint(CheckpointError::Unknown { .. }) => EngineErrorCode::NotFound,
+            Self::Checkpoint(CheckpointError::Store(s)) => store_code(s),
+            Self::Checkpoint(_) => EngineErrorCode::Internal,
+            Self::NoCheckpoints => EngineErrorCode::InvalidRequest,
         }
     }
 

@@ -9,6 +9,7 @@
 
 mod approvals;
 mod builder;
+mod checkpoints;
 mod delegation;
 mod endpoints;
 mod error;

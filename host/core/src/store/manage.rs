@@ -111,6 +111,7 @@ fn delete_rows(conn: &Connection, id: &str) -> Result<(), StoreError> {
         )?;
     }
     exec(conn, "DELETE FROM task_groups WHERE coordinator = ?1", [id])?;
+    exec(conn, "DELETE FROM checkpoints WHERE task_id = ?1", [id])?;
     exec(conn, "DELETE FROM tasks WHERE id = ?1", [id])?;
     Ok(())
 }

@@ -13,6 +13,7 @@
 
 mod approvals;
 mod asks;
+mod checkpoints;
 mod claims;
 mod events;
 mod export;
@@ -27,6 +28,7 @@ mod tree;
 
 pub use approvals::SavedApproval;
 pub use asks::StoredAsk;
+pub use checkpoints::CheckpointRecord;
 pub use claims::TaskClaim;
 pub use events::StoredEvent;
 pub use manage::TaskFilter;
@@ -45,7 +47,7 @@ use serde::Serialize;
 use crate::llm::{ContentBlock, Message, Role, Usage};
 use roost_protocol::{TaskSettings, UiRow};
 
-const SCHEMA_VERSION: i64 = 10;
+const SCHEMA_VERSION: i64 = 11;
 
 /// The tasks; `k` is the integer key the [`LOG_TABLES`] use.
 const TASKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tasks (
@@ -140,6 +142,17 @@ CREATE TABLE IF NOT EXISTS task_groups (
     body TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     UNIQUE (coordinator, call_id)
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    task_id TEXT NOT NULL REFERENCES tasks(id),
+    seq INTEGER NOT NULL,
+    turn INTEGER NOT NULL,
+    commit_id TEXT NOT NULL,
+    tree TEXT NOT NULL,
+    api_seq INTEGER NOT NULL,
+    ui_seq INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (task_id, seq)
 );
 CREATE TABLE IF NOT EXISTS todos (
     task_id TEXT NOT NULL REFERENCES tasks(id),
@@ -997,7 +1010,8 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
     }
     // Version 3 adds the `events` table, version 4 the `claims` table and
     // version 5 the `plugins` table, version 8 `saved_approvals`, version 9
-    // `tokens`, version 10 `task_groups` and the tree indexes, which
+    // `tokens`, version 10 `task_groups` and the tree indexes, version 11
+    // `checkpoints`, which
     // `SCHEMA` creates when missing; older tasks simply have no
     // recorded events, and no claim (lock files of version 3 are ignored).
     if !has_column(conn, "tasks", "k")? {

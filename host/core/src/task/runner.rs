@@ -490,6 +490,7 @@ impl Agent {
             inherited_hooks: ctx.config.inherited.hooks.clone(),
             inherited_command_profile: ctx.config.inherited.command_profile.clone(),
             default_command_profile: self.commands.as_ref().map(|c| c.default_profile.clone()),
+            checkpointed: false,
         };
         // The request body's parts, kept from turn to turn.
         let mut request = RequestCache::default();
@@ -554,6 +555,8 @@ impl Agent {
             if ctx.control.is_cancelled() {
                 return self.cancelled(ctx).await;
             }
+            // A new turn: its first change takes a checkpoint.
+            state.checkpointed = false;
             // Messages the user queued while the task ran join the
             // conversation now (Roo's message queue).
             for text in ctx.control.take_messages() {

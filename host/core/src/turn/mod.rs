@@ -109,6 +109,9 @@ pub struct Services {
     pub skills: Arc<SkillLibrary>,
     /// Native commands, when the deployment turned them on.
     pub commands: Option<Arc<crate::commands::CommandHost>>,
+    /// Checkpoints of the workspace before each turn's first change
+    /// (`None`: off).
+    pub checkpoints: Option<Arc<crate::checkpoints::Checkpoints>>,
 }
 
 /// Per-run state that is not persisted (it restarts with a resume): the
@@ -140,6 +143,8 @@ pub struct RunState {
     pub inherited_command_profile: Option<String>,
     /// The deployment's command profile, where nothing names another.
     pub default_command_profile: Option<String>,
+    /// Whether this turn's checkpoint was taken (before its first change).
+    pub checkpointed: bool,
 }
 
 impl RunState {

@@ -115,6 +115,11 @@ impl TreeStat {
         self.entries.is_empty()
     }
 
+    /// Every entry, in path order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &EntryStat)> {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
     /// The entry at `rel`, if listed.
     pub fn get(&self, rel: &str) -> Option<&EntryStat> {
         self.entries.get(rel)

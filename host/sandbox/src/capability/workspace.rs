@@ -568,6 +568,37 @@ impl Workspace {
             .map_err(|e| entry_error(&dir, name, rel, e))
     }
 
+    /// Remove the file (or symlink, never followed) at `rel`; nothing
+    /// there is no error. A directory is not removed.
+    pub fn remove_file(&self, rel: &RelPath) -> Result<(), WorkspaceError> {
+        let Some((parent, name)) = rel.split_last() else {
+            return Err(WorkspaceError::Outside { path: ".".into() });
+        };
+        let dir = match self.dir_of(parent, rel) {
+            Ok(d) => d,
+            Err(e) if e.is_not_found() => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        match dir.remove_file(name) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(entry_error(&dir, name, rel, e)),
+        }
+    }
+
+    /// Put `bytes` with permission bits `mode` at `rel` in place of what
+    /// is there (a file or symlink, never followed), creating missing
+    /// parent directories.
+    pub fn replace_file(
+        &self,
+        rel: &RelPath,
+        bytes: &[u8],
+        mode: u32,
+    ) -> Result<(), WorkspaceError> {
+        self.remove_file(rel)?;
+        self.create_file(rel, bytes, mode)
+    }
+
     /// Make sure the directory `rel` exists, creating missing components,
     /// and return its host path. No component may be a symlink or anything
     /// but a directory (a write root is never reached through a link).

@@ -1,0 +1,123 @@
+//! The engine's side of checkpoints: list a task's, show what changed
+//! since one, restore one — the files, the conversation or both — while
+//! the task is not running. A restore is recorded in the task's history
+//! and in the workspace's trace.
+
+use std::sync::Arc;
+
+use super::{Engine, EngineError};
+use crate::intents::{self, Trace, TraceEntry};
+use roost_protocol::{Checkpoint, RestoreMode, RestoreReport, TraceKind, UiRow, UiSubtype};
+use roost_sandbox::capability::Workspace;
+
+impl Engine {
+    fn checkpoint_service(&self) -> Result<Arc<crate::checkpoints::Checkpoints>, EngineError> {
+        self.agent
+            .checkpoints
+            .clone()
+            .ok_or(EngineError::NoCheckpoints)
+    }
+
+    /// Task `id`'s checkpoints (an unambiguous prefix will do), oldest
+    /// first, with the task's full id.
+    pub fn checkpoints(&self, id: &str) -> Result<(String, Vec<Checkpoint>), EngineError> {
+        let task = self.agent.store.find_task(id)?;
+        let list = self
+            .agent
+            .store
+            .checkpoints(&task.id)?
+            .into_iter()
+            .map(|c| c.view)
+            .collect();
+        Ok((task.id, list))
+    }
+
+    /// What changed in task `id`'s workspace since its checkpoint `cp`.
+    pub async fn checkpoint_diff(&self, id: &str, cp: u32) -> Result<String, EngineError> {
+        let cps = self.checkpoint_service()?;
+        let task = self.agent.store.find_task(id)?;
+        let ws = Workspace::open(std::path::Path::new(&task.workspace))
+            .map_err(crate::task::TaskError::from)?;
+        let store = self.agent.store.clone();
+        tokio::task::spawn_blocking(move || cps.diff(&store, &task.id, cp, &ws))
+            .await
+            .map_err(|e| {
+                EngineError::Checkpoint(crate::checkpoints::CheckpointError::Write {
+                    path: String::new(),
+                    why: e.to_string(),
+                })
+            })?
+            .map_err(EngineError::from)
+    }
+
+    /// Restore task `id` to its checkpoint `cp` (see
+    /// [`crate::checkpoints::Checkpoints::restore`]); refused while the
+    /// task runs.
+    pub async fn restore_checkpoint(
+        &self,
+        id: &str,
+        cp: u32,
+        mode: RestoreMode,
+        force: bool,
+    ) -> Result<RestoreReport, EngineError> {
+        let cps = self.checkpoint_service()?;
+        let task = self.agent.store.find_task(id)?;
+        // Not while it runs, here or in another process.
+        if self.lock().running.contains_key(&task.id) || self.agent.store.is_live(&task.id) {
+            return Err(EngineError::AlreadyStarted(task.id));
+        }
+        let ws = Workspace::open(std::path::Path::new(&task.workspace))
+            .map_err(crate::task::TaskError::from)?;
+        let store = self.agent.store.clone();
+        let (tid, ws2) = (task.id.clone(), ws.clone());
+        let report =
+            tokio::task::spawn_blocking(move || cps.restore(&store, &tid, cp, &ws2, mode, force))
+                .await
+                .map_err(|e| {
+                    EngineError::Checkpoint(crate::checkpoints::CheckpointError::Write {
+                        path: String::new(),
+                        why: e.to_string(),
+                    })
+                })??;
+        let what = match mode {
+            RestoreMode::Both => "files and conversation",
+            RestoreMode::FilesOnly => "files",
+            RestoreMode::ConversationOnly => "conversation",
+        };
+        let mut line = format!(
+            "Restored checkpoint {cp} ({what}): {} file(s) brought back, {} removed",
+            report.restored.len(),
+            report.removed.len()
+        );
+        if !report.conflicts.is_empty() {
+            line.push_str(&format!(
+                "; {} changed by someone else since{}: {}",
+                report.conflicts.len(),
+                if force {
+                    " (overwritten: --force)"
+                } else {
+                    " (left alone)"
+                },
+                report.conflicts.join(", ")
+            ));
+        }
+        self.agent
+            .store
+            .append_ui(&task.id, UiRow::say(UiSubtype::CheckpointRestored), &line)?;
+        if intents::enabled_in(&ws) {
+            let mut entry = TraceEntry::now(
+                TraceKind::Mutation,
+                &task.id,
+                task.active_intent.as_deref(),
+                &task.mode,
+                "checkpoint_restore",
+                &serde_json::json!({"checkpoint": cp, "mode": mode, "force": force}),
+            );
+            entry.detail = Some(line);
+            if let Err(e) = Trace::of(std::path::Path::new(&task.workspace)).append(&entry) {
+                tracing::error!(task = %task.id, "cannot trace the restore: {e}");
+            }
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,162 @@
+//! A task's checkpoints: one row each, in order — the shadow commit that
+//! holds the workspace as it was before the turn's first change, and where
+//! the conversation stood then (the last API and UI rows before the turn).
+
+use rusqlite::{OptionalExtension, params};
+
+use super::{Store, StoreError, exec, now_ms};
+use roost_protocol::Checkpoint;
+
+/// A checkpoint as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointRecord {
+    /// What front-ends show.
+    pub view: Checkpoint,
+    /// The shadow commit.
+    pub commit: String,
+    /// Its tree.
+    pub tree: String,
+    /// The last API row before the turn.
+    pub api_seq: i64,
+    /// The last UI row before the turn.
+    pub ui_seq: i64,
+}
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CheckpointRecord> {
+    Ok(CheckpointRecord {
+        view: Checkpoint {
+            id: r.get(0)?,
+            turn: r.get(1)?,
+            created_at: r.get(6)?,
+        },
+        commit: r.get(2)?,
+        tree: r.get(3)?,
+        api_seq: r.get(4)?,
+        ui_seq: r.get(5)?,
+    })
+}
+
+const COLUMNS: &str = "seq, turn, commit_id, tree, api_seq, ui_seq, created_at";
+
+impl Store {
+    /// Record a checkpoint of `task` (its id the next one) and return it.
+    pub fn add_checkpoint(
+        &self,
+        task: &str,
+        turn: u32,
+        commit: &str,
+        tree: &str,
+        api_seq: i64,
+        ui_seq: i64,
+    ) -> Result<CheckpointRecord, StoreError> {
+        let conn = self.conn();
+        let seq: u32 = conn.query_row(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE task_id = ?1",
+            params![task],
+            |r| r.get(0),
+        )?;
+        let at = now_ms();
+        exec(
+            &conn,
+            "INSERT INTO checkpoints (task_id, seq, turn, commit_id, tree, api_seq, ui_seq, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![task, seq, turn, commit, tree, api_seq, ui_seq, at],
+        )?;
+        Ok(CheckpointRecord {
+            view: Checkpoint {
+                id: seq,
+                turn,
+                created_at: at,
+            },
+            commit: commit.to_owned(),
+            tree: tree.to_owned(),
+            api_seq,
+            ui_seq,
+        })
+    }
+
+    /// `task`'s checkpoints, oldest first.
+    pub fn checkpoints(&self, task: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM checkpoints WHERE task_id = ?1 ORDER BY seq"
+        ))?;
+        let rows = stmt.query_map(params![task], row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// `task`'s checkpoint `id`.
+    pub fn checkpoint(&self, task: &str, id: u32) -> Result<Option<CheckpointRecord>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM checkpoints WHERE task_id = ?1 AND seq = ?2"),
+                params![task, id],
+                row,
+            )
+            .optional()?)
+    }
+
+    /// `task`'s latest checkpoint.
+    pub fn last_checkpoint(&self, task: &str) -> Result<Option<CheckpointRecord>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM checkpoints WHERE task_id = ?1 ORDER BY seq DESC LIMIT 1"
+                ),
+                params![task],
+                row,
+            )
+            .optional()?)
+    }
+
+    /// Where `task`'s conversation stands before the turn in progress:
+    /// the API row before its last reply and the UI row before the
+    /// request that made it, and how many replies came before.
+    pub fn turn_start(&self, task: &str) -> Result<(i64, i64, u32), StoreError> {
+        let conn = self.conn();
+        let (api, replies): (i64, u32) = conn.query_row(
+            "SELECT COALESCE(MAX(seq), 1) - 1, COUNT(*) FROM api_messages
+             WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND role = 'assistant'",
+            params![task],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let ui: i64 = conn.query_row(
+            "SELECT COALESCE(MAX(seq), 1) - 1 FROM ui_messages
+             WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND subtype = 'api_req_started'",
+            params![task],
+            |r| r.get(0),
+        )?;
+        Ok((api, ui, replies))
+    }
+
+    /// Take `task`'s conversation back to the API row `api_seq` and the UI
+    /// row `ui_seq`: everything after is gone (condensations of it too).
+    pub fn truncate_conversation(
+        &self,
+        task: &str,
+        api_seq: i64,
+        ui_seq: i64,
+    ) -> Result<(), StoreError> {
+        let conn = self.conn();
+        let tx = conn.unchecked_transaction()?;
+        exec(
+            &tx,
+            "DELETE FROM api_messages WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2",
+            params![task, api_seq],
+        )?;
+        exec(
+            &tx,
+            "DELETE FROM ui_messages WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2",
+            params![task, ui_seq],
+        )?;
+        exec(
+            &tx,
+            "DELETE FROM condensations WHERE task_id = ?1 AND upto_seq > ?2",
+            params![task, api_seq],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+}
