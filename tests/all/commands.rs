@@ -47,6 +47,12 @@ fn with_commands(
     h
 }
 
+/// A directory outside `/tmp` (which a command's sandbox replaces with
+/// its own): under `/var/tmp`, or the build's own temporary directory.
+fn outside_tmp() -> std::io::Result<tempfile::TempDir> {
+    tempfile::tempdir_in("/var/tmp").or_else(|_| tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")))
+}
+
 fn everything_allowed() -> CommandsConfig {
     CommandsConfig {
         enabled: true,
@@ -73,8 +79,8 @@ async fn a_command_reaches_exactly_what_its_profile_grants() {
     let port = listener.local_addr().expect("addr").port();
     // Outside /tmp (which the sandbox replaces): one directory it may
     // read, one its profile hides.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("outside");
-    let hidden = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("hidden");
+    let outside = outside_tmp().expect("outside");
+    let hidden = outside_tmp().expect("hidden");
     std::fs::write(outside.path().join("readable.txt"), "readable").expect("write");
     std::fs::write(hidden.path().join("secret.txt"), "hidden secret").expect("write");
     let (o, hd) = (outside.path().display(), hidden.path().display());
@@ -664,4 +670,43 @@ fn the_cli_streams_a_commands_output_live() {
         text.contains("Tool `execute_command` does not exist"),
         "{text}"
     );
+}
+
+/// A profile with `read` sees only those paths, the system's program
+/// directories and the workspace: the rest of the file system is not
+/// there at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_restricted_profile_sees_only_what_it_names() {
+    let shown = outside_tmp().expect("shown");
+    let unseen = outside_tmp().expect("unseen");
+    std::fs::write(shown.path().join("a.txt"), "shown").expect("write");
+    std::fs::write(unseen.path().join("b.txt"), "unseen").expect("write");
+    let (sh, un) = (shown.path().display(), unseen.path().display());
+    let h = with_commands(
+        vec![run(&format!(
+            "cat {sh}/a.txt; echo; cat {un}/b.txt 2>/dev/null || echo not-there; ls /root 2>/dev/null || echo no-home; cat seed.txt"
+        ))],
+        CommandsConfig {
+            profile: Some("narrow".into()),
+            ..everything_allowed()
+        },
+        vec![(
+            "narrow",
+            ProfileConfig {
+                read: Some(vec![shown.path().display().to_string()]),
+                ..ProfileConfig::default()
+            },
+        )],
+        SecretStore::isolated(),
+    );
+    h.ws.write("seed.txt", "workspace-visible\n");
+    let (id, _) = h.run(&ScriptedUser::default(), "look around").await;
+    let r = results(&h, &id);
+    assert!(r[0].0.contains("shown\n"), "{}", r[0].0);
+    assert!(
+        r[0].0.contains("not-there") && !r[0].0.contains("unseen"),
+        "{}",
+        r[0].0
+    );
+    assert!(r[0].0.contains("workspace-visible"), "{}", r[0].0);
 }

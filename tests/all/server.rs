@@ -40,7 +40,17 @@ pub(crate) async fn server_with(turns: Value, config: ServerConfig) -> TestServe
 
 /// A server whose default profile replays the whole `script` (turns and
 /// other transcripts), with `config`'s settings.
-pub(crate) async fn server_with_script(mut script_body: Value, config: ServerConfig) -> TestServer {
+pub(crate) async fn server_with_script(script_body: Value, config: ServerConfig) -> TestServer {
+    server_with_toml(script_body, "", config).await
+}
+
+/// [`server_with_script`] with `extra` appended to the server's config
+/// file (`[commands]`, say).
+pub(crate) async fn server_with_toml(
+    mut script_body: Value,
+    extra: &str,
+    config: ServerConfig,
+) -> TestServer {
     script_body["model"] = json!("m");
     let dir = tempfile::tempdir().expect("tempdir");
     let script = dir.path().join("script.json");
@@ -52,7 +62,7 @@ pub(crate) async fn server_with_script(mut script_body: Value, config: ServerCon
     )
     .expect("script");
     let cfg: Config = toml_config(&format!(
-        "default_profile = \"replay\"\n[profiles.replay]\nprovider = \"scripted\"\nscript = \"{}\"\n[profiles.quick]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+        "default_profile = \"replay\"\n[profiles.replay]\nprovider = \"scripted\"\nscript = \"{}\"\n[profiles.quick]\nprovider = \"scripted\"\nscript = \"{}\"\n{extra}",
         script.display(),
         quick.display()
     ));
@@ -1151,5 +1161,64 @@ async fn checkpoints_over_http_list_diff_and_restore() {
     assert_eq!(
         std::fs::read_to_string(root.join("ws/out.txt")).expect("read"),
         "before\n"
+    );
+}
+
+/// A command over HTTP: a server started with commands on runs one for a
+/// tenant's task once its approval is given, and the SSE stream carries
+/// its output as it comes (`command_output`), then its result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_over_http_streams_its_output_over_sse() {
+    let s = server_with_toml(
+        json!({"turns": [
+            {"text": "", "tool_calls": [{"name": "execute_command", "args": {"command": "seq 1 3; echo over-sse"}}]},
+            done("ran")
+        ]}),
+        "[commands]\nenabled = true\nallowed_commands = [\"seq\", \"echo\"]\n",
+        ServerConfig::default(),
+    )
+    .await;
+    let (_, token) = s.tenant("team-a");
+    let id = s
+        .create(&token, json!({"prompt": "count", "workspace": "ws"}))
+        .await;
+    let mut r = s.events(&token, &id, None).await;
+    let mut buf = String::new();
+    let asked = read_events(&mut r, &mut buf, is_ask).await;
+    let ask = asked.last().expect("the command's approval is asked");
+    assert_eq!(ask.data["ask"]["tool"], "execute_command", "{:?}", ask.data);
+    let ask_id = ask.data["ask_id"].as_str().expect("ask id").to_owned();
+    let (status, v) = s
+        .call(
+            "POST",
+            &format!("/v1/tasks/{id}/asks/{ask_id}"),
+            Some(&token),
+            Some(r#"{"decision":"approve"}"#),
+        )
+        .await;
+    assert!(matches!(status, 200 | 204), "{status} {v}");
+    let rest = read_events(&mut r, &mut buf, |e| {
+        e.data["event"] == "tool_call_result" && e.data["tool"] == "execute_command"
+    })
+    .await;
+    let live: String = rest
+        .iter()
+        .filter(|e| e.data["event"] == "command_output")
+        .filter_map(|e| e.data["chunk"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(live, "1\n2\n3\nover-sse\n", "{rest:?}");
+    assert!(
+        rest.iter()
+            .filter(|e| e.data["event"] == "command_output")
+            .all(|e| e.id.is_none()),
+        "live output is not in the durable log"
+    );
+    let result = rest.last().expect("result");
+    assert!(
+        result.data["result"]["ok"]
+            .as_str()
+            .is_some_and(|t| t.contains("exit code 0")),
+        "{:?}",
+        result.data
     );
 }

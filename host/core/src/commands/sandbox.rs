@@ -168,16 +168,17 @@ fn bwrap_args(plan: &Plan<'_>) -> Vec<String> {
     };
     match &plan.profile.read {
         None => ro(&mut a, Path::new("/")),
-        Some(paths) => {
+        Some(_) => {
             for d in SYSTEM_DIRS {
                 ro(&mut a, Path::new(d));
-            }
-            for p in paths {
-                ro(&mut a, p);
             }
         }
     }
     a.extend(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"].map(str::to_owned));
+    // What the profile names stays visible, even under /tmp.
+    for p in plan.profile.read.iter().flatten() {
+        ro(&mut a, p);
+    }
     // The workspace again: it may lie under /tmp, or outside `read`.
     ro(&mut a, plan.workspace);
     for w in plan.writable {
