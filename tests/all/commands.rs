@@ -710,3 +710,52 @@ async fn a_read_restricted_profile_sees_only_what_it_names() {
     );
     assert!(r[0].0.contains("workspace-visible"), "{}", r[0].0);
 }
+
+/// A subtask cannot widen its commands: its parent runs under an intent
+/// whose profile is `read-only`; the child selects an intent naming
+/// `workspace`, yet its command still runs read-only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subtask_never_runs_commands_under_a_wider_profile() {
+    let script = json!({
+        "turns": [
+            turn("", vec![call("select_active_intent", json!({"intent_id": "INT-001"}))]),
+            turn("", vec![call("new_task", json!({"mode": "code", "message": "CHILD: touch a file"}))]),
+            complete("done")
+        ],
+        "tasks": [{"message": "CHILD: touch a file", "turns": [
+            turn("", vec![call("select_active_intent", json!({"intent_id": "INT-002"}))]),
+            run("touch out/child.txt; echo rc=$?"),
+            complete("child done")
+        ]}]
+    });
+    let mut h = scripted_harness(script, ApprovalPolicy::yes());
+    h.commands = Some((
+        everything_allowed(),
+        BTreeMap::new(),
+        SecretStore::isolated(),
+    ));
+    h.ws.write(
+        ".orchestration/active_intents.yaml",
+        "active_intents:\n  - {id: INT-001, name: Look, status: IN_PROGRESS, owned_scope: [\"out/**\"], command_profile: read-only}\n  \
+         - {id: INT-002, name: Wider, status: IN_PROGRESS, owned_scope: [\"out/**\"], command_profile: workspace}\n",
+    );
+    let (id, outcome) = h
+        .run_in("orchestrator", &ScriptedUser::default(), "delegate")
+        .await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let child = h.store().children(&id).expect("children")[0].id.clone();
+    let r = results(&h, &child);
+    let cmd = r
+        .iter()
+        .find(|(t, _)| t.contains("touch out/child.txt"))
+        .expect("the command ran");
+    assert!(
+        cmd.0.contains("profile read-only") && cmd.0.contains("rc=1"),
+        "{}",
+        cmd.0
+    );
+    assert!(!h.ws.path().join("out/child.txt").exists());
+}
