@@ -29,5 +29,12 @@ if [ -n "$MISSING" ]; then
     $SUDO apt-get install -y -q --no-install-recommends $MISSING
 fi
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
+# Real MCP servers and clients from npm (the MCP tests run them), pinned
+# by tests/mcp/package-lock.json.
+if [ ! -f tests/mcp/node_modules/.package-lock.json ] \
+  || ! cmp -s tests/mcp/package-lock.json tests/mcp/node_modules/.package-lock.json.src 2>/dev/null; then
+  npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
+  cp tests/mcp/package-lock.json tests/mcp/node_modules/.package-lock.json.src
+fi
 cargo test --manifest-path plugins/Cargo.toml --target-dir target/wasm-native
 cargo test --workspace "$@"

@@ -25,6 +25,8 @@ mod hooks;
 mod host_escapes;
 mod limits;
 mod llm_providers;
+mod mcp_client;
+mod mcp_serve;
 mod parallel;
 mod plugin_install;
 mod sandbox;

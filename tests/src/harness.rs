@@ -61,6 +61,8 @@ pub struct Harness {
     /// The program serving a command's network in its sandbox (the
     /// `roost` binary).
     pub command_bridge: Option<PathBuf>,
+    /// The user's config directory (global modes, `mcp_settings.json`).
+    pub config_dir: Option<PathBuf>,
     provider: Arc<dyn Provider>,
     plugins: Vec<Arc<LoadedPlugin>>,
     hooks: Vec<Arc<LoadedHook>>,
@@ -104,6 +106,7 @@ pub fn scripted_harness(script: Value, policy: ApprovalPolicy) -> Harness {
         events: Relay::new(),
         commands: None,
         command_bridge: None,
+        config_dir: None,
         provider,
         plugins: Vec::new(),
         hooks: Vec::new(),
@@ -172,6 +175,9 @@ impl Harness {
         }
         if let Some(bridge) = &self.command_bridge {
             b = b.command_bridge(bridge.clone());
+        }
+        if self.config_dir.is_some() {
+            b = b.modes_dir(self.config_dir.clone());
         }
         b.build().expect("the engine builds")
     }

@@ -415,3 +415,23 @@ pub fn escape_routes() -> Vec<EscapeRoute> {
         })
         .collect()
 }
+
+/// A program of the real MCP servers and clients the tests run
+/// (`tests/mcp/node_modules/.bin/NAME`, installed from npm by
+/// `scripts/test.sh`).
+pub fn mcp_bin(name: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("mcp/node_modules/.bin")
+        .join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run `npm ci --prefix tests/mcp` (scripts/test.sh does)",
+        p.display()
+    );
+    p
+}
+
+/// A script of the tests' own MCP servers (`tests/mcp/NAME`).
+pub fn mcp_script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp").join(name)
+}

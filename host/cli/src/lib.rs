@@ -13,6 +13,8 @@ mod intents;
 mod interact;
 mod line;
 mod live_tree;
+mod mcp;
+mod mcp_serve;
 mod modes;
 mod plugin;
 mod progress;
@@ -89,6 +91,10 @@ pub enum Command {
     Token(serve::TokenCommand),
     /// Install and manage third-party tool plugins.
     Plugin(plugin::PluginArgs),
+    /// MCP: the servers tasks use (list, trust), and Roost's tools served
+    /// to other agents (serve).
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// List or call tools directly (debugging, scripts, benchmarks).
     #[command(subcommand)]
     Tool(tool::ToolCommand),
@@ -183,6 +189,7 @@ pub fn main() -> ExitCode {
             Command::Token(cmd) => serve::token(cmd, &data_dir),
             Command::Modes(cmd) => modes::run(cmd),
             Command::Skills(cmd) => skills::run(cmd, &data_dir).await,
+            Command::Mcp(cmd) => mcp::run(cmd, &data_dir).await,
             Command::Intents(IntentsCommand::List(args)) => intents::list(args),
             Command::Trace(args) => intents::trace(args),
             Command::Tool(cmd) => tool::run(cmd, &data_dir).await,

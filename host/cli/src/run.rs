@@ -278,6 +278,9 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace_dir(&args.workspace)?;
     let approval = args.options.approval()?;
     let engine = engine(data_dir, &args.provider, &args.options)?;
+    if let Some(hub) = engine.mcp() {
+        super::mcp::ask_trust(hub, &workspace)?;
+    }
     let id = engine.create_task(&TaskSpec {
         prompt,
         workspace: workspace.clone(),

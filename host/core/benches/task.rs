@@ -526,6 +526,7 @@ async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
             inherited_command_profile: None,
             default_command_profile: None,
             checkpointed: false,
+            discovered: Default::default(),
         };
         let mut samples = Vec::with_capacity(n);
         for i in 0..n + 200 {

@@ -32,6 +32,7 @@ pub mod first_party;
 pub mod install;
 pub mod intents;
 pub mod llm;
+pub mod mcp;
 pub mod modes;
 pub mod skills;
 pub mod store;

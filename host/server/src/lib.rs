@@ -16,6 +16,7 @@ mod error;
 mod events;
 mod extract;
 mod limits;
+pub mod mcp;
 mod state;
 mod tasks;
 mod ui;

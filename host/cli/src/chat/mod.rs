@@ -72,6 +72,9 @@ pub async fn run(args: ChatArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace_dir(&args.workspace)?;
     let config = config::load(args.provider.config.as_deref())?;
     let engine = super::run::engine(data_dir, &args.provider, &args.options)?;
+    if let Some(hub) = engine.mcp() {
+        super::mcp::ask_trust(hub, &workspace)?;
+    }
     let commands = Arc::new(Commands::builtin());
     let (tx, rx) = mpsc::unbounded_channel();
     let editor = LineEditor::new(commands.names(), Some(data_dir.join("chat_history")), tx)?;

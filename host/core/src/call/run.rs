@@ -185,6 +185,7 @@ impl Dispatch<'_> {
             Some(Effect::SwitchMode(mode)) => state.mode = *mode,
             Some(Effect::SelectIntent(selected)) => state.intent = Some(*selected),
             Some(Effect::FollowSkill(focus)) => state.skill = focus,
+            Some(Effect::Discover(names)) => state.discovered.extend(names),
             Some(Effect::Complete(result)) => completed = Some(result),
             Some(Effect::Abort(reason)) => abort = Some(reason),
             None => {}

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct OutputStore {
     dir: PathBuf,
+    /// The tool that pages an output (named in the model's text).
+    pager: &'static str,
 }
 
 /// Sizes that bound one command's output.
@@ -38,7 +40,7 @@ impl Default for OutputLimits {
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
     /// No such output for this task.
-    #[error("no command output `{0}` in this task (ids are what execute_command said)")]
+    #[error("no saved output `{0}` in this task (its id is what the call that saved it said)")]
     Unknown(String),
     /// The file system failed.
     #[error("cannot read or write command output: {0}")]
@@ -57,8 +59,15 @@ fn valid_id(id: &str) -> bool {
 impl OutputStore {
     /// Outputs kept under `data_dir/command-output/`.
     pub fn new(data_dir: &Path) -> Self {
+        Self::named(data_dir, "command-output", "read_command_output")
+    }
+
+    /// Outputs of another kind of tool, kept under `data_dir/dir/` and
+    /// paged by the tool `pager` (an MCP tool's oversized results).
+    pub fn named(data_dir: &Path, dir: &str, pager: &'static str) -> Self {
         Self {
-            dir: data_dir.join("command-output"),
+            dir: data_dir.join(dir),
+            pager,
         }
     }
 
@@ -92,6 +101,7 @@ impl OutputStore {
         }
         let file = std::fs::File::create(&path)?;
         Ok(Capture {
+            pager: self.pager,
             id,
             file: Some(file),
             limits,
@@ -160,6 +170,7 @@ fn whole_chars(mut buf: Vec<u8>) -> String {
 pub struct Capture {
     /// Its id, for `read_command_output`.
     pub id: String,
+    pager: &'static str,
     file: Option<std::fs::File>,
     limits: OutputLimits,
     head: Vec<u8>,
@@ -254,8 +265,9 @@ impl Capture {
             let tail = String::from_utf8_lossy(&tail[start..]).into_owned();
             let head_len = head.len();
             format!(
-                "{head}\n\n[… {} bytes left out; read_command_output(id: \"{}\", offset: {head_len}) pages the whole output …]\n\n{tail}",
+                "{head}\n\n[… {} bytes left out; {}(id: \"{}\", offset: {head_len}) pages the whole output …]\n\n{tail}",
                 self.total.saturating_sub(shown),
+                self.pager,
                 self.id
             )
         } else {

@@ -14,6 +14,7 @@ use crate::config::{Config, Profile, SecretStore};
 use crate::first_party;
 use crate::install::{Plugins, Trust};
 use crate::llm::Provider;
+use crate::mcp::McpHub;
 use crate::modes::HookRegistry;
 use crate::skills::{SkillLibrary, Sources};
 use crate::store::{Store, StoreError};
@@ -66,6 +67,9 @@ pub struct EngineBuilder {
     secrets: SecretStore,
     trust: Trust,
     commands: Option<(CommandsConfig, BTreeMap<String, ProfileConfig>)>,
+    /// The command sandbox's settings even where commands are off: MCP
+    /// stdio servers run in it.
+    sandbox_settings: (CommandsConfig, BTreeMap<String, ProfileConfig>),
     command_bridge: Option<PathBuf>,
     checkpoints: bool,
 }
@@ -89,6 +93,7 @@ impl EngineBuilder {
             secrets: SecretStore::from_env(),
             trust: Trust::default(),
             commands: None,
+            sandbox_settings: Default::default(),
             command_bridge: None,
             checkpoints: true,
         }
@@ -113,6 +118,7 @@ impl EngineBuilder {
             require_signed: config.plugins.require_signed,
         };
         b.checkpoints = config.checkpoints.enabled.unwrap_or(true);
+        b.sandbox_settings = (config.commands.clone(), config.command_profiles.clone());
         if config.commands.enabled {
             b.commands = Some((config.commands.clone(), config.command_profiles.clone()));
         }
@@ -126,6 +132,7 @@ impl EngineBuilder {
         config: CommandsConfig,
         profiles: BTreeMap<String, ProfileConfig>,
     ) -> Self {
+        self.sandbox_settings = (config.clone(), profiles.clone());
         self.commands = Some((config, profiles));
         self
     }
@@ -321,6 +328,41 @@ impl EngineBuilder {
                 Some(host)
             }
         };
+        // MCP stdio servers run in the command sandbox whether or not
+        // tasks may run commands.
+        let mcp = {
+            let hidden: Vec<PathBuf> = self.modes_dir.iter().cloned().collect();
+            let (config, profiles) = &self.sandbox_settings;
+            let mut host = match CommandHost::new(
+                config,
+                profiles,
+                &self.data_dir,
+                hidden.clone(),
+                self.secrets.clone(),
+            ) {
+                Ok(h) => h,
+                // Commands are off (else their own host failed above):
+                // the servers run under the built-in profiles.
+                Err(e) => {
+                    tracing::warn!(
+                        "[commands] settings are wrong ({e}); MCP servers use the built-in profiles"
+                    );
+                    CommandHost::new(
+                        &CommandsConfig::default(),
+                        &BTreeMap::new(),
+                        &self.data_dir,
+                        hidden,
+                        self.secrets.clone(),
+                    )?
+                }
+            };
+            host.bridge = self.command_bridge.clone();
+            Arc::new(McpHub::new(
+                self.modes_dir.clone(),
+                &self.data_dir,
+                Arc::new(host),
+            ))
+        };
         let mut hooks = HookRegistry::first_party(&engine)?;
         for path in &self.hook_files {
             hooks.add(engine.load_hook_file(&stem(path)?, path)?);
@@ -338,6 +380,7 @@ impl EngineBuilder {
                 asks: Default::default(),
                 skills: Arc::new(SkillLibrary::new(self.skills)),
                 commands,
+                mcp: Some(mcp),
                 checkpoints: self
                     .checkpoints
                     .then(|| Arc::new(Checkpoints::new(&self.data_dir))),

@@ -134,6 +134,12 @@ impl Engine {
         self.agent.commands.as_ref().and_then(|c| c.warning())
     }
 
+    /// The MCP servers of every workspace (to trust a workspace's own
+    /// before its task starts).
+    pub fn mcp(&self) -> Option<&Arc<crate::mcp::McpHub>> {
+        self.agent.mcp.as_ref()
+    }
+
     /// The approvals saved per workspace ("always allow" answers).
     pub fn approvals(&self) -> Approvals {
         Approvals::new(self.agent.store.clone())

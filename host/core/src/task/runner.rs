@@ -414,7 +414,18 @@ impl Agent {
     /// as an invalid mode file is.
     async fn refresh_tools(&self, ctx: &Ctx<'_>, tools: &mut TaskTools) -> Result<(), TaskError> {
         let catalog = self.skills.catalog(&ctx.workspace);
-        for message in tools.refresh(&self.registry, catalog) {
+        // The workspace's MCP servers, started when first needed (and
+        // again after a crash, once its pause is over).
+        let servers = self.mcp.as_ref().map(|hub| hub.servers(&ctx.workspace));
+        if let Some(s) = &servers {
+            s.start().await;
+        }
+        for message in tools.refresh(
+            &self.registry,
+            catalog,
+            servers.as_ref(),
+            ctx.config.context_window,
+        ) {
             self.store
                 .append_ui(&ctx.task.id, UiRow::say(UiSubtype::Error), &message)?;
             ctx.events.publish(TaskEvent::Warning { message }).await;
@@ -491,6 +502,7 @@ impl Agent {
             inherited_command_profile: ctx.config.inherited.command_profile.clone(),
             default_command_profile: self.commands.as_ref().map(|c| c.default_profile.clone()),
             checkpointed: false,
+            discovered: Default::default(),
         };
         // The request body's parts, kept from turn to turn.
         let mut request = RequestCache::default();
@@ -575,6 +587,7 @@ impl Agent {
                 .iter()
                 .filter(|t| state.mode.offers(&t.spec, t.executor.always_available()))
                 .filter(|t| intents_on || !t.executor.needs_intents())
+                .filter(|t| !t.executor.deferred() || state.discovered.contains(&t.spec.name))
                 .map(|t| &t.spec)
                 .collect();
             // The tool list changes with the mode (and intents); it is

@@ -82,6 +82,9 @@ pub enum Effect {
     /// The task follows this skill from now on (`None`: one that limits
     /// no tools).
     FollowSkill(Option<SkillFocus>),
+    /// These deferred tools are offered to the task from now on
+    /// (`search_tools` found them).
+    Discover(Vec<String>),
 }
 
 /// What running a call gave.
@@ -190,6 +193,13 @@ pub trait ToolExecutor: Send + Sync {
     /// Whether it is offered only where intents are on (the tools that
     /// work with intents).
     fn needs_intents(&self) -> bool {
+        false
+    }
+
+    /// Whether it is left out of the tools offered until `search_tools`
+    /// finds it (an MCP tool, when the servers' definitions would crowd
+    /// the context window).
+    fn deferred(&self) -> bool {
         false
     }
 

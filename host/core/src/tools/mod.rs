@@ -10,6 +10,7 @@ pub mod access;
 pub mod command;
 pub mod component;
 pub mod executor;
+pub mod mcp;
 pub mod native;
 mod preview;
 pub mod registry;

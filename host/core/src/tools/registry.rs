@@ -175,10 +175,11 @@ impl Registry {
         Ok(out)
     }
 
-    /// Add one tool; its name must be free (and not reserved for the host,
-    /// unless the host provides it).
+    /// Add one tool; its name must be free (and, for a component's tool,
+    /// not reserved for the host: the host's own executors — natives,
+    /// commands, skills, MCP servers' `mcp__` tools — may use those).
     pub fn add(&mut self, tool: RegisteredTool) -> Result<(), RegistryError> {
-        if !tool.is_native()
+        if tool.component().is_some()
             && let Some(reason) = reserved::reserved(&tool.spec.name)
         {
             return Err(RegistryError::Reserved {

@@ -13,6 +13,8 @@ pub const RESERVED_NAMES: &[&str] = &[
     "read_command_output",
     "use_mcp_tool",
     "access_mcp_resource",
+    super::mcp::READ_MCP_OUTPUT,
+    super::mcp::SEARCH_TOOLS,
     "run_slash_command",
     "fetch_instructions",
     "skill",

@@ -112,6 +112,8 @@ pub struct Services {
     /// Checkpoints of the workspace before each turn's first change
     /// (`None`: off).
     pub checkpoints: Option<Arc<crate::checkpoints::Checkpoints>>,
+    /// Every workspace's MCP servers, whose tools tasks are offered.
+    pub mcp: Option<Arc<crate::mcp::McpHub>>,
 }
 
 /// Per-run state that is not persisted (it restarts with a resume): the
@@ -145,6 +147,8 @@ pub struct RunState {
     pub default_command_profile: Option<String>,
     /// Whether this turn's checkpoint was taken (before its first change).
     pub checkpointed: bool,
+    /// Deferred tools `search_tools` found: offered from then on.
+    pub discovered: std::collections::BTreeSet<String>,
 }
 
 impl RunState {

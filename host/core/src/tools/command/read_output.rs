@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::commands::{CommandHost, OutputError};
+use crate::commands::{CommandHost, OutputError, OutputStore};
 use crate::tools::HOST;
 use crate::tools::executor::{Invocation, Needs, Outcome, ToolExecutor};
 use crate::turn::{RunState, TaskError};
@@ -80,31 +80,40 @@ impl ToolExecutor for ReadCommandOutput {
             Ok(a) => a,
             Err(e) => return Ok(Outcome::mistake(e.to_string())),
         };
-        let offset = a.offset.unwrap_or(0);
-        match self
-            .host
-            .outputs
-            .page(&call.ctx.task.id, &a.id, offset, PAGE)
-        {
-            Ok((text, size)) => {
-                let end = offset
-                    .min(size)
-                    .saturating_add(u64::try_from(text.len()).unwrap_or(0));
-                let mut out = format!(
-                    "[output {}: bytes {}–{end} of {size}]\n{text}",
-                    a.id,
-                    offset.min(size)
-                );
-                if end < size {
-                    out.push_str(&format!(
-                        "\n[more: read_command_output(id: \"{}\", offset: {end})]",
-                        a.id
-                    ));
-                }
-                Ok(Outcome::ok(out))
+        Ok(page(
+            &self.host.outputs,
+            &call.ctx.task.id,
+            &a.id,
+            a.offset.unwrap_or(0),
+            NAME,
+        ))
+    }
+}
+
+/// A page of the output `id` of `task`'s in `outputs`, for the model,
+/// with the call of `pager` that reads on.
+pub(in crate::tools) fn page(
+    outputs: &OutputStore,
+    task: &str,
+    id: &str,
+    offset: u64,
+    pager: &str,
+) -> Outcome {
+    match outputs.page(task, id, offset, PAGE) {
+        Ok((text, size)) => {
+            let end = offset
+                .min(size)
+                .saturating_add(u64::try_from(text.len()).unwrap_or(0));
+            let mut out = format!(
+                "[output {id}: bytes {}–{end} of {size}]\n{text}",
+                offset.min(size)
+            );
+            if end < size {
+                out.push_str(&format!("\n[more: {pager}(id: \"{id}\", offset: {end})]"));
             }
-            Err(e @ OutputError::Unknown(_)) => Ok(Outcome::mistake(e.to_string())),
-            Err(e) => Ok(Outcome::error(ErrorCode::Internal, e.to_string())),
+            Outcome::ok(out)
         }
+        Err(e @ OutputError::Unknown(_)) => Outcome::mistake(e.to_string()),
+        Err(e) => Outcome::error(ErrorCode::Internal, e.to_string()),
     }
 }

@@ -1,0 +1,273 @@
+//! `roost mcp list|trust|serve`: the MCP servers a workspace's tasks use
+//! (each one's status, tools, resources and last errors), trusting a
+//! workspace's own servers, and serving Roost's sandboxed tools to other
+//! agents over MCP.
+
+use super::line::{notice, outln};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+
+use super::sanitize::{json_text, visible_line};
+use roost_core::commands::CommandHost;
+use roost_core::config::{self, Config};
+use roost_core::mcp::{McpHub, ServerEntry, ServerState, Transport};
+
+/// `roost mcp …`
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// The MCP servers a workspace's tasks use: status, tools, resources
+    /// and last errors (starts the ones that may start).
+    List(ListArgs),
+    /// Trust a workspace's own MCP servers (`.roo/mcp.json`, `.mcp.json`)
+    /// so its tasks start them.
+    Trust(TrustArgs),
+    /// Serve Roost's sandboxed tools over MCP (stdio, or streamable HTTP).
+    Serve(super::mcp_serve::McpServeArgs),
+}
+
+/// `roost mcp list` arguments.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The workspace whose servers to list (with the global ones).
+    #[arg(long, default_value = ".")]
+    pub workspace: PathBuf,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Config file (default ~/.config/roost/config.toml).
+    #[arg(long, env = "ROOST_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+/// `roost mcp trust` arguments.
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The workspace whose servers to trust.
+    #[arg(long, default_value = ".")]
+    pub workspace: PathBuf,
+    /// The servers to trust (default: all of the workspace's).
+    pub names: Vec<String>,
+}
+
+/// Run a `roost mcp` command.
+pub async fn run(cmd: McpCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    match cmd {
+        McpCommand::List(a) => list(a, data_dir).await,
+        McpCommand::Trust(a) => {
+            let workspace = super::workspace_dir(&a.workspace)?;
+            let hub = hub(data_dir, &Config::default())?;
+            let names = (!a.names.is_empty()).then_some(a.names.as_slice());
+            let known = hub.config(&workspace);
+            for n in &a.names {
+                if !known
+                    .servers
+                    .get(n)
+                    .is_some_and(|e| e.source == roost_core::mcp::Source::Project)
+                {
+                    anyhow::bail!(
+                        "this workspace configures no MCP server `{}` (.roo/mcp.json, .mcp.json)",
+                        visible_line(n)
+                    );
+                }
+            }
+            let trusted = hub.trust(&workspace, names)?;
+            if trusted.is_empty() {
+                outln!("this workspace configures no MCP servers of its own");
+            }
+            for n in trusted {
+                outln!("trusted: {}", visible_line(&n));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        McpCommand::Serve(a) => super::mcp_serve::serve(a, data_dir).await,
+    }
+}
+
+/// The global configuration directory (`mcp_settings.json` lives there).
+pub fn global_dir() -> Option<PathBuf> {
+    config::default_path().parent().map(Path::to_path_buf)
+}
+
+/// A hub as a task's engine makes it: the command sandbox's settings from
+/// `cfg`, this binary as the network bridge.
+fn hub(data_dir: &Path, cfg: &Config) -> anyhow::Result<McpHub> {
+    let hidden: Vec<PathBuf> = global_dir().into_iter().collect();
+    let mut host = CommandHost::new(
+        &cfg.commands,
+        &cfg.command_profiles,
+        data_dir,
+        hidden,
+        cfg.secret_store(),
+    )?;
+    host.bridge = std::env::current_exe().ok();
+    Ok(McpHub::new(global_dir(), data_dir, Arc::new(host)))
+}
+
+fn transport_line(e: &ServerEntry) -> String {
+    match &e.transport {
+        Transport::Stdio { command, args, .. } => {
+            let mut words = vec![command.as_str()];
+            words.extend(args.iter().map(String::as_str));
+            format!("stdio: {}", shell_join(&words))
+        }
+        Transport::Http { url, .. } => format!("http: {url}"),
+    }
+}
+
+fn shell_join(words: &[&str]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:@".contains(c))
+            {
+                (*w).to_owned()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let workspace = super::workspace_dir(&a.workspace)?;
+    let cfg = config::load(a.config.as_deref())?;
+    let hub = hub(data_dir, &cfg)?;
+    let servers = hub.servers(&workspace);
+    servers.start().await;
+    let statuses: Vec<_> = servers
+        .servers
+        .values()
+        .map(|s| (s.entry.clone(), s.status()))
+        .collect();
+    if a.json {
+        let v = serde_json::json!({
+            "servers": statuses.iter().map(|(e, s)| serde_json::json!({
+                "name": s.name,
+                "source": e.source,
+                "file": e.file,
+                "transport": transport_line(e),
+                "status": s.state,
+                "tools": s.tools,
+                "resources": s.resources.iter().map(|(u, n)| serde_json::json!({"uri": u, "name": n})).collect::<Vec<_>>(),
+                "errors": s.errors,
+                "log_messages": s.log_messages,
+                "restarts": s.restarts,
+            })).collect::<Vec<_>>(),
+            "issues": servers.config.issues.iter().map(|i| serde_json::json!({
+                "file": i.file, "server": i.server, "field": i.field, "message": i.message,
+            })).collect::<Vec<_>>(),
+        });
+        outln!("{}", json_text(&v.to_string()));
+        hub.shutdown();
+        return Ok(ExitCode::SUCCESS);
+    }
+    if statuses.is_empty() && servers.config.issues.is_empty() {
+        outln!(
+            "no MCP servers: configure them in {} or the workspace's .roo/mcp.json",
+            global_dir()
+                .map(|d| d.join("mcp_settings.json").display().to_string())
+                .unwrap_or_else(|| "mcp_settings.json".into())
+        );
+    }
+    for (e, s) in &statuses {
+        let state = match &s.state {
+            ServerState::Ready => "ready".to_owned(),
+            ServerState::Disabled => "disabled".to_owned(),
+            ServerState::Untrusted => format!(
+                "not trusted in this workspace (roost mcp trust --workspace {} {})",
+                workspace.display(),
+                s.name
+            ),
+            ServerState::Idle | ServerState::Starting => "starting".to_owned(),
+            ServerState::Restarting(w) => format!("restarting: {w}"),
+            ServerState::Failed(w) => format!("failed: {w}"),
+        };
+        outln!(
+            "{} ({:?}, {}) — {}",
+            visible_line(&s.name),
+            e.source,
+            visible_line(&transport_line(e)),
+            visible_line(&state)
+        );
+        for t in &s.tools {
+            match &t.refused {
+                None => outln!(
+                    "  tool {}{}{}",
+                    visible_line(&t.offered),
+                    if t.read_only { " (read-only)" } else { "" },
+                    if t.always_allow {
+                        " (always allowed)"
+                    } else {
+                        ""
+                    }
+                ),
+                Some(why) => outln!(
+                    "  tool {} NOT OFFERED: {}",
+                    visible_line(&t.name),
+                    visible_line(why)
+                ),
+            }
+        }
+        for (uri, name) in &s.resources {
+            outln!("  resource {} {}", visible_line(uri), visible_line(name));
+        }
+        if s.log_messages > 0 {
+            outln!("  log messages: {}", s.log_messages);
+        }
+        for err in &s.errors {
+            outln!("  ! {}", visible_line(err));
+        }
+    }
+    for i in &servers.config.issues {
+        notice!("{}", visible_line(&i.to_string()));
+    }
+    hub.shutdown();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Before a task starts in `workspace`: its project servers not trusted
+/// yet are trusted if a person says so at a terminal (`--yes` does not:
+/// a repository must not launch processes by being opened).
+pub fn ask_trust(hub: &McpHub, workspace: &Path) -> anyhow::Result<()> {
+    let untrusted = hub.untrusted(workspace);
+    if untrusted.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = untrusted.iter().map(|e| e.name.clone()).collect();
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        notice!(
+            "this workspace configures MCP servers that are not started until you trust them: {} \
+             (roost mcp trust --workspace {})",
+            visible_line(&names.join(", ")),
+            workspace.display()
+        );
+        return Ok(());
+    }
+    let mut err = std::io::stderr();
+    writeln!(err, "This workspace's MCP configuration wants to start:")?;
+    for e in &untrusted {
+        writeln!(
+            err,
+            "  {} — {} ({})",
+            visible_line(&e.name),
+            visible_line(&transport_line(e)),
+            e.file.display()
+        )?;
+    }
+    write!(err, "Trust and start them in this workspace? [y/N] ")?;
+    err.flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    if matches!(line.trim(), "y" | "Y" | "yes") {
+        hub.trust(workspace, Some(&names))?;
+    } else {
+        notice!("not started; `roost mcp trust` trusts them later");
+    }
+    Ok(())
+}

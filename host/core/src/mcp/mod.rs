@@ -1,0 +1,20 @@
+//! MCP servers' tools for tasks (the client side of MCP): servers are
+//! configured in Roo Code's files ([`config`]), a workspace's own are
+//! started only once trusted there ([`trust`]), stdio servers run in the
+//! command sandbox ([`server`]), what they send is bounded ([`limits`]),
+//! and the [`McpHub`] keeps each workspace's servers running. Their tools
+//! reach tasks as [`ToolExecutor`](crate::tools::ToolExecutor)s laid over
+//! the registry (`tools::mcp`) and go through the one dispatch.
+
+pub mod config;
+pub mod hub;
+pub mod limits;
+pub mod server;
+mod tls;
+pub mod trust;
+
+pub use config::{ConfigIssue, McpConfig, ServerEntry, Source, Transport};
+pub use hub::{McpHub, WorkspaceMcp};
+pub use limits::ToolInfo;
+pub use server::{CallError, McpServer, ServerState, ServerStatus};
+pub use trust::{TrustError, TrustStore};

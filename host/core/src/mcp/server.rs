@@ -1,0 +1,640 @@
+//! One MCP server as Roost runs it: started (a stdio server in the command
+//! sandbox, under its profile, with a scrubbed environment and its stderr
+//! kept for its status) or reached (HTTP), its tool and resource lists
+//! kept fresh (`list_changed`), its calls bounded by its timeout, and a
+//! crashed server restarted with backoff. Everything a server sends is
+//! bounded before Roost keeps it (see [`super::limits`]).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+// Logging is deprecated by the protocol (SEP-2577), but servers still
+// send it, and a flood of it must stay bounded.
+#[allow(deprecated)]
+use rmcp::model::LoggingMessageNotificationParam;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    ReadResourceRequestParams,
+};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ServiceExt};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::config::{ServerEntry, Transport};
+use super::limits::{self, ToolInfo};
+use crate::commands::proxy::Proxy;
+use crate::commands::{CommandHost, Confinement, Plan, profile};
+
+/// Where a server stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", content = "detail", rename_all = "snake_case")]
+pub enum ServerState {
+    /// Turned off in its entry.
+    Disabled,
+    /// A project server not trusted in this workspace: not started.
+    Untrusted,
+    /// Not started yet.
+    Idle,
+    /// Connecting.
+    Starting,
+    /// Connected; its tools are offered.
+    Ready,
+    /// It stopped; started again after a pause.
+    Restarting(String),
+    /// It cannot be used (why).
+    Failed(String),
+}
+
+/// Lines of a server's stderr, log messages and errors kept for its
+/// status.
+const KEPT_LINES: usize = 20;
+/// Longest line kept.
+const KEPT_LINE_CHARS: usize = 400;
+/// Restarts after a crash before the server is given up.
+const MAX_RESTARTS: u32 = 5;
+
+/// What `roost mcp list` shows of a server.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerStatus {
+    /// Its name.
+    pub name: String,
+    /// Where it stands.
+    pub state: ServerState,
+    /// Its tools (each with why it is not offered, when it is not).
+    pub tools: Vec<ToolInfo>,
+    /// Its resources' URIs and names.
+    pub resources: Vec<(String, String)>,
+    /// Its last errors, stderr lines and log messages.
+    pub errors: Vec<String>,
+    /// Log messages it sent in all.
+    pub log_messages: u64,
+    /// Times it was restarted.
+    pub restarts: u32,
+}
+
+struct Inner {
+    state: ServerState,
+    tools: Vec<ToolInfo>,
+    resources: Vec<(String, String)>,
+    errors: VecDeque<String>,
+    restarts: u32,
+    peer: Option<Peer<RoleClient>>,
+    service: Option<RunningService<RoleClient, Handler>>,
+    proxy: Option<Proxy>,
+}
+
+/// Why a call to a server did not give a result.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The server is not connected (why).
+    #[error("MCP server `{0}` is not available: {1}")]
+    Unavailable(String, String),
+    /// The call took longer than the server's timeout.
+    #[error("MCP server `{0}` did not answer within {1:?}")]
+    Timeout(String, Duration),
+    /// The server stopped during the call.
+    #[error("MCP server `{0}` stopped during the call ({1}); it is being restarted")]
+    Crashed(String, String),
+    /// The server answered with an error.
+    #[error("MCP server `{0}` answered with an error: {1}")]
+    Server(String, String),
+}
+
+/// One configured server in one workspace.
+pub struct McpServer {
+    /// Its entry.
+    pub entry: ServerEntry,
+    workspace: PathBuf,
+    sandbox: Arc<CommandHost>,
+    inner: Mutex<Inner>,
+    /// Bumped whenever its tool list changes.
+    generation: AtomicU64,
+    log_messages: AtomicU64,
+    /// A `list_changed` came: listed again before the next use.
+    dirty: AtomicBool,
+    connecting: tokio::sync::Mutex<()>,
+    next_attempt: Mutex<Option<Instant>>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.entry.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Receives what a server sends on its own.
+#[derive(Debug, Clone)]
+struct Handler {
+    server: Weak<McpServer>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("roost", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        if let Some(s) = self.server.upgrade() {
+            s.dirty.store(true, Ordering::Release);
+        }
+        std::future::ready(())
+    }
+
+    fn on_resource_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        if let Some(s) = self.server.upgrade() {
+            s.dirty.store(true, Ordering::Release);
+        }
+        std::future::ready(())
+    }
+
+    #[allow(deprecated)]
+    fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        // A flood costs a counter and one bounded line each.
+        if let Some(s) = self.server.upgrade() {
+            s.log_messages.fetch_add(1, Ordering::Relaxed);
+            let text = match &params.data {
+                Value::String(t) => t.clone(),
+                other => other.to_string(),
+            };
+            s.note(format!("log {:?}: {}", params.level, text));
+        }
+        std::future::ready(())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain state: consistent whatever panicked while it was held.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl McpServer {
+    /// A server of `workspace` as `entry` configures it, started in
+    /// `sandbox`'s confinement; `state` says whether it may start.
+    pub fn new(
+        entry: ServerEntry,
+        workspace: PathBuf,
+        sandbox: Arc<CommandHost>,
+        state: ServerState,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            entry,
+            workspace,
+            sandbox,
+            inner: Mutex::new(Inner {
+                state,
+                tools: Vec::new(),
+                resources: Vec::new(),
+                errors: VecDeque::new(),
+                restarts: 0,
+                peer: None,
+                service: None,
+                proxy: None,
+            }),
+            generation: AtomicU64::new(0),
+            log_messages: AtomicU64::new(0),
+            dirty: AtomicBool::new(false),
+            connecting: tokio::sync::Mutex::new(()),
+            next_attempt: Mutex::new(None),
+        })
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.entry.name
+    }
+
+    /// Changes with every change of its tool list.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Where it stands.
+    pub fn state(&self) -> ServerState {
+        lock(&self.inner).state.clone()
+    }
+
+    /// Its tools as last listed.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        lock(&self.inner).tools.clone()
+    }
+
+    /// Its resources as last listed.
+    pub fn resources(&self) -> Vec<(String, String)> {
+        lock(&self.inner).resources.clone()
+    }
+
+    /// What `roost mcp list` shows.
+    pub fn status(&self) -> ServerStatus {
+        let i = lock(&self.inner);
+        ServerStatus {
+            name: self.entry.name.clone(),
+            state: i.state.clone(),
+            tools: i.tools.clone(),
+            resources: i.resources.clone(),
+            errors: i.errors.iter().cloned().collect(),
+            log_messages: self.log_messages.load(Ordering::Relaxed),
+            restarts: i.restarts,
+        }
+    }
+
+    /// Keep a line for its status (bounded, terminal escapes removed).
+    fn note(&self, line: String) {
+        let line = limits::clean_line(&line, KEPT_LINE_CHARS);
+        let mut i = lock(&self.inner);
+        if i.errors.len() == KEPT_LINES {
+            i.errors.pop_front();
+        }
+        i.errors.push_back(line);
+    }
+
+    fn set_state(&self, state: ServerState) {
+        lock(&self.inner).state = state;
+    }
+
+    /// Connect if it may and is not connected; a server that failed or
+    /// crashed is tried again once its pause is over.
+    pub async fn ensure_started(self: &Arc<Self>) {
+        match self.state() {
+            ServerState::Disabled | ServerState::Untrusted => return,
+            ServerState::Ready => {
+                // Listed again after `list_changed`, once however many
+                // notifications came.
+                if self.dirty.swap(false, Ordering::AcqRel) {
+                    let peer = lock(&self.inner).peer.clone();
+                    if let Some(peer) = peer
+                        && let Err(e) = self.list(&peer).await
+                    {
+                        self.note(e);
+                    }
+                }
+                return;
+            }
+            ServerState::Restarting(_) => {
+                // A restart's pause is waited out when it is shorter than
+                // a request may take.
+                let at = *lock(&self.next_attempt);
+                if let Some(at) = at {
+                    let wait = at.saturating_duration_since(Instant::now());
+                    if wait > self.entry.timeout {
+                        return;
+                    }
+                    tokio::time::sleep(wait).await;
+                }
+            }
+            ServerState::Failed(_) => {
+                let due = lock(&self.next_attempt).is_none_or(|t| Instant::now() >= t);
+                if !due {
+                    return;
+                }
+            }
+            ServerState::Idle | ServerState::Starting => {}
+        }
+        let _one = self.connecting.lock().await;
+        if self.state() == ServerState::Ready {
+            return;
+        }
+        self.set_state(ServerState::Starting);
+        match self.connect().await {
+            Ok(()) => {
+                *lock(&self.next_attempt) = None;
+                tracing::info!(server = %self.entry.name, "MCP server ready");
+            }
+            Err(why) => {
+                tracing::warn!(server = %self.entry.name, "MCP server failed: {why}");
+                self.note(why.clone());
+                self.failed(why);
+            }
+        }
+    }
+
+    /// It failed: restarted after a pause unless it failed too often.
+    fn failed(&self, why: String) {
+        let mut i = lock(&self.inner);
+        i.peer = None;
+        i.service = None;
+        i.proxy = None;
+        if i.restarts >= MAX_RESTARTS {
+            i.state = ServerState::Failed(format!("{why} (gave up after {MAX_RESTARTS} restarts)"));
+            *lock(&self.next_attempt) = Some(Instant::now() + Duration::from_secs(300));
+            return;
+        }
+        let pause = Duration::from_millis(500u64 << i.restarts.min(6));
+        i.restarts += 1;
+        i.state = ServerState::Restarting(why);
+        *lock(&self.next_attempt) = Some(Instant::now() + pause);
+    }
+
+    async fn connect(self: &Arc<Self>) -> Result<(), String> {
+        let handler = Handler {
+            server: Arc::downgrade(self),
+        };
+        let timeout = self.entry.timeout;
+        let (service, proxy) = match &self.entry.transport {
+            Transport::Stdio { .. } => {
+                let (transport, proxy) = self.spawn()?;
+                let s = tokio::time::timeout(timeout, handler.serve(transport))
+                    .await
+                    .map_err(|_| format!("did not answer `initialize` within {timeout:?}"))?
+                    .map_err(|e| format!("initialize failed: {e}"))?;
+                (s, proxy)
+            }
+            Transport::Http { url, headers } => {
+                let mut custom = std::collections::HashMap::new();
+                let mut auth = None;
+                for (k, v) in headers {
+                    if k.eq_ignore_ascii_case("authorization") {
+                        auth = Some(v.trim_start_matches("Bearer ").to_owned());
+                        continue;
+                    }
+                    let name = http::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|e| format!("header `{k}`: {e}"))?;
+                    let value =
+                        http::HeaderValue::from_str(v).map_err(|e| format!("header `{k}`: {e}"))?;
+                    custom.insert(name, value);
+                }
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                if let Some(a) = auth {
+                    config = config.auth_header(a);
+                }
+                super::tls::install();
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                let s = tokio::time::timeout(timeout, handler.serve(transport))
+                    .await
+                    .map_err(|_| format!("did not answer `initialize` within {timeout:?}"))?
+                    .map_err(|e| format!("initialize failed: {e}"))?;
+                (s, None)
+            }
+        };
+        let peer = service.peer().clone();
+        {
+            let mut i = lock(&self.inner);
+            i.peer = Some(peer.clone());
+            i.service = Some(service);
+            i.proxy = proxy;
+        }
+        self.list(&peer).await?;
+        self.set_state(ServerState::Ready);
+        Ok(())
+    }
+
+    /// Start the stdio server in the command sandbox.
+    fn spawn(self: &Arc<Self>) -> Result<(TokioChildProcess, Option<Proxy>), String> {
+        let Transport::Stdio {
+            command,
+            args,
+            cwd,
+            env,
+        } = &self.entry.transport
+        else {
+            return Err("not a stdio server".into());
+        };
+        self.sandbox.confinement.check()?;
+        let name = self.entry.profile.as_deref().unwrap_or(profile::READ_ONLY);
+        let profile = self.sandbox.profiles.get(name).map_err(|e| e.to_string())?;
+        let mut network = profile.network.clone();
+        for o in &self.entry.network {
+            network.push(
+                roost_sandbox::capability::Origin::parse(o)
+                    .map_err(|e| format!("allowNetwork `{o}`: {e}"))?,
+            );
+        }
+        let cwd = match cwd {
+            Some(c) if c.is_absolute() => c.clone(),
+            Some(c) => self.workspace.join(c),
+            None => self.workspace.clone(),
+        };
+        let mut writable = profile.write.clone();
+        if profile.writes_scope {
+            writable.push(self.workspace.clone());
+        }
+        let mut vars = self.sandbox.environment(profile);
+        for (k, v) in env {
+            vars.retain(|(name, _)| name != k);
+            vars.push((k.clone(), v.clone()));
+        }
+        let confined = self.sandbox.confinement != Confinement::None;
+        let proxy = match (&self.sandbox.bridge, network.is_empty() || !confined) {
+            (_, true) => None,
+            (Some(bridge), false) => {
+                let p = Proxy::start(&std::env::temp_dir(), network)
+                    .map_err(|e| format!("its network proxy cannot start: {e}"))?;
+                Some((p, bridge.clone()))
+            }
+            (None, false) => {
+                return Err("it is granted network, but this host has no network bridge".into());
+            }
+        };
+        if proxy.is_some() {
+            let url = format!("http://127.0.0.1:{}", crate::commands::sandbox::PROXY_PORT);
+            for k in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+                vars.push((k.to_owned(), url.clone()));
+            }
+        }
+        let words: Vec<&str> = std::iter::once(command.as_str())
+            .chain(args.iter().map(String::as_str))
+            .collect();
+        let line = shell_words::join(words);
+        let plan = Plan {
+            line: &line,
+            cwd: &cwd,
+            workspace: &self.workspace,
+            writable: &writable,
+            profile,
+            hidden: &self.sandbox.hidden,
+            env: &vars,
+            proxy: proxy.as_ref().map(|(p, b)| (p.socket(), b.as_path())),
+        };
+        let cmd = self.sandbox.confinement.command(&plan);
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+        if let Some(stderr) = stderr {
+            let me = Arc::downgrade(self);
+            tokio::spawn(async move {
+                use tokio::io::AsyncReadExt;
+                let mut stderr = stderr;
+                let mut buf = vec![0u8; 4096];
+                let mut line = Vec::new();
+                loop {
+                    let n = match stderr.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    let Some(server) = me.upgrade() else { break };
+                    for &b in &buf[..n] {
+                        if b == b'\n' {
+                            server.note(format!("stderr: {}", String::from_utf8_lossy(&line)));
+                            line.clear();
+                        } else if line.len() < KEPT_LINE_CHARS * 4 {
+                            line.push(b);
+                        }
+                    }
+                }
+                if !line.is_empty()
+                    && let Some(server) = me.upgrade()
+                {
+                    server.note(format!("stderr: {}", String::from_utf8_lossy(&line)));
+                }
+            });
+        }
+        Ok((transport, proxy.map(|(p, _)| p)))
+    }
+
+    /// List its tools and resources (bounded), bumping the generation
+    /// when the tools changed.
+    async fn list(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
+        let timeout = self.entry.timeout;
+        let tools = tokio::time::timeout(timeout, peer.list_all_tools())
+            .await
+            .map_err(|_| format!("did not list its tools within {timeout:?}"))?
+            .map_err(|e| format!("cannot list its tools: {e}"))?;
+        let tools = limits::tools(&self.entry, tools);
+        let has_resources = peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.resources.is_some());
+        let resources = if has_resources {
+            match tokio::time::timeout(timeout, peer.list_all_resources()).await {
+                Ok(Ok(r)) => r
+                    .into_iter()
+                    .take(limits::MAX_RESOURCES)
+                    .map(|r| {
+                        (
+                            limits::clean_line(&r.uri, 512),
+                            limits::clean_line(&r.name, 128),
+                        )
+                    })
+                    .collect(),
+                Ok(Err(e)) => {
+                    self.note(format!("cannot list its resources: {e}"));
+                    Vec::new()
+                }
+                Err(_) => {
+                    self.note("did not list its resources in time".into());
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let mut i = lock(&self.inner);
+        if i.tools != tools {
+            i.tools = tools;
+            self.generation.fetch_add(1, Ordering::AcqRel);
+        }
+        i.resources = resources;
+        Ok(())
+    }
+
+    fn peer(&self) -> Result<Peer<RoleClient>, CallError> {
+        let i = lock(&self.inner);
+        match (&i.state, &i.peer) {
+            (ServerState::Ready, Some(p)) => Ok(p.clone()),
+            (state, _) => Err(CallError::Unavailable(
+                self.entry.name.clone(),
+                describe(state),
+            )),
+        }
+    }
+
+    /// A request's error: a closed transport means the server stopped.
+    fn request_failed(&self, e: rmcp::ServiceError) -> CallError {
+        match e {
+            rmcp::ServiceError::McpError(e) => CallError::Server(
+                self.entry.name.clone(),
+                limits::clean_line(&e.message, 2000),
+            ),
+            rmcp::ServiceError::Timeout { timeout } => {
+                CallError::Timeout(self.entry.name.clone(), timeout)
+            }
+            other => {
+                let why = other.to_string();
+                self.note(format!("stopped: {why}"));
+                self.failed(format!("stopped: {why}"));
+                CallError::Crashed(self.entry.name.clone(), why)
+            }
+        }
+    }
+
+    /// Call `tool` (its own name) with `args`; its result as the protocol
+    /// gives it (a JSON object).
+    pub async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        args: serde_json::Map<String, Value>,
+    ) -> Result<Value, CallError> {
+        self.ensure_started().await;
+        let peer = self.peer()?;
+        let timeout = self.entry.timeout;
+        let req = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let res = tokio::time::timeout(timeout, peer.call_tool(req)).await;
+        match res {
+            Err(_) => Err(CallError::Timeout(self.entry.name.clone(), timeout)),
+            Ok(Err(e)) => Err(self.request_failed(e)),
+            Ok(Ok(r)) => serde_json::to_value(r)
+                .map_err(|e| CallError::Server(self.entry.name.clone(), e.to_string())),
+        }
+    }
+
+    /// Read the resource at `uri`, as the protocol gives it.
+    pub async fn read_resource(self: &Arc<Self>, uri: &str) -> Result<Value, CallError> {
+        self.ensure_started().await;
+        let peer = self.peer()?;
+        let timeout = self.entry.timeout;
+        let res = tokio::time::timeout(
+            timeout,
+            peer.read_resource(ReadResourceRequestParams::new(uri)),
+        )
+        .await;
+        match res {
+            Err(_) => Err(CallError::Timeout(self.entry.name.clone(), timeout)),
+            Ok(Err(e)) => Err(self.request_failed(e)),
+            Ok(Ok(r)) => serde_json::to_value(r)
+                .map_err(|e| CallError::Server(self.entry.name.clone(), e.to_string())),
+        }
+    }
+
+    /// Stop it (the process with its sandbox).
+    pub fn stop(&self) {
+        let mut i = lock(&self.inner);
+        i.peer = None;
+        i.service = None;
+        i.proxy = None;
+    }
+}
+
+/// A state in words, for an error.
+pub fn describe(state: &ServerState) -> String {
+    match state {
+        ServerState::Disabled => "it is disabled in its configuration".into(),
+        ServerState::Untrusted => {
+            "it is a project server not trusted in this workspace (`roost mcp trust`)".into()
+        }
+        ServerState::Idle | ServerState::Starting => "it is starting".into(),
+        ServerState::Ready => "ready".into(),
+        ServerState::Restarting(why) => format!("it stopped ({why}) and is being restarted"),
+        ServerState::Failed(why) => format!("it failed: {why}"),
+    }
+}

@@ -1,0 +1,517 @@
+//! MCP servers' tools in Roost's tasks, end to end, against real servers:
+//! `@modelcontextprotocol/server-everything` (stdio and streamable HTTP),
+//! `@modelcontextprotocol/server-filesystem` (stdio), and a hostile
+//! server of the tests' own (`tests/mcp/hostile.mjs`) that crashes,
+//! hangs, floods, lies about names and paints its text. Every stdio
+//! server runs in the command sandbox (real bubblewrap); every call goes
+//! through the one dispatch with every gate.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use roost_core::task::{Approval, ApprovalPolicy, TaskOutcome};
+use roost_tests::harness::{Harness, call, complete, scripted_harness, trace_lines, turn};
+use roost_tests::user::ScriptedUser;
+use roost_tests::{mcp_bin, mcp_script};
+use serde_json::{Value, json};
+
+fn hostile(mode: &str) -> Value {
+    json!({"command": "node", "args": [mcp_script("hostile.mjs"), mode], "timeout": 5})
+}
+
+fn one(name: &str, args: Value) -> Value {
+    turn("", vec![call(name, args)])
+}
+
+fn with_id(name: &str, args: Value, id: &str) -> Value {
+    turn("", vec![json!({"name": name, "args": args, "id": id})])
+}
+
+/// A harness whose model makes `turns` then completes, with `servers` as
+/// the user's global MCP configuration.
+fn harness_with(servers: Value, turns: Vec<Value>, policy: ApprovalPolicy) -> Harness {
+    let mut turns = turns;
+    turns.push(complete("done"));
+    let mut h = scripted_harness(json!({ "turns": turns }), policy);
+    let config_dir = h.ws.root().join("config");
+    std::fs::create_dir_all(&config_dir).expect("config dir");
+    std::fs::write(
+        config_dir.join("mcp_settings.json"),
+        json!({ "mcpServers": servers }).to_string(),
+    )
+    .expect("settings");
+    h.config_dir = Some(config_dir);
+    h.command_bridge = Some(PathBuf::from(env!("CARGO_BIN_EXE_roost")));
+    h
+}
+
+/// The tool names of the `n`th request the model got.
+fn offered(h: &Harness, n: usize) -> Vec<String> {
+    let requests = h.transport.requests();
+    requests[n]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// A task calls a hostile server's tools through every gate: escapes
+/// removed from results and descriptions, a schema-invalid call refused
+/// before it leaves Roost, a destructive call refused before an intent
+/// and traced after one, `alwaysAllow` not asked, others asked,
+/// `disabledTools` and oversized or misnamed tools not offered, an
+/// oversized result spilled and paged, a call past its timeout and a
+/// crash mid-call as error results (the server restarted), and the tool
+/// list refreshed on `list_changed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_uses_mcp_tools_under_every_gate() {
+    let mut server = hostile("tools");
+    server["alwaysAllow"] = json!(["echo"]);
+    server["disabledTools"] = json!(["disabled_one"]);
+    let h = harness_with(
+        json!({ "hostile": server }),
+        vec![
+            one("mcp__hostile__echo", json!({"message": "hi"})),
+            one("mcp__hostile__echo", json!({"wrong": 1})),
+            one("mcp__hostile__write_note", json!({"text": "before"})),
+            one("select_active_intent", json!({"intent_id": "INT-1"})),
+            one("mcp__hostile__write_note", json!({"text": "after"})),
+            with_id("mcp__hostile__big", json!({"bytes": 300000}), "big1"),
+            one("read_mcp_output", json!({"id": "big1", "offset": 290000})),
+            one("mcp__hostile__hang", json!({})),
+            one("mcp__hostile__crash", json!({})),
+            one("mcp__hostile__echo", json!({"message": "again"})),
+            one("mcp__hostile__flip", json!({})),
+            // The notification comes before the result; a turn later the
+            // list is fresh.
+            one("mcp__hostile__echo", json!({"message": "later"})),
+            one("mcp__hostile__new_tool", json!({})),
+            one("mcp__hostile__disabled_one", json!({})),
+            one("mcp__hostile__read_file", json!({})),
+        ],
+        ApprovalPolicy::default(),
+    );
+    h.ws.write(
+        ".orchestration/active_intents.yaml",
+        "active_intents:\n  - {id: INT-1, name: Notes, status: IN_PROGRESS, owned_scope: [\"notes/**\"]}\n",
+    );
+    let user = ScriptedUser::default()
+        .approve(Approval::Approve)
+        .approve(Approval::Approve)
+        .approve(Approval::Approve)
+        .approve(Approval::Approve)
+        .approve(Approval::Approve)
+        .approve(Approval::Approve)
+        .approve(Approval::Approve)
+        .approve(Approval::Approve)
+        .approve(Approval::Approve)
+        .approve(Approval::Approve)
+        .approve(Approval::Approve)
+        .approve(Approval::Approve);
+    let (id, outcome) = h.run(&user, "use the hostile server").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let r = h.results(&id);
+    let text = |i: usize| r[i].0.clone();
+    // 0: escapes removed.
+    assert!(
+        !r[0].1 && text(0).contains("echo: hi") && text(0).contains("done"),
+        "{}",
+        text(0)
+    );
+    assert!(
+        !text(0).contains('\u{1b}') && !text(0).contains('\u{7}'),
+        "{:?}",
+        text(0)
+    );
+    // 1: refused by the schema before it left Roost.
+    assert!(r[1].1 && text(1).contains("message"), "{}", text(1));
+    // 2: destructive before an intent.
+    assert!(
+        r[2].1 && text(2).to_lowercase().contains("intent"),
+        "{}",
+        text(2)
+    );
+    // 4: after one: run and traced with its result size.
+    assert!(!r[4].1 && text(4).contains("noted: after"), "{}", text(4));
+    let trace = trace_lines(&h.ws.path());
+    let traced = trace
+        .iter()
+        .find(|l| l["tool"] == "mcp__hostile__write_note" && l["kind"] == "mutation")
+        .expect("the destructive MCP call is traced");
+    assert!(
+        traced["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("result 12 bytes")),
+        "{traced}"
+    );
+    assert_eq!(traced["intent_id"], "INT-1");
+    // 5, 6: an oversized result spilled and paged.
+    assert!(
+        text(5).contains("read_mcp_output") && text(5).len() < 40_000,
+        "{}",
+        &text(5)[..200]
+    );
+    assert!(
+        text(6).contains("END"),
+        "{}",
+        &text(6)[..200.min(text(6).len())]
+    );
+    // 7: past its timeout; 8: crashed mid-call; 9: restarted.
+    assert!(r[7].1 && text(7).contains("did not answer"), "{}", text(7));
+    assert!(r[8].1 && text(8).contains("stopped"), "{}", text(8));
+    assert!(!r[9].1 && text(9).contains("echo: again"), "{}", text(9));
+    // 10–12: the list refreshed on list_changed.
+    assert!(
+        !r[12].1 && text(12).contains("called new_tool"),
+        "{}",
+        text(12)
+    );
+    // 13: disabledTools is not offered.
+    assert!(r[13].1 && text(13).contains("disabled_one"), "{}", text(13));
+    // 14: a tool named like a native one stays under its server's name.
+    assert!(
+        !r[14].1 && text(14).contains("called read_file"),
+        "{}",
+        text(14)
+    );
+    // Asked for every call but the alwaysAllow one.
+    let asked = user.asked();
+    assert!(asked.iter().any(|a| a.contains("write_note")), "{asked:?}");
+    assert!(
+        !asked.iter().any(|a| a.contains("mcp__hostile__echo")),
+        "{asked:?}"
+    );
+    // What was offered: no oversized schema, no bad name, descriptions
+    // cut and clean.
+    let tools = offered(&h, 0);
+    assert!(
+        tools.contains(&"mcp__hostile__echo".to_owned()),
+        "{tools:?}"
+    );
+    assert!(tools.contains(&"access_mcp_resource".to_owned()));
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t.contains("fat_schema") || t.contains("disabled_one") || t.contains("bad")),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.contains(&"search_tools".to_owned()),
+        "few tools are not deferred"
+    );
+    let body = h.transport.requests()[0]["tools"].to_string();
+    assert!(
+        !body.contains("\\u001b") && body.contains("Harmless red"),
+        "escapes in descriptions"
+    );
+    assert!(
+        !body.contains(&"z".repeat(2100)),
+        "a long description is cut"
+    );
+    assert!(
+        tools.contains(&"read_file".to_owned()),
+        "the native read_file stays"
+    );
+    roost_tests::harness::assert_pairing(h.store(), &id);
+}
+
+/// With 200 tools whose definitions would crowd the context window, the
+/// model gets `search_tools` instead; the tools it finds are offered
+/// from then on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_tools_are_deferred_behind_search() {
+    let mut h = harness_with(
+        json!({ "many": hostile("many") }),
+        vec![
+            one("search_tools", json!({"query": "celsius fahrenheit"})),
+            one("mcp__many__tool_137", json!({"value": "20C"})),
+        ],
+        ApprovalPolicy::yes(),
+    );
+    h.config.context_window = 100_000;
+    let (id, outcome) = h.run(&ScriptedUser::default(), "convert").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let first = offered(&h, 0);
+    assert!(first.contains(&"search_tools".to_owned()), "{first:?}");
+    assert!(
+        !first.iter().any(|t| t.starts_with("mcp__many__")),
+        "{first:?}"
+    );
+    let r = h.results(&id);
+    assert!(r[0].0.contains("mcp__many__tool_137"), "{}", r[0].0);
+    let second = offered(&h, 1);
+    assert!(
+        second.contains(&"mcp__many__tool_137".to_owned()),
+        "{second:?}"
+    );
+    assert!(
+        second
+            .iter()
+            .filter(|t| t.starts_with("mcp__many__"))
+            .count()
+            <= 5
+    );
+    assert!(r[1].0.contains("tool_137: 20C"), "{}", r[1].0);
+}
+
+/// The reference servers: server-everything over stdio (a tool call, a
+/// resource read) and over streamable HTTP, server-filesystem over stdio
+/// reading a workspace file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_servers_over_stdio_and_http() {
+    let port = free_port();
+    let mut http_server = Command::new(mcp_bin("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("server-everything over HTTP starts");
+    wait_for_port(port);
+    let h = harness_with(
+        json!({
+            "everything": {"command": mcp_bin("mcp-server-everything"), "args": ["stdio"]},
+            "everything_http": {"type": "streamable-http", "url": format!("http://127.0.0.1:{port}/mcp")},
+        }),
+        vec![
+            one("mcp__everything__echo", json!({"message": "over stdio"})),
+            one(
+                "access_mcp_resource",
+                json!({"server_name": "everything", "uri": "demo://resource/static/document/architecture.md"}),
+            ),
+            one(
+                "mcp__everything_http__echo",
+                json!({"message": "over http"}),
+            ),
+            one("mcp__everything__get-sum", json!({"a": 2, "b": 3})),
+        ],
+        ApprovalPolicy::yes(),
+    );
+    let (id, outcome) = h.run(&ScriptedUser::default(), "echo").await;
+    let _ = http_server.kill();
+    let _ = http_server.wait();
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let r = h.results(&id);
+    assert!(r[0].0.contains("over stdio"), "{}", r[0].0);
+    assert!(!r[1].1 && r[1].0.len() > 20, "{}", r[1].0);
+    assert!(r[2].0.contains("over http"), "{}", r[2].0);
+    assert!(r[3].0.contains('5'), "{:?}", r[3]);
+
+    // server-filesystem, sandboxed, reads the workspace it is given.
+    let fs = harness_with(
+        json!({"fs": {"command": mcp_bin("mcp-server-filesystem"), "args": ["."]}}),
+        vec![one("mcp__fs__read_text_file", json!({"path": "notes.txt"}))],
+        ApprovalPolicy::yes(),
+    );
+    fs.ws.write("notes.txt", "read through MCP\n");
+    let (id, outcome) = fs.run(&ScriptedUser::default(), "read").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let r = fs.results(&id);
+    assert!(r[0].0.contains("read through MCP"), "{:?}", r[0]);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn wait_for_port(port: u16) {
+    for _ in 0..600 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("nothing listens on {port}");
+}
+
+fn roost(data: &Path, config_home: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_roost"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env("XDG_CONFIG_HOME", config_home)
+        .env_remove("ROOST_CONFIG")
+        .output()
+        .expect("roost runs")
+}
+
+/// A workspace's own `.roo/mcp.json` starts nothing until trusted (not
+/// even with `--yes`); `roost mcp list` then shows each server's status
+/// and what was refused: a server that never answers `initialize`, one
+/// that floods log messages, tools past the caps; a sandboxed server
+/// cannot write outside its profile or reach the network.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn project_servers_wait_for_trust_and_hostile_ones_are_bounded() {
+    let ws = roost_tests::TestWorkspace::new();
+    let data = ws.root().join("data");
+    let config_home = ws.root().join("xdg");
+    std::fs::create_dir_all(config_home.join("roost")).expect("config dir");
+    let outside = tempfile::tempdir_in("/var/tmp")
+        .or_else(|_| tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")))
+        .expect("dir outside /tmp");
+    let mut silent = hostile("silent");
+    silent["timeout"] = json!(2);
+    ws.write(
+        ".roo/mcp.json",
+        &json!({"mcpServers": {
+            "starter": hostile("tools"),
+            "silent": silent,
+            "flood": hostile("flood"),
+            "escape": hostile("escape"),
+            "broken": {"command": "x", "timeout": "never"},
+        }})
+        .to_string(),
+    );
+    let w = ws.path();
+    let w = w.to_str().expect("utf-8 path");
+    // Untrusted: nothing starts, even with a task run under --yes.
+    let out = roost(
+        &data,
+        &config_home,
+        &["mcp", "list", "--workspace", w, "--json"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(
+        listed["servers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|s| s["status"]["state"] == "untrusted"
+                && s["errors"].as_array().is_some_and(Vec::is_empty)),
+        "{listed}"
+    );
+    let issue = &listed["issues"][0];
+    assert_eq!(issue["server"], "broken");
+    assert_eq!(issue["field"], "timeout");
+
+    // Trusted: each runs, bounded.
+    let out = roost(&data, &config_home, &["mcp", "trust", "--workspace", w]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = roost(
+        &data,
+        &config_home,
+        &["mcp", "list", "--workspace", w, "--json"],
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let server = |name: &str| {
+        listed["servers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} listed: {listed}"))
+    };
+    let starter = server("starter");
+    assert_eq!(starter["status"]["state"], "ready", "{starter}");
+    assert!(
+        starter["errors"].to_string().contains("got initialize"),
+        "its stderr is kept: {starter}"
+    );
+    let refused: Vec<(String, String)> = starter["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            Some((
+                t["name"].as_str()?.to_owned(),
+                t["refused"].as_str()?.to_owned(),
+            ))
+        })
+        .collect();
+    assert!(
+        refused
+            .iter()
+            .any(|(n, why)| n == "fat_schema" && why.contains("schema")),
+        "{refused:?}"
+    );
+    assert!(
+        refused.iter().any(|(n, _)| n.starts_with("bad name")),
+        "{refused:?}"
+    );
+    let painted = starter["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["name"] == "painted")
+        .cloned()
+        .unwrap_or_default();
+    assert!(!painted.to_string().contains("\\u001b"), "{painted}");
+    let silent = server("silent");
+    assert!(
+        silent["status"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("initialize")),
+        "{silent}"
+    );
+    let flood = server("flood");
+    assert_eq!(flood["status"]["state"], "ready", "{flood}");
+    assert!(
+        flood["errors"].as_array().is_some_and(|e| e.len() <= 20),
+        "{flood}"
+    );
+
+    // The escape server, sandboxed: no write outside, no network.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let target = outside.path().join("escaped.txt");
+    let mut h = scripted_harness(
+        json!({"turns": [
+            one("mcp__escape__escape", json!({"path": target, "port": port})),
+            complete("done"),
+        ]}),
+        ApprovalPolicy::yes(),
+    );
+    h.command_bridge = Some(PathBuf::from(env!("CARGO_BIN_EXE_roost")));
+    h.ws.write(
+        ".roo/mcp.json",
+        &json!({"mcpServers": {"escape": hostile("escape")}}).to_string(),
+    );
+    h.engine()
+        .mcp()
+        .expect("an MCP hub")
+        .trust(&h.ws.path(), None)
+        .expect("trusted");
+    let (id, outcome) = h.run(&ScriptedUser::default(), "escape").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let r = h.results(&id);
+    assert!(
+        r[0].0.contains("write: failed") && r[0].0.contains("network: failed"),
+        "{}",
+        r[0].0
+    );
+    assert!(!target.exists());
+    listener.set_nonblocking(true).expect("nonblocking");
+    assert!(
+        listener.accept().is_err(),
+        "the server reached the host's network"
+    );
+}
