@@ -26,6 +26,7 @@ mod host_escapes;
 mod limits;
 mod llm_providers;
 mod mcp_client;
+mod mcp_conformance;
 mod mcp_serve;
 mod parallel;
 mod plugin_install;

@@ -25,6 +25,9 @@ pub enum McpCommand {
     /// Trust a workspace's own MCP servers (`.roo/mcp.json`, `.mcp.json`)
     /// so its tasks start them.
     Trust(TrustArgs),
+    /// Call one tool of a configured MCP server and print its result
+    /// (debugging; a project server must be trusted first).
+    Call(CallArgs),
     /// Serve Roost's sandboxed tools over MCP (stdio, or streamable HTTP).
     Serve(super::mcp_serve::McpServeArgs),
 }
@@ -38,6 +41,24 @@ pub struct ListArgs {
     /// Print as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Config file (default ~/.config/roost/config.toml).
+    #[arg(long, env = "ROOST_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+/// `roost mcp call` arguments.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The server's name.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// Arguments as a JSON object.
+    #[arg(long, default_value = "{}")]
+    pub args: String,
+    /// The workspace whose servers to use (with the global ones).
+    #[arg(long, default_value = ".")]
+    pub workspace: PathBuf,
     /// Config file (default ~/.config/roost/config.toml).
     #[arg(long, env = "ROOST_CONFIG")]
     pub config: Option<PathBuf>,
@@ -83,6 +104,7 @@ pub async fn run(cmd: McpCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        McpCommand::Call(a) => call(a, data_dir).await,
         McpCommand::Serve(a) => super::mcp_serve::serve(a, data_dir).await,
     }
 }
@@ -155,6 +177,7 @@ async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
                 "status": s.state,
                 "tools": s.tools,
                 "resources": s.resources.iter().map(|(u, n)| serde_json::json!({"uri": u, "name": n})).collect::<Vec<_>>(),
+                "skills": s.skills,
                 "errors": s.errors,
                 "log_messages": s.log_messages,
                 "restarts": s.restarts,
@@ -217,6 +240,12 @@ async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         for (uri, name) in &s.resources {
             outln!("  resource {} {}", visible_line(uri), visible_line(name));
         }
+        for skill in &s.skills {
+            outln!(
+                "  skill {} (read with access_mcp_resource; never run on its own)",
+                visible_line(skill)
+            );
+        }
         if s.log_messages > 0 {
             outln!("  log messages: {}", s.log_messages);
         }
@@ -229,6 +258,40 @@ async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     }
     hub.shutdown();
     Ok(ExitCode::SUCCESS)
+}
+
+async fn call(a: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let args: serde_json::Value = serde_json::from_str(&a.args)
+        .map_err(|e| anyhow::anyhow!("--args is not valid JSON: {e}"))?;
+    let serde_json::Value::Object(args) = args else {
+        anyhow::bail!("--args must be a JSON object");
+    };
+    let workspace = super::workspace_dir(&a.workspace)?;
+    let cfg = config::load(a.config.as_deref())?;
+    let hub = hub(data_dir, &cfg)?;
+    let servers = hub.servers(&workspace);
+    let Some(server) = servers.servers.get(&a.server) else {
+        let names: Vec<&str> = servers.servers.keys().map(String::as_str).collect();
+        anyhow::bail!(
+            "no MCP server `{}` is configured here; servers: {}",
+            visible_line(&a.server),
+            names.join(", ")
+        );
+    };
+    let result = server.call(&a.tool, args).await;
+    hub.shutdown();
+    match result {
+        Ok(v) => {
+            outln!("{}", json_text(&v.to_string()));
+            let failed = v.get("isError").and_then(serde_json::Value::as_bool) == Some(true);
+            Ok(if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Err(e) => anyhow::bail!("{}", visible_line(&e.to_string())),
+    }
 }
 
 /// Before a task starts in `workspace`: its project servers not trusted

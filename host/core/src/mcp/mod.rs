@@ -10,7 +10,7 @@ pub mod config;
 pub mod hub;
 pub mod limits;
 pub mod server;
-mod tls;
+pub mod tls;
 pub mod trust;
 
 pub use config::{ConfigIssue, McpConfig, ServerEntry, Source, Transport};

@@ -70,6 +70,9 @@ pub struct ServerStatus {
     pub tools: Vec<ToolInfo>,
     /// Its resources' URIs and names.
     pub resources: Vec<(String, String)>,
+    /// The skills it offers (`skill://NAME/SKILL.md` resources): read with
+    /// `access_mcp_resource`, never run implicitly.
+    pub skills: Vec<String>,
     /// Its last errors, stderr lines and log messages.
     pub errors: Vec<String>,
     /// Log messages it sent in all.
@@ -252,6 +255,7 @@ impl McpServer {
             state: i.state.clone(),
             tools: i.tools.clone(),
             resources: i.resources.clone(),
+            skills: skills_in(&i.resources),
             errors: i.errors.iter().cloned().collect(),
             log_messages: self.log_messages.load(Ordering::Relaxed),
             restarts: i.restarts,
@@ -623,6 +627,19 @@ impl McpServer {
         i.service = None;
         i.proxy = None;
     }
+}
+
+/// The skills among `resources`: `skill://NAME/SKILL.md`.
+pub fn skills_in(resources: &[(String, String)]) -> Vec<String> {
+    resources
+        .iter()
+        .filter_map(|(uri, _)| {
+            uri.strip_prefix("skill://")?
+                .strip_suffix("/SKILL.md")
+                .filter(|n| !n.is_empty() && !n.contains('/'))
+                .map(str::to_owned)
+        })
+        .collect()
 }
 
 /// A state in words, for an error.

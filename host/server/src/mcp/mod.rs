@@ -114,11 +114,13 @@ fn caller(context: &RequestContext<RoleServer>) -> String {
 }
 
 impl ServerHandler for RoostMcp {
+    #[allow(deprecated)] // logging: see `set_level`
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_resources()
             .enable_tools()
             .enable_skills()
+            .enable_logging()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(
@@ -130,6 +132,19 @@ impl ServerHandler for RoostMcp {
                  (roost://intents) and agent trace (roost://trace), and its skills (skill://index.json).",
                 self.shared.grant.describe()
             ))
+    }
+
+    /// Clients may set a level (the conformance suite does); Roost's
+    /// server sends no log messages (logging is deprecated by SEP-2577),
+    /// so any level is accepted and nothing changes.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tracing::debug!("MCP client set the log level to {:?}", request.level);
+        Ok(())
     }
 
     async fn list_tools(

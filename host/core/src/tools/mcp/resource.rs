@@ -33,12 +33,35 @@ struct Args {
 
 impl AccessMcpResource {
     pub(super) fn new(servers: Arc<WorkspaceMcp>) -> Self {
+        let mut description =
+            "Read a resource (a file, a document, a skill's instructions) that a \
+            connected MCP server offers, by the server's name and the resource's URI."
+                .to_owned();
+        // Skills the servers offer are named, with their server, so the
+        // model can read them; they never run on their own.
+        let mut skills = Vec::new();
+        for s in servers.servers.values() {
+            for name in crate::mcp::server::skills_in(&s.resources())
+                .into_iter()
+                .take(50)
+            {
+                skills.push(format!(
+                    "{} (server `{}`, uri skill://{}/SKILL.md)",
+                    limits::clean_line(&name, 64),
+                    s.name(),
+                    limits::clean_line(&name, 64)
+                ));
+            }
+        }
+        if !skills.is_empty() {
+            description.push_str(" Skills the servers offer: ");
+            description.push_str(&skills.join("; "));
+            description.push('.');
+        }
         Self {
             spec: ToolSpec {
                 name: NAME.into(),
-                description: "Read a resource (a file, a document, a skill's instructions) that a \
-                    connected MCP server offers, by the server's name and the resource's URI."
-                    .into(),
+                description,
                 args_schema: json!({
                     "type": "object",
                     "properties": {
