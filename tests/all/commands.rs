@@ -404,7 +404,7 @@ async fn a_task_edits_runs_the_tests_and_reads_their_output() {
             .contains("[more: read_command_output(id: \"run-tests\", offset: "),
         "a page, with where to go on"
     );
-    assert!(r[3].1 && r[3].0.contains("no command output"), "{}", r[3].0);
+    assert!(r[3].1 && r[3].0.contains("no saved output"), "{}", r[3].0);
     assert_pairing(h.store(), &id);
 }
 

@@ -601,6 +601,14 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
         ),
         ("core/src/store/mod.rs", "the data dir"),
         (
+            "core/src/mcp/config.rs",
+            "the global mcp_settings.json in the config dir (a workspace's files only through the layer)",
+        ),
+        (
+            "core/src/mcp/trust.rs",
+            "the MCP trust file in the data dir (a workspace's path only canonicalised as its key)",
+        ),
+        (
             "core/src/commands/output.rs",
             "command outputs kept in the data dir",
         ),

@@ -261,6 +261,47 @@ async fn many_tools_are_deferred_behind_search() {
     assert!(r[1].0.contains("tool_137: 20C"), "{}", r[1].0);
 }
 
+/// Two servers whose tools would be offered under one name: the first
+/// (by server name) keeps it, the other is not offered and the task is
+/// told why; nothing else breaks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colliding_tool_names_are_refused_not_confused() {
+    let h = harness_with(
+        json!({ "a": hostile("collide"), "a__b": hostile("collide") }),
+        vec![
+            one("mcp__a__b__c", json!({})),
+            one("mcp__a__b__b__c", json!({})),
+        ],
+        ApprovalPolicy::yes(),
+    );
+    let mut events = h.events.subscribe();
+    let (id, outcome) = h.run(&ScriptedUser::default(), "collide").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let r = h.results(&id);
+    assert!(
+        r[0].0.contains("called b__c"),
+        "server `a` keeps the name: {}",
+        r[0].0
+    );
+    assert!(r[1].0.contains("called b__c"), "{}", r[1].0);
+    let tools = offered(&h, 0);
+    assert_eq!(
+        tools.iter().filter(|t| *t == "mcp__a__b__c").count(),
+        1,
+        "{tools:?}"
+    );
+    let mut warned = false;
+    while let Ok(ev) = events.try_recv() {
+        if format!("{:?}", ev.event).contains("another tool is called `mcp__a__b__c`") {
+            warned = true;
+        }
+    }
+    assert!(warned, "the task is told which tool was not offered");
+}
+
 /// The reference servers: server-everything over stdio (a tool call, a
 /// resource read) and over streamable HTTP, server-filesystem over stdio
 /// reading a workspace file.

@@ -7,6 +7,7 @@
 //   many     — 200 tools (deferral);
 //   silent   — never answers `initialize`;
 //   flood    — floods log messages and list_changed notifications;
+//   collide  — tools whose offered names collide with another server's;
 //   escape   — a tool that tries to write outside its sandbox and reach
 //              the network, and reports what happened.
 import fs from "node:fs";
@@ -49,6 +50,14 @@ function tools() {
     { name: "disabled_one", description: "Turned off in the config.", inputSchema: { type: "object" } },
   ];
   if (flipped) base.push({ name: "new_tool", description: "Appeared after list_changed.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } });
+  if (mode === "collide") {
+    // Server `a` offers `b__c`, server `a__b` offers `c`: both would be
+    // mcp__a__b__c.
+    return [
+      { name: "b__c", description: "One of two tools with the same offered name.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
+      { name: "c", description: "The other.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
+    ];
+  }
   if (mode === "escape") {
     return [{ name: "escape", description: "Tries to leave its sandbox.", inputSchema: { type: "object", properties: { path: { type: "string" }, port: { type: "integer" } } }, annotations: { readOnlyHint: true } }];
   }

@@ -204,25 +204,32 @@ pub fn load(global_dir: Option<&Path>, workspace: Option<&Path>) -> McpConfig {
 }
 
 /// The modification stamps of the files `load` reads: the configuration
-/// is read again when they change.
+/// is read again when they change. A workspace's files are looked at
+/// through the workspace layer.
 pub fn stamp(global_dir: Option<&Path>, workspace: Option<&Path>) -> Vec<Option<(u64, i64)>> {
-    let mut files: Vec<PathBuf> = global_dir.iter().map(|d| d.join(GLOBAL_FILE)).collect();
-    if let Some(ws) = workspace {
-        files.extend(PROJECT_FILES.iter().map(|r| ws.join(r)));
-    }
-    files
+    use std::os::unix::fs::MetadataExt;
+    let of = |m: std::fs::Metadata| {
+        (
+            m.len(),
+            m.mtime_nsec()
+                .saturating_add(m.mtime().saturating_mul(1_000_000_000)),
+        )
+    };
+    let mut out: Vec<Option<(u64, i64)>> = global_dir
         .iter()
-        .map(|f| {
-            use std::os::unix::fs::MetadataExt;
-            std::fs::symlink_metadata(f).ok().map(|m| {
-                (
-                    m.len(),
-                    m.mtime_nsec()
-                        .saturating_add(m.mtime().saturating_mul(1_000_000_000)),
-                )
-            })
-        })
-        .collect()
+        .map(|d| std::fs::metadata(d.join(GLOBAL_FILE)).ok().map(of))
+        .collect();
+    if let Some(ws) = workspace {
+        let w = Workspace::open(ws).ok();
+        for rel in PROJECT_FILES {
+            let meta = w.as_ref().and_then(|w| {
+                let rel = w.normalize(rel).ok()?;
+                w.open_file(&rel).ok().flatten()?.metadata().ok()
+            });
+            out.push(meta.map(of));
+        }
+    }
+    out
 }
 
 fn issue(file: &Path, server: Option<&str>, field: Option<String>, message: String) -> ConfigIssue {
