@@ -556,3 +556,87 @@ async fn project_servers_wait_for_trust_and_hostile_ones_are_bounded() {
         "the server reached the host's network"
     );
 }
+
+/// On the command line: `--yes` without a terminal does not trust a
+/// workspace's own servers (it says how to); on a terminal the person is
+/// asked, and a yes starts them.
+#[test]
+fn the_cli_asks_before_a_project_server_starts() {
+    use rexpect::reader::Options;
+    use rexpect::session::spawn_with_options;
+
+    let ws = roost_tests::TestWorkspace::new();
+    let data = ws.root().join("data");
+    let xdg = ws.root().join("xdg");
+    std::fs::create_dir_all(&xdg).expect("xdg");
+    ws.write(
+        ".roo/mcp.json",
+        &json!({"mcpServers": {"repo": hostile("tools")}}).to_string(),
+    );
+    let script = ws.root().join("script.json");
+    std::fs::write(&script, json!({"turns": [complete("done")]}).to_string()).expect("script");
+    let run = |yes: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_roost"));
+        c.arg("--data-dir")
+            .arg(&data)
+            .args(["run", "hello", "--workspace"])
+            .arg(ws.path())
+            .arg("--script")
+            .arg(&script)
+            .env("XDG_CONFIG_HOME", &xdg)
+            .env("TERM", "xterm")
+            .env_remove("ROOST_CONFIG");
+        if yes {
+            c.arg("--yes");
+        }
+        c
+    };
+    let state = || {
+        let out = roost(
+            &data,
+            &xdg,
+            &[
+                "mcp",
+                "list",
+                "--json",
+                "--workspace",
+                ws.path().to_str().expect("utf-8"),
+            ],
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+        v["servers"][0]["status"]["state"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let out = run(true)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not started until you trust them") && err.contains("roost mcp trust"),
+        "{err}"
+    );
+    assert_eq!(state(), "untrusted");
+
+    let mut p = spawn_with_options(
+        run(true),
+        Options::new()
+            .timeout_ms(Some(120_000))
+            .strip_ansi_escape_codes(true),
+    )
+    .expect("roost starts on a pty");
+    p.exp_string("wants to start:")
+        .expect("the servers are named");
+    p.exp_string("Trust and start them in this workspace? [y/N]")
+        .expect("asked");
+    p.send_line("y").expect("send");
+    p.exp_eof().expect("the task ends");
+    assert_eq!(state(), "ready", "trusted once, the server starts");
+}
