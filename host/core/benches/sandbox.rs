@@ -21,45 +21,17 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use roost_core::first_party;
 use roost_sandbox::capability::Grant;
 use roost_sandbox::plugins::{EngineConfig, PluginEngine};
 use wasmtime::component::Component;
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
-
-struct Stats {
-    p50: Duration,
-    p90: Duration,
-    p99: Duration,
-}
-
-fn stats(mut samples: Vec<Duration>) -> Stats {
-    samples.sort();
-    Stats {
-        p50: percentile(&samples, 0.5),
-        p90: percentile(&samples, 0.9),
-        p99: percentile(&samples, 0.99),
-    }
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
-
-fn row(name: &str, s: &Stats) {
-    println!(
-        "| {name} | {:.1} µs | {:.1} µs | {:.1} µs |",
-        us(s.p50),
-        us(s.p90),
-        us(s.p99)
-    );
-}
+#[path = "support/stats.rs"]
+#[allow(dead_code)]
+mod stats;
+use stats::{Stats, row, stats, us};
 
 /// What `read_file` does, natively, step for step: parse the arguments,
 /// open, stat, read, sniff for binary content, decode, count and number the
