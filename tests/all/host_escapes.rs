@@ -605,6 +605,10 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
             "the global mcp_settings.json in the config dir (a workspace's files only through the layer)",
         ),
         (
+            "core/src/mcp/server.rs",
+            "the program and paths a server's entry names (the user's config), made visible in its sandbox",
+        ),
+        (
             "core/src/mcp/trust.rs",
             "the MCP trust file in the data dir (a workspace's path only canonicalised as its key)",
         ),

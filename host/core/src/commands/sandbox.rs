@@ -52,6 +52,10 @@ pub struct Plan<'a> {
     pub hidden: &'a [PathBuf],
     /// The environment, whole.
     pub env: &'a [(String, String)],
+    /// Paths kept visible read-only whatever the profile hides (even
+    /// under `/tmp`): the program an MCP server entry names, with its
+    /// package.
+    pub visible: &'a [PathBuf],
     /// A Unix socket of the host's filtering proxy to reach from inside,
     /// with the bridge program that serves it on the sandbox's loopback.
     pub proxy: Option<(&'a Path, &'a Path)>,
@@ -181,6 +185,9 @@ fn bwrap_args(plan: &Plan<'_>) -> Vec<String> {
     }
     // The workspace again: it may lie under /tmp, or outside `read`.
     ro(&mut a, plan.workspace);
+    for p in plan.visible {
+        ro(&mut a, p);
+    }
     for w in plan.writable {
         a.extend(["--bind-try".to_owned(), s(w), s(w)]);
     }

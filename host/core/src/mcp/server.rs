@@ -460,7 +460,9 @@ impl McpServer {
             .chain(args.iter().map(String::as_str))
             .collect();
         let line = shell_words::join(words);
+        let visible = visible_paths(command, args);
         let plan = Plan {
+            visible: &visible,
             line: &line,
             cwd: &cwd,
             workspace: &self.workspace,
@@ -627,6 +629,44 @@ impl McpServer {
         i.service = None;
         i.proxy = None;
     }
+}
+
+/// What a stdio entry's command line names, kept visible read-only in
+/// its sandbox (a private `/tmp` would otherwise hide a server installed
+/// under it): the program and every absolute path among the arguments,
+/// each as the directory holding its package (the parent of its highest
+/// `node_modules`, else its own directory).
+fn visible_paths(command: &str, args: &[String]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for word in std::iter::once(command).chain(args.iter().map(String::as_str)) {
+        let path = std::path::Path::new(word);
+        if !path.is_absolute() {
+            continue;
+        }
+        let Ok(real) = path.canonicalize() else {
+            continue;
+        };
+        let package = real
+            .ancestors()
+            .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+            .last()
+            .and_then(std::path::Path::parent)
+            .map(std::path::Path::to_path_buf);
+        let dir = package.unwrap_or_else(|| {
+            if real.is_dir() {
+                real.clone()
+            } else {
+                real.parent()
+                    .map_or_else(|| real.clone(), std::path::Path::to_path_buf)
+            }
+        });
+        // The root itself is already visible (read-only) or, with a
+        // restricted profile, deliberately not.
+        if dir.parent().is_some() && !out.contains(&dir) {
+            out.push(dir);
+        }
+    }
+    out
 }
 
 /// The skills among `resources`: `skill://NAME/SKILL.md`.

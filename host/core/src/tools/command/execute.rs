@@ -325,6 +325,7 @@ impl ToolExecutor for ExecuteCommand {
             env.push(("no_proxy".to_owned(), String::new()));
         }
         let plan = Plan {
+            visible: &[],
             line: &a.command,
             cwd: &cwd,
             workspace: &root,
