@@ -38,6 +38,7 @@ async fn time(host: &CommandHost, ws: &std::path::Path) -> Vec<Duration> {
     let mut out = Vec::with_capacity(N);
     for i in 0..N + 20 {
         let plan = Plan {
+            visible: &[],
             line: "true",
             cwd: ws,
             workspace: ws,
