@@ -101,24 +101,9 @@ pub async fn serve(args: McpServeArgs, data_dir: &Path) -> anyhow::Result<ExitCo
                 "roost mcp serve: listening on http://{bound}{} for {grant} (Ctrl-C or SIGTERM stops it)",
                 mcp::MCP_PATH
             );
-            mcp::serve_http(listener, server, options, stop_signal()).await?;
+            mcp::serve_http(listener, server, options, super::serve::stop_signal()).await?;
             notice!("roost mcp serve: stopped");
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Resolves at SIGINT or SIGTERM.
-async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => {}
-        _ = term.recv() => {}
-    }
 }

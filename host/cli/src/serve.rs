@@ -122,19 +122,7 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
         );
     }
     notice!("roost serve: listening on http://{addr}/v1 (Ctrl-C or SIGTERM stops it)");
-    let shutdown = async {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut int), Ok(mut term)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
-            return std::future::pending().await;
-        };
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
-        }
-    };
+    let shutdown = stop_signal();
     roost_server::serve(listener, state, shutdown).await?;
     notice!("roost serve: stopped; interrupted tasks resume with `POST /v1/tasks/{{id}}/resume`");
     Ok(ExitCode::SUCCESS)
@@ -203,4 +191,19 @@ pub fn token(cmd: TokenCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves at SIGINT or SIGTERM (a server's graceful stop).
+pub(crate) async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
 }

@@ -139,6 +139,15 @@ struct Handler {
     server: Weak<McpServer>,
 }
 
+impl Handler {
+    /// A list changed: listed again before the server's next use.
+    fn list_changed(&self) {
+        if let Some(s) = self.server.upgrade() {
+            s.dirty.store(true, Ordering::Release);
+        }
+    }
+}
+
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
@@ -151,9 +160,7 @@ impl ClientHandler for Handler {
         &self,
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
-        if let Some(s) = self.server.upgrade() {
-            s.dirty.store(true, Ordering::Release);
-        }
+        self.list_changed();
         std::future::ready(())
     }
 
@@ -161,9 +168,7 @@ impl ClientHandler for Handler {
         &self,
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
-        if let Some(s) = self.server.upgrade() {
-            s.dirty.store(true, Ordering::Release);
-        }
+        self.list_changed();
         std::future::ready(())
     }
 

@@ -24,7 +24,7 @@ pub fn tools(host: &Arc<CommandHost>) -> Result<Vec<RegisteredTool>, RegistryErr
             Access::FULL,
         )?,
         RegisteredTool::new(
-            Arc::new(read_output::ReadCommandOutput::new(Arc::clone(host))),
+            Arc::new(read_output::PagedOutput::commands(host)),
             Access::FULL,
         )?,
     ])

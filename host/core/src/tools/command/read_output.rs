@@ -2,8 +2,6 @@
 //! of the task's own commands, kept in the data directory when the model
 //! got only its head and tail (Roo's command output paging).
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -19,10 +17,11 @@ pub const NAME: &str = "read_command_output";
 /// Bytes of one page.
 const PAGE: usize = 32 * 1024;
 
-/// The `read_command_output` tool.
-pub(super) struct ReadCommandOutput {
+/// A tool that pages saved outputs: `read_command_output` over commands'
+/// outputs, `read_mcp_output` over MCP tools' oversized results.
+pub(in crate::tools) struct PagedOutput {
     spec: ToolSpec,
-    host: Arc<CommandHost>,
+    outputs: OutputStore,
 }
 
 #[derive(Debug, Deserialize)]
@@ -33,35 +32,53 @@ struct Args {
     offset: Option<u64>,
 }
 
-impl ReadCommandOutput {
-    pub(super) fn new(host: Arc<CommandHost>) -> Self {
+impl PagedOutput {
+    /// The tool `name` in `group` over `outputs`; `id_from` says where the
+    /// model got an output's id.
+    pub(in crate::tools) fn new(
+        name: &str,
+        description: &str,
+        id_from: &str,
+        group: ToolGroup,
+        outputs: OutputStore,
+    ) -> Self {
         Self {
             spec: ToolSpec {
-                name: NAME.into(),
-                description: "Read the whole output of a command this task ran, a page at a time: \
-                    execute_command gives the output's id, and where it left bytes out, the offset to go on from."
-                    .into(),
+                name: name.into(),
+                description: description.into(),
                 args_schema: json!({
                     "type": "object",
                     "properties": {
-                        "id": {"type": "string", "description": "The output's id, as execute_command gave it."},
+                        "id": {"type": "string", "description": format!("The output's id, as {id_from} gave it.")},
                         "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to read from (default 0)."}
                     },
                     "required": ["id"],
                     "additionalProperties": false
                 }),
-                group: ToolGroup::Command,
+                group,
                 destructive: false,
                 path_args: vec![],
                 annotations: Default::default(),
             },
-            host,
+            outputs,
         }
+    }
+
+    /// `read_command_output` over `host`'s outputs.
+    pub(super) fn commands(host: &CommandHost) -> Self {
+        Self::new(
+            NAME,
+            "Read the whole output of a command this task ran, a page at a time: \
+             execute_command gives the output's id, and where it left bytes out, the offset to go on from.",
+            "execute_command",
+            ToolGroup::Command,
+            host.outputs.clone(),
+        )
     }
 }
 
 #[async_trait::async_trait]
-impl ToolExecutor for ReadCommandOutput {
+impl ToolExecutor for PagedOutput {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -70,7 +87,7 @@ impl ToolExecutor for ReadCommandOutput {
         HOST
     }
 
-    /// Reading what its own commands printed needs no one's approval.
+    /// Reading what its own calls produced needs no one's approval.
     fn needs(&self, _state: &RunState, _args: &Value) -> Needs {
         Needs::Nothing
     }
@@ -81,24 +98,18 @@ impl ToolExecutor for ReadCommandOutput {
             Err(e) => return Ok(Outcome::mistake(e.to_string())),
         };
         Ok(page(
-            &self.host.outputs,
+            &self.outputs,
             &call.ctx.task.id,
             &a.id,
             a.offset.unwrap_or(0),
-            NAME,
+            &self.spec.name,
         ))
     }
 }
 
 /// A page of the output `id` of `task`'s in `outputs`, for the model,
 /// with the call of `pager` that reads on.
-pub(in crate::tools) fn page(
-    outputs: &OutputStore,
-    task: &str,
-    id: &str,
-    offset: u64,
-    pager: &str,
-) -> Outcome {
+fn page(outputs: &OutputStore, task: &str, id: &str, offset: u64, pager: &str) -> Outcome {
     match outputs.page(task, id, offset, PAGE) {
         Ok((text, size)) => {
             let end = offset

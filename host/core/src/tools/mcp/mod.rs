@@ -3,7 +3,7 @@
 //! overlay, rebuilt when a server's tools change): each server tool as
 //! `mcp__<server>__<tool>` ([`call`]), Roo's `access_mcp_resource`
 //! ([`resource`]), `read_mcp_output` to page an oversized result
-//! ([`output`]), and — when the servers' tool definitions would take more
+//! (the same pager as `read_command_output`), and — when the servers' tool definitions would take more
 //! than a tenth of the context window — `search_tools` ([`search`]), which
 //! offers the definitions it finds instead of all of them. Each is a
 //! [`ToolExecutor`](super::ToolExecutor) like any tool and goes through
@@ -11,7 +11,6 @@
 //! mode hooks, approvals, the trace.
 
 pub(super) mod call;
-pub(super) mod output;
 pub(super) mod resource;
 pub(super) mod search;
 
@@ -21,8 +20,10 @@ use std::sync::Arc;
 use super::access::Access;
 use super::registry::{RegisteredTool, Registry};
 use crate::mcp::{ServerState, WorkspaceMcp};
+use roost_protocol::ToolGroup;
 
-pub use output::NAME as READ_MCP_OUTPUT;
+/// Name of the tool that pages an MCP tool's oversized result.
+pub const READ_MCP_OUTPUT: &str = "read_mcp_output";
 pub use resource::NAME as ACCESS_MCP_RESOURCE;
 pub use search::NAME as SEARCH_TOOLS;
 
@@ -86,7 +87,14 @@ pub fn overlay(
     let helpers: Vec<Arc<dyn super::ToolExecutor>> = {
         let mut h: Vec<Arc<dyn super::ToolExecutor>> = vec![
             Arc::new(resource::AccessMcpResource::new(Arc::clone(servers))),
-            Arc::new(output::ReadMcpOutput::new(Arc::clone(servers))),
+            Arc::new(super::command::read_output::PagedOutput::new(
+                READ_MCP_OUTPUT,
+                "Read the whole result of an MCP tool call that was too large to show, \
+                 a page at a time: the cut result gives its id and the offset to go on from.",
+                "the cut result",
+                ToolGroup::Mcp,
+                servers.outputs.clone(),
+            )),
         ];
         if deferred {
             h.push(Arc::new(search::SearchTools::new(catalog)));
