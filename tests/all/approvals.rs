@@ -213,10 +213,12 @@ fn approvals_are_listed_revoked_and_never_come_from_the_workspace() {
     );
 
     // Saved as a session saves it (the store under the data dir).
-    roost_core::engine::Approvals::open(&data)
-        .expect("store")
-        .save(&ws, &Grant::Tool("write_to_file".into()))
-        .expect("save");
+    roost_core::engine::Approvals::open(&roost_core::store::StoreLocation::File(
+        roost_core::store::Store::default_path(&data),
+    ))
+    .expect("store")
+    .save(&ws, &Grant::Tool("write_to_file".into()))
+    .expect("save");
     let o = roost(&data)
         .args(["approvals", "list", "--workspace"])
         .arg(&ws)

@@ -63,7 +63,7 @@ fn spelled(grant: &Grant) -> String {
 
 /// `roost approvals`.
 pub fn run(cmd: ApprovalsCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
-    let approvals = Approvals::open(data_dir)?;
+    let approvals = Approvals::open(&super::store::location_default(data_dir))?;
     match cmd {
         ApprovalsCommand::List { workspace, all } => {
             let ws = (!all)

@@ -108,7 +108,7 @@ pub async fn run(args: DoctorArgs, data_dir: &Path) -> anyhow::Result<ExitCode> 
             say(Mark::Bad, "data dir", &format!("{shown_dir}: {e}"));
         }
     }
-    match Records::open(data_dir).and_then(|r| r.list(1_000_000)) {
+    match Records::open(&super::store::location_default(data_dir)).and_then(|r| r.list(1_000_000)) {
         Ok(tasks) => say(Mark::Ok, "task store", &format!("{} tasks", tasks.len())),
         Err(e) => {
             failed = true;

@@ -62,7 +62,7 @@ pub enum HistoryCommand {
 
 /// `roost history`.
 pub fn run(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
-    let records = Records::open(data_dir)?;
+    let records = Records::open(&super::store::location_default(data_dir))?;
     match cmd {
         HistoryCommand::List { limit, json } => {
             let listed = records.list(limit)?;

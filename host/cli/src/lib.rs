@@ -23,6 +23,7 @@ mod run;
 pub mod sanitize;
 mod serve;
 mod skills;
+mod store;
 mod template;
 mod tool;
 
@@ -39,6 +40,11 @@ pub struct Cli {
     /// platform's data dir, e.g. ~/.local/share/roost.
     #[arg(long, env = "ROOST_DATA_DIR", global = true)]
     pub data_dir: Option<PathBuf>,
+    /// The task store: a SQLite file, or a `postgres://` URL several
+    /// `roost serve` hosts share. Defaults to the config's `store`, else
+    /// `roost.db` in the data dir.
+    #[arg(long, env = "ROOST_STORE_URL", global = true, value_name = "PATH|URL")]
+    pub store: Option<String>,
     /// Command to run (none: a conversation, as `roost chat`).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -89,6 +95,9 @@ pub enum Command {
     /// Tokens of `roost serve`: create, list, revoke.
     #[command(subcommand)]
     Token(serve::TokenCommand),
+    /// The task store: where it is, and migrating its schema.
+    #[command(subcommand)]
+    Store(store::StoreCommand),
     /// Install and manage third-party tool plugins.
     Plugin(plugin::PluginArgs),
     /// MCP: the servers tasks use (list, trust), and Roost's tools served
@@ -162,6 +171,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
+    store::set_explicit(cli.store.clone());
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -187,6 +197,7 @@ pub fn main() -> ExitCode {
             Command::Config(cmd) => doctor::config(cmd),
             Command::Serve(args) => serve::serve(args, &data_dir).await,
             Command::Token(cmd) => serve::token(cmd, &data_dir),
+            Command::Store(cmd) => store::run(cmd, &data_dir),
             Command::Modes(cmd) => modes::run(cmd),
             Command::Skills(cmd) => skills::run(cmd, &data_dir).await,
             Command::Mcp(cmd) => mcp::run(cmd, &data_dir).await,

@@ -82,6 +82,7 @@ pub async fn serve(args: McpServeArgs, data_dir: &Path) -> anyhow::Result<ExitCo
         }
     };
     let agent = EngineBuilder::from_config(data_dir, &cfg)
+        .store(super::store::location(data_dir, Some(&cfg)))
         .skill_sources(super::skills::sources())
         .watch_compiles(super::progress::CompileProgress::shared())
         .build_agent()?;

@@ -121,6 +121,7 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         _ => false,
     };
     let plugins = EngineBuilder::from_config(data_dir, &cfg)
+        .store(super::store::location(data_dir, Some(&cfg)))
         .require_signed(required)
         .watch_compiles(super::progress::CompileProgress::shared())
         .plugins()?;

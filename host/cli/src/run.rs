@@ -189,6 +189,7 @@ pub fn engine(
     let cfg = config::load(args.config.as_deref())?;
     let endpoints = Arc::new(ConfigEndpoints::new(cfg.clone(), args.script.clone()));
     let mut builder = EngineBuilder::from_config(data_dir, &cfg)
+        .store(super::store::location(data_dir, Some(&cfg)))
         .endpoints(endpoints)
         .modes_dir(config::default_path().parent().map(Path::to_path_buf))
         .skill_sources(super::skills::sources())

@@ -130,7 +130,7 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
 
 /// `roost token`.
 pub fn token(cmd: TokenCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
-    let tokens = Tokens::open(data_dir)?;
+    let tokens = Tokens::open(&super::store::location_default(data_dir))?;
     match cmd {
         TokenCommand::Create {
             tenant,

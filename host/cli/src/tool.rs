@@ -132,6 +132,7 @@ pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> 
 fn tools(data_dir: &Path, extra: &PluginArgs, cfg: Option<&Config>) -> anyhow::Result<Agent> {
     let empty = Config::default();
     let mut builder = EngineBuilder::from_config(data_dir, cfg.unwrap_or(&empty))
+        .store(super::store::location(data_dir, cfg))
         .watch_compiles(super::progress::CompileProgress::shared());
     for path in &extra.plugins {
         builder = builder.plugin_file(path);

@@ -129,12 +129,14 @@ pub async fn health() -> Json<Health> {
     })
 }
 
-/// `GET /v1/ready`: the task store answers (no token needed).
+/// `GET /v1/ready`: the task store answers (no token needed); `503`
+/// while it does not (a shared database that is down, say), so a load
+/// balancer sends requests to another host meanwhile.
 pub async fn ready(State(state): State<Arc<ServerState>>) -> Result<Json<Health>, ApiError> {
-    state
-        .engine
-        .records()
-        .list(1)
-        .map_err(|e| ApiError::from(roost_core::engine::EngineError::from(e)))?;
-    Ok(health().await)
+    let engine = state.engine.clone();
+    match tokio::task::spawn_blocking(move || engine.records().ping()).await {
+        Ok(Ok(())) => Ok(health().await),
+        Ok(Err(e)) => Err(ApiError::store_unavailable(&e.to_string())),
+        Err(e) => Err(ApiError::store_unavailable(&e.to_string())),
+    }
 }

@@ -71,6 +71,18 @@ impl ApiError {
         e
     }
 
+    /// `503`: the task store does not answer (a shared database that is
+    /// down); retry later.
+    pub fn store_unavailable(detail: &str) -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            EngineErrorCode::Storage,
+            format!("the task store does not answer: {detail}"),
+        );
+        e.retry_after = Some(5);
+        e
+    }
+
     /// `503`: the task queue is full; retry later.
     pub fn overloaded() -> Self {
         let mut e = Self::new(

@@ -86,6 +86,10 @@ pub struct Config {
     /// Whether tasks take checkpoints (`[checkpoints] enabled`).
     #[serde(default)]
     pub checkpoints: CheckpointsConfig,
+    /// Where the task store lives: a SQLite file's path, or a
+    /// `postgres://` URL that several hosts share (`--store` and
+    /// `ROOST_STORE_URL` come first). Default: `roost.db` in the data dir.
+    pub store: Option<String>,
 }
 
 /// The `[checkpoints]` table.

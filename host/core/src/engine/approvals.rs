@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::store::{SavedApproval, Store, StoreError};
+use crate::store::{SavedApproval, Store, StoreError, StoreLocation};
 use roost_protocol::{ApprovalPolicy, Grant};
 use roost_sandbox::capability::Workspace;
 
@@ -29,9 +29,9 @@ impl Approvals {
         Self { store }
     }
 
-    /// The saved approvals of the store under `data_dir`.
-    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
-        Ok(Self::new(Store::open(&Store::default_path(data_dir))?))
+    /// The saved approvals of the store at `location` (opening, or creating, it).
+    pub fn open(location: &StoreLocation) -> Result<Self, StoreError> {
+        Ok(Self::new(Store::open_at(location)?))
     }
 
     /// Save `grant` for `workspace`.

@@ -17,7 +17,7 @@ use crate::llm::Provider;
 use crate::mcp::McpHub;
 use crate::modes::HookRegistry;
 use crate::skills::{SkillLibrary, Sources};
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, StoreLocation};
 use crate::task::{Agent, Registry, RegistryError, Services, TaskConfig};
 use roost_sandbox::plugins::{CompileWatch, LoadedHook, LoadedPlugin, PluginEngine, PluginError};
 
@@ -72,6 +72,8 @@ pub struct EngineBuilder {
     sandbox_settings: (CommandsConfig, BTreeMap<String, ProfileConfig>),
     command_bridge: Option<PathBuf>,
     checkpoints: bool,
+    /// Where the task store is (default: `roost.db` in the data dir).
+    store: Option<StoreLocation>,
 }
 
 impl EngineBuilder {
@@ -96,7 +98,22 @@ impl EngineBuilder {
             sandbox_settings: Default::default(),
             command_bridge: None,
             checkpoints: true,
+            store: None,
         }
+    }
+
+    /// Keep tasks in the store at `location` (a PostgreSQL database that
+    /// several hosts share, say) instead of the data directory's.
+    pub fn store(mut self, location: StoreLocation) -> Self {
+        self.store = Some(location);
+        self
+    }
+
+    /// Where the task store is.
+    fn store_location(&self) -> StoreLocation {
+        self.store
+            .clone()
+            .unwrap_or_else(|| StoreLocation::resolve(None, None, &self.data_dir))
     }
 
     /// An engine as a deployment's config file describes it: its profiles
@@ -118,6 +135,11 @@ impl EngineBuilder {
             require_signed: config.plugins.require_signed,
         };
         b.checkpoints = config.checkpoints.enabled.unwrap_or(true);
+        b.store = Some(StoreLocation::resolve(
+            None,
+            config.store.as_deref(),
+            data_dir,
+        ));
         b.sandbox_settings = (config.commands.clone(), config.command_profiles.clone());
         if config.commands.enabled {
             b.commands = Some((config.commands.clone(), config.command_profiles.clone()));
@@ -163,7 +185,7 @@ impl EngineBuilder {
     /// secrets and signature trust as the engine's.
     pub fn plugins(self) -> Result<Plugins, BuildError> {
         let engine = self.runtime()?;
-        let store = Store::open(&Store::default_path(&self.data_dir))?;
+        let store = Store::open_at(&self.store_location())?;
         Ok(
             Plugins::new(&self.data_dir, &store, &engine, self.config.limits)
                 .with_trust(self.trust)
@@ -296,10 +318,11 @@ impl EngineBuilder {
         for path in &self.plugin_files {
             registry.add_plugin(engine.load_file(&stem(path)?, path)?)?;
         }
+        let location = self.store_location();
         for p in self.plugins {
             registry.add_plugin(p)?;
         }
-        let store = Store::open(&Store::default_path(&self.data_dir))?;
+        let store = Store::open_at(&location)?;
         if self.installed {
             Plugins::new(&self.data_dir, &store, &engine, self.config.limits)
                 .with_secrets(self.secrets.clone())

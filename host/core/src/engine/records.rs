@@ -6,7 +6,9 @@
 use std::path::Path;
 
 use crate::events::TaskEvent;
-use crate::store::{Store, StoreError, TaskFilter, TaskRecord, TaskStatus, TodoItem, UiMessage};
+use crate::store::{
+    Store, StoreError, StoreLocation, TaskFilter, TaskRecord, TaskStatus, TodoItem, UiMessage,
+};
 use crate::task::TaskOutcome;
 
 /// How many of a task's last events are searched for how its last run
@@ -44,10 +46,14 @@ impl Records {
         Self { store }
     }
 
-    /// The records of the store under `data_dir` (opening, or creating,
-    /// it).
-    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
-        Ok(Self::new(Store::open(&Store::default_path(data_dir))?))
+    /// The records of the store at `location` (opening, or creating, it).
+    pub fn open(location: &StoreLocation) -> Result<Self, StoreError> {
+        Ok(Self::new(Store::open_at(location)?))
+    }
+
+    /// Whether the store answers now (a server's readiness).
+    pub fn ping(&self) -> Result<(), StoreError> {
+        self.store.ping()
     }
 
     /// The most recent tasks, newest first.

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::store::{Store, StoreError, TokenRecord, now_ms};
+use crate::store::{Store, StoreError, StoreLocation, TokenRecord, now_ms};
 use roost_sandbox::capability::Workspace;
 
 use super::EngineError;
@@ -54,9 +54,9 @@ impl Tokens {
         Self { store }
     }
 
-    /// The tokens of the store under `data_dir`.
-    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
-        Ok(Self::new(Store::open(&Store::default_path(data_dir))?))
+    /// The tokens of the store at `location` (opening, or creating, it).
+    pub fn open(location: &StoreLocation) -> Result<Self, StoreError> {
+        Ok(Self::new(Store::open_at(location)?))
     }
 
     /// Make a token for `tenant`, whose workspaces lie under `root`,
@@ -129,7 +129,10 @@ mod tests {
     #[test]
     fn tokens_verify_until_revoked_or_expired() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let tokens = Tokens::open(&dir.path().join("data")).expect("store");
+        let tokens = Tokens::open(&crate::store::StoreLocation::File(
+            crate::store::Store::default_path(&dir.path().join("data")),
+        ))
+        .expect("store");
         let t = tokens.create("team-a", dir.path(), None).expect("token");
         assert!(t.token.starts_with(&format!("roost_{}_", t.record.id)));
         let seen = tokens.verify(&t.token).expect("verify").expect("valid");

@@ -3,9 +3,8 @@
 //! repository cannot grant itself anything) and added to the policy of
 //! every later task in that workspace.
 
-use rusqlite::params;
-
-use super::{Store, StoreError, exec, now_ms};
+use super::db::params;
+use super::{Store, StoreError, now_ms};
 use roost_protocol::{Grant, ToolGroup};
 
 /// One saved approval.
@@ -38,22 +37,25 @@ impl Store {
     /// Save `grant` for `workspace` (saving it again changes nothing).
     pub fn save_approval(&self, workspace: &str, grant: &Grant) -> Result<(), StoreError> {
         let (kind, name) = to_row(grant);
-        exec(
-            &self.conn(),
-            "INSERT OR IGNORE INTO saved_approvals (workspace, kind, name, saved_at) VALUES (?1, ?2, ?3, ?4)",
-            params![workspace, kind, name, now_ms()],
-        )?;
+        self.db.run(|c| {
+            c.exec(
+                "INSERT INTO saved_approvals (workspace, kind, name, saved_at) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT DO NOTHING",
+                params![workspace, kind, &name, now_ms()],
+            )
+        })?;
         Ok(())
     }
 
     /// Forget `grant` for `workspace`; whether it was saved.
     pub fn revoke_approval(&self, workspace: &str, grant: &Grant) -> Result<bool, StoreError> {
         let (kind, name) = to_row(grant);
-        let n = exec(
-            &self.conn(),
-            "DELETE FROM saved_approvals WHERE workspace = ?1 AND kind = ?2 AND name = ?3",
-            params![workspace, kind, name],
-        )?;
+        let n = self.db.run(|c| {
+            c.exec(
+                "DELETE FROM saved_approvals WHERE workspace = ?1 AND kind = ?2 AND name = ?3",
+                params![workspace, kind, &name],
+            )
+        })?;
         Ok(n > 0)
     }
 
@@ -63,22 +65,21 @@ impl Store {
         &self,
         workspace: Option<&str>,
     ) -> Result<Vec<SavedApproval>, StoreError> {
-        let conn = self.reader();
-        let mut stmt = conn.prepare_cached(
-            "SELECT workspace, kind, name, saved_at FROM saved_approvals
-             WHERE ?1 IS NULL OR workspace = ?1 ORDER BY workspace, kind, name",
-        )?;
-        let rows = stmt.query_map(params![workspace], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, i64>(3)?,
-            ))
+        let rows = self.db.read_long(|c| {
+            c.query(
+                "SELECT workspace, kind, name, saved_at FROM saved_approvals
+                 WHERE CAST(?1 AS TEXT) IS NULL OR workspace = ?1 ORDER BY workspace, kind, name",
+                params![workspace],
+            )
         })?;
         let mut out = Vec::new();
-        for row in rows {
-            let (workspace, kind, name, saved_at) = row?;
+        for mut row in rows {
+            let (workspace, kind, name, saved_at): (String, String, String, i64) = (
+                row.take_text(0)?,
+                row.take_text(1)?,
+                row.take_text(2)?,
+                row.get(3)?,
+            );
             // A row this Roost does not understand grants nothing.
             match from_row(&kind, &name) {
                 Some(grant) => out.push(SavedApproval {

@@ -4,10 +4,10 @@
 //! when the process dies is open again after a resume. The store keeps the
 //! kind, payload and answer as text; the task layer gives them meaning.
 
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use super::{Store, StoreError, exec, now_ms, one_row};
+use super::db::{Conn, Row, params};
+use super::{Store, StoreError, now_ms};
 
 /// One stored ask.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,13 +32,13 @@ pub struct StoredAsk {
 
 const COLUMNS: &str = "task_id, ask_id, call_id, kind, payload, answer, created_at, answered_at";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredAsk> {
+fn row(mut r: Row) -> Result<StoredAsk, StoreError> {
     Ok(StoredAsk {
-        task_id: r.get(0)?,
-        ask_id: r.get(1)?,
+        task_id: r.take_text(0)?,
+        ask_id: r.take_text(1)?,
         call_id: r.get(2)?,
-        kind: r.get(3)?,
-        payload: r.get(4)?,
+        kind: r.take_text(3)?,
+        payload: r.take_text(4)?,
         answer: r.get(5)?,
         created_at: r.get(6)?,
         answered_at: r.get(7)?,
@@ -64,16 +64,15 @@ impl StoredAsk {
 }
 
 /// Insert the open ask `ask`.
-pub(super) fn insert(conn: &rusqlite::Connection, ask: &StoredAsk) -> Result<(), StoreError> {
-    exec(
-        conn,
+pub(super) fn insert(conn: &Conn<'_>, ask: &StoredAsk) -> Result<(), StoreError> {
+    conn.exec(
         "INSERT INTO asks (task_id, ask_id, call_id, kind, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
-            ask.task_id,
-            ask.ask_id,
-            ask.call_id,
-            ask.kind,
-            ask.payload,
+            &ask.task_id,
+            &ask.ask_id,
+            &ask.call_id,
+            &ask.kind,
+            &ask.payload,
             ask.created_at
         ],
     )?;
@@ -83,14 +82,13 @@ pub(super) fn insert(conn: &rusqlite::Connection, ask: &StoredAsk) -> Result<(),
 /// Record `answer` for the open ask `ask_id` of `task` at `now`; `false`
 /// when there is no such open ask.
 pub(super) fn record_answer(
-    conn: &rusqlite::Connection,
+    conn: &Conn<'_>,
     task: &str,
     ask_id: &str,
     answer: &str,
     now: i64,
 ) -> Result<bool, StoreError> {
-    let n = exec(
-        conn,
+    let n = conn.exec(
         "UPDATE asks SET answer = ?3, answered_at = ?4 WHERE task_id = ?1 AND ask_id = ?2 AND answer IS NULL",
         params![task, ask_id, answer, now],
     )?;
@@ -101,28 +99,37 @@ impl Store {
     /// Record `answer` for the open ask `ask_id` of `task`; `false` when
     /// there is no such open ask (unknown, another task's, or answered).
     pub fn answer_ask(&self, task: &str, ask_id: &str, answer: &str) -> Result<bool, StoreError> {
-        record_answer(&self.conn(), task, ask_id, answer, now_ms())
+        self.db
+            .run(|c| record_answer(c, task, ask_id, answer, now_ms()))
     }
 
     /// The ask `ask_id` of `task`, open or answered.
     pub fn get_ask(&self, task: &str, ask_id: &str) -> Result<Option<StoredAsk>, StoreError> {
-        Ok(one_row(
-            &self.conn(),
-            &format!("SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND ask_id = ?2"),
-            params![task, ask_id],
-            row,
-        )
-        .optional()?)
+        self.db
+            .run(|c| {
+                c.opt(
+                    &format!("SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND ask_id = ?2"),
+                    params![task, ask_id],
+                )
+            })?
+            .map(row)
+            .transpose()
     }
 
     /// The open asks of `task`, oldest first.
     pub fn open_asks(&self, task: &str) -> Result<Vec<StoredAsk>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND answer IS NULL ORDER BY created_at, ask_id"
-        ))?;
-        let rows = stmt.query_map([task], row)?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        self.db
+            .run(|c| {
+                c.query(
+                    &format!(
+                        "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND answer IS NULL ORDER BY created_at, ask_id"
+                    ),
+                    params![task],
+                )
+            })?
+            .into_iter()
+            .map(row)
+            .collect()
     }
 
     /// The open ask of `kind` about tool call `call_id` (or about no call),
@@ -133,15 +140,19 @@ impl Store {
         kind: &str,
         call_id: Option<&str>,
     ) -> Result<Option<StoredAsk>, StoreError> {
-        Ok(one_row(&self.conn(),
-                &format!(
-                    "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND kind = ?2 AND call_id IS ?3 AND answer IS NULL \
-                     ORDER BY created_at DESC LIMIT 1"
-                ),
-                params![task, kind, call_id],
-                row,
-            )
-            .optional()?)
+        self.db
+            .run(|c| {
+                c.opt(
+                    &format!(
+                        "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND kind = ?2 \
+                         AND call_id IS NOT DISTINCT FROM CAST(?3 AS TEXT) AND answer IS NULL \
+                         ORDER BY created_at DESC LIMIT 1"
+                    ),
+                    params![task, kind, call_id],
+                )
+            })?
+            .map(row)
+            .transpose()
     }
 
     /// The answered ask of `kind` about tool call `call_id` that asked
@@ -155,25 +166,29 @@ impl Store {
         payload: &str,
     ) -> Result<Option<StoredAsk>, StoreError> {
         let payload = roost_secrets::redact(payload);
-        Ok(one_row(
-            &self.conn(),
-            &format!(
-                "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND kind = ?2 AND call_id = ?3 AND payload = ?4 \
-                 AND answer IS NOT NULL ORDER BY answered_at DESC LIMIT 1"
-            ),
-            params![task, kind, call_id, payload.as_ref()],
-            row,
-        )
-        .optional()?)
+        self.db
+            .run(|c| {
+                c.opt(
+                    &format!(
+                        "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND kind = ?2 AND call_id = ?3 AND payload = ?4 \
+                         AND answer IS NOT NULL ORDER BY answered_at DESC LIMIT 1"
+                    ),
+                    params![task, kind, call_id, payload.as_ref()],
+                )
+            })?
+            .map(row)
+            .transpose()
     }
 
     /// Close every open ask of `task` without an answer (the task ended:
     /// completed, aborted or failed); returns how many were closed.
     pub fn close_asks(&self, task: &str, why: &str) -> Result<usize, StoreError> {
         let answer = serde_json::json!({"type": "closed", "reason": why}).to_string();
-        Ok(self.conn().execute(
-            "UPDATE asks SET answer = ?2, answered_at = ?3 WHERE task_id = ?1 AND answer IS NULL",
-            params![task, answer, now_ms()],
-        )?)
+        self.db.run(|c| {
+            c.exec(
+                "UPDATE asks SET answer = ?2, answered_at = ?3 WHERE task_id = ?1 AND answer IS NULL",
+                params![task, &answer, now_ms()],
+            )
+        })
     }
 }

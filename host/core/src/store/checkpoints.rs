@@ -2,9 +2,8 @@
 //! holds the workspace as it was before the turn's first change, and where
 //! the conversation stood then (the last API and UI rows before the turn).
 
-use rusqlite::{OptionalExtension, params};
-
-use super::{Store, StoreError, exec, now_ms};
+use super::db::{Row, params};
+use super::{Store, StoreError, now_ms};
 use roost_protocol::Checkpoint;
 
 /// A checkpoint as stored.
@@ -22,15 +21,15 @@ pub struct CheckpointRecord {
     pub ui_seq: i64,
 }
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CheckpointRecord> {
+fn row(mut r: Row) -> Result<CheckpointRecord, StoreError> {
     Ok(CheckpointRecord {
         view: Checkpoint {
             id: r.get(0)?,
             turn: r.get(1)?,
             created_at: r.get(6)?,
         },
-        commit: r.get(2)?,
-        tree: r.get(3)?,
+        commit: r.take_text(2)?,
+        tree: r.take_text(3)?,
         api_seq: r.get(4)?,
         ui_seq: r.get(5)?,
     })
@@ -49,19 +48,21 @@ impl Store {
         api_seq: i64,
         ui_seq: i64,
     ) -> Result<CheckpointRecord, StoreError> {
-        let conn = self.conn();
-        let seq: u32 = conn.query_row(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE task_id = ?1",
-            params![task],
-            |r| r.get(0),
-        )?;
         let at = now_ms();
-        exec(
-            &conn,
-            "INSERT INTO checkpoints (task_id, seq, turn, commit_id, tree, api_seq, ui_seq, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![task, seq, turn, commit, tree, api_seq, ui_seq, at],
-        )?;
+        let seq: u32 = self.db.write(|c| {
+            let seq: u32 = c
+                .one(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE task_id = ?1",
+                    params![task],
+                )?
+                .get(0)?;
+            c.exec(
+                "INSERT INTO checkpoints (task_id, seq, turn, commit_id, tree, api_seq, ui_seq, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![task, seq, turn, commit, tree, api_seq, ui_seq, at],
+            )?;
+            Ok(seq)
+        })?;
         Ok(CheckpointRecord {
             view: Checkpoint {
                 id: seq,
@@ -77,58 +78,66 @@ impl Store {
 
     /// `task`'s checkpoints, oldest first.
     pub fn checkpoints(&self, task: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM checkpoints WHERE task_id = ?1 ORDER BY seq"
-        ))?;
-        let rows = stmt.query_map(params![task], row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.db
+            .run(|c| {
+                c.query(
+                    &format!("SELECT {COLUMNS} FROM checkpoints WHERE task_id = ?1 ORDER BY seq"),
+                    params![task],
+                )
+            })?
+            .into_iter()
+            .map(row)
+            .collect()
     }
 
     /// `task`'s checkpoint `id`.
     pub fn checkpoint(&self, task: &str, id: u32) -> Result<Option<CheckpointRecord>, StoreError> {
-        Ok(self
-            .conn()
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM checkpoints WHERE task_id = ?1 AND seq = ?2"),
-                params![task, id],
-                row,
-            )
-            .optional()?)
+        self.db
+            .run(|c| {
+                c.opt(
+                    &format!("SELECT {COLUMNS} FROM checkpoints WHERE task_id = ?1 AND seq = ?2"),
+                    params![task, id],
+                )
+            })?
+            .map(row)
+            .transpose()
     }
 
     /// `task`'s latest checkpoint.
     pub fn last_checkpoint(&self, task: &str) -> Result<Option<CheckpointRecord>, StoreError> {
-        Ok(self
-            .conn()
-            .query_row(
-                &format!(
-                    "SELECT {COLUMNS} FROM checkpoints WHERE task_id = ?1 ORDER BY seq DESC LIMIT 1"
-                ),
-                params![task],
-                row,
-            )
-            .optional()?)
+        self.db
+            .run(|c| {
+                c.opt(
+                    &format!(
+                        "SELECT {COLUMNS} FROM checkpoints WHERE task_id = ?1 ORDER BY seq DESC LIMIT 1"
+                    ),
+                    params![task],
+                )
+            })?
+            .map(row)
+            .transpose()
     }
 
     /// Where `task`'s conversation stands before the turn in progress:
     /// the API row before its last reply and the UI row before the
     /// request that made it, and how many replies came before.
     pub fn turn_start(&self, task: &str) -> Result<(i64, i64, u32), StoreError> {
-        let conn = self.conn();
-        let (api, replies): (i64, u32) = conn.query_row(
-            "SELECT COALESCE(MAX(seq), 1) - 1, COUNT(*) FROM api_messages
-             WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND role = 'assistant'",
-            params![task],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        let ui: i64 = conn.query_row(
-            "SELECT COALESCE(MAX(seq), 1) - 1 FROM ui_messages
-             WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND subtype = 'api_req_started'",
-            params![task],
-            |r| r.get(0),
-        )?;
-        Ok((api, ui, replies))
+        self.db.run(|c| {
+            let r = c.one(
+                "SELECT COALESCE(MAX(seq), 1) - 1, COUNT(*) FROM api_messages
+                 WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND role = 'assistant'",
+                params![task],
+            )?;
+            let (api, replies): (i64, u32) = (r.get(0)?, r.get(1)?);
+            let ui: i64 = c
+                .one(
+                    "SELECT COALESCE(MAX(seq), 1) - 1 FROM ui_messages
+                     WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND subtype = 'api_req_started'",
+                    params![task],
+                )?
+                .get(0)?;
+            Ok((api, ui, replies))
+        })
     }
 
     /// Take `task`'s conversation back to the API row `api_seq` and the UI
@@ -139,24 +148,20 @@ impl Store {
         api_seq: i64,
         ui_seq: i64,
     ) -> Result<(), StoreError> {
-        let conn = self.conn();
-        let tx = conn.unchecked_transaction()?;
-        exec(
-            &tx,
-            "DELETE FROM api_messages WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2",
-            params![task, api_seq],
-        )?;
-        exec(
-            &tx,
-            "DELETE FROM ui_messages WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2",
-            params![task, ui_seq],
-        )?;
-        exec(
-            &tx,
-            "DELETE FROM condensations WHERE task_id = ?1 AND upto_seq > ?2",
-            params![task, api_seq],
-        )?;
-        tx.commit()?;
-        Ok(())
+        self.db.write(|c| {
+            c.exec(
+                "DELETE FROM api_messages WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2",
+                params![task, api_seq],
+            )?;
+            c.exec(
+                "DELETE FROM ui_messages WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2",
+                params![task, ui_seq],
+            )?;
+            c.exec(
+                "DELETE FROM condensations WHERE task_id = ?1 AND upto_seq > ?2",
+                params![task, api_seq],
+            )?;
+            Ok(())
+        })
     }
 }

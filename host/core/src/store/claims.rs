@@ -11,16 +11,17 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
-
-use super::{Store, StoreError, exec, one_row};
+use super::db::{Conn, Dialect, params};
+use super::{Store, StoreError, StoreLocation};
 
 /// This store's owner identity: its token and the lock that proves it is
 /// alive.
 #[derive(Debug)]
 pub(super) struct Owner {
-    token: String,
-    _lock: File,
+    pub(super) token: String,
+    /// On SQLite, the lock file; on PostgreSQL the host's lease, renewed
+    /// in `hosts` ([`super::hosts`]).
+    _lock: Option<File>,
 }
 
 /// The claims of one store handle (shared by its clones).
@@ -29,6 +30,8 @@ pub(super) struct Claims {
     owner: OnceLock<Owner>,
     /// Tasks this process runs now (a second claim here is refused too).
     held: Mutex<HashSet<String>>,
+    /// This host's lease (a shared store).
+    pub(super) host: super::hosts::HostState,
 }
 
 /// This process runs a task; dropping it (or dying) releases the claim.
@@ -49,11 +52,12 @@ impl Drop for TaskClaim {
     fn drop(&mut self) {
         let claims = &self.store.claims;
         if let Some(owner) = claims.owner.get()
-            && let Err(e) = exec(
-                &self.store.conn(),
-                "DELETE FROM claims WHERE task_id = ?1 AND owner = ?2",
-                params![self.task, owner.token],
-            )
+            && let Err(e) = self.store.db.run(|c| {
+                c.exec(
+                    "DELETE FROM claims WHERE task_id = ?1 AND owner = ?2",
+                    params![&self.task, &owner.token],
+                )
+            })
         {
             tracing::warn!(task = %self.task, "releasing the claim: {e}");
         }
@@ -113,31 +117,41 @@ fn take_owner(store: &Path) -> Result<Owner, std::io::Error> {
         .open(&tmp)?;
     lock.try_lock().map_err(std::io::Error::other)?;
     std::fs::rename(&tmp, dir.join(format!("{token}.lock")))?;
-    Ok(Owner { token, _lock: lock })
+    Ok(Owner {
+        token,
+        _lock: Some(lock),
+    })
 }
 
 impl Store {
-    fn owner(&self) -> Result<&Owner, StoreError> {
+    pub(super) fn owner(&self) -> Result<&Owner, StoreError> {
         if let Some(o) = self.claims.owner.get() {
             return Ok(o);
         }
-        let owner = take_owner(&self.path).map_err(|e| StoreError::Open {
-            path: live_dir(&self.path),
-            detail: format!("cannot take the store's owner lock: {e}"),
-        })?;
+        let owner = match &*self.location {
+            StoreLocation::File(path) => take_owner(path).map_err(|e| StoreError::Open {
+                path: live_dir(path),
+                detail: format!("cannot take the store's owner lock: {e}"),
+            })?,
+            StoreLocation::Postgres(_) => Owner {
+                token: self.register_host()?,
+                _lock: None,
+            },
+        };
         // Another thread may have won the race; its owner is as good.
         let _ = self.claims.owner.set(owner);
-        self.claims.owner.get().ok_or_else(|| StoreError::Open {
-            path: live_dir(&self.path),
-            detail: "no owner lock".into(),
-        })
+        self.claims
+            .owner
+            .get()
+            .ok_or_else(|| StoreError::Unavailable("no owner identity".into()))
     }
 
     /// Mark task `id` as run by this process while the returned claim
-    /// lives. Refused while another live process, or this one, runs it.
+    /// lives. Refused while another live process (or host), or this one,
+    /// runs it.
     pub fn claim(&self, id: &str) -> Result<TaskClaim, StoreError> {
         let refused = |detail: String| StoreError::Open {
-            path: self.path.clone(),
+            path: PathBuf::from(self.location.to_string()),
             detail,
         };
         let mine = self.owner()?.token.clone();
@@ -156,47 +170,67 @@ impl Store {
             store: self.clone(),
             task: id.to_owned(),
         };
-        let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current: Option<String> = one_row(
-            &tx,
-            "SELECT owner FROM claims WHERE task_id = ?1",
-            [id],
-            |r| r.get(0),
-        )
-        .optional()?;
-        if let Some(other) = current
-            && other != mine
-            && alive(&self.path, &other)
-        {
-            drop(tx);
-            drop(conn);
+        let taken = self.db.write(|c| {
+            // Claims of one task take turns with the work queue's.
+            if c.dialect() == Dialect::Postgres {
+                c.exec("SELECT 1 FROM tasks WHERE id = ?1 FOR UPDATE", params![id])?;
+            }
+            let current: Option<String> = c
+                .opt(
+                    match c.dialect() {
+                        Dialect::Sqlite => "SELECT owner FROM claims WHERE task_id = ?1",
+                        Dialect::Postgres => {
+                            "SELECT owner FROM claims WHERE task_id = ?1 FOR UPDATE"
+                        }
+                    },
+                    params![id],
+                )?
+                .map(|r| r.get(0))
+                .transpose()?;
+            if let Some(other) = current
+                && other != mine
+                && self.owner_alive(c, &other)?
+            {
+                return Ok(false);
+            }
+            c.exec(
+                "INSERT INTO claims (task_id, owner) VALUES (?1, ?2) \
+                 ON CONFLICT (task_id) DO UPDATE SET owner = excluded.owner",
+                params![id, &mine],
+            )?;
+            Ok(true)
+        })?;
+        if !taken {
             return Err(refused(format!(
                 "task {id} is already running in another process"
             )));
         }
-        exec(
-            &tx,
-            "INSERT INTO claims (task_id, owner) VALUES (?1, ?2) \
-             ON CONFLICT (task_id) DO UPDATE SET owner = excluded.owner",
-            params![id, mine],
-        )?;
-        tx.commit()?;
-        drop(conn);
         Ok(claim)
     }
 
-    /// Whether a live process runs task `id`.
+    /// Whether a live process (or host) runs task `id`.
     pub fn is_live(&self, id: &str) -> bool {
-        let owner: Option<String> = one_row(
-            &self.conn(),
-            "SELECT owner FROM claims WHERE task_id = ?1",
-            [id],
-            |r| r.get(0),
-        )
-        .optional()
-        .unwrap_or(None);
-        owner.is_some_and(|o| alive(&self.path, &o))
+        self.db
+            .run(|c| {
+                let owner: Option<String> = c
+                    .opt("SELECT owner FROM claims WHERE task_id = ?1", params![id])?
+                    .map(|r| r.get(0))
+                    .transpose()?;
+                match owner {
+                    Some(o) => self.owner_alive(c, &o),
+                    None => Ok(false),
+                }
+            })
+            .unwrap_or(false)
+    }
+
+    /// Whether the claim owner `token` is alive: on SQLite its lock file is
+    /// held; on PostgreSQL its host renewed its lease in time.
+    fn owner_alive(&self, c: &Conn<'_>, token: &str) -> Result<bool, StoreError> {
+        match &*self.location {
+            StoreLocation::File(path) => Ok(alive(path, token)),
+            StoreLocation::Postgres(_) => super::hosts::alive(c, token),
+        }
     }
 }
 

@@ -3,9 +3,8 @@
 //! came after the last number it saw (SSE's `Last-Event-ID`). The store
 //! keeps each event as JSON text; the events layer gives it meaning.
 
-use rusqlite::params;
-
-use super::{Step, Store, StoreError, one_row};
+use super::db::{Row, params};
+use super::{Step, Store, StoreError};
 
 /// One recorded event.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,24 +31,30 @@ impl Store {
 
     /// The position of `task`'s last recorded event (0: none).
     pub fn last_event_seq(&self, task: &str) -> Result<i64, StoreError> {
-        Ok(one_row(
-            &self.conn(),
-            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE task = (SELECT k FROM tasks WHERE id = ?1)",
-            params![task],
-            |r| r.get(0),
-        )?)
+        self.db
+            .run(|c| {
+                c.one(
+                    "SELECT COALESCE(MAX(seq), 0) FROM events WHERE task = (SELECT k FROM tasks WHERE id = ?1)",
+                    params![task],
+                )
+            })?
+            .get(0)
     }
 
     /// The last `limit` events of `task`, newest first.
     pub fn last_events(&self, task: &str, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let conn = self.reader();
-        let mut stmt = conn.prepare_cached(
-            "SELECT seq, ts, event FROM events \
-             WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq DESC LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![task, limit], event_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.db
+            .read_long(|c| {
+                c.query(
+                    "SELECT seq, ts, event FROM events \
+                     WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq DESC LIMIT ?2",
+                    params![task, limit],
+                )
+            })?
+            .into_iter()
+            .map(event_row)
+            .collect()
     }
 
     /// Up to `limit` events of `task` after position `after`, in order.
@@ -60,21 +65,25 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let conn = self.reader();
-        let mut stmt = conn.prepare_cached(
-            "SELECT seq, ts, event FROM events \
-             WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2 ORDER BY seq LIMIT ?3",
-        )?;
-        let rows = stmt.query_map(params![task, after, limit], event_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.db
+            .read_long(|c| {
+                c.query(
+                    "SELECT seq, ts, event FROM events \
+                     WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2 ORDER BY seq LIMIT ?3",
+                    params![task, after, limit],
+                )
+            })?
+            .into_iter()
+            .map(event_row)
+            .collect()
     }
 }
 
 /// A row of `SELECT seq, ts, event`.
-fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
+fn event_row(mut r: Row) -> Result<StoredEvent, StoreError> {
     Ok(StoredEvent {
         seq: r.get(0)?,
         ts: r.get(1)?,
-        event: r.get(2)?,
+        event: r.take_text(2)?,
     })
 }

@@ -3,9 +3,8 @@
 //! children, strategy, status and results). A resumed coordinator finds
 //! its group again by the call's id.
 
-use rusqlite::{OptionalExtension, params};
-
-use super::{Store, StoreError, exec};
+use super::db::params;
+use super::{Store, StoreError};
 use roost_protocol::GroupRecord;
 
 fn decode(coordinator: &str, body: &str) -> Result<GroupRecord, StoreError> {
@@ -24,33 +23,34 @@ impl Store {
             seq: 0,
             detail: format!("parallel group record: {e}"),
         })?;
-        exec(
-            &self.conn(),
-            "INSERT INTO task_groups (id, coordinator, call_id, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (id) DO UPDATE SET body = excluded.body",
-            params![
-                group.id,
-                group.coordinator,
-                group.call_id,
-                body,
-                group.created_at
-            ],
-        )?;
+        self.db.run(|c| {
+            c.exec(
+                "INSERT INTO task_groups (id, coordinator, call_id, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+                params![
+                    &group.id,
+                    &group.coordinator,
+                    &group.call_id,
+                    &body,
+                    group.created_at
+                ],
+            )
+        })?;
         Ok(())
     }
 
     /// The groups task `coordinator` started, oldest first.
     pub fn groups_of(&self, coordinator: &str) -> Result<Vec<GroupRecord>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT body FROM task_groups WHERE coordinator = ?1 ORDER BY created_at, id",
-        )?;
-        let rows = stmt.query_map(params![coordinator], |r| r.get::<_, String>(0))?;
-        let mut out = Vec::new();
-        for body in rows {
-            out.push(decode(coordinator, &body?)?);
-        }
-        Ok(out)
+        self.db
+            .run(|c| {
+                c.query(
+                    "SELECT body FROM task_groups WHERE coordinator = ?1 ORDER BY created_at, id",
+                    params![coordinator],
+                )
+            })?
+            .iter()
+            .map(|r| decode(coordinator, &r.get::<String>(0)?))
+            .collect()
     }
 
     /// The group `coordinator`'s call `call_id` started, if it did.
@@ -59,14 +59,14 @@ impl Store {
         coordinator: &str,
         call_id: &str,
     ) -> Result<Option<GroupRecord>, StoreError> {
-        let body: Option<String> = self
-            .conn()
-            .query_row(
-                "SELECT body FROM task_groups WHERE coordinator = ?1 AND call_id = ?2",
-                params![coordinator, call_id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        body.map(|b| decode(coordinator, &b)).transpose()
+        self.db
+            .run(|c| {
+                c.opt(
+                    "SELECT body FROM task_groups WHERE coordinator = ?1 AND call_id = ?2",
+                    params![coordinator, call_id],
+                )
+            })?
+            .map(|r| decode(coordinator, &r.get::<String>(0)?))
+            .transpose()
     }
 }

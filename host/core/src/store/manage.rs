@@ -1,9 +1,8 @@
 //! Looking after the history: delete a task (with everything recorded of
 //! it), search tasks by what was said in them.
 
-use rusqlite::{Connection, params};
-
-use super::{LOG_TABLES, Store, StoreError, TASK_COLUMNS, TaskRecord, TaskStatus, exec, task_row};
+use super::db::{Conn, Dialect, params};
+use super::{LOG_TABLES, Store, StoreError, TASK_COLUMNS, TaskRecord, TaskStatus, task_row};
 
 /// The tables with rows keyed by a task's id (besides `tasks`).
 const BY_ID: [&str; 5] = ["asks", "condensations", "claims", "pending_trace", "todos"];
@@ -28,28 +27,27 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let (before_at, before_id) = f.before.unwrap_or((i64::MAX, ""));
-        let conn = self.reader();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {TASK_COLUMNS} FROM tasks
-             WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR status = ?2)
-               AND (created_at < ?3 OR (created_at = ?3 AND id < ?4) OR ?4 = '')
-             ORDER BY created_at DESC, id DESC LIMIT ?5"
-        ))?;
-        let rows = stmt.query_map(
-            params![
-                f.owner,
-                f.status.map(TaskStatus::as_str),
-                before_at,
-                before_id,
-                i64::try_from(limit).unwrap_or(i64::MAX)
-            ],
-            task_row,
-        )?;
-        let mut out = Vec::new();
-        for r in rows {
-            out.push(r??);
-        }
-        Ok(out)
+        self.db
+            .read_long(|c| {
+                c.query(
+                    &format!(
+                        "SELECT {TASK_COLUMNS} FROM tasks
+                         WHERE (CAST(?1 AS TEXT) IS NULL OR owner = ?1) AND (CAST(?2 AS TEXT) IS NULL OR status = ?2)
+                           AND (created_at < ?3 OR (created_at = ?3 AND id < ?4) OR ?4 = '')
+                         ORDER BY created_at DESC, id DESC LIMIT ?5"
+                    ),
+                    params![
+                        f.owner,
+                        f.status.map(TaskStatus::as_str),
+                        before_at,
+                        before_id,
+                        i64::try_from(limit).unwrap_or(i64::MAX)
+                    ],
+                )
+            })?
+            .into_iter()
+            .map(task_row)
+            .collect()
     }
 
     /// Delete task `id` (the full id) and everything recorded of it — both
@@ -61,11 +59,7 @@ impl Store {
         if self.is_live(&task.id) {
             return Err(StoreError::Live(task.id));
         }
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        delete_rows(&tx, &task.id)?;
-        tx.commit()?;
-        Ok(())
+        self.db.write(|c| delete_rows(c, &task.id))
     }
 
     /// Tasks whose prompt or any UI message contains `text` (ASCII
@@ -77,41 +71,46 @@ impl Store {
                 .replace('%', "\\%")
                 .replace('_', "\\_")
         );
-        let conn = self.reader();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {TASK_COLUMNS} FROM tasks t WHERE t.prompt LIKE ?1 ESCAPE '\\'
-             OR EXISTS (SELECT 1 FROM ui_messages u WHERE u.task = t.k AND u.text LIKE ?1 ESCAPE '\\')
-             ORDER BY t.created_at DESC, t.id DESC LIMIT ?2"
-        ))?;
-        let rows = stmt.query_map(
-            params![pattern, i64::try_from(limit).unwrap_or(i64::MAX)],
-            task_row,
-        )?;
-        let mut out = Vec::new();
-        for r in rows {
-            out.push(r??);
-        }
-        Ok(out)
+        self.db
+            .read_long(|c| {
+                // SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE does.
+                let like = match c.dialect() {
+                    Dialect::Sqlite => "LIKE",
+                    Dialect::Postgres => "ILIKE",
+                };
+                c.query(
+                    &format!(
+                        "SELECT {TASK_COLUMNS} FROM tasks t WHERE t.prompt {like} ?1 ESCAPE '\\'
+                         OR EXISTS (SELECT 1 FROM ui_messages u WHERE u.task = t.k AND u.text {like} ?1 ESCAPE '\\')
+                         ORDER BY t.created_at DESC, t.id DESC LIMIT ?2"
+                    ),
+                    params![&pattern, i64::try_from(limit).unwrap_or(i64::MAX)],
+                )
+            })?
+            .into_iter()
+            .map(task_row)
+            .collect()
     }
 }
 
-fn delete_rows(conn: &Connection, id: &str) -> Result<(), StoreError> {
+fn delete_rows(c: &Conn<'_>, id: &str) -> Result<(), StoreError> {
     for (table, _, _) in LOG_TABLES {
-        exec(
-            conn,
+        c.exec(
             &format!("DELETE FROM {table} WHERE task = (SELECT k FROM tasks WHERE id = ?1)"),
-            [id],
+            params![id],
         )?;
     }
     for table in BY_ID {
-        exec(
-            conn,
+        c.exec(
             &format!("DELETE FROM {table} WHERE task_id = ?1"),
-            [id],
+            params![id],
         )?;
     }
-    exec(conn, "DELETE FROM task_groups WHERE coordinator = ?1", [id])?;
-    exec(conn, "DELETE FROM checkpoints WHERE task_id = ?1", [id])?;
-    exec(conn, "DELETE FROM tasks WHERE id = ?1", [id])?;
+    c.exec(
+        "DELETE FROM task_groups WHERE coordinator = ?1",
+        params![id],
+    )?;
+    c.exec("DELETE FROM checkpoints WHERE task_id = ?1", params![id])?;
+    c.exec("DELETE FROM tasks WHERE id = ?1", params![id])?;
     Ok(())
 }

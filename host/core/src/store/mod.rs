@@ -15,11 +15,17 @@ mod approvals;
 mod asks;
 mod checkpoints;
 mod claims;
+pub(crate) mod db;
 mod events;
 mod export;
 mod groups;
+mod hosts;
+mod inbox;
+mod listen;
 mod manage;
+mod pg;
 mod plugins;
+mod queue;
 pub mod status;
 mod step;
 mod todos;
@@ -31,6 +37,9 @@ pub use asks::StoredAsk;
 pub use checkpoints::CheckpointRecord;
 pub use claims::TaskClaim;
 pub use events::StoredEvent;
+pub use hosts::DEFAULT_LEASE;
+pub use inbox::HostRequest;
+pub use listen::Notice;
 pub use manage::TaskFilter;
 pub use plugins::PluginRecord;
 pub use status::TaskStatus;
@@ -39,10 +48,12 @@ pub use todos::{TodoItem, TodoState};
 pub use tokens::TokenRecord;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 use serde::Serialize;
+
+use db::{Conn, Db, Row, params};
 
 use crate::llm::{ContentBlock, Message, Role, Usage};
 use roost_protocol::{TaskSettings, UiRow};
@@ -222,6 +233,18 @@ pub enum StoreError {
     /// SQLite failed.
     #[error("task store: {0}")]
     Sql(#[from] rusqlite::Error),
+    /// PostgreSQL failed.
+    #[error("task store: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    /// The database cannot be reached (or refuses this Roost).
+    #[error("task store: {0}")]
+    Unavailable(String),
+    /// A value read back is not of the type its column should hold.
+    #[error("task store: {detail}")]
+    Decode {
+        /// What is wrong.
+        detail: String,
+    },
     /// A stored row does not decode.
     #[error("task store: task {task} row {seq} is corrupt: {detail}")]
     Corrupt {
@@ -377,15 +400,59 @@ pub struct StoredMessage {
 /// The task store. Cheap to clone; calls are short and serialised.
 #[derive(Clone)]
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
-    /// A second connection for long reads (event replays): in WAL mode it
-    /// reads a snapshot while `conn` commits, so a front-end catching up
-    /// on a long log never holds up a task's steps.
-    reader: Arc<Mutex<Connection>>,
-    path: PathBuf,
+    db: Arc<Db>,
+    location: Arc<StoreLocation>,
     claims: Arc<claims::Claims>,
     /// Steps waiting for a shared commit ([`Store::commit`]).
     group: Arc<step::GroupCommit>,
+    /// Notices from other hosts (a shared store), once listened for.
+    notices: Arc<std::sync::OnceLock<tokio::sync::broadcast::Sender<Notice>>>,
+}
+
+/// Where a store lives: an embedded SQLite file (one machine) or a
+/// PostgreSQL database (many hosts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A `postgres://` URL.
+    Postgres(String),
+}
+
+impl StoreLocation {
+    /// Where the store is: `explicit` (`--store`, or `ROOST_STORE_URL`
+    /// when `from_env`), else the config's `store`, else `roost.db` in the
+    /// data directory.
+    pub fn resolve(explicit: Option<&str>, configured: Option<&str>, data_dir: &Path) -> Self {
+        let env = std::env::var("ROOST_STORE_URL").ok();
+        match explicit
+            .or(env.as_deref().filter(|s| !s.is_empty()))
+            .or(configured)
+        {
+            Some(s) => Self::parse(s),
+            None => StoreLocation::File(Store::default_path(data_dir)),
+        }
+    }
+
+    /// `postgres://…` (or `postgresql://…`) names a database; anything
+    /// else is a SQLite file's path.
+    pub fn parse(s: &str) -> Self {
+        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            StoreLocation::Postgres(s.to_owned())
+        } else {
+            StoreLocation::File(PathBuf::from(s))
+        }
+    }
+}
+
+impl std::fmt::Display for StoreLocation {
+    /// The location without a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreLocation::File(p) => write!(f, "{}", p.display()),
+            StoreLocation::Postgres(url) => f.write_str(&pg::redacted(url)),
+        }
+    }
 }
 
 /// Milliseconds since the epoch.
@@ -401,7 +468,50 @@ impl Store {
         data_dir.join("roost.db")
     }
 
-    /// Open (creating if needed) the store at `path`.
+    /// Open the store at `location`, creating and migrating its schema as
+    /// needed.
+    pub fn open_at(location: &StoreLocation) -> Result<Self, StoreError> {
+        match location {
+            StoreLocation::File(path) => Self::open(path),
+            StoreLocation::Postgres(url) => Self::connect(url),
+        }
+    }
+
+    /// Connect to the PostgreSQL store at `url`, creating or migrating its
+    /// schema.
+    pub fn connect(url: &str) -> Result<Self, StoreError> {
+        let pool = pg::Pool::new(url)?;
+        pool.migrate()?;
+        Ok(Self::with(
+            Db::Pg(pool),
+            StoreLocation::Postgres(url.to_owned()),
+        ))
+    }
+
+    /// Bring the store at `location` to this Roost's schema: `(from, to)`
+    /// versions. A store written by a newer Roost is refused.
+    pub fn migrate(location: &StoreLocation) -> Result<(i64, i64), StoreError> {
+        match location {
+            StoreLocation::File(path) => {
+                let before = sqlite_version(path)?;
+                Self::open(path)?;
+                Ok((before, SCHEMA_VERSION))
+            }
+            StoreLocation::Postgres(url) => pg::Pool::new(url)?.migrate(),
+        }
+    }
+
+    fn with(db: Db, location: StoreLocation) -> Self {
+        Self {
+            db: Arc::new(db),
+            location: Arc::new(location),
+            claims: claims::shared(),
+            group: Arc::default(),
+            notices: Arc::default(),
+        }
+    }
+
+    /// Open (creating if needed) the SQLite store at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let err = |detail: String| StoreError::Open {
             path: path.to_path_buf(),
@@ -457,29 +567,28 @@ impl Store {
         reader
             .execute_batch("PRAGMA query_only=ON")
             .map_err(|e| err(e.to_string()))?;
-        Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
-            reader: Arc::new(Mutex::new(reader)),
-            path: path.to_path_buf(),
-            claims: claims::shared(),
-            group: Arc::default(),
-        })
+        Ok(Self::with(
+            Db::Lite(db::Lite {
+                conn: Mutex::new(conn),
+                reader: Mutex::new(reader),
+            }),
+            StoreLocation::File(path.to_path_buf()),
+        ))
     }
 
-    /// Where the database lives.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Where the store lives.
+    pub fn location(&self) -> &StoreLocation {
+        &self.location
     }
 
-    /// The read-only connection for long reads.
-    fn reader(&self) -> MutexGuard<'_, Connection> {
-        self.reader.lock().unwrap_or_else(|p| p.into_inner())
+    /// Whether the database answers now (a server's readiness).
+    pub fn ping(&self) -> Result<(), StoreError> {
+        self.db.ping()
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock cannot leave SQLite inconsistent
-        // (transactions roll back), so a poisoned lock is still usable.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    /// Whether this store is shared by hosts (PostgreSQL).
+    pub fn is_shared(&self) -> bool {
+        matches!(*self.location, StoreLocation::Postgres(_))
     }
 
     /// Create a task (status running) and return it.
@@ -500,17 +609,19 @@ impl Store {
         let root = new.root_id.clone().unwrap_or_else(|| id.clone());
         let now = now_ms();
         let settings = new.settings.as_ref().map(settings_json).transpose()?;
-        {
-            let mut conn = self.conn();
-            let tx = step::write_transaction(&mut conn)?;
-            exec(&tx,
+        self.db.write(|c| {
+            c.exec(
                 "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings, owner)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14)",
-                params![id, new.parent_id, root, new.mode, new.workspace, TaskStatus::Running.as_str(), new.prompt, new.provider, new.model, new.base_url, new.profile, now, settings, new.owner],
+                params![&id, &new.parent_id, &root, &new.mode, &new.workspace, TaskStatus::Running.as_str(), &new.prompt, &new.provider, &new.model, &new.base_url, &new.profile, now, &settings, &new.owner],
             )?;
-            step::write_prepared(&tx, &id, &first, now, &mut step::Positions::default())?;
-            tx.commit()?;
-        }
+            step::write_prepared(c, &id, &first, now, &mut step::Positions::default())?;
+            // A top-level task wakes the hosts' work queues (a shared store).
+            if c.dialect() == db::Dialect::Postgres && new.parent_id.is_none() {
+                c.exec("SELECT pg_notify('roost_queue', '')", params![])?;
+            }
+            Ok(())
+        })?;
         self.get_task(&id)
     }
 
@@ -524,47 +635,54 @@ impl Store {
         model: &str,
         profile: &str,
     ) -> Result<(), StoreError> {
-        exec(
-            &self.conn(),
-            "UPDATE tasks SET provider = ?2, base_url = ?3, model = ?4, profile = ?5, updated_at = ?6 WHERE id = ?1",
-            params![id, provider, base_url, model, profile, now_ms()],
-        )?;
+        self.db.run(|c| {
+            c.exec(
+                "UPDATE tasks SET provider = ?2, base_url = ?3, model = ?4, profile = ?5, updated_at = ?6 WHERE id = ?1",
+                params![id, provider, base_url, model, profile, now_ms()],
+            )
+        })?;
         Ok(())
     }
 
     /// Record the settings a task runs with from now on (a resume that
     /// names others).
     pub fn set_settings(&self, id: &str, settings: &TaskSettings) -> Result<(), StoreError> {
-        exec(
-            &self.conn(),
-            "UPDATE tasks SET settings = ?2, updated_at = ?3 WHERE id = ?1",
-            params![id, settings_json(settings)?, now_ms()],
-        )?;
+        let json = settings_json(settings)?;
+        self.db.run(|c| {
+            c.exec(
+                "UPDATE tasks SET settings = ?2, updated_at = ?3 WHERE id = ?1",
+                params![id, &json, now_ms()],
+            )
+        })?;
         Ok(())
     }
 
     /// A task by id.
     pub fn get_task(&self, id: &str) -> Result<TaskRecord, StoreError> {
-        one_row(
-            &self.conn(),
-            &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
-            [id],
-            task_row,
-        )
-        .optional()?
-        .ok_or_else(|| StoreError::NotFound(id.to_owned()))?
+        self.db
+            .run(|c| {
+                c.opt(
+                    &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
+                    params![id],
+                )
+            })?
+            .map(task_row)
+            .ok_or_else(|| StoreError::NotFound(id.to_owned()))?
     }
 
     /// Find a task by id or unique id prefix (for the CLI).
     pub fn find_task(&self, prefix: &str) -> Result<TaskRecord, StoreError> {
-        let ids: Vec<String> = {
-            let conn = self.conn();
-            let mut stmt = conn.prepare_cached(
-                "SELECT id FROM tasks WHERE id LIKE ?1 || '%' ORDER BY id LIMIT 6",
-            )?;
-            stmt.query_map([prefix], |r| r.get(0))?
-                .collect::<Result<_, _>>()?
-        };
+        let ids: Vec<String> = self
+            .db
+            .run(|c| {
+                c.query(
+                    "SELECT id FROM tasks WHERE id LIKE CAST(?1 AS TEXT) || '%' ORDER BY id LIMIT 6",
+                    params![prefix],
+                )
+            })?
+            .iter()
+            .map(|r| r.get(0))
+            .collect::<Result<_, _>>()?;
         match ids.as_slice() {
             [] => Err(StoreError::NotFound(prefix.to_owned())),
             [one] => self.get_task(one),
@@ -578,24 +696,25 @@ impl Store {
     /// The most recent task (`--last`); with `resumable`, the most recent
     /// one that is not finished.
     pub fn last_task(&self, resumable: bool) -> Result<TaskRecord, StoreError> {
-        let mut offset = 0usize;
+        let mut offset = 0i64;
         loop {
-            let batch = {
-                let conn = self.conn();
-                let mut stmt = conn.prepare_cached(&format!(
-                    "SELECT {TASK_COLUMNS} FROM tasks ORDER BY created_at DESC, id DESC LIMIT 50 OFFSET ?1"
-                ))?;
-                let rows = stmt.query_map([i64::try_from(offset).unwrap_or(i64::MAX)], task_row)?;
-                let mut out = Vec::new();
-                for r in rows {
-                    out.push(r??);
-                }
-                out
-            };
+            let batch = self
+                .db
+                .run(|c| {
+                    c.query(
+                        &format!(
+                            "SELECT {TASK_COLUMNS} FROM tasks ORDER BY created_at DESC, id DESC LIMIT 50 OFFSET ?1"
+                        ),
+                        params![offset],
+                    )
+                })?
+                .into_iter()
+                .map(task_row)
+                .collect::<Result<Vec<_>, _>>()?;
             if batch.is_empty() {
                 return Err(StoreError::NoTask { resumable });
             }
-            offset += batch.len();
+            offset += i64::try_from(batch.len()).unwrap_or(i64::MAX);
             if let Some(t) = batch
                 .into_iter()
                 .find(|t| !resumable || !t.status.is_final())
@@ -607,48 +726,42 @@ impl Store {
 
     /// The most recent tasks, newest first.
     pub fn list_tasks(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {TASK_COLUMNS} FROM tasks ORDER BY created_at DESC, id DESC LIMIT ?1"
-        ))?;
-        let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], task_row)?;
-        let mut out = Vec::new();
-        for r in rows {
-            out.push(r??);
-        }
-        Ok(out)
+        self.db
+            .run(|c| {
+                c.query(
+                    &format!(
+                        "SELECT {TASK_COLUMNS} FROM tasks ORDER BY created_at DESC, id DESC LIMIT ?1"
+                    ),
+                    params![i64::try_from(limit).unwrap_or(i64::MAX)],
+                )
+            })?
+            .into_iter()
+            .map(task_row)
+            .collect()
     }
 
     /// Change a task's status.
     pub fn set_status(&self, id: &str, status: TaskStatus) -> Result<(), StoreError> {
-        self.touch(id, "status = ?2", status.as_str())
+        self.touch(id, "status = ?2", Some(status.as_str()))
     }
 
     /// Change a task's mode.
     pub fn set_mode(&self, id: &str, mode: &str) -> Result<(), StoreError> {
-        self.touch(id, "mode = ?2", mode)
+        self.touch(id, "mode = ?2", Some(mode))
     }
 
     /// Record the active intent.
     pub fn set_active_intent(&self, id: &str, intent: Option<&str>) -> Result<(), StoreError> {
-        let n = exec(
-            &self.conn(),
-            "UPDATE tasks SET active_intent = ?2, updated_at = ?3 WHERE id = ?1",
-            params![id, intent, now_ms()],
-        )?;
-        if n == 0 {
-            Err(StoreError::NotFound(id.to_owned()))
-        } else {
-            Ok(())
-        }
+        self.touch(id, "active_intent = ?2", intent)
     }
 
-    fn touch(&self, id: &str, set: &str, value: &str) -> Result<(), StoreError> {
-        let n = exec(
-            &self.conn(),
-            &format!("UPDATE tasks SET {set}, updated_at = ?3 WHERE id = ?1"),
-            params![id, value, now_ms()],
-        )?;
+    fn touch(&self, id: &str, set: &str, value: Option<&str>) -> Result<(), StoreError> {
+        let n = self.db.run(|c| {
+            c.exec(
+                &format!("UPDATE tasks SET {set}, updated_at = ?3 WHERE id = ?1"),
+                params![id, value, now_ms()],
+            )
+        })?;
         if n == 0 {
             Err(StoreError::NotFound(id.to_owned()))
         } else {
@@ -673,12 +786,12 @@ impl Store {
             seq,
             detail: e.to_string(),
         })?;
-        let conn = self.conn();
-        exec(
-            &conn,
-            "UPDATE api_messages SET content = ?3, role = ?4 WHERE task = ?1 AND seq = ?2",
-            params![task_key(&conn, task)?, seq, content, role_str(m.role)],
-        )?;
+        self.db.run(|c| {
+            c.exec(
+                "UPDATE api_messages SET content = ?3, role = ?4 WHERE task = ?1 AND seq = ?2",
+                params![task_key(c, task)?, seq, &content, role_str(m.role)],
+            )
+        })?;
         Ok(())
     }
 
@@ -686,18 +799,16 @@ impl Store {
     /// messages by condensing, [`Step::condense`]).
     #[cfg(test)]
     pub(crate) fn hide_api(&self, task: &str, seqs: &[i64]) -> Result<(), StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let key = task_key(&tx, task)?;
-        for s in seqs {
-            exec(
-                &tx,
-                "UPDATE api_messages SET hidden = 1 WHERE task = ?1 AND seq = ?2",
-                params![key, s],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        self.db.write(|c| {
+            let key = task_key(c, task)?;
+            for s in seqs {
+                c.exec(
+                    "UPDATE api_messages SET hidden = 1 WHERE task = ?1 AND seq = ?2",
+                    params![key, s],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// The API history in order; hidden messages only when asked.
@@ -706,23 +817,17 @@ impl Store {
         task: &str,
         include_hidden: bool,
     ) -> Result<Vec<StoredMessage>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT seq, role, content, hidden, created_at FROM api_messages \
+        let rows = self.db.run(|c| {
+            c.query(
+                "SELECT seq, role, content, hidden, created_at FROM api_messages \
                  WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq",
-        )?;
-        let rows = stmt.query_map([task], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, bool>(3)?,
-                r.get::<_, i64>(4)?,
-            ))
+                params![task],
+            )
         })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (seq, role, content, hidden, created_at) = row?;
+        let mut out = Vec::with_capacity(rows.len());
+        for mut row in rows {
+            let seq: i64 = row.get(0)?;
+            let hidden: bool = row.get(3)?;
             if hidden && !include_hidden {
                 continue;
             }
@@ -731,18 +836,18 @@ impl Store {
                 seq,
                 detail,
             };
-            let role = match role.as_str() {
+            let role = match row.get::<String>(1)?.as_str() {
                 "user" => Role::User,
                 "assistant" => Role::Assistant,
                 other => return Err(corrupt(format!("unknown role {other:?}"))),
             };
             let content: Vec<ContentBlock> =
-                serde_json::from_str(&content).map_err(|e| corrupt(e.to_string()))?;
+                serde_json::from_str(&row.take_text(2)?).map_err(|e| corrupt(e.to_string()))?;
             out.push(StoredMessage {
                 seq,
                 message: Message { role, content },
                 hidden,
-                created_at,
+                created_at: row.get(4)?,
             });
         }
         Ok(out)
@@ -763,24 +868,30 @@ impl Store {
 
     /// The latest condensation summary of a task, if any.
     pub fn latest_summary(&self, task: &str) -> Result<Option<String>, StoreError> {
-        Ok(one_row(
-            &self.conn(),
-            "SELECT summary FROM condensations WHERE task_id = ?1 ORDER BY upto_seq DESC LIMIT 1",
-            [task],
-            |r| r.get(0),
-        )
-        .optional()?)
+        self.db
+            .run(|c| {
+                c.opt(
+                    "SELECT summary FROM condensations WHERE task_id = ?1 ORDER BY upto_seq DESC LIMIT 1",
+                    params![task],
+                )
+            })?
+            .map(|r| r.get(0))
+            .transpose()
     }
 
     /// Every condensation of a task, oldest first: `(upto_seq, summary,
     /// created_at)`, for exports that mark what each summary replaced.
     pub fn condensations(&self, task: &str) -> Result<Vec<(i64, String, i64)>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT upto_seq, summary, created_at FROM condensations WHERE task_id = ?1 ORDER BY upto_seq",
-        )?;
-        let rows = stmt.query_map([task], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        self.db
+            .run(|c| {
+                c.query(
+                    "SELECT upto_seq, summary, created_at FROM condensations WHERE task_id = ?1 ORDER BY upto_seq",
+                    params![task],
+                )
+            })?
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .collect()
     }
 
     /// Append a UI message; returns its sequence number. Credentials in
@@ -797,60 +908,66 @@ impl Store {
 
     /// The UI history in order.
     pub fn load_ui(&self, task: &str) -> Result<Vec<UiMessage>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT seq, ts, kind, subtype, text FROM ui_messages \
-             WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq",
-        )?;
-        let rows = stmt.query_map([task], |r| {
-            Ok(UiMessage {
-                seq: r.get(0)?,
-                ts: r.get(1)?,
-                kind: r.get(2)?,
-                subtype: r.get(3)?,
-                text: r.get(4)?,
+        self.db
+            .run(|c| {
+                c.query(
+                    "SELECT seq, ts, kind, subtype, text FROM ui_messages \
+                     WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq",
+                    params![task],
+                )
+            })?
+            .into_iter()
+            .map(|mut r| {
+                Ok(UiMessage {
+                    seq: r.get(0)?,
+                    ts: r.get(1)?,
+                    kind: r.take_text(2)?,
+                    subtype: r.take_text(3)?,
+                    text: r.take_text(4)?,
+                })
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            .collect()
     }
 
     /// Trace entries recorded with a durable step and not yet appended to
     /// the workspace's trace: `(seq, JSON line)`, oldest first.
     pub fn pending_trace(&self, task: &str) -> Result<Vec<(i64, String)>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT seq, entry FROM pending_trace WHERE task_id = ?1 ORDER BY seq",
-        )?;
-        let rows = stmt.query_map([task], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        self.db
+            .run(|c| {
+                c.query(
+                    "SELECT seq, entry FROM pending_trace WHERE task_id = ?1 ORDER BY seq",
+                    params![task],
+                )
+            })?
+            .into_iter()
+            .map(|mut r| Ok((r.get(0)?, r.take_text(1)?)))
+            .collect()
     }
 
     /// Forget the pending trace entries up to `seq` (they are in the trace).
     pub fn clear_pending_trace(&self, task: &str, upto: i64) -> Result<(), StoreError> {
-        exec(
-            &self.conn(),
-            "DELETE FROM pending_trace WHERE task_id = ?1 AND seq <= ?2",
-            params![task, upto],
-        )?;
+        self.db.run(|c| {
+            c.exec(
+                "DELETE FROM pending_trace WHERE task_id = ?1 AND seq <= ?2",
+                params![task, upto],
+            )
+        })?;
         Ok(())
     }
 
     /// The task's todo list.
     pub fn get_todos(&self, task: &str) -> Result<Vec<TodoItem>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare_cached("SELECT idx, text, state FROM todos WHERE task_id = ?1 ORDER BY idx")?;
-        let rows = stmt.query_map([task], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-            ))
+        let rows = self.db.run(|c| {
+            c.query(
+                "SELECT idx, text, state FROM todos WHERE task_id = ?1 ORDER BY idx",
+                params![task],
+            )
         })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (idx, text, state) = row?;
-            let state = match state.as_str() {
+        let mut out = Vec::with_capacity(rows.len());
+        for mut row in rows {
+            let idx: i64 = row.get(0)?;
+            let text = row.take_text(1)?;
+            let state = match row.get::<String>(2)?.as_str() {
                 "pending" => TodoState::Pending,
                 "in_progress" => TodoState::InProgress,
                 "completed" => TodoState::Completed,
@@ -1069,54 +1186,68 @@ fn key_log_tables(conn: &Connection) -> rusqlite::Result<()> {
     rebuilt
 }
 
-fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TaskRecord, StoreError>> {
-    let id: String = r.get(0)?;
+/// The schema version of the SQLite file at `path` (0: none yet).
+fn sqlite_version(path: &Path) -> Result<i64, StoreError> {
+    if !path.exists() {
+        return Ok(0);
+    }
+    let conn = Connection::open(path).map_err(|e| StoreError::Open {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    Ok(conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
+}
+
+fn task_row(r: Row) -> Result<TaskRecord, StoreError> {
+    let mut r = r;
+    let id = r.take_text(0)?;
     let status_text: String = r.get(5)?;
-    let u = |i: usize| r.get::<_, i64>(i).map(|v| u64::try_from(v).unwrap_or(0));
+    let u = |i: usize| r.get::<i64>(i).map(|v| u64::try_from(v).unwrap_or(0));
     let Some(status) = TaskStatus::parse(&status_text) else {
-        return Ok(Err(StoreError::Corrupt {
+        return Err(StoreError::Corrupt {
             task: id,
             seq: 0,
             detail: format!("unknown status {status_text:?}"),
-        }));
+        });
     };
     let settings_text: Option<String> = r.get(19)?;
     let settings = match settings_text.as_deref().map(serde_json::from_str) {
         None => None,
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => {
-            return Ok(Err(StoreError::Corrupt {
+            return Err(StoreError::Corrupt {
                 task: id,
                 seq: 0,
                 detail: format!("its settings do not decode: {e}"),
-            }));
+            });
         }
     };
-    Ok(Ok(TaskRecord {
+    let usage = Usage {
+        input_tokens: u(11)?,
+        output_tokens: u(12)?,
+        cache_read_tokens: u(13)?,
+        cache_write_tokens: u(14)?,
+    };
+    Ok(TaskRecord {
         parent_id: r.get(1)?,
-        root_id: r.get(2)?,
-        mode: r.get(3)?,
-        workspace: r.get(4)?,
+        root_id: r.take_text(2)?,
+        mode: r.take_text(3)?,
+        workspace: r.take_text(4)?,
         status,
-        prompt: r.get(6)?,
-        provider: r.get(7)?,
-        model: r.get(8)?,
+        prompt: r.take_text(6)?,
+        provider: r.take_text(7)?,
+        model: r.take_text(8)?,
         created_at: r.get(9)?,
         updated_at: r.get(10)?,
-        usage: Usage {
-            input_tokens: u(11)?,
-            output_tokens: u(12)?,
-            cache_read_tokens: u(13)?,
-            cache_write_tokens: u(14)?,
-        },
+        usage,
         cost: r.get(15)?,
         active_intent: r.get(16)?,
-        base_url: r.get(17)?,
-        profile: r.get(18)?,
+        base_url: r.take_text(17)?,
+        profile: r.take_text(18)?,
         settings,
         owner: r.get(20)?,
         id,
-    }))
+    })
 }
 
 /// A task's settings as stored.
@@ -1135,49 +1266,28 @@ fn role_str(r: Role) -> &'static str {
     }
 }
 
-/// One row of a statement compiled once per connection (`query_row`
-/// would parse the SQL on every call): the task loop issues the same few
-/// statements on every turn, and preparing them each time cost as much as
-/// running them.
-fn one_row<T, P: rusqlite::Params>(
-    conn: &Connection,
-    sql: &str,
-    params: P,
-    f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> rusqlite::Result<T> {
-    conn.prepare_cached(sql)?.query_row(params, f)
-}
-
 /// The integer key of task `id` (what the [`LOG_TABLES`] are keyed by).
-fn task_key(conn: &Connection, id: &str) -> Result<i64, StoreError> {
-    one_row(conn, "SELECT k FROM tasks WHERE id = ?1", [id], |r| {
-        r.get(0)
-    })
-    .optional()?
-    .ok_or_else(|| StoreError::NotFound(id.to_owned()))
-}
-
-/// Run one statement through the connection's statement cache.
-fn exec<P: rusqlite::Params>(conn: &Connection, sql: &str, params: P) -> rusqlite::Result<usize> {
-    conn.prepare_cached(sql)?.execute(params)
+fn task_key(c: &Conn<'_>, id: &str) -> Result<i64, StoreError> {
+    c.opt("SELECT k FROM tasks WHERE id = ?1", params![id])?
+        .ok_or_else(|| StoreError::NotFound(id.to_owned()))?
+        .get(0)
 }
 
 #[cfg(test)]
 mod tests;
 
 /// Replace `task`'s todo list with `items` (inside a step's transaction).
-fn write_todos(conn: &Connection, task: &str, items: &[TodoItem]) -> Result<(), StoreError> {
-    exec(conn, "DELETE FROM todos WHERE task_id = ?1", [task])?;
+fn write_todos(c: &Conn<'_>, task: &str, items: &[TodoItem]) -> Result<(), StoreError> {
+    c.exec("DELETE FROM todos WHERE task_id = ?1", params![task])?;
     for (i, t) in items.iter().enumerate() {
         let state = match t.state {
             TodoState::Pending => "pending",
             TodoState::InProgress => "in_progress",
             TodoState::Completed => "completed",
         };
-        exec(
-            conn,
+        c.exec(
             "INSERT INTO todos (task_id, idx, text, state) VALUES (?1, ?2, ?3, ?4)",
-            params![task, i64::try_from(i).unwrap_or(i64::MAX), t.text, state],
+            params![task, i64::try_from(i).unwrap_or(i64::MAX), &t.text, state],
         )?;
     }
     Ok(())

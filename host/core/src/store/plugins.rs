@@ -1,9 +1,8 @@
 //! Installed plugins: what each is (its manifest, hash, size, tools) and
 //! what the user granted it, as text the install layer gives meaning to.
 
-use rusqlite::{OptionalExtension, params};
-
-use super::{Store, StoreError, exec, now_ms};
+use super::db::{Row, params};
+use super::{Store, StoreError, now_ms};
 
 /// One installed plugin as recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,75 +32,93 @@ pub struct PluginRecord {
 const COLUMNS: &str =
     "name, version, manifest, sha256, granted, tools, enabled, size, installed_at, signer";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PluginRecord> {
+fn row(mut r: Row) -> Result<PluginRecord, StoreError> {
     Ok(PluginRecord {
-        name: r.get(0)?,
-        version: r.get(1)?,
-        manifest: r.get(2)?,
-        sha256: r.get(3)?,
-        granted: r.get(4)?,
-        tools: r.get(5)?,
-        enabled: r.get::<_, i64>(6)? != 0,
+        name: r.take_text(0)?,
+        version: r.take_text(1)?,
+        manifest: r.take_text(2)?,
+        sha256: r.take_text(3)?,
+        granted: r.take_text(4)?,
+        tools: r.take_text(5)?,
+        enabled: r.get::<i64>(6)? != 0,
         size: r.get(7)?,
         installed_at: r.get(8)?,
-        signer: r.get(9)?,
+        signer: r.take_text(9)?,
     })
 }
 
 impl Store {
     /// Record `p` as installed (replacing an earlier version of it).
     pub fn put_plugin(&self, p: &PluginRecord) -> Result<(), StoreError> {
-        exec(
-            &self.conn(),
-            &format!(
-                "INSERT OR REPLACE INTO plugins ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
-            ),
-            params![
-                p.name,
-                p.version,
-                p.manifest,
-                p.sha256,
-                p.granted,
-                p.tools,
-                i64::from(p.enabled),
-                p.size,
-                now_ms(),
-                p.signer
-            ],
-        )?;
+        self.db.run(|c| {
+            c.exec(
+                &format!(
+                    "INSERT INTO plugins ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+                     ON CONFLICT (name) DO UPDATE SET version = excluded.version, manifest = excluded.manifest, \
+                     sha256 = excluded.sha256, granted = excluded.granted, tools = excluded.tools, \
+                     enabled = excluded.enabled, size = excluded.size, installed_at = excluded.installed_at, \
+                     signer = excluded.signer"
+                ),
+                params![
+                    &p.name,
+                    &p.version,
+                    &p.manifest,
+                    &p.sha256,
+                    &p.granted,
+                    &p.tools,
+                    i64::from(p.enabled),
+                    p.size,
+                    now_ms(),
+                    &p.signer
+                ],
+            )
+        })?;
         Ok(())
     }
 
     /// The installed plugin `name`.
     pub fn get_plugin(&self, name: &str) -> Result<Option<PluginRecord>, StoreError> {
-        let conn = self.conn();
-        let mut stmt =
-            conn.prepare_cached(&format!("SELECT {COLUMNS} FROM plugins WHERE name = ?1"))?;
-        Ok(stmt.query_row([name], row).optional()?)
+        self.db
+            .run(|c| {
+                c.opt(
+                    &format!("SELECT {COLUMNS} FROM plugins WHERE name = ?1"),
+                    params![name],
+                )
+            })?
+            .map(row)
+            .transpose()
     }
 
     /// Every installed plugin, by name.
     pub fn list_plugins(&self) -> Result<Vec<PluginRecord>, StoreError> {
-        let conn = self.conn();
-        let mut stmt =
-            conn.prepare_cached(&format!("SELECT {COLUMNS} FROM plugins ORDER BY name"))?;
-        let rows = stmt.query_map([], row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.db
+            .run(|c| {
+                c.query(
+                    &format!("SELECT {COLUMNS} FROM plugins ORDER BY name"),
+                    params![],
+                )
+            })?
+            .into_iter()
+            .map(row)
+            .collect()
     }
 
     /// Turn `name` on or off; false when it is not installed.
     pub fn set_plugin_enabled(&self, name: &str, enabled: bool) -> Result<bool, StoreError> {
-        let n = exec(
-            &self.conn(),
-            "UPDATE plugins SET enabled = ?2 WHERE name = ?1",
-            params![name, i64::from(enabled)],
-        )?;
+        let n = self.db.run(|c| {
+            c.exec(
+                "UPDATE plugins SET enabled = ?2 WHERE name = ?1",
+                params![name, i64::from(enabled)],
+            )
+        })?;
         Ok(n > 0)
     }
 
     /// Forget `name`; false when it was not installed.
     pub fn delete_plugin(&self, name: &str) -> Result<bool, StoreError> {
-        let n = exec(&self.conn(), "DELETE FROM plugins WHERE name = ?1", [name])?;
+        let n = self
+            .db
+            .run(|c| c.exec("DELETE FROM plugins WHERE name = ?1", params![name]))?;
         Ok(n > 0)
     }
 }

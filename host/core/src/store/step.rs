@@ -18,11 +18,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::oneshot;
 
 use super::asks::{self, StoredAsk};
-use super::{Store, StoreError, TaskStatus, TodoItem, exec, now_ms, one_row, role_str};
+use super::db::{Conn, Dialect, params};
+use super::{Store, StoreError, TaskStatus, TodoItem, now_ms, role_str};
 use crate::llm::{Message, Usage};
 use roost_protocol::UiRow;
 
@@ -314,29 +314,20 @@ pub(super) struct Positions {
 
 impl Positions {
     /// Take the next position in `log` of the task keyed `key`.
-    fn take(&mut self, conn: &Connection, log: Log, key: i64) -> rusqlite::Result<i64> {
+    fn take(&mut self, c: &Conn<'_>, log: Log, key: i64) -> Result<i64, StoreError> {
         let next = match self.next.get(&(log, key)) {
             Some(n) => *n,
-            None => one_row(conn, log.last_sql(), [key], |r| r.get::<_, i64>(0))? + 1,
+            None => c.one(log.last_sql(), params![key])?.get::<i64>(0)? + 1,
         };
         self.next.insert((log, key), next + 1);
         Ok(next)
     }
 }
 
-/// A transaction that takes the write lock at once (`BEGIN IMMEDIATE`):
-/// what [`Positions`] learns stays true until it commits, even with other
-/// processes writing to the same store.
-pub(super) fn write_transaction(
-    conn: &mut Connection,
-) -> rusqlite::Result<rusqlite::Transaction<'_>> {
-    conn.transaction_with_behavior(TransactionBehavior::Immediate)
-}
-
-/// Write `step` of `task` inside the caller's transaction (begun with
-/// [`write_transaction`]), unless it is empty.
+/// Write `step` of `task` inside the caller's write transaction
+/// ([`super::db::Db::write`]), unless it is empty.
 pub(super) fn write_prepared(
-    conn: &Connection,
+    conn: &Conn<'_>,
     task: &str,
     step: &PreparedStep,
     now: i64,
@@ -348,10 +339,13 @@ pub(super) fn write_prepared(
     write_step(conn, task, step, now, positions)
 }
 
-/// Write `step` of `task` inside the caller's transaction (begun with
-/// [`write_transaction`]; `positions` belongs to it).
+/// Write `step` of `task` inside the caller's write transaction
+/// (`positions` belongs to it). On SQLite the transaction holds the
+/// database's write lock; on PostgreSQL the task's row is locked first, so
+/// a host answering an ask of a task another host runs takes positions in
+/// turn with it.
 fn write_step(
-    conn: &Connection,
+    conn: &Conn<'_>,
     task: &str,
     step: &PreparedStep,
     now: i64,
@@ -375,14 +369,19 @@ fn write_step(
     let key: Option<i64> = if !touches_task {
         match positions.keys.get(task) {
             Some(k) => Some(*k),
-            None => one_row(conn, "SELECT k FROM tasks WHERE id = ?1", [task], |r| {
-                r.get(0)
-            })
-            .optional()?,
+            None => conn
+                .opt(
+                    match conn.dialect() {
+                        Dialect::Sqlite => "SELECT k FROM tasks WHERE id = ?1",
+                        Dialect::Postgres => "SELECT k FROM tasks WHERE id = ?1 FOR UPDATE",
+                    },
+                    params![task],
+                )?
+                .map(|r| r.get(0))
+                .transpose()?,
         }
     } else {
-        one_row(
-            conn,
+        conn.opt(
             "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, \
          cache_reads = cache_reads + ?4, cache_writes = cache_writes + ?5, cost = cost + ?6, \
          status = COALESCE(?7, status), mode = COALESCE(?9, mode), updated_at = ?8 \
@@ -398,9 +397,9 @@ fn write_step(
                 now,
                 step.mode.as_deref()
             ],
-            |r| r.get(0),
-        )
-        .optional()?
+        )?
+        .map(|r| r.get(0))
+        .transpose()?
     };
     let Some(key) = key else {
         return Err(StoreError::NotFound(task.to_owned()));
@@ -412,8 +411,7 @@ fn write_step(
         None => None,
         Some(PreparedMessage::Append { role, content }) => {
             let seq = positions.take(conn, Log::Api, key)?;
-            exec(
-                conn,
+            conn.exec(
                 "INSERT INTO api_messages (task, seq, role, content, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![key, seq, role, content, now],
@@ -421,8 +419,7 @@ fn write_step(
             Some(seq)
         }
         Some(PreparedMessage::Replace { seq, content }) => {
-            let n = exec(
-                conn,
+            let n = conn.exec(
                 "UPDATE api_messages SET content = ?3 WHERE task = ?1 AND seq = ?2",
                 params![key, seq, content],
             )?;
@@ -437,14 +434,13 @@ fn write_step(
         }
     };
     if let Some((first, upto, summary)) = &step.condense {
-        exec(
-            conn,
+        conn.exec(
             "UPDATE api_messages SET hidden = 1 WHERE task = ?1 AND seq > ?2 AND seq <= ?3",
             params![key, first, upto],
         )?;
-        exec(
-            conn,
-            "INSERT OR REPLACE INTO condensations (task_id, upto_seq, summary, created_at) VALUES (?1, ?2, ?3, ?4)",
+        conn.exec(
+            "INSERT INTO condensations (task_id, upto_seq, summary, created_at) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (task_id, upto_seq) DO UPDATE SET summary = excluded.summary, created_at = excluded.created_at",
             params![task, upto, summary, now],
         )?;
     }
@@ -452,8 +448,7 @@ fn write_step(
         super::write_todos(conn, task, items)?;
     }
     for line in &step.trace {
-        exec(
-            conn,
+        conn.exec(
             "INSERT INTO pending_trace (task_id, seq, entry) \
              SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2 FROM pending_trace WHERE task_id = ?1",
             params![task, line],
@@ -462,8 +457,7 @@ fn write_step(
     for (row, text) in &step.ui {
         let (kind, subtype) = (row.kind.as_str(), row.subtype.as_str());
         let seq = positions.take(conn, Log::Ui, key)?;
-        exec(
-            conn,
+        conn.exec(
             "INSERT INTO ui_messages (task, seq, ts, kind, subtype, text) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![key, seq, now, kind, subtype, text],
@@ -489,12 +483,18 @@ fn write_step(
     }
     for event in &step.events {
         let seq = positions.take(conn, Log::Events, key)?;
-        exec(
-            conn,
+        conn.exec(
             "INSERT INTO events (task, seq, ts, event) VALUES (?1, ?2, ?3, ?4)",
             params![key, seq, now, event],
         )?;
         committed.events.push(seq);
+    }
+    // Hosts following this task hear of its events at commit.
+    if let (Dialect::Postgres, Some(last)) = (conn.dialect(), committed.events.last()) {
+        conn.exec(
+            "SELECT pg_notify('roost_events', ?1)",
+            params![&format!("{task}:{last}")],
+        )?;
     }
     Ok(committed)
 }
@@ -566,11 +566,8 @@ impl Store {
         if prepared.empty {
             return Ok(Committed::nothing());
         }
-        let mut conn = self.conn();
-        let tx = write_transaction(&mut conn)?;
-        let committed = write_step(&tx, task, &prepared, now_ms(), &mut Positions::default())?;
-        tx.commit()?;
-        Ok(committed)
+        self.db
+            .write(|c| write_step(c, task, &prepared, now_ms(), &mut Positions::default()))
     }
 
     /// Commit a prepared step of `task`, sharing the transaction with the
@@ -644,17 +641,14 @@ impl Store {
             return;
         }
         let now = now_ms();
-        let mut conn = self.conn();
-        let together = (|| -> Result<Vec<Committed>, StoreError> {
-            let tx = write_transaction(&mut conn)?;
+        let together = self.db.write(|c| {
             let mut positions = Positions::default();
             let mut committed = Vec::with_capacity(jobs.len());
             for job in &jobs {
-                committed.push(write_step(&tx, &job.task, &job.step, now, &mut positions)?);
+                committed.push(write_step(c, &job.task, &job.step, now, &mut positions)?);
             }
-            tx.commit()?;
             Ok(committed)
-        })();
+        });
         let outcomes: Vec<Result<Committed, StoreError>> = match together {
             Ok(committed) => committed.into_iter().map(Ok).collect(),
             // One at a time: the failing step gets its own error, the others
@@ -662,14 +656,12 @@ impl Store {
             Err(_) => jobs
                 .iter()
                 .map(|job| {
-                    let tx = write_transaction(&mut conn)?;
-                    let c = write_step(&tx, &job.task, &job.step, now, &mut Positions::default())?;
-                    tx.commit()?;
-                    Ok(c)
+                    self.db.write(|c| {
+                        write_step(c, &job.task, &job.step, now, &mut Positions::default())
+                    })
                 })
                 .collect(),
         };
-        drop(conn);
         for (job, outcome) in jobs.into_iter().zip(outcomes) {
             if let Ok(c) = &outcome
                 && let (Some(first), Some(last)) = (c.events.first(), c.events.last())

@@ -3,10 +3,54 @@ use serde_json::json;
 use super::*;
 use roost_protocol::{UiRow, UiSubtype};
 
-fn store() -> (tempfile::TempDir, Store) {
+/// Which database a test of the store suite runs on: every test that is
+/// not about one backend's own files runs on both.
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Where a test's store lives, kept for opening it again.
+struct Place {
+    dir: tempfile::TempDir,
+    location: StoreLocation,
+}
+
+impl Place {
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn reopen(&self) -> Store {
+        Store::open_at(&self.location).expect("reopens")
+    }
+}
+
+fn store_on(b: Backend) -> (Place, Store) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let s = Store::open(&dir.path().join("roost.db")).expect("opens");
-    (dir, s)
+    let location = match b {
+        Backend::Sqlite => StoreLocation::File(dir.path().join("roost.db")),
+        Backend::Postgres => StoreLocation::Postgres(
+            roost_testpg::shared()
+                .and_then(|pg| pg.fresh_database())
+                .unwrap_or_else(|e| panic!("{e}")),
+        ),
+    };
+    let s = Store::open_at(&location).expect("opens");
+    (Place { dir, location }, s)
+}
+
+/// Run each named test of the suite on SQLite and on PostgreSQL.
+macro_rules! on_both {
+    ($($name:ident),+ $(,)?) => {
+        mod on_sqlite {
+            $(#[test] fn $name() { super::$name(super::Backend::Sqlite) })+
+        }
+        mod on_postgres {
+            $(#[test] fn $name() { super::$name(super::Backend::Postgres) })+
+        }
+    };
 }
 
 fn spec() -> NewTask {
@@ -45,9 +89,8 @@ fn tool_use(id: &str) -> Message {
     }
 }
 
-#[test]
-fn tasks_round_trip_and_persist_across_reopen() {
-    let (dir, s) = store();
+fn tasks_round_trip_and_persist_across_reopen(b: Backend) {
+    let (dir, s) = store_on(b);
     let t = new_task(&s);
     assert_eq!(t.status, TaskStatus::Running);
     assert_eq!(t.root_id, t.id);
@@ -63,7 +106,7 @@ fn tasks_round_trip_and_persist_across_reopen() {
     s.append_api(&t.id, &Message::user_text("hello"))
         .expect("append");
     drop(s);
-    let s = Store::open(&dir.path().join("roost.db")).expect("reopens");
+    let s = dir.reopen();
     let t2 = s.get_task(&t.id).expect("found");
     assert_eq!(t2.status, TaskStatus::Paused);
     assert_eq!(t2.usage.input_tokens, 10);
@@ -73,9 +116,8 @@ fn tasks_round_trip_and_persist_across_reopen() {
     assert!(matches!(s.get_task("nope"), Err(StoreError::NotFound(_))));
 }
 
-#[test]
-fn api_history_order_update_and_hidden() {
-    let (_d, s) = store();
+fn api_history_order_update_and_hidden(b: Backend) {
+    let (_d, s) = store_on(b);
     let t = new_task(&s);
     let a = s
         .append_api(&t.id, &Message::user_text("1"))
@@ -97,9 +139,8 @@ fn api_history_order_update_and_hidden() {
     assert_eq!(s.load_api(&t.id, true).expect("load").len(), 3);
 }
 
-#[test]
-fn dangling_tool_uses_are_answered_as_interrupted() {
-    let (_d, s) = store();
+fn dangling_tool_uses_are_answered_as_interrupted(b: Backend) {
+    let (_d, s) = store_on(b);
     let t = new_task(&s);
     s.append_api(&t.id, &Message::user_text("go"))
         .expect("append");
@@ -147,9 +188,8 @@ fn dangling_tool_uses_are_answered_as_interrupted() {
     assert_eq!(s.load_api(&t2.id, false).expect("load").len(), 2);
 }
 
-#[test]
-fn ui_messages_todos_and_export() {
-    let (dir, s) = store();
+fn ui_messages_todos_and_export(b: Backend) {
+    let (dir, s) = store_on(b);
     let t = new_task(&s);
     s.append_api(&t.id, &Message::user_text("go"))
         .expect("append");
@@ -210,26 +250,27 @@ fn a_file_that_is_not_a_database_is_a_clear_error() {
     assert!(msg.contains("roost.db"), "{msg}");
 }
 
-#[test]
-fn a_corrupt_row_is_reported_not_a_panic() {
-    let (_d, s) = store();
+fn a_corrupt_row_is_reported_not_a_panic(b: Backend) {
+    let (_d, s) = store_on(b);
     let t = new_task(&s);
     s.append_api(&t.id, &Message::user_text("ok"))
         .expect("append");
-    s.conn()
-        .execute("INSERT INTO api_messages (task, seq, role, content, created_at) SELECT k, 2, 'user', '{broken', 0 FROM tasks WHERE id = ?1", [&t.id])
+    s.db.run(|c| c.exec("INSERT INTO api_messages (task, seq, role, content, created_at) SELECT k, 2, 'user', '{broken', 0 FROM tasks WHERE id = ?1", params![&t.id]))
         .expect("inject");
     let e = s.load_api(&t.id, false).expect_err("corrupt");
     assert!(matches!(e, StoreError::Corrupt { seq: 2, .. }), "{e}");
-    s.conn()
-        .execute("UPDATE tasks SET status = 'weird' WHERE id = ?1", [&t.id])
-        .expect("inject");
+    s.db.run(|c| {
+        c.exec(
+            "UPDATE tasks SET status = 'weird' WHERE id = ?1",
+            params![&t.id],
+        )
+    })
+    .expect("inject");
     assert!(matches!(s.get_task(&t.id), Err(StoreError::Corrupt { .. })));
 }
 
-#[test]
-fn concurrent_appends_keep_order_per_task() {
-    let (_d, s) = store();
+fn concurrent_appends_keep_order_per_task(b: Backend) {
+    let (_d, s) = store_on(b);
     let tasks: Vec<String> = (0..4).map(|_| new_task(&s).id).collect();
     std::thread::scope(|sc| {
         for id in &tasks {
@@ -366,20 +407,20 @@ fn schema_5_stores_are_rekeyed() {
         1
     );
     let leftovers: i64 = s
-        .conn()
-        .query_row(
-            "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '%_v5' OR name LIKE '%_v6' OR sql LIKE '%_v6%'",
-            [],
-            |r| r.get(0),
-        )
+        .db
+        .run(|c| {
+            c.one(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '%_v5' OR name LIKE '%_v6' OR sql LIKE '%_v6%'",
+                params![],
+            )?
+            .get(0)
+        })
         .expect("schema");
     assert_eq!(leftovers, 0);
     assert!(
-        !s.conn()
-            .prepare("PRAGMA foreign_key_check")
+        s.db.run(|c| c.query("PRAGMA foreign_key_check", params![]))
             .expect("check")
-            .exists([])
-            .expect("check")
+            .is_empty()
     );
     drop(s);
     let s = Store::open(&path).expect("opens again");
@@ -387,9 +428,8 @@ fn schema_5_stores_are_rekeyed() {
 }
 
 /// A model reply is one step: message, UI row and usage land together.
-#[test]
-fn a_reply_is_recorded_as_one_step() {
-    let (_d, s) = store();
+fn a_reply_is_recorded_as_one_step(b: Backend) {
+    let (_d, s) = store_on(b);
     let t = new_task(&s);
     let usage = Usage {
         input_tokens: 10,
@@ -424,9 +464,8 @@ fn a_reply_is_recorded_as_one_step() {
 
 /// A tool call's outcome is one step: the result message, its UI row and,
 /// for the call that ended the task, the final status land together.
-#[test]
-fn a_result_is_recorded_as_one_step() {
-    let (_d, s) = store();
+fn a_result_is_recorded_as_one_step(b: Backend) {
+    let (_d, s) = store_on(b);
     let t = new_task(&s);
     let results = |n: usize| Message {
         role: Role::User,
@@ -481,16 +520,15 @@ fn a_result_is_recorded_as_one_step() {
 /// A claim keeps a task from running twice: in this process, and in
 /// another (a second store handle has its own owner lock); releasing it
 /// frees the task, and only a live owner counts.
-#[test]
-fn claims_are_exclusive_and_released() {
-    let (dir, s) = store();
+fn claims_are_exclusive_and_released(b: Backend) {
+    let (dir, s) = store_on(b);
     let t = new_task(&s);
     assert!(!s.is_live(&t.id));
     let claim = s.claim(&t.id).expect("claimed");
     assert!(s.is_live(&t.id));
     let again = s.claim(&t.id).expect_err("twice in one process");
     assert!(again.to_string().contains("this process"), "{again}");
-    let other = Store::open(&dir.path().join("roost.db")).expect("second handle");
+    let other = dir.reopen();
     let err = other.claim(&t.id).expect_err("held by a live owner");
     assert!(err.to_string().contains("another process"), "{err}");
     assert!(other.is_live(&t.id));
@@ -505,9 +543,8 @@ fn claims_are_exclusive_and_released() {
 /// lands whole, numbered without gaps; a step of a task that does not
 /// exist fails alone, queued among the others (the batch it shared is
 /// rolled back and each of its steps committed on its own).
-#[test]
-fn shared_commits_keep_every_step_whole_and_fail_alone() {
-    let (_d, s) = store();
+fn shared_commits_keep_every_step_whole_and_fail_alone(b: Backend) {
+    let (_d, s) = store_on(b);
     let tasks: Vec<String> = (0..40).map(|_| new_task(&s).id).collect();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -576,9 +613,8 @@ fn shared_commits_keep_every_step_whole_and_fail_alone() {
 /// A task is created with its opening messages in one transaction, and an
 /// ask recorded by a step lands with that step or not at all (an ask of
 /// another task is refused, and the step's other rows with it).
-#[test]
-fn a_task_opens_with_its_first_messages_and_asks_land_with_their_step() {
-    let (_dir, s) = store();
+fn a_task_opens_with_its_first_messages_and_asks_land_with_their_step(b: Backend) {
+    let (_dir, s) = store_on(b);
     let first = Message::user_text("<task>\ndo it\n</task>");
     let t = s
         .create_task_with(
@@ -626,9 +662,8 @@ fn a_task_opens_with_its_first_messages_and_asks_land_with_their_step() {
 
 /// An answer recorded in a step lands once, for an open ask of its own
 /// task only; a refused answer fails alone in a shared commit.
-#[tokio::test]
-async fn answers_land_in_shared_commits_once() {
-    let (_dir, s) = store();
+async fn answers_land_in_shared_commits_once_on(b: Backend) {
+    let (_dir, s) = store_on(b);
     let t = new_task(&s);
     let other = new_task(&s);
     let ask = StoredAsk::open(&t.id, Some("c1"), "tool", "{}");
@@ -682,4 +717,274 @@ async fn answers_land_in_shared_commits_once() {
             .as_deref(),
         Some("\"yes\"")
     );
+}
+
+#[tokio::test]
+async fn answers_land_in_shared_commits_once_on_sqlite() {
+    answers_land_in_shared_commits_once_on(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn answers_land_in_shared_commits_once_on_postgres() {
+    answers_land_in_shared_commits_once_on(Backend::Postgres).await;
+}
+
+/// Every other kind of record round-trips: saved approvals, tokens,
+/// plugins, checkpoints, events, asks, trees, listings and deletion.
+fn every_record_kind_round_trips(b: Backend) {
+    let (_place, s) = store_on(b);
+    // Saved approvals.
+    let g = roost_protocol::Grant::Tool("read_file".into());
+    s.save_approval("/ws", &g).expect("save");
+    s.save_approval("/ws", &g).expect("save twice");
+    assert_eq!(s.saved_approvals(Some("/ws")).expect("list").len(), 1);
+    assert_eq!(s.saved_approvals(None).expect("all").len(), 1);
+    assert!(s.revoke_approval("/ws", &g).expect("revoke"));
+    assert!(s.saved_approvals(None).expect("none").is_empty());
+    // Tokens.
+    s.put_token("tok1", "h1", "acme", "/ws", Some(i64::MAX))
+        .expect("token");
+    assert_eq!(
+        s.token_by_hash("h1")
+            .expect("by hash")
+            .expect("found")
+            .tenant,
+        "acme"
+    );
+    assert!(s.token_by_hash("nope").expect("by hash").is_none());
+    assert!(s.revoke_token("tok1").expect("revoke"));
+    assert!(!s.revoke_token("tok1").expect("revoke twice"));
+    assert!(
+        s.list_token_records().expect("list")[0]
+            .revoked_at
+            .is_some()
+    );
+    // Plugins.
+    let mut p = PluginRecord {
+        name: "p".into(),
+        version: "1".into(),
+        manifest: "{}".into(),
+        sha256: "ab".into(),
+        granted: "[]".into(),
+        tools: "[]".into(),
+        enabled: true,
+        size: 10,
+        installed_at: 0,
+        signer: String::new(),
+    };
+    s.put_plugin(&p).expect("put");
+    p.version = "2".into();
+    s.put_plugin(&p).expect("replace");
+    assert_eq!(s.get_plugin("p").expect("get").expect("found").version, "2");
+    assert!(s.set_plugin_enabled("p", false).expect("disable"));
+    assert!(!s.list_plugins().expect("list")[0].enabled);
+    assert!(s.delete_plugin("p").expect("delete"));
+    assert!(s.get_plugin("p").expect("get").is_none());
+    // Checkpoints and truncation.
+    let t = new_task(&s);
+    s.append_api(&t.id, &Message::user_text("go"))
+        .expect("append");
+    s.append_api(&t.id, &tool_use("c1")).expect("append");
+    let cp = s
+        .add_checkpoint(&t.id, 1, "c0ffee", "tree", 1, 0)
+        .expect("cp");
+    assert_eq!(cp.view.id, 1);
+    assert_eq!(
+        s.add_checkpoint(&t.id, 2, "beef", "tree2", 2, 0)
+            .expect("cp")
+            .view
+            .id,
+        2
+    );
+    assert_eq!(s.checkpoints(&t.id).expect("list").len(), 2);
+    assert_eq!(
+        s.checkpoint(&t.id, 1).expect("one").expect("found").commit,
+        "c0ffee"
+    );
+    assert_eq!(
+        s.last_checkpoint(&t.id)
+            .expect("last")
+            .expect("found")
+            .view
+            .id,
+        2
+    );
+    assert_eq!(s.turn_start(&t.id).expect("turn").2, 1);
+    s.truncate_conversation(&t.id, 1, 0).expect("truncate");
+    assert_eq!(s.load_api(&t.id, true).expect("load").len(), 1);
+    // Events.
+    assert_eq!(s.append_event(&t.id, "{\"e\":1}").expect("event"), 1);
+    assert_eq!(s.append_event(&t.id, "{\"e\":2}").expect("event"), 2);
+    assert_eq!(s.last_event_seq(&t.id).expect("last"), 2);
+    assert_eq!(s.events_after(&t.id, 1, 10).expect("after")[0].seq, 2);
+    assert_eq!(s.last_events(&t.id, 1).expect("last")[0].seq, 2);
+    // Asks.
+    let ask = StoredAsk::open(&t.id, None, "followup", "{}");
+    s.commit_step(&t.id, Step::new().ask(&ask)).expect("asks");
+    assert_eq!(
+        s.find_open_ask(&t.id, "followup", None)
+            .expect("find")
+            .expect("open")
+            .ask_id,
+        ask.ask_id
+    );
+    let with_call = StoredAsk::open(&t.id, Some("c9"), "tool", "{\"x\":1}");
+    s.commit_step(&t.id, Step::new().ask(&with_call))
+        .expect("asks");
+    assert!(
+        s.find_open_ask(&t.id, "tool", None)
+            .expect("find")
+            .is_none()
+    );
+    assert!(
+        s.answer_ask(&t.id, &with_call.ask_id, "\"yes\"")
+            .expect("answer")
+    );
+    assert!(
+        s.answered_ask(&t.id, "tool", "c9", "{\"x\":1}")
+            .expect("answered")
+            .is_some()
+    );
+    assert_eq!(s.open_asks(&t.id).expect("open").len(), 1);
+    assert_eq!(s.close_asks(&t.id, "done").expect("close"), 1);
+    // Trees, listings, search, deletion.
+    let mut child = spec();
+    child.parent_id = Some(t.id.clone());
+    child.root_id = Some(t.id.clone());
+    child.prompt = "Find the NEEDLE".into();
+    child.owner = Some("acme".into());
+    let c = s.create_task(&child).expect("child");
+    assert_eq!(s.children(&t.id).expect("children")[0].id, c.id);
+    assert_eq!(s.subtasks_in_tree(&t.id).expect("count"), 1);
+    assert_eq!(s.tree(&t.id).expect("tree")[0].id, t.id);
+    assert_eq!(s.search_tasks("needle", 10).expect("search")[0].id, c.id);
+    assert!(s.search_tasks("50%_off", 10).expect("search").is_empty());
+    let mine = TaskFilter {
+        owner: Some("acme"),
+        ..TaskFilter::default()
+    };
+    assert_eq!(s.list_filtered(&mine, 10).expect("filtered").len(), 1);
+    assert_eq!(
+        s.list_filtered(&TaskFilter::default(), 10)
+            .expect("all")
+            .len(),
+        2
+    );
+    assert_eq!(s.last_task(false).expect("last").id, c.id);
+    s.set_active_intent(&c.id, Some("i1")).expect("intent");
+    s.set_mode(&c.id, "architect").expect("mode");
+    let got = s.get_task(&c.id).expect("get");
+    assert_eq!(
+        (got.active_intent.as_deref(), got.mode.as_str()),
+        (Some("i1"), "architect")
+    );
+    s.delete_task(&c.id).expect("delete");
+    assert!(matches!(s.get_task(&c.id), Err(StoreError::NotFound(_))));
+    assert_eq!(s.list_tasks(10).expect("list").len(), 1);
+}
+
+on_both!(
+    every_record_kind_round_trips,
+    tasks_round_trip_and_persist_across_reopen,
+    api_history_order_update_and_hidden,
+    dangling_tool_uses_are_answered_as_interrupted,
+    ui_messages_todos_and_export,
+    a_corrupt_row_is_reported_not_a_panic,
+    concurrent_appends_keep_order_per_task,
+    a_reply_is_recorded_as_one_step,
+    a_result_is_recorded_as_one_step,
+    claims_are_exclusive_and_released,
+    shared_commits_keep_every_step_whole_and_fail_alone,
+    a_task_opens_with_its_first_messages_and_asks_land_with_their_step
+);
+
+/// A PostgreSQL store at schema 1 (before hosts were recorded) is migrated
+/// in place and keeps its tasks; one written by a newer Roost is refused
+/// with a clear message, and nothing of it is touched.
+#[test]
+fn postgres_schema_1_is_migrated_and_a_newer_one_refused() {
+    let url = roost_testpg::shared()
+        .and_then(|pg| pg.fresh_database())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let pool = pg::Pool::new(&url).expect("pool");
+    {
+        let c = pool.get().expect("connects");
+        c.batch(pg::MIGRATIONS[0]).expect("v1");
+        c.batch(
+            "CREATE TABLE roost_schema (version BIGINT NOT NULL);
+             INSERT INTO roost_schema VALUES (1);
+             INSERT INTO tasks (id, root_id, mode, workspace, status, prompt, created_at, updated_at)
+               VALUES ('old-1', 'old-1', 'code', '/ws', 'paused', 'p', 1, 1);",
+        )
+        .expect("v1 rows");
+    }
+    let location = StoreLocation::Postgres(url.clone());
+    assert_eq!(
+        Store::migrate(&location).expect("migrates"),
+        (1, pg::SCHEMA_VERSION)
+    );
+    let s = Store::open_at(&location).expect("opens");
+    assert_eq!(
+        s.get_task("old-1").expect("kept").status,
+        TaskStatus::Paused
+    );
+    assert!(
+        s.host_id().expect("registers").is_some(),
+        "hosts exists now"
+    );
+    assert_eq!(
+        Store::migrate(&location).expect("again"),
+        (pg::SCHEMA_VERSION, pg::SCHEMA_VERSION)
+    );
+    pool.get()
+        .expect("connects")
+        .batch("UPDATE roost_schema SET version = 999")
+        .expect("newer");
+    let e = Store::open_at(&location).err().expect("refused");
+    let msg = e.to_string();
+    assert!(msg.contains("newer Roost") && msg.contains("999"), "{msg}");
+    assert!(!msg.contains("password"), "{msg}");
+}
+
+/// A database nobody answers at is a clear error naming it (without a
+/// password), not a hang or a panic.
+#[test]
+fn an_unreachable_postgres_is_a_clear_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let url = format!("postgres://roost:s3cret@127.0.0.1:{port}/none");
+    let e = Store::open_at(&StoreLocation::parse(&url))
+        .err()
+        .expect("refused");
+    let msg = e.to_string();
+    assert!(!msg.contains("s3cret"), "{msg}");
+    assert!(
+        matches!(e, StoreError::Postgres(_) | StoreError::Unavailable(_)),
+        "{msg}"
+    );
+}
+
+/// On a shared store a claim is alive while its host renews its lease; once
+/// the lease has run out (the host died) another host takes the task.
+#[test]
+fn a_dead_hosts_claims_are_taken_after_its_lease() {
+    let (place, a) = store_on(Backend::Postgres);
+    a.set_lease(std::time::Duration::from_secs(3600));
+    let t = new_task(&a);
+    let claim = a.claim(&t.id).expect("claimed");
+    let b = place.reopen();
+    assert!(b.is_live(&t.id));
+    let err = b.claim(&t.id).expect_err("held by a live host");
+    assert!(err.to_string().contains("another process"), "{err}");
+    // Host a stops renewing (as a killed host does): its lease runs out.
+    let host = a.host_id().expect("id").expect("shared");
+    b.db.run(|c| c.exec("UPDATE hosts SET seen_at = 0 WHERE id = ?1", params![&host]))
+        .expect("expire");
+    assert!(!b.is_live(&t.id));
+    let taken = b.claim(&t.id).expect("taken over");
+    assert!(a.is_live(&t.id), "b's claim is live to a too");
+    drop(taken);
+    std::mem::forget(claim);
 }

@@ -2,9 +2,8 @@
 //! root. Only a token's BLAKE3 hash is stored; the token itself is shown
 //! once, when it is made.
 
-use rusqlite::{OptionalExtension, params};
-
-use super::{Store, StoreError, exec, now_ms};
+use super::db::{Row, params};
+use super::{Store, StoreError, now_ms};
 
 /// A token as recorded (never the token itself).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -32,11 +31,11 @@ impl TokenRecord {
 
 const COLUMNS: &str = "id, tenant, root, created_at, expires_at, revoked_at";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TokenRecord> {
+fn row(mut r: Row) -> Result<TokenRecord, StoreError> {
     Ok(TokenRecord {
-        id: r.get(0)?,
-        tenant: r.get(1)?,
-        root: r.get(2)?,
+        id: r.take_text(0)?,
+        tenant: r.take_text(1)?,
+        root: r.take_text(2)?,
         created_at: r.get(3)?,
         expires_at: r.get(4)?,
         revoked_at: r.get(5)?,
@@ -54,11 +53,12 @@ impl Store {
         expires_at: Option<i64>,
     ) -> Result<TokenRecord, StoreError> {
         let now = now_ms();
-        exec(
-            &self.conn(),
-            "INSERT INTO tokens (id, hash, tenant, root, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![id, hash, tenant, root, now, expires_at],
-        )?;
+        self.db.run(|c| {
+            c.exec(
+                "INSERT INTO tokens (id, hash, tenant, root, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![id, hash, tenant, root, now, expires_at],
+            )
+        })?;
         Ok(TokenRecord {
             id: id.to_owned(),
             tenant: tenant.to_owned(),
@@ -71,29 +71,39 @@ impl Store {
 
     /// The token whose hash is `hash`, if one is recorded (valid or not).
     pub fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
-        let conn = self.reader();
-        let mut stmt =
-            conn.prepare_cached(&format!("SELECT {COLUMNS} FROM tokens WHERE hash = ?1"))?;
-        Ok(stmt.query_row([hash], row).optional()?)
+        self.db
+            .read_long(|c| {
+                c.opt(
+                    &format!("SELECT {COLUMNS} FROM tokens WHERE hash = ?1"),
+                    params![hash],
+                )
+            })?
+            .map(row)
+            .transpose()
     }
 
     /// Every token, newest first.
     pub fn list_token_records(&self) -> Result<Vec<TokenRecord>, StoreError> {
-        let conn = self.reader();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM tokens ORDER BY created_at DESC, id"
-        ))?;
-        let rows = stmt.query_map([], row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.db
+            .read_long(|c| {
+                c.query(
+                    &format!("SELECT {COLUMNS} FROM tokens ORDER BY created_at DESC, id"),
+                    params![],
+                )
+            })?
+            .into_iter()
+            .map(row)
+            .collect()
     }
 
     /// Revoke token `id`; false when there is no such (unrevoked) token.
     pub fn revoke_token(&self, id: &str) -> Result<bool, StoreError> {
-        let n = exec(
-            &self.conn(),
-            "UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
-            params![id, now_ms()],
-        )?;
+        let n = self.db.run(|c| {
+            c.exec(
+                "UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+                params![id, now_ms()],
+            )
+        })?;
         Ok(n > 0)
     }
 }

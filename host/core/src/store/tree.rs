@@ -3,23 +3,24 @@
 //! many subtasks a tree holds. Delegation reads these to find a subtask
 //! again after a crash and to bound a tree's fan-out.
 
-use rusqlite::params;
-
+use super::db::params;
 use super::{Store, StoreError, TASK_COLUMNS, TaskRecord, task_row};
 
 impl Store {
     /// The subtasks `parent` started, oldest first.
     pub fn children(&self, parent: &str) -> Result<Vec<TaskRecord>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {TASK_COLUMNS} FROM tasks WHERE parent_id = ?1 ORDER BY created_at, id"
-        ))?;
-        let rows = stmt.query_map(params![parent], task_row)?;
-        let mut out = Vec::new();
-        for r in rows {
-            out.push(r??);
-        }
-        Ok(out)
+        self.db
+            .run(|c| {
+                c.query(
+                    &format!(
+                        "SELECT {TASK_COLUMNS} FROM tasks WHERE parent_id = ?1 ORDER BY created_at, id"
+                    ),
+                    params![parent],
+                )
+            })?
+            .into_iter()
+            .map(task_row)
+            .collect()
     }
 
     /// The subtask `parent`'s tool call `call_id` started, if it did.
@@ -52,27 +53,33 @@ impl Store {
 
     /// How many tasks of the tree rooted at `root` are subtasks.
     pub fn subtasks_in_tree(&self, root: &str) -> Result<u64, StoreError> {
-        let n: i64 = self.conn().query_row(
-            "SELECT COUNT(*) FROM tasks WHERE root_id = ?1 AND id != ?1",
-            params![root],
-            |r| r.get(0),
-        )?;
+        let n: i64 = self
+            .db
+            .run(|c| {
+                c.one(
+                    "SELECT COUNT(*) FROM tasks WHERE root_id = ?1 AND id != ?1",
+                    params![root],
+                )
+            })?
+            .get(0)?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
     /// Every task of the tree rooted at `root` (the root first, then by
     /// creation).
     pub fn tree(&self, root: &str) -> Result<Vec<TaskRecord>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {TASK_COLUMNS} FROM tasks WHERE root_id = ?1 ORDER BY (id != ?1), created_at, id"
-        ))?;
-        let rows = stmt.query_map(params![root], task_row)?;
-        let mut out = Vec::new();
-        for r in rows {
-            out.push(r??);
-        }
-        Ok(out)
+        self.db
+            .run(|c| {
+                c.query(
+                    &format!(
+                        "SELECT {TASK_COLUMNS} FROM tasks WHERE root_id = ?1 ORDER BY (id != ?1), created_at, id"
+                    ),
+                    params![root],
+                )
+            })?
+            .into_iter()
+            .map(task_row)
+            .collect()
     }
 }
 

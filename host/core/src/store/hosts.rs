@@ -1,0 +1,159 @@
+//! Hosts sharing a PostgreSQL store. Each host registers itself (with the
+//! workspace roots it has) and renews its lease in `hosts` from a thread of
+//! its own; a task's claim is alive while its host's lease is. A host that
+//! dies stops renewing, and once its lease has run out another host may
+//! claim its tasks and resume them from their durable history.
+//!
+//! Times here are the database's clock, so hosts with skewed clocks agree
+//! on whose lease ran out.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use super::db::{Conn, Db, params};
+use super::{Store, StoreError};
+
+/// How long a host's claims outlive its last renewal, unless set.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
+/// The database's clock in ms since the epoch.
+pub(super) const DB_NOW: &str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
+
+/// What a store knows of its own host.
+#[derive(Debug)]
+pub(super) struct HostState {
+    /// The lease, in ms.
+    lease_ms: AtomicI64,
+    /// When the lease was last renewed (this host's clock, ms).
+    renewed_at: AtomicI64,
+}
+
+impl Default for HostState {
+    fn default() -> Self {
+        Self {
+            lease_ms: AtomicI64::new(ms(DEFAULT_LEASE)),
+            renewed_at: AtomicI64::new(0),
+        }
+    }
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Whether the host `id` renewed its lease in time.
+pub(super) fn alive(c: &Conn<'_>, id: &str) -> Result<bool, StoreError> {
+    Ok(c.opt(
+        &format!("SELECT 1 FROM hosts WHERE id = ?1 AND seen_at + lease_ms > {DB_NOW}"),
+        params![id],
+    )?
+    .is_some())
+}
+
+impl Store {
+    /// Set how long this host's claims outlive its last renewal (before it
+    /// claims anything). Shorter: a dead host's tasks resume sooner; a
+    /// renewal is sent every third of it.
+    pub fn set_lease(&self, lease: Duration) {
+        self.claims.host.lease_ms.store(ms(lease), Ordering::SeqCst);
+    }
+
+    /// This host's id in a shared store (it registers on first use); none
+    /// for a SQLite store.
+    pub fn host_id(&self) -> Result<Option<String>, StoreError> {
+        if !self.is_shared() {
+            return Ok(None);
+        }
+        Ok(Some(self.owner()?.token.clone()))
+    }
+
+    /// Whether this host's lease is current: false once renewals have
+    /// failed for longer than the lease (another host may take its tasks).
+    pub fn lease_held(&self) -> bool {
+        if !self.is_shared() {
+            return true;
+        }
+        let h = &self.claims.host;
+        super::now_ms() - h.renewed_at.load(Ordering::SeqCst) < h.lease_ms.load(Ordering::SeqCst)
+    }
+
+    /// Advertise the workspace roots this host has (a host claims only
+    /// tasks under them).
+    pub fn advertise_roots(&self, roots: &[String]) -> Result<(), StoreError> {
+        let Some(id) = self.host_id()? else {
+            return Ok(());
+        };
+        let json = serde_json::to_string(roots).map_err(|e| StoreError::Decode {
+            detail: e.to_string(),
+        })?;
+        self.db.run(|c| {
+            c.exec(
+                "UPDATE hosts SET roots = ?2 WHERE id = ?1",
+                params![&id, &json],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Register this host and start renewing its lease.
+    pub(super) fn register_host(&self) -> Result<String, StoreError> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let name = rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned();
+        let lease = self.claims.host.lease_ms.load(Ordering::SeqCst);
+        self.db.run(|c| {
+            c.exec(
+                &format!(
+                    "INSERT INTO hosts (id, name, roots, lease_ms, started_at, seen_at) \
+                     VALUES (?1, ?2, '[]', ?3, {DB_NOW}, {DB_NOW})"
+                ),
+                params![&id, &name, lease],
+            )
+        })?;
+        self.claims
+            .host
+            .renewed_at
+            .store(super::now_ms(), Ordering::SeqCst);
+        let db = Arc::downgrade(&self.db);
+        let claims = Arc::downgrade(&self.claims);
+        let host = id.clone();
+        std::thread::Builder::new()
+            .name("roost-lease".into())
+            .spawn(move || renew(&db, &claims, &host))
+            .map_err(|e| StoreError::Unavailable(format!("cannot start the lease thread: {e}")))?;
+        tracing::info!(host = %id, %name, lease_ms = lease, "registered with the shared task store");
+        Ok(id)
+    }
+}
+
+/// Renew `host`'s lease every third of it while its store is alive.
+fn renew(db: &Weak<Db>, weak: &Weak<super::claims::Claims>, host: &str) {
+    loop {
+        let Some(claims) = weak.upgrade() else {
+            return;
+        };
+        let lease = claims.host.lease_ms.load(Ordering::SeqCst);
+        let every = Duration::from_millis(u64::try_from(lease / 3).unwrap_or(1000).max(50));
+        drop(claims);
+        std::thread::sleep(every);
+        let (Some(db), Some(claims)) = (db.upgrade(), weak.upgrade()) else {
+            return;
+        };
+        let lease = claims.host.lease_ms.load(Ordering::SeqCst);
+        match db.run(|c| {
+            c.exec(
+                &format!("UPDATE hosts SET seen_at = {DB_NOW}, lease_ms = ?2 WHERE id = ?1"),
+                params![host, lease],
+            )
+        }) {
+            Ok(_) => claims
+                .host
+                .renewed_at
+                .store(super::now_ms(), Ordering::SeqCst),
+            Err(e) => tracing::warn!(host, "renewing the host's lease: {e}"),
+        }
+    }
+}

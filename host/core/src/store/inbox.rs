@@ -1,0 +1,114 @@
+//! What one host asks of the host running a task (a shared store): an
+//! answer recorded here reaches the loop waiting there, a cancel or a
+//! queued message the task's control there. Requests are rows, so none is
+//! lost while the other host's listener reconnects; a notification on
+//! `roost_inbox` wakes the host they are for.
+
+use super::db::params;
+use super::{Store, StoreError, now_ms};
+
+/// What another host asks of a task this host runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostRequest {
+    /// The ask was answered (the answer is on record).
+    Answered {
+        /// Ask id.
+        ask_id: String,
+    },
+    /// Stop the task for this reason.
+    Cancel {
+        /// Why.
+        reason: String,
+    },
+    /// A user message for its next turn.
+    Message {
+        /// The text.
+        text: String,
+    },
+}
+
+impl HostRequest {
+    fn parts(&self) -> (&'static str, &str) {
+        match self {
+            HostRequest::Answered { ask_id } => ("answered", ask_id),
+            HostRequest::Cancel { reason } => ("cancel", reason),
+            HostRequest::Message { text } => ("message", text),
+        }
+    }
+
+    fn from_parts(kind: &str, body: String) -> Option<Self> {
+        match kind {
+            "answered" => Some(HostRequest::Answered { ask_id: body }),
+            "cancel" => Some(HostRequest::Cancel { reason: body }),
+            "message" => Some(HostRequest::Message { text: body }),
+            _ => None,
+        }
+    }
+}
+
+impl Store {
+    /// The host whose live claim runs task `id`, if another host's (a
+    /// shared store only).
+    pub fn runner_elsewhere(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let Some(me) = self.host_id()? else {
+            return Ok(None);
+        };
+        let owner: Option<String> = self
+            .db
+            .run(|c| {
+                c.opt(
+                    &format!(
+                        "SELECT c.owner FROM claims c JOIN hosts h ON h.id = c.owner \
+                         WHERE c.task_id = ?1 AND h.seen_at + h.lease_ms > {}",
+                        super::hosts::DB_NOW
+                    ),
+                    params![id],
+                )
+            })?
+            .map(|r| r.get(0))
+            .transpose()?;
+        Ok(owner.filter(|o| *o != me))
+    }
+
+    /// Ask `host` to act on its task `task`.
+    pub fn send_to_host(
+        &self,
+        host: &str,
+        task: &str,
+        request: &HostRequest,
+    ) -> Result<(), StoreError> {
+        let (kind, body) = request.parts();
+        self.db.write(|c| {
+            c.exec(
+                "INSERT INTO host_inbox (host, task_id, kind, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![host, task, kind, body, now_ms()],
+            )?;
+            c.exec("SELECT pg_notify('roost_inbox', ?1)", params![host])?;
+            Ok(())
+        })
+    }
+
+    /// Take the requests other hosts left for this one, oldest first.
+    pub fn take_inbox(&self) -> Result<Vec<(String, HostRequest)>, StoreError> {
+        let Some(me) = self.host_id()? else {
+            return Ok(Vec::new());
+        };
+        let mut rows = self.db.run(|c| {
+            c.query(
+                "DELETE FROM host_inbox WHERE host = ?1 RETURNING id, task_id, kind, body",
+                params![&me],
+            )
+        })?;
+        rows.sort_by_key(|r| r.get::<i64>(0).unwrap_or(0));
+        let mut out = Vec::with_capacity(rows.len());
+        for mut r in rows {
+            let task = r.take_text(1)?;
+            let kind = r.take_text(2)?;
+            match HostRequest::from_parts(&kind, r.take_text(3)?) {
+                Some(req) => out.push((task, req)),
+                None => tracing::warn!(%task, "ignoring a host request of unknown kind `{kind}`"),
+            }
+        }
+        Ok(out)
+    }
+}
