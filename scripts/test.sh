@@ -23,6 +23,9 @@ MISSING=""
 command -v chromedriver >/dev/null 2>&1 || MISSING="$MISSING chromium chromium-driver"
 command -v bwrap >/dev/null 2>&1 || MISSING="$MISSING bubblewrap"
 command -v git >/dev/null 2>&1 || MISSING="$MISSING git"
+# The store suite and the multi-host tests start a real PostgreSQL.
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
+  || MISSING="$MISSING postgresql"
 if [ -n "$MISSING" ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive \

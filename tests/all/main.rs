@@ -30,6 +30,7 @@ mod mcp_conformance;
 mod mcp_serve;
 mod parallel;
 mod plugin_install;
+mod postgres;
 mod sandbox;
 mod sandbox_promises;
 mod scope;

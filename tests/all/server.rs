@@ -172,13 +172,13 @@ impl TestServer {
 
 /// One SSE event: its id (if any) and its JSON.
 #[derive(Debug, Clone)]
-struct Sse {
-    id: Option<i64>,
-    data: Value,
+pub(crate) struct Sse {
+    pub(crate) id: Option<i64>,
+    pub(crate) data: Value,
 }
 
 /// Read SSE events from `r` until `stop` says so (or the stream ends).
-async fn read_events(
+pub(crate) async fn read_events(
     r: &mut reqwest::Response,
     buf: &mut String,
     mut stop: impl FnMut(&Sse) -> bool,
@@ -216,7 +216,7 @@ async fn read_events(
     }
 }
 
-fn is_ask(e: &Sse) -> bool {
+pub(crate) fn is_ask(e: &Sse) -> bool {
     e.data["event"] == "ask_required"
 }
 

@@ -49,6 +49,11 @@ pub struct ServeArgs {
     /// Let tasks run shell commands, sandboxed (see `roost run --help`).
     #[arg(long)]
     pub allow_commands: bool,
+    /// With a shared PostgreSQL store: how long this host's tasks stay
+    /// its own after it stops renewing its lease (it died); then another
+    /// host resumes them.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub lease: std::time::Duration,
     /// Model selection (the default endpoint of tasks that name no
     /// profile).
     #[command(flatten)]
@@ -107,9 +112,17 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
         },
     );
     roost_server::check_exposure(args.listen, &state)?;
-    let resumed = state.resume_stopped();
-    if resumed > 0 {
-        notice!("resumed {resumed} task(s) the last stop interrupted");
+    state.engine.set_lease(args.lease);
+    if state.join_hosts()? {
+        notice!(
+            "roost serve: sharing {} with other hosts (their tasks and this one's, through its work queue)",
+            super::store::location_default(data_dir)
+        );
+    } else {
+        let resumed = state.resume_stopped();
+        if resumed > 0 {
+            notice!("resumed {resumed} task(s) the last stop interrupted");
+        }
     }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

@@ -6,8 +6,13 @@
 //! turns. P9: the dispatch's own cost per call (and `run_skill`'s,
 //! against a component tool call, when the test fixtures are built). P11:
 //! a parallel group of 100 subtasks, 200 ms model latency, 3 turns each.
+//! P12: tasks per second through a shared PostgreSQL store's work queue,
+//! one host against two.
 //! Run: `cargo bench -p roost-core --bench task` (one of them only: `-- p5`,
-//! `-- p6`, `-- p7`, `-- p8`, `-- p9`, `-- p11`).
+//! `-- p6`, `-- p7`, `-- p8`, `-- p9`, `-- p11`, `-- p12`). With
+//! `ROOST_BENCH_STORE=postgres`, P6 and P8 keep their tasks in a
+//! PostgreSQL started for the run (Debian's `postgresql`) instead of
+//! SQLite.
 
 // Benchmark code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -25,6 +30,7 @@ use roost_core::events::TaskEvent;
 use roost_core::first_party;
 use roost_core::llm::scripted::{Script, ScriptedTransport};
 use roost_core::llm::{OpenAiCompatible, RetryPolicy};
+use roost_core::store::StoreLocation;
 use roost_core::task::Registry;
 use roost_core::task::{Answer, ApprovalPolicy, Ask, Responder, TaskConfig, TaskOutcome};
 use roost_sandbox::plugins::PluginEngine;
@@ -191,6 +197,7 @@ async fn fleet(
     let script: Script = serde_json::from_value(json!({ "turns": script })).expect("script");
     let transport = Arc::new(ScriptedTransport::per_conversation(script));
     let roost = EngineBuilder::new(data)
+        .store(bench_store(data))
         .plugin_engine(Arc::clone(engine))
         .provider(Arc::new(OpenAiCompatible::new(
             "scripted",
@@ -233,6 +240,164 @@ async fn fleet(
     (done, wall, cpu1 - cpu0, rss)
 }
 
+/// The bench's PostgreSQL, when `ROOST_BENCH_STORE=postgres` (started once,
+/// stopped with the process).
+fn bench_pg() -> Option<&'static roost_testpg::Postgres> {
+    if std::env::var("ROOST_BENCH_STORE").as_deref() != Ok("postgres") {
+        return None;
+    }
+    Some(roost_testpg::shared().expect("a PostgreSQL for the bench"))
+}
+
+/// Where a run keeps its tasks: `data`'s SQLite file, or a fresh database
+/// of the bench's PostgreSQL.
+fn bench_store(data: &std::path::Path) -> StoreLocation {
+    match bench_pg() {
+        Some(pg) => StoreLocation::Postgres(pg.fresh_database().expect("database")),
+        None => StoreLocation::File(data.join("roost.db")),
+    }
+}
+
+/// Which store a run used, for its heading.
+fn store_label() -> &'static str {
+    if bench_pg().is_some() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    }
+}
+
+/// P12: `tasks` tasks put in a shared store's work queue, then taken and
+/// run by `hosts` engines (each a host of its own: its own store handle
+/// and lease) with `slots` tasks at once each; 200 ms model latency, 3
+/// turns. Returns tasks per second.
+async fn queue_run(
+    engine: &Arc<PluginEngine>,
+    ws: &std::path::Path,
+    data: &std::path::Path,
+    url: &str,
+    hosts: usize,
+    tasks: usize,
+    slots: usize,
+) -> f64 {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static YES: Yes = Yes;
+    let turns = 3;
+    let script: Vec<serde_json::Value> = (0..turns - 1)
+        .map(|i| json!({"delay_ms": 200, "text": "reading", "tool_calls": [{"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + i}}]}))
+        .chain(std::iter::once(json!({"delay_ms": 200, "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
+        .collect();
+    let script: Script = serde_json::from_value(json!({ "turns": script })).expect("script");
+    let engines: Vec<Arc<Engine>> = (0..hosts)
+        .map(|h| {
+            let transport = Arc::new(ScriptedTransport::per_conversation(script.clone()));
+            EngineBuilder::new(&data.join(format!("host{h}")))
+                .store(StoreLocation::Postgres(url.to_owned()))
+                .plugin_engine(Arc::clone(engine))
+                .provider(Arc::new(OpenAiCompatible::new(
+                    "scripted",
+                    "bench",
+                    transport,
+                    RetryPolicy::default(),
+                )))
+                .config(TaskConfig {
+                    policy: ApprovalPolicy::yes(),
+                    ..TaskConfig::default()
+                })
+                .build()
+                .expect("engine")
+        })
+        .collect();
+    for _ in 0..tasks {
+        let id = engines[0]
+            .create_task_for(&spec(ws), "bench")
+            .expect("created");
+        engines[0].hand_over(&id).expect("queued");
+    }
+    let remaining = Arc::new(AtomicUsize::new(tasks));
+    let roots = vec![ws.display().to_string()];
+    let start = Instant::now();
+    let mut loops = Vec::new();
+    for e in &engines {
+        let (e, remaining, roots) = (Arc::clone(e), Arc::clone(&remaining), roots.clone());
+        loops.push(tokio::spawn(async move {
+            let room = Arc::new(tokio::sync::Semaphore::new(slots));
+            while remaining.load(Ordering::SeqCst) > 0 {
+                let free = room.available_permits();
+                let claimed = {
+                    let (e, roots) = (Arc::clone(&e), roots.clone());
+                    tokio::task::spawn_blocking(move || e.claim_queued(&roots, free))
+                        .await
+                        .expect("join")
+                        .expect("claim")
+                };
+                if claimed.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                for id in claimed {
+                    let permit = Arc::clone(&room).acquire_owned().await.expect("permit");
+                    let (e, remaining) = (Arc::clone(&e), Arc::clone(&remaining));
+                    tokio::spawn(async move {
+                        let answering = {
+                            let (e, id) = (Arc::clone(&e), id.clone());
+                            tokio::spawn(async move {
+                                if let Ok(answers) = e.answer_with(&id, &YES) {
+                                    answers.await;
+                                }
+                            })
+                        };
+                        e.start(&id).expect("started");
+                        let outcome = e.wait(&id).await;
+                        assert!(
+                            matches!(outcome, Ok(TaskOutcome::Completed { .. })),
+                            "{outcome:?}"
+                        );
+                        answering.abort();
+                        remaining.fetch_sub(1, Ordering::SeqCst);
+                        drop(permit);
+                    });
+                }
+            }
+        }));
+    }
+    for l in loops {
+        l.await.expect("host loop");
+    }
+    tasks as f64 / start.elapsed().as_secs_f64()
+}
+
+/// P12: tasks per second through the work queue with one host and with two.
+async fn p12(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::Path) {
+    let pg = roost_testpg::shared().expect("a PostgreSQL for the bench");
+    let (tasks, slots) = (1000, 50);
+    println!(
+        "\nP12: {tasks} tasks through a shared PostgreSQL store's work queue, {slots} slots a host, 3 turns, 200 ms model latency"
+    );
+    println!("| hosts | tasks/s |\n|---|---|");
+    let one = queue_run(
+        engine,
+        ws,
+        &data.join("q1"),
+        &pg.fresh_database().expect("db"),
+        1,
+        tasks,
+        slots,
+    )
+    .await;
+    println!("| 1 | {one:.1} |");
+    let two = queue_run(
+        engine,
+        ws,
+        &data.join("q2"),
+        &pg.fresh_database().expect("db"),
+        2,
+        tasks,
+        slots,
+    )
+    .await;
+    println!("| 2 | {two:.1} ({:.2}× one host) |", two / one);
+}
+
 /// P6: 1,000 concurrent tasks, 200 ms model latency, 5 turns.
 async fn p6(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::Path) {
     let tasks = std::env::var("ROOST_BENCH_TASKS")
@@ -248,7 +413,8 @@ async fn p6(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
     let (done, wall, cpu, rss) = fleet(engine, ws, &data.join("p6"), tasks, 200, turns).await;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     println!(
-        "\nP6: {done}/{tasks} tasks completed through the engine ({turns} turns each, 200 ms provider latency, read_file per turn)"
+        "\nP6 ({}): {done}/{tasks} tasks completed through the engine ({turns} turns each, 200 ms provider latency, read_file per turn)",
+        store_label()
     );
     println!(
         "| wall | CPU time | CPU per turn | CPU / (wall × cores) | peak RSS |\n|---|---|---|---|---|"
@@ -269,7 +435,8 @@ async fn p8(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
     let (done, wall, cpu, rss) = fleet(engine, ws, &data.join("p8"), tasks, 50, turns).await;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     println!(
-        "\nP8: {done}/{tasks} tasks completed through the engine ({turns} turns each, 50 ms provider latency, read_file per turn)"
+        "\nP8 ({}): {done}/{tasks} tasks completed through the engine ({turns} turns each, 50 ms provider latency, read_file per turn)",
+        store_label()
     );
     println!(
         "| wall | CPU time | CPU per turn | CPU / (wall × cores) | peak RSS |\n|---|---|---|---|---|"
@@ -727,6 +894,7 @@ fn main() {
         });
         return;
     }
+    let only_p12 = std::env::args().any(|a| a == "p12");
     let only_p9 = std::env::args().any(|a| a == "p9");
     let only_p6 = std::env::args().any(|a| a == "p6");
     let only_p7 = std::env::args().any(|a| a == "p7");
@@ -767,6 +935,10 @@ fn main() {
         }
         if only_p9 {
             p9(&engine, &ws, tmp.path()).await;
+            return;
+        }
+        if only_p12 {
+            p12(&engine, &ws, tmp.path()).await;
             return;
         }
         if only_p8 {

@@ -48,6 +48,8 @@ struct Doc {
     ok: (u16, Option<SchemaFn>),
     /// It answers with Server-Sent Events.
     sse: bool,
+    /// When it answers `503` besides a full queue (the store is down).
+    unavailable: Option<&'static str>,
 }
 
 /// One route.
@@ -65,6 +67,7 @@ const DEFAULTS: Doc = Doc {
     body: None,
     ok: (200, None),
     sse: false,
+    unavailable: None,
 };
 
 /// Every route of `/v1`.
@@ -338,6 +341,9 @@ fn routes() -> Vec<Route> {
                 summary: "The task store answers",
                 auth: false,
                 ok: (200, Some(schema::<Health>)),
+                unavailable: Some(
+                    "The task store does not answer (a shared database is down); retry after Retry-After",
+                ),
                 ..DEFAULTS
             },
         },
@@ -435,6 +441,9 @@ pub fn openapi() -> Value {
             responses.insert("413".into(), err("The body is too large"));
             responses.insert("415".into(), err("The body is not JSON"));
             responses.insert("503".into(), err("At capacity; retry after Retry-After"));
+        }
+        if let Some(why) = d.unavailable {
+            responses.insert("503".into(), err(why));
         }
         responses.insert(
             "429".into(),

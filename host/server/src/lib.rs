@@ -17,6 +17,7 @@ mod events;
 mod extract;
 mod limits;
 pub mod mcp;
+mod queue;
 mod state;
 mod tasks;
 mod ui;

@@ -118,6 +118,13 @@ impl ServerState {
         self.queued.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Slots free for more tasks (none while tasks wait for one).
+    pub(crate) fn free_slots(&self) -> usize {
+        self.slots
+            .available_permits()
+            .saturating_sub(self.queue().len())
+    }
+
     /// Whether task `id` waits for a slot on this server.
     pub fn is_queued(&self, id: &str) -> bool {
         self.queue().contains(id)
@@ -169,6 +176,9 @@ impl ServerState {
                 }
             }
             this.live().remove(&id);
+            // A slot is free: the work queue of a shared store may have a
+            // task for it.
+            this.engine.queue_wakeups().notify_waiters();
         });
     }
 
@@ -208,6 +218,17 @@ impl ServerState {
         let all = futures::future::join_all(working.iter().map(|id| self.engine.wait(id)));
         if tokio::time::timeout(bound, all).await.is_err() {
             tracing::warn!("some tasks did not stop within {bound:?}; they resume as interrupted");
+        }
+        // On a shared store the other hosts go on with them at once.
+        if self.engine.is_shared() {
+            for id in &working {
+                if let Err(e) = self.engine.requeue(id) {
+                    tracing::warn!(task = %id, "cannot hand it to another host: {e}");
+                }
+            }
+            if let Err(e) = self.engine.leave_hosts() {
+                tracing::warn!("leaving the other hosts: {e}");
+            }
         }
     }
 

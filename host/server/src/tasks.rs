@@ -90,7 +90,13 @@ pub async fn create(
         },
         &caller.tenant,
     )?;
-    state.schedule(id.clone());
+    // On a shared store the work queue gives it to a host with room
+    // (this one too); else it runs here.
+    if state.engine.is_shared() {
+        state.engine.hand_over(&id)?;
+    } else {
+        state.schedule(id.clone());
+    }
     let task = owned(&state, &caller, &id)?;
     Ok((StatusCode::CREATED, Json(view(&state, task))))
 }

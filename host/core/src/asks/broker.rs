@@ -102,8 +102,9 @@ impl AskBroker {
         Ok(())
     }
 
-    /// Hand a recorded answer to the loop waiting for it, if one is.
-    fn deliver(&self, ask_id: &str, answer: Answer) {
+    /// Hand a recorded answer to the loop waiting for it, if one is (here,
+    /// or, for an answer another host recorded, as that host asks).
+    pub(crate) fn deliver(&self, ask_id: &str, answer: Answer) {
         if let Some(tx) = self.lock().remove(ask_id) {
             let _ = tx.send(answer);
         }

@@ -13,6 +13,7 @@ mod checkpoints;
 mod delegation;
 mod endpoints;
 mod error;
+mod hosts;
 mod records;
 mod tokens;
 
@@ -33,7 +34,7 @@ use crate::asks::Answer;
 use crate::config::RecordedEndpoint;
 use crate::events::{Envelope, EventBus, Subscription, TaskEvent, recorded_after};
 use crate::llm::Role;
-use crate::store::{StoredAsk, TaskRecord};
+use crate::store::{HostRequest, StoredAsk, TaskRecord};
 use crate::task::{
     Agent, ApprovalPolicy, Control, Creation, Responder, TaskError, TaskOutcome, answer_asks,
 };
@@ -98,6 +99,8 @@ pub struct Engine {
     trees: delegation::TreeSlots,
     /// This engine, weakly (handed to the tasks it runs).
     this: Weak<Engine>,
+    /// Its share of a store with other hosts.
+    hosts: hosts::Hosts,
 }
 
 impl Engine {
@@ -110,6 +113,7 @@ impl Engine {
             tasks: Mutex::new(Tasks::default()),
             trees: delegation::TreeSlots::default(),
             this: this.clone(),
+            hosts: hosts::Hosts::default(),
         })
     }
 
@@ -261,6 +265,11 @@ impl Engine {
         let store = &self.agent.store;
         let mut task = store.find_task(id)?;
         if self.lock().running.contains_key(&task.id) {
+            return Err(EngineError::AlreadyStarted(task.id));
+        }
+        // Another process (or host) runs it: resuming it here too would
+        // race that run for its history.
+        if store.runner_elsewhere(&task.id)?.is_some() {
             return Err(EngineError::AlreadyStarted(task.id));
         }
         if let Some(mode) = &spec.mode {
@@ -425,13 +434,29 @@ impl Engine {
     /// Ask a task to stop for `reason`: its current tool call finishes, its
     /// history is repaired, it ends `aborted` (and stays resumable).
     pub fn cancel(&self, id: &str, reason: &str) -> Result<(), EngineError> {
-        self.control(id)?.cancel(reason);
+        match self.control(id) {
+            Ok(c) => c.cancel(reason),
+            Err(e) => {
+                let reason = reason.to_owned();
+                if !self.route(id, &HostRequest::Cancel { reason })? {
+                    return Err(e);
+                }
+            }
+        }
         Ok(())
     }
 
     /// Queue a user message the task picks up at its next turn.
     pub fn send_message(&self, id: &str, text: &str) -> Result<(), EngineError> {
-        self.control(id)?.send_message(text);
+        match self.control(id) {
+            Ok(c) => c.send_message(text),
+            Err(e) => {
+                let text = text.to_owned();
+                if !self.route(id, &HostRequest::Message { text })? {
+                    return Err(e);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -466,7 +491,11 @@ impl Engine {
             }
             None => {
                 let task = self.agent.store.get_task(id)?;
-                Ok((recorded_after(&self.agent.store, &task.id, after)?, None))
+                // Another host runs it: its events are relayed here as they
+                // are committed there (subscribed before the past is read,
+                // so none falls between).
+                let live = self.follow_elsewhere(&task.id);
+                Ok((recorded_after(&self.agent.store, &task.id, after)?, live))
             }
         }
     }
@@ -482,7 +511,17 @@ impl Engine {
 
     /// Answer the open question `ask_id` of task `task_id`.
     pub fn answer(&self, task_id: &str, ask_id: &str, answer: Answer) -> Result<(), EngineError> {
-        Ok(self.agent.answer(task_id, ask_id, answer)?)
+        self.agent.answer(task_id, ask_id, answer)?;
+        // Recorded; the loop waiting for it may be on another host.
+        if !self.lock().running.contains_key(task_id) {
+            self.route(
+                task_id,
+                &HostRequest::Answered {
+                    ask_id: ask_id.to_owned(),
+                },
+            )?;
+        }
+        Ok(())
     }
 
     /// Answer every question task `id` asks with `responder` (a front-end

@@ -266,6 +266,18 @@ impl EventBus {
         }));
     }
 
+    /// Pass on a recorded event of this bus's task committed by another
+    /// host, as it is (its position kept): a front-end here follows a task
+    /// that runs there.
+    pub fn relay(&self, envelope: Envelope) {
+        let _ = self.tx.send(Arc::new(envelope));
+    }
+
+    /// How many receivers listen.
+    pub fn receivers(&self) -> usize {
+        self.tx.receiver_count()
+    }
+
     /// Receive events published from now on.
     pub fn subscribe(&self) -> Subscription {
         self.tx.subscribe()

@@ -27,7 +27,7 @@ pub(super) struct Owner {
 /// The claims of one store handle (shared by its clones).
 #[derive(Debug, Default)]
 pub(super) struct Claims {
-    owner: OnceLock<Owner>,
+    pub(super) owner: OnceLock<Owner>,
     /// Tasks this process runs now (a second claim here is refused too).
     held: Mutex<HashSet<String>>,
     /// This host's lease (a shared store).
@@ -226,7 +226,7 @@ impl Store {
 
     /// Whether the claim owner `token` is alive: on SQLite its lock file is
     /// held; on PostgreSQL its host renewed its lease in time.
-    fn owner_alive(&self, c: &Conn<'_>, token: &str) -> Result<bool, StoreError> {
+    pub(super) fn owner_alive(&self, c: &Conn<'_>, token: &str) -> Result<bool, StoreError> {
         match &*self.location {
             StoreLocation::File(path) => Ok(alive(path, token)),
             StoreLocation::Postgres(_) => super::hosts::alive(c, token),

@@ -427,26 +427,33 @@ impl Db {
                 tx.commit()?;
                 Ok(out)
             }
-            Db::Pg(p) => {
-                let c = outage(|| {
-                    let c = p.get()?;
-                    c.batch("BEGIN")?;
-                    match f(&Conn::Pg(&c)) {
-                        Ok(out) => Ok((c, out)),
-                        Err(e) => {
-                            // A broken connection rolls back by itself (and
-                            // is not pooled again).
-                            let _ = c.batch("ROLLBACK");
+            Db::Pg(p) => outage(|| {
+                let c = p.get()?;
+                let txid = c.begin()?;
+                let out = match f(&Conn::Pg(&c)) {
+                    Ok(out) => out,
+                    Err(e) => {
+                        // A broken connection rolls back by itself (and is
+                        // not pooled again).
+                        let _ = c.batch("ROLLBACK");
+                        return Err(e);
+                    }
+                };
+                match c.batch("COMMIT") {
+                    Ok(()) => Ok(out),
+                    // Cut off while committing: it may have landed. Ask the
+                    // database (once it answers) rather than write it twice.
+                    Err(e) if super::pg::transient(&e) => {
+                        drop(c);
+                        if outage(|| p.get()?.committed(txid))? {
+                            Ok(out)
+                        } else {
                             Err(e)
                         }
                     }
-                })?;
-                // Not retried: a commit cut off may have landed, and doing
-                // the transaction again would write it twice.
-                let (c, out) = c;
-                c.batch("COMMIT")?;
-                Ok(out)
-            }
+                    Err(e) => Err(e),
+                }
+            }),
         }
     }
 }

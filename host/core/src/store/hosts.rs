@@ -96,6 +96,19 @@ impl Store {
         Ok(())
     }
 
+    /// Leave: this host's row goes, and with it the life of its claims.
+    pub fn leave(&self) -> Result<(), StoreError> {
+        let Some(id) = self.claims.owner.get().map(|o| o.token.clone()) else {
+            return Ok(());
+        };
+        if !self.is_shared() {
+            return Ok(());
+        }
+        self.db
+            .run(|c| c.exec("DELETE FROM hosts WHERE id = ?1", params![&id]))?;
+        Ok(())
+    }
+
     /// Register this host and start renewing its lease.
     pub(super) fn register_host(&self) -> Result<String, StoreError> {
         let id = uuid::Uuid::now_v7().to_string();

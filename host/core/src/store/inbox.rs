@@ -47,27 +47,20 @@ impl HostRequest {
 }
 
 impl Store {
-    /// The host whose live claim runs task `id`, if another host's (a
-    /// shared store only).
+    /// Who runs task `id`, when a live process or host other than this
+    /// one does: the owner of its claim.
     pub fn runner_elsewhere(&self, id: &str) -> Result<Option<String>, StoreError> {
-        let Some(me) = self.host_id()? else {
-            return Ok(None);
-        };
-        let owner: Option<String> = self
-            .db
-            .run(|c| {
-                c.opt(
-                    &format!(
-                        "SELECT c.owner FROM claims c JOIN hosts h ON h.id = c.owner \
-                         WHERE c.task_id = ?1 AND h.seen_at + h.lease_ms > {}",
-                        super::hosts::DB_NOW
-                    ),
-                    params![id],
-                )
-            })?
-            .map(|r| r.get(0))
-            .transpose()?;
-        Ok(owner.filter(|o| *o != me))
+        let mine = self.claims.owner.get().map(|o| o.token.clone());
+        self.db.run(|c| {
+            let owner: Option<String> = c
+                .opt("SELECT owner FROM claims WHERE task_id = ?1", params![id])?
+                .map(|r| r.get(0))
+                .transpose()?;
+            match owner {
+                Some(o) if Some(&o) != mine.as_ref() && self.owner_alive(c, &o)? => Ok(Some(o)),
+                _ => Ok(None),
+            }
+        })
     }
 
     /// Ask `host` to act on its task `task`.

@@ -328,6 +328,38 @@ impl PgConn {
     pub(crate) fn batch(&self, sql: &str) -> Result<(), StoreError> {
         Ok(wait(self.client.batch_execute(sql))?)
     }
+
+    /// Begin a transaction; its id, to ask later whether it committed
+    /// (one round trip for both).
+    pub(crate) fn begin(&self) -> Result<i64, StoreError> {
+        let msgs = wait(self.client.simple_query("BEGIN; SELECT txid_current()"))?;
+        msgs.iter()
+            .find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0)?.parse().ok(),
+                _ => None,
+            })
+            .ok_or_else(|| StoreError::Decode {
+                detail: "no transaction id".into(),
+            })
+    }
+
+    /// Whether transaction `txid` committed (it was cut off while
+    /// committing); waits while the database still finishes it.
+    pub(crate) fn committed(&self, txid: i64) -> Result<bool, StoreError> {
+        loop {
+            let status: Option<String> = self
+                .query("SELECT txid_status(?1)", &[Param::Int(txid)])?
+                .first()
+                .map(|r| r.get(0))
+                .transpose()?
+                .flatten();
+            match status.as_deref() {
+                Some("committed") => return Ok(true),
+                Some("in progress") => std::thread::sleep(Duration::from_millis(20)),
+                _ => return Ok(false),
+            }
+        }
+    }
 }
 
 /// A PostgreSQL row as a [`Row`].

@@ -988,3 +988,26 @@ fn a_dead_hosts_claims_are_taken_after_its_lease() {
     drop(taken);
     std::mem::forget(claim);
 }
+
+/// While the database is down a ping fails at once (a server's readiness)
+/// and a write waits for it; once it is back, the write lands and nothing
+/// is lost.
+#[test]
+fn a_postgres_outage_is_waited_out() {
+    let pg = roost_testpg::Postgres::start().unwrap_or_else(|e| panic!("{e}"));
+    let url = pg.fresh_database().unwrap_or_else(|e| panic!("{e}"));
+    let s = Store::open_at(&StoreLocation::Postgres(url)).expect("opens");
+    let t = new_task(&s);
+    s.append_api(&t.id, &Message::user_text("before"))
+        .expect("append");
+    pg.stop().unwrap_or_else(|e| panic!("{e}"));
+    assert!(s.ping().is_err(), "the database is down");
+    std::thread::scope(|sc| {
+        let writer = sc.spawn(|| s.append_api(&t.id, &Message::user_text("during")));
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        pg.restart().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(writer.join().expect("joins").expect("lands"), 2);
+    });
+    assert!(s.ping().is_ok());
+    assert_eq!(s.load_api(&t.id, false).expect("load").len(), 2);
+}
