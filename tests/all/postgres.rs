@@ -64,6 +64,19 @@ async fn start_host(
     script: &Path,
     max_running: usize,
 ) -> Host {
+    start_host_with(dir, name, url, root, script, max_running, "1s").await
+}
+
+/// [`start_host`] with a lease of `lease`.
+async fn start_host_with(
+    dir: &Path,
+    name: &str,
+    url: &str,
+    root: &Path,
+    script: &Path,
+    max_running: usize,
+    lease: &str,
+) -> Host {
     let data = dir.join(name);
     let log = dir.join(format!("{name}-{}.log", free_port()));
     let port = free_port();
@@ -74,7 +87,7 @@ async fn start_host(
         .arg(root)
         .arg("--script")
         .arg(script)
-        .args(["--lease", "1s", "--max-running"])
+        .args(["--lease", lease, "--max-running"])
         .arg(max_running.to_string())
         .env("ROOST_LOG", "roost_server=info,roost_core=warn")
         .stdout(Stdio::null())
@@ -547,4 +560,44 @@ async fn the_database_restarted_under_load_pauses_tasks() {
     }
     let log = std::fs::read_to_string(&a.log).unwrap_or_default();
     assert!(!log.contains("could not go on"), "{log}");
+}
+
+/// A host stopped with SIGTERM hands its tasks over at once: with a lease
+/// of ten minutes, the other host still resumes the task it left waiting
+/// for an answer, and the task completes there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_host_hands_its_tasks_over_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (url, root, token) = setup(dir.path());
+    let script = write_script(dir.path(), json!([done("ok")]));
+    let a = start_host_with(dir.path(), "a", &url, &root, &script, 4, "10m").await;
+    let api = Api {
+        client: reqwest::Client::new(),
+        token,
+    };
+    let id = api
+        .create(&a, json!({"prompt": "go", "workspace": "ws"}))
+        .await;
+    let mut seqs = Vec::new();
+    follow(&api, &a, &id, &mut seqs, is_ask).await;
+    assert_eq!(a.taken(), 1);
+    let b = start_host_with(dir.path(), "b", &url, &root, &script, 4, "10m").await;
+    let pid = a.child.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let mut a = a;
+    let status = tokio::task::spawn_blocking(move || {
+        let s = a.child.wait().expect("exits");
+        (s, a)
+    })
+    .await
+    .expect("join");
+    assert!(status.0.success(), "{:?}", status.0);
+    api.complete(&b, &id).await;
+    assert_eq!(b.taken(), 1, "host b resumed it");
 }

@@ -496,11 +496,5 @@ fn outage<T>(attempt: impl Fn() -> Result<T, StoreError>) -> Result<T, StoreErro
 
 /// Sleep on this thread without holding up a runtime worker's other tasks.
 fn pause(d: std::time::Duration) {
-    let multi = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if multi {
-        tokio::task::block_in_place(|| std::thread::sleep(d));
-    } else {
-        std::thread::sleep(d);
-    }
+    super::pg::blocking(|| std::thread::sleep(d));
 }

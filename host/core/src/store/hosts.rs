@@ -9,6 +9,7 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
+
 use std::time::Duration;
 
 use super::db::{Conn, Db, params};
@@ -130,12 +131,17 @@ impl Store {
             .host
             .renewed_at
             .store(super::now_ms(), Ordering::SeqCst);
-        let db = Arc::downgrade(&self.db);
+        // Renewals have a connection of their own: a pool busy with a
+        // thousand tasks' steps never makes a lease lapse.
+        let Db::Pg(pool) = &*self.db else {
+            return Ok(id);
+        };
+        let pool = pool.clone_config();
         let claims = Arc::downgrade(&self.claims);
         let host = id.clone();
         std::thread::Builder::new()
             .name("roost-lease".into())
-            .spawn(move || renew(&db, &claims, &host))
+            .spawn(move || renew(&pool, &claims, &host))
             .map_err(|e| StoreError::Unavailable(format!("cannot start the lease thread: {e}")))?;
         tracing::info!(host = %id, %name, lease_ms = lease, "registered with the shared task store");
         Ok(id)
@@ -143,7 +149,7 @@ impl Store {
 }
 
 /// Renew `host`'s lease every third of it while its store is alive.
-fn renew(db: &Weak<Db>, weak: &Weak<super::claims::Claims>, host: &str) {
+fn renew(pool: &super::pg::Pool, weak: &Weak<super::claims::Claims>, host: &str) {
     loop {
         let Some(claims) = weak.upgrade() else {
             return;
@@ -152,16 +158,17 @@ fn renew(db: &Weak<Db>, weak: &Weak<super::claims::Claims>, host: &str) {
         let every = Duration::from_millis(u64::try_from(lease / 3).unwrap_or(1000).max(50));
         drop(claims);
         std::thread::sleep(every);
-        let (Some(db), Some(claims)) = (db.upgrade(), weak.upgrade()) else {
+        let Some(claims) = weak.upgrade() else {
             return;
         };
         let lease = claims.host.lease_ms.load(Ordering::SeqCst);
-        match db.run(|c| {
+        let renewed = pool.get().and_then(|c| {
             c.exec(
                 &format!("UPDATE hosts SET seen_at = {DB_NOW}, lease_ms = ?2 WHERE id = ?1"),
                 params![host, lease],
             )
-        }) {
+        });
+        match renewed {
             Ok(_) => claims
                 .host
                 .renewed_at

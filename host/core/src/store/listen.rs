@@ -34,7 +34,7 @@ pub enum Notice {
 }
 
 impl Notice {
-    fn parse(channel: &str, payload: &str) -> Option<Self> {
+    pub(super) fn parse(channel: &str, payload: &str) -> Option<Self> {
         match channel {
             "roost_events" => {
                 let (task, seq) = payload.rsplit_once(':')?;

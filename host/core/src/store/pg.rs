@@ -22,8 +22,10 @@ use super::db::{Param, Row, StatementCache, Value, pg_placeholders};
 /// refused (a newer Roost wrote it).
 pub(crate) const SCHEMA_VERSION: i64 = 2;
 
-/// Idle connections kept for reuse.
-const MAX_IDLE: usize = 16;
+/// Connections one store keeps open at most (lent and idle): a thousand
+/// tasks share them, and a database's `max_connections` (100 by default)
+/// is shared by every host.
+const MAX_OPEN: usize = 16;
 
 /// How long connecting may take before the database counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -217,12 +219,18 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, StoreError> {
 /// runtime the worker's other tasks move elsewhere meanwhile, so a slow
 /// database (or one that is down) holds up only the callers that need it.
 fn wait<F: std::future::Future>(f: F) -> F::Output {
+    blocking(|| futures::executor::block_on(f))
+}
+
+/// Run `f`, which blocks this thread; on a worker of a multi-threaded
+/// runtime its other tasks move to another thread meanwhile.
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
     let multi = tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
     if multi {
-        tokio::task::block_in_place(|| futures::executor::block_on(f))
+        tokio::task::block_in_place(f)
     } else {
-        futures::executor::block_on(f)
+        f()
     }
 }
 
@@ -443,7 +451,16 @@ pub(crate) struct Pool {
     config: Config,
     /// The URL without its password.
     pub(crate) name: String,
-    idle: Mutex<Vec<PgConn>>,
+    state: Mutex<PoolState>,
+    /// Signalled when a connection is returned or closed.
+    freed: std::sync::Condvar,
+}
+
+/// The pool's connections not lent now, and how many are open in all.
+#[derive(Default)]
+struct PoolState {
+    idle: Vec<PgConn>,
+    open: usize,
 }
 
 impl fmt::Debug for Pool {
@@ -472,14 +489,13 @@ impl Deref for Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        if let Some(c) = self.conn.take()
-            && !c.client.is_closed()
-        {
-            let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
-            if idle.len() < MAX_IDLE {
-                idle.push(c);
-            }
+        let mut state = self.pool.lock();
+        match self.conn.take() {
+            Some(c) if !c.client.is_closed() => state.idle.push(c),
+            _ => state.open = state.open.saturating_sub(1),
         }
+        drop(state);
+        self.pool.freed.notify_one();
     }
 }
 
@@ -500,33 +516,57 @@ impl Pool {
         Ok(Self {
             config,
             name: redacted(url),
-            idle: Mutex::new(Vec::new()),
+            state: Mutex::default(),
+            freed: std::sync::Condvar::new(),
         })
     }
 
-    /// A connection: an idle one, or a new one.
+    fn lock(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        // The state is a list and a count: consistent whatever panicked.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A connection: an idle one, a new one while fewer than [`MAX_OPEN`]
+    /// are open, else the next one returned.
     pub(crate) fn get(&self) -> Result<Pooled<'_>, StoreError> {
+        let mut state = self.lock();
         loop {
-            let c = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            match c {
-                Some(c) if c.client.is_closed() => continue,
+            match state.idle.pop() {
+                Some(c) if c.client.is_closed() => {
+                    state.open = state.open.saturating_sub(1);
+                }
                 Some(c) => {
                     return Ok(Pooled {
                         pool: self,
                         conn: Some(c),
                     });
                 }
-                None => break,
+                None if state.open < MAX_OPEN => break,
+                None => {
+                    state = blocking(|| {
+                        self.freed
+                            .wait_timeout(state, Duration::from_millis(100))
+                            .map_or_else(|p| p.into_inner().0, |(g, _)| g)
+                    });
+                }
             }
         }
-        let client = self.connect()?;
-        Ok(Pooled {
-            pool: self,
-            conn: Some(PgConn {
-                client,
-                statements: StatementCache::default(),
+        state.open += 1;
+        drop(state);
+        match self.connect() {
+            Ok(client) => Ok(Pooled {
+                pool: self,
+                conn: Some(PgConn {
+                    client,
+                    statements: StatementCache::default(),
+                }),
             }),
-        })
+            Err(e) => {
+                self.lock().open -= 1;
+                self.freed.notify_one();
+                Err(e)
+            }
+        }
     }
 
     /// A pool of its own on the same database (nothing connected yet).
@@ -534,7 +574,8 @@ impl Pool {
         Self {
             config: self.config.clone(),
             name: self.name.clone(),
-            idle: Mutex::new(Vec::new()),
+            state: Mutex::default(),
+            freed: std::sync::Condvar::new(),
         }
     }
 

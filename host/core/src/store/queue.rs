@@ -53,6 +53,20 @@ impl Store {
                 if !roots.iter().any(|root| under(&ws, root)) {
                     continue;
                 }
+                // The row is locked now; another host may have claimed it
+                // between this statement's snapshot and the lock (its
+                // claim is a row of `claims`, which the lock does not
+                // re-check): look again, as a fresh statement sees it.
+                let live = c.opt(
+                    &format!(
+                        "SELECT 1 FROM claims c JOIN hosts h ON h.id = c.owner \
+                         WHERE c.task_id = ?1 AND c.owner != ?2 AND h.seen_at + h.lease_ms > {DB_NOW}"
+                    ),
+                    params![&id, &me],
+                )?;
+                if live.is_some() {
+                    continue;
+                }
                 c.exec(
                     "INSERT INTO claims (task_id, owner) VALUES (?1, ?2) \
                      ON CONFLICT (task_id) DO UPDATE SET owner = excluded.owner",

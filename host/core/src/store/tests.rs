@@ -1011,3 +1011,114 @@ fn a_postgres_outage_is_waited_out() {
     assert!(s.ping().is_ok());
     assert_eq!(s.load_api(&t.id, false).expect("load").len(), 2);
 }
+
+/// What another host can put in the database is checked, never trusted:
+/// an inbox row of an unknown kind is dropped (and logged), only this
+/// host's rows are taken, and notices with malformed payloads are ignored.
+#[test]
+fn hostile_rows_and_notices_from_other_hosts_are_ignored() {
+    let (place, s) = store_on(Backend::Postgres);
+    let other = place.reopen();
+    let t = new_task(&s);
+    let me = s.host_id().expect("id").expect("shared");
+    let them = other.host_id().expect("id").expect("shared");
+    s.db.run(|c| {
+        c.exec(
+            "INSERT INTO host_inbox (host, task_id, kind, body, created_at) VALUES (?1, ?2, 'rm -rf', 'x', 0)",
+            params![&me, &t.id],
+        )
+    })
+    .expect("hostile row");
+    s.send_to_host(
+        &them,
+        &t.id,
+        &HostRequest::Cancel {
+            reason: "theirs".into(),
+        },
+    )
+    .expect("theirs");
+    s.send_to_host(
+        &me,
+        &t.id,
+        &HostRequest::Message {
+            text: "mine".into(),
+        },
+    )
+    .expect("mine");
+    assert_eq!(
+        s.take_inbox().expect("inbox"),
+        vec![(
+            t.id.clone(),
+            HostRequest::Message {
+                text: "mine".into()
+            }
+        )]
+    );
+    assert!(s.take_inbox().expect("taken once").is_empty());
+    assert_eq!(other.take_inbox().expect("theirs").len(), 1);
+    for (channel, payload) in [
+        ("roost_events", "no-colon"),
+        ("roost_events", "task:notanumber"),
+        ("roost_other", "x"),
+    ] {
+        assert_eq!(
+            listen::Notice::parse(channel, payload),
+            None,
+            "{channel} {payload}"
+        );
+    }
+    assert_eq!(
+        listen::Notice::parse("roost_events", "a:b:7"),
+        Some(Notice::Events {
+            task: "a:b".into(),
+            seq: 7
+        })
+    );
+}
+
+/// Two hosts taking from the work queue at once never take the same task,
+/// and between them take every one.
+#[test]
+fn the_work_queue_gives_each_task_to_one_host() {
+    let (place, a) = store_on(Backend::Postgres);
+    let b = place.reopen();
+    let mut spec = spec();
+    spec.owner = Some("ada".into());
+    let all: Vec<String> = (0..200)
+        .map(|_| a.create_task(&spec).expect("creates").id)
+        .collect();
+    let roots = vec!["/ws".to_owned()];
+    fn take(s: &Store, roots: &[String]) -> Vec<String> {
+        let mut mine = Vec::new();
+        loop {
+            let batch = s.claim_next(roots, 3).expect("claims");
+            if batch.is_empty() {
+                return mine;
+            }
+            mine.extend(batch);
+        }
+    }
+    let (mut got_a, mut got_b) = std::thread::scope(|sc| {
+        let ta = sc.spawn(|| take(&a, &roots));
+        let tb = sc.spawn(|| take(&b, &roots));
+        (ta.join().expect("a"), tb.join().expect("b"))
+    });
+    let mut both: Vec<String> = got_a
+        .iter()
+        .filter(|id| got_b.contains(id))
+        .cloned()
+        .collect();
+    both.sort();
+    assert!(both.is_empty(), "taken twice: {both:?}");
+    got_a.append(&mut got_b);
+    got_a.sort();
+    let mut want = all;
+    want.sort();
+    assert_eq!(got_a, want);
+    // Outside its roots a host takes nothing.
+    let c = place.reopen();
+    let mut other = spec.clone();
+    other.workspace = "/elsewhere".into();
+    c.create_task(&other).expect("creates");
+    assert!(c.claim_next(&roots, 10).expect("claims").is_empty());
+}
