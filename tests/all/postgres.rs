@@ -601,3 +601,31 @@ async fn a_stopped_host_hands_its_tasks_over_at_once() {
     api.complete(&b, &id).await;
     assert_eq!(b.taken(), 1, "host b resumed it");
 }
+
+/// A cancel sent to the host that does not run the task reaches the one
+/// that does: the task stops there, aborted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_through_another_host_stops_the_task() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (url, root, token) = setup(dir.path());
+    let script = write_script(dir.path(), json!([done("ok")]));
+    let a = start_host(dir.path(), "a", &url, &root, &script, 4).await;
+    let api = Api {
+        client: reqwest::Client::new(),
+        token,
+    };
+    let id = api
+        .create(&a, json!({"prompt": "go", "workspace": "ws"}))
+        .await;
+    let mut seqs = Vec::new();
+    follow(&api, &a, &id, &mut seqs, is_ask).await;
+    let b = start_host(dir.path(), "b", &url, &root, &script, 4).await;
+    let (status, v) = api
+        .post(format!("{}/tasks/{id}/cancel", b.base()), json!({}))
+        .await;
+    assert_eq!(status, 202, "{v}");
+    follow(&api, &b, &id, &mut seqs, |e| e.data["event"] == "aborted").await;
+    let t = api.wait_status(&a, &id, "aborted").await;
+    assert_eq!(t["status"], "aborted");
+    assert_eq!((a.taken(), b.taken()), (1, 0), "it ran on a only");
+}
