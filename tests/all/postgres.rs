@@ -64,7 +64,7 @@ async fn start_host(
     script: &Path,
     max_running: usize,
 ) -> Host {
-    start_host_with(dir, name, url, root, script, max_running, "1s").await
+    start_host_with(dir, name, url, root, script, max_running, "3s").await
 }
 
 /// [`start_host`] with a lease of `lease`.

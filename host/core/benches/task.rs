@@ -309,10 +309,9 @@ async fn queue_run(
         })
         .collect();
     for _ in 0..tasks {
-        let id = engines[0]
-            .create_task_for(&spec(ws), "bench")
-            .expect("created");
-        engines[0].hand_over(&id).expect("queued");
+        engines[0]
+            .enqueue_task_for(&spec(ws), "bench")
+            .expect("queued");
     }
     let remaining = Arc::new(AtomicUsize::new(tasks));
     let roots = vec![ws.display().to_string()];

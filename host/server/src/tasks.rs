@@ -75,28 +75,27 @@ pub async fn create(
         p.auto_groups.extend(groups);
         p
     });
-    let id = state.engine.create_task_for(
-        &TaskSpec {
-            prompt: req.prompt,
-            workspace,
-            mode: req.mode.unwrap_or_default(),
-            approval,
-            max_turns: None,
-            delegation: req.delegation.unwrap_or_default(),
-            endpoint: Endpoint {
-                profile: req.profile,
-                ..Endpoint::default()
-            },
+    let spec = TaskSpec {
+        prompt: req.prompt,
+        workspace,
+        mode: req.mode.unwrap_or_default(),
+        approval,
+        max_turns: None,
+        delegation: req.delegation.unwrap_or_default(),
+        endpoint: Endpoint {
+            profile: req.profile,
+            ..Endpoint::default()
         },
-        &caller.tenant,
-    )?;
+    };
     // On a shared store the work queue gives it to a host with room
     // (this one too); else it runs here.
-    if state.engine.is_shared() {
-        state.engine.hand_over(&id)?;
+    let id = if state.engine.is_shared() {
+        state.engine.enqueue_task_for(&spec, &caller.tenant)?
     } else {
+        let id = state.engine.create_task_for(&spec, &caller.tenant)?;
         state.schedule(id.clone());
-    }
+        id
+    };
     let task = owned(&state, &caller, &id)?;
     Ok((StatusCode::CREATED, Json(view(&state, task))))
 }

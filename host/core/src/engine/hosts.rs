@@ -136,8 +136,15 @@ impl Engine {
             ended |= ends_run(&env.event);
             f.bus.relay(env);
         }
-        if ended || f.bus.receivers() == 0 {
-            self.hosts.followers().remove(task);
+        // Under the map's lock, where clients subscribe: one subscribing
+        // now keeps the follower.
+        let mut followers = self.hosts.followers();
+        if (ended || f.bus.receivers() == 0)
+            && followers
+                .get(task)
+                .is_some_and(|g| std::ptr::eq(Arc::as_ptr(g), f))
+        {
+            followers.remove(task);
         }
     }
 
@@ -219,6 +226,11 @@ impl Engine {
         let store = &self.agent.store;
         let mut ready = Vec::new();
         for id in store.claim_next(roots, limit)? {
+            // Its claim had lapsed (the database was away longer than the
+            // lease) while it ran here: claimed again, it goes on here.
+            if self.lock().running.contains_key(&id) {
+                continue;
+            }
             match self.prepare_resume(&id, &super::ResumeSpec::default()) {
                 Ok(p) => ready.push(p.id),
                 Err(e) => {
@@ -233,18 +245,6 @@ impl Engine {
     /// Advertise the workspace roots this host has now.
     pub fn advertise_roots(&self, roots: &[String]) -> Result<(), EngineError> {
         Ok(self.agent.store.advertise_roots(roots)?)
-    }
-
-    /// Let a created task go without starting it here: the work queue
-    /// gives it to a host (this one too, when it has room).
-    pub fn hand_over(&self, id: &str) -> Result<(), EngineError> {
-        {
-            let mut tasks = self.lock();
-            if tasks.running.get(id).is_some_and(|r| r.setup.is_some()) {
-                tasks.running.remove(id);
-            }
-        }
-        Ok(self.agent.store.notify_queue()?)
     }
 
     /// Leave the other hosts (this one stops): its claims die at once, so

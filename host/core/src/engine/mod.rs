@@ -223,6 +223,15 @@ impl Engine {
         self.create(spec, self.settings_of(spec), None, Some(owner))
     }
 
+    /// [`Engine::create_task_for`] on a shared store, for the work queue:
+    /// recorded, never held here, so whichever host takes it from the
+    /// queue (this one too) resumes it from the store.
+    pub fn enqueue_task_for(&self, spec: &TaskSpec, owner: &str) -> Result<String, EngineError> {
+        let id = self.create_unregistered(spec, self.settings_of(spec), owner)?;
+        self.agent.store.notify_queue()?;
+        Ok(id)
+    }
+
     fn create(
         &self,
         spec: &TaskSpec,
@@ -256,6 +265,35 @@ impl Engine {
         Ok(task.id)
     }
 
+    /// Record a tenant's task as [`Engine::create`] does, without holding
+    /// it in memory.
+    fn create_unregistered(
+        &self,
+        spec: &TaskSpec,
+        mut settings: TaskSettings,
+        owner: &str,
+    ) -> Result<String, EngineError> {
+        self.approvals()
+            .widen(&spec.workspace, &mut settings.approval)?;
+        let setup = self.setup(&spec.endpoint, None, 0, &settings)?;
+        let mode = if spec.mode.is_empty() {
+            "code"
+        } else {
+            spec.mode.as_str()
+        };
+        let task = self.agent.create(&Creation {
+            prompt: &spec.prompt,
+            workspace: &spec.workspace,
+            mode,
+            provider: setup.provider.as_ref(),
+            settings: &settings,
+            parent: None,
+            owner: Some(owner),
+            todos: None,
+        })?;
+        Ok(task.id)
+    }
+
     /// Get a stored task (by id or unambiguous prefix) ready to resume with
     /// its own settings and endpoint, or those `spec` names instead (a
     /// change of endpoint is recorded in its history and said in the
@@ -267,9 +305,10 @@ impl Engine {
         if self.lock().running.contains_key(&task.id) {
             return Err(EngineError::AlreadyStarted(task.id));
         }
-        // Another process (or host) runs it: resuming it here too would
-        // race that run for its history.
-        if store.runner_elsewhere(&task.id)?.is_some() {
+        // Another host runs it: resuming it here too would race that run
+        // for its history. (On one machine the run's own claim refuses a
+        // second process when it starts.)
+        if store.is_shared() && store.runner_elsewhere(&task.id)?.is_some() {
             return Err(EngineError::AlreadyStarted(task.id));
         }
         if let Some(mode) = &spec.mode {
