@@ -227,7 +227,7 @@ impl Engine {
     /// recorded, never held here, so whichever host takes it from the
     /// queue (this one too) resumes it from the store.
     pub fn enqueue_task_for(&self, spec: &TaskSpec, owner: &str) -> Result<String, EngineError> {
-        let id = self.create_unregistered(spec, self.settings_of(spec), owner)?;
+        let (id, _) = self.record(spec, self.settings_of(spec), None, Some(owner))?;
         self.agent.store.notify_queue()?;
         Ok(id)
     }
@@ -235,10 +235,25 @@ impl Engine {
     fn create(
         &self,
         spec: &TaskSpec,
-        mut settings: TaskSettings,
+        settings: TaskSettings,
         parent: Option<&TaskRecord>,
         owner: Option<&str>,
     ) -> Result<String, EngineError> {
+        let (id, setup) = self.record(spec, settings, parent, owner)?;
+        self.register(&id, setup, false);
+        Ok(id)
+    }
+
+    /// Record a new task (persisted, with its settings and endpoint) and
+    /// return its id with the setup it runs with; [`Engine::create`] holds
+    /// it in memory, the work queue does not.
+    fn record(
+        &self,
+        spec: &TaskSpec,
+        mut settings: TaskSettings,
+        parent: Option<&TaskRecord>,
+        owner: Option<&str>,
+    ) -> Result<(String, TaskSetup), EngineError> {
         // What the person saved for this workspace holds for each task
         // they start in it (a child gets at most its parent's policy).
         if parent.is_none() {
@@ -261,37 +276,7 @@ impl Engine {
             owner,
             todos: None,
         })?;
-        self.register(&task.id, setup, false);
-        Ok(task.id)
-    }
-
-    /// Record a tenant's task as [`Engine::create`] does, without holding
-    /// it in memory.
-    fn create_unregistered(
-        &self,
-        spec: &TaskSpec,
-        mut settings: TaskSettings,
-        owner: &str,
-    ) -> Result<String, EngineError> {
-        self.approvals()
-            .widen(&spec.workspace, &mut settings.approval)?;
-        let setup = self.setup(&spec.endpoint, None, 0, &settings)?;
-        let mode = if spec.mode.is_empty() {
-            "code"
-        } else {
-            spec.mode.as_str()
-        };
-        let task = self.agent.create(&Creation {
-            prompt: &spec.prompt,
-            workspace: &spec.workspace,
-            mode,
-            provider: setup.provider.as_ref(),
-            settings: &settings,
-            parent: None,
-            owner: Some(owner),
-            todos: None,
-        })?;
-        Ok(task.id)
+        Ok((task.id, setup))
     }
 
     /// Get a stored task (by id or unambiguous prefix) ready to resume with
