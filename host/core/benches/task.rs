@@ -176,6 +176,43 @@ async fn p5(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
     }
 }
 
+/// A transcript of `turns` replies, each after `delay_ms`: every one but
+/// the last reads a file through the sandboxed `read_file`, the last
+/// completes.
+fn reading_script(turns: usize, delay_ms: u64) -> Script {
+    let script: Vec<serde_json::Value> = (0..turns - 1)
+        .map(|i| json!({"delay_ms": delay_ms, "text": "reading", "tool_calls": [{"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + i % 7}}]}))
+        .chain(std::iter::once(json!({"delay_ms": delay_ms, "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
+        .collect();
+    serde_json::from_value(json!({ "turns": script })).expect("script")
+}
+
+/// An engine on `data` and the store at `store`, approving every call,
+/// whose model replays `script` for each task.
+fn fleet_engine(
+    engine: &Arc<PluginEngine>,
+    data: &std::path::Path,
+    store: StoreLocation,
+    script: Script,
+) -> Arc<Engine> {
+    let transport = Arc::new(ScriptedTransport::per_conversation(script));
+    EngineBuilder::new(data)
+        .store(store)
+        .plugin_engine(Arc::clone(engine))
+        .provider(Arc::new(OpenAiCompatible::new(
+            "scripted",
+            "bench",
+            transport,
+            RetryPolicy::default(),
+        )))
+        .config(TaskConfig {
+            policy: ApprovalPolicy::yes(),
+            ..TaskConfig::default()
+        })
+        .build()
+        .expect("engine")
+}
+
 /// Many tasks at once through the engine API, as a server runs them: each
 /// created, started, answered by its own front-end (`answer_with`), and
 /// waited for; the scripted provider sleeps `delay_ms` per turn, and every
@@ -190,27 +227,12 @@ async fn fleet(
     turns: usize,
 ) -> (usize, f64, f64, u64) {
     static YES: Yes = Yes;
-    let script: Vec<serde_json::Value> = (0..turns - 1)
-        .map(|i| json!({"delay_ms": delay_ms, "text": "reading", "tool_calls": [{"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + i % 7}}]}))
-        .chain(std::iter::once(json!({"delay_ms": delay_ms, "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
-        .collect();
-    let script: Script = serde_json::from_value(json!({ "turns": script })).expect("script");
-    let transport = Arc::new(ScriptedTransport::per_conversation(script));
-    let roost = EngineBuilder::new(data)
-        .store(bench_store(data))
-        .plugin_engine(Arc::clone(engine))
-        .provider(Arc::new(OpenAiCompatible::new(
-            "scripted",
-            "bench",
-            transport,
-            RetryPolicy::default(),
-        )))
-        .config(TaskConfig {
-            policy: ApprovalPolicy::yes(),
-            ..TaskConfig::default()
-        })
-        .build()
-        .expect("engine");
+    let roost = fleet_engine(
+        engine,
+        data,
+        bench_store(data),
+        reading_script(turns, delay_ms),
+    );
     let (cpu0, _) = usage();
     let start = Instant::now();
     let mut ids = Vec::with_capacity(tasks);
@@ -282,30 +304,14 @@ async fn queue_run(
 ) -> f64 {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static YES: Yes = Yes;
-    let turns = 3;
-    let script: Vec<serde_json::Value> = (0..turns - 1)
-        .map(|i| json!({"delay_ms": 200, "text": "reading", "tool_calls": [{"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + i}}]}))
-        .chain(std::iter::once(json!({"delay_ms": 200, "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
-        .collect();
-    let script: Script = serde_json::from_value(json!({ "turns": script })).expect("script");
     let engines: Vec<Arc<Engine>> = (0..hosts)
         .map(|h| {
-            let transport = Arc::new(ScriptedTransport::per_conversation(script.clone()));
-            EngineBuilder::new(&data.join(format!("host{h}")))
-                .store(StoreLocation::Postgres(url.to_owned()))
-                .plugin_engine(Arc::clone(engine))
-                .provider(Arc::new(OpenAiCompatible::new(
-                    "scripted",
-                    "bench",
-                    transport,
-                    RetryPolicy::default(),
-                )))
-                .config(TaskConfig {
-                    policy: ApprovalPolicy::yes(),
-                    ..TaskConfig::default()
-                })
-                .build()
-                .expect("engine")
+            fleet_engine(
+                engine,
+                &data.join(format!("host{h}")),
+                StoreLocation::Postgres(url.to_owned()),
+                reading_script(3, 200),
+            )
         })
         .collect();
     for _ in 0..tasks {
