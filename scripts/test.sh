@@ -26,6 +26,8 @@ command -v git >/dev/null 2>&1 || MISSING="$MISSING git"
 # The store suite and the multi-host tests start a real PostgreSQL.
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
   || MISSING="$MISSING postgresql"
+# The TLS test makes its database's certificates with the openssl command.
+command -v openssl >/dev/null 2>&1 || MISSING="$MISSING openssl"
 if [ -n "$MISSING" ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive \

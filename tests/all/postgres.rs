@@ -414,36 +414,121 @@ async fn a_killed_host_loses_no_task() {
     assert!(on_a > 0, "host A never had a task when it was killed");
     let store = Store::open_at(&StoreLocation::Postgres(url)).expect("store");
     for id in &all {
-        let history = store.load_api(id, true).expect("history");
-        assert!(
-            store.dangling_tool_uses(id).expect("calls").is_empty(),
-            "task {id}: a call without its result"
-        );
-        let replies = history
-            .iter()
-            .filter(|m| m.message.role == roost_core::llm::Role::Assistant)
-            .count();
-        assert!(replies <= 6, "task {id}: {replies} replies for 6 turns");
-        // Each call has exactly one result: none ran twice.
-        let mut results: Vec<String> = history
-            .iter()
-            .flat_map(|m| m.message.content.iter())
-            .filter_map(|b| match b {
-                roost_core::llm::ContentBlock::ToolResult { tool_use_id, .. } => {
-                    Some(tool_use_id.clone())
-                }
-                _ => None,
-            })
-            .collect();
-        let n = results.len();
-        results.sort();
-        results.dedup();
-        assert_eq!(results.len(), n, "task {id}: a call answered twice");
-        assert_eq!(
-            store.get_task(id).expect("task").status,
-            roost_core::store::TaskStatus::Completed
-        );
+        assert_ran_once(&store, id, 6);
     }
+}
+
+/// Task `id` completed with every call answered exactly once (none ran
+/// twice) and at most `turns` replies of the model.
+fn assert_ran_once(store: &Store, id: &str, turns: usize) {
+    let history = store.load_api(id, true).expect("history");
+    assert!(
+        store.dangling_tool_uses(id).expect("calls").is_empty(),
+        "task {id}: a call without its result"
+    );
+    let replies = history
+        .iter()
+        .filter(|m| m.message.role == roost_core::llm::Role::Assistant)
+        .count();
+    assert!(
+        replies <= turns,
+        "task {id}: {replies} replies for {turns} turns"
+    );
+    let mut results: Vec<String> = history
+        .iter()
+        .flat_map(|m| m.message.content.iter())
+        .filter_map(|b| match b {
+            roost_core::llm::ContentBlock::ToolResult { tool_use_id, .. } => {
+                Some(tool_use_id.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    let n = results.len();
+    results.sort();
+    results.dedup();
+    assert_eq!(results.len(), n, "task {id}: a call answered twice");
+    assert_eq!(
+        store.get_task(id).expect("task").status,
+        roost_core::store::TaskStatus::Completed
+    );
+}
+
+/// Send `signal` (`-STOP`, `-CONT`, `-TERM`) to `host`'s process.
+fn signal(host: &Host, signal: &str) {
+    let pid = host.child.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+}
+
+/// A host paused in the middle of a task (a stalled VM, a stopped
+/// process) outlives its lease: host B takes the task over and runs it.
+/// When A wakes up it goes on where it was, but nothing it writes to the
+/// task lands (its claim is B's now): it lets the task go, and the task's
+/// history is B's alone, each turn once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_host_cannot_write_to_a_task_taken_over() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (url, root, token) = setup(dir.path());
+    let turns = json!([
+        {"text": "Looking.", "delay_ms": 1500,
+         "tool_calls": [{"name": "list_files", "args": {"path": "."}}]},
+        done("listed")
+    ]);
+    let script = write_script(dir.path(), turns);
+    let a = start_host(dir.path(), "a", &url, &root, &script, 4).await;
+    let api = Api {
+        client: reqwest::Client::new(),
+        token,
+    };
+    let id = api
+        .create(
+            &a,
+            json!({"prompt": "go", "workspace": "ws", "approve": ["read"]}),
+        )
+        .await;
+    for _ in 0..1200 {
+        if a.taken() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(a.taken(), 1, "host a took the task");
+    // A is paused while its model call is under way.
+    signal(&a, "-STOP");
+    let b = start_host(dir.path(), "b", &url, &root, &script, 4).await;
+    for _ in 0..1200 {
+        if b.taken() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(b.taken(), 1, "host b took the task over after a's lease");
+    signal(&a, "-CONT");
+    let gave_up = "another host took the task over";
+    for _ in 0..1200 {
+        if std::fs::read_to_string(&a.log)
+            .unwrap_or_default()
+            .contains(gave_up)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let log = std::fs::read_to_string(&a.log).unwrap_or_default();
+    assert!(log.contains(gave_up), "host a let the task go: {log}");
+    assert!(!log.contains("could not go on"), "{log}");
+    api.complete(&b, &id).await;
+    let store = Store::open_at(&StoreLocation::Postgres(url)).expect("store");
+    assert_ran_once(&store, &id, 2);
+    // Host a is still serving, and reads the task as b left it.
+    let t = api.wait_status(&a, &id, "completed").await;
+    assert_eq!(t["status"], "completed");
 }
 
 /// A byte of randomness from the OS.
@@ -582,14 +667,7 @@ async fn a_stopped_host_hands_its_tasks_over_at_once() {
     follow(&api, &a, &id, &mut seqs, is_ask).await;
     assert_eq!(a.taken(), 1);
     let b = start_host_with(dir.path(), "b", &url, &root, &script, 4, "10m").await;
-    let pid = a.child.id().to_string();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill")
-            .success()
-    );
+    signal(&a, "-TERM");
     let mut a = a;
     let status = tokio::task::spawn_blocking(move || {
         let s = a.child.wait().expect("exits");

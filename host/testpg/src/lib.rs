@@ -206,6 +206,75 @@ impl Postgres {
         Ok(self.url(&name))
     }
 
+    /// Serve TLS too (with a certificate for `localhost` and 127.0.0.1
+    /// signed by a CA of its own, made with the `openssl` command) and
+    /// restart; the CA's certificate, for clients to trust.
+    pub fn enable_tls(&self) -> Result<PathBuf, Error> {
+        let dir = self.dir.path().join("tls");
+        let ca = certificate_authority(&dir)?;
+        let (key, cert) = (dir.join("server.key"), dir.join("server.crt"));
+        let openssl = |args: &[&str]| {
+            run_out(Command::new("openssl").args(args).current_dir(&dir)).map(|_| ())
+        };
+        openssl(&[
+            "req",
+            "-new",
+            "-nodes",
+            "-newkey",
+            "rsa:2048",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ])?;
+        std::fs::write(
+            dir.join("san.ext"),
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+        )
+        .map_err(|e| Error(e.to_string()))?;
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+            "-out",
+            "server.crt",
+        ])?;
+        // The server reads its key only if nobody else can.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| Error(e.to_string()))?;
+        if let Some((uid, gid)) = self.user {
+            for f in [&key, &cert] {
+                chown(f, Some(uid), Some(gid)).map_err(|e| Error(e.to_string()))?;
+            }
+        }
+        let conf = format!(
+            "\nssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\n",
+            cert.display(),
+            key.display()
+        );
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.data().join("postgresql.conf"))
+            .map_err(|e| Error(e.to_string()))?;
+        std::io::Write::write_all(&mut file, conf.as_bytes()).map_err(|e| Error(e.to_string()))?;
+        self.stop()?;
+        self.restart()?;
+        Ok(ca)
+    }
+
     /// Stop the server when process `pid` ends (for a server in a static,
     /// which is never dropped).
     fn stop_with(&self, pid: u32) -> Result<(), Error> {
@@ -236,6 +305,33 @@ impl Drop for Postgres {
         self.command(&mut cmd);
         let _ = cmd.status();
     }
+}
+
+/// A new certificate authority in `dir` (made if missing): its
+/// certificate, `dir/ca.crt` (its key beside it).
+pub fn certificate_authority(dir: &Path) -> Result<PathBuf, Error> {
+    std::fs::create_dir_all(dir).map_err(|e| Error(e.to_string()))?;
+    run_out(
+        Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-new",
+                "-nodes",
+                "-newkey",
+                "rsa:2048",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=Roost test CA",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+            ])
+            .current_dir(dir),
+    )?;
+    Ok(dir.join("ca.crt"))
 }
 
 /// The server this test process shares (started on first use); each test

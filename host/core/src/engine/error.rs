@@ -82,7 +82,9 @@ fn store_code(e: &StoreError) -> EngineErrorCode {
     match e {
         StoreError::NotFound(_) | StoreError::NoTask { .. } => EngineErrorCode::NotFound,
         StoreError::Ambiguous { .. } => EngineErrorCode::Ambiguous,
-        StoreError::AskNotOpen { .. } | StoreError::Live(_) => EngineErrorCode::Conflict,
+        StoreError::AskNotOpen { .. } | StoreError::Live(_) | StoreError::ClaimLost(_) => {
+            EngineErrorCode::Conflict
+        }
         _ => EngineErrorCode::Storage,
     }
 }

@@ -34,7 +34,7 @@ use crate::asks::Answer;
 use crate::config::RecordedEndpoint;
 use crate::events::{Envelope, EventBus, Subscription, TaskEvent, recorded_after};
 use crate::llm::Role;
-use crate::store::{HostRequest, StoredAsk, TaskRecord};
+use crate::store::{HostRequest, StoreError, StoredAsk, TaskRecord};
 use crate::task::{
     Agent, ApprovalPolicy, Control, Creation, Responder, TaskError, TaskOutcome, answer_asks,
 };
@@ -417,6 +417,15 @@ impl Engine {
             let error = match run.await {
                 Ok(Ok(outcome)) => {
                     finish(&this, &id, outcome);
+                    return;
+                }
+                // Its claim lapsed and another host runs it now: this loop
+                // lets go without writing anything (the new owner's
+                // history is not this host's to repair or end).
+                Ok(Err(TaskError::Store(StoreError::ClaimLost(_)))) => {
+                    tracing::warn!(task = %id, "another host took the task over while this host's lease had lapsed; stopping it here");
+                    let reason = "another host runs the task now".to_owned();
+                    finish(&this, &id, TaskOutcome::Aborted { reason });
                     return;
                 }
                 Ok(Err(e)) => format!("the task could not go on: {e}"),

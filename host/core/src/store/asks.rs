@@ -184,7 +184,7 @@ impl Store {
     /// completed, aborted or failed); returns how many were closed.
     pub fn close_asks(&self, task: &str, why: &str) -> Result<usize, StoreError> {
         let answer = serde_json::json!({"type": "closed", "reason": why}).to_string();
-        self.db.run(|c| {
+        self.fenced_write(task, |c| {
             c.exec(
                 "UPDATE asks SET answer = ?2, answered_at = ?3 WHERE task_id = ?1 AND answer IS NULL",
                 params![task, &answer, now_ms()],

@@ -208,6 +208,49 @@ impl Store {
         Ok(claim)
     }
 
+    /// The owner whose claim a write to `task` must still hold, when this
+    /// host runs the task on a shared store. A host whose lease lapsed
+    /// (paused, or cut off from the database) may find another host took
+    /// the task over meanwhile; its writes must then not land in the new
+    /// owner's history. None on SQLite (a live process's lock never
+    /// lapses) and for tasks this host does not run.
+    pub(super) fn fence_for(&self, task: &str) -> Option<String> {
+        if !self.is_shared() {
+            return None;
+        }
+        let held = self
+            .claims
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(task);
+        if !held {
+            return None;
+        }
+        self.claims.owner.get().map(|o| o.token.clone())
+    }
+
+    /// Run a write to `task` in one transaction, refused with
+    /// [`StoreError::ClaimLost`] when this host runs the task but no longer
+    /// holds its claim ([`Store::fence_for`]).
+    pub(super) fn fenced_write<T>(
+        &self,
+        task: &str,
+        f: impl Fn(&Conn<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let Some(owner) = self.fence_for(task) else {
+            return self.db.write(f);
+        };
+        self.db.write(|c| {
+            c.exec(
+                "SELECT 1 FROM tasks WHERE id = ?1 FOR UPDATE",
+                params![task],
+            )?;
+            check_fence(c, task, &owner)?;
+            f(c)
+        })
+    }
+
     /// Whether a live process (or host) runs task `id`.
     pub fn is_live(&self, id: &str) -> bool {
         self.db
@@ -231,6 +274,20 @@ impl Store {
             StoreLocation::File(path) => Ok(alive(path, token)),
             StoreLocation::Postgres(_) => super::hosts::alive(c, token),
         }
+    }
+}
+
+/// Refuse a write to `task` unless `owner` still holds its claim. Called
+/// inside a write transaction that has locked the task's row: another host
+/// takes a claim under that lock too, so what this sees stays true until
+/// the transaction commits.
+pub(super) fn check_fence(c: &Conn<'_>, task: &str, owner: &str) -> Result<(), StoreError> {
+    match c.opt(
+        "SELECT 1 FROM claims WHERE task_id = ?1 AND owner = ?2",
+        params![task, owner],
+    )? {
+        Some(_) => Ok(()),
+        None => Err(StoreError::ClaimLost(task.to_owned())),
     }
 }
 

@@ -24,6 +24,7 @@ mod inbox;
 mod listen;
 mod manage;
 mod pg;
+mod pgtls;
 mod plugins;
 mod queue;
 pub mod status;
@@ -285,6 +286,12 @@ pub enum StoreError {
     /// The task runs in a live process: it cannot be deleted now.
     #[error("task {0} is running; stop it before deleting it")]
     Live(String),
+    /// This host ran the task, but its claim lapsed and another host took
+    /// the task over: nothing this host writes to it lands any more.
+    #[error(
+        "task {0} is run by another host now (this host's claim lapsed): its writes here are refused"
+    )]
+    ClaimLost(String),
     /// A shared commit failed as a whole (every step in it fails).
     #[error("task store: commit failed: {0}")]
     Commit(String),
@@ -756,7 +763,7 @@ impl Store {
     }
 
     fn touch(&self, id: &str, set: &str, value: Option<&str>) -> Result<(), StoreError> {
-        let n = self.db.run(|c| {
+        let n = self.fenced_write(id, |c| {
             c.exec(
                 &format!("UPDATE tasks SET {set}, updated_at = ?3 WHERE id = ?1"),
                 params![id, value, now_ms()],
@@ -786,7 +793,7 @@ impl Store {
             seq,
             detail: e.to_string(),
         })?;
-        self.db.run(|c| {
+        self.fenced_write(task, |c| {
             c.exec(
                 "UPDATE api_messages SET content = ?3, role = ?4 WHERE task = ?1 AND seq = ?2",
                 params![task_key(c, task)?, seq, &content, role_str(m.role)],

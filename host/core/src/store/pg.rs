@@ -30,6 +30,10 @@ const MAX_OPEN: usize = 16;
 /// How long connecting may take before the database counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a transaction may sit idle before the database ends it (and
+/// frees the rows it locked).
+const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(5);
+
 /// Key of the advisory lock that serialises migrations across hosts.
 const MIGRATION_LOCK: i64 = 0x526f_6f73_7400;
 
@@ -269,7 +273,10 @@ pub(crate) fn transient(e: &StoreError) -> bool {
 
 /// A database URL with its password hidden, for messages and logs.
 pub(crate) fn redacted(url: &str) -> String {
-    match url.parse::<Config>() {
+    // The query holds no secret, and may hold what `tokio-postgres` does
+    // not read ([`super::pgtls`]).
+    let base = url.split('?').next().unwrap_or(url);
+    match base.parse::<Config>() {
         Ok(c) => {
             let user = c.get_user().unwrap_or("");
             let host = c
@@ -446,9 +453,64 @@ impl ToSql for Param<'_> {
     tokio_postgres::types::to_sql_checked!();
 }
 
+/// Why connecting to `name` failed. A TLS failure (an untrusted or
+/// misnamed certificate, no TLS on the server) is a setup error, said in
+/// full and never waited out as an outage; anything else stays as the
+/// driver reported it.
+fn connect_error(name: &str, e: tokio_postgres::Error) -> StoreError {
+    let mut chain = Vec::new();
+    let mut tls = false;
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(err) = next {
+        let inner = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref);
+        tls |= err.is::<rustls::Error>() || inner.is_some_and(|i| i.is::<rustls::Error>());
+        let text = inner.map_or_else(|| err.to_string(), ToString::to_string);
+        if !chain.contains(&text) {
+            chain.push(text);
+        }
+        next = err.source();
+    }
+    if tls || e.to_string().contains("TLS") {
+        return StoreError::Open {
+            path: name.into(),
+            detail: format!("TLS: {}", chain.join(": ")),
+        };
+    }
+    StoreError::Postgres(e)
+}
+
+/// Run a connection's I/O on the database runtime, handing its
+/// asynchronous messages (notifications) to `on_message`, until it ends.
+fn drive<S, T>(
+    mut connection: tokio_postgres::Connection<S, T>,
+    name: String,
+    mut on_message: impl FnMut(tokio_postgres::AsyncMessage) + Send + 'static,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        let messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        futures::pin_mut!(messages);
+        while let Some(m) = futures::StreamExt::next(&mut messages).await {
+            match m {
+                Ok(m) => on_message(m),
+                Err(e) => {
+                    tracing::debug!(db = %name, "database connection ended: {e}");
+                    break;
+                }
+            }
+        }
+    });
+}
+
 /// Connections to one database, opened as needed and reused.
 pub(crate) struct Pool {
     config: Config,
+    /// Verified TLS, when the URL asked for it ([`super::pgtls`]).
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     /// The URL without its password.
     pub(crate) name: String,
     state: Mutex<PoolState>,
@@ -503,19 +565,40 @@ impl Pool {
     /// A pool for `url` (`postgres://user:password@host:port/db`); nothing
     /// is connected yet.
     pub(crate) fn new(url: &str) -> Result<Self, StoreError> {
-        let mut config: Config = url.parse().map_err(|e| StoreError::Open {
-            path: redacted(url).into(),
+        let target = super::pgtls::target(url)?;
+        let mut config: Config = target.url.parse().map_err(|e| StoreError::Open {
+            path: redacted(&target.url).into(),
             detail: format!("not a PostgreSQL URL: {e}"),
         })?;
+        if target.tls.is_some() {
+            config.ssl_mode(tokio_postgres::config::SslMode::Require);
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        // A host paused in the middle of a transaction (a stopped process,
+        // a frozen VM) would hold its tasks' row locks, and with them the
+        // tasks, for as long as it stays paused: the database ends such a
+        // transaction instead. Roost's transactions never wait on anything
+        // but the database.
+        let options = config.get_options().unwrap_or("").to_owned();
+        if !options.contains("idle_in_transaction_session_timeout") {
+            let ms = IDLE_IN_TRANSACTION.as_millis();
+            config.options(
+                format!("{options} -c idle_in_transaction_session_timeout={ms}").trim_start(),
+            );
         }
         if config.get_application_name().is_none() {
             config.application_name("roost");
         }
+        let name = match target.tls {
+            Some(_) => format!("{} (TLS)", redacted(&target.url)),
+            None => redacted(&target.url),
+        };
         Ok(Self {
             config,
-            name: redacted(url),
+            tls: target.tls,
+            name,
             state: Mutex::default(),
             freed: std::sync::Condvar::new(),
         })
@@ -573,6 +656,7 @@ impl Pool {
     pub(crate) fn clone_config(&self) -> Self {
         Self {
             config: self.config.clone(),
+            tls: self.tls.clone(),
             name: self.name.clone(),
             state: Mutex::default(),
             freed: std::sync::Condvar::new(),
@@ -583,24 +667,24 @@ impl Pool {
     /// messages (notifications) go to `on_message`.
     pub(crate) async fn connect_async(
         &self,
-        mut on_message: impl FnMut(tokio_postgres::AsyncMessage) + Send + 'static,
+        on_message: impl FnMut(tokio_postgres::AsyncMessage) + Send + 'static,
     ) -> Result<Client, StoreError> {
         let name = self.name.clone();
-        let (client, mut connection) = self.config.connect(NoTls).await?;
-        tokio::spawn(async move {
-            let messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-            futures::pin_mut!(messages);
-            while let Some(m) = futures::StreamExt::next(&mut messages).await {
-                match m {
-                    Ok(m) => on_message(m),
-                    Err(e) => {
-                        tracing::debug!(db = %name, "database connection ended: {e}");
-                        break;
-                    }
-                }
+        let failed = |e| connect_error(&self.name, e);
+        match &self.tls {
+            None => {
+                let (client, connection) = self.config.connect(NoTls).await.map_err(failed)?;
+                drive(connection, name, on_message);
+                Ok(client)
             }
-        });
-        Ok(client)
+            Some(tls) => {
+                let tls =
+                    tokio_postgres_rustls::MakeRustlsConnect::new(rustls::ClientConfig::clone(tls));
+                let (client, connection) = self.config.connect(tls).await.map_err(failed)?;
+                drive(connection, name, on_message);
+                Ok(client)
+            }
+        }
     }
 
     /// Open a connection.

@@ -310,6 +310,9 @@ impl Log {
 pub(super) struct Positions {
     keys: HashMap<String, i64>,
     next: HashMap<(Log, i64), i64>,
+    /// Tasks whose claim this transaction has checked (once is enough:
+    /// their rows stay locked until it commits).
+    fenced: std::collections::HashSet<String>,
 }
 
 impl Positions {
@@ -336,20 +339,23 @@ pub(super) fn write_prepared(
     if step.empty {
         return Ok(Committed::nothing());
     }
-    write_step(conn, task, step, now, positions)
+    write_step(conn, task, step, now, positions, None)
 }
 
 /// Write `step` of `task` inside the caller's write transaction
 /// (`positions` belongs to it). On SQLite the transaction holds the
 /// database's write lock; on PostgreSQL the task's row is locked first, so
 /// a host answering an ask of a task another host runs takes positions in
-/// turn with it.
+/// turn with it. With `fence` (the owner this host runs the task as), the
+/// step lands only while that owner still holds the task's claim
+/// ([`super::claims::check_fence`]), checked under the row lock.
 fn write_step(
     conn: &Conn<'_>,
     task: &str,
     step: &PreparedStep,
     now: i64,
     positions: &mut Positions,
+    fence: Option<&str>,
 ) -> Result<Committed, StoreError> {
     let mut committed = Committed {
         message: None,
@@ -406,6 +412,11 @@ fn write_step(
     };
     if !positions.keys.contains_key(task) {
         positions.keys.insert(task.to_owned(), key);
+    }
+    if let Some(owner) = fence
+        && positions.fenced.insert(task.to_owned())
+    {
+        super::claims::check_fence(conn, task, owner)?;
     }
     committed.message = match &step.message {
         None => None,
@@ -566,8 +577,17 @@ impl Store {
         if prepared.empty {
             return Ok(Committed::nothing());
         }
-        self.db
-            .write(|c| write_step(c, task, &prepared, now_ms(), &mut Positions::default()))
+        let fence = self.fence_for(task);
+        self.db.write(|c| {
+            write_step(
+                c,
+                task,
+                &prepared,
+                now_ms(),
+                &mut Positions::default(),
+                fence.as_deref(),
+            )
+        })
     }
 
     /// Commit a prepared step of `task`, sharing the transaction with the
@@ -641,11 +661,19 @@ impl Store {
             return;
         }
         let now = now_ms();
+        let fences: Vec<Option<String>> = jobs.iter().map(|j| self.fence_for(&j.task)).collect();
         let together = self.db.write(|c| {
             let mut positions = Positions::default();
             let mut committed = Vec::with_capacity(jobs.len());
-            for job in &jobs {
-                committed.push(write_step(c, &job.task, &job.step, now, &mut positions)?);
+            for (job, fence) in jobs.iter().zip(&fences) {
+                committed.push(write_step(
+                    c,
+                    &job.task,
+                    &job.step,
+                    now,
+                    &mut positions,
+                    fence.as_deref(),
+                )?);
             }
             Ok(committed)
         });
@@ -655,9 +683,17 @@ impl Store {
             // commit.
             Err(_) => jobs
                 .iter()
-                .map(|job| {
+                .zip(&fences)
+                .map(|(job, fence)| {
                     self.db.write(|c| {
-                        write_step(c, &job.task, &job.step, now, &mut Positions::default())
+                        write_step(
+                            c,
+                            &job.task,
+                            &job.step,
+                            now,
+                            &mut Positions::default(),
+                            fence.as_deref(),
+                        )
                     })
                 })
                 .collect(),

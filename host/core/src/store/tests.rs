@@ -989,6 +989,168 @@ fn a_dead_hosts_claims_are_taken_after_its_lease() {
     std::mem::forget(claim);
 }
 
+/// A host whose lease lapsed (paused, or cut off from the database) while
+/// it ran a task finds, when it writes again, that another host took the
+/// task over: none of its writes lands — steps alone or in a shared commit
+/// beside another task's (which lands), status changes, replaced messages,
+/// closed questions — and the new owner's history stays as it wrote it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_whose_claim_was_taken_over_writes_nothing_more() {
+    let (place, a) = store_on(Backend::Postgres);
+    a.set_lease(std::time::Duration::from_secs(3600));
+    let t = new_task(&a);
+    let kept = new_task(&a);
+    let claim = a.claim(&t.id).expect("claimed");
+    let _kept_claim = a.claim(&kept.id).expect("claimed");
+    let seq = a
+        .append_api(&t.id, &Message::user_text("a's step"))
+        .expect("a writes");
+    // Host a stops renewing (its process is paused): b takes the task over
+    // once a's lease has run out, and writes its own step.
+    let b = place.reopen();
+    let host = a.host_id().expect("id").expect("shared");
+    b.db.run(|c| c.exec("UPDATE hosts SET seen_at = 0 WHERE id = ?1", params![&host]))
+        .expect("expire");
+    let taken = b.claim(&t.id).expect("taken over");
+    b.append_api(&t.id, &Message::user_text("b's step"))
+        .expect("b writes");
+    let ask = StoredAsk::open(&t.id, None, "followup", "{}");
+    b.commit_step(&t.id, Step::new().ask(&ask)).expect("b asks");
+
+    // Host a wakes up and goes on as if nothing happened.
+    let lost =
+        |r: Result<_, StoreError>| matches!(r, Err(StoreError::ClaimLost(ref id)) if *id == t.id);
+    assert!(lost(
+        a.append_api(&t.id, &Message::user_text("a again"))
+            .map(|_| ())
+    ));
+    assert!(lost(
+        a.append_ui(&t.id, UiRow::say(UiSubtype::Text), "a again")
+            .map(|_| ())
+    ));
+    assert!(lost(a.set_status(&t.id, TaskStatus::Failed)));
+    assert!(lost(a.update_api(
+        &t.id,
+        seq,
+        &Message::user_text("rewritten")
+    )));
+    assert!(lost(a.close_asks(&t.id, "a gave up").map(|_| ())));
+    let step = |id: &str, text: &str| {
+        Step::new()
+            .ui(UiRow::say(UiSubtype::Text), text.to_owned())
+            .prepare(id)
+            .expect("prepares")
+    };
+    let (stale, fine) = tokio::join!(
+        a.commit(&t.id, step(&t.id, "a in a batch")),
+        a.commit(&kept.id, step(&kept.id, "kept in a batch"))
+    );
+    assert!(
+        lost(stale.map(|_| ())),
+        "a's step of the lost task is refused"
+    );
+    fine.expect("a's other task commits beside it");
+    // The refusal is an engine conflict, and says what happened.
+    let e = a
+        .set_status(&t.id, TaskStatus::Failed)
+        .expect_err("refused");
+    assert!(e.to_string().contains("another host"), "{e}");
+
+    let texts: Vec<String> = b
+        .load_api(&t.id, true)
+        .expect("history")
+        .iter()
+        .flat_map(|m| m.message.content.iter())
+        .filter_map(|c| match c {
+            ContentBlock::Text { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        texts.ends_with(&["a's step".to_owned(), "b's step".to_owned()]),
+        "{texts:?}"
+    );
+    assert!(
+        b.load_ui(&t.id)
+            .expect("ui")
+            .iter()
+            .all(|r| r.text != "a again" && r.text != "a in a batch")
+    );
+    assert_eq!(b.get_task(&t.id).expect("task").status, TaskStatus::Running);
+    assert_eq!(
+        b.open_asks(&t.id).expect("open").len(),
+        1,
+        "b's question stays open"
+    );
+    assert_eq!(
+        b.load_ui(&kept.id)
+            .expect("ui")
+            .last()
+            .map(|r| r.text.clone()),
+        Some("kept in a batch".to_owned())
+    );
+    drop(taken);
+    std::mem::forget(claim);
+}
+
+/// TLS to the database: `sslmode=require` with the database's CA
+/// (`sslrootcert`) encrypts (the server says so) and the store works over
+/// it; with another CA, or the system's roots, the server's certificate is
+/// not trusted and nothing is sent; without `sslmode` the connection stays
+/// plain, as before.
+#[test]
+fn tls_to_postgres_is_verified() {
+    let pg = roost_testpg::Postgres::start().unwrap_or_else(|e| panic!("{e}"));
+    let ca = pg.enable_tls().unwrap_or_else(|e| panic!("{e}"));
+    let url = pg.fresh_database().unwrap_or_else(|e| panic!("{e}"));
+    let open = |u: String| Store::open_at(&StoreLocation::Postgres(u));
+    let encrypted = |s: &Store| -> String {
+        s.db.run(|c| {
+            c.one(
+                "SELECT CASE WHEN ssl THEN 'yes' ELSE 'no' END FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                params![],
+            )?
+            .get::<String>(0)
+        })
+        .expect("reads")
+    };
+    let tls = open(format!(
+        "{url}?sslmode=require&sslrootcert={}",
+        ca.display()
+    ))
+    .expect("opens over TLS");
+    assert_eq!(encrypted(&tls), "yes");
+    let t = new_task(&tls);
+    tls.append_api(&t.id, &Message::user_text("over TLS"))
+        .expect("writes");
+    assert_eq!(tls.load_api(&t.id, false).expect("reads").len(), 1);
+    let verified = open(format!(
+        "{url}?application_name=roost-test&sslmode=verify-full&sslrootcert={}",
+        ca.display()
+    ))
+    .expect("opens over TLS");
+    assert_eq!(encrypted(&verified), "yes");
+    let plain = open(url.clone()).expect("opens");
+    assert_eq!(encrypted(&plain), "no");
+
+    let dir = tempfile::tempdir().expect("dir");
+    let other = roost_testpg::certificate_authority(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    for refused in [
+        format!("{url}?sslmode=require&sslrootcert={}", other.display()),
+        format!("{url}?sslmode=verify-full&sslrootcert=system"),
+    ] {
+        let e = open(refused.clone()).err().expect("refused").to_string();
+        assert!(
+            e.contains("TLS: ") && e.contains("certificate"),
+            "{refused}: {e}"
+        );
+        assert!(
+            !e.contains("sslrootcert="),
+            "the URL is shown without its query: {e}"
+        );
+    }
+}
+
 /// While the database is down a ping fails at once (a server's readiness)
 /// and a write waits for it; once it is back, the write lands and nothing
 /// is lost.
