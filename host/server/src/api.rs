@@ -440,7 +440,15 @@ pub fn openapi() -> Value {
             responses.insert("409".into(), err("The task's state does not allow it"));
             responses.insert("413".into(), err("The body is too large"));
             responses.insert("415".into(), err("The body is not JSON"));
-            responses.insert("503".into(), err("At capacity; retry after Retry-After"));
+            responses.insert(
+                "503".into(),
+                err("At capacity, or the task store does not answer; retry after Retry-After"),
+            );
+        } else if d.auth {
+            responses.insert(
+                "503".into(),
+                err("The task store does not answer (a shared database is down); retry after Retry-After"),
+            );
         }
         if let Some(why) = d.unavailable {
             responses.insert("503".into(), err(why));

@@ -1,5 +1,5 @@
-//! What every request passes before its route: the per-token rate limit
-//! and, for requests that change state, the `Origin` check (a page on
+//! What every request passes before its route: a refusal at once while
+//! the task store is down, the per-token rate limit and, for requests that change state, the `Origin` check (a page on
 //! another site cannot drive a user's tasks). CORS is off: no
 //! cross-origin response headers are ever sent.
 
@@ -53,12 +53,25 @@ fn origin_allowed(origin: &str, host: Option<&str>, allowed: &[String]) -> bool 
         .is_some_and(|o| o.eq_ignore_ascii_case(host))
 }
 
+/// Whether a request to `path` needs the task store: every API route but
+/// the probes and the API's own document (the web UI's files need none).
+fn needs_store(path: &str) -> bool {
+    path.starts_with("/v1/") && !matches!(path, "/v1/health" | "/v1/ready" | "/v1/openapi.json")
+}
+
 /// The guard every request passes.
 pub async fn guard(
     State(state): State<Arc<ServerState>>,
     mut req: Request,
     next: Next,
 ) -> Response {
+    // While a shared database is down, a request that needs it is answered
+    // at once (retry later, or at another host) instead of waiting out the
+    // outage as the tasks do.
+    if needs_store(req.uri().path()) && !state.engine.records().reachable() {
+        return ApiError::store_unavailable("a shared database is down; retry after Retry-After")
+            .into_response();
+    }
     if state.limiter.check_key(&key(&state, &mut req)).is_err() {
         return ApiError::rate_limited().into_response();
     }

@@ -419,12 +419,13 @@ impl Engine {
                     finish(&this, &id, outcome);
                     return;
                 }
-                // Its claim lapsed and another host runs it now: this loop
-                // lets go without writing anything (the new owner's
-                // history is not this host's to repair or end).
+                // Another process or host runs it now (it took the task over
+                // while this host's lease had lapsed): this loop lets go
+                // without writing anything — the other's history is not
+                // this one's to repair or end.
                 Ok(Err(TaskError::Store(StoreError::ClaimLost(_)))) => {
-                    tracing::warn!(task = %id, "another host took the task over while this host's lease had lapsed; stopping it here");
-                    let reason = "another host runs the task now".to_owned();
+                    tracing::warn!(task = %id, "another process or host runs the task now; this one leaves it without writing");
+                    let reason = "another process or host runs the task now".to_owned();
                     finish(&this, &id, TaskOutcome::Aborted { reason });
                     return;
                 }

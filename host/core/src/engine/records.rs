@@ -56,6 +56,12 @@ impl Records {
         self.store.ping()
     }
 
+    /// Whether the store is thought to answer, without waiting for it
+    /// (false while a shared database's outage is being waited out).
+    pub fn reachable(&self) -> bool {
+        self.store.reachable()
+    }
+
     /// The most recent tasks, newest first.
     pub fn list(&self, limit: usize) -> Result<Vec<Listed>, StoreError> {
         Ok(self

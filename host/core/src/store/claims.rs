@@ -201,9 +201,7 @@ impl Store {
             Ok(true)
         })?;
         if !taken {
-            return Err(refused(format!(
-                "task {id} is already running in another process"
-            )));
+            return Err(StoreError::ClaimLost(id.to_owned()));
         }
         Ok(claim)
     }

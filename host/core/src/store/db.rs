@@ -384,7 +384,7 @@ impl Db {
     ) -> Result<T, StoreError> {
         match self {
             Db::Lite(l) => f(&Conn::Lite(&l.conn())),
-            Db::Pg(p) => outage(|| {
+            Db::Pg(p) => outage(&p.health, || {
                 let c = p.get()?;
                 f(&Conn::Pg(&c))
             }),
@@ -395,7 +395,30 @@ impl Db {
     pub(crate) fn ping(&self) -> Result<(), StoreError> {
         match self {
             Db::Lite(l) => Ok(l.conn().execute_batch("SELECT 1")?),
-            Db::Pg(p) => p.get()?.batch("SELECT 1"),
+            Db::Pg(p) => {
+                let answered = p.get().and_then(|c| c.batch("SELECT 1"));
+                p.health.observe(answered.is_ok());
+                answered
+            }
+        }
+    }
+
+    /// Whether the database is thought to answer, without waiting for it:
+    /// false while an outage is being waited out, re-checked with a ping at
+    /// most once a [`Health::PROBE_EVERY`]. A front-end answers requests at
+    /// once meanwhile instead of holding them for the outage.
+    pub(crate) fn reachable(&self) -> bool {
+        match self {
+            Db::Lite(_) => true,
+            Db::Pg(p) => {
+                if !p.health.down.load(std::sync::atomic::Ordering::SeqCst) {
+                    return true;
+                }
+                if !p.health.probe_due() {
+                    return false;
+                }
+                self.ping().is_ok()
+            }
         }
     }
 
@@ -427,7 +450,7 @@ impl Db {
                 tx.commit()?;
                 Ok(out)
             }
-            Db::Pg(p) => outage(|| {
+            Db::Pg(p) => outage(&p.health, || {
                 let c = p.get()?;
                 let txid = c.begin()?;
                 let out = match f(&Conn::Pg(&c)) {
@@ -445,7 +468,7 @@ impl Db {
                     // database (once it answers) rather than write it twice.
                     Err(e) if super::pg::transient(&e) => {
                         drop(c);
-                        if outage(|| p.get()?.committed(txid))? {
+                        if outage(&p.health, || p.get()?.committed(txid))? {
                             Ok(out)
                         } else {
                             Err(e)
@@ -469,13 +492,17 @@ const OUTAGE_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 /// unreachable database, or the database has been unreachable for
 /// [`OUTAGE_LIMIT`]: tasks pause while it is down and go on when it is
 /// back, losing nothing. Waits back off from 100 ms to 5 s.
-fn outage<T>(attempt: impl Fn() -> Result<T, StoreError>) -> Result<T, StoreError> {
+fn outage<T>(
+    health: &Health,
+    attempt: impl Fn() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
     let started = std::time::Instant::now();
     let mut backoff = std::time::Duration::from_millis(100);
     let mut warned = false;
     loop {
         match attempt() {
             Err(e) if super::pg::transient(&e) && started.elapsed() < OUTAGE_LIMIT => {
+                health.observe(false);
                 if !warned {
                     tracing::warn!("the task store does not answer ({e}); waiting for it");
                     warned = true;
@@ -487,10 +514,48 @@ fn outage<T>(attempt: impl Fn() -> Result<T, StoreError>) -> Result<T, StoreErro
                 if warned {
                     tracing::info!("the task store answers again");
                 }
+                health.observe(true);
                 return Ok(v);
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// What a shared database's clients have seen of it lately: whether it
+/// is down (an outage is being waited out) and when it was last probed.
+#[derive(Debug, Default)]
+pub(crate) struct Health {
+    down: std::sync::atomic::AtomicBool,
+    /// When a probe last ran while down (ms since the epoch).
+    probed_at: std::sync::atomic::AtomicI64,
+}
+
+impl Health {
+    /// How often a front-end's requests may probe a database that is down.
+    pub(crate) const PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// Record whether the database just answered.
+    fn observe(&self, answered: bool) {
+        self.down
+            .store(!answered, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether a probe is due now (and claim it: one caller probes).
+    fn probe_due(&self) -> bool {
+        let now = super::now_ms();
+        let last = self.probed_at.load(std::sync::atomic::Ordering::SeqCst);
+        let every = i64::try_from(Self::PROBE_EVERY.as_millis()).unwrap_or(1000);
+        now - last >= every
+            && self
+                .probed_at
+                .compare_exchange(
+                    last,
+                    now,
+                    std::sync::atomic::Ordering::SeqCst,
+                    std::sync::atomic::Ordering::SeqCst,
+                )
+                .is_ok()
     }
 }
 

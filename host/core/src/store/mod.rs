@@ -286,11 +286,10 @@ pub enum StoreError {
     /// The task runs in a live process: it cannot be deleted now.
     #[error("task {0} is running; stop it before deleting it")]
     Live(String),
-    /// This host ran the task, but its claim lapsed and another host took
-    /// the task over: nothing this host writes to it lands any more.
-    #[error(
-        "task {0} is run by another host now (this host's claim lapsed): its writes here are refused"
-    )]
+    /// Another live process or host runs the task: this one may not claim
+    /// it, and (its own claim having lapsed and been taken over) nothing
+    /// it writes to the task lands.
+    #[error("task {0} is run by another process or host now; this one leaves it alone")]
     ClaimLost(String),
     /// A shared commit failed as a whole (every step in it fails).
     #[error("task store: commit failed: {0}")]
@@ -591,6 +590,13 @@ impl Store {
     /// Whether the database answers now (a server's readiness).
     pub fn ping(&self) -> Result<(), StoreError> {
         self.db.ping()
+    }
+
+    /// Whether the database is thought to answer, without waiting: false
+    /// while a shared database's outage is being waited out (probed again
+    /// at most once a second). SQLite always answers.
+    pub fn reachable(&self) -> bool {
+        self.db.reachable()
     }
 
     /// Whether this store is shared by hosts (PostgreSQL).

@@ -513,6 +513,8 @@ pub(crate) struct Pool {
     tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     /// The URL without its password.
     pub(crate) name: String,
+    /// Whether the database answers, as its users have seen lately.
+    pub(crate) health: super::db::Health,
     state: Mutex<PoolState>,
     /// Signalled when a connection is returned or closed.
     freed: std::sync::Condvar,
@@ -599,6 +601,7 @@ impl Pool {
             config,
             tls: target.tls,
             name,
+            health: super::db::Health::default(),
             state: Mutex::default(),
             freed: std::sync::Condvar::new(),
         })
@@ -658,6 +661,7 @@ impl Pool {
             config: self.config.clone(),
             tls: self.tls.clone(),
             name: self.name.clone(),
+            health: super::db::Health::default(),
             state: Mutex::default(),
             freed: std::sync::Condvar::new(),
         }

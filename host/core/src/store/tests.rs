@@ -1054,7 +1054,7 @@ async fn a_host_whose_claim_was_taken_over_writes_nothing_more() {
     let e = a
         .set_status(&t.id, TaskStatus::Failed)
         .expect_err("refused");
-    assert!(e.to_string().contains("another host"), "{e}");
+    assert!(e.to_string().contains("another process or host"), "{e}");
 
     let texts: Vec<String> = b
         .load_api(&t.id, true)
