@@ -569,6 +569,89 @@ async fn messages_sent_while_running_reach_the_next_turn() {
     assert!(ui.iter().any(|m| m.subtype == "user_message"));
 }
 
+/// The first "process" of a crash test: task `write` waits on its first
+/// question when its runtime is shut down under it (as a kill would);
+/// the task's id and the open ask's.
+fn die_waiting(
+    turns: &serde_json::Value,
+    policy: &ApprovalPolicy,
+    data: &TestWorkspace,
+    ws: &TestWorkspace,
+) -> (String, String) {
+    let first = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let out = first.block_on(async {
+        let (engine, _) = engine_with(turns.clone(), policy.clone(), data);
+        let id = create(&engine, "write", ws.path());
+        let mut rx = engine.subscribe(&id).expect("events");
+        engine.start(&id).expect("started");
+        let TaskEvent::AskRequired { ask_id, .. } =
+            until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await
+        else {
+            unreachable!("picked an ask")
+        };
+        (id, ask_id)
+    });
+    first.shutdown_background();
+    out
+}
+
+/// A question answered while no loop waits for it (its process died and
+/// the task is not resumed yet — on a shared store, another host has not
+/// taken it over yet) is not lost: the resumed task runs the call with the
+/// recorded answer instead of answering it "interrupted".
+#[test]
+fn an_answer_recorded_before_the_resume_is_taken_by_it() {
+    let data = TestWorkspace::new();
+    let ws = TestWorkspace::new();
+    let turns = json!([
+        turn(
+            "",
+            vec![call(
+                "write_to_file",
+                json!({"path": "out.txt", "content": "approved while down\n"})
+            )]
+        ),
+        complete("done"),
+    ]);
+    let policy = ApprovalPolicy::from_groups("read").expect("policy");
+    let (id, ask_id) = die_waiting(&turns, &policy, &data, &ws);
+    let second = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    second.block_on(async {
+        let (engine, _) = engine_with(turns, policy, &data);
+        engine.answer(&id, &ask_id, Answer::Yes).expect("recorded");
+        assert!(engine.pending_asks(&id).expect("asks").is_empty());
+        engine
+            .prepare_resume(&id, &ResumeSpec::default())
+            .expect("resumable");
+        let mut rx = engine.subscribe(&id).expect("events");
+        engine.start(&id).expect("started");
+        let TaskEvent::AskRequired { ask_id: review, .. } =
+            until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await
+        else {
+            unreachable!("picked an ask")
+        };
+        assert_ne!(review, ask_id, "the approval is not asked again");
+        engine.answer(&id, &review, Answer::Yes).expect("accepted");
+        let outcome = engine.wait(&id).await.expect("outcome");
+        assert_eq!(
+            outcome,
+            TaskOutcome::Completed {
+                result: "done".into()
+            }
+        );
+        assert_eq!(ws.read("out.txt"), "approved while down\n");
+        assert_pairing(&engine.agent().store, &id);
+    });
+}
+
 /// The process dies while a question is open (here: a runtime shut down
 /// under the task, dropping it mid-wait, as a kill would); after `resume`
 /// the same ask is pending again, and answering it by its id continues
@@ -588,26 +671,7 @@ fn an_ask_open_when_the_process_dies_is_pending_again_after_resume() {
         complete("done"),
     ]);
     let policy = ApprovalPolicy::from_groups("read").expect("policy");
-
-    // The first "process": the task waits on its approval when it dies.
-    let first = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let (id, ask_id) = first.block_on(async {
-        let (engine, _) = engine_with(turns.clone(), policy.clone(), &data);
-        let id = create(&engine, "write", ws.path());
-        let mut rx = engine.subscribe(&id).expect("events");
-        engine.start(&id).expect("started");
-        let TaskEvent::AskRequired { ask_id, .. } =
-            until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await
-        else {
-            unreachable!("picked an ask")
-        };
-        (id, ask_id)
-    });
-    first.shutdown_background();
+    let (id, ask_id) = die_waiting(&turns, &policy, &data, &ws);
 
     // The second: the ask is open in the store, and again after resume.
     let second = tokio::runtime::Builder::new_multi_thread()

@@ -420,11 +420,14 @@ impl Engine {
                     return;
                 }
                 // Another process or host runs it now (it took the task over
-                // while this host's lease had lapsed): this loop lets go
-                // without writing anything — the other's history is not
-                // this one's to repair or end.
-                Ok(Err(TaskError::Store(StoreError::ClaimLost(_)))) => {
-                    tracing::warn!(task = %id, "another process or host runs the task now; this one leaves it without writing");
+                // while this host's lease had lapsed, whatever then stopped
+                // this loop): this one lets go without writing anything —
+                // the other's history is not this one's to repair or end.
+                Ok(Err(e))
+                    if matches!(e, TaskError::Store(StoreError::ClaimLost(_)))
+                        || agent.store.is_live(&id) =>
+                {
+                    tracing::warn!(task = %id, "another process or host runs the task now; this one leaves it without writing ({e})");
                     let reason = "another process or host runs the task now".to_owned();
                     finish(&this, &id, TaskOutcome::Aborted { reason });
                     return;

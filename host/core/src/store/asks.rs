@@ -132,6 +132,21 @@ impl Store {
             .collect()
     }
 
+    /// The newest ask of `task`, answered or not.
+    pub fn last_ask(&self, task: &str) -> Result<Option<StoredAsk>, StoreError> {
+        self.db
+            .run(|c| {
+                c.opt(
+                    &format!(
+                        "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 ORDER BY created_at DESC, ask_id DESC LIMIT 1"
+                    ),
+                    params![task],
+                )
+            })?
+            .map(row)
+            .transpose()
+    }
+
     /// The open ask of `kind` about tool call `call_id` (or about no call),
     /// if one survives from before a crash.
     pub fn find_open_ask(

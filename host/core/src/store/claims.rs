@@ -289,6 +289,27 @@ pub(super) fn check_fence(c: &Conn<'_>, task: &str, owner: &str) -> Result<(), S
     }
 }
 
+/// [`check_fence`] for several tasks at once (a shared commit's, in one
+/// round trip), on PostgreSQL: refused for the first of `tasks` whose claim
+/// `owner` no longer holds. Task ids are UUIDs, never holding a comma.
+pub(super) fn check_fences(c: &Conn<'_>, tasks: &[&str], owner: &str) -> Result<(), StoreError> {
+    if tasks.is_empty() {
+        return Ok(());
+    }
+    let held: HashSet<String> = c
+        .query(
+            "SELECT task_id FROM claims WHERE owner = ?1 AND task_id = ANY(string_to_array(?2, ','))",
+            params![owner, &tasks.join(",")],
+        )?
+        .into_iter()
+        .map(|mut r| r.take_text(0))
+        .collect::<Result<_, _>>()?;
+    match tasks.iter().find(|t| !held.contains(**t)) {
+        Some(lost) => Err(StoreError::ClaimLost((*lost).to_owned())),
+        None => Ok(()),
+    }
+}
+
 /// Clones of a store share its claims.
 pub(super) fn shared() -> Arc<Claims> {
     Arc::new(Claims::default())

@@ -258,10 +258,13 @@ pub(crate) fn transient(e: &StoreError) -> bool {
             }
             match e.code() {
                 // Admin shutdown, crash shutdown, cannot connect now,
-                // connection failures.
+                // connection failures; a session the database ended for
+                // idling (in a transaction: this host was paused), which a
+                // new connection retries.
                 Some(c) => {
                     let c = c.code();
-                    c.starts_with("08") || c == "57P01" || c == "57P02" || c == "57P03"
+                    c.starts_with("08")
+                        || matches!(c, "57P01" | "57P02" | "57P03" | "57P05" | "25P03")
                 }
                 // No server error: an I/O error or a timeout.
                 None => e.as_db_error().is_none(),

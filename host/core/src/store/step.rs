@@ -662,18 +662,32 @@ impl Store {
         }
         let now = now_ms();
         let fences: Vec<Option<String>> = jobs.iter().map(|j| self.fence_for(&j.task)).collect();
+        // The batch checks its tasks' claims once, after every task's row is
+        // locked; a step that fails it fails alone below, checked by itself.
+        let mut fenced: Vec<&str> = jobs
+            .iter()
+            .zip(&fences)
+            .filter(|(_, f)| f.is_some())
+            .map(|(j, _)| j.task.as_str())
+            .collect();
+        fenced.sort_unstable();
+        fenced.dedup();
+        let owner = fences.iter().flatten().next();
         let together = self.db.write(|c| {
             let mut positions = Positions::default();
             let mut committed = Vec::with_capacity(jobs.len());
-            for (job, fence) in jobs.iter().zip(&fences) {
+            for job in &jobs {
                 committed.push(write_step(
                     c,
                     &job.task,
                     &job.step,
                     now,
                     &mut positions,
-                    fence.as_deref(),
+                    None,
                 )?);
+            }
+            if let Some(owner) = owner {
+                super::claims::check_fences(c, &fenced, owner)?;
             }
             Ok(committed)
         });

@@ -1050,6 +1050,12 @@ async fn a_host_whose_claim_was_taken_over_writes_nothing_more() {
         "a's step of the lost task is refused"
     );
     fine.expect("a's other task commits beside it");
+    // A shared commit checks all its tasks' claims in one statement.
+    let me = a.host_id().expect("id").expect("shared");
+    let both = [t.id.as_str(), kept.id.as_str()];
+    assert!(lost(a.db.write(|c| claims::check_fences(c, &both, &me))));
+    a.db.write(|c| claims::check_fences(c, &[kept.id.as_str()], &me))
+        .expect("a still holds its other task");
     // The refusal is an engine conflict, and says what happened.
     let e = a
         .set_status(&t.id, TaskStatus::Failed)

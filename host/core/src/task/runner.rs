@@ -189,7 +189,11 @@ impl Agent {
         // Calls that were waiting for a person when the process died run
         // again (their open question is asked again, by the same id); any
         // other interrupted call is answered as interrupted.
-        let pending = self.pending_asked_calls(&task.id)?;
+        let waiting = matches!(
+            task.status,
+            TaskStatus::WaitingForApproval | TaskStatus::WaitingForInput
+        );
+        let pending = self.pending_asked_calls(&task.id, waiting)?;
         if pending.is_none() {
             self.remove_edit_leftovers(&task)?;
             let repaired = self.store.repair_dangling_tool_uses(&task.id)?;
@@ -237,13 +241,31 @@ impl Agent {
     /// The calls of the last assistant message still waiting for a person
     /// or a subtask (the first unanswered one has an open ask, or started
     /// a subtask), with the results already recorded for the others.
-    fn pending_asked_calls(&self, task: &str) -> Result<Option<PendingCalls>, TaskError> {
-        let open: Vec<String> = self
+    ///
+    /// A task still `waiting` for a person whose question was answered
+    /// after its loop stopped (another host had not yet resumed it, say)
+    /// never took that answer: its call is pending too, and runs again
+    /// with the answer on record, rather than being answered
+    /// "interrupted".
+    fn pending_asked_calls(
+        &self,
+        task: &str,
+        waiting: bool,
+    ) -> Result<Option<PendingCalls>, TaskError> {
+        let mut open: Vec<String> = self
             .store
             .open_asks(task)?
             .into_iter()
             .filter_map(|a| a.call_id)
             .collect();
+        if waiting
+            && let Some(last) = self.store.last_ask(task)?
+            && let (Some(call), Some(answer)) = (last.call_id, last.answer.as_deref())
+            // A question closed unanswered is no answer.
+            && serde_json::from_str::<crate::asks::Answer>(answer).is_ok()
+        {
+            open.push(call);
+        }
         // Calls that started a subtask wait for it again.
         let delegated = self.store.subtask_calls(task)?;
         if open.is_empty() && delegated.is_empty() {
