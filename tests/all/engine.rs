@@ -386,11 +386,7 @@ fn a_resume_removes_what_a_killed_edit_left() {
     // The first "process" dies while the call is in flight (here: while
     // it waits for its approval, the question then closed as a crash
     // mid-call would leave it).
-    let first = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let first = process();
     let id = first.block_on(async {
         let (engine, _) = engine_with(
             turns.clone(),
@@ -410,11 +406,7 @@ fn a_resume_removes_what_a_killed_edit_left() {
     ws.write("src/.app.py.roost-18f3a2b-0.tmp", "half a wr");
     ws.write("src/.other.py.roost-18f3a2b-0.tmp", "not this call's");
     ws.write("src/.app.py.roost-not-hex.tmp", "not our shape");
-    let second = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let second = process();
     second.block_on(async {
         let (engine, _) = engine_with(turns, ApprovalPolicy::yes(), &data);
         engine
@@ -468,11 +460,7 @@ fn trace_entries_follow_their_durable_result_once() {
         turn("", vec![call("read_file", json!({"path": "a.txt"}))]),
         complete("done")
     ]);
-    let first = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let first = process();
     let id = first.block_on(async {
         let (engine, _) = engine_with(
             turns.clone(),
@@ -507,11 +495,7 @@ fn trace_entries_follow_their_durable_result_once() {
     roost_core::intents::Trace::of(&ws.path())
         .append(&appended)
         .expect("appended");
-    let second = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let second = process();
     second.block_on(async {
         let (engine, _) = engine_with(turns, ApprovalPolicy::yes(), &data);
         engine
@@ -569,6 +553,30 @@ async fn messages_sent_while_running_reach_the_next_turn() {
     assert!(ui.iter().any(|m| m.subtype == "user_message"));
 }
 
+/// A runtime standing for one process of a crash test.
+fn process() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A transcript that writes `out.txt` with `content` (asking approval
+/// under a read-only policy), then completes with "done".
+fn write_then_complete(content: &str) -> serde_json::Value {
+    json!([
+        turn(
+            "",
+            vec![call(
+                "write_to_file",
+                json!({"path": "out.txt", "content": content})
+            )]
+        ),
+        complete("done"),
+    ])
+}
+
 /// The first "process" of a crash test: task `write` waits on its first
 /// question when its runtime is shut down under it (as a kill would);
 /// the task's id and the open ask's.
@@ -578,11 +586,7 @@ fn die_waiting(
     data: &TestWorkspace,
     ws: &TestWorkspace,
 ) -> (String, String) {
-    let first = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let first = process();
     let out = first.block_on(async {
         let (engine, _) = engine_with(turns.clone(), policy.clone(), data);
         let id = create(&engine, "write", ws.path());
@@ -607,23 +611,10 @@ fn die_waiting(
 fn an_answer_recorded_before_the_resume_is_taken_by_it() {
     let data = TestWorkspace::new();
     let ws = TestWorkspace::new();
-    let turns = json!([
-        turn(
-            "",
-            vec![call(
-                "write_to_file",
-                json!({"path": "out.txt", "content": "approved while down\n"})
-            )]
-        ),
-        complete("done"),
-    ]);
+    let turns = write_then_complete("approved while down\n");
     let policy = ApprovalPolicy::from_groups("read").expect("policy");
     let (id, ask_id) = die_waiting(&turns, &policy, &data, &ws);
-    let second = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let second = process();
     second.block_on(async {
         let (engine, _) = engine_with(turns, policy, &data);
         engine.answer(&id, &ask_id, Answer::Yes).expect("recorded");
@@ -660,25 +651,12 @@ fn an_answer_recorded_before_the_resume_is_taken_by_it() {
 fn an_ask_open_when_the_process_dies_is_pending_again_after_resume() {
     let data = TestWorkspace::new();
     let ws = TestWorkspace::new();
-    let turns = json!([
-        turn(
-            "",
-            vec![call(
-                "write_to_file",
-                json!({"path": "out.txt", "content": "after the crash\n"})
-            )]
-        ),
-        complete("done"),
-    ]);
+    let turns = write_then_complete("after the crash\n");
     let policy = ApprovalPolicy::from_groups("read").expect("policy");
     let (id, ask_id) = die_waiting(&turns, &policy, &data, &ws);
 
     // The second: the ask is open in the store, and again after resume.
-    let second = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let second = process();
     second.block_on(async {
         let (engine, _) = engine_with(turns, policy, &data);
         let open = engine.pending_asks(&id).expect("asks");

@@ -36,6 +36,16 @@ impl Host {
             .count()
     }
 
+    /// Wait (a minute at most) until this host has taken `n` tasks.
+    async fn wait_taken(&self, n: usize) {
+        for _ in 0..1200 {
+            if self.taken() >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -492,22 +502,12 @@ async fn a_paused_host_cannot_write_to_a_task_taken_over() {
             json!({"prompt": "go", "workspace": "ws", "approve": ["read"]}),
         )
         .await;
-    for _ in 0..1200 {
-        if a.taken() == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    a.wait_taken(1).await;
     assert_eq!(a.taken(), 1, "host a took the task");
     // A is paused while its model call is under way.
     signal(&a, "-STOP");
     let b = start_host(dir.path(), "b", &url, &root, &script, 4).await;
-    for _ in 0..1200 {
-        if b.taken() == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    b.wait_taken(1).await;
     assert_eq!(b.taken(), 1, "host b took the task over after a's lease");
     signal(&a, "-CONT");
     let gave_up = "another process or host runs the task now";
