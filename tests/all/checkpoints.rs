@@ -6,6 +6,12 @@
 //! the conversation to that turn; a file someone else changed since is a
 //! conflict, left alone unless forced; the restore is in the history and
 //! the trace; and `roost checkpoints` does the same from the command line.
+//!
+//! And the shadow repository attacked through the binary, as root and as
+//! an unprivileged user: FIFOs named `.gitignore`/`.gitattributes` never
+//! hang a task, a `.gitignore` cannot pull what Roost keeps out into a
+//! checkpoint (nor `checkpoints diff` print it), and a restore brings
+//! symlinks back as symlinks and files with their own modes.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,6 +22,7 @@ use roost_core::store::Store;
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
 use roost_protocol::RestoreMode;
 use roost_tests::harness::{Harness, call, complete, scripted_harness, turn};
+use roost_tests::identity::{Identity, NOBODY, chown_tree, identities};
 use roost_tests::user::ScriptedUser;
 use serde_json::{Value, json};
 
@@ -329,4 +336,368 @@ async fn hostile_workspaces_neither_hang_nor_leak_a_checkpoint() {
             .file_type()
             .is_symlink()
     );
+}
+
+/// A workspace, a canary beside it and a data dir, driven through the
+/// `roost` binary with commands allowed (`--allow-commands`, every
+/// command line) as `who`: the attacks of issue 43 on the shadow
+/// repository.
+struct Cli {
+    dir: tempfile::TempDir,
+    who: Identity,
+}
+
+/// Longest a scripted run may take before the test calls it hung.
+const RUN_BOUND: std::time::Duration = std::time::Duration::from_secs(180);
+
+impl Cli {
+    fn new(who: Identity) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for d in ["data", "ws", "canary", "home"] {
+            std::fs::create_dir_all(dir.path().join(d)).expect("mkdir");
+        }
+        std::fs::write(dir.path().join("canary/secret.txt"), "canary secret\n").expect("canary");
+        std::fs::write(
+            dir.path().join("data/config.toml"),
+            "[commands]\nallowed_commands = [\"*\"]\n",
+        )
+        .expect("config");
+        Self { dir, who }
+    }
+
+    fn ws(&self) -> std::path::PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    fn data(&self) -> std::path::PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn canary(&self) -> std::path::PathBuf {
+        self.dir.path().join("canary")
+    }
+
+    /// `roost` as `who`, everything the test made so far handed to it.
+    fn roost(&self) -> std::process::Command {
+        if self.who == Identity::Nobody {
+            chown_tree(self.dir.path(), NOBODY);
+        }
+        let mut c = self.who.command(Path::new(env!("CARGO_BIN_EXE_roost")));
+        c.env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", self.dir.path().join("home"))
+            .env("ROOST_CONFIG", self.data().join("config.toml"))
+            .arg("--data-dir")
+            .arg(self.data());
+        c
+    }
+
+    /// `roost ARGS`: exit code, stdout, stderr.
+    fn cmd(&self, args: &[&str]) -> (Option<i32>, String, String) {
+        let out = self.roost().args(args).output().expect("runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Run the scripted task `turns` to its end and return its id and
+    /// what it printed. A run still going after [`RUN_BOUND`] is killed,
+    /// each FIFO of `fifos` opened (so no git left behind stays blocked on
+    /// one) and removed, and the test fails.
+    fn run(&self, turns: Value, fifos: &[std::path::PathBuf]) -> (String, String) {
+        use std::process::Stdio;
+        let script = self.dir.path().join("script.json");
+        std::fs::write(&script, json!({ "turns": turns }).to_string()).expect("script");
+        let child = self
+            .roost()
+            .args(["run", "work", "--yes", "--allow-commands", "--workspace"])
+            .arg(self.ws())
+            .arg("--script")
+            .arg(&script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn roost");
+        let pid = child.id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        let out = match rx.recv_timeout(RUN_BOUND) {
+            Ok(out) => out.expect("roost runs"),
+            Err(_) => {
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+                for f in fifos {
+                    // Read-write never blocks on a FIFO, and wakes a reader.
+                    let _ = std::fs::OpenOptions::new().read(true).write(true).open(f);
+                    let _ = std::fs::remove_file(f);
+                }
+                panic!("the task hung: still running after {RUN_BOUND:?}");
+            }
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "as {:?}: {stdout}{}",
+            self.who,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let store = Store::open(&Store::default_path(&self.data())).expect("store");
+        let id = store.list_tasks(1).expect("tasks")[0].id.clone();
+        (id, stdout)
+    }
+
+    /// Every object of every shadow repository, as `git cat-file` prints
+    /// it (reachable or not, loose or packed).
+    fn shadow_objects(&self) -> Vec<u8> {
+        let mut all = Vec::new();
+        let root = self.data().join("checkpoints");
+        for e in std::fs::read_dir(&root).expect("checkpoints dir").flatten() {
+            let out = std::process::Command::new("git")
+                .arg("--git-dir")
+                .arg(e.path())
+                .args(["cat-file", "--batch-all-objects", "--batch"])
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .output()
+                .expect("git cat-file");
+            assert!(out.status.success(), "{out:?}");
+            all.extend(out.stdout);
+        }
+        assert!(
+            !all.is_empty(),
+            "no shadow repository under {}",
+            root.display()
+        );
+        all
+    }
+}
+
+fn write_call(path: &str, content: &str) -> Value {
+    turn(
+        "",
+        vec![call(
+            "write_to_file",
+            json!({"path": path, "content": content}),
+        )],
+    )
+}
+
+fn command_turn(line: &str) -> Value {
+    turn(
+        "",
+        vec![call("execute_command", json!({ "command": line }))],
+    )
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Issue 43, item 9: FIFOs named `.gitignore` and `.gitattributes` (at
+/// the root and in a subdirectory, planted before the task, and one
+/// planted by the task's own command) never hang it: every turn still
+/// takes its checkpoint, a restore still brings the files back, and
+/// neither the FIFOs nor the canary outside are touched.
+#[test]
+fn fifos_named_like_git_files_never_hang_a_task() {
+    for who in identities() {
+        fifos_named_like_git_files_never_hang_a_task_as(who);
+    }
+}
+
+fn fifos_named_like_git_files_never_hang_a_task_as(who: Identity) {
+    let cli = Cli::new(who);
+    let ws = cli.ws();
+    std::fs::write(ws.join("a.txt"), "original\n").expect("write");
+    std::fs::create_dir_all(ws.join("src")).expect("mkdir");
+    std::fs::create_dir_all(ws.join("lib")).expect("mkdir");
+    std::fs::write(ws.join("src/main.rs"), "fn main() {}\n").expect("write");
+    let fifos = [
+        ws.join(".gitignore"),
+        ws.join("src/.gitattributes"),
+        ws.join("lib/.gitignore"),
+    ];
+    roost_tests::mkfifo(&fifos[0]);
+    roost_tests::mkfifo(&fifos[1]);
+    let canary = roost_tests::tree_hash(&cli.canary());
+    let (id, out) = cli.run(
+        json!([
+            write_call("a.txt", "changed\n"),
+            command_turn("mkfifo lib/.gitignore && echo made > lib/x.txt"),
+            write_call("src/main.rs", "fn main() { println!(); }\n"),
+            complete("done"),
+        ]),
+        &fifos,
+    );
+    for n in 1..=3 {
+        assert!(
+            out.contains(&format!("◆ checkpoint {n} (turn {n})")),
+            "{out}"
+        );
+    }
+    let (code, out, err) = cli.cmd(&["checkpoints", "restore", &id, "1", "--files-only"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).expect("a"),
+        "original\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/main.rs")).expect("main"),
+        "fn main() {}\n"
+    );
+    assert!(!ws.join("lib/x.txt").exists(), "{out}");
+    for f in &fifos {
+        use std::os::unix::fs::FileTypeExt;
+        let ft = std::fs::symlink_metadata(f)
+            .expect("still there")
+            .file_type();
+        assert!(ft.is_fifo(), "{} is still a FIFO", f.display());
+    }
+    assert_eq!(roost_tests::tree_hash(&cli.canary()), canary);
+}
+
+/// Issue 43, item 10: a workspace `.gitignore` whose `!` lines name what
+/// Roost keeps out of checkpoints (a `.rooignore`d secret, a file over
+/// the size cap, `.orchestration/`) pulls none of it into the shadow
+/// repository — not a tree entry, not a blob — and `roost checkpoints
+/// diff` prints no secret.
+#[test]
+fn a_gitignore_cannot_pull_what_roost_excludes_into_a_checkpoint() {
+    for who in identities() {
+        a_gitignore_cannot_pull_what_roost_excludes_into_a_checkpoint_as(who);
+    }
+}
+
+fn a_gitignore_cannot_pull_what_roost_excludes_into_a_checkpoint_as(who: Identity) {
+    use std::io::Write;
+    let cli = Cli::new(who);
+    let ws = cli.ws();
+    std::fs::write(ws.join("a.txt"), "alpha\n").expect("write");
+    std::fs::write(
+        ws.join(".gitignore"),
+        "!.env\n!big.bin\n!.orchestration/\n!.orchestration/**\n",
+    )
+    .expect("write");
+    std::fs::write(ws.join(".rooignore"), ".env\n").expect("write");
+    std::fs::write(ws.join(".env"), "API_KEY=sk-first-checkpoint-secret\n").expect("write");
+    // Over the 32 MiB cap (sparse), with a marker at the start.
+    let mut big = std::fs::File::create(ws.join("big.bin")).expect("big");
+    big.write_all(b"big-file-marker-7f3a").expect("marker");
+    big.set_len(33 << 20).expect("grow");
+    drop(big);
+    let canary = roost_tests::tree_hash(&cli.canary());
+    let (id, out) = cli.run(
+        json!([write_call("a.txt", "beta\n"), complete("done")]),
+        &[],
+    );
+    assert!(out.contains("◆ checkpoint 1 (turn 1)"), "{out}");
+    // Since: the secret rotated, Roost's own files written.
+    std::fs::write(ws.join(".env"), "API_KEY=sk-rotated-secret\n").expect("write");
+    std::fs::create_dir_all(ws.join(".orchestration")).expect("mkdir");
+    std::fs::write(
+        ws.join(".orchestration/agent_trace.jsonl"),
+        "{\"marker\":\"orchestration-marker-5c1d\"}\n",
+    )
+    .expect("write");
+    let (code, diff, err) = cli.cmd(&["checkpoints", "diff", &id, "1"]);
+    assert_eq!(code, Some(0), "{diff}{err}");
+    assert!(diff.contains("-alpha") && diff.contains("+beta"), "{diff}");
+    for secret in [
+        "sk-first-checkpoint-secret",
+        "sk-rotated-secret",
+        "orchestration-marker-5c1d",
+        "big-file-marker-7f3a",
+        ".env",
+        "big.bin",
+        ".orchestration",
+    ] {
+        assert!(!diff.contains(secret), "the diff shows {secret}:\n{diff}");
+    }
+    let objects = cli.shadow_objects();
+    for secret in [
+        &b"sk-first-checkpoint-secret"[..],
+        b"sk-rotated-secret",
+        b"orchestration-marker-5c1d",
+        b"big-file-marker-7f3a",
+        // Tree entries: `<mode> <name>\0`.
+        b" .env\0",
+        b" big.bin\0",
+        b" .orchestration\0",
+    ] {
+        assert!(
+            !contains(&objects, secret),
+            "the shadow repository holds {}",
+            String::from_utf8_lossy(secret)
+        );
+    }
+    assert!(contains(&objects, b"alpha") && contains(&objects, b" a.txt\0"));
+    assert_eq!(roost_tests::tree_hash(&cli.canary()), canary);
+}
+
+/// Issue 43, item 11: a command removes two symlinks (one inside the
+/// workspace, one to the canary outside) and changes a file's mode; the
+/// restore brings the links back as links with their targets (the one
+/// outside is not followed: the canary is untouched) and the file with
+/// its own mode, not a default one.
+#[test]
+fn a_restore_brings_back_symlinks_as_symlinks_and_keeps_modes() {
+    for who in identities() {
+        a_restore_brings_back_symlinks_as_symlinks_and_keeps_modes_as(who);
+    }
+}
+
+fn a_restore_brings_back_symlinks_as_symlinks_and_keeps_modes_as(who: Identity) {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let cli = Cli::new(who);
+    let ws = cli.ws();
+    std::fs::write(ws.join("a.txt"), "alpha\n").expect("write");
+    std::fs::create_dir_all(ws.join("sub")).expect("mkdir");
+    symlink("../a.txt", ws.join("sub/link")).expect("link");
+    let outside = cli.canary().join("secret.txt");
+    symlink(&outside, ws.join("out-link")).expect("link");
+    std::fs::write(ws.join("tool.sh"), "#!/bin/sh\necho hi\n").expect("write");
+    std::fs::set_permissions(ws.join("tool.sh"), std::fs::Permissions::from_mode(0o640))
+        .expect("chmod");
+    let canary = roost_tests::tree_hash(&cli.canary());
+    let before = roost_tests::tree_hash(&ws);
+    let (id, _) = cli.run(
+        json!([
+            command_turn("rm sub/link out-link && chmod 0750 tool.sh"),
+            complete("done"),
+        ]),
+        &[],
+    );
+    assert!(!ws.join("sub/link").exists() && ws.join("tool.sh").exists());
+    let (code, out, err) = cli.cmd(&["checkpoints", "restore", &id, "1", "--files-only"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let link = std::fs::symlink_metadata(ws.join("sub/link")).expect("link back");
+    assert!(link.file_type().is_symlink(), "{link:?}");
+    assert_eq!(
+        std::fs::read_link(ws.join("sub/link")).expect("target"),
+        Path::new("../a.txt")
+    );
+    assert_eq!(
+        std::fs::read_link(ws.join("out-link")).expect("target"),
+        outside
+    );
+    assert_eq!(
+        std::fs::metadata(ws.join("tool.sh"))
+            .expect("tool")
+            .permissions()
+            .mode()
+            & 0o7777,
+        0o640
+    );
+    let mut after = roost_tests::tree_hash(&ws);
+    after.retain(|k, _| !k.starts_with(".orchestration"));
+    assert_eq!(after, before, "byte for byte, links and modes, as before");
+    assert_eq!(roost_tests::tree_hash(&cli.canary()), canary);
 }

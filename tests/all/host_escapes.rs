@@ -617,6 +617,18 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
             "command outputs kept in the data dir",
         ),
         (
+            "core/src/commands/limits.rs",
+            "a command's cgroup under /sys/fs/cgroup and /proc/self/cgroup, never a workspace",
+        ),
+        (
+            "core/src/commands/sandbox.rs",
+            "the seccomp filter in an unlinked temporary file (a workspace only by handle)",
+        ),
+        (
+            "core/src/engine/builder.rs",
+            "the task store file's own path, resolved to hide it from commands",
+        ),
+        (
             "core/src/checkpoints/shadow.rs",
             "the shadow repositories in the data dir (the workspace itself only through git, read)",
         ),

@@ -12,6 +12,8 @@ mod bad_plugins;
 mod checkpoints;
 mod cli;
 mod cli_frictions;
+mod command_doors;
+mod command_policy;
 mod commands;
 mod conformance;
 mod crash;

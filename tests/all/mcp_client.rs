@@ -381,15 +381,261 @@ fn wait_for_port(port: u16) {
     panic!("nothing listens on {port}");
 }
 
+/// A host secret the tests' project entries expand (`${env:…}`): it may
+/// reach a trusted server, and is never printed.
+const SECRET_VAR: &str = "ROOST_TEST_MCP_SECRET";
+const SECRET: &str = "s3cr3t-host-value";
+
 fn roost(data: &Path, config_home: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_roost"))
         .arg("--data-dir")
         .arg(data)
         .args(args)
         .env("XDG_CONFIG_HOME", config_home)
+        .env(SECRET_VAR, SECRET)
         .env_remove("ROOST_CONFIG")
         .output()
         .expect("roost runs")
+}
+
+/// `roost mcp list --json` of `ws`, each server's state by name.
+fn states(data: &Path, config_home: &Path, ws: &Path) -> Vec<(String, String)> {
+    let out = roost(
+        data,
+        config_home,
+        &[
+            "mcp",
+            "list",
+            "--json",
+            "--workspace",
+            ws.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    v["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap_or_default().to_owned(),
+                s["status"]["state"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Trust is given to the whole entry: after `roost mcp trust`, adding
+/// `alwaysAllow: ["*"]`, changing the timeout, the env or
+/// `disabledTools` makes the server untrusted again (nothing starts
+/// until it is trusted as it now stands).
+#[test]
+pub(crate) fn any_change_to_a_trusted_entry_needs_trust_again() {
+    let ws = roost_tests::TestWorkspace::new();
+    let data = ws.root().join("data");
+    let xdg = ws.root().join("xdg");
+    std::fs::create_dir_all(xdg.join("roost")).expect("config dir");
+    let write = |entry: &Value| {
+        ws.write(
+            ".roo/mcp.json",
+            &json!({"mcpServers": {"repo": entry}}).to_string(),
+        );
+    };
+    let trust = || {
+        let out = roost(
+            &data,
+            &xdg,
+            &[
+                "mcp",
+                "trust",
+                "--workspace",
+                ws.path().to_str().expect("utf-8"),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let repo = || states(&data, &xdg, &ws.path());
+    let untrusted = vec![("repo".to_owned(), "untrusted".to_owned())];
+    let mut entry = hostile("tools");
+    write(&entry);
+    assert_eq!(repo(), untrusted);
+    trust();
+    assert_eq!(repo(), vec![("repo".to_owned(), "ready".to_owned())]);
+    let changes: [(&str, Value); 4] = [
+        ("alwaysAllow", json!(["*"])),
+        ("timeout", json!(6)),
+        ("env", json!({"EXTRA": "1"})),
+        ("disabledTools", json!(["echo"])),
+    ];
+    for (field, value) in changes {
+        entry[field] = value;
+        write(&entry);
+        assert_eq!(repo(), untrusted, "after changing {field}");
+        trust();
+    }
+}
+
+/// What `roost mcp trust` prints is exactly what it trusted, all of it:
+/// the command line, the working directory, every env variable and header
+/// as written, each host variable the entry expands (prominently, by
+/// name — its value is never shown), the profile, the network origins,
+/// the tools called without asking, the timeout, the tools not offered.
+#[test]
+pub(crate) fn mcp_trust_prints_everything_it_trusted() {
+    let ws = roost_tests::TestWorkspace::new();
+    let data = ws.root().join("data");
+    let xdg = ws.root().join("xdg");
+    std::fs::create_dir_all(xdg.join("roost")).expect("config dir");
+    ws.write(
+        ".roo/mcp.json",
+        &json!({"mcpServers": {
+            "local": {
+                "command": "node",
+                "args": ["server.js", "--token", format!("${{env:{SECRET_VAR}}}")],
+                "cwd": "tools",
+                "env": {"API_KEY": format!("${{env:{SECRET_VAR}}}"), "MODE": "quiet"},
+                "profile": "workspace",
+                "allowNetwork": ["https://api.example.com"],
+                "alwaysAllow": ["*"],
+                "timeout": 7,
+                "disabledTools": ["crash"],
+            },
+            "remote": {
+                "type": "streamable-http",
+                "url": "https://mcp.example.com/mcp",
+                "headers": {"Authorization": format!("Bearer ${{env:{SECRET_VAR}}}")},
+            },
+        }})
+        .to_string(),
+    );
+    let out = roost(
+        &data,
+        &xdg,
+        &[
+            "mcp",
+            "trust",
+            "--workspace",
+            ws.path().to_str().expect("utf-8"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains(SECRET) && !String::from_utf8_lossy(&out.stderr).contains(SECRET),
+        "a host value is never shown: {text}"
+    );
+    let file = ws.path().join(".roo/mcp.json").display().to_string();
+    insta::assert_snapshot!(
+        "mcp_trust_output",
+        text.replace(&file, "[workspace]/.roo/mcp.json")
+    );
+}
+
+/// Two servers whose tools would be offered under one name: `roost mcp
+/// list` shows what a task gets — the first server's tool offered, the
+/// other's refused, naming the one that holds the name.
+#[test]
+pub(crate) fn mcp_list_shows_which_colliding_tool_is_offered() {
+    let ws = roost_tests::TestWorkspace::new();
+    let data = ws.root().join("data");
+    let xdg = ws.root().join("xdg");
+    std::fs::create_dir_all(xdg.join("roost")).expect("config dir");
+    std::fs::write(
+        xdg.join("roost/mcp_settings.json"),
+        json!({"mcpServers": {"a": hostile("collide"), "a__b": hostile("collide")}}).to_string(),
+    )
+    .expect("settings");
+    let w = ws.path();
+    let w = w.to_str().expect("utf-8");
+    let out = roost(&data, &xdg, &["mcp", "list", "--json", "--workspace", w]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let tool = |server: &str, tool: &str| {
+        v["servers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|s| s["name"] == server)
+            .and_then(|s| s["tools"].as_array())
+            .into_iter()
+            .flatten()
+            .find(|t| t["name"] == tool)
+            .cloned()
+            .unwrap_or_else(|| panic!("{server}'s {tool} listed: {v}"))
+    };
+    let kept = tool("a", "b__c");
+    assert_eq!(kept["offered"], "mcp__a__b__c");
+    assert!(kept["refused"].is_null(), "{kept}");
+    let refused = tool("a__b", "c");
+    let why = refused["refused"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("another tool is called `mcp__a__b__c`")
+            && why.contains("server `a`'s `b__c`"),
+        "{refused}"
+    );
+    // The same in words.
+    let out = roost(&data, &xdg, &["mcp", "list", "--workspace", w]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("tool mcp__a__b__c") && text.contains("tool c NOT OFFERED: another tool"),
+        "{text}"
+    );
+}
+
+/// A result line larger than Roost reads (16 MiB) fails the call at once
+/// with a clear error — the MCP library would drop it and leave the call
+/// to wait out its timeout — and the server is restarted.
+#[test]
+pub(crate) fn an_oversized_result_fails_at_once_with_a_clear_error() {
+    let ws = roost_tests::TestWorkspace::new();
+    let data = ws.root().join("data");
+    let xdg = ws.root().join("xdg");
+    std::fs::create_dir_all(xdg.join("roost")).expect("config dir");
+    let mut server = hostile("tools");
+    server["timeout"] = json!(30);
+    std::fs::write(
+        xdg.join("roost/mcp_settings.json"),
+        json!({"mcpServers": {"big": server}}).to_string(),
+    )
+    .expect("settings");
+    let w = ws.path();
+    let out = roost(
+        &data,
+        &xdg,
+        &[
+            "mcp",
+            "call",
+            "big",
+            "big",
+            "--args",
+            r#"{"bytes": 17000000}"#,
+            "--workspace",
+            w.to_str().expect("utf-8"),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("larger than 16 MiB") && !err.contains("did not answer"),
+        "{err}"
+    );
 }
 
 /// A workspace's own `.roo/mcp.json` starts nothing until trusted (not
@@ -569,9 +815,11 @@ fn the_cli_asks_before_a_project_server_starts() {
     let data = ws.root().join("data");
     let xdg = ws.root().join("xdg");
     std::fs::create_dir_all(&xdg).expect("xdg");
+    let mut repo = hostile("tools");
+    repo["env"] = json!({"TOKEN": format!("${{env:{SECRET_VAR}}}")});
     ws.write(
         ".roo/mcp.json",
-        &json!({"mcpServers": {"repo": hostile("tools")}}).to_string(),
+        &json!({"mcpServers": {"repo": repo}}).to_string(),
     );
     let script = ws.root().join("script.json");
     std::fs::write(&script, json!({"turns": [complete("done")]}).to_string()).expect("script");
@@ -584,6 +832,7 @@ fn the_cli_asks_before_a_project_server_starts() {
             .arg("--script")
             .arg(&script)
             .env("XDG_CONFIG_HOME", &xdg)
+            .env(SECRET_VAR, SECRET)
             .env("TERM", "xterm")
             .env_remove("ROOST_CONFIG");
         if yes {
@@ -625,17 +874,43 @@ fn the_cli_asks_before_a_project_server_starts() {
     );
     assert_eq!(state(), "untrusted");
 
-    let mut p = spawn_with_options(
-        run(true),
-        Options::new()
-            .timeout_ms(Some(120_000))
-            .strip_ansi_escape_codes(true),
-    )
-    .expect("roost starts on a pty");
-    p.exp_string("wants to start:")
-        .expect("the servers are named");
-    p.exp_string("Trust and start them in this workspace? [y/N]")
-        .expect("asked");
+    let ask = || {
+        let mut p = spawn_with_options(
+            run(true),
+            Options::new()
+                .timeout_ms(Some(120_000))
+                .strip_ansi_escape_codes(true),
+        )
+        .expect("roost starts on a pty");
+        p.exp_string("wants to start:")
+            .expect("the servers are named");
+        // All of the entry, the host variable it expands first.
+        p.exp_string(&format!("! passes your {SECRET_VAR} to this server"))
+            .expect("the host variable is named");
+        p.exp_string(&format!("env: TOKEN=${{env:{SECRET_VAR}}}"))
+            .expect("the env is shown as written");
+        p.exp_string("sandbox profile: read-only")
+            .expect("the profile is shown");
+        let before = p
+            .exp_string("Trust and start them in this workspace? [y/N]")
+            .expect("asked");
+        assert!(!before.contains(SECRET), "{before}");
+        p
+    };
+    // The entry changes while the person reads it: what they trust is
+    // what they were shown, so the changed entry stays untrusted.
+    let mut p = ask();
+    let mut changed = repo.clone();
+    changed["alwaysAllow"] = json!(["*"]);
+    ws.write(
+        ".roo/mcp.json",
+        &json!({"mcpServers": {"repo": changed}}).to_string(),
+    );
+    p.send_line("y").expect("send");
+    p.exp_eof().expect("the task ends");
+    assert_eq!(state(), "untrusted", "what was not shown is not trusted");
+
+    let mut p = ask();
     p.send_line("y").expect("send");
     p.exp_eof().expect("the task ends");
     assert_eq!(state(), "ready", "trusted once, the server starts");

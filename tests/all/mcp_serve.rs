@@ -504,6 +504,38 @@ async fn an_intent_scope_is_the_write_grant() {
     );
 }
 
+/// An intent whose scope goes through a symlink out of the workspace is
+/// refused when the server starts (scopes are resolved by handle within
+/// the workspace), and nothing is written where the symlink points.
+#[test]
+pub(crate) fn an_intent_scope_through_a_symlink_is_refused_at_start() {
+    let fx = Fixture::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), fx.ws.path().join("out")).unwrap();
+    fx.ws.write(
+        ".orchestration/active_intents.yaml",
+        &format!(
+            "{INTENTS}  - id: INT-9
+    name: Through a symlink
+    status: IN_PROGRESS
+    owned_scope: [\"out/**\"]
+"
+        ),
+    );
+    let o = fx
+        .roost(&["--intent", "INT-9"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("INT-9") && err.contains("out/**") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+}
+
 #[test]
 fn off_loopback_http_needs_a_token_and_checks_it() {
     let fx = Fixture::new();

@@ -1222,3 +1222,502 @@ async fn a_command_over_http_streams_its_output_over_sse() {
         result.data
     );
 }
+
+/// `roost serve` (the real binary) on a free port of 127.0.0.1 with
+/// `args`, its log in `log`; killed when dropped.
+struct Served {
+    child: std::process::Child,
+    port: u16,
+    log: PathBuf,
+    client: reqwest::Client,
+}
+
+impl Served {
+    async fn start(data: &Path, args: &[&std::ffi::OsStr]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("port")
+            .port();
+        let log = data.with_extension(format!("{port}.log"));
+        let child = crate::cli::roost(data)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("serve starts");
+        let s = Self {
+            child,
+            port,
+            log,
+            client: reqwest::Client::new(),
+        };
+        for _ in 0..600 {
+            if s.client.get(s.url("/v1/health")).send().await.is_ok() {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("roost serve did not start: {}", s.log_text());
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `method path` with `token` (if any), `host` as the `Host` (the
+    /// server's own address when `None`) and `body` (JSON) if any.
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        host: Option<&str>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .client
+            .request(method.parse().expect("method"), self.url(path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(h) = host {
+            // What a page on another site sends once its name resolves
+            // to 127.0.0.1: its own name, and its own origin.
+            req = req
+                .header("host", h)
+                .header("origin", format!("http://{h}"));
+        }
+        if let Some(b) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let r = req.send().await.expect("the server answers");
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// SIGTERM, and wait until it has stopped.
+    async fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        assert!(
+            std::process::Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .expect("kill")
+                .success()
+        );
+        let mut child = std::mem::replace(
+            &mut self.child,
+            std::process::Command::new("true").spawn().expect("true"),
+        );
+        let status = tokio::task::spawn_blocking(move || child.wait().expect("exits"))
+            .await
+            .expect("join");
+        assert!(status.success(), "{status:?}: {}", self.log_text());
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A token for `tenant` with `root`, made by `roost token create`.
+fn cli_token(data: &Path, tenant: &str, root: &Path) -> String {
+    let o = crate::cli::roost(data)
+        .args(["token", "create", "--tenant", tenant, "--root"])
+        .arg(root)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", crate::cli::text(&o));
+    String::from_utf8_lossy(&o.stdout).trim().to_owned()
+}
+
+/// Ada's root: a project with a secret, for Bob to aim at.
+fn ada_root(dir: &Path) -> PathBuf {
+    let root = dir.join("root-ada");
+    std::fs::create_dir_all(root.join("proj/src")).expect("root");
+    std::fs::write(root.join("proj/secret.txt"), "ada's secret\n").expect("write");
+    std::fs::write(root.join("proj/src/main.rs"), "fn main() {}\n").expect("write");
+    std::fs::write(root.join("notes.md"), "# notes\n").expect("write");
+    root
+}
+
+/// Swap the directory `ws` for a symbolic link to `target` (the old
+/// directory kept beside it).
+fn swap_for_link(ws: &Path, target: &Path) {
+    std::fs::rename(ws, ws.with_extension("old")).expect("rename");
+    symlink(target, ws);
+}
+
+/// Poll task `id` (a minute at most) until it has ended or waits for a
+/// person; as a person who approves everything, answer at most `answers`
+/// questions on the way. Its last view.
+async fn settle(s: &Served, token: &str, id: &str, mut answers: usize) -> Value {
+    for _ in 0..1200 {
+        let (_, task) = s
+            .send("GET", &format!("/v1/tasks/{id}"), Some(token), None, None)
+            .await;
+        if matches!(
+            task["status"].as_str(),
+            Some("failed" | "completed" | "aborted")
+        ) {
+            return task;
+        }
+        let (_, asks) = s
+            .send(
+                "GET",
+                &format!("/v1/tasks/{id}/asks"),
+                Some(token),
+                None,
+                None,
+            )
+            .await;
+        if let Some(ask) = asks.as_array().and_then(|a| a.first()) {
+            if answers == 0 {
+                return task;
+            }
+            let decision = if ask["kind"] == "completion" {
+                "accept"
+            } else {
+                "approve"
+            };
+            let (status, _) = s
+                .send(
+                    "POST",
+                    &format!(
+                        "/v1/tasks/{id}/asks/{}",
+                        ask["ask_id"].as_str().unwrap_or("")
+                    ),
+                    Some(token),
+                    None,
+                    Some(json!({ "decision": decision })),
+                )
+                .await;
+            if status == 204 {
+                answers -= 1;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("task {id} did not settle: {}", s.log_text());
+}
+
+/// What a refused task says: failed, with the reason in its history.
+async fn assert_refused(s: &Served, token: &str, id: &str, task: &Value) {
+    assert_eq!(task["status"], "failed", "{task}");
+    let (_, ui) = s
+        .send(
+            "GET",
+            &format!("/v1/tasks/{id}/messages"),
+            Some(token),
+            None,
+            None,
+        )
+        .await;
+    let said = ui.to_string();
+    assert!(
+        said.contains("is refused") && said.contains("symbolic link"),
+        "{said}"
+    );
+}
+
+/// Two tenants; Bob's workspace is checked at `POST /v1/tasks`, then
+/// swapped for a symbolic link to Ada's root before his task starts —
+/// while it waits for a slot, and before a finished task of his is
+/// continued with a new message. At each start the workspace is opened
+/// beneath Bob's root again, finds the link and refuses: the task fails
+/// with the reason, and Ada's root is exactly as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+pub(crate) async fn a_workspace_swapped_for_a_link_is_refused_when_its_task_starts_or_continues() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path().canonicalize().expect("canonical");
+    let data = dir.join("data");
+    let ada = ada_root(&dir);
+    let bob = dir.join("root-bob");
+    for ws in ["hold", "queued", "done"] {
+        std::fs::create_dir_all(bob.join(ws)).expect("ws");
+    }
+    let script = dir.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"model": "m", "turns": [
+            {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "out.txt", "content": "bob was here\n"}}]},
+            done("written"),
+            {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "more.txt", "content": "and here\n"}}]},
+            done("more")
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    let _ada_token = cli_token(&data, "ada", &ada);
+    let token = cli_token(&data, "bob", &bob);
+    let s = Served::start(
+        &data,
+        &[
+            "--script".as_ref(),
+            script.as_os_str(),
+            "--max-running".as_ref(),
+            "1".as_ref(),
+        ],
+    )
+    .await;
+    let before = roost_tests::tree_hash(&ada);
+    let create = |ws: &str, approve: bool| {
+        let mut body = json!({"prompt": "write", "workspace": ws});
+        if approve {
+            body["approve"] = json!(["edit"]);
+        }
+        body
+    };
+
+    // A task of Bob's that finishes in his own workspace.
+    let (status, v) = s
+        .send(
+            "POST",
+            "/v1/tasks",
+            Some(&token),
+            None,
+            Some(create("done", true)),
+        )
+        .await;
+    assert_eq!(status, 201, "{v}");
+    let done_id = v["id"].as_str().expect("id").to_owned();
+    let task = settle(&s, &token, &done_id, 1).await;
+    assert_eq!(task["status"], "completed", "{task}");
+    assert!(bob.join("done/out.txt").is_file());
+
+    // One that holds the only slot (it waits for a person)…
+    let (_, v) = s
+        .send(
+            "POST",
+            "/v1/tasks",
+            Some(&token),
+            None,
+            Some(create("hold", false)),
+        )
+        .await;
+    let hold = v["id"].as_str().expect("id").to_owned();
+    let task = settle(&s, &token, &hold, 0).await;
+    assert_eq!(task["status"], "waiting_for_approval", "{task}");
+    // …so the next waits for it, checked and queued.
+    let (status, v) = s
+        .send(
+            "POST",
+            "/v1/tasks",
+            Some(&token),
+            None,
+            Some(create("queued", true)),
+        )
+        .await;
+    assert_eq!((status, v["queued"].as_bool()), (201, Some(true)), "{v}");
+    let queued = v["id"].as_str().expect("id").to_owned();
+
+    // Bob swaps both workspaces for links to Ada's root.
+    swap_for_link(&bob.join("queued"), &ada);
+    swap_for_link(&bob.join("done"), &ada);
+    let (status, v) = s
+        .send(
+            "POST",
+            &format!("/v1/tasks/{done_id}/messages"),
+            Some(&token),
+            None,
+            Some(json!({"text": "write more"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{v}");
+    // The slot frees: the queued task starts, then the continued one.
+    let (status, _) = s
+        .send(
+            "POST",
+            &format!("/v1/tasks/{hold}/cancel"),
+            Some(&token),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 202);
+    for id in [&queued, &done_id] {
+        let task = settle(&s, &token, id, 2).await;
+        assert_refused(&s, &token, id, &task).await;
+    }
+    assert_eq!(roost_tests::tree_hash(&ada), before, "Ada's root changed");
+    assert!(!ada.join("out.txt").exists() && !ada.join("more.txt").exists());
+}
+
+/// A task of Bob's waits for a person when the server stops; Bob swaps
+/// its workspace for a link to Ada's root; the restarted server resumes
+/// the task, which opens its workspace beneath Bob's root again and is
+/// refused — even when Bob approves the write it was waiting for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+pub(crate) async fn a_workspace_swapped_while_the_server_was_down_is_refused_on_resume() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path().canonicalize().expect("canonical");
+    let data = dir.join("data");
+    let ada = ada_root(&dir);
+    let bob = dir.join("root-bob");
+    std::fs::create_dir_all(bob.join("ws")).expect("ws");
+    let script = dir.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"model": "m", "turns": write_then_done("out.txt")}).to_string(),
+    )
+    .expect("script");
+    let _ada_token = cli_token(&data, "ada", &ada);
+    let token = cli_token(&data, "bob", &bob);
+    let args = ["--script".as_ref(), script.as_os_str()];
+    let s = Served::start(&data, &args).await;
+    let before = roost_tests::tree_hash(&ada);
+    let (status, v) = s
+        .send(
+            "POST",
+            "/v1/tasks",
+            Some(&token),
+            None,
+            Some(json!({"prompt": "write", "workspace": "ws"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("id").to_owned();
+    let task = settle(&s, &token, &id, 0).await;
+    assert_eq!(task["status"], "waiting_for_approval", "{task}");
+    s.stop().await;
+
+    swap_for_link(&bob.join("ws"), &ada);
+    let s = Served::start(&data, &args).await;
+    let task = settle(&s, &token, &id, 2).await;
+    assert_refused(&s, &token, &id, &task).await;
+    assert_eq!(roost_tests::tree_hash(&ada), before, "Ada's root changed");
+    assert!(!ada.join("out.txt").exists());
+}
+
+/// DNS rebinding: a page on `evil.example` whose name now resolves to
+/// 127.0.0.1 sends its own name as `Host` (and its own origin). Every
+/// route — each one the OpenAPI document lists, the event streams, the
+/// document itself, the web UI, an unknown path — answers it `403` with
+/// a JSON error, with and without `--no-auth`; the server's own names
+/// (and an `--allowed-host`) still work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+pub(crate) async fn every_route_refuses_a_host_that_is_not_the_servers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path().canonicalize().expect("canonical");
+    let root = dir.join("root");
+    std::fs::create_dir_all(root.join("ws")).expect("ws");
+    let script = dir.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"model": "m", "turns": [done("ok")]}).to_string(),
+    )
+    .expect("script");
+    for no_auth in [true, false] {
+        let data = dir.join(if no_auth { "data-open" } else { "data-auth" });
+        let token = (!no_auth).then(|| cli_token(&data, "ada", &root));
+        let token = token.as_deref();
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "--script".as_ref(),
+            script.as_os_str(),
+            "--allowed-host".as_ref(),
+            "roost.example".as_ref(),
+        ];
+        if no_auth {
+            args.extend(["--no-auth".as_ref(), "--root".as_ref(), root.as_os_str()]);
+        }
+        let s = Served::start(&data, &args).await;
+        let port = s.port;
+        let task = json!({"prompt": "p", "workspace": "ws"});
+
+        // The server's own names work.
+        let (status, v) = s
+            .send("POST", "/v1/tasks", token, None, Some(task.clone()))
+            .await;
+        assert_eq!(status, 201, "{v}");
+        let id = v["id"].as_str().expect("id").to_owned();
+        for host in [
+            None,
+            Some(format!("localhost:{port}")),
+            Some(format!("[::1]:{port}")),
+            Some("roost.example".to_owned()),
+            Some(format!("ROOST.example:{port}")),
+        ] {
+            let (status, v) = s
+                .send("GET", "/v1/tasks", token, host.as_deref(), None)
+                .await;
+            assert_eq!(status, 200, "{host:?}: {v}");
+            assert_eq!(v["tasks"][0]["id"], id.as_str(), "{v}");
+        }
+        let (status, doc) = s.send("GET", "/v1/openapi.json", None, None, None).await;
+        assert_eq!(status, 200);
+        let r = s.client.get(s.url("/")).send().await.expect("ui");
+        assert_eq!(r.status().as_u16(), 200);
+
+        // Every route, as the rebound page would call it.
+        let mut routes: Vec<(String, String)> = vec![
+            ("GET".into(), "/".into()),
+            ("GET".into(), "/app.js".into()),
+            ("GET".into(), "/app.css".into()),
+            ("GET".into(), "/no/such/page".into()),
+            ("GET".into(), "/v1/no/such/route".into()),
+        ];
+        for (path, ops) in doc["paths"].as_object().expect("paths") {
+            for method in ops.as_object().expect("operations").keys() {
+                let path = path
+                    .replace("{id}", &id)
+                    .replace("{cp}", "1")
+                    .replace("{ask_id}", "x");
+                let path = if path.starts_with("/v1/modes")
+                    || path.starts_with("/v1/intents")
+                    || path.starts_with("/v1/trace")
+                {
+                    format!("{path}?workspace=ws")
+                } else {
+                    path
+                };
+                routes.push((method.to_uppercase(), path));
+            }
+        }
+        assert!(routes.len() > 25, "{routes:?}");
+        for host in [
+            format!("evil.example:{port}"),
+            "evil.example".to_owned(),
+            format!("127.0.0.1.evil.example:{port}"),
+            format!("localhost:{}", port.wrapping_add(1)),
+        ] {
+            for (method, path) in &routes {
+                // A body each route would take.
+                let body = (method == "POST").then(|| {
+                    if path == "/v1/tasks" {
+                        task.clone()
+                    } else if path.ends_with("/messages") {
+                        json!({"text": "hi"})
+                    } else if path.ends_with("/restore") {
+                        json!({})
+                    } else {
+                        json!({"decision": "approve"})
+                    }
+                });
+                let (status, v) = s.send(method, path, token, Some(&host), body).await;
+                assert_eq!(
+                    (status, v["code"].as_str()),
+                    (403, Some("forbidden")),
+                    "{method} {path} as Host {host} (no_auth {no_auth}): {v}"
+                );
+                assert!(
+                    v["message"].as_str().is_some_and(|m| m.contains("Host")),
+                    "{v}"
+                );
+            }
+        }
+        // Nothing the refused requests asked for was done.
+        let (_, list) = s.send("GET", "/v1/tasks", token, None, None).await;
+        assert_eq!(list["tasks"].as_array().map(Vec::len), Some(1), "{list}");
+    }
+}

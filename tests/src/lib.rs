@@ -237,6 +237,7 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
 /// queue is empty the defaults apply (approve, accept, no answer, stop).
 pub mod harness;
 pub mod http;
+pub mod identity;
 
 pub mod user {
     use std::collections::VecDeque;
@@ -378,6 +379,10 @@ pub enum Expect {
     Denied,
     /// Driven by a named test of the host suite instead.
     Host,
+    /// A door out of the WebAssembly sandbox (commands, MCP servers,
+    /// checkpoints, the server): driven by the named end-to-end test of
+    /// the module the line names.
+    Door,
 }
 
 /// One sandbox escape route of `tests/escape-routes.txt`.
@@ -405,6 +410,7 @@ pub fn escape_routes() -> Vec<EscapeRoute> {
                 Some("allowed") => Expect::Allowed,
                 Some("denied") => Expect::Denied,
                 Some("host") => Expect::Host,
+                Some("door") => Expect::Door,
                 other => panic!("escape-routes.txt: `{l}`: unknown expectation {other:?}"),
             };
             EscapeRoute {

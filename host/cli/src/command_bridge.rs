@@ -1,9 +1,11 @@
-//! `roost __command-bridge SOCKET PORT PROGRAM ARGS…`, run by the host
-//! inside a command's sandbox (never by a person): it serves the host's
-//! filtering proxy, reachable only as the Unix socket SOCKET, on the
-//! sandbox's own loopback at PORT — the sandbox has no other network —
-//! then runs the command and exits as it did. Plain threads, no runtime:
-//! it starts before every networked command.
+//! `roost __command-bridge --unix-sockets=allow|deny SOCKET PORT PROGRAM
+//! ARGS…`, run by the host inside a command's sandbox (never by a
+//! person): it serves the host's filtering proxy, reachable only as the
+//! Unix socket SOCKET, on the sandbox's own loopback at PORT — the sandbox
+//! has no other network — then runs the command under the seccomp filter
+//! of its profile (the bridge itself needs a Unix socket, so bubblewrap
+//! cannot install the filter for it) and exits as the command did. Plain
+//! threads, no runtime: it starts before every networked command.
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -17,9 +19,26 @@ pub const NAME: &str = "__command-bridge";
 
 /// Run the bridge with its arguments (after the subcommand's name).
 pub fn run(args: &[OsString]) -> ExitCode {
+    let unix_sockets = match args.first().and_then(|a| a.to_str()) {
+        Some("--unix-sockets=allow") => true,
+        Some("--unix-sockets=deny") => false,
+        _ => {
+            eprintln!("usage: roost {NAME} --unix-sockets=allow|deny SOCKET PORT PROGRAM [ARGS…]");
+            return ExitCode::from(2);
+        }
+    };
+    let args = args.get(1..).unwrap_or_default();
     let (Some(socket), Some(port), Some(program)) = (args.first(), args.get(1), args.get(2)) else {
-        eprintln!("usage: roost {NAME} SOCKET PORT PROGRAM [ARGS…]");
+        eprintln!("usage: roost {NAME} --unix-sockets=allow|deny SOCKET PORT PROGRAM [ARGS…]");
         return ExitCode::from(2);
+    };
+    // Fail closed: no filter, no command.
+    let filter = match roost_core::commands::seccomp::program(unix_sockets) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("roost: the command's sandbox is not complete: {e}");
+            return ExitCode::from(126);
+        }
     };
     let Some(port) = port.to_str().and_then(|p| p.parse::<u16>().ok()) else {
         eprintln!("roost {NAME}: bad port");
@@ -37,10 +56,17 @@ pub fn run(args: &[OsString]) -> ExitCode {
         }
         Err(e) => eprintln!("roost: the command's network proxy is not available: {e}"),
     }
-    match std::process::Command::new(program)
-        .args(args.get(3..).unwrap_or_default())
-        .status()
-    {
+    let mut command = std::process::Command::new(program);
+    command.args(args.get(3..).unwrap_or_default());
+    // SAFETY: installing a prepared filter makes only system calls
+    // (prctl, seccomp), no allocation.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        command.pre_exec(move || {
+            roost_core::commands::seccomp::apply(&filter).map_err(std::io::Error::other)
+        });
+    }
+    match command.status() {
         Ok(status) => {
             use std::os::unix::process::ExitStatusExt;
             let code = status

@@ -180,7 +180,18 @@ pub async fn run(args: DoctorArgs, data_dir: &Path) -> anyhow::Result<ExitCode> 
 
     // Optional parts.
     match version_of("bwrap", &["--version"]) {
-        Some(v) => say(Mark::Ok, "bubblewrap", &v),
+        Some(v) => {
+            say(Mark::Ok, "bubblewrap", &v);
+            // What the command sandbox holds on this machine.
+            let bwrap = roost_core::commands::Confinement::Bubblewrap("bwrap".into());
+            for p in roost_core::commands::protections(&bwrap) {
+                say(
+                    if p.given { Mark::Ok } else { Mark::Note },
+                    &format!("commands: {}", p.name),
+                    &p.detail,
+                );
+            }
+        }
         None => say(
             Mark::Note,
             "bubblewrap",

@@ -14,7 +14,8 @@ use clap::{Args, Subcommand};
 use super::sanitize::{json_text, visible_line};
 use roost_core::commands::CommandHost;
 use roost_core::config::{self, Config};
-use roost_core::mcp::{McpHub, ServerEntry, ServerState, Transport};
+use roost_core::mcp::trust::disclosure;
+use roost_core::mcp::{McpHub, ServerEntry, ServerState};
 
 /// `roost mcp …`
 #[derive(Debug, Subcommand)]
@@ -99,8 +100,12 @@ pub async fn run(cmd: McpCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
             if trusted.is_empty() {
                 outln!("this workspace configures no MCP servers of its own");
             }
-            for n in trusted {
-                outln!("trusted: {}", visible_line(&n));
+            // Exactly what was trusted, as the prompt shows it.
+            for e in &trusted {
+                outln!("trusted: {}", visible_line(&heading(e)));
+                for line in disclosure(e) {
+                    outln!("  {}", visible_line(&line));
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -129,31 +134,9 @@ fn hub(data_dir: &Path, cfg: &Config) -> anyhow::Result<McpHub> {
     Ok(McpHub::new(global_dir(), data_dir, Arc::new(host)))
 }
 
-fn transport_line(e: &ServerEntry) -> String {
-    match &e.transport {
-        Transport::Stdio { command, args, .. } => {
-            let mut words = vec![command.as_str()];
-            words.extend(args.iter().map(String::as_str));
-            format!("stdio: {}", shell_join(&words))
-        }
-        Transport::Http { url, .. } => format!("http: {url}"),
-    }
-}
-
-fn shell_join(words: &[&str]) -> String {
-    words
-        .iter()
-        .map(|w| {
-            if w.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_./=:@".contains(c))
-            {
-                (*w).to_owned()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+/// A server's name and the file that configures it.
+fn heading(e: &ServerEntry) -> String {
+    format!("{} ({})", e.name, e.file.display())
 }
 
 async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
@@ -162,10 +145,13 @@ async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let hub = hub(data_dir, &cfg)?;
     let servers = hub.servers(&workspace);
     servers.start().await;
+    // Tools marked as a task is offered them: of two that collide, the one
+    // offered and the one refused.
     let statuses: Vec<_> = servers
         .servers
         .values()
-        .map(|s| (s.entry.clone(), s.status()))
+        .map(|s| s.entry.clone())
+        .zip(servers.statuses())
         .collect();
     if a.json {
         let v = serde_json::json!({
@@ -173,7 +159,8 @@ async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
                 "name": s.name,
                 "source": e.source,
                 "file": e.file,
-                "transport": transport_line(e),
+                "transport": e.summary(),
+                "expands": e.host_vars,
                 "status": s.state,
                 "tools": s.tools,
                 "resources": s.resources.iter().map(|(u, n)| serde_json::json!({"uri": u, "name": n})).collect::<Vec<_>>(),
@@ -215,7 +202,7 @@ async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             "{} ({:?}, {}) — {}",
             visible_line(&s.name),
             e.source,
-            visible_line(&transport_line(e)),
+            visible_line(&e.summary()),
             visible_line(&state)
         );
         for t in &s.tools {
@@ -315,20 +302,18 @@ pub fn ask_trust(hub: &McpHub, workspace: &Path) -> anyhow::Result<()> {
     let mut err = std::io::stderr();
     writeln!(err, "This workspace's MCP configuration wants to start:")?;
     for e in &untrusted {
-        writeln!(
-            err,
-            "  {} — {} ({})",
-            visible_line(&e.name),
-            visible_line(&transport_line(e)),
-            e.file.display()
-        )?;
+        writeln!(err, "  {}", visible_line(&heading(e)))?;
+        for line in disclosure(e) {
+            writeln!(err, "    {}", visible_line(&line))?;
+        }
     }
     write!(err, "Trust and start them in this workspace? [y/N] ")?;
     err.flush()?;
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
     if matches!(line.trim(), "y" | "Y" | "yes") {
-        hub.trust(workspace, Some(&names))?;
+        // What was shown, not what the files say by now.
+        hub.trust_entries(workspace, &untrusted)?;
     } else {
         notice!("not started; `roost mcp trust` trusts them later");
     }

@@ -64,6 +64,10 @@ pub struct RunOptions {
     /// config's [commands] table says (even where it leaves them off).
     #[arg(long)]
     pub allow_commands: bool,
+    /// The engine serves several tenants (`roost serve`): commands see
+    /// the system and their own workspace, not the whole file system.
+    #[arg(skip)]
+    pub shared_host: bool,
 }
 
 /// Bounds on the subtasks a new task may start; they only tighten the
@@ -199,6 +203,9 @@ pub fn engine(
     }
     if opts.allow_commands {
         builder = builder.commands(cfg.commands.clone(), cfg.command_profiles.clone());
+    }
+    if opts.shared_host {
+        builder = builder.shared_host();
     }
     // This binary serves a command's network inside its sandbox.
     if let Ok(me) = std::env::current_exe() {

@@ -46,6 +46,13 @@ pub struct ServeArgs {
     /// served elsewhere). Repeatable.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+    /// Another `Host` requests may name (`host` for any port, or
+    /// `host:port`): the name a proxy in front, or the clients, reach the
+    /// server by. Besides it, only `localhost`, `127.0.0.1`, `[::1]` and
+    /// the bound address with its port are answered (no DNS rebinding).
+    /// Repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
     /// Let tasks run shell commands, sandboxed (see `roost run --help`).
     #[arg(long)]
     pub allow_commands: bool,
@@ -94,6 +101,7 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
         max_turns: None,
         hooks: Vec::new(),
         allow_commands: args.allow_commands,
+        shared_host: true,
     };
     let engine = super::run::engine(data_dir, &args.provider, &opts)?;
     let local_root = super::workspace_dir(&args.root)?;
@@ -107,6 +115,7 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
             requests_per_second: args.requests_per_second,
             burst: args.burst,
             allowed_origins: args.allow_origins.clone(),
+            allowed_hosts: args.allowed_hosts.clone(),
             modes_dir: config::default_path().parent().map(Path::to_path_buf),
             ..ServerConfig::default()
         },
@@ -135,6 +144,13 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
         );
     }
     notice!("roost serve: listening on http://{addr}/v1 (Ctrl-C or SIGTERM stops it)");
+    let hosts = roost_server::allowed_hosts(addr, &state)?;
+    if addr.ip().is_unspecified() {
+        notice!(
+            "roost serve: it answers requests for {} only; add --allowed-host NAME for each name or address clients use",
+            visible_line(&hosts.names().join(", "))
+        );
+    }
     let shutdown = stop_signal();
     roost_server::serve(listener, state, shutdown).await?;
     notice!("roost serve: stopped; interrupted tasks resume with `POST /v1/tasks/{{id}}/resume`");

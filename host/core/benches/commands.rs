@@ -47,6 +47,7 @@ async fn time(host: &CommandHost, ws: &std::path::Path) -> Vec<Duration> {
             hidden: &host.hidden,
             env: &env,
             proxy: None,
+            held: &[],
         };
         let mut capture = host
             .outputs
@@ -54,7 +55,7 @@ async fn time(host: &CommandHost, ws: &std::path::Path) -> Vec<Duration> {
             .expect("capture");
         let t = Instant::now();
         let ended = run(
-            host.confinement.command(&plan),
+            host.confinement.command(&plan, 30).expect("command"),
             Duration::from_secs(30),
             &mut capture,
             |_| async {},

@@ -432,9 +432,14 @@ pub fn openapi() -> Value {
             responses.insert("401".into(), err("No valid token"));
             responses.insert(
                 "403".into(),
-                err("Outside the caller's root, or a cross-site request"),
+                err("Outside the caller's root, a cross-site request, or a Host this server does not answer to"),
             );
             responses.insert("404".into(), err("No such task for this caller"));
+        } else {
+            responses.insert(
+                "403".into(),
+                err("A Host this server does not answer to (not its own name, an --allowed-host, or loopback)"),
+            );
         }
         if r.method == "post" {
             responses.insert("409".into(), err("The task's state does not allow it"));

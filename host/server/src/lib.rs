@@ -2,11 +2,14 @@
 //! A REST API under `/v1` (JSON in and out; every error a JSON body with a
 //! stable code), live events over Server-Sent Events with `Last-Event-ID`
 //! replay from the durable event log, and tenants: each token acts for
-//! one tenant, whose tasks lie under its workspace root and whose ids
-//! other tenants cannot see.
+//! one tenant, whose tasks lie under its workspace root (checked again at
+//! every start of a task, on the directory as it is then) and whose ids
+//! other tenants cannot see. Every route answers only requests that name
+//! the server in their `Host` ([`host_check`]: no DNS rebinding).
 //!
-//! Imports only `roost-core` and `roost-protocol`: the server is one more
-//! front-end of the engine, like the CLI.
+//! Imports `roost-core` and `roost-protocol` (and, from the sandbox, only
+//! the workspace handles it checks a workspace with, as a task opens it):
+//! the server is one more front-end of the engine, like the CLI.
 
 mod api;
 mod asks;
@@ -15,6 +18,7 @@ mod catalog;
 mod error;
 mod events;
 mod extract;
+pub mod host_check;
 mod limits;
 pub mod mcp;
 mod queue;
@@ -40,13 +44,18 @@ pub enum ServeError {
         "refusing to listen on {0} without authentication: --no-auth is only for loopback addresses (127.0.0.1, ::1)"
     )]
     OpenToTheNetwork(SocketAddr),
+    /// An allowed host that is not a host.
+    #[error(transparent)]
+    BadHost(#[from] host_check::BadHost),
     /// Serving failed.
     #[error("the server stopped: {0}")]
     Serve(#[source] std::io::Error),
 }
 
-/// The API's routes over `state`.
-pub fn router(state: Arc<ServerState>) -> Router {
+/// The API's routes over `state`, answering only requests whose `Host`
+/// is one of `hosts` (every route: the API, its event streams, its
+/// document and the web UI).
+pub fn router(state: Arc<ServerState>, hosts: host_check::AllowedHosts) -> Router {
     let v1 = api::v1().fallback(error::not_found);
     Router::new()
         .nest("/v1", v1)
@@ -59,16 +68,33 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(
             state.config.max_body_bytes,
         ))
+        // Outermost: before the rate limit, the store, or a route.
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(hosts),
+            host_check::guard,
+        ))
         .with_state(state)
 }
 
 /// Check that `addr` may be served as `state` is configured (no
-/// unauthenticated server off loopback).
+/// unauthenticated server off loopback; allowed hosts that are hosts).
 pub fn check_exposure(addr: SocketAddr, state: &ServerState) -> Result<(), ServeError> {
     if !state.config.auth && !addr.ip().is_loopback() {
         return Err(ServeError::OpenToTheNetwork(addr));
     }
+    host_check::AllowedHosts::check(&state.config.allowed_hosts)?;
     Ok(())
+}
+
+/// The `Host` values a server of `state` bound to `addr` answers to.
+pub fn allowed_hosts(
+    addr: SocketAddr,
+    state: &ServerState,
+) -> Result<host_check::AllowedHosts, ServeError> {
+    Ok(host_check::AllowedHosts::new(
+        addr,
+        &state.config.allowed_hosts,
+    )?)
 }
 
 /// How long running tool calls get to finish when the server stops.
@@ -83,15 +109,15 @@ pub async fn serve(
     state: Arc<ServerState>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    if let Ok(addr) = listener.local_addr() {
-        check_exposure(addr, &state)?;
-    }
+    let addr = listener.local_addr().map_err(ServeError::Serve)?;
+    check_exposure(addr, &state)?;
+    let hosts = allowed_hosts(addr, &state)?;
     let stopping = Arc::clone(&state);
     let signal = async move {
         shutdown.await;
         stopping.shutdown(STOP_BOUND).await;
     };
-    axum::serve(listener, router(state))
+    axum::serve(listener, router(state, hosts))
         .with_graceful_shutdown(signal)
         .await
         .map_err(ServeError::Serve)

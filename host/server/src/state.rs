@@ -36,6 +36,12 @@ pub struct ServerConfig {
     /// Origins (`https://host:port`) allowed to send state-changing
     /// requests besides the server's own.
     pub allowed_origins: Vec<String>,
+    /// More `Host` values requests may name besides the server's own
+    /// (`localhost`, `127.0.0.1`, `[::1]` and the bound address, with its
+    /// port): `host` for any port, or `host:port` — the name a proxy or
+    /// the clients reach it by. Any other `Host` is refused on every
+    /// route (DNS rebinding).
+    pub allowed_hosts: Vec<String>,
     /// The config dir's modes (global modes).
     pub modes_dir: Option<PathBuf>,
 }
@@ -51,6 +57,7 @@ impl Default for ServerConfig {
             max_running: 16,
             max_queued: 256,
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             modes_dir: None,
         }
     }
@@ -89,6 +96,12 @@ pub struct ServerState {
 impl ServerState {
     /// A server over `engine` with `config`.
     pub fn new(engine: Arc<Engine>, config: ServerConfig) -> Arc<Self> {
+        // A tenant's task runs only beneath its tenant's root, checked at
+        // every start on the directory as it is then (not only at `POST
+        // /v1/tasks`, which a swapped directory would outlive).
+        let local =
+            (!config.auth).then_some((crate::auth::LOCAL_TENANT, config.local_root.as_path()));
+        engine.confine_to_tenant_roots(local);
         let quota = Quota::per_second(config.requests_per_second).allow_burst(config.burst);
         Arc::new(Self {
             limiter: RateLimiter::keyed(quota),

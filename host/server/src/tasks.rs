@@ -77,7 +77,7 @@ pub async fn create(
     });
     let spec = TaskSpec {
         prompt: req.prompt,
-        workspace,
+        workspace: workspace.path.clone(),
         mode: req.mode.unwrap_or_default(),
         approval,
         max_turns: None,

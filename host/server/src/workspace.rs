@@ -1,16 +1,50 @@
 //! A task's workspace must lie inside its tenant's root, after symlinks
-//! are resolved (by the workspace layer, as the task will open it).
+//! are resolved (by the workspace layer, as the task will open it). It is
+//! then opened beneath the root, following no symlink, and pinned while
+//! the request uses it; a task checks it again at each of its starts.
 
 use std::path::{Path, PathBuf};
 
 use roost_core::engine::workspace_key;
+use roost_sandbox::capability::{Workspace, WorkspacePin};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 
-/// The canonical workspace `requested` names for `caller` (absolute, or
-/// relative to the tenant's root), or why not.
-pub fn resolve(caller: &Caller, requested: &str) -> Result<PathBuf, ApiError> {
+/// A workspace checked for a request: its canonical path, which leads to
+/// the directory opened beneath the tenant's root for as long as this
+/// lives (any open of the path meanwhile that would reach another
+/// directory is refused).
+pub struct Checked {
+    /// The canonical path.
+    pub path: PathBuf,
+    _pin: WorkspacePin,
+}
+
+impl std::ops::Deref for Checked {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The workspace `requested` names for `caller` (absolute, or relative to
+/// the tenant's root), checked and pinned, or why not.
+pub fn resolve(caller: &Caller, requested: &str) -> Result<Checked, ApiError> {
+    let path = canonical(caller, requested)?;
+    // Decided on the handle opened beneath the root (the path was
+    // resolved a moment ago, and might lead elsewhere by now).
+    let ws = Workspace::open_beneath(&caller.root, &path)
+        .map_err(|e| ApiError::forbidden(e.to_string()))?;
+    Ok(Checked {
+        _pin: ws.pin(),
+        path,
+    })
+}
+
+/// The canonical workspace `requested` names for `caller`, or why not.
+fn canonical(caller: &Caller, requested: &str) -> Result<PathBuf, ApiError> {
     if requested.trim().is_empty() {
         return Err(ApiError::invalid("name a workspace"));
     }

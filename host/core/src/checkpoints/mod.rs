@@ -7,17 +7,30 @@
 //! else changed since: that is a conflict, reported and left alone unless
 //! forced. A task's checkpoints are its own: concurrent tasks on one
 //! workspace keep separate indexes and refs.
+//!
+//! What a snapshot holds is decided by Roost ([`select`]): what the
+//! workspace's `.gitignore` files leave in, less what Roost always keeps
+//! out (`.rooignore`d paths, `.orchestration/`, `.git`, files over
+//! [`MAX_FILE_BYTES`], special files), which no `.gitignore` line can bring
+//! back. A restore puts back regular files (their executable bit from the
+//! checkpoint, their other permission bits as they are) and symbolic links
+//! as links, through the workspace's directory handles.
 
+pub mod select;
 pub mod shadow;
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use shadow::{MAX_FILE_BYTES, Shadow, ShadowError};
+pub use select::MAX_FILE_BYTES;
+use select::{Exclusions, SelectError, Selection};
+use shadow::{Shadow, ShadowError, TreeEntry};
 
 use crate::store::{CheckpointRecord, Store, StoreError};
 use roost_protocol::{RestoreMode, RestoreReport};
 use roost_sandbox::capability::dirfd::Kind;
-use roost_sandbox::capability::{RelPath, TreeStat, Workspace};
+use roost_sandbox::capability::{RelPath, Workspace, WorkspaceError};
 
 /// Why a checkpoint operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +38,9 @@ pub enum CheckpointError {
     /// The shadow repository failed.
     #[error(transparent)]
     Shadow(#[from] ShadowError),
+    /// The workspace could not be walked.
+    #[error("cannot take a checkpoint: {0}")]
+    Walk(#[from] SelectError),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -52,9 +68,6 @@ pub struct Checkpoints {
     root: PathBuf,
 }
 
-/// The most files a workspace walk looks at for files over the size cap.
-const MAX_WALKED: usize = 500_000;
-
 impl Checkpoints {
     /// Checkpoints kept under `data_dir/checkpoints/`.
     pub fn new(data_dir: &Path) -> Self {
@@ -64,14 +77,15 @@ impl Checkpoints {
     }
 
     fn shadow(&self, ws: &Workspace) -> Result<Shadow, CheckpointError> {
-        let shadow = Shadow::open(&self.root, ws.host_path())?;
-        let rooignore = ws
-            .read_text(".rooignore", 1 << 20)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        shadow.set_excludes(&rooignore, &large_files(ws))?;
-        Ok(shadow)
+        Ok(Shadow::open(&self.root, ws.host_path())?)
+    }
+
+    /// What a snapshot of `ws` holds now, with the exclusions it was
+    /// chosen by.
+    fn select(&self, ws: &Workspace) -> Result<(Selection, Exclusions), CheckpointError> {
+        let exclusions = Exclusions::of(ws);
+        let selection = select::select(ws, &exclusions, !shadow::git_honours_attr_source())?;
+        Ok((selection, exclusions))
     }
 
     /// The workspace as `task`'s checkpoint would hold it now (its tree
@@ -82,7 +96,8 @@ impl Checkpoints {
         ws: &Workspace,
     ) -> Result<(Shadow, String), CheckpointError> {
         let shadow = self.shadow(ws)?;
-        let tree = shadow.snapshot(task, None)?;
+        let (selection, _) = self.select(ws)?;
+        let tree = shadow.stage(task, &selection, None)?;
         Ok((shadow, tree))
     }
 
@@ -122,7 +137,8 @@ impl Checkpoints {
         paths: &[String],
     ) -> Result<(), CheckpointError> {
         let shadow = self.shadow(ws)?;
-        let tree = shadow.snapshot(task, Some(paths))?;
+        let (selection, _) = self.select(ws)?;
+        let tree = shadow.stage(task, &selection, Some(paths))?;
         let commit = shadow.commit(
             &tree,
             None,
@@ -147,11 +163,16 @@ impl Checkpoints {
     }
 
     /// The workspace now, as a tree (the task's own view untouched).
-    fn now(&self, shadow: &Shadow, task: &str) -> Result<String, CheckpointError> {
+    fn now(
+        &self,
+        shadow: &Shadow,
+        task: &str,
+        selection: &Selection,
+    ) -> Result<String, CheckpointError> {
         let scratch = format!("{task}-now-{}", uuid::Uuid::now_v7().simple());
         // From the task's index: only what changed since is hashed again.
         shadow.copy_index(task, &scratch);
-        let tree = shadow.snapshot(&scratch, None);
+        let tree = shadow.stage(&scratch, selection, None);
         shadow.forget_index(&scratch);
         Ok(tree?)
     }
@@ -166,14 +187,16 @@ impl Checkpoints {
     ) -> Result<String, CheckpointError> {
         let cp = self.record(store, task, id)?;
         let shadow = self.shadow(ws)?;
-        let now = self.now(&shadow, task)?;
+        let (selection, _) = self.select(ws)?;
+        let now = self.now(&shadow, task, &selection)?;
         Ok(shadow.diff(&cp.tree, &now)?)
     }
 
     /// Bring back checkpoint `id` of `task`: the files the task changed
     /// since (commands' changes included), the conversation, or both. A
     /// file someone else changed since the task last did is a conflict,
-    /// left alone unless `force`.
+    /// left alone unless `force`. Nothing Roost keeps out of snapshots now
+    /// is written, whatever an older checkpoint holds.
     pub fn restore(
         &self,
         store: &Store,
@@ -190,15 +213,19 @@ impl Checkpoints {
         };
         if mode != RestoreMode::ConversationOnly {
             let shadow = self.shadow(ws)?;
+            let (selection, exclusions) = self.select(ws)?;
             let head = shadow
                 .get_ref(task, "head")
                 .map(|c| shadow.tree_of(&c))
                 .transpose()?
                 .unwrap_or_else(|| cp.tree.clone());
-            let now = self.now(&shadow, task)?;
+            let now = self.now(&shadow, task, &selection)?;
             let ours = shadow.changed(&cp.tree, &head)?;
             let theirs = shadow.changed(&head, &now)?;
             for path in ours {
+                if exclusions.excludes(&path) {
+                    continue;
+                }
                 if theirs.contains(&path) {
                     report.conflicts.push(path.clone());
                     if !force {
@@ -209,23 +236,30 @@ impl Checkpoints {
                     path: path.clone(),
                     why: e.to_string(),
                 })?;
-                let write = |e: roost_sandbox::capability::WorkspaceError| CheckpointError::Write {
+                let write = |e: WorkspaceError| CheckpointError::Write {
                     path: path.clone(),
                     why: e.to_string(),
                 };
-                match shadow.file(&cp.tree, &path)? {
-                    Some((bytes, mode)) => {
-                        ws.replace_file(&rel, &bytes, mode & 0o777).map_err(write)?;
+                match shadow.entry(&cp.tree, &path)? {
+                    TreeEntry::File { bytes, executable } => {
+                        let mode = file_mode(ws, &rel, executable);
+                        ws.replace_file(&rel, &bytes, mode).map_err(write)?;
                         report.restored.push(path);
                     }
-                    None => {
+                    TreeEntry::Symlink(target) => {
+                        put_symlink(ws, &rel, &target).map_err(write)?;
+                        report.restored.push(path);
+                    }
+                    TreeEntry::Missing => {
                         ws.remove_file(&rel).map_err(write)?;
                         report.removed.push(path);
                     }
+                    TreeEntry::Other => {}
                 }
             }
             // The task's view is the workspace as the restore left it.
-            let tree = shadow.snapshot(task, None)?;
+            let (selection, _) = self.select(ws)?;
+            let tree = shadow.stage(task, &selection, None)?;
             let commit = shadow.commit(
                 &tree,
                 None,
@@ -241,20 +275,56 @@ impl Checkpoints {
     }
 }
 
-/// Workspace-relative paths of files over the size cap, found through
-/// the workspace layer (no link followed, no content read: a hostile
-/// `.gitignore` or `.rooignore` linked to `/dev/zero` is never opened).
-fn large_files(ws: &Workspace) -> Vec<String> {
-    let listed = TreeStat::take(
-        ws,
-        &[RelPath::root()],
-        &[".git", ".orchestration"],
-        MAX_WALKED,
-    )
-    .unwrap_or_default();
-    listed
-        .iter()
-        .filter(|(_, st)| st.kind == Kind::File && st.size > MAX_FILE_BYTES)
-        .map(|(p, _)| p.to_owned())
-        .collect()
+/// The permission bits a restored file gets. Git keeps only whether a
+/// file is executable, so a file still there keeps its own bits (a 0600
+/// secret stays 0600), with the executable bits set where it is readable
+/// or cleared as the checkpoint says; a file that is gone comes back 0644
+/// or 0755. Set-id bits are never restored.
+fn file_mode(ws: &Workspace, rel: &RelPath, executable: bool) -> u32 {
+    let current = split(rel).and_then(|(parent, name)| {
+        let st = ws.dir(&parent).ok()?.stat_opt(name).ok().flatten()?;
+        (st.kind == Kind::File).then_some(st.mode & 0o777)
+    });
+    match (current, executable) {
+        (Some(m), true) => m | ((m & 0o444) >> 2),
+        (Some(m), false) => m & !0o111,
+        (None, true) => 0o755,
+        (None, false) => 0o644,
+    }
+}
+
+/// `rel`'s parent directory and last component (`None` for the root).
+fn split(rel: &RelPath) -> Option<(RelPath, &OsStr)> {
+    let parts = rel.parts();
+    let (name, above) = parts.split_last()?;
+    let parent = above.iter().fold(RelPath::root(), |p, c| p.join(c));
+    Some((parent, name))
+}
+
+/// Put a symbolic link to `target` (stored as given, never resolved) at
+/// `rel` in place of the file or link there, creating missing parent
+/// directories: every step through directory handles, no link followed.
+fn put_symlink(ws: &Workspace, rel: &RelPath, target: &[u8]) -> Result<(), WorkspaceError> {
+    let Some((parent, name)) = split(rel) else {
+        return Err(WorkspaceError::Outside { path: ".".into() });
+    };
+    ws.ensure_dir(&parent)?;
+    let dir = ws.dir(&parent)?;
+    let io = |cause| WorkspaceError::Io {
+        path: rel.as_string(),
+        cause,
+    };
+    match dir.stat_opt(name).map_err(io)? {
+        Some(st) if st.kind == Kind::Dir => {
+            return Err(WorkspaceError::WrongKind {
+                path: rel.as_string(),
+                kind: Kind::Dir.word(),
+                wanted: "a file or symbolic link",
+            });
+        }
+        Some(_) => dir.remove_file(name).map_err(io)?,
+        None => {}
+    }
+    dir.symlink(Path::new(OsStr::from_bytes(target)), name)
+        .map_err(io)
 }

@@ -3,22 +3,45 @@
 //! binary. Never the user's `.git`: the workspace need not be a
 //! repository at all, and one that is is not touched. Each task keeps its
 //! own index (so concurrent tasks on one workspace never disturb each
-//! other) and its own refs; objects are shared. `.gitignore` is honoured
-//! as git honours it, `.rooignore` and files over the size cap are
-//! excluded, and `.git/` and `.orchestration/` are never part of a
-//! snapshot.
+//! other) and its own refs; objects are shared.
+//!
+//! Git never decides on its own what it reads in the workspace: what a
+//! snapshot holds is chosen first ([`super::select`]) and git is handed
+//! exactly those files ([`Shadow::stage`]), so it never walks the tree and
+//! never opens a `.gitignore`; the workspace's `.gitattributes` are never
+//! read either (attributes come from the empty tree, `GIT_ATTR_SOURCE`),
+//! so no filter, encoding or line-ending rule of the workspace changes
+//! what is kept, and the user's and the system's git configuration have no
+//! say. Every git run is bounded by a deadline: one that overruns (a file
+//! swapped for a FIFO between Roost's look and git's open, say) is killed
+//! and is an error, and the task goes on.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+
+use super::select::Selection;
 
 /// Held while a shadow repository is made.
 static INIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Largest file a snapshot keeps; larger ones are left as they are.
-pub const MAX_FILE_BYTES: u64 = 32 << 20;
+/// How long one git run may take before it is killed.
+pub const GIT_DEADLINE: Duration = Duration::from_secs(120);
+
+/// The empty tree (SHA-1): where attributes are read from instead of the
+/// workspace. Git knows it without it being stored.
+const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+/// What the shadow's own `info/attributes` says, for a git too old for
+/// `GIT_ATTR_SOURCE` (< 2.40), which still reads the workspace's
+/// `.gitattributes`: it has the last word, and turns every conversion off
+/// (a snapshot keeps the bytes as they are).
+const ATTRIBUTES: &str = "* -text -eol -ident -filter -working-tree-encoding\n";
 
 /// Why a checkpoint operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +57,17 @@ pub enum ShadowError {
         /// What git said.
         why: String,
     },
+    /// git ran past its deadline and was killed.
+    #[error(
+        "git {what} did not finish within {secs} s and was stopped (something in the workspace may block a \
+         reader: a file swapped for a FIFO while git ran, say)"
+    )]
+    Overran {
+        /// What was run.
+        what: String,
+        /// The deadline, in seconds.
+        secs: u64,
+    },
     /// The file system failed.
     #[error("checkpoint store: {0}")]
     Io(#[from] std::io::Error),
@@ -44,6 +78,26 @@ pub enum ShadowError {
 pub struct Shadow {
     git_dir: PathBuf,
     work_tree: PathBuf,
+    deadline: Duration,
+}
+
+/// What a tree holds at one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TreeEntry {
+    /// A regular file: its bytes, and whether it is executable.
+    File {
+        /// Content.
+        bytes: Vec<u8>,
+        /// Mode 100755.
+        executable: bool,
+    },
+    /// A symbolic link and its target, as stored.
+    Symlink(Vec<u8>),
+    /// Nothing there.
+    Missing,
+    /// Something a restore leaves alone (a submodule link of an older
+    /// snapshot).
+    Other,
 }
 
 /// A task-owned ref name: `refs/roost/<task>/<name>`, the task id made
@@ -62,6 +116,97 @@ fn task_ref(task: &str, name: &str) -> String {
     format!("refs/roost/{safe}/{name}")
 }
 
+fn spawn_error(e: std::io::Error) -> ShadowError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => ShadowError::NoGit,
+        _ => ShadowError::Io(e),
+    }
+}
+
+/// Run `cmd` (stdout and stderr piped) with `input` on its stdin, killed
+/// when it runs past `deadline`.
+fn bounded(
+    mut cmd: Command,
+    input: Option<Vec<u8>>,
+    deadline: Duration,
+    what: &str,
+) -> Result<Output, ShadowError> {
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(spawn_error)?;
+    let pid = rustix::process::Pid::from_child(&child);
+    // A pidfd names this very process, even once it has exited.
+    let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok();
+    let writer = match (child.stdin.take(), input) {
+        (Some(mut stdin), Some(bytes)) => Some(std::thread::spawn(move || {
+            // A git that stops reading (it failed, or was killed) is
+            // reported by its exit, not here.
+            let _ = stdin.write_all(&bytes);
+        })),
+        _ => None,
+    };
+    let (done, finished) = mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || match finished.recv_timeout(deadline) {
+        Err(RecvTimeoutError::Timeout) => {
+            let killed = match &pidfd {
+                Some(fd) => rustix::process::pidfd_send_signal(fd, rustix::process::Signal::KILL),
+                // No pidfd (an old kernel): the child is not reaped before
+                // `done` is sent, so its pid is still its own.
+                None => rustix::process::kill_process(pid, rustix::process::Signal::KILL),
+            };
+            if let Err(e) = killed {
+                tracing::debug!("git past its deadline not killed: {e}");
+            }
+            true
+        }
+        _ => false,
+    });
+    let out = child.wait_with_output();
+    let _ = done.send(());
+    let overran = watchdog.join().unwrap_or(true);
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    let out = out?;
+    if overran {
+        return Err(ShadowError::Overran {
+            what: what.to_owned(),
+            secs: deadline.as_secs(),
+        });
+    }
+    Ok(out)
+}
+
+/// Whether this machine's git reads attributes from `GIT_ATTR_SOURCE`
+/// (2.40 and later); asked once.
+pub fn git_honours_attr_source() -> bool {
+    static ANSWER: OnceLock<bool> = OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        let mut c = Command::new("git");
+        c.arg("version")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        let Ok(out) = bounded(c, None, GIT_DEADLINE, "version") else {
+            return false;
+        };
+        // `git version 2.47.3` (vendors add suffixes after the numbers).
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut nums = text
+            .split_whitespace()
+            .nth(2)
+            .unwrap_or_default()
+            .split('.')
+            .map(|n| n.parse::<u32>().unwrap_or(0));
+        let (major, minor) = (nums.next().unwrap_or(0), nums.next().unwrap_or(0));
+        (major, minor) >= (2, 40)
+    })
+}
+
 impl Shadow {
     /// The shadow repository of the workspace `work_tree` (absolute,
     /// canonical) under `root`, made on first use.
@@ -72,36 +217,66 @@ impl Shadow {
         let shadow = Self {
             git_dir,
             work_tree: work_tree.to_path_buf(),
+            deadline: GIT_DEADLINE,
         };
         if !shadow.git_dir.join("HEAD").is_file() {
             // Two tasks starting on one workspace at once make it once
             // (another process may still race: then its HEAD is there).
             let _one = INIT.lock().unwrap_or_else(|p| p.into_inner());
-            if shadow.git_dir.join("HEAD").is_file() {
-                return Ok(shadow);
-            }
-            std::fs::create_dir_all(&shadow.git_dir)?;
-            let out = Command::new("git")
-                .args(["init", "--bare", "--quiet"])
-                .arg(&shadow.git_dir)
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| match e.kind() {
-                    std::io::ErrorKind::NotFound => ShadowError::NoGit,
-                    _ => ShadowError::Io(e),
-                })?;
-            if !out.status.success() && !shadow.git_dir.join("HEAD").is_file() {
-                return Err(ShadowError::Git {
-                    what: "init".into(),
-                    why: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-                });
+            if !shadow.git_dir.join("HEAD").is_file() {
+                std::fs::create_dir_all(&shadow.git_dir)?;
+                let mut c = Command::new("git");
+                c.args(["init", "--bare", "--quiet"]).arg(&shadow.git_dir);
+                shadow.isolate(&mut c);
+                let out = bounded(c, None, shadow.deadline, "init")?;
+                if !out.status.success() && !shadow.git_dir.join("HEAD").is_file() {
+                    return Err(ShadowError::Git {
+                        what: "init".into(),
+                        why: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+                    });
+                }
             }
         }
+        shadow.write_attributes()?;
         Ok(shadow)
+    }
+
+    /// The same repository, each git run bounded by `deadline` instead.
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// The shadow's own `info/attributes` (see [`ATTRIBUTES`]), replaced
+    /// whole when it says anything else.
+    fn write_attributes(&self) -> Result<(), ShadowError> {
+        let info = self.git_dir.join("info");
+        let path = info.join("attributes");
+        if std::fs::read_to_string(&path).ok().as_deref() == Some(ATTRIBUTES) {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&info)?;
+        let tmp = info.join(format!("attributes.{}", uuid::Uuid::now_v7().simple()));
+        std::fs::File::create(&tmp)?.write_all(ATTRIBUTES.as_bytes())?;
+        std::fs::rename(&tmp, &path)?;
+        Ok(())
+    }
+
+    /// Keep `c` from everything but the shadow's own configuration: no
+    /// inherited environment, no system or global config, a home with
+    /// nothing in it (no `core.excludesFile` or `core.attributesFile`
+    /// default), attributes from the empty tree, no prompt.
+    fn isolate(&self, c: &mut Command) {
+        let home = self.git_dir.join("no-home");
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", &home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_ATTR_SOURCE", EMPTY_TREE)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_OPTIONAL_LOCKS", "0");
     }
 
     /// The index file of `task`.
@@ -143,9 +318,17 @@ impl Shadow {
                 "-c",
                 "core.fileMode=true",
                 "-c",
+                "core.symlinks=true",
+                "-c",
                 "core.quotePath=false",
                 "-c",
                 "core.hooksPath=/dev/null",
+                "-c",
+                "core.fsmonitor=false",
+                "-c",
+                "core.untrackedCache=false",
+                "-c",
+                "core.splitIndex=false",
                 "-c",
                 "gc.auto=0",
                 "-c",
@@ -155,29 +338,26 @@ impl Shadow {
                 "-c",
                 "user.email=roost@localhost",
             ])
-            .current_dir(&self.work_tree)
-            // The user's git configuration has no say over the shadow.
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .stdin(Stdio::null());
+            .current_dir(&self.work_tree);
+        // The user's git configuration has no say over the shadow.
+        self.isolate(&mut c);
         if let Some(i) = index {
             c.env("GIT_INDEX_FILE", i);
         }
         c
     }
 
-    fn run(&self, index: Option<&Path>, args: &[&str], what: &str) -> Result<Vec<u8>, ShadowError> {
-        let out = self
-            .command(index)
-            .args(args)
-            .output()
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => ShadowError::NoGit,
-                _ => ShadowError::Io(e),
-            })?;
+    /// Run git with `args` (and `input` on its stdin) under the deadline.
+    fn exec(
+        &self,
+        index: Option<&Path>,
+        args: &[&str],
+        input: Option<Vec<u8>>,
+        what: &str,
+    ) -> Result<Vec<u8>, ShadowError> {
+        let mut c = self.command(index);
+        c.args(args);
+        let out = bounded(c, input, self.deadline, what)?;
         if !out.status.success() {
             return Err(ShadowError::Git {
                 what: what.to_owned(),
@@ -187,70 +367,86 @@ impl Shadow {
         Ok(out.stdout)
     }
 
+    fn run(&self, index: Option<&Path>, args: &[&str], what: &str) -> Result<Vec<u8>, ShadowError> {
+        self.exec(index, args, None, what)
+    }
+
     fn text(&self, index: Option<&Path>, args: &[&str], what: &str) -> Result<String, ShadowError> {
         Ok(String::from_utf8_lossy(&self.run(index, args, what)?)
             .trim()
             .to_owned())
     }
 
-    /// What no snapshot holds: `.git/`, `.orchestration/`, what
-    /// `.rooignore` names, and `large` files (workspace-relative).
-    pub fn set_excludes(&self, rooignore: &str, large: &[String]) -> Result<(), ShadowError> {
-        let mut text = String::from("/.git/\n.git\n/.orchestration/\n");
-        for line in rooignore.lines() {
-            text.push_str(line);
-            text.push('\n');
-        }
-        for f in large {
-            // Anchored and escaped: a name is a name, not a pattern.
-            let escaped: String = f
-                .chars()
-                .flat_map(|c| match c {
-                    '*' | '?' | '[' | ']' | '\\' | '!' | '#' | ' ' => vec!['\\', c],
-                    c => vec![c],
-                })
-                .collect();
-            text.push('/');
-            text.push_str(&escaped);
-            text.push('\n');
-        }
-        let info = self.git_dir.join("info");
-        std::fs::create_dir_all(&info)?;
-        let path = info.join("exclude");
-        if std::fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {
-            return Ok(());
-        }
-        // Another task's snapshot may read it meanwhile: replace it whole.
-        let tmp = info.join(format!("exclude.{}", uuid::Uuid::now_v7().simple()));
-        std::fs::File::create(&tmp)?.write_all(text.as_bytes())?;
-        std::fs::rename(&tmp, &path)?;
-        Ok(())
-    }
-
-    /// Stage the workspace (or only `paths`) into `task`'s index and
-    /// return the tree it makes.
-    pub fn snapshot(&self, task: &str, paths: Option<&[String]>) -> Result<String, ShadowError> {
+    /// Make `task`'s index hold exactly `selection` (only for paths in
+    /// `scope`, when given: the rest stays as it was) and return the tree
+    /// it makes. Git is handed the paths and reads only those files (a
+    /// file whose stamp is unchanged is not read again); what the index
+    /// held that the selection no longer does leaves it.
+    pub fn stage(
+        &self,
+        task: &str,
+        selection: &Selection,
+        scope: Option<&[String]>,
+    ) -> Result<String, ShadowError> {
         let index = self.index(task);
-        let mut args = vec!["add", "--all", "--ignore-errors", "--"];
-        match paths {
-            Some(p) if !p.is_empty() => args.extend(p.iter().map(String::as_str)),
-            _ => args.push("."),
-        }
-        // `--ignore-errors` goes on past a file it cannot read; git still
-        // exits 1 then, with the index written: the tree is what it could.
-        let out = self
-            .command(Some(&index))
-            .args(&args)
-            .output()
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => ShadowError::NoGit,
-                _ => ShadowError::Io(e),
-            })?;
-        if !out.status.success() && !index.is_file() {
-            return Err(ShadowError::Git {
-                what: "add".into(),
-                why: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        let scope: Option<std::collections::HashSet<&str>> =
+            scope.map(|s| s.iter().map(String::as_str).collect());
+        let in_scope = |p: &str| {
+            let Some(s) = &scope else { return true };
+            // The path itself or a directory above it.
+            let mut at = p;
+            loop {
+                if s.contains(at) {
+                    return true;
+                }
+                match at.rfind('/') {
+                    Some(i) => at = &at[..i],
+                    None => return false,
+                }
+            }
+        };
+        let listed = self.run(Some(&index), &["ls-files", "-z", "--cached"], "ls-files")?;
+        let mut gone = Vec::new();
+        for path in listed.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            let keep = std::str::from_utf8(path).is_ok_and(|p| {
+                !in_scope(p) || selection.files.contains(p) || selection.unreadable.contains(p)
             });
+            if !keep {
+                gone.extend_from_slice(path);
+                gone.push(0);
+            }
+        }
+        if !gone.is_empty() {
+            self.exec(
+                Some(&index),
+                &["update-index", "-z", "--force-remove", "--stdin"],
+                Some(gone),
+                "update-index",
+            )?;
+        }
+        let mut paths = Vec::new();
+        for path in &selection.files {
+            if in_scope(path) {
+                paths.extend_from_slice(path.as_bytes());
+                paths.push(0);
+            }
+        }
+        if !paths.is_empty() {
+            // `--remove`: a file gone since the walk leaves the index;
+            // `--replace`: a file where a directory was (or the reverse).
+            self.exec(
+                Some(&index),
+                &[
+                    "update-index",
+                    "-z",
+                    "--add",
+                    "--remove",
+                    "--replace",
+                    "--stdin",
+                ],
+                Some(paths),
+                "update-index",
+            )?;
         }
         self.text(Some(&index), &["write-tree"], "write-tree")
     }
@@ -307,6 +503,7 @@ impl Shadow {
                 "diff",
                 "--no-color",
                 "--no-ext-diff",
+                "--no-textconv",
                 "--stat",
                 "--patch",
                 "--no-renames",
@@ -332,24 +529,73 @@ impl Shadow {
             .collect())
     }
 
-    /// The file `path` in tree `tree`: its bytes and mode, `None` when the
-    /// tree has no file there.
-    pub fn file(&self, tree: &str, path: &str) -> Result<Option<(Vec<u8>, u32)>, ShadowError> {
-        let listing = self.run(None, &["ls-tree", "-z", tree, "--", path], "ls-tree")?;
+    /// What tree `tree` holds at `path`.
+    pub fn entry(&self, tree: &str, path: &str) -> Result<TreeEntry, ShadowError> {
+        let listing = self.run(
+            None,
+            &["--literal-pathspecs", "ls-tree", "-z", tree, "--", path],
+            "ls-tree",
+        )?;
         let Some(entry) = listing.split(|b| *b == 0).find(|e| !e.is_empty()) else {
-            return Ok(None);
+            return Ok(TreeEntry::Missing);
         };
         let entry = String::from_utf8_lossy(entry);
         // `<mode> <type> <sha>\t<path>`
-        let mut head = entry.split('\t').next().unwrap_or_default().split(' ');
+        let (head, listed) = entry.split_once('\t').unwrap_or((&entry, ""));
+        if listed != path {
+            return Ok(TreeEntry::Missing);
+        }
+        let mut head = head.split(' ');
         let (Some(mode), Some(kind), Some(sha)) = (head.next(), head.next(), head.next()) else {
-            return Ok(None);
+            return Ok(TreeEntry::Other);
         };
         if kind != "blob" {
-            return Ok(None);
+            return Ok(TreeEntry::Other);
         }
-        let mode = u32::from_str_radix(mode, 8).unwrap_or(0o100644);
         let bytes = self.run(None, &["cat-file", "blob", sha], "cat-file")?;
-        Ok(Some((bytes, mode)))
+        Ok(match mode {
+            "120000" => TreeEntry::Symlink(bytes),
+            "100755" => TreeEntry::File {
+                bytes,
+                executable: true,
+            },
+            "100644" => TreeEntry::File {
+                bytes,
+                executable: false,
+            },
+            _ => TreeEntry::Other,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A git that blocks (here on a FIFO it was asked to hash) is killed at
+    /// its deadline and reported; nothing waits for it.
+    #[test]
+    fn a_git_past_its_deadline_is_killed_and_reported() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).expect("mkdir");
+        let fifo = ws.join("pipe");
+        let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+        assert!(made.success());
+        let shadow = Shadow::open(&dir.path().join("cp"), &ws)
+            .expect("open")
+            .with_deadline(Duration::from_millis(300));
+        let e = shadow
+            .run(None, &["hash-object", "pipe"], "hash-object")
+            .expect_err("it blocks on the FIFO");
+        assert!(matches!(e, ShadowError::Overran { .. }), "{e}");
+        assert!(e.to_string().contains("was stopped"), "{e}");
+        // The repository still works.
+        assert_eq!(
+            shadow
+                .text(None, &["write-tree"], "write-tree")
+                .expect("write-tree"),
+            EMPTY_TREE
+        );
     }
 }

@@ -8,12 +8,14 @@
 //! kills its process group ([`process`]) and an output cap whose whole is
 //! kept for paging ([`output`]).
 
+pub mod limits;
 pub mod output;
 pub mod policy;
 mod process;
 pub mod profile;
 pub mod proxy;
 pub mod sandbox;
+pub mod seccomp;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,11 +23,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use limits::{CgroupSupport, Limits, LimitsConfig, cgroup_support};
 pub use output::{Capture, Captured, OutputError, OutputLimits, OutputStore};
 pub use policy::{CommandRules, Judgement, Verdict};
 pub use process::{Ended, run};
 pub use profile::{Profile, ProfileConfig, ProfileError, Profiles};
-pub use sandbox::{Confinement, Plan};
+pub use sandbox::{Confinement, Held, Plan};
 
 use crate::config::SecretStore;
 
@@ -212,4 +215,92 @@ fn looks_secret(name: &str) -> bool {
     .iter()
     .any(|w| n.contains(w))
         || n.ends_with("_KEY")
+}
+
+/// One protection of the command sandbox and whether this machine gives
+/// it (`roost doctor`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Protection {
+    /// What it is.
+    pub name: &'static str,
+    /// Whether commands get it here.
+    pub given: bool,
+    /// How, or why not.
+    pub detail: String,
+}
+
+/// Which of the command sandbox's protections this machine gives: a user
+/// namespace without capabilities (bubblewrap), a cgroup per command, the
+/// seccomp filter.
+pub fn protections(confinement: &Confinement) -> Vec<Protection> {
+    let root = rustix::process::getuid().is_root();
+    let userns = match confinement.check() {
+        Ok(()) => Protection {
+            name: "user namespaces",
+            given: true,
+            detail: format!(
+                "each command in a user namespace of its own, as an unprivileged user with no capabilities{}",
+                if root {
+                    " (Roost runs as root: commands run as nobody inside)"
+                } else {
+                    ""
+                }
+            ),
+        },
+        Err(e) => Protection {
+            name: "user namespaces",
+            given: false,
+            detail: e,
+        },
+    };
+    let cgroups = match cgroup_support() {
+        CgroupSupport::V2(dir) => Protection {
+            name: "cgroups",
+            given: true,
+            detail: format!(
+                "cgroup v2 under {}: processes and memory bounded per command",
+                dir.display()
+            ),
+        },
+        CgroupSupport::V1 { pids, .. } => Protection {
+            name: "cgroups",
+            given: true,
+            detail: format!(
+                "cgroup v1 pids and memory under {}: processes and memory bounded per command",
+                pids.display()
+            ),
+        },
+        CgroupSupport::Unavailable(why) => Protection {
+            name: "cgroups",
+            given: false,
+            detail: if root {
+                format!(
+                    "{why}: rlimits only, and the kernel does not bound a root-owned process's count, so run Roost as an ordinary user or where it can make cgroups"
+                )
+            } else {
+                format!(
+                    "{why}: rlimits per process only (processes counted per command's user namespace)"
+                )
+            },
+        },
+    };
+    let seccomp_on = std::path::Path::new("/proc/sys/kernel/seccomp/actions_avail").exists();
+    let seccomp = match (seccomp_on, seccomp::program(false)) {
+        (true, Ok(_)) => Protection {
+            name: "seccomp",
+            given: true,
+            detail: "commands cannot create Unix sockets (unless a profile says unix_sockets = true) nor use io_uring".to_owned(),
+        },
+        (false, _) => Protection {
+            name: "seccomp",
+            given: false,
+            detail: "this kernel has no seccomp filters: commands cannot run (they fail closed)".to_owned(),
+        },
+        (true, Err(e)) => Protection {
+            name: "seccomp",
+            given: false,
+            detail: format!("{e}: commands cannot run (they fail closed)"),
+        },
+    };
+    vec![userns, cgroups, seccomp]
 }

@@ -6,10 +6,31 @@
 //! (`npm test` allows `npm test -- --watch`, not `npm testify`), or, written
 //! `=git status`, the exact command; `*` allows everything. For each
 //! command the longest matching rule wins (an exact rule is longest; a tie
-//! goes to the denial). What the parser cannot pin down — a command name
-//! from a variable, an expansion that can run code, a parse error — is
-//! never allowed by a rule: a person decides. Output redirections name the
-//! files the line writes, which must lie inside the write scope.
+//! goes to the denial).
+//!
+//! A deny rule matches a program by the name it runs as (`rm` denies
+//! `/bin/rm` and `./rm`); an allow rule matches a path only if it names
+//! that path (`git` does not allow `./git`, which is not the system's).
+//! The judge sees through the programs that run another command
+//! (the table in `policy/wrappers.rs`: `timeout 5 rm f`, `xargs rm`,
+//! `find -delete`, `sh -c`, `eval`, …): both the wrapper and what it runs
+//! are judged.
+//!
+//! What the parser cannot pin down — a command name from a variable, a
+//! glob or a brace expansion, an expansion that can run code, a wrapper
+//! whose inner command is only known at run time, a variable the line
+//! sets (`policy/variables.rs`), a parse error — is never allowed by a
+//! rule: a person decides. A denial still wins over all of these. Output
+//! redirections name the files the line writes, which must lie inside the
+//! write scope.
+//!
+//! This is a judge of the line, not of what programs do: a script, a
+//! Makefile, a program's own configuration or its arguments (`git -c`,
+//! `make CC=…`) can still run anything; the sandbox's write scope is the
+//! guarantee, the rules a convenience.
+
+mod variables;
+mod wrappers;
 
 use brush_parser::ast::{
     self, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, IoFileRedirectKind,
@@ -64,11 +85,17 @@ impl Rule {
         if words.first().is_some_and(|w| w.text.is_none()) {
             return None;
         }
+        // A deny rule names a program by the name it runs as (`rm` denies
+        // `/bin/rm`); an allow rule names it exactly (`git` is not `./git`).
         let same = |rule: &[String]| {
-            rule.iter().zip(words).all(|(r, w)| match &w.text {
-                Some(t) => t == r,
-                None => deny,
-            })
+            rule.iter()
+                .zip(words)
+                .enumerate()
+                .all(|(i, (r, w))| match &w.text {
+                    Some(t) if deny && i == 0 => program(t) == program(r),
+                    Some(t) => t == r,
+                    None => deny,
+                })
         };
         match self {
             Self::Any => Some(0),
@@ -76,6 +103,11 @@ impl Rule {
             Self::Exact(r) => (words.len() == r.len() && same(r)).then_some(usize::MAX),
         }
     }
+}
+
+/// The name a program runs as: `/usr/bin/rm` and `./rm` run as `rm`.
+fn program(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
 }
 
 /// The rules of a configuration.
@@ -205,11 +237,30 @@ pub struct Judgement {
 }
 
 /// One word of a command: its value after quote removal when that is
-/// known before the line runs.
+/// known before the line runs (one word, as written: no glob, no brace
+/// expansion, no parameter).
 #[derive(Debug, Clone)]
 struct Word {
     text: Option<String>,
     raw: String,
+}
+
+impl Word {
+    /// A word whose value is `text`.
+    fn literal(text: &str) -> Self {
+        Self {
+            text: Some(text.to_owned()),
+            raw: text.to_owned(),
+        }
+    }
+
+    /// A word only known when the line runs, shown as `raw`.
+    fn runtime(raw: &str) -> Self {
+        Self {
+            text: None,
+            raw: raw.to_owned(),
+        }
+    }
 }
 
 /// One command of a line.
@@ -235,6 +286,8 @@ struct Analysis {
     commands: Vec<Simple>,
     written: Vec<String>,
     opaque: Vec<String>,
+    /// Variables the line sets: name, and value when known before it runs.
+    assigned: Vec<(String, Option<String>)>,
 }
 
 fn options() -> ParserOptions {
@@ -244,12 +297,38 @@ fn options() -> ParserOptions {
 fn analyse(line: &str) -> Analysis {
     let mut a = Analysis::default();
     a.script(line, 0);
+    let mut set: Vec<&str> = Vec::new();
+    for (name, value) in &a.assigned {
+        if !variables::inert(name, value.as_deref()) && !set.contains(&name.as_str()) {
+            set.push(name);
+        }
+    }
+    if !set.is_empty() {
+        let names = set
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let why = format!(
+            "it sets {names}, and a variable can make a program run other commands \
+             (only a few plain ones, such as `RUST_BACKTRACE=1`, are taken as inert)"
+        );
+        a.opaque(why);
+    }
     a
 }
 
 impl Analysis {
     fn opaque(&mut self, why: impl Into<String>) {
         self.opaque.push(why.into());
+    }
+
+    /// The line sets `name` (to `value`, when known).
+    fn assign(&mut self, name: &str, value: Option<String>) {
+        if name.contains('[') {
+            self.opaque(variables::SUBSCRIPT);
+        }
+        self.assigned.push((name.to_owned(), value));
     }
 
     fn script(&mut self, text: &str, depth: usize) {
@@ -322,6 +401,7 @@ impl Analysis {
             CompoundCommand::BraceGroup(b) => self.compound_list(&b.list, depth),
             CompoundCommand::Subshell(s) => self.compound_list(&s.list, depth),
             CompoundCommand::ForClause(f) => {
+                self.assign(&f.variable_name, None);
                 for w in f.values.iter().flatten() {
                     self.word(&w.value, depth);
                 }
@@ -364,44 +444,115 @@ impl Analysis {
         // Assignments and redirections before the name, then the name and
         // its arguments (with more redirections among them).
         for item in s.prefix.iter().flat_map(|p| p.0.iter()) {
-            self.item(item, depth, &mut words);
+            self.item(item, depth, &mut words, true);
         }
         if let Some(name) = &s.word_or_name {
             let w = self.word(&name.value, depth);
             words.push(w);
         }
         for item in s.suffix.iter().flat_map(|p| p.0.iter()) {
-            self.item(item, depth, &mut words);
+            self.item(item, depth, &mut words, false);
         }
         if words.is_empty() {
             // Only assignments or redirections: nothing runs by name.
             return;
         }
-        if words.first().is_some_and(|w| w.text.is_none()) {
-            self.opaque("its command name is only known when it runs");
-        }
-        self.commands.push(Simple { words });
+        self.run(words, depth);
     }
 
-    fn item(&mut self, item: &CommandPrefixOrSuffixItem, depth: usize, words: &mut Vec<Word>) {
+    /// One command that runs: judged as it is, and, when it is a
+    /// wrapper, what it runs too; the variables it sets are noted.
+    fn run(&mut self, words: Vec<Word>, depth: usize) {
+        if depth > MAX_NESTING {
+            self.opaque("it nests too deeply to judge");
+            return;
+        }
+        let Some(name) = words.first().and_then(|w| w.text.clone()) else {
+            self.opaque("its command name is only known when it runs");
+            self.commands.push(Simple { words });
+            return;
+        };
+        let prog = program(&name);
+        let args = &words[1..];
+        if let Some(set) = variables::sets_of(prog, args) {
+            if let Some(why) = set.opaque {
+                self.opaque(why);
+            }
+            for (n, v) in set.vars {
+                self.assign(&n, v);
+            }
+        }
+        let inner = wrappers::wrapper(prog).map(|w| w.inner(args));
+        self.commands.push(Simple { words });
+        let Some(inner) = inner else {
+            return;
+        };
+        for (n, v) in inner.assigns {
+            self.assign(&n, v);
+        }
+        for r in inner.runs {
+            match r {
+                wrappers::Run::Command(ws) => self.run(ws, depth + 1),
+                wrappers::Run::Script(s) => self.script(&s, depth + 1),
+                wrappers::Run::Unknown(why) => {
+                    self.opaque(format!(
+                        "`{name}` runs a command the rules cannot see: {why}"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn item(
+        &mut self,
+        item: &CommandPrefixOrSuffixItem,
+        depth: usize,
+        words: &mut Vec<Word>,
+        prefix: bool,
+    ) {
         match item {
             CommandPrefixOrSuffixItem::IoRedirect(io) => self.redirect(io, depth),
             CommandPrefixOrSuffixItem::Word(w) => words.push(self.word(&w.value, depth)),
-            CommandPrefixOrSuffixItem::AssignmentWord(a, _) => match &a.value {
-                ast::AssignmentValue::Scalar(w) => {
-                    self.word(&w.value, depth);
-                }
-                ast::AssignmentValue::Array(items) => {
-                    for (k, v) in items {
-                        if let Some(k) = k {
-                            self.word(&k.value, depth);
+            CommandPrefixOrSuffixItem::AssignmentWord(a, w) => {
+                let value = match &a.value {
+                    ast::AssignmentValue::Scalar(v) if prefix => self.word(&v.value, depth).text,
+                    // After the name, the whole word is walked below.
+                    ast::AssignmentValue::Scalar(_) => None,
+                    ast::AssignmentValue::Array(items) => {
+                        for (k, v) in items {
+                            if let Some(k) = k {
+                                self.word(&k.value, depth);
+                            }
+                            self.word(&v.value, depth);
                         }
-                        self.word(&v.value, depth);
+                        None
+                    }
+                };
+                if prefix {
+                    // `X=… cmd` (or alone): set for the command, or for the
+                    // shell, which may have it exported already.
+                    let name = match &a.name {
+                        ast::AssignmentName::VariableName(n) => n.clone(),
+                        ast::AssignmentName::ArrayElementName(n, i) => {
+                            self.word(i, depth);
+                            format!("{n}[{i}]")
+                        }
+                    };
+                    self.assign(&name, value);
+                } else {
+                    // After the name it is an argument (`make CC=…`,
+                    // `export X=…`): what it sets, if anything, is the
+                    // command's to say (see `run`).
+                    match &a.value {
+                        ast::AssignmentValue::Scalar(_) => words.push(self.word(&w.value, depth)),
+                        ast::AssignmentValue::Array(_) => words.push(Word::runtime(&w.value)),
                     }
                 }
-            },
-            CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
+            }
+            CommandPrefixOrSuffixItem::ProcessSubstitution(kind, sub) => {
                 self.compound_list(&sub.list, depth + 1);
+                // A file name (`/dev/fd/63`) only known when it runs.
+                words.push(Word::runtime(&format!("{kind}(…)")));
             }
         }
     }
@@ -475,7 +626,10 @@ impl Analysis {
     /// substitutions run are judged too.
     fn word(&mut self, raw: &str, depth: usize) -> Word {
         let text = match word::parse(raw, &options()) {
-            Ok(pieces) => self.pieces(&pieces, depth),
+            // A glob or a brace expansion becomes other words, or several.
+            Ok(pieces) => self
+                .pieces(&pieces, depth)
+                .filter(|_| !expands(raw, &pieces)),
             Err(_) => {
                 self.opaque(format!("the word `{raw}` does not parse"));
                 None
@@ -500,8 +654,17 @@ impl Analysis {
                     None
                 }
                 WordPiece::ParameterExpansion(e) => {
-                    if !matches!(e, word::ParameterExpr::Parameter { .. }) {
-                        self.opaque("parameter expansions with operators are not judged by rules");
+                    match e {
+                        word::ParameterExpr::Parameter {
+                            indirect: false,
+                            parameter: word::Parameter::NamedWithIndex { .. },
+                        } => self.opaque(variables::SUBSCRIPT),
+                        word::ParameterExpr::Parameter { indirect: true, .. } => {
+                            self.opaque("indirect expansions (`${!x}`) are not judged by rules");
+                        }
+                        word::ParameterExpr::Parameter { .. } => {}
+                        _ => self
+                            .opaque("parameter expansions with operators are not judged by rules"),
                     }
                     None
                 }
@@ -521,6 +684,29 @@ impl Analysis {
         }
         out
     }
+}
+
+/// Whether an unquoted glob (`*`, `?`, `[…]`) or brace expansion
+/// (`{a,b}`, `{1..3}`) in a word makes it other words when it runs.
+fn expands(raw: &str, pieces: &[WordPieceWithSource]) -> bool {
+    let mut bracket = false;
+    for p in pieces {
+        if let WordPiece::Text(t) = &p.piece {
+            if t.contains(['*', '?']) || (bracket && t.contains(']')) {
+                return true;
+            }
+            if let Some(i) = t.find('[') {
+                if t[i..].contains(']') {
+                    return true;
+                }
+                bracket = true;
+            }
+        }
+    }
+    matches!(
+        word::parse_brace_expansions(raw, &options()),
+        Ok(Some(parts)) if parts.iter().any(|p| matches!(p, word::BraceExpressionOrText::Expr(_)))
+    )
 }
 
 #[cfg(test)]
@@ -553,7 +739,11 @@ mod tests {
     }
 
     fn verdict(line: &str) -> String {
-        match rules().judge(line).verdict {
+        verdict_under(&rules(), line)
+    }
+
+    fn verdict_under(rules: &CommandRules, line: &str) -> String {
+        match rules.judge(line).verdict {
             Verdict::Allowed => "allowed".into(),
             Verdict::Denied { command, rule } => format!("denied: `{command}` by `{rule}`"),
             Verdict::Unlisted { commands } => format!("unlisted: {}", commands.join(" | ")),
@@ -660,5 +850,349 @@ mod tests {
         // Nothing listed: every command is for a person.
         let none = CommandRules::default();
         assert!(matches!(none.judge("ls").verdict, Verdict::Unlisted { .. }));
+    }
+
+    fn check(rules: &CommandRules, cases: &[(&str, &str)]) {
+        let mut wrong = Vec::new();
+        for (line, want) in cases {
+            let got = verdict_under(rules, line);
+            if !got.starts_with(want) {
+                wrong.push(format!("{line:?}: got {got:?}, want {want:?}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    fn everything_but_rm() -> CommandRules {
+        CommandRules::new(&["*".into()], &["rm".into(), "git push".into()]).expect("rules")
+    }
+
+    /// Under `allowed_commands = ["*"]`, a denied program is denied
+    /// however it is spelled or wrapped: by path, and through every
+    /// wrapper in the table — both the wrapper and what it runs are
+    /// judged.
+    #[test]
+    fn a_denial_sees_through_paths_and_wrappers() {
+        let d = "denied: `rm";
+        let cases: &[(&str, &str)] = &[
+            // Paths: a deny rule matches the name a program runs as.
+            ("/bin/rm f", "denied: `/bin/rm f` by `rm`"),
+            ("/usr/bin/rm -rf x", "denied: `/usr/bin/rm -rf x` by `rm`"),
+            ("./rm f", "denied: `./rm f` by `rm`"),
+            (
+                "/usr/bin/git push",
+                "denied: `/usr/bin/git push` by `git push`",
+            ),
+            ("rmdir x", "allowed"),
+            // Shell builtins that run a command.
+            ("command rm f", "denied: `rm f` by `rm`"),
+            ("command -p rm f", d),
+            ("command -- rm f", d),
+            ("exec rm f", d),
+            ("exec -a name rm f", d),
+            ("builtin rm f", d),
+            ("eval rm f", d),
+            ("eval 'rm f'", d),
+            ("trap 'rm f' EXIT", d),
+            ("trap -- 'rm f' EXIT", d),
+            // env: options and assignments.
+            ("env rm f", d),
+            ("/usr/bin/env rm f", d),
+            ("env -i rm f", d),
+            ("env - rm f", d),
+            ("env -u HOME -C /tmp rm f", d),
+            ("env --chdir=/tmp -- rm f", d),
+            ("env X=1 rm f", d),
+            // Runners with options and operands.
+            ("timeout 5 rm f", d),
+            ("timeout -s KILL 5 rm f", d),
+            ("timeout --signal=KILL -k1 --preserve-status 5 rm f", d),
+            ("nice rm f", d),
+            ("nice -n 5 rm f", d),
+            ("nice --adjustment=5 rm f", d),
+            ("nohup rm f", d),
+            ("stdbuf -oL -e 0 rm f", d),
+            ("time rm f", d),
+            ("command time -p -o /dev/null rm f", d),
+            ("setsid -f rm f", d),
+            ("ionice -c3 rm f", d),
+            ("ionice -c 2 -n 7 rm f", d),
+            ("taskset 0x1 rm f", d),
+            ("taskset -c 0 rm f", d),
+            ("chrt -f 1 rm f", d),
+            ("chrt --idle 0 rm f", d),
+            ("flock /tmp/lock rm f", d),
+            ("flock -w 5 /tmp/lock -c 'rm f'", d),
+            ("watch rm f", d),
+            ("watch -n 1 -x rm f", d),
+            ("strace -f -o /dev/null rm f", d),
+            ("strace -E X=1 rm f", d),
+            ("unshare -r rm f", d),
+            ("unshare --mount --map-root-user rm f", d),
+            ("chroot / rm f", d),
+            ("chroot --skip-chdir / rm f", d),
+            ("busybox rm f", d),
+            // Privilege wrappers.
+            ("sudo rm f", d),
+            ("sudo -u root -E rm f", d),
+            ("sudo X=1 rm f", d),
+            ("doas -u root rm f", d),
+            ("su -c 'rm f'", d),
+            ("su - root -c 'rm f'", d),
+            ("runuser -u nobody -c 'rm f'", "unjudged"),
+            // Input-driven: xargs, find, parallel.
+            ("echo f | xargs rm", "denied: `rm {input}` by `rm`"),
+            ("xargs -0 -n1 rm < list", d),
+            ("xargs -I{} rm {}", d),
+            ("xargs -i rm {}", d),
+            ("xargs --replace=X rm X", d),
+            (
+                "find . -name f -delete",
+                "denied: `rm {files find deletes}` by `rm`",
+            ),
+            ("find . -exec rm {} \\;", d),
+            ("find . -execdir rm -f {} +", d),
+            ("find . -ok rm {} ';'", d),
+            ("find . -name x -okdir rm {} \\;", d),
+            ("parallel rm ::: f", d),
+            ("parallel 'rm {}' ::: f", d),
+            ("parallel -j2 rm {.} ::: f.c", d),
+            // Shells: their scripts, recursively.
+            ("sh -c 'rm f'", d),
+            ("bash -c 'rm f'", d),
+            ("bash -ec 'rm f'", d),
+            ("bash -e -o pipefail -c 'rm f'", d),
+            ("bash +e -c 'rm f' name arg", d),
+            ("dash -c 'rm f'", d),
+            ("zsh -c 'ls; rm f'", d),
+            ("sh -c 'sh -c \"rm f\"'", d),
+            ("bash -c 'echo $(rm f)'", d),
+            ("xargs sh -c 'rm \"$@\"' _", d),
+            ("find . -exec bash -c 'rm x' \\;", d),
+            // Wrappers of wrappers.
+            ("timeout 5 sudo nice -n 1 env X=1 rm f", d),
+            ("command exec busybox rm f", d),
+            ("sudo git push", "denied: `git push` by `git push`"),
+            (
+                "echo push | xargs git",
+                "denied: `git {input}` by `git push`",
+            ),
+            // A deny still wins over an assignment.
+            ("GIT_CONFIG_COUNT=1 rm f", d),
+            ("X=1 git push", "denied: `git push`"),
+        ];
+        check(&everything_but_rm(), cases);
+    }
+
+    /// A wrapper whose inner command cannot be determined is never
+    /// allowed by rules; what runs nothing (`command -v`) and a script
+    /// file run by a shell (a program of its own) are judged as they are.
+    #[test]
+    fn a_wrapper_hiding_its_command_goes_to_a_person() {
+        let u = "unjudged";
+        let cases: &[(&str, &str)] = &[
+            // Unknown options, and words only known at run time.
+            (
+                "xargs --frobnicate rm",
+                "unjudged: `xargs` runs a command the rules cannot see: its option `--frobnicate` is not one the rules know",
+            ),
+            ("timeout $T rm f", u),
+            ("nice -10 rm f", u),
+            ("env -S 'rm f'", u),
+            ("env \"$V\" rm f", u),
+            ("sudo -e /etc/hosts", u),
+            ("su -s /bin/rm root", u),
+            ("mapfile -C 'rm f' x", u),
+            // Commands read from input or known at run time.
+            (
+                "echo 'rm f' | sh",
+                "unjudged: `sh` runs a command the rules cannot see: it reads its commands from input",
+            ),
+            ("bash -s < script", u),
+            ("bash <(echo rm f)", u),
+            ("sh /dev/stdin <<< 'rm f'", u),
+            (". /dev/stdin <<< 'rm f'", u),
+            ("source <(echo rm f)", u),
+            ("sh -c \"$SCRIPT\"", u),
+            ("eval \"$X\"", u),
+            ("eval $(cat f)", u),
+            ("su", u),
+            ("sudo -s", u),
+            ("doas -s", u),
+            ("chroot /srv", u),
+            ("unshare -r", u),
+            ("parallel ::: 'rm f'", u),
+            ("parallel {} f ::: rm", u),
+            ("parallel 'rm {= s/x/y/ =}' ::: f", u),
+            (
+                "xargs -I{} {} f",
+                "unjudged: its command name is only known when it runs",
+            ),
+            ("find . -exec {} \\;", u),
+            ("find $DIR -delete", u),
+            ("find . -name * -print", u),
+            ("trap \"$ACTION\" EXIT", u),
+            // Names only known at run time: globs and brace expansions.
+            (
+                "/bin/r? f",
+                "unjudged: its command name is only known when it runs",
+            ),
+            ("/bin/r[m] f", u),
+            ("{rm,f}", u),
+            ("timeout {5,rm} f", u),
+            // Builtins that rebind names or evaluate arithmetic.
+            (
+                "hash -p /bin/rm ls; ls f",
+                "unjudged: `hash -p` makes a name run another program",
+            ),
+            (
+                "alias ls='rm f'",
+                "unjudged: an alias can make a name run anything",
+            ),
+            ("enable -f ./x.so rm", u),
+            ("let 'x=a[$(id)]'", u),
+            ("echo ${a[$(id)]}", u),
+            ("echo ${!ref}", u),
+            ("[ -v 'a[$(id)]' ]", u),
+            ("unset 'a[$(id)]'", u),
+            // Too deep.
+            (
+                &format!("{}ls", "nice ".repeat(MAX_NESTING + 2)),
+                "unjudged: it nests too deeply to judge",
+            ),
+            // Nothing runs, or a program runs a file: judged as it is.
+            ("command -v rm", "allowed"),
+            ("command -V rm", "allowed"),
+            ("ionice -p 1", "allowed"),
+            ("sudo -l", "allowed"),
+            ("env", "allowed"),
+            ("xargs", "allowed"),
+            ("nohup", "allowed"),
+            ("sh script.sh", "allowed"),
+            ("bash -e ./run_tests.sh arg", "allowed"),
+            (". ./env.sh", "allowed"),
+            ("trap - EXIT", "allowed"),
+            ("trap -p", "allowed"),
+            ("find . -name '*.rs' -print", "allowed"),
+            ("timeout 5 cargo test", "allowed"),
+            ("[ -f x ] && echo yes", "allowed"),
+            ("ls *.rs", "allowed"),
+        ];
+        check(&everything_but_rm(), cases);
+    }
+
+    /// A line that sets a variable is not allowed on the strength of its
+    /// command names, however the variable is set; a few inert variables
+    /// with plain values are the exception; a denial still wins.
+    #[test]
+    fn a_line_that_sets_variables_goes_to_a_person() {
+        let u = "unjudged: it sets";
+        let cases: &[(&str, &str)] = &[
+            (
+                "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='rm f' git status",
+                "unjudged: it sets `GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_0`, `GIT_CONFIG_VALUE_0`, and a variable can make a program run other commands",
+            ),
+            (
+                "GIT_CONFIG_PARAMETERS=\"'core.pager'='rm f'\" git diff",
+                "unjudged: it sets `GIT_CONFIG_PARAMETERS`",
+            ),
+            ("LD_PRELOAD=./x.so ls", "unjudged: it sets `LD_PRELOAD`"),
+            ("BASH_ENV=./x.sh sh script.sh", u),
+            ("ENV=./x.sh sh script.sh", u),
+            ("PATH=./bin:$PATH git status", "unjudged: it sets `PATH`"),
+            ("GIT_SSH_COMMAND='rm f' git status", u),
+            ("PAGER='rm f' git diff", u),
+            ("EDITOR='rm f' git status", u),
+            ("PYTHONSTARTUP=x.py cat f", u),
+            ("NODE_OPTIONS='--require ./x.js' npm test", u),
+            // Before, alone, exported, declared: all the same.
+            ("PATH=./bin; git status", "unjudged: it sets `PATH`"),
+            ("export PAGER='rm f'; git diff", "unjudged: it sets `PAGER`"),
+            // Exporting what is not set here sets nothing.
+            ("export PAGER; git diff", "unlisted: export PAGER"),
+            ("declare -x GIT_DIR=x; git status", u),
+            ("typeset GIT_DIR=x; git status", u),
+            ("readonly GIT_DIR=x; git status", u),
+            ("f() { local GIT_DIR=x; git status; }; f", u),
+            ("PS4='$(rm f)'; set -x; ls", u),
+            ("BASH_CMDS[ls]=/bin/rm; ls f", "unjudged"),
+            ("declare -n x=PATH; x=./bin; git status", "unjudged"),
+            // Through env, sudo, strace.
+            (
+                "env GIT_SSH_COMMAND='rm f' git status",
+                "unjudged: it sets `GIT_SSH_COMMAND`",
+            ),
+            ("env -i PATH=./bin git status", u),
+            // From a loop or input.
+            (
+                "for PATH in ./bin; do git status; done",
+                "unjudged: it sets `PATH`",
+            ),
+            (
+                "read PATH <<< ./bin; git status",
+                "unjudged: it sets `PATH`",
+            ),
+            (
+                "printf -v PATH %s ./bin; git status",
+                "unjudged: it sets `PATH`",
+            ),
+            ("mapfile -t PATH < f; ls", u),
+            ("getopts ab PATH; ls", u),
+            // Inert with a plain value.
+            ("RUST_BACKTRACE=1 cargo test", "allowed"),
+            ("NO_COLOR=1 LANG=C.UTF-8 ls", "allowed"),
+            ("RUST_LOG=my_crate=debug,hyper=info cargo test", "allowed"),
+            ("LANG=../../tmp/x ls", "unjudged: it sets `LANG`"),
+            ("TZ=/tmp/zone ls", u),
+            ("RUST_BACKTRACE=$X cargo test", u),
+            // A denial still wins.
+            (
+                "GIT_CONFIG_COUNT=1 git push",
+                "denied: `git push` by `git push`",
+            ),
+            (
+                "RUST_BACKTRACE=$(rm f) cargo test",
+                "denied: `rm f` by `rm`",
+            ),
+            ("a[$(rm x)]=1", "denied: `rm x` by `rm`"),
+            // An argument is not an assignment, and exact rules see it.
+            ("make check CC='rm f'", "unlisted: make check CC=rm f"),
+        ];
+        check(&rules(), cases);
+    }
+
+    /// An allow rule allows a path only if it names it; a wrapper and
+    /// what it runs must both be allowed.
+    #[test]
+    fn an_allow_needs_the_path_and_both_wrapper_and_inner() {
+        let r = CommandRules::new(
+            &[
+                "timeout".into(),
+                "xargs".into(),
+                "ls".into(),
+                "git status".into(),
+                "/opt/tools/fmt".into(),
+            ],
+            &["git push".into()],
+        )
+        .expect("rules");
+        let cases: &[(&str, &str)] = &[
+            ("git status", "allowed"),
+            ("./git status", "unlisted: ./git status"),
+            ("/usr/bin/git status", "unlisted: /usr/bin/git status"),
+            ("/opt/tools/fmt src", "allowed"),
+            ("fmt src", "unlisted: fmt src"),
+            ("timeout 5 ls", "allowed"),
+            ("timeout 5 git status", "allowed"),
+            ("timeout 5 python3 x.py", "unlisted: python3 x.py"),
+            ("nice ls", "unlisted: nice ls"),
+            ("timeout 5 git push", "denied: `git push` by `git push`"),
+            ("echo . | xargs ls", "unlisted: echo ."),
+            ("xargs ls < dirs", "allowed"),
+            // Arguments from input may be `push`.
+            ("xargs git < args", "denied: `git {input}` by `git push`"),
+            ("xargs -I{} git status {} < args", "allowed"),
+        ];
+        check(&r, cases);
     }
 }

@@ -12,6 +12,8 @@ use serde::Deserialize;
 
 use roost_sandbox::capability::Origin;
 
+use super::limits::{Limits, LimitsConfig};
+
 /// A profile as the config file gives it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,6 +43,13 @@ pub struct ProfileConfig {
     /// of the same name; no other secret ever reaches a command.
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// Whether commands may create Unix sockets (default no: a socket
+    /// file is a way out of the sandbox that a read-only mount does not
+    /// close; see `commands::seccomp`).
+    pub unix_sockets: Option<bool>,
+    /// Bounds on processes, memory, file size and CPU time.
+    #[serde(default)]
+    pub limits: LimitsConfig,
 }
 
 /// A profile ready to use.
@@ -62,6 +71,10 @@ pub struct Profile {
     pub env: Vec<String>,
     /// Secrets passed by name.
     pub secrets: Vec<String>,
+    /// Whether Unix sockets may be created.
+    pub unix_sockets: bool,
+    /// Bounds on the machine's resources.
+    pub limits: Limits,
 }
 
 /// A profile the config gets wrong.
@@ -111,6 +124,8 @@ impl Profile {
             network: Vec::new(),
             env: Vec::new(),
             secrets: Vec::new(),
+            unix_sockets: false,
+            limits: Limits::default(),
         }
     }
 
@@ -154,6 +169,8 @@ impl Profile {
                 .collect::<Result<_, _>>()?,
             env: c.env.clone(),
             secrets: c.secrets.clone(),
+            unix_sockets: c.unix_sockets.unwrap_or(false),
+            limits: Limits::from_config(&c.limits),
         })
     }
 }
@@ -187,6 +204,19 @@ impl Profiles {
                 .insert(name.clone(), Profile::from_config(name, c, home)?);
         }
         Ok(all)
+    }
+
+    /// The same profiles for a shared host (`roost serve`): a profile
+    /// that shows the whole file system shows only the system's program
+    /// directories and the task's workspace instead, so one tenant's
+    /// commands never see another's root or the server's state.
+    pub fn confined_reads(mut self) -> Self {
+        for p in self.0.values_mut() {
+            if p.read.is_none() {
+                p.read = Some(Vec::new());
+            }
+        }
+        self
     }
 
     /// The profile called `name`.

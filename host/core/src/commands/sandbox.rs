@@ -1,18 +1,28 @@
 //! The OS sandbox a command runs in: bubblewrap. The whole file system is
 //! read-only (or only the profile's `read` paths and the system's program
 //! directories are there at all), the write roots are writable, `/tmp` is
-//! private, hidden paths are replaced by empty ones, there is no network
-//! (only the profile's origins, through the host's filtering proxy), the
-//! command gets its own PID namespace and dies with its parent. Where
-//! bubblewrap cannot run, commands are refused with the reason — unless
-//! the deployment said `command_sandbox = "none"`, which runs them plainly
-//! and is warned about at every start.
+//! private, the runtime directories where sockets live (`/run`,
+//! `$XDG_RUNTIME_DIR`) are empty, hidden paths are replaced by empty ones,
+//! there is no network (only the profile's origins, through the host's
+//! filtering proxy), the command gets its own PID namespace and dies with
+//! its parent. Whoever runs Roost — root included — the command runs in a
+//! fresh user namespace as an unprivileged user with no capabilities at
+//! all, `no_new_privs`, no way to make further user namespaces, a seccomp
+//! filter ([`super::seccomp`]) and bounds on processes, memory, file size
+//! and CPU ([`super::limits`]). Where bubblewrap cannot run, commands are
+//! refused with the reason — unless the deployment said
+//! `command_sandbox = "none"`, which runs them plainly and is warned about
+//! at every start.
 
 use std::collections::HashMap;
+use std::io::{Seek, Write};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
+use super::limits::Entry;
 use super::profile::Profile;
+use super::seccomp;
 
 /// How commands are confined.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +38,14 @@ pub enum Confinement {
 const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix",
 ];
+
+/// Where sockets of the host's services live (Docker, D-Bus, databases,
+/// agents): empty in every sandbox.
+const RUNTIME_DIRS: &[&str] = &["/run", "/var/run"];
+
+/// The user a command runs as inside its sandbox when Roost runs as root:
+/// `nobody`, never uid 0.
+const NOBODY: u32 = 65534;
 
 /// Where each bubblewrap was tried, and what came of it.
 static PROBED: LazyLock<Mutex<HashMap<PathBuf, Result<(), String>>>> =
@@ -59,6 +77,21 @@ pub struct Plan<'a> {
     /// A Unix socket of the host's filtering proxy to reach from inside,
     /// with the bridge program that serves it on the sandbox's loopback.
     pub proxy: Option<(&'a Path, &'a Path)>,
+    /// Directories bound by the handle the host holds rather than by
+    /// their path (the workspace, the write roots): a directory swapped
+    /// for a link since it was checked cannot redirect the mount.
+    pub held: &'a [Held<'a>],
+}
+
+/// A directory the host holds open, mounted at `at` in the sandbox.
+#[derive(Debug, Clone, Copy)]
+pub struct Held<'a> {
+    /// The handle.
+    pub fd: BorrowedFd<'a>,
+    /// Where the command sees it (its path on the host).
+    pub at: &'a Path,
+    /// Whether the command may write it.
+    pub writable: bool,
 }
 
 /// The shell that runs a line: bash where there is one (the policy parses
@@ -88,8 +121,18 @@ impl Confinement {
             .clone()
     }
 
-    /// The process that runs `plan`'s line, confined.
-    pub fn command(&self, plan: &Plan<'_>) -> tokio::process::Command {
+    /// The process that runs `plan`'s line, confined; `time_limit_secs`
+    /// bounds each process's CPU time unless the profile says otherwise.
+    /// The command joins its own cgroup and sets its rlimits before it
+    /// starts (the cgroup goes when the returned command is dropped).
+    /// Fails closed: a command whose filter cannot be made does not start.
+    pub fn command(
+        &self,
+        plan: &Plan<'_>,
+        time_limit_secs: u64,
+    ) -> Result<tokio::process::Command, String> {
+        let entry = Arc::new(Entry::new(&plan.profile.limits, time_limit_secs));
+        let mut filter = None;
         let mut cmd = match self {
             Self::None => {
                 let mut c = tokio::process::Command::new(shell());
@@ -98,7 +141,18 @@ impl Confinement {
             }
             Self::Bubblewrap(program) => {
                 let mut c = tokio::process::Command::new(program);
-                c.args(bwrap_args(plan));
+                // The bridge needs a Unix socket itself: it installs the
+                // filter on the command it starts; else bubblewrap does.
+                let seccomp_fd = if plan.proxy.is_some() {
+                    None
+                } else {
+                    let f = filter_file(plan.profile.unix_sockets)
+                        .map_err(|e| format!("the command's seccomp filter cannot be made: {e}"))?;
+                    let fd = f.as_raw_fd();
+                    filter = Some(f);
+                    Some(fd)
+                };
+                c.args(bwrap_args(plan, seccomp_fd));
                 c
             }
         };
@@ -110,8 +164,45 @@ impl Confinement {
             // Its own process group: a timeout kills the whole group.
             .process_group(0)
             .kill_on_drop(true);
-        cmd
+        let mut keep: Vec<RawFd> = filter.iter().map(AsRawFd::as_raw_fd).collect();
+        if matches!(self, Self::Bubblewrap(_)) {
+            // bubblewrap binds these and closes them before the command.
+            keep.extend(plan.held.iter().map(|h| h.fd.as_raw_fd()));
+        }
+        // SAFETY: the closure makes only async-signal-safe system calls
+        // (write, setrlimit, fcntl) on descriptors and data prepared
+        // before the fork; it owns what it uses (the cgroup and the
+        // filter's file live as long as the command).
+        unsafe {
+            cmd.pre_exec(move || {
+                let _keep = &filter;
+                entry.enter()?;
+                for fd in &keep {
+                    if libc::fcntl(*fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        Ok(cmd)
     }
+}
+
+/// The seccomp filter for bubblewrap, in an unlinked file at its start.
+fn filter_file(unix_sockets: bool) -> Result<std::fs::File, String> {
+    static BYTES: LazyLock<[Result<Vec<u8>, String>; 2]> = LazyLock::new(|| {
+        [false, true].map(|u| {
+            seccomp::program(u)
+                .map(|p| seccomp::bytes(&p))
+                .map_err(|e| e.to_string())
+        })
+    });
+    let bytes = BYTES[usize::from(unix_sockets)].clone()?;
+    let mut f = tempfile::tempfile().map_err(|e| e.to_string())?;
+    f.write_all(&bytes).map_err(|e| e.to_string())?;
+    f.rewind().map_err(|e| e.to_string())?;
+    Ok(f)
 }
 
 /// Run bubblewrap once with the namespaces commands get.
@@ -122,6 +213,10 @@ fn probe(program: &Path) -> Result<(), String> {
             "/",
             "/",
             "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--cap-drop",
+            "ALL",
             "--die-with-parent",
             "--",
             "/bin/sh",
@@ -154,19 +249,48 @@ fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// The uid and gid a command has inside its sandbox: the caller's, but
+/// never root's.
+fn inside_ids() -> (u32, u32) {
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    if uid == 0 {
+        (NOBODY, NOBODY)
+    } else {
+        (uid, gid)
+    }
+}
+
 /// bubblewrap's arguments for `plan`, mounts in order (a later mount
-/// covers an earlier one).
-fn bwrap_args(plan: &Plan<'_>) -> Vec<String> {
+/// covers an earlier one); `seccomp` the descriptor of the filter it
+/// installs.
+fn bwrap_args(plan: &Plan<'_>, seccomp: Option<i32>) -> Vec<String> {
+    let (uid, gid) = inside_ids();
     let mut a: Vec<String> = [
         "--die-with-parent",
         "--new-session",
         "--unshare-all",
+        // A user namespace of its own even when Roost runs as root, with
+        // no capability in it and none to gain, and no nested one.
+        "--unshare-user",
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
         "--hostname",
         "roost-sandbox",
     ]
     .iter()
     .map(|x| (*x).to_owned())
     .collect();
+    a.extend([
+        "--uid".to_owned(),
+        uid.to_string(),
+        "--gid".to_owned(),
+        gid.to_string(),
+    ]);
+    if let Some(fd) = seccomp {
+        a.extend(["--seccomp".to_owned(), fd.to_string()]);
+    }
     let ro = |a: &mut Vec<String>, p: &Path| {
         a.extend(["--ro-bind-try".to_owned(), s(p), s(p)]);
     };
@@ -179,17 +303,49 @@ fn bwrap_args(plan: &Plan<'_>) -> Vec<String> {
         }
     }
     a.extend(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"].map(str::to_owned));
+    // The host's sockets: their directories empty (a symlink such as
+    // /var/run -> /run is covered by its target).
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+    for d in RUNTIME_DIRS
+        .iter()
+        .map(PathBuf::from)
+        .chain(runtime.filter(|p| p.is_absolute()))
+    {
+        if d.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            a.extend([
+                "--tmpfs".to_owned(),
+                s(&d),
+                "--remount-ro".to_owned(),
+                s(&d),
+            ]);
+        }
+    }
     // What the profile names stays visible, even under /tmp.
     for p in plan.profile.read.iter().flatten() {
         ro(&mut a, p);
     }
     // The workspace again: it may lie under /tmp, or outside `read`.
-    ro(&mut a, plan.workspace);
+    let held = |p: &Path, writable: bool| {
+        plan.held
+            .iter()
+            .find(|h| h.at == p && h.writable == writable)
+    };
+    match held(plan.workspace, false) {
+        Some(h) => a.extend([
+            "--ro-bind-fd".to_owned(),
+            h.fd.as_raw_fd().to_string(),
+            s(plan.workspace),
+        ]),
+        None => ro(&mut a, plan.workspace),
+    }
     for p in plan.visible {
         ro(&mut a, p);
     }
     for w in plan.writable {
-        a.extend(["--bind-try".to_owned(), s(w), s(w)]);
+        match held(w, true) {
+            Some(h) => a.extend(["--bind-fd".to_owned(), h.fd.as_raw_fd().to_string(), s(w)]),
+            _ => a.extend(["--bind-try".to_owned(), s(w), s(w)]),
+        }
     }
     for h in plan.profile.deny.iter().chain(plan.hidden) {
         if h.is_dir() {
@@ -198,11 +354,28 @@ fn bwrap_args(plan: &Plan<'_>) -> Vec<String> {
             a.extend(["--ro-bind".to_owned(), "/dev/null".to_owned(), s(h)]);
         }
     }
+    // A home the restricted view does not show: the private /tmp.
+    if plan.profile.read.is_some() {
+        let home = plan
+            .env
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| Path::new(v));
+        let shown = |h: &Path| {
+            plan.profile.read.iter().flatten().any(|r| h.starts_with(r))
+                || h.starts_with(plan.workspace)
+                || SYSTEM_DIRS.iter().any(|d| h.starts_with(d))
+        };
+        if home.is_none_or(|h| !shown(h)) {
+            a.extend(["--setenv", "HOME", "/tmp"].map(str::to_owned));
+        }
+    }
     a.extend(["--chdir".to_owned(), s(plan.cwd)]);
     match plan.proxy {
         Some((socket, bridge)) => {
             // The proxy's socket inside, served on the sandbox's loopback
-            // by the bridge, which then runs the line.
+            // by the bridge, which then runs the line under the seccomp
+            // filter.
             // Under the private /tmp: a mount point needs a writable parent.
             let inside = "/tmp/.roost-proxy.sock";
             a.extend([
@@ -215,6 +388,11 @@ fn bwrap_args(plan: &Plan<'_>) -> Vec<String> {
                 "--".to_owned(),
                 s(bridge),
                 "__command-bridge".to_owned(),
+                if plan.profile.unix_sockets {
+                    "--unix-sockets=allow".to_owned()
+                } else {
+                    "--unix-sockets=deny".to_owned()
+                },
                 inside.to_owned(),
                 PROXY_PORT.to_string(),
                 shell().to_owned(),

@@ -90,6 +90,10 @@ pub struct Config {
     /// `postgres://` URL that several hosts share (`--store` and
     /// `ROOST_STORE_URL` come first). Default: `roost.db` in the data dir.
     pub store: Option<String>,
+    /// The file this config was read from (none: defaults): Roost's own,
+    /// so hidden from every command and MCP server wherever it lies.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
 }
 
 /// The `[checkpoints]` table.
@@ -247,10 +251,14 @@ pub fn default_path() -> PathBuf {
 pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
     let path = explicit.map_or_else(default_path, Path::to_path_buf);
     let config: Config = match std::fs::read_to_string(&path) {
-        Ok(text) => toml::from_str(&text).map_err(|e| ConfigError::Invalid {
-            path: path.clone(),
-            detail: e.to_string(),
-        })?,
+        Ok(text) => {
+            let mut c: Config = toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+                path: path.clone(),
+                detail: e.to_string(),
+            })?;
+            c.source = Some(std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone()));
+            c
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && explicit.is_none() => {
             Config::default()
         }

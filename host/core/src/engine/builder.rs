@@ -74,6 +74,12 @@ pub struct EngineBuilder {
     checkpoints: bool,
     /// Where the task store is (default: `roost.db` in the data dir).
     store: Option<StoreLocation>,
+    /// Roost's own files outside the data dir (the config file): hidden
+    /// from every command and MCP server.
+    own_files: Vec<PathBuf>,
+    /// Whether this host serves several tenants: commands then see the
+    /// system and their workspace, not the whole file system.
+    shared_host: bool,
 }
 
 impl EngineBuilder {
@@ -99,7 +105,34 @@ impl EngineBuilder {
             command_bridge: None,
             checkpoints: true,
             store: None,
+            own_files: Vec::new(),
+            shared_host: false,
         }
+    }
+
+    /// This host serves several tenants (`roost serve`): every command
+    /// profile that would show the whole file system shows only the
+    /// system's program directories and the task's workspace.
+    pub fn shared_host(mut self) -> Self {
+        self.shared_host = true;
+        self
+    }
+
+    /// What no command or MCP server may see: the config directory, the
+    /// config file and the task store wherever they are (the data dir is
+    /// hidden by the command host itself).
+    fn hidden_paths(&self) -> Vec<PathBuf> {
+        let mut hidden: Vec<PathBuf> = self.modes_dir.iter().cloned().collect();
+        hidden.extend(self.own_files.iter().cloned());
+        if let StoreLocation::File(db) = self.store_location() {
+            let db = std::fs::canonicalize(&db).unwrap_or(db);
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut name = db.clone().into_os_string();
+                name.push(suffix);
+                hidden.push(PathBuf::from(name));
+            }
+        }
+        hidden
     }
 
     /// Keep tasks in the store at `location` (a PostgreSQL database that
@@ -135,6 +168,7 @@ impl EngineBuilder {
             require_signed: config.plugins.require_signed,
         };
         b.checkpoints = config.checkpoints.enabled.unwrap_or(true);
+        b.own_files.extend(config.source.iter().cloned());
         b.store = Some(StoreLocation::resolve(
             None,
             config.store.as_deref(),
@@ -310,6 +344,8 @@ impl EngineBuilder {
     /// The services an engine runs its tasks with (for a front-end that
     /// needs its tools outside a task: `roost tool`).
     pub fn build_agent(self) -> Result<Agent, BuildError> {
+        let hidden = self.hidden_paths();
+        let shared_host = self.shared_host;
         let engine = self.runtime()?;
         let mut registry = Registry::new();
         for p in first_party::load_all(&engine)? {
@@ -332,15 +368,17 @@ impl EngineBuilder {
             None => None,
             Some((config, profiles)) => {
                 // Roost's own data and config are never a command's to see.
-                let hidden: Vec<PathBuf> = self.modes_dir.iter().cloned().collect();
                 let mut host = CommandHost::new(
                     &config,
                     &profiles,
                     &self.data_dir,
-                    hidden,
+                    hidden.clone(),
                     self.secrets.clone(),
                 )?;
                 host.bridge = self.command_bridge.clone();
+                if shared_host {
+                    host.profiles = host.profiles.confined_reads();
+                }
                 let host = Arc::new(host);
                 if let Some(w) = host.warning() {
                     tracing::warn!("{w}");
@@ -354,7 +392,6 @@ impl EngineBuilder {
         // MCP stdio servers run in the command sandbox whether or not
         // tasks may run commands.
         let mcp = {
-            let hidden: Vec<PathBuf> = self.modes_dir.iter().cloned().collect();
             let (config, profiles) = &self.sandbox_settings;
             let mut host = match CommandHost::new(
                 config,
@@ -380,6 +417,9 @@ impl EngineBuilder {
                 }
             };
             host.bridge = self.command_bridge.clone();
+            if shared_host {
+                host.profiles = host.profiles.confined_reads();
+            }
             Arc::new(McpHub::new(
                 self.modes_dir.clone(),
                 &self.data_dir,

@@ -11,6 +11,18 @@ use roost_protocol::{Checkpoint, RestoreMode, RestoreReport, TraceKind, UiRow, U
 use roost_sandbox::capability::Workspace;
 
 impl Engine {
+    /// Task `task`'s workspace, opened as its starts open it (beneath its
+    /// tenant's root on a server): a diff or a restore never follows a
+    /// workspace swapped for a link to elsewhere.
+    fn open_checked(&self, task: &crate::store::TaskRecord) -> Result<Workspace, EngineError> {
+        let check = self
+            .workspace_check
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Ok(check.open(&self.agent.store, task)?)
+    }
+
     fn checkpoint_service(&self) -> Result<Arc<crate::checkpoints::Checkpoints>, EngineError> {
         self.agent
             .checkpoints
@@ -36,18 +48,20 @@ impl Engine {
     pub async fn checkpoint_diff(&self, id: &str, cp: u32) -> Result<String, EngineError> {
         let cps = self.checkpoint_service()?;
         let task = self.agent.store.find_task(id)?;
-        let ws = Workspace::open(std::path::Path::new(&task.workspace))
-            .map_err(crate::task::TaskError::from)?;
+        let ws = self.open_checked(&task)?;
         let store = self.agent.store.clone();
-        tokio::task::spawn_blocking(move || cps.diff(&store, &task.id, cp, &ws))
-            .await
-            .map_err(|e| {
-                EngineError::Checkpoint(crate::checkpoints::CheckpointError::Write {
-                    path: String::new(),
-                    why: e.to_string(),
-                })
-            })?
-            .map_err(EngineError::from)
+        tokio::task::spawn_blocking(move || {
+            let _pin = ws.pin();
+            cps.diff(&store, &task.id, cp, &ws)
+        })
+        .await
+        .map_err(|e| {
+            EngineError::Checkpoint(crate::checkpoints::CheckpointError::Write {
+                path: String::new(),
+                why: e.to_string(),
+            })
+        })?
+        .map_err(EngineError::from)
     }
 
     /// Restore task `id` to its checkpoint `cp` (see
@@ -66,8 +80,9 @@ impl Engine {
         if self.lock().running.contains_key(&task.id) || self.agent.store.is_live(&task.id) {
             return Err(EngineError::AlreadyStarted(task.id));
         }
-        let ws = Workspace::open(std::path::Path::new(&task.workspace))
-            .map_err(crate::task::TaskError::from)?;
+        let ws = self.open_checked(&task)?;
+        // Any other open of its path meanwhile must reach this directory.
+        let _pin = ws.pin();
         let store = self.agent.store.clone();
         let (tid, ws2) = (task.id.clone(), ws.clone());
         let report =

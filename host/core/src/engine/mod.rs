@@ -36,7 +36,8 @@ use crate::events::{Envelope, EventBus, Subscription, TaskEvent, recorded_after}
 use crate::llm::Role;
 use crate::store::{HostRequest, StoreError, StoredAsk, TaskRecord};
 use crate::task::{
-    Agent, ApprovalPolicy, Control, Creation, Responder, TaskError, TaskOutcome, answer_asks,
+    Agent, ApprovalPolicy, Control, Creation, Responder, TaskError, TaskOutcome, WorkspaceCheck,
+    answer_asks,
 };
 use crate::turn::{SpawnHandle, Spawner, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
@@ -101,6 +102,8 @@ pub struct Engine {
     this: Weak<Engine>,
     /// Its share of a store with other hosts.
     hosts: hosts::Hosts,
+    /// How it opens a task's workspace at each start.
+    workspace_check: Mutex<WorkspaceCheck>,
 }
 
 impl Engine {
@@ -114,7 +117,24 @@ impl Engine {
             trees: delegation::TreeSlots::default(),
             this: this.clone(),
             hosts: hosts::Hosts::default(),
+            workspace_check: Mutex::new(WorkspaceCheck::AsNamed),
         })
+    }
+
+    /// Run tenants' tasks only beneath their tenants' roots (a server):
+    /// from now on, every start of a task — created, resumed, continued,
+    /// or taken from a shared store's work queue — opens its workspace
+    /// beneath a root of its tenant (the roots of the tenant's valid
+    /// tokens, and `local`'s root for the server's local tenant),
+    /// following no symbolic link, or refuses it: the task ends `failed`
+    /// with the reason and nothing of it runs.
+    pub fn confine_to_tenant_roots(&self, local: Option<(&str, &std::path::Path)>) {
+        *self
+            .workspace_check
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = WorkspaceCheck::TenantRoots {
+            local: local.map(|(t, r)| (t.to_owned(), r.to_path_buf())),
+        };
     }
 
     /// The services the tasks run with.
@@ -397,9 +417,16 @@ impl Engine {
         let this = self.this.clone();
         let task_id = id.to_owned();
         let loop_events = events.clone();
+        let check = self
+            .workspace_check
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let run = tokio::spawn(async move {
             if resume {
-                agent.resume(&task_id, setup, &loop_events, &control).await
+                agent
+                    .resume(&task_id, setup, &check, &loop_events, &control)
+                    .await
             } else {
                 let task = agent.store.get_task(&task_id)?;
                 loop_events
@@ -408,7 +435,9 @@ impl Engine {
                         workspace: task.workspace.clone(),
                     })
                     .await;
-                agent.run_created(task, setup, &loop_events, &control).await
+                agent
+                    .run_created(task, setup, &check, &loop_events, &control)
+                    .await
             }
         });
         let agent = Arc::clone(&self.agent);

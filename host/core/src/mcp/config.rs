@@ -86,20 +86,60 @@ pub struct ServerEntry {
     /// Origins a stdio server may reach (Roost's `allowNetwork`; default
     /// none).
     pub network: Vec<String>,
+    /// The entry as written, before `${env:…}` substitution: what a person
+    /// is shown before trusting it (never the host's values), and what the
+    /// trust is given to.
+    pub written: Written,
+    /// The host environment variables the entry expands, and where: each
+    /// hands the server a value from Roost's own environment.
+    pub host_vars: Vec<HostVar>,
+}
+
+/// A host environment variable an entry expands (`${env:NAME}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostVar {
+    /// The variable.
+    pub name: String,
+    /// Where its value goes (`env.API_KEY`, `args[1]`, `headers.Authorization`,
+    /// `command`, `url`).
+    pub field: String,
 }
 
 impl ServerEntry {
-    /// What the user trusts when trusting this entry: everything that
-    /// decides what runs and what it gets.
+    /// What the user trusts when trusting this entry: the whole entry as
+    /// written (every field, normalized), so that any change to what runs,
+    /// what it gets or what it may do without asking — a field added later
+    /// included — needs trust again. The host's values of the variables it
+    /// expands are not part of it: trust is given to "passes your KEY", and
+    /// a rotated key does not ask again.
     pub fn fingerprint(&self) -> String {
         let v = serde_json::json!({
-            "transport": self.transport,
-            "profile": self.profile,
-            "network": self.network,
+            "version": FINGERPRINT_VERSION,
+            "name": self.name,
+            "entry": self.written,
         });
         blake3::hash(v.to_string().as_bytes()).to_hex().to_string()
     }
+
+    /// One line saying how it is reached, as written (`stdio: node x.js`,
+    /// `http: https://…`): `${env:…}` stays as written, so no host value is
+    /// ever shown.
+    pub fn summary(&self) -> String {
+        match (&self.written.command, &self.written.url) {
+            (Some(command), _) => {
+                let words = std::iter::once(command.as_str())
+                    .chain(self.written.args.iter().map(String::as_str));
+                format!("stdio: {}", shell_words::join(words))
+            }
+            (None, Some(url)) => format!("http: {url}"),
+            (None, None) => "(neither command nor url)".to_owned(),
+        }
+    }
 }
+
+/// Changes when what the fingerprint covers does: trust recorded under an
+/// older version is asked for again.
+const FINGERPRINT_VERSION: u32 = 2;
 
 /// A problem with one file or entry; the rest are still used.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -136,36 +176,50 @@ pub struct McpConfig {
     pub issues: Vec<ConfigIssue>,
 }
 
-/// One entry as written (Roo's field names).
-#[derive(Debug, Deserialize)]
+/// One entry as written (Roo's field names, and Roost's `profile` and
+/// `allowNetwork`). Every field is part of the trust fingerprint; an
+/// unknown field is an error, so nothing in a file goes unseen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawEntry {
+pub struct Written {
+    /// `stdio`, `sse`, `streamable-http` (default: from `command`/`url`).
     #[serde(rename = "type")]
-    kind: Option<String>,
-    command: Option<String>,
+    pub kind: Option<String>,
+    /// A stdio server's program.
+    pub command: Option<String>,
+    /// Its arguments.
     #[serde(default)]
-    args: Vec<String>,
-    cwd: Option<PathBuf>,
+    pub args: Vec<String>,
+    /// Its working directory (default: the workspace).
+    pub cwd: Option<PathBuf>,
+    /// Variables set for it.
     #[serde(default)]
-    env: BTreeMap<String, String>,
-    url: Option<String>,
+    pub env: BTreeMap<String, String>,
+    /// An HTTP server's endpoint.
+    pub url: Option<String>,
+    /// Headers sent with every request to it.
     #[serde(default)]
-    headers: BTreeMap<String, String>,
+    pub headers: BTreeMap<String, String>,
+    /// Turned off.
     #[serde(default)]
-    disabled: bool,
-    /// Seconds.
-    timeout: Option<u64>,
+    pub disabled: bool,
+    /// Longest a request may take, in seconds.
+    pub timeout: Option<u64>,
+    /// Tools called without asking (`*`: all).
     #[serde(default)]
-    always_allow: Vec<String>,
+    pub always_allow: Vec<String>,
+    /// Tools never offered.
     #[serde(default)]
-    disabled_tools: Vec<String>,
-    profile: Option<String>,
+    pub disabled_tools: Vec<String>,
+    /// The command profile a stdio server runs under.
+    pub profile: Option<String>,
+    /// Origins a stdio server may reach.
     #[serde(default)]
-    allow_network: Vec<String>,
-    /// Roo writes it; Roost keeps its own trust store instead.
+    pub allow_network: Vec<String>,
+    /// Roo writes it; Roost keeps its own trust store instead and ignores
+    /// it.
     #[serde(default)]
-    #[allow(dead_code)]
-    watch_paths: Vec<String>,
+    pub watch_paths: Vec<String>,
 }
 
 /// Read the servers `global_dir`'s file and `workspace`'s files
@@ -324,11 +378,13 @@ fn entry(
     raw: &Value,
     source: Source,
 ) -> Result<ServerEntry, (Option<String>, String)> {
-    let raw: RawEntry = serde_path_to_error::deserialize(raw).map_err(|e| {
+    let written: Written = serde_path_to_error::deserialize(raw).map_err(|e| {
         let path = e.path().to_string();
         ((path != ".").then_some(path), e.into_inner().to_string())
     })?;
+    let raw = &written;
     let field = |f: &str, m: String| (Some(f.to_owned()), m);
+    let mut vars = Vec::new();
     let kind = raw.kind.as_deref().map(str::to_ascii_lowercase);
     let transport = match (kind.as_deref(), &raw.command, &raw.url) {
         (Some("stdio") | None, Some(command), None) => {
@@ -337,28 +393,41 @@ fn entry(
             }
             let mut env = BTreeMap::new();
             for (k, v) in &raw.env {
-                env.insert(k.clone(), substitute(v).map_err(|m| field("env", m))?);
+                let value =
+                    substitute(v, &format!("env.{k}"), &mut vars).map_err(|m| field("env", m))?;
+                env.insert(k.clone(), value);
+            }
+            let mut args = Vec::with_capacity(raw.args.len());
+            for (i, a) in raw.args.iter().enumerate() {
+                args.push(
+                    substitute(a, &format!("args[{i}]"), &mut vars)
+                        .map_err(|m| field("args", m))?,
+                );
             }
             Transport::Stdio {
-                command: substitute(command).map_err(|m| field("command", m))?,
-                args: raw
-                    .args
-                    .iter()
-                    .map(|a| substitute(a))
-                    .collect::<Result<_, _>>()
-                    .map_err(|m| field("args", m))?,
+                command: substitute(command, "command", &mut vars)
+                    .map_err(|m| field("command", m))?,
+                args,
                 cwd: raw.cwd.clone(),
                 env,
             }
         }
         (Some("sse" | "streamable-http" | "http" | "streamablehttp") | None, None, Some(url)) => {
-            let url = substitute(url).map_err(|m| field("url", m))?;
+            let url = substitute(url, "url", &mut vars).map_err(|m| field("url", m))?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(field("url", format!("`{url}` is not an http(s) URL")));
+                return Err(field(
+                    "url",
+                    format!(
+                        "`{}` is not an http(s) URL",
+                        raw.url.as_deref().unwrap_or("")
+                    ),
+                ));
             }
             let mut headers = BTreeMap::new();
             for (k, v) in &raw.headers {
-                headers.insert(k.clone(), substitute(v).map_err(|m| field("headers", m))?);
+                let value = substitute(v, &format!("headers.{k}"), &mut vars)
+                    .map_err(|m| field("headers", m))?;
+                headers.insert(k.clone(), value);
             }
             Transport::Http { url, headers }
         }
@@ -402,17 +471,20 @@ fn entry(
         transport,
         disabled: raw.disabled,
         timeout,
-        always_allow: raw.always_allow,
-        disabled_tools: raw.disabled_tools,
-        profile: raw.profile,
-        network: raw.allow_network,
+        always_allow: raw.always_allow.clone(),
+        disabled_tools: raw.disabled_tools.clone(),
+        profile: raw.profile.clone(),
+        network: raw.allow_network.clone(),
+        host_vars: vars,
+        written,
     })
 }
 
 /// `${env:VAR}` replaced by the variable's value (an unset one is an
 /// error: a server started without the key it was configured with fails
-/// in ways that are hard to see).
-fn substitute(s: &str) -> Result<String, String> {
+/// in ways that are hard to see); each variable expanded is noted in
+/// `vars` with `field`, where its value goes.
+fn substitute(s: &str, field: &str, vars: &mut Vec<HostVar>) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(start) = rest.find("${env:") {
@@ -425,6 +497,13 @@ fn substitute(s: &str) -> Result<String, String> {
         match std::env::var(var) {
             Ok(v) => out.push_str(&v),
             Err(_) => return Err(format!("environment variable `{var}` is not set")),
+        }
+        let noted = HostVar {
+            name: var.to_owned(),
+            field: field.to_owned(),
+        };
+        if !vars.contains(&noted) {
+            vars.push(noted);
         }
         rest = &after[end + 1..];
     }
@@ -483,12 +562,68 @@ mod tests {
         assert!(broken.issues[0].message.contains("not valid JSON"));
     }
 
+    /// Every field of an entry is part of what is trusted: changing any
+    /// one changes the fingerprint.
+    #[test]
+    fn every_field_changes_the_fingerprint() {
+        let fingerprint = |json: &str| {
+            let mut out = McpConfig::default();
+            parse(
+                Path::new("/ws/.roo/mcp.json"),
+                &format!(r#"{{"mcpServers": {{"s": {json}}}}}"#),
+                Source::Project,
+                &mut out,
+            );
+            assert!(out.issues.is_empty(), "{:?}", out.issues);
+            out.servers["s"].fingerprint()
+        };
+        let base = fingerprint(r#"{"command": "node", "args": ["x.js"]}"#);
+        let changed = [
+            r#"{"command": "node", "args": ["y.js"]}"#,
+            r#"{"command": "deno", "args": ["x.js"]}"#,
+            r#"{"command": "node", "args": ["x.js"], "type": "stdio"}"#,
+            r#"{"command": "node", "args": ["x.js"], "cwd": "sub"}"#,
+            r#"{"command": "node", "args": ["x.js"], "env": {"A": "1"}}"#,
+            r#"{"command": "node", "args": ["x.js"], "disabled": true}"#,
+            r#"{"command": "node", "args": ["x.js"], "timeout": 5}"#,
+            r#"{"command": "node", "args": ["x.js"], "alwaysAllow": ["*"]}"#,
+            r#"{"command": "node", "args": ["x.js"], "disabledTools": ["t"]}"#,
+            r#"{"command": "node", "args": ["x.js"], "profile": "full"}"#,
+            r#"{"command": "node", "args": ["x.js"], "allowNetwork": ["https://a.example"]}"#,
+            r#"{"command": "node", "args": ["x.js"], "watchPaths": ["w"]}"#,
+        ];
+        for c in changed {
+            assert_ne!(fingerprint(c), base, "{c}");
+        }
+        let http = fingerprint(r#"{"url": "https://a.example/mcp"}"#);
+        assert_ne!(
+            fingerprint(r#"{"url": "https://a.example/mcp", "headers": {"X": "1"}}"#),
+            http
+        );
+        // The written form is what counts, not the order it was written in.
+        assert_eq!(
+            fingerprint(r#"{"args": ["x.js"], "command": "node"}"#),
+            base
+        );
+    }
+
     #[test]
     fn env_substitution() {
         // PATH is set wherever tests run.
         let path = std::env::var("PATH").unwrap_or_default();
-        assert_eq!(substitute("a${env:PATH}b").ok(), Some(format!("a{path}b")));
-        assert!(substitute("${env:ROOST_SURELY_UNSET_VAR_123}").is_err());
-        assert!(substitute("${env:PATH").is_err());
+        let mut vars = Vec::new();
+        assert_eq!(
+            substitute("a${env:PATH}b", "args[0]", &mut vars).ok(),
+            Some(format!("a{path}b"))
+        );
+        assert_eq!(
+            vars,
+            vec![HostVar {
+                name: "PATH".into(),
+                field: "args[0]".into()
+            }]
+        );
+        assert!(substitute("${env:ROOST_SURELY_UNSET_VAR_123}", "url", &mut vars).is_err());
+        assert!(substitute("${env:PATH", "url", &mut vars).is_err());
     }
 }

@@ -4,14 +4,18 @@
 //! trust, and each server starts when a task of its workspace first needs
 //! it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::config::{self, McpConfig, ServerEntry, Source};
-use super::server::{McpServer, ServerState};
+use super::limits::ToolInfo;
+use super::server::{McpServer, ServerState, ServerStatus};
 use super::trust::{TrustError, TrustStore};
 use crate::commands::{CommandHost, OutputStore};
+
+/// A ready server with its tools as a task is offered them.
+pub type ServerTools = (Arc<McpServer>, Vec<ToolInfo>);
 
 /// One workspace's servers as configured now.
 #[derive(Debug)]
@@ -52,6 +56,72 @@ impl WorkspaceMcp {
     /// Whether any server is configured at all.
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
+    }
+
+    /// Every ready server's tools as a task is offered them, in server-name
+    /// order: an offered name goes to the first tool that claims it, and a
+    /// later tool of the same name (from another server, or a name in
+    /// `taken`) is refused, saying which one holds it. Returns each ready
+    /// server with its tools so marked, and one line per tool refused so.
+    /// `roost mcp list` and the tasks' overlay both use it, so what the
+    /// list shows is what a task gets.
+    pub fn offered(&self, taken: &BTreeSet<String>) -> (Vec<ServerTools>, Vec<String>) {
+        let mut holders: BTreeMap<String, Option<(String, String)>> =
+            taken.iter().map(|n| (n.clone(), None)).collect();
+        let mut out = Vec::new();
+        let mut problems = Vec::new();
+        for server in self.servers.values() {
+            if server.state() != ServerState::Ready {
+                continue;
+            }
+            let mut tools = server.tools();
+            for info in &mut tools {
+                if info.refused.is_some() {
+                    continue;
+                }
+                match holders.get(&info.offered) {
+                    None => {
+                        holders.insert(
+                            info.offered.clone(),
+                            Some((server.name().to_owned(), info.name.clone())),
+                        );
+                    }
+                    Some(holder) => {
+                        let why = match holder {
+                            Some((s, t)) => format!(
+                                "another tool is called `{}`: server `{s}`'s `{t}`, which is offered",
+                                info.offered
+                            ),
+                            None => format!("another tool is called `{}`", info.offered),
+                        };
+                        problems.push(format!(
+                            "MCP tool `{}` of server `{}` is not offered: {why}",
+                            info.name,
+                            server.name()
+                        ));
+                        info.refused = Some(why);
+                    }
+                }
+            }
+            out.push((Arc::clone(server), tools));
+        }
+        (out, problems)
+    }
+
+    /// What `roost mcp list` shows of each server, in name order, its
+    /// tools marked as [`Self::offered`] marks them.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        let (offered, _) = self.offered(&BTreeSet::new());
+        self.servers
+            .values()
+            .map(|s| {
+                let mut status = s.status();
+                if let Some((_, tools)) = offered.iter().find(|(o, _)| Arc::ptr_eq(o, s)) {
+                    status.tools = tools.clone();
+                }
+                status
+            })
+            .collect()
     }
 }
 
@@ -166,24 +236,42 @@ impl McpHub {
     }
 
     /// Trust `workspace`'s project servers named in `names` (all of them
-    /// when `None`); returns the names trusted. They start when next
-    /// needed.
+    /// when `None`), as its files say now; returns the entries trusted,
+    /// for the caller to show exactly what was trusted. They start when
+    /// next needed.
     pub fn trust(
         &self,
         workspace: &Path,
         names: Option<&[String]>,
-    ) -> Result<Vec<String>, TrustError> {
-        let config = self.config(workspace);
-        let chosen: Vec<&ServerEntry> = config
+    ) -> Result<Vec<ServerEntry>, TrustError> {
+        let chosen: Vec<ServerEntry> = self
+            .config(workspace)
             .servers
-            .values()
+            .into_values()
             .filter(|e| e.source == Source::Project)
             .filter(|e| names.is_none_or(|n| n.contains(&e.name)))
             .collect();
-        self.trust.trust(workspace, &chosen)?;
+        self.trust_entries(workspace, &chosen)?;
+        Ok(chosen)
+    }
+
+    /// Trust exactly `entries` of `workspace` (the ones a person was
+    /// shown): an entry whose file changed since it was read stays
+    /// untrusted, its fingerprint being another. Global entries need no
+    /// trust and are passed over.
+    pub fn trust_entries(
+        &self,
+        workspace: &Path,
+        entries: &[ServerEntry],
+    ) -> Result<(), TrustError> {
+        let project: Vec<&ServerEntry> = entries
+            .iter()
+            .filter(|e| e.source == Source::Project)
+            .collect();
+        self.trust.trust(workspace, &project)?;
         // Read again: trusted servers become startable.
         self.map().remove(workspace);
-        Ok(chosen.iter().map(|e| e.name.clone()).collect())
+        Ok(())
     }
 
     /// Stop every server.

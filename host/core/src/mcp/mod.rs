@@ -1,7 +1,8 @@
 //! MCP servers' tools for tasks (the client side of MCP): servers are
 //! configured in Roo Code's files ([`config`]), a workspace's own are
 //! started only once trusted there ([`trust`]), stdio servers run in the
-//! command sandbox ([`server`]), what they send is bounded ([`limits`]),
+//! command sandbox ([`server`]) over a bounded pipe ([`stdio`]), what they
+//! send is bounded ([`limits`]),
 //! and the [`McpHub`] keeps each workspace's servers running. Their tools
 //! reach tasks as [`ToolExecutor`](crate::tools::ToolExecutor)s laid over
 //! the registry (`tools::mcp`) and go through the one dispatch.
@@ -10,10 +11,11 @@ pub mod config;
 pub mod hub;
 pub mod limits;
 pub mod server;
+pub mod stdio;
 pub mod tls;
 pub mod trust;
 
-pub use config::{ConfigIssue, McpConfig, ServerEntry, Source, Transport};
+pub use config::{ConfigIssue, HostVar, McpConfig, ServerEntry, Source, Transport, Written};
 pub use hub::{McpHub, WorkspaceMcp};
 pub use limits::ToolInfo;
 pub use server::{CallError, McpServer, ServerState, ServerStatus};

@@ -20,7 +20,6 @@ use rmcp::model::{
     ReadResourceRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
 use serde::Serialize;
@@ -28,6 +27,7 @@ use serde_json::Value;
 
 use super::config::{ServerEntry, Transport};
 use super::limits::{self, ToolInfo};
+use super::stdio::{ChildTransport, Overflow};
 use crate::commands::proxy::Proxy;
 use crate::commands::{CommandHost, Confinement, Plan, profile};
 
@@ -58,6 +58,9 @@ const KEPT_LINES: usize = 20;
 const KEPT_LINE_CHARS: usize = 400;
 /// Restarts after a crash before the server is given up.
 const MAX_RESTARTS: u32 = 5;
+/// CPU time a stdio server's process may use in its life, unless its
+/// profile bounds it otherwise (a crashed one is restarted).
+const SERVER_CPU_SECONDS: u64 = 3600;
 
 /// What `roost mcp list` shows of a server.
 #[derive(Debug, Clone, Serialize)]
@@ -90,6 +93,8 @@ struct Inner {
     peer: Option<Peer<RoleClient>>,
     service: Option<RunningService<RoleClient, Handler>>,
     proxy: Option<Proxy>,
+    /// Tripped when the current connection ended for a message too large.
+    overflow: Overflow,
 }
 
 /// Why a call to a server did not give a result.
@@ -104,6 +109,10 @@ pub enum CallError {
     /// The server stopped during the call.
     #[error("MCP server `{0}` stopped during the call ({1}); it is being restarted")]
     Crashed(String, String),
+    /// The server sent a message past the bound: the connection was ended
+    /// at once rather than the call left to wait out its timeout.
+    #[error("MCP server `{0}` failed the call: {1}; it is being restarted")]
+    TooLarge(String, String),
     /// The server answered with an error.
     #[error("MCP server `{0}` answered with an error: {1}")]
     Server(String, String),
@@ -218,6 +227,7 @@ impl McpServer {
                 peer: None,
                 service: None,
                 proxy: None,
+                overflow: Overflow::default(),
             }),
             generation: AtomicU64::new(0),
             log_messages: AtomicU64::new(0),
@@ -361,11 +371,16 @@ impl McpServer {
         let timeout = self.entry.timeout;
         let (service, proxy) = match &self.entry.transport {
             Transport::Stdio { .. } => {
-                let (transport, proxy) = self.spawn()?;
+                let overflow = Overflow::default();
+                lock(&self.inner).overflow = overflow.clone();
+                let (transport, proxy) = self.spawn(overflow)?;
                 let s = tokio::time::timeout(timeout, handler.serve(transport))
                     .await
                     .map_err(|_| format!("did not answer `initialize` within {timeout:?}"))?
-                    .map_err(|e| format!("initialize failed: {e}"))?;
+                    .map_err(|e| match self.overflowed() {
+                        Some(why) => format!("initialize failed: {why}"),
+                        None => format!("initialize failed: {e}"),
+                    })?;
                 (s, proxy)
             }
             Transport::Http { url, headers } => {
@@ -409,7 +424,10 @@ impl McpServer {
     }
 
     /// Start the stdio server in the command sandbox.
-    fn spawn(self: &Arc<Self>) -> Result<(TokioChildProcess, Option<Proxy>), String> {
+    fn spawn(
+        self: &Arc<Self>,
+        overflow: Overflow,
+    ) -> Result<(ChildTransport, Option<Proxy>), String> {
         let Transport::Stdio {
             command,
             args,
@@ -476,11 +494,25 @@ impl McpServer {
             hidden: &self.sandbox.hidden,
             env: &vars,
             proxy: proxy.as_ref().map(|(p, b)| (p.socket(), b.as_path())),
+            held: &[],
         };
-        let cmd = self.sandbox.confinement.command(&plan);
-        let (transport, stderr) = TokioChildProcess::builder(cmd)
+        // A server lives across many calls: its CPU is bounded per
+        // process lifetime (its profile's own bound, if it has one).
+        let mut cmd = self
+            .sandbox
+            .confinement
+            .command(&plan, SERVER_CPU_SECONDS)?;
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd
             .spawn()
+            .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+        let stderr = child.stderr.take();
+        // The command holds the process's cgroup: it lives as long as
+        // the process.
+        let transport = ChildTransport::new(child, cmd, overflow)
             .map_err(|e| format!("cannot start `{command}`: {e}"))?;
         if let Some(stderr) = stderr {
             let me = Arc::downgrade(self);
@@ -521,7 +553,10 @@ impl McpServer {
         let tools = tokio::time::timeout(timeout, peer.list_all_tools())
             .await
             .map_err(|_| format!("did not list its tools within {timeout:?}"))?
-            .map_err(|e| format!("cannot list its tools: {e}"))?;
+            .map_err(|e| match self.overflowed() {
+                Some(why) => format!("cannot list its tools: {why}"),
+                None => format!("cannot list its tools: {e}"),
+            })?;
         let tools = limits::tools(&self.entry, tools);
         let has_resources = peer
             .peer_info()
@@ -570,8 +605,20 @@ impl McpServer {
         }
     }
 
-    /// A request's error: a closed transport means the server stopped.
+    /// Why the current connection ended, when it was for a message too
+    /// large.
+    fn overflowed(&self) -> Option<String> {
+        lock(&self.inner).overflow.reason().map(str::to_owned)
+    }
+
+    /// A request's error: a closed transport means the server stopped (at
+    /// once, when it sent a message too large).
     fn request_failed(&self, e: rmcp::ServiceError) -> CallError {
+        if let Some(why) = self.overflowed() {
+            self.note(format!("stopped: {why}"));
+            self.failed(format!("stopped: {why}"));
+            return CallError::TooLarge(self.entry.name.clone(), why);
+        }
         match e {
             rmcp::ServiceError::McpError(e) => CallError::Server(
                 self.entry.name.clone(),

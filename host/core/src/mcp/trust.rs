@@ -2,15 +2,17 @@
 //! must not launch processes by being opened, so a server a workspace's
 //! `.roo/mcp.json` configures starts only once the user has trusted it
 //! there (asked on a terminal, or `roost mcp trust`). Trust is given to an
-//! entry as it stands: changing its command, URL, profile or network
-//! needs trust again.
+//! entry as it stands — the whole entry as written (see
+//! [`ServerEntry::fingerprint`]): changing any field of it needs trust
+//! again. Before trusting, a person is shown all of it ([`disclosure`]),
+//! the host environment variables it expands first.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::config::ServerEntry;
+use super::config::{DEFAULT_TIMEOUT, ServerEntry, Written};
 
 /// The trust file's name in the data directory.
 const FILE: &str = "mcp-trust.json";
@@ -97,4 +99,124 @@ impl TrustStore {
         tmp.persist(&self.path).map_err(|e| io(e.error))?;
         Ok(())
     }
+}
+
+/// What a person is shown before trusting `entry`, one line each: how it
+/// is started or reached, the host environment variables it expands
+/// (first: each hands the server a value from Roost's own environment),
+/// then every other field that changes what runs or what it may do. Values
+/// are shown as written — `${env:NAME}` stays so, a host value is never
+/// shown. The lines are not yet made safe for a terminal.
+pub fn disclosure(entry: &ServerEntry) -> Vec<String> {
+    // Every field, by name: a field added to `Written` does not compile
+    // here until it is shown.
+    let Written {
+        kind,
+        command,
+        args: _,
+        cwd,
+        env,
+        url,
+        headers,
+        disabled,
+        timeout,
+        always_allow,
+        disabled_tools,
+        profile,
+        allow_network,
+        watch_paths,
+    } = &entry.written;
+    let mut out = Vec::new();
+    let stdio = command.is_some();
+    let kind = kind
+        .as_deref()
+        .map(|k| format!(" (type {k})"))
+        .unwrap_or_default();
+    if stdio {
+        out.push(format!(
+            "runs: {}{kind}",
+            entry.summary().trim_start_matches("stdio: ")
+        ));
+    } else if let Some(url) = url {
+        out.push(format!(
+            "reaches: {url}{kind} (Roost connects to it from this machine, outside any sandbox)"
+        ));
+    }
+    // One line per variable, naming every place it goes.
+    let mut vars: Vec<(&str, Vec<&str>)> = Vec::new();
+    for v in &entry.host_vars {
+        match vars.iter_mut().find(|(n, _)| *n == v.name) {
+            Some((_, fields)) => fields.push(&v.field),
+            None => vars.push((&v.name, vec![&v.field])),
+        }
+    }
+    for (name, fields) in vars {
+        out.push(format!(
+            "! passes your {name} to this server: expands the host variable ${{env:{name}}} into {}",
+            fields.join(", ")
+        ));
+    }
+    if stdio {
+        out.push(match cwd {
+            None => "in: the workspace".to_owned(),
+            Some(c) if c.is_absolute() => format!("in: {} (outside the workspace)", c.display()),
+            Some(c) => format!("in: {} (in the workspace)", c.display()),
+        });
+        if env.is_empty() {
+            out.push("env: nothing of its own (a scrubbed environment)".to_owned());
+        }
+        for (k, v) in env {
+            out.push(format!("env: {k}={v}"));
+        }
+    }
+    for (k, v) in headers {
+        out.push(format!("header: {k}: {v}"));
+    }
+    if stdio {
+        out.push(match profile {
+            None => "sandbox profile: read-only (the default)".to_owned(),
+            Some(p) => format!("sandbox profile: {p}"),
+        });
+        out.push(if allow_network.is_empty() {
+            "network: no origins of its own (only what its profile allows)".to_owned()
+        } else {
+            format!("network: {}", allow_network.join(", "))
+        });
+    } else {
+        if let Some(p) = profile {
+            out.push(format!(
+                "sandbox profile: {p} (not used: an HTTP server is not started by Roost)"
+            ));
+        }
+        if !allow_network.is_empty() {
+            out.push(format!(
+                "network: {} (not used: an HTTP server is not started by Roost)",
+                allow_network.join(", ")
+            ));
+        }
+    }
+    out.push(if always_allow.is_empty() {
+        "calls without asking: none (each call is asked or left to the approval policy)".to_owned()
+    } else if always_allow.iter().any(|a| a == "*") {
+        "! calls without asking: EVERY tool it offers (alwaysAllow: *)".to_owned()
+    } else {
+        format!("! calls without asking: {}", always_allow.join(", "))
+    });
+    out.push(match timeout {
+        None => format!("timeout: {} s (the default)", DEFAULT_TIMEOUT.as_secs()),
+        Some(t) => format!("timeout: {t} s"),
+    });
+    if !disabled_tools.is_empty() {
+        out.push(format!("tools not offered: {}", disabled_tools.join(", ")));
+    }
+    if *disabled {
+        out.push("disabled: not started while it stays so".to_owned());
+    }
+    if !watch_paths.is_empty() {
+        out.push(format!(
+            "watchPaths (ignored by Roost): {}",
+            watch_paths.join(", ")
+        ));
+    }
+    out
 }

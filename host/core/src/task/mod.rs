@@ -15,6 +15,7 @@ pub mod prompt;
 mod reopen;
 mod runner;
 mod tools;
+mod workspace;
 /// The task status lives with the record it is part of.
 pub use crate::store::status;
 
@@ -31,3 +32,4 @@ pub use crate::turn::{Price, Services, TaskConfig, TaskError, TaskOutcome};
 pub use roost_protocol::task::ApprovalPolicy;
 pub use runner::Creation;
 pub use status::TaskStatus;
+pub use workspace::WorkspaceCheck;

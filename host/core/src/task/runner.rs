@@ -18,6 +18,7 @@ use super::context::{BYTES_PER_TOKEN, RequestCache, cut_point, model_history, su
 use super::history::{History, ResultStep};
 use super::prompt::{PromptContext, build};
 use super::tools::TaskTools;
+use super::workspace::WorkspaceCheck;
 use crate::asks::{Answer, Ask, AskError};
 use crate::call::Agent;
 use crate::call::{CallResult, Dispatch};
@@ -142,11 +143,13 @@ impl Agent {
     }
 
     /// Run `task`, created with [`Agent::create`] and not run yet, with
-    /// `setup`, steered by `control`.
+    /// `setup`, steered by `control`, in its workspace opened as `check`
+    /// says.
     pub(crate) async fn run_created(
         &self,
         task: TaskRecord,
         setup: TaskSetup,
+        check: &WorkspaceCheck,
         events: &EventBus,
         control: &Control,
     ) -> Result<TaskOutcome, TaskError> {
@@ -155,8 +158,12 @@ impl Agent {
             .publish(TaskEvent::TaskStarted { resumed: false })
             .await;
         let _claim = self.store.claim(&task.id)?;
+        // Checked now, as it is now; the task uses this handle, and every
+        // other open of its path during the run must reach it.
+        let ws = check.open(&self.store, &task)?;
+        let _pin = ws.pin();
         let ctx = Ctx {
-            ws: Workspace::open(Path::new(&task.workspace))?,
+            ws,
             workspace: PathBuf::from(&task.workspace),
             task,
             provider: setup.provider,
@@ -169,11 +176,13 @@ impl Agent {
     }
 
     /// Continue task `id` from its history (after a crash, Ctrl-C or
-    /// pause) with `setup`, steered by `control`.
+    /// pause) with `setup`, steered by `control`, in its workspace opened
+    /// as `check` says (before anything touches it).
     pub(crate) async fn resume(
         &self,
         id: &str,
         setup: TaskSetup,
+        check: &WorkspaceCheck,
         events: &EventBus,
         control: &Control,
     ) -> Result<TaskOutcome, TaskError> {
@@ -186,6 +195,8 @@ impl Agent {
         }
         let claim = self.store.claim(&task.id)?;
         events.bind(&task.id, &self.store);
+        let ws = check.open(&self.store, &task)?;
+        let _pin = ws.pin();
         // Calls that were waiting for a person when the process died run
         // again (their open question is asked again, by the same id); any
         // other interrupted call is answered as interrupted.
@@ -195,7 +206,7 @@ impl Agent {
         );
         let pending = self.pending_asked_calls(&task.id, waiting)?;
         if pending.is_none() {
-            self.remove_edit_leftovers(&task)?;
+            self.remove_edit_leftovers(&task, &ws)?;
             let repaired = self.store.repair_dangling_tool_uses(&task.id)?;
             if repaired > 0 {
                 tracing::info!(task = %task.id, repaired, "answered interrupted tool calls");
@@ -226,7 +237,7 @@ impl Agent {
             .await;
         let _claim = claim;
         let ctx = Ctx {
-            ws: Workspace::open(Path::new(&task.workspace))?,
+            ws,
             workspace: PathBuf::from(&task.workspace),
             task,
             provider: setup.provider,
@@ -367,12 +378,11 @@ impl Agent {
     /// call is in the durable history (it was recorded before it ran), so
     /// the leftovers are found and removed before the call is answered as
     /// interrupted: a crash leaves no debris in the workspace.
-    fn remove_edit_leftovers(&self, task: &TaskRecord) -> Result<(), TaskError> {
+    fn remove_edit_leftovers(&self, task: &TaskRecord, ws: &Workspace) -> Result<(), TaskError> {
         let dangling = self.store.dangling_tool_uses(&task.id)?;
         if dangling.is_empty() {
             return Ok(());
         }
-        let ws = Workspace::open(Path::new(&task.workspace))?;
         for (name, args) in dangling {
             let Some(tool) = self.registry.get(&name) else {
                 continue;

@@ -39,7 +39,7 @@ pub use lease::{WriteLease, WriteLeases};
 pub use network::{NetworkGrant, Origin, SecretGrant, SecretValue};
 pub use rooignore::{ROOIGNORE, RooIgnore};
 pub use tree::{TreeChange, TreeStat};
-pub use workspace::{RelPath, Workspace, WorkspaceError};
+pub use workspace::{RelPath, Workspace, WorkspaceError, WorkspaceId, WorkspacePin};
 
 /// Guest path where the workspace is mounted.
 pub const GUEST_WORKSPACE: &str = "/workspace";

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
+use super::dirfd::DirFd;
+use super::workspace::handle_path;
 use super::{GUEST_WORKSPACE, Grant, GrantError, Hidden, RelPath, Workspace, WorkspaceError};
 
 /// The sandbox of one call, plus the facts the plugin may ask about.
@@ -41,26 +43,9 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
     b.allow_ip_name_lookup(false);
 
     let has_roots = !grant.read_roots.is_empty() || !grant.write_roots.is_empty();
-    if grant.read && !has_roots {
-        // The whole workspace, read-only, and nothing to check below it:
-        // mounted as the directory it names (the same one opening it as a
-        // `Workspace` would reach), without walking the path first.
-        let hidden = Hidden::load(&grant.workspace).map_err(|source| GrantError::Io {
-            path: grant.workspace.clone(),
-            source,
-        })?;
-        preopen(
-            &mut b,
-            &grant.workspace,
-            GUEST_WORKSPACE.to_owned(),
-            FsPerms::ReadOnly,
-        )?;
-        return Ok(Sandbox {
-            ctx: b.build(),
-            write_roots: Vec::new(),
-            hidden: hidden.map(Arc::new),
-        });
-    }
+    // Every mount is made from a handle on the directory (opened through
+    // [`Workspace`], which refuses a workspace that is no longer the one
+    // its task pinned), never by a path checked before.
     let ws = if grant.read || has_roots {
         Some(
             Workspace::open(&grant.workspace).map_err(|e| GrantError::Io {
@@ -90,6 +75,7 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
     if let (true, Some(ws)) = (grant.read, ws.as_ref()) {
         preopen(
             &mut b,
+            ws.root(),
             ws.host_path(),
             GUEST_WORKSPACE.to_owned(),
             FsPerms::ReadOnly,
@@ -99,14 +85,14 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
         for root in &grant.read_roots {
             let rel = root_path(root)?;
             refuse_hidden(root, &rel)?;
-            match ws.dir(&rel) {
-                Ok(_) => {}
+            let dir = match ws.dir(&rel) {
+                Ok(d) => d,
                 // Nothing there to read; the guest sees no such directory.
                 Err(e) if e.is_not_found() => continue,
                 Err(e) => return Err(root_error(root, e)),
-            }
+            };
             let host = ws.host_path().join(rel.to_path());
-            preopen(&mut b, &host, guest_path(&rel), FsPerms::ReadOnly)?;
+            preopen(&mut b, &dir, &host, guest_path(&rel), FsPerms::ReadOnly)?;
         }
     }
     let mut write_roots = Vec::new();
@@ -114,8 +100,9 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
         for root in &grant.write_roots {
             let rel = root_path(root)?;
             refuse_hidden(root, &rel)?;
-            let host = ws.ensure_dir(&rel).map_err(|e| root_error(root, e))?;
-            preopen(&mut b, &host, guest_path(&rel), FsPerms::ReadWrite)?;
+            let dir = ws.ensure_dir_fd(&rel).map_err(|e| root_error(root, e))?;
+            let host = ws.host_path().join(rel.to_path());
+            preopen(&mut b, &dir, &host, guest_path(&rel), FsPerms::ReadWrite)?;
             write_roots.push(rel.as_string());
         }
     }
@@ -135,13 +122,21 @@ fn guest_path(rel: &RelPath) -> String {
     }
 }
 
+/// Mount the directory `dir` holds (`host` names it in errors) at
+/// `guest`: WASI takes a path, so it is given one that opens exactly that
+/// handle's directory.
 fn preopen(
     b: &mut WasiCtxBuilder,
+    dir: &DirFd,
     host: &Path,
     guest: String,
     perms: FsPerms,
 ) -> Result<(), GrantError> {
-    b.preopened_dir(host, guest, perms)
+    let by_handle = handle_path(dir).map_err(|source| GrantError::Io {
+        path: host.to_path_buf(),
+        source,
+    })?;
+    b.preopened_dir(&by_handle, guest, perms)
         .map(|_| ())
         .map_err(|e| GrantError::Preopen {
             path: host.to_path_buf(),

@@ -12,11 +12,12 @@
 //! - [`Workspace::read_strict`] follows none at all, for the files that
 //!   define a task's authority (`.orchestration/*`).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use super::GUEST_WORKSPACE;
 use super::dirfd::{DirFd, Kind};
@@ -161,6 +162,26 @@ pub enum WorkspaceError {
         /// Workspace-relative path.
         path: String,
     },
+    /// The workspace path leads to another directory than the one its
+    /// task was checked and pinned to when it started (the directory was
+    /// moved, or swapped for a symbolic link to elsewhere).
+    #[error(
+        "workspace `{path}` is refused: it is no longer the directory the task was started in \
+         (it was moved or replaced, by a symbolic link say, since)"
+    )]
+    Moved {
+        /// The workspace path as given.
+        path: String,
+    },
+    /// The workspace does not lie beneath the root it must lie in, opened
+    /// without following a symbolic link at any step.
+    #[error("workspace `{path}` is refused: {reason}")]
+    NotBeneath {
+        /// The workspace path as given.
+        path: String,
+        /// Why.
+        reason: String,
+    },
     /// Any other I/O failure. The cause is part of the message (and not
     /// also a `source`, which would print it twice in an error chain).
     #[error("`{path}`: {cause}")]
@@ -202,6 +223,8 @@ impl WorkspaceError {
 pub struct Workspace {
     root: Arc<DirFd>,
     host: PathBuf,
+    /// The identity of the directory `root` holds.
+    id: WorkspaceId,
 }
 
 /// A directory of the workspace as the host walks it: the root itself,
@@ -235,10 +258,95 @@ impl Workspace {
             path: host.display().to_string(),
             cause,
         })?;
+        let id = WorkspaceId::of(&root, &host)?;
+        // Decided on the handle just opened: a path pinned by a running
+        // task must still lead to the very directory pinned.
+        if !pins::allow(&[lexical(path), host.clone()], id) {
+            return Err(WorkspaceError::Moved {
+                path: path.display().to_string(),
+            });
+        }
         Ok(Self {
             root: Arc::new(root),
             host,
+            id,
         })
+    }
+
+    /// Open the workspace at the absolute `path` only beneath `root` (a
+    /// tenant's workspace root, recorded canonical): `root` is opened
+    /// following no symbolic link at any step, then `path` below it with
+    /// one `openat2` `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` (or one
+    /// no-follow open per component). A workspace that was swapped for a
+    /// link to elsewhere since it was checked, or that is not below
+    /// `root`, is refused; what the task then uses is the handle opened
+    /// here, never the path again.
+    pub fn open_beneath(root: &Path, path: &Path) -> Result<Self, WorkspaceError> {
+        let refuse = |reason: String| WorkspaceError::NotBeneath {
+            path: path.display().to_string(),
+            reason,
+        };
+        let rel = path.strip_prefix(root).map_err(|_| {
+            refuse(format!(
+                "it does not lie inside the workspace root {}",
+                root.display()
+            ))
+        })?;
+        let mut parts: Vec<&OsStr> = Vec::new();
+        for c in rel.components() {
+            match c {
+                Component::Normal(n) => parts.push(n),
+                Component::CurDir => {}
+                _ => return Err(refuse("its path climbs with `..`".to_owned())),
+            }
+        }
+        let top = DirFd::open_resolved(root).map_err(|e| {
+            refuse(format!(
+                "its workspace root {} cannot be opened, following no symbolic link: {e}",
+                root.display()
+            ))
+        })?;
+        let dir = top.open_dir_path(&parts).map_err(|e| {
+            let why = if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+                "it is, or passes through, a symbolic link".to_owned()
+            } else if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) {
+                "it is not a directory".to_owned()
+            } else if e.kind() == std::io::ErrorKind::NotFound {
+                "it does not exist".to_owned()
+            } else {
+                e.to_string()
+            };
+            refuse(format!(
+                "{why} (it must be a directory inside the workspace root {}, reached without a symbolic link)",
+                root.display()
+            ))
+        })?;
+        let host: PathBuf = root.join(parts.iter().collect::<PathBuf>());
+        let id = WorkspaceId::of(&dir, &host)?;
+        if !pins::allow(&[lexical(path), host.clone()], id) {
+            return Err(WorkspaceError::Moved {
+                path: path.display().to_string(),
+            });
+        }
+        Ok(Self {
+            root: Arc::new(dir),
+            host,
+            id,
+        })
+    }
+
+    /// The identity (device, inode) of the directory this handle holds.
+    pub fn id(&self) -> WorkspaceId {
+        self.id
+    }
+
+    /// Pin this workspace: until the pin is dropped, every
+    /// [`Workspace::open`] (and [`Workspace::open_beneath`]) in this
+    /// process of its path must reach this very directory, or is refused
+    /// ([`WorkspaceError::Moved`]). A task holds one for each run, taken
+    /// on the handle checked at its start.
+    pub fn pin(&self) -> WorkspacePin {
+        pins::hold(self.host.clone(), self.id)
     }
 
     /// The workspace's host path (canonical).
@@ -603,6 +711,13 @@ impl Workspace {
     /// and return its host path. No component may be a symlink or anything
     /// but a directory (a write root is never reached through a link).
     pub fn ensure_dir(&self, rel: &RelPath) -> Result<PathBuf, WorkspaceError> {
+        self.ensure_dir_fd(rel)?;
+        Ok(self.host.join(rel.to_path()))
+    }
+
+    /// [`Workspace::ensure_dir`], returning the handle on the directory
+    /// (to use it by handle, not by a path checked before).
+    pub fn ensure_dir_fd(&self, rel: &RelPath) -> Result<DirFd, WorkspaceError> {
         let mut dir = self
             .root
             .try_clone()
@@ -640,8 +755,123 @@ impl Workspace {
             }
             dir = dir.open_dir(c).map_err(|e| WorkspaceError::io(&sofar, e))?;
         }
-        Ok(self.host.join(rel.to_path()))
+        Ok(dir)
     }
+}
+
+/// The identity of a directory: device and inode (`st_dev`, `st_ino`),
+/// read from an open handle on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WorkspaceId {
+    /// Device (`st_dev`).
+    pub dev: u64,
+    /// Inode (`st_ino`).
+    pub ino: u64,
+}
+
+impl WorkspaceId {
+    fn of(dir: &DirFd, host: &Path) -> Result<Self, WorkspaceError> {
+        let st = dir.stat_self().map_err(|cause| WorkspaceError::Io {
+            path: host.display().to_string(),
+            cause,
+        })?;
+        Ok(Self {
+            dev: st.dev,
+            ino: st.ino,
+        })
+    }
+}
+
+/// A workspace pinned to one directory for as long as it lives (see
+/// [`Workspace::pin`]).
+#[derive(Debug)]
+#[must_use = "the workspace is pinned only while this lives"]
+pub struct WorkspacePin {
+    path: PathBuf,
+    id: WorkspaceId,
+}
+
+impl Drop for WorkspacePin {
+    fn drop(&mut self) {
+        pins::release(&self.path, self.id);
+    }
+}
+
+/// The process's pinned workspaces: path → the identities tasks pinned
+/// it to, each with its number of holders. Per process, like the write
+/// leases: every task of every engine in it.
+mod pins {
+    use super::*;
+
+    type Table = HashMap<PathBuf, HashMap<WorkspaceId, usize>>;
+
+    static PINNED: LazyLock<Mutex<Table>> = LazyLock::new(Mutex::default);
+
+    fn table() -> MutexGuard<'static, Table> {
+        PINNED.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn hold(path: PathBuf, id: WorkspaceId) -> WorkspacePin {
+        *table()
+            .entry(path.clone())
+            .or_default()
+            .entry(id)
+            .or_insert(0) += 1;
+        WorkspacePin { path, id }
+    }
+
+    pub(super) fn release(path: &Path, id: WorkspaceId) {
+        let mut t = table();
+        if let Some(ids) = t.get_mut(path) {
+            if let Some(n) = ids.get_mut(&id) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    ids.remove(&id);
+                }
+            }
+            if ids.is_empty() {
+                t.remove(path);
+            }
+        }
+    }
+
+    /// Whether a directory of identity `id`, reached by the paths
+    /// `names`, may be used: none of them is pinned, or each pinned one
+    /// is pinned to `id`.
+    pub(super) fn allow(names: &[PathBuf], id: WorkspaceId) -> bool {
+        let t = table();
+        names
+            .iter()
+            .all(|n| t.get(n).is_none_or(|ids| ids.contains_key(&id)))
+    }
+}
+
+/// `path` with `.` and `..` resolved as text, absolute against nothing
+/// (a relative path stays relative): the name a pin is looked up by.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A path that opens exactly the directory `dir` holds, whatever its
+/// name leads to now (`/proc/self/fd/N`, on a checked procfs), for an API
+/// that takes only paths (WASI preopens): the directory is decided on the
+/// handle, not on a path checked before.
+pub(crate) fn handle_path(dir: &impl AsFd) -> std::io::Result<PathBuf> {
+    rustix_linux_procfs::proc_self_fd().map_err(std::io::Error::from)?;
+    Ok(PathBuf::from(format!(
+        "/proc/self/fd/{}",
+        dir.as_fd().as_raw_fd()
+    )))
 }
 
 /// Why opening the regular file `name` in `dir` failed, in words: a
@@ -737,6 +967,57 @@ mod tests {
             ws.read_text("src/a.txt", 0),
             Err(WorkspaceError::TooLarge { .. })
         ));
+    }
+
+    #[test]
+    fn opens_beneath_a_root_only_without_links_and_pins_what_it_opened() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let top = d.path().canonicalize().expect("canonical");
+        let (bob, ada) = (top.join("bob"), top.join("ada"));
+        std::fs::create_dir_all(bob.join("ws/sub")).expect("mkdir");
+        std::fs::create_dir_all(&ada).expect("mkdir");
+        let ws = Workspace::open_beneath(&bob, &bob.join("ws/sub")).expect("beneath");
+        assert_eq!(ws.host_path(), bob.join("ws/sub"));
+        assert_eq!(
+            ws.id(),
+            Workspace::open(&bob.join("ws/sub")).expect("open").id()
+        );
+        for outside in [ada.clone(), bob.join("ws/../../ada"), bob.join("missing")] {
+            assert!(
+                matches!(
+                    Workspace::open_beneath(&bob, &outside),
+                    Err(WorkspaceError::NotBeneath { .. })
+                ),
+                "{}",
+                outside.display()
+            );
+        }
+
+        // Pinned: the path must keep leading to the directory pinned.
+        let pin = ws.pin();
+        assert!(Workspace::open(&bob.join("ws/sub")).is_ok());
+        std::fs::rename(bob.join("ws"), bob.join("ws.old")).expect("rename");
+        std::fs::create_dir_all(bob.join("ws")).expect("mkdir");
+        std::os::unix::fs::symlink(&ada, bob.join("ws/sub")).expect("symlink");
+        assert!(matches!(
+            Workspace::open(&bob.join("ws/sub")),
+            Err(WorkspaceError::Moved { .. })
+        ));
+        assert!(matches!(
+            Workspace::open_beneath(&bob, &bob.join("ws/sub")),
+            Err(WorkspaceError::NotBeneath { .. })
+        ));
+        // The handle still holds the directory it opened.
+        ws.append_strict("log", b"x").expect("by handle");
+        assert!(bob.join("ws.old/sub/log").is_file());
+        assert!(!ada.join("log").exists());
+        drop(pin);
+        assert_eq!(
+            Workspace::open(&bob.join("ws/sub"))
+                .expect("unpinned")
+                .host_path(),
+            ada
+        );
     }
 
     #[test]

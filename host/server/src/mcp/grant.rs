@@ -9,6 +9,11 @@
 //! directory `docs`, `**`). A finer glob (`src/*.rs`, `CHANGELOG.md`) would
 //! grant more than the intent allows: the server refuses to start and says
 //! which glob, rather than widen it to its directory.
+//!
+//! Scopes are resolved by handle within the workspace, never through a
+//! symlink: a write root (from `--write` or an intent) whose path passes a
+//! symlink — out of the workspace or not — or a non-directory is refused
+//! when the server starts, not left to fail call by call.
 
 use std::path::{Path, PathBuf};
 
@@ -55,6 +60,19 @@ pub enum GrantError {
         /// Its status.
         status: String,
     },
+    /// A write root's path passes a symlink or something not a directory.
+    #[error(
+        "{given}: `{at}` is {what}; scopes are resolved by handle within the workspace and never \
+         through a symlink, so this write root cannot be granted. Name the real directory instead"
+    )]
+    NotReachable {
+        /// The flag and value, or the intent and glob, that named it.
+        given: String,
+        /// The workspace-relative path of the offending entry.
+        at: String,
+        /// What it is (a symbolic link to …, a regular file, …).
+        what: String,
+    },
     /// A glob of the intent's scope names less than a whole directory.
     #[error(
         "--intent {id}: owned_scope entry `{glob}` is finer than a directory; `roost mcp serve` grants whole \
@@ -86,8 +104,12 @@ impl McpGrant {
         let ws = open(workspace)?;
         let write = write
             .iter()
-            .map(|w| relative_root(&ws, w))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|w| {
+                let rel = relative_root(&ws, w)?;
+                reachable(&ws, &rel, || format!("--write {}", w.display()))?;
+                Ok(rel)
+            })
+            .collect::<Result<Vec<_>, GrantError>>()?;
         Ok(Self {
             workspace: ws.host_path().to_path_buf(),
             read,
@@ -210,6 +232,9 @@ fn scope_dirs(ws: &Workspace, intent: &Intent, scope: &Scope) -> Result<Vec<Path
             glob: glob.clone(),
         };
         let dir = dir_of(ws, glob).ok_or_else(finer)?;
+        reachable(ws, &dir, || {
+            format!("--intent {}: owned_scope entry `{glob}`", intent.id)
+        })?;
         // The same judgement the write guard makes: the scope covers the
         // whole directory.
         if !scope.covers_dir(&dir) {
@@ -220,6 +245,45 @@ fn scope_dirs(ws: &Workspace, intent: &Intent, scope: &Scope) -> Result<Vec<Path
         }
     }
     Ok(dirs)
+}
+
+/// Whether `rel` is reached from the workspace's root by handle: each
+/// component there now a real directory (no symlink, no file); a missing
+/// tail is fine (it is made inside, by handle, when written).
+fn reachable(ws: &Workspace, rel: &Path, given: impl Fn() -> String) -> Result<(), GrantError> {
+    use roost_sandbox::capability::dirfd::Kind;
+    let mut dir = ws.root().try_clone().map_err(|e| GrantError::Workspace {
+        path: ws.host_path().to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let mut at = PathBuf::new();
+    for c in rel.components() {
+        let std::path::Component::Normal(name) = c else {
+            continue;
+        };
+        at.push(name);
+        let refuse = |what: String| GrantError::NotReachable {
+            given: given(),
+            at: at.display().to_string(),
+            what,
+        };
+        let stat = dir.stat_opt(name).map_err(|e| refuse(e.to_string()))?;
+        match stat.map(|s| s.kind) {
+            None => return Ok(()),
+            Some(Kind::Dir) => {
+                dir = dir.open_dir(name).map_err(|e| refuse(e.to_string()))?;
+            }
+            Some(Kind::Symlink) => {
+                let target = dir
+                    .readlink(name)
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_else(|_| "?".to_owned());
+                return Err(refuse(format!("a symbolic link (to {target})")));
+            }
+            Some(other) => return Err(refuse(other.word().to_owned())),
+        }
+    }
+    Ok(())
 }
 
 /// The directory a glob names whole: `**` (the workspace), `dir/**`, or a
@@ -294,6 +358,25 @@ mod tests {
         let plain = tempfile::tempdir().expect("tempdir");
         let e = McpGrant::for_intent(plain.path(), true, "INT-1").expect_err("off");
         assert!(matches!(e, GrantError::IntentsOff(_)), "{e}");
+    }
+
+    #[test]
+    fn roots_through_symlinks_are_refused() {
+        let d = workspace(r#"["out/**"]"#);
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::os::unix::fs::symlink(outside.path(), d.path().join("out")).expect("symlink");
+        let e = McpGrant::for_intent(d.path(), true, "INT-1").expect_err("through a symlink");
+        assert!(matches!(e, GrantError::NotReachable { .. }), "{e}");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        let e = McpGrant::new(d.path(), true, &[PathBuf::from("out/sub")]).expect_err("--write");
+        assert!(e.to_string().contains("--write out/sub"), "{e}");
+        // A symlink inside the workspace is refused too; a real directory
+        // and a missing one are fine.
+        std::os::unix::fs::symlink("docs", d.path().join("alias")).expect("symlink");
+        assert!(McpGrant::new(d.path(), true, &[PathBuf::from("alias")]).is_err());
+        assert!(McpGrant::new(d.path(), true, &[PathBuf::from("docs/new")]).is_ok());
+        std::fs::write(d.path().join("file"), "x").expect("write");
+        assert!(McpGrant::new(d.path(), true, &[PathBuf::from("file/sub")]).is_err());
     }
 
     #[test]

@@ -4,20 +4,20 @@
 //! page on `evil.example` can resolve its own name to 127.0.0.1 (DNS
 //! rebinding) and post to the server. So every request must name the
 //! server in its `Host` header (the bound address, `localhost`,
-//! `127.0.0.1` or `[::1]` with the bound port, or an `--allowed-host`),
-//! and a request carrying an `Origin` must come from one of those (403
-//! otherwise; `rmcp` checks both). Off loopback the server is reachable
+//! `127.0.0.1` or `[::1]` with the bound port, or an `--allowed-host`;
+//! the one check `roost serve` applies too, [`crate::host_check`]), and a
+//! request carrying an `Origin` must come from one of those (403
+//! otherwise; `rmcp` checks the origin). Off loopback the server is reachable
 //! by other machines: it refuses to start without a token, and with one
 //! every request must carry `Authorization: Bearer <token>` (401).
 
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
-use axum::http::uri::Authority;
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -25,6 +25,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::RoostMcp;
+use crate::host_check::{self, AllowedHosts};
 
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -67,50 +68,8 @@ pub fn check_exposure(addr: SocketAddr, options: &HttpOptions) -> Result<(), Htt
         None if !addr.ip().is_loopback() => return Err(HttpError::NoToken(addr)),
         _ => {}
     }
-    for h in &options.allowed_hosts {
-        if h.is_empty() || h.contains(['/', '@']) || Authority::try_from(h.as_str()).is_err() {
-            return Err(HttpError::BadHost(h.clone()));
-        }
-    }
+    AllowedHosts::check(&options.allowed_hosts).map_err(|e| HttpError::BadHost(e.0))?;
     Ok(())
-}
-
-/// The `Host` values a server bound to `addr` answers to.
-fn allowed_hosts(addr: SocketAddr, options: &HttpOptions) -> Vec<String> {
-    let port = addr.port();
-    let mut hosts = vec![
-        format!("localhost:{port}"),
-        format!("127.0.0.1:{port}"),
-        format!("[::1]:{port}"),
-    ];
-    if !addr.ip().is_unspecified() {
-        let bound = match addr.ip() {
-            IpAddr::V4(ip) => format!("{ip}:{port}"),
-            IpAddr::V6(ip) => format!("[{ip}]:{port}"),
-        };
-        if !hosts.contains(&bound) {
-            hosts.push(bound);
-        }
-    }
-    hosts.extend(options.allowed_hosts.iter().cloned());
-    hosts
-}
-
-/// The origins of pages served from those hosts (`:*`: any port, for a
-/// host allowed without one).
-fn allowed_origins(hosts: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for h in hosts {
-        let has_port = Authority::try_from(h.as_str()).is_ok_and(|a| a.port_u16().is_some());
-        let authority = if has_port {
-            h.clone()
-        } else {
-            format!("{h}:*")
-        };
-        out.push(format!("http://{authority}"));
-        out.push(format!("https://{authority}"));
-    }
-    out
 }
 
 /// Serve `server` on `listener` at [`MCP_PATH`] until `shutdown`
@@ -123,11 +82,14 @@ pub async fn serve_http(
 ) -> Result<(), HttpError> {
     let addr = listener.local_addr().map_err(HttpError::Serve)?;
     check_exposure(addr, &options)?;
-    let hosts = allowed_hosts(addr, &options);
+    let hosts =
+        AllowedHosts::new(addr, &options.allowed_hosts).map_err(|e| HttpError::BadHost(e.0))?;
+    // The `Host` is checked by the guard below, as `roost serve` checks
+    // it; rmcp checks the `Origin`.
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_origins(allowed_origins(&hosts))
+        .with_allowed_origins(hosts.origins())
         .enforce_origin_validation()
-        .with_allowed_hosts(hosts);
+        .disable_allowed_hosts();
     let sessions = config.cancellation_token.clone();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
@@ -137,7 +99,11 @@ pub async fn serve_http(
     let token = Arc::new(options.token);
     let app = Router::new()
         .route_service(MCP_PATH, service)
-        .layer(axum::middleware::from_fn_with_state(token, bearer));
+        .layer(axum::middleware::from_fn_with_state(token, bearer))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(hosts),
+            host_check::guard,
+        ));
     let signal = async move {
         shutdown.await;
         sessions.cancel();
@@ -212,10 +178,10 @@ mod tests {
             check_exposure(lo, &bad),
             Err(HttpError::BadHost(_))
         ));
-        let hosts = allowed_hosts(open, &with);
-        assert!(hosts.contains(&"localhost:8765".to_owned()));
-        assert!(!hosts.iter().any(|h| h.starts_with("0.0.0.0")));
-        let origins = allowed_origins(&hosts);
+        let hosts = AllowedHosts::new(open, &with.allowed_hosts).expect("hosts");
+        assert!(hosts.allows("localhost:8765"));
+        assert!(!hosts.allows("0.0.0.0:8765"));
+        let origins = hosts.origins();
         assert!(origins.contains(&"http://localhost:8765".to_owned()));
         assert!(origins.contains(&"https://box.lan:*".to_owned()));
     }

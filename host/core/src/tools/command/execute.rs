@@ -8,6 +8,7 @@
 //! guards like any mutating call; the files it changed are listed with
 //! their hashes, in its result and in the trace.
 
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -16,7 +17,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::commands::proxy::Proxy;
-use crate::commands::{self, CommandHost, Confinement, Ended, Plan, Profile, Verdict};
+use crate::commands::{self, CommandHost, Confinement, Ended, Held, Plan, Profile, Verdict};
 use crate::events::TaskEvent;
 use crate::intents::FileChange;
 use crate::tools::HOST;
@@ -263,6 +264,9 @@ impl ToolExecutor for ExecuteCommand {
         let root = ws.host_path().to_path_buf();
         let cwd = root.join(cwd_rel.to_path());
         let mut roots = Vec::new();
+        // The write roots by handle: bubblewrap binds the directories
+        // opened here, never a path that could be swapped meanwhile.
+        let mut root_dirs = Vec::new();
         if profile.writes_scope {
             for r in call.write_roots {
                 let rel = match RelPath::parse(&r.to_string_lossy()) {
@@ -271,14 +275,25 @@ impl ToolExecutor for ExecuteCommand {
                 };
                 // A root the scope names but that does not exist yet is
                 // made, so the command can write there.
-                if let Err(e) = ws.ensure_dir(&rel) {
-                    return Ok(Outcome::error(ErrorCode::Internal, e.to_string()));
+                match ws.ensure_dir_fd(&rel) {
+                    Ok(d) => root_dirs.push(d),
+                    Err(e) => return Ok(Outcome::error(ErrorCode::Internal, e.to_string())),
                 }
                 roots.push(rel);
             }
         }
         let mut writable: Vec<PathBuf> = roots.iter().map(|r| root.join(r.to_path())).collect();
         writable.extend(profile.write.iter().cloned());
+        let mut held: Vec<Held<'_>> = vec![Held {
+            fd: ws.root().as_fd(),
+            at: &root,
+            writable: false,
+        }];
+        held.extend(root_dirs.iter().zip(&writable).map(|(d, at)| Held {
+            fd: d.as_fd(),
+            at,
+            writable: true,
+        }));
         let before = TreeStat::take(ws, &roots, &[".git"], MAX_LISTED).unwrap_or_default();
         let mut capture =
             match self
@@ -334,8 +349,17 @@ impl ToolExecutor for ExecuteCommand {
             hidden: &self.host.hidden,
             env: &env,
             proxy: proxy.as_ref().map(|(p, b)| (p.socket(), b.as_path())),
+            held: &held,
         };
-        let cmd = self.host.confinement.command(&plan);
+        let cmd = match self.host.confinement.command(&plan, limit.as_secs()) {
+            Ok(c) => c,
+            Err(e) => {
+                return Ok(Outcome::error(
+                    ErrorCode::PermissionDenied,
+                    format!("commands cannot run on this host: {e}"),
+                ));
+            }
+        };
         let events = call.ctx.events;
         let call_id = call.call_id.to_owned();
         let ended = commands::run(

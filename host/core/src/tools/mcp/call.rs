@@ -123,7 +123,7 @@ pub(super) fn result_text(result: &Value) -> (String, bool) {
 /// A server's failure as the model's result.
 pub(super) fn failure(e: &CallError) -> Outcome {
     let code = match e {
-        CallError::Timeout(..) => ErrorCode::LimitExceeded,
+        CallError::Timeout(..) | CallError::TooLarge(..) => ErrorCode::LimitExceeded,
         _ => ErrorCode::Internal,
     };
     Outcome::error(code, limits::clean_text(&e.to_string(), 4000))

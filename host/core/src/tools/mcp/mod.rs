@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use super::access::Access;
 use super::registry::{RegisteredTool, Registry};
-use crate::mcp::{ServerState, WorkspaceMcp};
+use crate::mcp::WorkspaceMcp;
 use roost_protocol::ToolGroup;
 
 /// Name of the tool that pages an MCP tool's oversized result.
@@ -40,25 +40,13 @@ pub fn overlay(
     context_window: u64,
 ) -> (Vec<RegisteredTool>, Vec<String>) {
     let mut tools = Vec::new();
-    let mut problems = Vec::new();
-    let mut names: BTreeSet<String> = base.iter().map(|t| t.spec.name.clone()).collect();
+    let names: BTreeSet<String> = base.iter().map(|t| t.spec.name.clone()).collect();
     let mut size: u64 = 0;
     let mut calls = Vec::new();
-    for server in servers.servers.values() {
-        if server.state() != ServerState::Ready {
-            continue;
-        }
-        for info in server.tools() {
+    let (offered, mut problems) = servers.offered(&names);
+    for (server, infos) in offered {
+        for info in infos {
             if info.refused.is_some() {
-                continue;
-            }
-            if !names.insert(info.offered.clone()) {
-                problems.push(format!(
-                    "MCP tool `{}` of server `{}` is not offered: another tool is called `{}`",
-                    info.name,
-                    server.name(),
-                    info.offered
-                ));
                 continue;
             }
             size = size.saturating_add(
@@ -68,7 +56,7 @@ pub fn overlay(
                 .unwrap_or(u64::MAX),
             );
             calls.push(call::McpTool::new(
-                Arc::clone(server),
+                Arc::clone(&server),
                 info,
                 Arc::clone(servers),
             ));

@@ -1,0 +1,95 @@
+//! The system calls a command may not make, as a seccomp filter: a read-only
+//! mount does not stop `connect(2)` to a socket file, so a command could
+//! reach a Docker daemon, a D-Bus bus, an ssh-agent or a database through
+//! one. Unless its profile says `unix_sockets = true`, a command cannot
+//! create a Unix socket at all (`socketpair(2)`, which reaches nothing, is
+//! allowed); and `io_uring`, whose requests seccomp cannot see, is off.
+//! The runtime directories where sockets live are hidden besides (see
+//! [`super::sandbox`]). bubblewrap installs the filter (`--seccomp FD`);
+//! where a bridge serves the proxy inside the sandbox, the bridge needs a
+//! Unix socket itself and installs the filter on the command it starts.
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+/// Why the filter cannot be made or installed.
+#[derive(Debug, thiserror::Error)]
+#[error("seccomp: {0}")]
+pub struct SeccompError(String);
+
+/// The filter for a command: Unix sockets refused unless `unix_sockets`,
+/// `io_uring` always.
+pub fn program(unix_sockets: bool) -> Result<BpfProgram, SeccompError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| SeccompError(format!("{}: {e}", std::env::consts::ARCH)))?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    if !unix_sockets {
+        let unix = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            u64::from(libc::AF_UNIX.unsigned_abs()),
+        )
+        .map_err(|e| SeccompError(e.to_string()))?;
+        rules.insert(
+            libc::SYS_socket,
+            vec![SeccompRule::new(vec![unix]).map_err(|e| SeccompError(e.to_string()))?],
+        );
+    }
+    for call in [
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+    ] {
+        rules.insert(call, Vec::new());
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EACCES.unsigned_abs()),
+        arch,
+    )
+    .map_err(|e| SeccompError(e.to_string()))?;
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| SeccompError(e.to_string()))
+}
+
+/// The filter as the bytes bubblewrap reads from `--seccomp FD`: the
+/// kernel's `struct sock_filter` array, native-endian.
+pub fn bytes(program: &BpfProgram) -> Vec<u8> {
+    let mut out = Vec::with_capacity(program.len() * 8);
+    for f in program {
+        out.extend_from_slice(&f.code.to_ne_bytes());
+        out.push(f.jt);
+        out.push(f.jf);
+        out.extend_from_slice(&f.k.to_ne_bytes());
+    }
+    out
+}
+
+/// Install `program` on this process (and so on all it starts), with
+/// `no_new_privs`: for a process about to run a command.
+pub fn apply(program: &BpfProgram) -> Result<(), SeccompError> {
+    seccompiler::apply_filter(program).map_err(|e| SeccompError(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_compile_for_this_machine() {
+        let strict = program(false).expect("filter");
+        let open = program(true).expect("filter");
+        assert!(
+            strict.len() > open.len(),
+            "the socket rule adds instructions"
+        );
+        assert_eq!(bytes(&strict).len(), strict.len() * 8);
+    }
+}

@@ -1,0 +1,522 @@
+//! The command sandbox as an attacker meets it, end to end through the
+//! `roost` binary, run as root (as CI runs it, and as containers and VMs
+//! often do) and as an unprivileged user: a command holds no capability
+//! and is not root; it cannot remount, unmount or write outside its
+//! scope; it cannot see Roost's data dir, its config file or its task
+//! store wherever they are; it cannot reach a host service through a Unix
+//! socket file; it is bounded in processes, memory and file size. The
+//! workspace, a canary beside it, another tenant's root, the config and
+//! the store are hashed before and after.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use roost_tests::tree_hash;
+use serde_json::{Value, json};
+
+/// Who runs Roost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Identity {
+    /// The test's own user (root on CI).
+    Caller,
+    /// `nobody`, switched to with setpriv (only when the test runs as
+    /// root).
+    Nobody,
+}
+
+const NOBODY: u32 = 65534;
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
+/// Every identity this machine can test: root and nobody when the test
+/// runs as root, else the caller (an unprivileged user) alone.
+fn identities() -> Vec<Identity> {
+    if is_root() {
+        vec![Identity::Caller, Identity::Nobody]
+    } else {
+        eprintln!("not root: the commands' doors are tested as this unprivileged user only");
+        vec![Identity::Caller]
+    }
+}
+
+fn chown_tree(dir: &Path, uid: u32) {
+    std::os::unix::fs::lchown(dir, Some(uid), Some(uid)).expect("chown");
+    if dir.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+        for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
+            chown_tree(&e.path(), uid);
+        }
+    }
+}
+
+/// A Unix socket server outside every write root that counts who
+/// connects: a stand-in for a Docker daemon, a D-Bus bus, an ssh-agent.
+fn socket_server(path: &Path) -> Arc<AtomicUsize> {
+    let listener = UnixListener::bind(path).expect("bind socket");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            let mut buf = [0u8; 16];
+            let _ = c.read(&mut buf);
+        }
+    });
+    count
+}
+
+/// Connect once from outside the sandbox: the socket does answer, so a
+/// refusal inside is the sandbox's doing.
+fn control_connect(path: &Path, count: &AtomicUsize) {
+    let before = count.load(Ordering::SeqCst);
+    drop(std::os::unix::net::UnixStream::connect(path).expect("control connect"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while count.load(Ordering::SeqCst) == before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the control connection was never accepted"
+        );
+        std::thread::yield_now();
+    }
+}
+
+fn command_call(line: &str) -> Value {
+    json!({"text": "", "tool_calls": [{"name": "execute_command", "args": {"command": line}}]})
+}
+
+/// Everything the attacks need, laid out for one identity.
+struct Scene {
+    base: tempfile::TempDir,
+    bin: PathBuf,
+}
+
+impl Scene {
+    fn new() -> Self {
+        // Outside /tmp: every sandbox has a private /tmp of its own.
+        let base = tempfile::tempdir_in("/var/tmp")
+            .or_else(|_| tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")))
+            .expect("base");
+        std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod base");
+        // The binary where another user can run it.
+        let bin = base.path().join("roost");
+        std::fs::copy(env!("CARGO_BIN_EXE_roost"), &bin).expect("copy roost");
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        Self { base, bin }
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.base.path().join(rel)
+    }
+}
+
+#[test]
+pub(crate) fn a_command_holds_no_privilege_sees_none_of_roosts_files_and_reaches_no_socket() {
+    for who in identities() {
+        attack_as(who);
+    }
+}
+
+fn attack_as(who: Identity) {
+    let scene = Scene::new();
+    let ws = scene.p("ws");
+    let canary = scene.p("canary");
+    let other = scene.p("tenants/ada");
+    let data = scene.p("data");
+    let etc = scene.p("etc");
+    let store_dir = scene.p("store");
+    let sockets = scene.p("sockets");
+    let runtime = scene.p("xdg-runtime");
+    let home = scene.p("home");
+    for d in [
+        &ws, &canary, &other, &data, &etc, &store_dir, &sockets, &runtime, &home,
+    ] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    std::fs::create_dir_all(ws.join("out")).expect("mkdir out");
+    std::fs::write(ws.join("src.txt"), "the workspace\n").expect("ws file");
+    std::fs::write(canary.join("canary.txt"), "outside the workspace\n").expect("canary");
+    std::fs::write(other.join("secret.txt"), "ada's secret\n").expect("other tenant");
+    std::fs::write(
+        ws.join("probe_sockets.py"),
+        "import socket, sys\n\
+         for p in sys.argv[1:]:\n\
+         \x20   try:\n\
+         \x20       s = socket.socket(socket.AF_UNIX)\n\
+         \x20       s.connect(p)\n\
+         \x20       print('CONNECTED', p)\n\
+         \x20   except OSError as e:\n\
+         \x20       print('REFUSED', p, e)\n",
+    )
+    .expect("probe");
+    std::fs::write(
+        ws.join("probe_fork.py"),
+        "import os, time\n\
+         n = 0\n\
+         try:\n\
+         \x20   while n < 3000:\n\
+         \x20       pid = os.fork()\n\
+         \x20       if pid == 0:\n\
+         \x20           time.sleep(120)\n\
+         \x20           os._exit(0)\n\
+         \x20       n += 1\n\
+         except OSError as e:\n\
+         \x20   print('STOPPED', e)\n\
+         print('FORKED', n, flush=True)\n\
+         os._exit(0)\n",
+    )
+    .expect("probe");
+    // The config elsewhere than ~/.config/roost, with a secret in it; the
+    // store elsewhere than the data dir.
+    let config = etc.join("roost.toml");
+    std::fs::write(
+        &config,
+        "[secrets.CANARY_TOKEN]\nvalue = \"sk-canary-secret-in-config\"\nhosts = [\"example.com\"]\n\n\
+         [commands]\nallowed_commands = [\"*\"]\nprofile = \"tight\"\n\n\
+         [command_profiles.tight.limits]\nprocesses = 64\nmemory_mb = 256\nfile_size_mb = 1\n",
+    )
+    .expect("config");
+    let store = store_dir.join("tasks.db");
+    // Sockets: one in a plain directory, one in the runtime directory.
+    let plain_socket = sockets.join("agent.sock");
+    let runtime_socket = runtime.join("bus");
+    let plain = socket_server(&plain_socket);
+    let rt = socket_server(&runtime_socket);
+    control_connect(&plain_socket, &plain);
+    control_connect(&runtime_socket, &rt);
+    let (plain_before, rt_before) = (plain.load(Ordering::SeqCst), rt.load(Ordering::SeqCst));
+
+    let lines = [
+        "grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status; echo UID=$(id -u)"
+            .to_owned(),
+        format!(
+            "mount -o remount,rw / 2>&1; mount -o remount,rw {ws} 2>&1; umount {data} 2>&1; umount -l {data} 2>&1; \
+             echo pwned | tee {canary}/pwned.txt /etc/roost-pwned {other}/pwned.txt 2>&1; \
+             echo DONE-MOUNTS",
+            ws = ws.display(),
+            data = data.display(),
+            canary = canary.display(),
+            other = other.display()
+        ),
+        format!(
+            "cat {config} 2>&1; head -c 64 {store} 2>&1; ls -A {data} 2>&1; echo DONE-FILES",
+            config = config.display(),
+            store = store.display(),
+            data = data.display()
+        ),
+        format!(
+            "python3 probe_sockets.py {} {}",
+            plain_socket.display(),
+            runtime_socket.display()
+        ),
+        "python3 probe_fork.py".to_owned(),
+        "python3 -c 'b = bytearray(600 << 20); print(\"ALLOCATED\", len(b))' 2>&1 | tail -n 1"
+            .to_owned(),
+        "head -c 5000000 /dev/zero > out/big.bin; echo WROTE $(stat -c %s out/big.bin)".to_owned(),
+    ];
+    let mut turns: Vec<Value> = lines.iter().map(|l| command_call(l)).collect();
+    turns.push(json!({"text": "", "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]}));
+    let script = scene.p("script.json");
+    std::fs::write(&script, json!({ "turns": turns }).to_string()).expect("script");
+
+    if who == Identity::Nobody {
+        chown_tree(scene.base.path(), NOBODY);
+        // The sockets stay the test's; anyone may connect outside.
+        for s in [&plain_socket, &runtime_socket] {
+            std::os::unix::fs::lchown(s, Some(0), Some(0)).expect("chown socket");
+        }
+    }
+    let hashed = |p: &Path| -> BTreeMap<String, String> {
+        let mut h = tree_hash(p);
+        h.retain(|k, _| !k.starts_with("out"));
+        h
+    };
+    let before = [
+        hashed(&ws),
+        tree_hash(&canary),
+        tree_hash(&other),
+        tree_hash(&etc),
+    ];
+
+    let mut c = match who {
+        Identity::Caller => Command::new(&scene.bin),
+        Identity::Nobody => {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(&scene.bin);
+            c
+        }
+    };
+    c.current_dir(&ws)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &home)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("ROOST_CONFIG", &config)
+        .env("ROOST_STORE_URL", &store)
+        .arg("--data-dir")
+        .arg(&data)
+        .args([
+            "run",
+            "attack",
+            "--yes",
+            "--allow-commands",
+            "--json",
+            "--workspace",
+        ])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script);
+    let out = c.output().expect("roost runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let text: String = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "command_output")
+        .filter_map(|v| v["chunk"].as_str().map(str::to_owned))
+        .collect();
+    let ctx = format!("as {who:?}\n--- command output\n{text}\n--- stderr\n{stderr}");
+    assert!(out.status.success(), "{ctx}\n--- stdout\n{stdout}");
+
+    // 1. No capability, none to gain, never uid 0, no_new_privs.
+    for cap in ["CapEff", "CapPrm", "CapBnd"] {
+        assert!(
+            text.contains(&format!("{cap}:\t0000000000000000")),
+            "{cap}: {ctx}"
+        );
+    }
+    assert!(text.contains("NoNewPrivs:\t1"), "{ctx}");
+    assert!(text.contains("UID=") && !text.contains("UID=0\n"), "{ctx}");
+    // 2. Nothing remounted or unmounted; nothing written outside.
+    assert!(text.contains("DONE-MOUNTS"), "{ctx}");
+    assert!(!canary.join("pwned.txt").exists(), "{ctx}");
+    assert!(!other.join("pwned.txt").exists(), "{ctx}");
+    assert!(!Path::new("/etc/roost-pwned").exists(), "{ctx}");
+    // 3. The config (with its secret) and the store are not there to read.
+    assert!(text.contains("DONE-FILES"), "{ctx}");
+    assert!(!text.contains("sk-canary-secret-in-config"), "{ctx}");
+    assert!(!text.contains("SQLite format"), "{ctx}");
+    assert!(!text.contains("roost.db"), "the data dir is listed: {ctx}");
+    // 4. No socket file reached (the servers saw only the controls).
+    assert!(!text.contains("CONNECTED"), "{ctx}");
+    assert_eq!(text.matches("REFUSED").count(), 2, "{ctx}");
+    assert_eq!(plain.load(Ordering::SeqCst), plain_before, "{ctx}");
+    assert_eq!(rt.load(Ordering::SeqCst), rt_before, "{ctx}");
+    // 5. Processes, memory and file size bounded by the profile.
+    let forked: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("FORKED "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no FORKED line: {ctx}"));
+    assert!(forked < 64, "{forked} processes under a limit of 64: {ctx}");
+    assert!(!text.contains("ALLOCATED"), "{ctx}");
+    let big = std::fs::metadata(ws.join("out/big.bin"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    assert!(
+        big <= 1 << 20,
+        "a {big}-byte file under a 1 MiB limit: {ctx}"
+    );
+
+    let after = [
+        hashed(&ws),
+        tree_hash(&canary),
+        tree_hash(&other),
+        tree_hash(&etc),
+    ];
+    assert_eq!(before, after, "{ctx}");
+}
+
+/// A free port on loopback.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port()
+}
+
+/// `roost serve --allow-commands` with two tenants: Bob's command sees
+/// its own workspace and the system, not Ada's root, the server's data
+/// dir, its config or its store — as root and as an unprivileged user.
+#[test]
+pub(crate) fn a_tenants_command_on_a_server_sees_no_other_tenant_and_none_of_the_servers_state() {
+    for who in identities() {
+        tenant_attack_as(who);
+    }
+}
+
+fn tenant_attack_as(who: Identity) {
+    let scene = Scene::new();
+    let ada = scene.p("tenants/ada");
+    let bob = scene.p("tenants/bob");
+    let data = scene.p("data");
+    let etc = scene.p("etc");
+    for d in [
+        &ada.join("proj"),
+        &bob.join("ws"),
+        &data,
+        &etc,
+        &scene.p("home"),
+    ] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    std::fs::write(ada.join("proj/secret.txt"), "ada-secret-text\n").expect("ada");
+    std::fs::write(bob.join("ws/mine.txt"), "bob-own-text\n").expect("bob");
+    let config = etc.join("server.toml");
+    std::fs::write(
+        &config,
+        "[secrets.SERVER_TOKEN]\nvalue = \"server-secret-in-config\"\nhosts = [\"example.com\"]\n\n\
+         [commands]\nallowed_commands = [\"*\"]\n",
+    )
+    .expect("config");
+    let line = format!(
+        "cat mine.txt; cat {ada}/proj/secret.txt 2>&1; ls {tenants} 2>&1; ls -A {data} 2>&1; \
+         cat {config} 2>&1; printf 'DONE-%s-TENANT\\n' 2",
+        ada = ada.display(),
+        tenants = scene.p("tenants").display(),
+        data = data.display(),
+        config = config.display(),
+    );
+    let script = scene.p("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            command_call(&line),
+            {"text": "", "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    if who == Identity::Nobody {
+        chown_tree(scene.base.path(), NOBODY);
+    }
+    let before = [tree_hash(&ada), tree_hash(&etc)];
+    let run = |args: &[&str]| {
+        let mut c = match who {
+            Identity::Caller => Command::new(&scene.bin),
+            Identity::Nobody => {
+                let mut c = Command::new("setpriv");
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                    .arg(&scene.bin);
+                c
+            }
+        };
+        c.env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", scene.p("home"))
+            .env("ROOST_CONFIG", &config)
+            .arg("--data-dir")
+            .arg(&data)
+            .args(args);
+        c
+    };
+    let token = |tenant: &str, root: &Path| {
+        let o = run(&[
+            "token",
+            "create",
+            "--tenant",
+            tenant,
+            "--root",
+            &root.display().to_string(),
+        ])
+        .output()
+        .expect("token create");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).trim().to_owned()
+    };
+    let _ada_token = token("ada", &ada);
+    let bob_token = token("bob", &bob);
+    let port = free_port();
+    let log = scene.p("serve.log");
+    let mut server = run(&[
+        "serve",
+        "--allow-commands",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--script",
+        &script.display().to_string(),
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::fs::File::create(&log).expect("log"))
+    .spawn()
+    .expect("serve starts");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let text = rt.block_on(async {
+        let client = reqwest::Client::new();
+        let base = format!("http://127.0.0.1:{port}/v1");
+        let mut up = false;
+        for _ in 0..600 {
+            if client.get(format!("{base}/health")).send().await.is_ok() {
+                up = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert!(
+            up,
+            "serve did not start: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        let r = client
+            .post(format!("{base}/tasks"))
+            .bearer_auth(&bob_token)
+            .json(&json!({"prompt": "look around", "workspace": "ws", "approve": ["command"]}))
+            .send()
+            .await
+            .expect("create");
+        let status = r.status().as_u16();
+        let body: Value = r.json().await.expect("json");
+        assert_eq!(status, 201, "{body}");
+        let id = body["id"].as_str().expect("id").to_owned();
+        let mut last = String::new();
+        for _ in 0..400 {
+            let r = client
+                .get(format!("{base}/tasks/{id}/messages"))
+                .bearer_auth(&bob_token)
+                .send()
+                .await
+                .expect("messages");
+            let text = r.text().await.unwrap_or_default();
+            if text.contains("DONE-2-TENANT") {
+                return text;
+            }
+            last = text;
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!(
+            "the command never ran: {last}\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    let ctx = format!("as {who:?}: {text}");
+    assert!(
+        text.contains("bob-own-text"),
+        "its own workspace is there: {ctx}"
+    );
+    assert!(!text.contains("ada-secret-text"), "{ctx}");
+    assert!(!text.contains("roost.db"), "the data dir is listed: {ctx}");
+    assert!(!text.contains("server-secret-in-config"), "{ctx}");
+    // Ada's root is not even there to list.
+    assert!(
+        !text.contains("bob\\nada") && !text.contains("ada\\nbob"),
+        "{ctx}"
+    );
+    assert_eq!(before, [tree_hash(&ada), tree_hash(&etc)], "{ctx}");
+}
