@@ -22,7 +22,7 @@ use roost_core::store::Store;
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
 use roost_protocol::RestoreMode;
 use roost_tests::harness::{Harness, call, complete, scripted_harness, turn};
-use roost_tests::identity::{Identity, NOBODY, chown_tree, identities};
+use roost_tests::identity::{Identity, NOBODY, chown_tree, identities, runnable_by_anyone};
 use roost_tests::user::ScriptedUser;
 use serde_json::{Value, json};
 
@@ -382,7 +382,9 @@ impl Cli {
         if self.who == Identity::Nobody {
             chown_tree(self.dir.path(), NOBODY);
         }
-        let mut c = self.who.command(Path::new(env!("CARGO_BIN_EXE_roost")));
+        let mut c = self
+            .who
+            .command(&runnable_by_anyone(Path::new(env!("CARGO_BIN_EXE_roost"))));
         c.env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", self.dir.path().join("home"))
@@ -507,7 +509,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 /// takes its checkpoint, a restore still brings the files back, and
 /// neither the FIFOs nor the canary outside are touched.
 #[test]
-fn fifos_named_like_git_files_never_hang_a_task() {
+pub(crate) fn fifos_named_like_git_files_never_hang_a_task() {
     for who in identities() {
         fifos_named_like_git_files_never_hang_a_task_as(who);
     }
@@ -570,7 +572,7 @@ fn fifos_named_like_git_files_never_hang_a_task_as(who: Identity) {
 /// repository — not a tree entry, not a blob — and `roost checkpoints
 /// diff` prints no secret.
 #[test]
-fn a_gitignore_cannot_pull_what_roost_excludes_into_a_checkpoint() {
+pub(crate) fn a_gitignore_cannot_pull_what_roost_excludes_into_a_checkpoint() {
     for who in identities() {
         a_gitignore_cannot_pull_what_roost_excludes_into_a_checkpoint_as(who);
     }
@@ -648,7 +650,7 @@ fn a_gitignore_cannot_pull_what_roost_excludes_into_a_checkpoint_as(who: Identit
 /// outside is not followed: the canary is untouched) and the file with
 /// its own mode, not a default one.
 #[test]
-fn a_restore_brings_back_symlinks_as_symlinks_and_keeps_modes() {
+pub(crate) fn a_restore_brings_back_symlinks_as_symlinks_and_keeps_modes() {
     for who in identities() {
         a_restore_brings_back_symlinks_as_symlinks_and_keeps_modes_as(who);
     }

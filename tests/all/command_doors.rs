@@ -13,51 +13,12 @@ use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use roost_tests::identity::{Identity, NOBODY, chown_tree, identities, runnable_by_anyone};
 use roost_tests::tree_hash;
 use serde_json::{Value, json};
-
-/// Who runs Roost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Identity {
-    /// The test's own user (root on CI).
-    Caller,
-    /// `nobody`, switched to with setpriv (only when the test runs as
-    /// root).
-    Nobody,
-}
-
-const NOBODY: u32 = 65534;
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-}
-
-/// Every identity this machine can test: root and nobody when the test
-/// runs as root, else the caller (an unprivileged user) alone.
-fn identities() -> Vec<Identity> {
-    if is_root() {
-        vec![Identity::Caller, Identity::Nobody]
-    } else {
-        eprintln!("not root: the commands' doors are tested as this unprivileged user only");
-        vec![Identity::Caller]
-    }
-}
-
-fn chown_tree(dir: &Path, uid: u32) {
-    std::os::unix::fs::lchown(dir, Some(uid), Some(uid)).expect("chown");
-    if dir.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-        for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
-            chown_tree(&e.path(), uid);
-        }
-    }
-}
 
 /// A Unix socket server outside every write root that counts who
 /// connects: a stand-in for a Docker daemon, a D-Bus bus, an ssh-agent.
@@ -110,9 +71,7 @@ impl Scene {
         std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755))
             .expect("chmod base");
         // The binary where another user can run it.
-        let bin = base.path().join("roost");
-        std::fs::copy(env!("CARGO_BIN_EXE_roost"), &bin).expect("copy roost");
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let bin = runnable_by_anyone(Path::new(env!("CARGO_BIN_EXE_roost")));
         Self { base, bin }
     }
 
@@ -249,15 +208,7 @@ fn attack_as(who: Identity) {
         tree_hash(&etc),
     ];
 
-    let mut c = match who {
-        Identity::Caller => Command::new(&scene.bin),
-        Identity::Nobody => {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(&scene.bin);
-            c
-        }
-    };
+    let mut c = who.command(&scene.bin);
     c.current_dir(&ws)
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -353,11 +304,15 @@ fn free_port() -> u16 {
 #[test]
 pub(crate) fn a_tenants_command_on_a_server_sees_no_other_tenant_and_none_of_the_servers_state() {
     for who in identities() {
-        tenant_attack_as(who);
+        // The default profile (the whole file system, narrowed on a
+        // server), and one whose `read` names the folder of every
+        // tenant's root (each root but the task's own hidden).
+        tenant_attack_as(who, false);
+        tenant_attack_as(who, true);
     }
 }
 
-fn tenant_attack_as(who: Identity) {
+fn tenant_attack_as(who: Identity, shared_parent: bool) {
     let scene = Scene::new();
     let ada = scene.p("tenants/ada");
     let bob = scene.p("tenants/bob");
@@ -375,10 +330,20 @@ fn tenant_attack_as(who: Identity) {
     std::fs::write(ada.join("proj/secret.txt"), "ada-secret-text\n").expect("ada");
     std::fs::write(bob.join("ws/mine.txt"), "bob-own-text\n").expect("bob");
     let config = etc.join("server.toml");
+    let profile = if shared_parent {
+        format!(
+            "profile = \"shared\"\n\n[command_profiles.shared]\nread = [\"{}\"]\n",
+            scene.p("tenants").display()
+        )
+    } else {
+        String::new()
+    };
     std::fs::write(
         &config,
-        "[secrets.SERVER_TOKEN]\nvalue = \"server-secret-in-config\"\nhosts = [\"example.com\"]\n\n\
-         [commands]\nallowed_commands = [\"*\"]\n",
+        format!(
+            "[secrets.SERVER_TOKEN]\nvalue = \"server-secret-in-config\"\nhosts = [\"example.com\"]\n\n\
+             [commands]\nallowed_commands = [\"*\"]\n{profile}"
+        ),
     )
     .expect("config");
     let line = format!(
@@ -404,15 +369,7 @@ fn tenant_attack_as(who: Identity) {
     }
     let before = [tree_hash(&ada), tree_hash(&etc)];
     let run = |args: &[&str]| {
-        let mut c = match who {
-            Identity::Caller => Command::new(&scene.bin),
-            Identity::Nobody => {
-                let mut c = Command::new("setpriv");
-                c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                    .arg(&scene.bin);
-                c
-            }
-        };
+        let mut c = who.command(&scene.bin);
         c.env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", scene.p("home"))
@@ -505,7 +462,7 @@ fn tenant_attack_as(who: Identity) {
     });
     let _ = server.kill();
     let _ = server.wait();
-    let ctx = format!("as {who:?}: {text}");
+    let ctx = format!("as {who:?}, shared parent {shared_parent}: {text}");
     assert!(
         text.contains("bob-own-text"),
         "its own workspace is there: {ctx}"
@@ -513,10 +470,12 @@ fn tenant_attack_as(who: Identity) {
     assert!(!text.contains("ada-secret-text"), "{ctx}");
     assert!(!text.contains("roost.db"), "the data dir is listed: {ctx}");
     assert!(!text.contains("server-secret-in-config"), "{ctx}");
-    // Ada's root is not even there to list.
-    assert!(
-        !text.contains("bob\\nada") && !text.contains("ada\\nbob"),
-        "{ctx}"
-    );
+    if !shared_parent {
+        // Ada's root is not even there to list.
+        assert!(
+            !text.contains("bob\\nada") && !text.contains("ada\\nbob"),
+            "{ctx}"
+        );
+    }
     assert_eq!(before, [tree_hash(&ada), tree_hash(&etc)], "{ctx}");
 }

@@ -5,50 +5,16 @@
 //! a request pipelined behind an allowed one on the same connection is
 //! judged, refused and recorded like the first.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use roost_core::commands::{CommandsConfig, ProfileConfig};
+use roost_core::commands::CommandsConfig;
 use roost_core::config::SecretStore;
-use roost_core::task::{Approval, ApprovalPolicy, TaskOutcome};
-use roost_tests::harness::{Harness, call, complete, scripted_harness, turn};
+use roost_core::task::{Approval, TaskOutcome};
+use roost_tests::harness::Harness;
 use roost_tests::tree_hash;
 use roost_tests::user::ScriptedUser;
-use serde_json::{Value, json};
 
-fn run(command: &str) -> Value {
-    turn(
-        "",
-        vec![call("execute_command", json!({ "command": command }))],
-    )
-}
-
-/// A harness whose model runs `commands` in turn, commands on under
-/// `config` and `profiles`, every call approved by the policy (`--yes`).
-fn with_commands(
-    commands: &[String],
-    config: CommandsConfig,
-    profiles: Vec<(&str, ProfileConfig)>,
-) -> Harness {
-    let mut turns: Vec<Value> = commands.iter().map(|c| run(c)).collect();
-    turns.push(complete("done"));
-    let mut h = scripted_harness(json!({ "turns": turns }), ApprovalPolicy::yes());
-    let profiles: BTreeMap<String, ProfileConfig> = profiles
-        .into_iter()
-        .map(|(n, p)| (n.to_owned(), p))
-        .collect();
-    h.commands = Some((config, profiles, SecretStore::isolated()));
-    h
-}
-
-/// The results of the task's execute_command calls, in order.
-fn results(h: &Harness, id: &str) -> Vec<(String, bool)> {
-    h.results(id)
-        .into_iter()
-        .filter(|(r, _)| !r.contains("accepted the result"))
-        .collect()
-}
+use crate::commands::{http_server, results, run, with_commands, with_net_profile};
 
 /// Each spelling deletes the file `f{i}` (its index): by path, through a
 /// wrapper, or through a variable that makes the allowed `git status` run
@@ -105,7 +71,12 @@ pub(crate) async fn no_spelling_of_a_denied_command_runs() {
     };
 
     // Denied: nothing changes.
-    let h = with_commands(&lines, config(vec!["rm".into()]), vec![]);
+    let h = with_commands(
+        lines.iter().map(|c| run(c)).collect(),
+        config(vec!["rm".into()]),
+        vec![],
+        SecretStore::isolated(),
+    );
     prepare(&h, n);
     let before = tree_hash(&h.ws.path());
     let mut user = ScriptedUser::default();
@@ -139,7 +110,12 @@ pub(crate) async fn no_spelling_of_a_denied_command_runs() {
 
     // The control: nothing denied, and the person says yes (as the old
     // judge did under `*` and `--yes`): every spelling deletes its file.
-    let h = with_commands(&lines, config(vec![]), vec![]);
+    let h = with_commands(
+        lines.iter().map(|c| run(c)).collect(),
+        config(vec![]),
+        vec![],
+        SecretStore::isolated(),
+    );
     prepare(&h, n);
     let (id, _) = h
         .run(&ScriptedUser::default(), "delete f by any name")
@@ -152,31 +128,6 @@ pub(crate) async fn no_spelling_of_a_denied_command_runs() {
             r.get(i).map(|x| x.0.as_str()).unwrap_or_default()
         );
     }
-}
-
-/// A tiny HTTP server on 127.0.0.1 answering every request with `body`;
-/// how many connections it got.
-fn http_server(body: &'static str) -> (u16, Arc<AtomicUsize>) {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let hits = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&hits);
-    std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
-            seen.fetch_add(1, Ordering::SeqCst);
-            let mut buf = [0u8; 4096];
-            let _ = conn.read(&mut buf);
-            let _ = conn.write_all(
-                format!(
-                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                )
-                .as_bytes(),
-            );
-        }
-    });
-    (port, hits)
 }
 
 /// Two requests pipelined on one connection to the command's proxy, in
@@ -198,23 +149,7 @@ fn pipelined(allowed: u16, other: u16) -> String {
 pub(crate) async fn a_pipelined_request_to_another_origin_is_refused_and_recorded() {
     let (allowed, allowed_hits) = http_server("hello-from-allowed");
     let (other, other_hits) = http_server("should-not-see");
-    let mut h = with_commands(
-        &[pipelined(allowed, other)],
-        CommandsConfig {
-            enabled: true,
-            allowed_commands: vec!["*".into()],
-            profile: Some("net".into()),
-            ..CommandsConfig::default()
-        },
-        vec![(
-            "net",
-            ProfileConfig {
-                network: vec![format!("http://127.0.0.1:{allowed}")],
-                ..ProfileConfig::default()
-            },
-        )],
-    );
-    h.command_bridge = Some(env!("CARGO_BIN_EXE_roost").into());
+    let h = with_net_profile(vec![run(&pipelined(allowed, other))], allowed);
     let (id, _) = h.run(&ScriptedUser::default(), "pipeline").await;
     let r = results(&h, &id);
     let out = &r[0].0;

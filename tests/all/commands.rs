@@ -8,6 +8,8 @@
 //! their saved output.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use roost_core::commands::{CommandsConfig, ProfileConfig};
 use roost_core::config::SecretStore;
@@ -17,7 +19,8 @@ use roost_tests::harness::{Harness, assert_pairing, call, complete, scripted_har
 use roost_tests::user::ScriptedUser;
 use serde_json::{Value, json};
 
-fn run(command: &str) -> Value {
+/// A model turn that runs `command` (also used by `crate::command_policy`).
+pub(crate) fn run(command: &str) -> Value {
     turn(
         "",
         vec![call("execute_command", json!({ "command": command }))],
@@ -30,7 +33,7 @@ fn run_with(args: Value) -> Value {
 
 /// A harness whose model makes `turns`, commands on under `config` and
 /// `profiles`, every call approved by the policy.
-fn with_commands(
+pub(crate) fn with_commands(
     turns: Vec<Value>,
     config: CommandsConfig,
     profiles: Vec<(&str, ProfileConfig)>,
@@ -62,7 +65,7 @@ fn everything_allowed() -> CommandsConfig {
 }
 
 /// The results of the task's execute_command calls, in order.
-fn results(h: &Harness, id: &str) -> Vec<(String, bool)> {
+pub(crate) fn results(h: &Harness, id: &str) -> Vec<(String, bool)> {
     h.results(id)
         .into_iter()
         .filter(|(r, _)| !r.contains("accepted the result"))
@@ -438,13 +441,17 @@ async fn without_bubblewrap_commands_are_refused_with_the_reason() {
     assert!(!h.ws.path().join("hi.txt").exists());
 }
 
-/// A tiny HTTP server on 127.0.0.1 answering every request with `body`.
-fn http_server(body: &'static str) -> u16 {
+/// A tiny HTTP server on 127.0.0.1 answering every request with `body`;
+/// how many connections it got.
+pub(crate) fn http_server(body: &'static str) -> (u16, Arc<AtomicUsize>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&hits);
     std::thread::spawn(move || {
         for mut conn in listener.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
             let mut buf = [0u8; 4096];
             let _ = conn.read(&mut buf);
             let _ = conn.write_all(
@@ -456,31 +463,15 @@ fn http_server(body: &'static str) -> u16 {
             );
         }
     });
-    port
+    (port, hits)
 }
 
-/// A request through the command's proxy, in plain bash.
-fn fetch(port: u16) -> String {
-    format!(
-        "exec 3<>/dev/tcp/127.0.0.1/3128 && printf 'GET http://127.0.0.1:{port}/ HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n' >&3 && cat <&3"
-    )
-}
-
-/// The network: an origin the profile names is reached through the
-/// host's proxy (the command's only way out); another is refused with
-/// 403 and recorded; a profile without origins has no network at all.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_the_profiles_origins_are_reachable() {
-    let allowed = http_server("hello-from-host");
-    let other = http_server("should-not-see");
+/// A harness like [`with_commands`] whose commands run under the profile
+/// `net`, which reaches only `http://127.0.0.1:{allowed}` (through the
+/// proxy of the real binary's command bridge).
+pub(crate) fn with_net_profile(turns: Vec<Value>, allowed: u16) -> Harness {
     let mut h = with_commands(
-        vec![
-            run(&fetch(allowed)),
-            run(&format!(
-                "{}; echo; echo direct: ; (exec 3<>/dev/tcp/127.0.0.1/{other}) 2>/dev/null && echo connected || echo no-route",
-                fetch(other)
-            )),
-        ],
+        turns,
         CommandsConfig {
             profile: Some("net".into()),
             ..everything_allowed()
@@ -495,6 +486,33 @@ async fn only_the_profiles_origins_are_reachable() {
         SecretStore::isolated(),
     );
     h.command_bridge = Some(env!("CARGO_BIN_EXE_roost").into());
+    h
+}
+
+/// A request through the command's proxy, in plain bash.
+fn fetch(port: u16) -> String {
+    format!(
+        "exec 3<>/dev/tcp/127.0.0.1/3128 && printf 'GET http://127.0.0.1:{port}/ HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n' >&3 && cat <&3"
+    )
+}
+
+/// The network: an origin the profile names is reached through the
+/// host's proxy (the command's only way out); another is refused with
+/// 403 and recorded; a profile without origins has no network at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_profiles_origins_are_reachable() {
+    let (allowed, _) = http_server("hello-from-host");
+    let (other, _) = http_server("should-not-see");
+    let h = with_net_profile(
+        vec![
+            run(&fetch(allowed)),
+            run(&format!(
+                "{}; echo; echo direct: ; (exec 3<>/dev/tcp/127.0.0.1/{other}) 2>/dev/null && echo connected || echo no-route",
+                fetch(other)
+            )),
+        ],
+        allowed,
+    );
     let (id, _) = h.run(&ScriptedUser::default(), "reach out").await;
     let r = results(&h, &id);
     assert!(

@@ -430,16 +430,38 @@ fn states(data: &Path, config_home: &Path, ws: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A workspace for `roost mcp …` runs: its data directory and its
+/// `XDG_CONFIG_HOME` (with an empty `roost` configuration directory).
+fn cli_workspace() -> (roost_tests::TestWorkspace, PathBuf, PathBuf) {
+    let ws = roost_tests::TestWorkspace::new();
+    let data = ws.root().join("data");
+    let xdg = ws.root().join("xdg");
+    std::fs::create_dir_all(xdg.join("roost")).expect("config dir");
+    (ws, data, xdg)
+}
+
+/// `roost mcp trust` in `ws`, which succeeds; what it printed.
+fn mcp_trust(data: &Path, config_home: &Path, ws: &Path) -> std::process::Output {
+    let out = roost(
+        data,
+        config_home,
+        &["mcp", "trust", "--workspace", ws.to_str().expect("utf-8")],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Trust is given to the whole entry: after `roost mcp trust`, adding
 /// `alwaysAllow: ["*"]`, changing the timeout, the env or
 /// `disabledTools` makes the server untrusted again (nothing starts
 /// until it is trusted as it now stands).
 #[test]
 pub(crate) fn any_change_to_a_trusted_entry_needs_trust_again() {
-    let ws = roost_tests::TestWorkspace::new();
-    let data = ws.root().join("data");
-    let xdg = ws.root().join("xdg");
-    std::fs::create_dir_all(xdg.join("roost")).expect("config dir");
+    let (ws, data, xdg) = cli_workspace();
     let write = |entry: &Value| {
         ws.write(
             ".roo/mcp.json",
@@ -447,21 +469,7 @@ pub(crate) fn any_change_to_a_trusted_entry_needs_trust_again() {
         );
     };
     let trust = || {
-        let out = roost(
-            &data,
-            &xdg,
-            &[
-                "mcp",
-                "trust",
-                "--workspace",
-                ws.path().to_str().expect("utf-8"),
-            ],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        mcp_trust(&data, &xdg, &ws.path());
     };
     let repo = || states(&data, &xdg, &ws.path());
     let untrusted = vec![("repo".to_owned(), "untrusted".to_owned())];
@@ -491,10 +499,7 @@ pub(crate) fn any_change_to_a_trusted_entry_needs_trust_again() {
 /// the tools called without asking, the timeout, the tools not offered.
 #[test]
 pub(crate) fn mcp_trust_prints_everything_it_trusted() {
-    let ws = roost_tests::TestWorkspace::new();
-    let data = ws.root().join("data");
-    let xdg = ws.root().join("xdg");
-    std::fs::create_dir_all(xdg.join("roost")).expect("config dir");
+    let (ws, data, xdg) = cli_workspace();
     ws.write(
         ".roo/mcp.json",
         &json!({"mcpServers": {
@@ -517,21 +522,7 @@ pub(crate) fn mcp_trust_prints_everything_it_trusted() {
         }})
         .to_string(),
     );
-    let out = roost(
-        &data,
-        &xdg,
-        &[
-            "mcp",
-            "trust",
-            "--workspace",
-            ws.path().to_str().expect("utf-8"),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = mcp_trust(&data, &xdg, &ws.path());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         !text.contains(SECRET) && !String::from_utf8_lossy(&out.stderr).contains(SECRET),
@@ -549,10 +540,7 @@ pub(crate) fn mcp_trust_prints_everything_it_trusted() {
 /// other's refused, naming the one that holds the name.
 #[test]
 pub(crate) fn mcp_list_shows_which_colliding_tool_is_offered() {
-    let ws = roost_tests::TestWorkspace::new();
-    let data = ws.root().join("data");
-    let xdg = ws.root().join("xdg");
-    std::fs::create_dir_all(xdg.join("roost")).expect("config dir");
+    let (ws, data, xdg) = cli_workspace();
     std::fs::write(
         xdg.join("roost/mcp_settings.json"),
         json!({"mcpServers": {"a": hostile("collide"), "a__b": hostile("collide")}}).to_string(),
@@ -604,10 +592,7 @@ pub(crate) fn mcp_list_shows_which_colliding_tool_is_offered() {
 /// to wait out its timeout — and the server is restarted.
 #[test]
 pub(crate) fn an_oversized_result_fails_at_once_with_a_clear_error() {
-    let ws = roost_tests::TestWorkspace::new();
-    let data = ws.root().join("data");
-    let xdg = ws.root().join("xdg");
-    std::fs::create_dir_all(xdg.join("roost")).expect("config dir");
+    let (ws, data, xdg) = cli_workspace();
     let mut server = hostile("tools");
     server["timeout"] = json!(30);
     std::fs::write(

@@ -1431,6 +1431,26 @@ async fn assert_refused(s: &Served, token: &str, id: &str, task: &Value) {
     );
 }
 
+/// Ada's root (see [`ada_root`]) and Bob's, `root-bob` with the
+/// workspaces `wss`, under `dir`, each with a token of its own: Ada's
+/// root and Bob's, and Bob's token.
+fn ada_and_bob(dir: &Path, data: &Path, wss: &[&str]) -> (PathBuf, PathBuf, String) {
+    let ada = ada_root(dir);
+    let bob = dir.join("root-bob");
+    for ws in wss {
+        std::fs::create_dir_all(bob.join(ws)).expect("ws");
+    }
+    let _ada_token = cli_token(data, "ada", &ada);
+    let token = cli_token(data, "bob", &bob);
+    (ada, bob, token)
+}
+
+/// `POST /v1/tasks` with `body`, as `token`.
+async fn create_task(s: &Served, token: &str, body: Value) -> (u16, Value) {
+    s.send("POST", "/v1/tasks", Some(token), None, Some(body))
+        .await
+}
+
 /// Two tenants; Bob's workspace is checked at `POST /v1/tasks`, then
 /// swapped for a symbolic link to Ada's root before his task starts —
 /// while it waits for a slot, and before a finished task of his is
@@ -1442,11 +1462,7 @@ pub(crate) async fn a_workspace_swapped_for_a_link_is_refused_when_its_task_star
     let dir = tempfile::tempdir().expect("tempdir");
     let dir = dir.path().canonicalize().expect("canonical");
     let data = dir.join("data");
-    let ada = ada_root(&dir);
-    let bob = dir.join("root-bob");
-    for ws in ["hold", "queued", "done"] {
-        std::fs::create_dir_all(bob.join(ws)).expect("ws");
-    }
+    let (ada, bob, token) = ada_and_bob(&dir, &data, &["hold", "queued", "done"]);
     let script = dir.join("script.json");
     std::fs::write(
         &script,
@@ -1459,8 +1475,6 @@ pub(crate) async fn a_workspace_swapped_for_a_link_is_refused_when_its_task_star
         .to_string(),
     )
     .expect("script");
-    let _ada_token = cli_token(&data, "ada", &ada);
-    let token = cli_token(&data, "bob", &bob);
     let s = Served::start(
         &data,
         &[
@@ -1481,15 +1495,7 @@ pub(crate) async fn a_workspace_swapped_for_a_link_is_refused_when_its_task_star
     };
 
     // A task of Bob's that finishes in his own workspace.
-    let (status, v) = s
-        .send(
-            "POST",
-            "/v1/tasks",
-            Some(&token),
-            None,
-            Some(create("done", true)),
-        )
-        .await;
+    let (status, v) = create_task(&s, &token, create("done", true)).await;
     assert_eq!(status, 201, "{v}");
     let done_id = v["id"].as_str().expect("id").to_owned();
     let task = settle(&s, &token, &done_id, 1).await;
@@ -1497,28 +1503,12 @@ pub(crate) async fn a_workspace_swapped_for_a_link_is_refused_when_its_task_star
     assert!(bob.join("done/out.txt").is_file());
 
     // One that holds the only slot (it waits for a person)…
-    let (_, v) = s
-        .send(
-            "POST",
-            "/v1/tasks",
-            Some(&token),
-            None,
-            Some(create("hold", false)),
-        )
-        .await;
+    let (_, v) = create_task(&s, &token, create("hold", false)).await;
     let hold = v["id"].as_str().expect("id").to_owned();
     let task = settle(&s, &token, &hold, 0).await;
     assert_eq!(task["status"], "waiting_for_approval", "{task}");
     // …so the next waits for it, checked and queued.
-    let (status, v) = s
-        .send(
-            "POST",
-            "/v1/tasks",
-            Some(&token),
-            None,
-            Some(create("queued", true)),
-        )
-        .await;
+    let (status, v) = create_task(&s, &token, create("queued", true)).await;
     assert_eq!((status, v["queued"].as_bool()), (201, Some(true)), "{v}");
     let queued = v["id"].as_str().expect("id").to_owned();
 
@@ -1563,29 +1553,17 @@ pub(crate) async fn a_workspace_swapped_while_the_server_was_down_is_refused_on_
     let dir = tempfile::tempdir().expect("tempdir");
     let dir = dir.path().canonicalize().expect("canonical");
     let data = dir.join("data");
-    let ada = ada_root(&dir);
-    let bob = dir.join("root-bob");
-    std::fs::create_dir_all(bob.join("ws")).expect("ws");
+    let (ada, bob, token) = ada_and_bob(&dir, &data, &["ws"]);
     let script = dir.join("script.json");
     std::fs::write(
         &script,
         json!({"model": "m", "turns": write_then_done("out.txt")}).to_string(),
     )
     .expect("script");
-    let _ada_token = cli_token(&data, "ada", &ada);
-    let token = cli_token(&data, "bob", &bob);
     let args = ["--script".as_ref(), script.as_os_str()];
     let s = Served::start(&data, &args).await;
     let before = roost_tests::tree_hash(&ada);
-    let (status, v) = s
-        .send(
-            "POST",
-            "/v1/tasks",
-            Some(&token),
-            None,
-            Some(json!({"prompt": "write", "workspace": "ws"})),
-        )
-        .await;
+    let (status, v) = create_task(&s, &token, json!({"prompt": "write", "workspace": "ws"})).await;
     assert_eq!(status, 201, "{v}");
     let id = v["id"].as_str().expect("id").to_owned();
     let task = settle(&s, &token, &id, 0).await;

@@ -60,3 +60,40 @@ impl Identity {
         }
     }
 }
+
+/// `bin` where every identity can run it: the checkout (and so the
+/// binary the tests built) may lie in a folder `nobody` cannot enter, such
+/// as root's home. One copy per build, in a world-readable folder outside
+/// `/tmp` (a command's sandbox has a `/tmp` of its own), older ones removed.
+pub fn runnable_by_anyone(bin: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    static COPIED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    COPIED
+        .get_or_init(|| {
+            let meta = std::fs::metadata(bin).expect("the binary");
+            let modified = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            let key =
+                blake3::hash(format!("{}:{}:{modified}", bin.display(), meta.len()).as_bytes());
+            let dir = Path::new("/var/tmp").join("roost-tests-bin");
+            std::fs::create_dir_all(&dir).expect("bin dir");
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+            let name = format!("roost-{}", &key.to_hex()[..16]);
+            let copy = dir.join(&name);
+            if !copy.exists() {
+                for e in std::fs::read_dir(&dir).expect("bin dir").flatten() {
+                    let _ = std::fs::remove_file(e.path());
+                }
+                let part = dir.join(format!("{name}.{}", std::process::id()));
+                std::fs::copy(bin, &part).expect("copy the binary");
+                std::fs::set_permissions(&part, std::fs::Permissions::from_mode(0o755))
+                    .expect("chmod");
+                std::fs::rename(&part, &copy).expect("place the binary");
+            }
+            copy
+        })
+        .clone()
+}

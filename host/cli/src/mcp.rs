@@ -122,7 +122,12 @@ pub fn global_dir() -> Option<PathBuf> {
 /// A hub as a task's engine makes it: the command sandbox's settings from
 /// `cfg`, this binary as the network bridge.
 fn hub(data_dir: &Path, cfg: &Config) -> anyhow::Result<McpHub> {
-    let hidden: Vec<PathBuf> = global_dir().into_iter().collect();
+    // Hidden as a task's engine hides them: the config dir and file, the
+    // store wherever they are.
+    let hidden = roost_core::engine::EngineBuilder::from_config(data_dir, cfg)
+        .store(super::store::location(data_dir, Some(cfg)))
+        .modes_dir(global_dir())
+        .hidden_paths();
     let mut host = CommandHost::new(
         &cfg.commands,
         &cfg.command_profiles,

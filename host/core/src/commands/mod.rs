@@ -101,6 +101,20 @@ pub struct CommandHost {
     /// The program that serves the filtering proxy inside a sandbox
     /// (`roost __command-bridge`); without it, commands get no network.
     pub bridge: Option<PathBuf>,
+    /// On a shared host, every tenant's workspace roots as they are now:
+    /// all but the command's own are hidden from it, wherever they lie.
+    pub tenant_roots: Option<TenantRoots>,
+}
+
+/// Where a shared host's tenants' roots are (read at each command, so a
+/// token made since counts).
+#[derive(Clone)]
+pub struct TenantRoots(pub std::sync::Arc<dyn Fn() -> Vec<PathBuf> + Send + Sync>);
+
+impl std::fmt::Debug for TenantRoots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TenantRoots")
+    }
 }
 
 impl CommandHost {
@@ -147,7 +161,23 @@ impl CommandHost {
             hidden,
             secrets,
             bridge: None,
+            tenant_roots: None,
         })
+    }
+
+    /// Everything a command in `workspace` must not see: Roost's own
+    /// files, and on a shared host every tenant root that does not hold
+    /// the workspace.
+    pub fn hidden_for(&self, workspace: &Path) -> Vec<PathBuf> {
+        let mut hidden = self.hidden.clone();
+        if let Some(roots) = &self.tenant_roots {
+            hidden.extend(
+                (roots.0)()
+                    .into_iter()
+                    .filter(|r| !workspace.starts_with(r)),
+            );
+        }
+        hidden
     }
 
     /// A warning for every start when commands run unconfined.

@@ -401,7 +401,9 @@ impl Analysis {
             CompoundCommand::BraceGroup(b) => self.compound_list(&b.list, depth),
             CompoundCommand::Subshell(s) => self.compound_list(&s.list, depth),
             CompoundCommand::ForClause(f) => {
-                self.assign(&f.variable_name, None);
+                if !variables::shell_local(&f.variable_name) {
+                    self.assign(&f.variable_name, None);
+                }
                 for w in f.values.iter().flatten() {
                     self.word(&w.value, depth);
                 }
@@ -1128,6 +1130,12 @@ mod tests {
                 "for PATH in ./bin; do git status; done",
                 "unjudged: it sets `PATH`",
             ),
+            (
+                "for http_proxy in x; do git status; done",
+                "unjudged: it sets `http_proxy`",
+            ),
+            // A lowercase loop variable stays the shell's own.
+            ("for f in a b; do wc -l \"$f\"; done", "allowed"),
             (
                 "read PATH <<< ./bin; git status",
                 "unjudged: it sets `PATH`",

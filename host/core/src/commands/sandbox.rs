@@ -347,7 +347,22 @@ fn bwrap_args(plan: &Plan<'_>, seccomp: Option<i32>) -> Vec<String> {
             _ => a.extend(["--bind-try".to_owned(), s(w), s(w)]),
         }
     }
+    // A cover only where the path is shown at all: covering a path the
+    // view leaves out would make its mount point, and show its name.
+    let shown = |h: &Path| match &plan.profile.read {
+        None => true,
+        Some(read) => {
+            SYSTEM_DIRS.iter().any(|d| h.starts_with(d))
+                || read.iter().any(|r| h.starts_with(r))
+                || h.starts_with(plan.workspace)
+                || plan.visible.iter().any(|v| h.starts_with(v))
+                || plan.writable.iter().any(|w| h.starts_with(w))
+        }
+    };
     for h in plan.profile.deny.iter().chain(plan.hidden) {
+        if !shown(h) {
+            continue;
+        }
         if h.is_dir() {
             a.extend(["--tmpfs".to_owned(), s(h), "--remount-ro".to_owned(), s(h)]);
         } else if h.exists() {

@@ -120,8 +120,9 @@ impl EngineBuilder {
 
     /// What no command or MCP server may see: the config directory, the
     /// config file and the task store wherever they are (the data dir is
-    /// hidden by the command host itself).
-    fn hidden_paths(&self) -> Vec<PathBuf> {
+    /// hidden by the command host itself). Public for front-ends that run
+    /// MCP servers outside an engine (`roost mcp list`).
+    pub fn hidden_paths(&self) -> Vec<PathBuf> {
         let mut hidden: Vec<PathBuf> = self.modes_dir.iter().cloned().collect();
         hidden.extend(self.own_files.iter().cloned());
         if let StoreLocation::File(db) = self.store_location() {
@@ -378,6 +379,7 @@ impl EngineBuilder {
                 host.bridge = self.command_bridge.clone();
                 if shared_host {
                     host.profiles = host.profiles.confined_reads();
+                    host.tenant_roots = Some(tenant_roots(&store));
                 }
                 let host = Arc::new(host);
                 if let Some(w) = host.warning() {
@@ -419,6 +421,7 @@ impl EngineBuilder {
             host.bridge = self.command_bridge.clone();
             if shared_host {
                 host.profiles = host.profiles.confined_reads();
+                host.tenant_roots = Some(tenant_roots(&store));
             }
             Arc::new(McpHub::new(
                 self.modes_dir.clone(),
@@ -460,4 +463,17 @@ fn stem(path: &Path) -> Result<String, BuildError> {
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .ok_or_else(|| BuildError::Unnamed(path.to_path_buf()))
+}
+
+/// Every tenant's workspace root on record (its tokens'), for a shared
+/// host's commands to hide all but their own.
+fn tenant_roots(store: &Store) -> crate::commands::TenantRoots {
+    let store = store.clone();
+    crate::commands::TenantRoots(Arc::new(move || match store.list_token_records() {
+        Ok(tokens) => tokens.into_iter().map(|t| PathBuf::from(t.root)).collect(),
+        Err(e) => {
+            tracing::warn!("tenants' roots cannot be read to hide them from commands: {e}");
+            Vec::new()
+        }
+    }))
 }

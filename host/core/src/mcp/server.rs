@@ -29,7 +29,9 @@ use super::config::{ServerEntry, Transport};
 use super::limits::{self, ToolInfo};
 use super::stdio::{ChildTransport, Overflow};
 use crate::commands::proxy::Proxy;
-use crate::commands::{CommandHost, Confinement, Plan, profile};
+use crate::commands::{CommandHost, Confinement, Held, Plan, profile};
+use roost_sandbox::capability::Workspace;
+use std::os::fd::AsFd;
 
 /// Where a server stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -484,6 +486,23 @@ impl McpServer {
             .collect();
         let line = shell_words::join(words);
         let visible = visible_paths(command, args);
+        let hidden = self.sandbox.hidden_for(&self.workspace);
+        // The workspace by handle: a directory swapped for a link since
+        // it was opened cannot redirect the server's mounts.
+        let ws = Workspace::open(&self.workspace)
+            .map_err(|e| format!("its workspace cannot be opened: {e}"))?;
+        let mut held = vec![Held {
+            fd: ws.root().as_fd(),
+            at: &self.workspace,
+            writable: false,
+        }];
+        if profile.writes_scope {
+            held.push(Held {
+                fd: ws.root().as_fd(),
+                at: &self.workspace,
+                writable: true,
+            });
+        }
         let plan = Plan {
             visible: &visible,
             line: &line,
@@ -491,10 +510,10 @@ impl McpServer {
             workspace: &self.workspace,
             writable: &writable,
             profile,
-            hidden: &self.sandbox.hidden,
+            hidden: &hidden,
             env: &vars,
             proxy: proxy.as_ref().map(|(p, b)| (p.socket(), b.as_path())),
-            held: &[],
+            held: &held,
         };
         // A server lives across many calls: its CPU is bounded per
         // process lifetime (its profile's own bound, if it has one).

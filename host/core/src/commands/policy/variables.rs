@@ -20,7 +20,7 @@
 //! not see: never allowed by rules either.
 
 use super::Word;
-use super::wrappers::{Arg, Effect, Opt, getopt};
+use super::wrappers::{Arg, Effect, Opt, flag, getopt, value, with};
 
 /// Variables that are inert with a plain value: no program runs, loads
 /// or reads a file because of them. The list is short on purpose: a
@@ -63,6 +63,20 @@ pub(super) fn inert(name: &str, value: Option<&str>) -> bool {
         })
 }
 
+/// Whether a loop variable named `name` stays the shell's own: a name of
+/// lowercase letters, digits and `_` is not in a command's environment
+/// (which holds only `PATH`, `HOME`, `LANG`, `TERM`, the profile's
+/// variables and the proxy's `*_proxy`) and is not one the shell itself
+/// acts on (those are uppercase), so `for f in *.rs; do wc -l "$f"; done`
+/// changes nothing a program reads.
+pub(super) fn shell_local(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.ends_with("_proxy")
+}
+
 /// Where a builtin's operands name variables.
 #[derive(Debug, Clone, Copy)]
 enum Targets {
@@ -91,36 +105,12 @@ struct Setter {
     targets: Targets,
 }
 
-const fn flag(name: &'static str) -> Opt {
-    Opt {
-        name,
-        arg: Arg::No,
-        effect: Effect::Plain,
-    }
-}
-
-const fn value(name: &'static str) -> Opt {
-    Opt {
-        name,
-        arg: Arg::Value,
-        effect: Effect::Plain,
-    }
-}
-
 const fn sets(name: &'static str) -> Opt {
-    Opt {
-        name,
-        arg: Arg::Value,
-        effect: Effect::SetsVar,
-    }
+    with(name, Arg::Value, Effect::SetsVar)
 }
 
 const fn opaque(name: &'static str, arg: Arg, why: &'static str) -> Opt {
-    Opt {
-        name,
-        arg,
-        effect: Effect::Opaque(why),
-    }
+    with(name, arg, Effect::Opaque(why))
 }
 
 const NAMEREF: &str = "`-n` makes a name stand for another variable";

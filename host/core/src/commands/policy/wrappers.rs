@@ -57,7 +57,8 @@ pub(super) struct Opt {
     pub effect: Effect,
 }
 
-const fn flag(name: &'static str) -> Opt {
+/// An option without a value that changes nothing the judge needs (`-v`).
+pub(super) const fn flag(name: &'static str) -> Opt {
     Opt {
         name,
         arg: Arg::No,
@@ -65,7 +66,8 @@ const fn flag(name: &'static str) -> Opt {
     }
 }
 
-const fn value(name: &'static str) -> Opt {
+/// An option with a value that changes nothing the judge needs (`-k 5`).
+pub(super) const fn value(name: &'static str) -> Opt {
     Opt {
         name,
         arg: Arg::Value,
@@ -81,7 +83,8 @@ const fn optional(name: &'static str) -> Opt {
     }
 }
 
-const fn with(name: &'static str, arg: Arg, effect: Effect) -> Opt {
+/// An option taking `arg` whose meaning is `effect`.
+pub(super) const fn with(name: &'static str, arg: Arg, effect: Effect) -> Opt {
     Opt { name, arg, effect }
 }
 

@@ -339,6 +339,7 @@ impl ToolExecutor for ExecuteCommand {
             env.push(("NO_PROXY".to_owned(), String::new()));
             env.push(("no_proxy".to_owned(), String::new()));
         }
+        let hidden = self.host.hidden_for(&root);
         let plan = Plan {
             visible: &[],
             line: &a.command,
@@ -346,7 +347,7 @@ impl ToolExecutor for ExecuteCommand {
             workspace: &root,
             writable: &writable,
             profile: &profile,
-            hidden: &self.host.hidden,
+            hidden: &hidden,
             env: &env,
             proxy: proxy.as_ref().map(|(p, b)| (p.socket(), b.as_path())),
             held: &held,
