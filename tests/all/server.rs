@@ -1699,3 +1699,67 @@ pub(crate) async fn every_route_refuses_a_host_that_is_not_the_servers() {
         assert_eq!(list["tasks"].as_array().map(Vec::len), Some(1), "{list}");
     }
 }
+
+/// Bob's task has taken its first checkpoint and waits for a person; Bob
+/// swaps his workspace for a link to Ada's root, laid out like hers
+/// (`proj/secret.txt`), then approves. The task goes on in the directory
+/// it holds: the next checkpoint is taken there too (git starts in the
+/// held directory, not at the path), so nothing of Ada's enters Bob's
+/// shadow repository, and Ada's root is exactly as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+pub(crate) async fn a_workspace_swapped_mid_task_never_enters_its_checkpoints() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path().canonicalize().expect("canonical");
+    let data = dir.join("data");
+    let (ada, bob, token) = ada_and_bob(&dir, &data, &["ws/proj"]);
+    std::fs::write(bob.join("ws/proj/secret.txt"), "bob's decoy\n").expect("decoy");
+    let script = dir.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"model": "m", "turns": [
+            {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "a.txt", "content": "one\n"}}]},
+            {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "proj/secret.txt", "content": "bob's own\n"}}]},
+            done("written")
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    let args = ["--script".as_ref(), script.as_os_str()];
+    let s = Served::start(&data, &args).await;
+    let before = roost_tests::tree_hash(&ada);
+    let (status, v) = create_task(&s, &token, json!({"prompt": "write", "workspace": "ws"})).await;
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("id").to_owned();
+    // The first write approved (its checkpoint taken); the second waits.
+    let task = settle(&s, &token, &id, 1).await;
+    assert_eq!(task["status"], "waiting_for_approval", "{task}");
+    swap_for_link(&bob.join("ws"), &ada);
+    let task = settle(&s, &token, &id, 2).await;
+    s.stop().await;
+    assert_eq!(
+        roost_tests::tree_hash(&ada),
+        before,
+        "Ada's root changed: {task}"
+    );
+    // Every object of every shadow repository: none holds Ada's secret.
+    let shadows = data.join("checkpoints");
+    let mut seen = 0;
+    for repo in std::fs::read_dir(&shadows)
+        .expect("shadow repositories")
+        .flatten()
+    {
+        let out = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(repo.path())
+            .args(["cat-file", "--batch-all-objects", "--batch"])
+            .output()
+            .expect("git cat-file");
+        let objects = String::from_utf8_lossy(&out.stdout);
+        seen += objects.matches("bob's decoy").count();
+        assert!(
+            !objects.contains("ada's secret"),
+            "Ada's file entered Bob's checkpoint: {task}"
+        );
+    }
+    assert!(seen > 0, "no checkpoint was taken at all: {task}");
+}

@@ -77,7 +77,13 @@ impl Checkpoints {
     }
 
     fn shadow(&self, ws: &Workspace) -> Result<Shadow, CheckpointError> {
-        Ok(Shadow::open(&self.root, ws.host_path())?)
+        use std::os::fd::AsFd;
+        let held = ws
+            .root()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(ShadowError::from)?;
+        Ok(Shadow::open(&self.root, ws.host_path())?.held_by(held))
     }
 
     /// What a snapshot of `ws` holds now, with the exclusions it was

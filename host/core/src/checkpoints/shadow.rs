@@ -79,6 +79,10 @@ pub struct Shadow {
     git_dir: PathBuf,
     work_tree: PathBuf,
     deadline: Duration,
+    /// The workspace as the task holds it: git then starts in that very
+    /// directory (`/proc/self/fd/N`), not at a path that could have been
+    /// swapped for a link since the workspace was checked.
+    held: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 /// What a tree holds at one path.
@@ -218,6 +222,7 @@ impl Shadow {
             git_dir,
             work_tree: work_tree.to_path_buf(),
             deadline: GIT_DEADLINE,
+            held: None,
         };
         if !shadow.git_dir.join("HEAD").is_file() {
             // Two tasks starting on one workspace at once make it once
@@ -304,12 +309,29 @@ impl Shadow {
         }
     }
 
+    /// Run git in the workspace held by `dir` (a handle on the directory
+    /// `work_tree` named when it was checked) rather than at its path.
+    pub fn held_by(mut self, dir: std::os::fd::OwnedFd) -> Self {
+        self.held = Some(std::sync::Arc::new(dir));
+        self
+    }
+
     fn command(&self, index: Option<&Path>) -> Command {
+        use std::os::fd::AsRawFd;
         let mut c = Command::new("git");
+        // By handle where there is one: the child starts in the directory
+        // itself (its descriptor is open until exec), git takes it as `.`.
+        let (work_tree, cwd) = match &self.held {
+            Some(fd) => (
+                PathBuf::from("."),
+                PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())),
+            ),
+            None => (self.work_tree.clone(), self.work_tree.clone()),
+        };
         c.arg("--git-dir")
             .arg(&self.git_dir)
             .arg("--work-tree")
-            .arg(&self.work_tree)
+            .arg(&work_tree)
             .args([
                 "-c",
                 "core.autocrlf=false",
@@ -338,7 +360,7 @@ impl Shadow {
                 "-c",
                 "user.email=roost@localhost",
             ])
-            .current_dir(&self.work_tree);
+            .current_dir(&cwd);
         // The user's git configuration has no say over the shadow.
         self.isolate(&mut c);
         if let Some(i) = index {
