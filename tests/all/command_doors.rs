@@ -78,6 +78,15 @@ impl Scene {
     fn p(&self, rel: &str) -> PathBuf {
         self.base.path().join(rel)
     }
+
+    /// The folders `rels`, made.
+    fn dirs<const N: usize>(&self, rels: [&str; N]) -> [PathBuf; N] {
+        rels.map(|r| {
+            let d = self.p(r);
+            std::fs::create_dir_all(&d).expect("mkdir");
+            d
+        })
+    }
 }
 
 #[test]
@@ -89,20 +98,27 @@ pub(crate) fn a_command_holds_no_privilege_sees_none_of_roosts_files_and_reaches
 
 fn attack_as(who: Identity) {
     let scene = Scene::new();
-    let ws = scene.p("ws");
-    let canary = scene.p("canary");
-    let other = scene.p("tenants/ada");
-    let data = scene.p("data");
-    let etc = scene.p("etc");
-    let store_dir = scene.p("store");
-    let sockets = scene.p("sockets");
-    let runtime = scene.p("xdg-runtime");
-    let home = scene.p("home");
-    for d in [
-        &ws, &canary, &other, &data, &etc, &store_dir, &sockets, &runtime, &home,
-    ] {
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
+    let [
+        ws,
+        canary,
+        other,
+        data,
+        etc,
+        store_dir,
+        sockets,
+        runtime,
+        home,
+    ] = scene.dirs([
+        "ws",
+        "canary",
+        "tenants/ada",
+        "data",
+        "etc",
+        "store",
+        "sockets",
+        "xdg-runtime",
+        "home",
+    ]);
     std::fs::create_dir_all(ws.join("out")).expect("mkdir out");
     std::fs::write(ws.join("src.txt"), "the workspace\n").expect("ws file");
     std::fs::write(canary.join("canary.txt"), "outside the workspace\n").expect("canary");
@@ -314,21 +330,11 @@ pub(crate) fn a_tenants_command_on_a_server_sees_no_other_tenant_and_none_of_the
 
 fn tenant_attack_as(who: Identity, shared_parent: bool) {
     let scene = Scene::new();
-    let ada = scene.p("tenants/ada");
-    let bob = scene.p("tenants/bob");
-    let data = scene.p("data");
-    let etc = scene.p("etc");
-    for d in [
-        &ada.join("proj"),
-        &bob.join("ws"),
-        &data,
-        &etc,
-        &scene.p("home"),
-    ] {
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
-    std::fs::write(ada.join("proj/secret.txt"), "ada-secret-text\n").expect("ada");
-    std::fs::write(bob.join("ws/mine.txt"), "bob-own-text\n").expect("bob");
+    let [ada_proj, bob_ws, data, etc, _home] =
+        scene.dirs(["tenants/ada/proj", "tenants/bob/ws", "data", "etc", "home"]);
+    let (ada, bob) = (scene.p("tenants/ada"), scene.p("tenants/bob"));
+    std::fs::write(ada_proj.join("secret.txt"), "ada-secret-text\n").expect("ada");
+    std::fs::write(bob_ws.join("mine.txt"), "bob-own-text\n").expect("bob");
     let config = etc.join("server.toml");
     let profile = if shared_parent {
         format!(
@@ -539,25 +545,10 @@ pub(crate) fn an_mcp_server_holds_no_privilege_and_reaches_none_of_roosts_files(
 
 fn mcp_attack_as(who: Identity) {
     let scene = Scene::new();
-    let ws = scene.p("ws");
-    let canary = scene.p("canary");
-    let data = scene.p("data");
-    let etc = scene.p("etc");
-    let sockets = scene.p("sockets");
-    let xdg = scene.p("xdg");
-    let server_dir = scene.p("server");
-    for d in [
-        &ws,
-        &canary,
-        &data,
-        &etc,
-        &sockets,
-        &xdg.join("roost"),
-        &server_dir,
-        &scene.p("home"),
-    ] {
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
+    let [ws, canary, data, etc, sockets, xdg, server_dir, _home] = scene.dirs([
+        "ws", "canary", "data", "etc", "sockets", "xdg", "server", "home",
+    ]);
+    std::fs::create_dir_all(xdg.join("roost")).expect("mkdir");
     std::fs::write(canary.join("canary.txt"), "outside\n").expect("canary");
     let server = server_dir.join("probe.py");
     std::fs::write(&server, PROBE_SERVER).expect("server");

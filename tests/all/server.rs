@@ -1445,6 +1445,17 @@ fn ada_and_bob(dir: &Path, data: &Path, wss: &[&str]) -> (PathBuf, PathBuf, Stri
     (ada, bob, token)
 }
 
+/// A task of `token`'s in its workspace `ws`, its first `answers`
+/// questions approved, now waiting for a person: its id.
+async fn waiting_in_ws(s: &Served, token: &str, answers: usize) -> String {
+    let (status, v) = create_task(s, token, json!({"prompt": "write", "workspace": "ws"})).await;
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("id").to_owned();
+    let task = settle(s, token, &id, answers).await;
+    assert_eq!(task["status"], "waiting_for_approval", "{task}");
+    id
+}
+
 /// `POST /v1/tasks` with `body`, as `token`.
 async fn create_task(s: &Served, token: &str, body: Value) -> (u16, Value) {
     s.send("POST", "/v1/tasks", Some(token), None, Some(body))
@@ -1563,11 +1574,7 @@ pub(crate) async fn a_workspace_swapped_while_the_server_was_down_is_refused_on_
     let args = ["--script".as_ref(), script.as_os_str()];
     let s = Served::start(&data, &args).await;
     let before = roost_tests::tree_hash(&ada);
-    let (status, v) = create_task(&s, &token, json!({"prompt": "write", "workspace": "ws"})).await;
-    assert_eq!(status, 201, "{v}");
-    let id = v["id"].as_str().expect("id").to_owned();
-    let task = settle(&s, &token, &id, 0).await;
-    assert_eq!(task["status"], "waiting_for_approval", "{task}");
+    let id = waiting_in_ws(&s, &token, 0).await;
     s.stop().await;
 
     swap_for_link(&bob.join("ws"), &ada);
@@ -1727,12 +1734,8 @@ pub(crate) async fn a_workspace_swapped_mid_task_never_enters_its_checkpoints() 
     let args = ["--script".as_ref(), script.as_os_str()];
     let s = Served::start(&data, &args).await;
     let before = roost_tests::tree_hash(&ada);
-    let (status, v) = create_task(&s, &token, json!({"prompt": "write", "workspace": "ws"})).await;
-    assert_eq!(status, 201, "{v}");
-    let id = v["id"].as_str().expect("id").to_owned();
     // The first write approved (its checkpoint taken); the second waits.
-    let task = settle(&s, &token, &id, 1).await;
-    assert_eq!(task["status"], "waiting_for_approval", "{task}");
+    let id = waiting_in_ws(&s, &token, 1).await;
     swap_for_link(&bob.join("ws"), &ada);
     let task = settle(&s, &token, &id, 2).await;
     s.stop().await;
