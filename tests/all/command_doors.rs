@@ -628,3 +628,83 @@ fn mcp_attack_as(who: Identity) {
         "{ctx}"
     );
 }
+
+/// The deny list through the binary, as root and as an unprivileged user,
+/// under `--yes` and `allowed_commands = ["*"]`: no spelling of a denied
+/// `rm` (a path, a wrapper, variables that make `git status` run it)
+/// deletes its file; the workspace and a canary are hashed before and
+/// after.
+#[test]
+pub(crate) fn a_denied_command_runs_by_no_spelling_through_the_binary() {
+    for who in identities() {
+        spellings_as(who);
+    }
+}
+
+fn spellings_as(who: Identity) {
+    let scene = Scene::new();
+    let [ws, canary, data, etc, home] = scene.dirs(["ws", "canary", "data", "etc", "home"]);
+    let lines = crate::command_policy::spellings();
+    for i in 0..lines.len() {
+        std::fs::write(ws.join(format!("f{i}")), "keep me\n").expect("file");
+    }
+    std::fs::write(ws.join("tracked.txt"), "tracked\n").expect("tracked");
+    std::fs::write(canary.join("canary.txt"), "outside\n").expect("canary");
+    for args in [&["init", "-q"][..], &["add", "tracked.txt"][..]] {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&ws)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .expect("git runs")
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+    let config = etc.join("roost.toml");
+    std::fs::write(
+        &config,
+        "[commands]\nallowed_commands = [\"*\"]\ndenied_commands = [\"rm\"]\n",
+    )
+    .expect("config");
+    let mut turns: Vec<Value> = lines.iter().map(|l| command_call(l)).collect();
+    turns.push(json!({"text": "", "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]}));
+    let script = scene.p("script.json");
+    std::fs::write(&script, json!({ "turns": turns }).to_string()).expect("script");
+    if who == Identity::Nobody {
+        chown_tree(scene.base.path(), NOBODY);
+    }
+    let before = [tree_hash(&ws), tree_hash(&canary)];
+    let out = who
+        .command(&scene.bin)
+        .current_dir(&ws)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &home)
+        .env("ROOST_CONFIG", &config)
+        .arg("--data-dir")
+        .arg(&data)
+        .args([
+            "run",
+            "delete",
+            "--yes",
+            "--allow-commands",
+            "--json",
+            "--workspace",
+        ])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .output()
+        .expect("roost runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ctx = format!(
+        "as {who:?}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.matches("is denied by the rule `rm`").count(),
+        lines.len() - 1,
+        "{ctx}"
+    );
+    assert_eq!(before, [tree_hash(&ws), tree_hash(&canary)], "{ctx}");
+}

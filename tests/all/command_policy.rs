@@ -19,7 +19,7 @@ use crate::commands::{http_server, results, run, with_commands, with_net_profile
 /// Each spelling deletes the file `f{i}` (its index): by path, through a
 /// wrapper, or through a variable that makes the allowed `git status` run
 /// a command (`core.fsmonitor`).
-fn spellings() -> Vec<String> {
+pub(crate) fn spellings() -> Vec<String> {
     vec![
         "/bin/rm f0".into(),
         "command rm f1".into(),
