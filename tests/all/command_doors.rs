@@ -708,3 +708,35 @@ fn spellings_as(who: Identity) {
     );
     assert_eq!(before, [tree_hash(&ws), tree_hash(&canary)], "{ctx}");
 }
+
+/// A command with network runs under the bridge that serves its proxy:
+/// the filter still refuses it a Unix socket (the bridge installs it), and
+/// the bridge — which needs one — is out of its reach (undumpable: no
+/// ptrace, no `/proc/PID/mem`, `maps` or `environ`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+pub(crate) async fn a_networked_command_gets_no_unix_socket_and_cannot_reach_its_bridge() {
+    use roost_tests::user::ScriptedUser;
+    let (allowed, _) = crate::commands::http_server("hello");
+    let line = "python3 -c 'import socket; socket.socket(socket.AF_UNIX)' 2>&1 | tail -n 1; \
+                head -c 64 /proc/$PPID/maps 2>&1; head -c 64 /proc/$PPID/environ 2>&1; echo; \
+                grep -c . /proc/$PPID/status; echo END-OF-PROBE";
+    let h = crate::commands::with_net_profile(vec![crate::commands::run(line)], allowed);
+    let (id, _) = h.run(&ScriptedUser::default(), "probe").await;
+    let r = crate::commands::results(&h, &id);
+    let out = &r[0].0;
+    assert!(out.contains("END-OF-PROBE"), "{out}");
+    // The filter: refused.
+    assert!(
+        out.contains("PermissionError") || out.contains("Permission denied"),
+        "{out}"
+    );
+    // The bridge's memory map and environment: not readable.
+    assert!(
+        out.contains("/maps' for reading: Permission denied"),
+        "{out}"
+    );
+    assert!(
+        out.contains("/environ' for reading: Permission denied"),
+        "{out}"
+    );
+}

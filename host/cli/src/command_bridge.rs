@@ -32,7 +32,12 @@ pub fn run(args: &[OsString]) -> ExitCode {
         eprintln!("usage: roost {NAME} --unix-sockets=allow|deny SOCKET PORT PROGRAM [ARGS…]");
         return ExitCode::from(2);
     };
-    // Fail closed: no filter, no command.
+    // Fail closed: no filter (or a bridge the command could ptrace to
+    // get round it), no command.
+    if let Err(e) = roost_core::commands::seccomp::undumpable() {
+        eprintln!("roost: the command's sandbox is not complete: {e}");
+        return ExitCode::from(126);
+    }
     let filter = match roost_core::commands::seccomp::program(unix_sockets) {
         Ok(f) => f,
         Err(e) => {

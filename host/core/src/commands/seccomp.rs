@@ -78,6 +78,23 @@ pub fn apply(program: &BpfProgram) -> Result<(), SeccompError> {
     seccompiler::apply_filter(program).map_err(|e| SeccompError(e.to_string()))
 }
 
+/// Make this process undumpable: a process of the same user (the
+/// command the bridge starts) can then neither ptrace it nor read its
+/// memory through `/proc`, so it cannot borrow the bridge's freedom from
+/// the filter.
+pub fn undumpable() -> Result<(), SeccompError> {
+    // SAFETY: prctl with PR_SET_DUMPABLE and a constant argument.
+    let r = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(SeccompError(format!(
+            "cannot make the bridge undumpable: {}",
+            std::io::Error::last_os_error()
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
