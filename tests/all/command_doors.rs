@@ -740,3 +740,79 @@ pub(crate) async fn a_networked_command_gets_no_unix_socket_and_cannot_reach_its
         "{out}"
     );
 }
+
+/// The filtering proxy through the binary, as root and as an
+/// unprivileged user: a request pipelined behind an allowed one, to an
+/// origin the profile does not name, is refused and recorded, and that
+/// origin is never contacted.
+#[test]
+pub(crate) fn a_pipelined_request_is_judged_through_the_binary() {
+    for who in identities() {
+        pipelined_as(who);
+    }
+}
+
+fn pipelined_as(who: Identity) {
+    let scene = Scene::new();
+    let [ws, data, etc, home] = scene.dirs(["ws", "data", "etc", "home"]);
+    let (allowed, allowed_hits) = crate::commands::http_server("hello-from-allowed");
+    let (other, other_hits) = crate::commands::http_server("should-not-see");
+    let config = etc.join("roost.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[commands]\nallowed_commands = [\"*\"]\nprofile = \"net\"\n\n\
+             [command_profiles.net]\nnetwork = [\"http://127.0.0.1:{allowed}\"]\n"
+        ),
+    )
+    .expect("config");
+    let script = scene.p("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            command_call(&crate::command_policy::pipelined(allowed, other)),
+            {"text": "", "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    if who == Identity::Nobody {
+        chown_tree(scene.base.path(), NOBODY);
+    }
+    let out = who
+        .command(&scene.bin)
+        .current_dir(&ws)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &home)
+        .env("ROOST_CONFIG", &config)
+        .arg("--data-dir")
+        .arg(&data)
+        .args([
+            "run",
+            "pipeline",
+            "--yes",
+            "--allow-commands",
+            "--workspace",
+        ])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .output()
+        .expect("roost runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ctx = format!("as {who:?}: {text}");
+    assert!(text.contains("hello-from-allowed"), "{ctx}");
+    assert!(text.contains("403 Forbidden"), "{ctx}");
+    assert!(!text.contains("should-not-see"), "{ctx}");
+    assert!(
+        text.contains(&format!("http://127.0.0.1:{other}")),
+        "the refusal is recorded: {ctx}"
+    );
+    assert_eq!(allowed_hits.load(Ordering::SeqCst), 1, "{ctx}");
+    assert_eq!(other_hits.load(Ordering::SeqCst), 0, "{ctx}");
+}

@@ -133,7 +133,7 @@ pub(crate) async fn no_spelling_of_a_denied_command_runs() {
 /// Two requests pipelined on one connection to the command's proxy, in
 /// plain bash: the first to the allowed origin (kept alive), the second
 /// to the other one.
-fn pipelined(allowed: u16, other: u16) -> String {
+pub(crate) fn pipelined(allowed: u16, other: u16) -> String {
     format!(
         "exec 3<>/dev/tcp/127.0.0.1/3128 && printf '\
          GET http://127.0.0.1:{allowed}/ HTTP/1.1\\r\\nHost: 127.0.0.1:{allowed}\\r\\n\\r\\n\
