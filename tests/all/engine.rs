@@ -399,7 +399,10 @@ fn a_resume_removes_what_a_killed_edit_left() {
         until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await;
         id
     });
-    first.shutdown_background();
+    // Down as a kill leaves it, but gone: its blocking threads (and the
+    // store's owner lock they hold) finish before the next process starts,
+    // else that one sees a live owner and lets the task go.
+    first.shutdown_timeout(std::time::Duration::from_secs(60));
     let store = Store::open(&data.root().join("data").join("roost.db")).expect("store");
     store.close_asks(&id, "killed mid-call").expect("closed");
     ws.write("src/app.py", "old\n");
@@ -473,7 +476,10 @@ fn trace_entries_follow_their_durable_result_once() {
         until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await;
         id
     });
-    first.shutdown_background();
+    // Down as a kill leaves it, but gone: its blocking threads (and the
+    // store's owner lock they hold) finish before the next process starts,
+    // else that one sees a live owner and lets the task go.
+    first.shutdown_timeout(std::time::Duration::from_secs(60));
     // The crash: two entries recorded with a durable result; the second
     // made it to the trace file, the first did not.
     let entry = |tool: &str| {
@@ -599,7 +605,10 @@ fn die_waiting(
         };
         (id, ask_id)
     });
-    first.shutdown_background();
+    // Down as a kill leaves it, but gone: its blocking threads (and the
+    // store's owner lock they hold) finish before the next process starts,
+    // else that one sees a live owner and lets the task go.
+    first.shutdown_timeout(std::time::Duration::from_secs(60));
     out
 }
 

@@ -11,12 +11,18 @@ use std::process::Command;
 
 use roost_core::task::{Approval, ApprovalPolicy, TaskOutcome};
 use roost_tests::harness::{Harness, call, complete, scripted_harness, trace_lines, turn};
+use roost_tests::identity::{Identity, NOBODY, chown_tree, identities, runnable_by_anyone};
 use roost_tests::user::ScriptedUser;
 use roost_tests::{mcp_bin, mcp_script};
 use serde_json::{Value, json};
 
 fn hostile(mode: &str) -> Value {
-    json!({"command": "node", "args": [mcp_script("hostile.mjs"), mode], "timeout": 5})
+    hostile_at(&mcp_script("hostile.mjs"), mode)
+}
+
+/// The hostile server in `mode`, run from the script at `script`.
+fn hostile_at(script: &Path, mode: &str) -> Value {
+    json!({"command": "node", "args": [script, mode], "timeout": 5})
 }
 
 fn one(name: &str, args: Value) -> Value {
@@ -386,8 +392,8 @@ fn wait_for_port(port: u16) {
 const SECRET_VAR: &str = "ROOST_TEST_MCP_SECRET";
 const SECRET: &str = "s3cr3t-host-value";
 
-fn roost(data: &Path, config_home: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_roost"))
+fn roost(who: Identity, data: &Path, config_home: &Path, args: &[&str]) -> std::process::Output {
+    who.command(&runnable_by_anyone(Path::new(env!("CARGO_BIN_EXE_roost"))))
         .arg("--data-dir")
         .arg(data)
         .args(args)
@@ -399,8 +405,9 @@ fn roost(data: &Path, config_home: &Path, args: &[&str]) -> std::process::Output
 }
 
 /// `roost mcp list --json` of `ws`, each server's state by name.
-fn states(data: &Path, config_home: &Path, ws: &Path) -> Vec<(String, String)> {
+fn states(who: Identity, data: &Path, config_home: &Path, ws: &Path) -> Vec<(String, String)> {
     let out = roost(
+        who,
         data,
         config_home,
         &[
@@ -440,9 +447,28 @@ fn cli_workspace() -> (roost_tests::TestWorkspace, PathBuf, PathBuf) {
     (ws, data, xdg)
 }
 
+/// A copy of the hostile server's script in `ws`'s folder, which every
+/// identity can read once the folder is theirs (the checkout may lie
+/// where `nobody` cannot enter, such as root's home).
+fn hostile_copy(ws: &roost_tests::TestWorkspace) -> PathBuf {
+    let dir = ws.root().join("servers");
+    std::fs::create_dir_all(&dir).expect("servers dir");
+    let script = dir.join("hostile.mjs");
+    std::fs::copy(mcp_script("hostile.mjs"), &script).expect("copy the hostile server");
+    script
+}
+
+/// `ws`'s whole folder (workspace, data, config) given to `who`.
+fn give(who: Identity, ws: &roost_tests::TestWorkspace) {
+    if who == Identity::Nobody {
+        chown_tree(ws.root(), NOBODY);
+    }
+}
+
 /// `roost mcp trust` in `ws`, which succeeds; what it printed.
-fn mcp_trust(data: &Path, config_home: &Path, ws: &Path) -> std::process::Output {
+fn mcp_trust(who: Identity, data: &Path, config_home: &Path, ws: &Path) -> std::process::Output {
     let out = roost(
+        who,
         data,
         config_home,
         &["mcp", "trust", "--workspace", ws.to_str().expect("utf-8")],
@@ -461,19 +487,28 @@ fn mcp_trust(data: &Path, config_home: &Path, ws: &Path) -> std::process::Output
 /// until it is trusted as it now stands).
 #[test]
 pub(crate) fn any_change_to_a_trusted_entry_needs_trust_again() {
+    for who in identities() {
+        eprintln!("as {who:?}");
+        trust_again_as(who);
+    }
+}
+
+fn trust_again_as(who: Identity) {
     let (ws, data, xdg) = cli_workspace();
+    let script = hostile_copy(&ws);
     let write = |entry: &Value| {
         ws.write(
             ".roo/mcp.json",
             &json!({"mcpServers": {"repo": entry}}).to_string(),
         );
+        give(who, &ws);
     };
     let trust = || {
-        mcp_trust(&data, &xdg, &ws.path());
+        mcp_trust(who, &data, &xdg, &ws.path());
     };
-    let repo = || states(&data, &xdg, &ws.path());
+    let repo = || states(who, &data, &xdg, &ws.path());
     let untrusted = vec![("repo".to_owned(), "untrusted".to_owned())];
-    let mut entry = hostile("tools");
+    let mut entry = hostile_at(&script, "tools");
     write(&entry);
     assert_eq!(repo(), untrusted);
     trust();
@@ -499,6 +534,13 @@ pub(crate) fn any_change_to_a_trusted_entry_needs_trust_again() {
 /// the tools called without asking, the timeout, the tools not offered.
 #[test]
 pub(crate) fn mcp_trust_prints_everything_it_trusted() {
+    for who in identities() {
+        eprintln!("as {who:?}");
+        trust_prints_as(who);
+    }
+}
+
+fn trust_prints_as(who: Identity) {
     let (ws, data, xdg) = cli_workspace();
     ws.write(
         ".roo/mcp.json",
@@ -522,7 +564,8 @@ pub(crate) fn mcp_trust_prints_everything_it_trusted() {
         }})
         .to_string(),
     );
-    let out = mcp_trust(&data, &xdg, &ws.path());
+    give(who, &ws);
+    let out = mcp_trust(who, &data, &xdg, &ws.path());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         !text.contains(SECRET) && !String::from_utf8_lossy(&out.stderr).contains(SECRET),
@@ -540,15 +583,33 @@ pub(crate) fn mcp_trust_prints_everything_it_trusted() {
 /// other's refused, naming the one that holds the name.
 #[test]
 pub(crate) fn mcp_list_shows_which_colliding_tool_is_offered() {
+    for who in identities() {
+        eprintln!("as {who:?}");
+        colliding_as(who);
+    }
+}
+
+fn colliding_as(who: Identity) {
     let (ws, data, xdg) = cli_workspace();
+    let script = hostile_copy(&ws);
     std::fs::write(
         xdg.join("roost/mcp_settings.json"),
-        json!({"mcpServers": {"a": hostile("collide"), "a__b": hostile("collide")}}).to_string(),
+        json!({"mcpServers": {
+            "a": hostile_at(&script, "collide"),
+            "a__b": hostile_at(&script, "collide"),
+        }})
+        .to_string(),
     )
     .expect("settings");
+    give(who, &ws);
     let w = ws.path();
     let w = w.to_str().expect("utf-8");
-    let out = roost(&data, &xdg, &["mcp", "list", "--json", "--workspace", w]);
+    let out = roost(
+        who,
+        &data,
+        &xdg,
+        &["mcp", "list", "--json", "--workspace", w],
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -579,7 +640,7 @@ pub(crate) fn mcp_list_shows_which_colliding_tool_is_offered() {
         "{refused}"
     );
     // The same in words.
-    let out = roost(&data, &xdg, &["mcp", "list", "--workspace", w]);
+    let out = roost(who, &data, &xdg, &["mcp", "list", "--workspace", w]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("tool mcp__a__b__c") && text.contains("tool c NOT OFFERED: another tool"),
@@ -592,16 +653,25 @@ pub(crate) fn mcp_list_shows_which_colliding_tool_is_offered() {
 /// to wait out its timeout — and the server is restarted.
 #[test]
 pub(crate) fn an_oversized_result_fails_at_once_with_a_clear_error() {
+    for who in identities() {
+        eprintln!("as {who:?}");
+        oversized_as(who);
+    }
+}
+
+fn oversized_as(who: Identity) {
     let (ws, data, xdg) = cli_workspace();
-    let mut server = hostile("tools");
+    let mut server = hostile_at(&hostile_copy(&ws), "tools");
     server["timeout"] = json!(30);
     std::fs::write(
         xdg.join("roost/mcp_settings.json"),
         json!({"mcpServers": {"big": server}}).to_string(),
     )
     .expect("settings");
+    give(who, &ws);
     let w = ws.path();
     let out = roost(
+        who,
         &data,
         &xdg,
         &[
@@ -654,6 +724,7 @@ async fn project_servers_wait_for_trust_and_hostile_ones_are_bounded() {
     let w = w.to_str().expect("utf-8 path");
     // Untrusted: nothing starts, even with a task run under --yes.
     let out = roost(
+        Identity::Caller,
         &data,
         &config_home,
         &["mcp", "list", "--workspace", w, "--json"],
@@ -678,13 +749,19 @@ async fn project_servers_wait_for_trust_and_hostile_ones_are_bounded() {
     assert_eq!(issue["field"], "timeout");
 
     // Trusted: each runs, bounded.
-    let out = roost(&data, &config_home, &["mcp", "trust", "--workspace", w]);
+    let out = roost(
+        Identity::Caller,
+        &data,
+        &config_home,
+        &["mcp", "trust", "--workspace", w],
+    );
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let out = roost(
+        Identity::Caller,
         &data,
         &config_home,
         &["mcp", "list", "--workspace", w, "--json"],
@@ -827,6 +904,7 @@ fn the_cli_asks_before_a_project_server_starts() {
     };
     let state = || {
         let out = roost(
+            Identity::Caller,
             &data,
             &xdg,
             &[

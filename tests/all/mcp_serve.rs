@@ -9,13 +9,14 @@
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+use roost_tests::identity::{Identity, NOBODY, chown_tree, identities, runnable_by_anyone};
 use roost_tests::{TestWorkspace, mcp_bin};
 use serde_json::{Value, json};
 
@@ -83,6 +84,15 @@ impl Fixture {
 
     fn roost(&self, extra: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_roost"));
+        self.env(&mut c);
+        c.args(self.serve_args(extra));
+        c
+    }
+
+    /// `roost … mcp serve` run by `who`, from a copy of the binary every
+    /// user can run.
+    fn roost_as(&self, who: Identity, extra: &[&str]) -> Command {
+        let mut c = who.command(&runnable_by_anyone(Path::new(env!("CARGO_BIN_EXE_roost"))));
         self.env(&mut c);
         c.args(self.serve_args(extra));
         c
@@ -509,6 +519,13 @@ async fn an_intent_scope_is_the_write_grant() {
 /// the workspace), and nothing is written where the symlink points.
 #[test]
 pub(crate) fn an_intent_scope_through_a_symlink_is_refused_at_start() {
+    for who in identities() {
+        eprintln!("as {who:?}");
+        symlinked_scope_as(who);
+    }
+}
+
+fn symlinked_scope_as(who: Identity) {
     let fx = Fixture::new();
     let outside = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), fx.ws.path().join("out")).unwrap();
@@ -522,8 +539,14 @@ pub(crate) fn an_intent_scope_through_a_symlink_is_refused_at_start() {
 "
         ),
     );
+    if who == Identity::Nobody {
+        // Everything is theirs, the symlink's target too: only the
+        // refusal keeps a write out of it.
+        chown_tree(fx.ws.root(), NOBODY);
+        chown_tree(outside.path(), NOBODY);
+    }
     let o = fx
-        .roost(&["--intent", "INT-9"])
+        .roost_as(who, &["--intent", "INT-9"])
         .stdin(Stdio::null())
         .output()
         .unwrap();

@@ -11,6 +11,7 @@ use std::time::Duration;
 use roost_core::config::Config;
 use roost_core::engine::{ConfigEndpoints, EngineBuilder};
 use roost_server::{ServerConfig, ServerState};
+use roost_tests::identity::{Identity, NOBODY, chown_tree, identities, runnable_by_anyone};
 use serde_json::{Value, json};
 
 /// A running server with a scripted model, and its data.
@@ -1233,13 +1234,16 @@ struct Served {
 }
 
 impl Served {
-    async fn start(data: &Path, args: &[&std::ffi::OsStr]) -> Self {
+    /// `roost serve` as `who`. For `nobody`, everything the test made so
+    /// far in the folder holding `data` (its data, tokens, roots, script)
+    /// is handed to it first, and it gets a home of its own there.
+    async fn start_as(who: Identity, data: &Path, args: &[&std::ffi::OsStr]) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("port")
             .port();
         let log = data.with_extension(format!("{port}.log"));
-        let child = crate::cli::roost(data)
+        let child = roost_as(who, data)
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(args)
             .stdout(std::process::Stdio::null())
@@ -1329,6 +1333,30 @@ impl Drop for Served {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `roost` with the data `data` as `who`: the same arguments and
+/// environment as [`crate::cli::roost`]; for `nobody`, a copy of the binary
+/// it can run, in the folder holding `data` (given to it, with a home of
+/// its own there).
+fn roost_as(who: Identity, data: &Path) -> std::process::Command {
+    let base = crate::cli::roost(data);
+    if who == Identity::Caller {
+        return base;
+    }
+    let dir = data.parent().expect("data lies in the test's folder");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    chown_tree(dir, NOBODY);
+    let mut c = who.command(&runnable_by_anyone(Path::new(base.get_program())));
+    c.args(base.get_args()).current_dir(dir).env("HOME", &home);
+    for (key, value) in base.get_envs() {
+        match value {
+            Some(v) => c.env(key, v),
+            None => c.env_remove(key),
+        };
+    }
+    c
 }
 
 /// A token for `tenant` with `root`, made by `roost token create`.
@@ -1468,121 +1496,130 @@ async fn create_task(s: &Served, token: &str, body: Value) -> (u16, Value) {
 /// continued with a new message. At each start the workspace is opened
 /// beneath Bob's root again, finds the link and refuses: the task fails
 /// with the reason, and Ada's root is exactly as it was.
+///
+/// Served as each of [`identities`]: root and `nobody` on CI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_workspace_swapped_for_a_link_is_refused_when_its_task_starts_or_continues() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let dir = dir.path().canonicalize().expect("canonical");
-    let data = dir.join("data");
-    let (ada, bob, token) = ada_and_bob(&dir, &data, &["hold", "queued", "done"]);
-    let script = dir.join("script.json");
-    std::fs::write(
-        &script,
-        json!({"model": "m", "turns": [
-            {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "out.txt", "content": "bob was here\n"}}]},
-            done("written"),
-            {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "more.txt", "content": "and here\n"}}]},
-            done("more")
-        ]})
-        .to_string(),
-    )
-    .expect("script");
-    let s = Served::start(
-        &data,
-        &[
-            "--script".as_ref(),
-            script.as_os_str(),
-            "--max-running".as_ref(),
-            "1".as_ref(),
-        ],
-    )
-    .await;
-    let before = roost_tests::tree_hash(&ada);
-    let create = |ws: &str, approve: bool| {
-        let mut body = json!({"prompt": "write", "workspace": ws});
-        if approve {
-            body["approve"] = json!(["edit"]);
+    for who in identities() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = dir.path().canonicalize().expect("canonical");
+        let data = dir.join("data");
+        let (ada, bob, token) = ada_and_bob(&dir, &data, &["hold", "queued", "done"]);
+        let script = dir.join("script.json");
+        std::fs::write(
+            &script,
+            json!({"model": "m", "turns": [
+                {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "out.txt", "content": "bob was here\n"}}]},
+                done("written"),
+                {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "more.txt", "content": "and here\n"}}]},
+                done("more")
+            ]})
+            .to_string(),
+        )
+        .expect("script");
+        let s = Served::start_as(
+            who,
+            &data,
+            &[
+                "--script".as_ref(),
+                script.as_os_str(),
+                "--max-running".as_ref(),
+                "1".as_ref(),
+            ],
+        )
+        .await;
+        let before = roost_tests::tree_hash(&ada);
+        let create = |ws: &str, approve: bool| {
+            let mut body = json!({"prompt": "write", "workspace": ws});
+            if approve {
+                body["approve"] = json!(["edit"]);
+            }
+            body
+        };
+
+        // A task of Bob's that finishes in his own workspace.
+        let (status, v) = create_task(&s, &token, create("done", true)).await;
+        assert_eq!(status, 201, "{v}");
+        let done_id = v["id"].as_str().expect("id").to_owned();
+        let task = settle(&s, &token, &done_id, 1).await;
+        assert_eq!(task["status"], "completed", "{task}");
+        assert!(bob.join("done/out.txt").is_file());
+
+        // One that holds the only slot (it waits for a person)…
+        let (_, v) = create_task(&s, &token, create("hold", false)).await;
+        let hold = v["id"].as_str().expect("id").to_owned();
+        let task = settle(&s, &token, &hold, 0).await;
+        assert_eq!(task["status"], "waiting_for_approval", "{task}");
+        // …so the next waits for it, checked and queued.
+        let (status, v) = create_task(&s, &token, create("queued", true)).await;
+        assert_eq!((status, v["queued"].as_bool()), (201, Some(true)), "{v}");
+        let queued = v["id"].as_str().expect("id").to_owned();
+
+        // Bob swaps both workspaces for links to Ada's root.
+        swap_for_link(&bob.join("queued"), &ada);
+        swap_for_link(&bob.join("done"), &ada);
+        let (status, v) = s
+            .send(
+                "POST",
+                &format!("/v1/tasks/{done_id}/messages"),
+                Some(&token),
+                None,
+                Some(json!({"text": "write more"})),
+            )
+            .await;
+        assert_eq!(status, 202, "{v}");
+        // The slot frees: the queued task starts, then the continued one.
+        let (status, _) = s
+            .send(
+                "POST",
+                &format!("/v1/tasks/{hold}/cancel"),
+                Some(&token),
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(status, 202);
+        for id in [&queued, &done_id] {
+            let task = settle(&s, &token, id, 2).await;
+            assert_refused(&s, &token, id, &task).await;
         }
-        body
-    };
-
-    // A task of Bob's that finishes in his own workspace.
-    let (status, v) = create_task(&s, &token, create("done", true)).await;
-    assert_eq!(status, 201, "{v}");
-    let done_id = v["id"].as_str().expect("id").to_owned();
-    let task = settle(&s, &token, &done_id, 1).await;
-    assert_eq!(task["status"], "completed", "{task}");
-    assert!(bob.join("done/out.txt").is_file());
-
-    // One that holds the only slot (it waits for a person)…
-    let (_, v) = create_task(&s, &token, create("hold", false)).await;
-    let hold = v["id"].as_str().expect("id").to_owned();
-    let task = settle(&s, &token, &hold, 0).await;
-    assert_eq!(task["status"], "waiting_for_approval", "{task}");
-    // …so the next waits for it, checked and queued.
-    let (status, v) = create_task(&s, &token, create("queued", true)).await;
-    assert_eq!((status, v["queued"].as_bool()), (201, Some(true)), "{v}");
-    let queued = v["id"].as_str().expect("id").to_owned();
-
-    // Bob swaps both workspaces for links to Ada's root.
-    swap_for_link(&bob.join("queued"), &ada);
-    swap_for_link(&bob.join("done"), &ada);
-    let (status, v) = s
-        .send(
-            "POST",
-            &format!("/v1/tasks/{done_id}/messages"),
-            Some(&token),
-            None,
-            Some(json!({"text": "write more"})),
-        )
-        .await;
-    assert_eq!(status, 202, "{v}");
-    // The slot frees: the queued task starts, then the continued one.
-    let (status, _) = s
-        .send(
-            "POST",
-            &format!("/v1/tasks/{hold}/cancel"),
-            Some(&token),
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, 202);
-    for id in [&queued, &done_id] {
-        let task = settle(&s, &token, id, 2).await;
-        assert_refused(&s, &token, id, &task).await;
+        assert_eq!(roost_tests::tree_hash(&ada), before, "Ada's root changed");
+        assert!(!ada.join("out.txt").exists() && !ada.join("more.txt").exists());
     }
-    assert_eq!(roost_tests::tree_hash(&ada), before, "Ada's root changed");
-    assert!(!ada.join("out.txt").exists() && !ada.join("more.txt").exists());
 }
 
 /// A task of Bob's waits for a person when the server stops; Bob swaps
 /// its workspace for a link to Ada's root; the restarted server resumes
 /// the task, which opens its workspace beneath Bob's root again and is
 /// refused — even when Bob approves the write it was waiting for.
+///
+/// Served as each of [`identities`]: root and `nobody` on CI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_workspace_swapped_while_the_server_was_down_is_refused_on_resume() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let dir = dir.path().canonicalize().expect("canonical");
-    let data = dir.join("data");
-    let (ada, bob, token) = ada_and_bob(&dir, &data, &["ws"]);
-    let script = dir.join("script.json");
-    std::fs::write(
-        &script,
-        json!({"model": "m", "turns": write_then_done("out.txt")}).to_string(),
-    )
-    .expect("script");
-    let args = ["--script".as_ref(), script.as_os_str()];
-    let s = Served::start(&data, &args).await;
-    let before = roost_tests::tree_hash(&ada);
-    let id = waiting_in_ws(&s, &token, 0).await;
-    s.stop().await;
+    for who in identities() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = dir.path().canonicalize().expect("canonical");
+        let data = dir.join("data");
+        let (ada, bob, token) = ada_and_bob(&dir, &data, &["ws"]);
+        let script = dir.join("script.json");
+        std::fs::write(
+            &script,
+            json!({"model": "m", "turns": write_then_done("out.txt")}).to_string(),
+        )
+        .expect("script");
+        let args = ["--script".as_ref(), script.as_os_str()];
+        let s = Served::start_as(who, &data, &args).await;
+        let before = roost_tests::tree_hash(&ada);
+        let id = waiting_in_ws(&s, &token, 0).await;
+        s.stop().await;
 
-    swap_for_link(&bob.join("ws"), &ada);
-    let s = Served::start(&data, &args).await;
-    let task = settle(&s, &token, &id, 2).await;
-    assert_refused(&s, &token, &id, &task).await;
-    assert_eq!(roost_tests::tree_hash(&ada), before, "Ada's root changed");
-    assert!(!ada.join("out.txt").exists());
+        swap_for_link(&bob.join("ws"), &ada);
+        let s = Served::start_as(who, &data, &args).await;
+        let task = settle(&s, &token, &id, 2).await;
+        assert_refused(&s, &token, &id, &task).await;
+        assert_eq!(roost_tests::tree_hash(&ada), before, "Ada's root changed");
+        assert!(!ada.join("out.txt").exists());
+    }
 }
 
 /// DNS rebinding: a page on `evil.example` whose name now resolves to
@@ -1591,119 +1628,123 @@ pub(crate) async fn a_workspace_swapped_while_the_server_was_down_is_refused_on_
 /// document itself, the web UI, an unknown path — answers it `403` with
 /// a JSON error, with and without `--no-auth`; the server's own names
 /// (and an `--allowed-host`) still work.
+///
+/// Served as each of [`identities`]: root and `nobody` on CI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn every_route_refuses_a_host_that_is_not_the_servers() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let dir = dir.path().canonicalize().expect("canonical");
-    let root = dir.join("root");
-    std::fs::create_dir_all(root.join("ws")).expect("ws");
-    let script = dir.join("script.json");
-    std::fs::write(
-        &script,
-        json!({"model": "m", "turns": [done("ok")]}).to_string(),
-    )
-    .expect("script");
-    for no_auth in [true, false] {
-        let data = dir.join(if no_auth { "data-open" } else { "data-auth" });
-        let token = (!no_auth).then(|| cli_token(&data, "ada", &root));
-        let token = token.as_deref();
-        let mut args: Vec<&std::ffi::OsStr> = vec![
-            "--script".as_ref(),
-            script.as_os_str(),
-            "--allowed-host".as_ref(),
-            "roost.example".as_ref(),
-        ];
-        if no_auth {
-            args.extend(["--no-auth".as_ref(), "--root".as_ref(), root.as_os_str()]);
-        }
-        let s = Served::start(&data, &args).await;
-        let port = s.port;
-        let task = json!({"prompt": "p", "workspace": "ws"});
+    for who in identities() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = dir.path().canonicalize().expect("canonical");
+        let root = dir.join("root");
+        std::fs::create_dir_all(root.join("ws")).expect("ws");
+        let script = dir.join("script.json");
+        std::fs::write(
+            &script,
+            json!({"model": "m", "turns": [done("ok")]}).to_string(),
+        )
+        .expect("script");
+        for no_auth in [true, false] {
+            let data = dir.join(if no_auth { "data-open" } else { "data-auth" });
+            let token = (!no_auth).then(|| cli_token(&data, "ada", &root));
+            let token = token.as_deref();
+            let mut args: Vec<&std::ffi::OsStr> = vec![
+                "--script".as_ref(),
+                script.as_os_str(),
+                "--allowed-host".as_ref(),
+                "roost.example".as_ref(),
+            ];
+            if no_auth {
+                args.extend(["--no-auth".as_ref(), "--root".as_ref(), root.as_os_str()]);
+            }
+            let s = Served::start_as(who, &data, &args).await;
+            let port = s.port;
+            let task = json!({"prompt": "p", "workspace": "ws"});
 
-        // The server's own names work.
-        let (status, v) = s
-            .send("POST", "/v1/tasks", token, None, Some(task.clone()))
-            .await;
-        assert_eq!(status, 201, "{v}");
-        let id = v["id"].as_str().expect("id").to_owned();
-        for host in [
-            None,
-            Some(format!("localhost:{port}")),
-            Some(format!("[::1]:{port}")),
-            Some("roost.example".to_owned()),
-            Some(format!("ROOST.example:{port}")),
-        ] {
+            // The server's own names work.
             let (status, v) = s
-                .send("GET", "/v1/tasks", token, host.as_deref(), None)
+                .send("POST", "/v1/tasks", token, None, Some(task.clone()))
                 .await;
-            assert_eq!(status, 200, "{host:?}: {v}");
-            assert_eq!(v["tasks"][0]["id"], id.as_str(), "{v}");
-        }
-        let (status, doc) = s.send("GET", "/v1/openapi.json", None, None, None).await;
-        assert_eq!(status, 200);
-        let r = s.client.get(s.url("/")).send().await.expect("ui");
-        assert_eq!(r.status().as_u16(), 200);
+            assert_eq!(status, 201, "{v}");
+            let id = v["id"].as_str().expect("id").to_owned();
+            for host in [
+                None,
+                Some(format!("localhost:{port}")),
+                Some(format!("[::1]:{port}")),
+                Some("roost.example".to_owned()),
+                Some(format!("ROOST.example:{port}")),
+            ] {
+                let (status, v) = s
+                    .send("GET", "/v1/tasks", token, host.as_deref(), None)
+                    .await;
+                assert_eq!(status, 200, "{host:?}: {v}");
+                assert_eq!(v["tasks"][0]["id"], id.as_str(), "{v}");
+            }
+            let (status, doc) = s.send("GET", "/v1/openapi.json", None, None, None).await;
+            assert_eq!(status, 200);
+            let r = s.client.get(s.url("/")).send().await.expect("ui");
+            assert_eq!(r.status().as_u16(), 200);
 
-        // Every route, as the rebound page would call it.
-        let mut routes: Vec<(String, String)> = vec![
-            ("GET".into(), "/".into()),
-            ("GET".into(), "/app.js".into()),
-            ("GET".into(), "/app.css".into()),
-            ("GET".into(), "/no/such/page".into()),
-            ("GET".into(), "/v1/no/such/route".into()),
-        ];
-        for (path, ops) in doc["paths"].as_object().expect("paths") {
-            for method in ops.as_object().expect("operations").keys() {
-                let path = path
-                    .replace("{id}", &id)
-                    .replace("{cp}", "1")
-                    .replace("{ask_id}", "x");
-                let path = if path.starts_with("/v1/modes")
-                    || path.starts_with("/v1/intents")
-                    || path.starts_with("/v1/trace")
-                {
-                    format!("{path}?workspace=ws")
-                } else {
-                    path
-                };
-                routes.push((method.to_uppercase(), path));
-            }
-        }
-        assert!(routes.len() > 25, "{routes:?}");
-        for host in [
-            format!("evil.example:{port}"),
-            "evil.example".to_owned(),
-            format!("127.0.0.1.evil.example:{port}"),
-            format!("localhost:{}", port.wrapping_add(1)),
-        ] {
-            for (method, path) in &routes {
-                // A body each route would take.
-                let body = (method == "POST").then(|| {
-                    if path == "/v1/tasks" {
-                        task.clone()
-                    } else if path.ends_with("/messages") {
-                        json!({"text": "hi"})
-                    } else if path.ends_with("/restore") {
-                        json!({})
+            // Every route, as the rebound page would call it.
+            let mut routes: Vec<(String, String)> = vec![
+                ("GET".into(), "/".into()),
+                ("GET".into(), "/app.js".into()),
+                ("GET".into(), "/app.css".into()),
+                ("GET".into(), "/no/such/page".into()),
+                ("GET".into(), "/v1/no/such/route".into()),
+            ];
+            for (path, ops) in doc["paths"].as_object().expect("paths") {
+                for method in ops.as_object().expect("operations").keys() {
+                    let path = path
+                        .replace("{id}", &id)
+                        .replace("{cp}", "1")
+                        .replace("{ask_id}", "x");
+                    let path = if path.starts_with("/v1/modes")
+                        || path.starts_with("/v1/intents")
+                        || path.starts_with("/v1/trace")
+                    {
+                        format!("{path}?workspace=ws")
                     } else {
-                        json!({"decision": "approve"})
-                    }
-                });
-                let (status, v) = s.send(method, path, token, Some(&host), body).await;
-                assert_eq!(
-                    (status, v["code"].as_str()),
-                    (403, Some("forbidden")),
-                    "{method} {path} as Host {host} (no_auth {no_auth}): {v}"
-                );
-                assert!(
-                    v["message"].as_str().is_some_and(|m| m.contains("Host")),
-                    "{v}"
-                );
+                        path
+                    };
+                    routes.push((method.to_uppercase(), path));
+                }
             }
+            assert!(routes.len() > 25, "{routes:?}");
+            for host in [
+                format!("evil.example:{port}"),
+                "evil.example".to_owned(),
+                format!("127.0.0.1.evil.example:{port}"),
+                format!("localhost:{}", port.wrapping_add(1)),
+            ] {
+                for (method, path) in &routes {
+                    // A body each route would take.
+                    let body = (method == "POST").then(|| {
+                        if path == "/v1/tasks" {
+                            task.clone()
+                        } else if path.ends_with("/messages") {
+                            json!({"text": "hi"})
+                        } else if path.ends_with("/restore") {
+                            json!({})
+                        } else {
+                            json!({"decision": "approve"})
+                        }
+                    });
+                    let (status, v) = s.send(method, path, token, Some(&host), body).await;
+                    assert_eq!(
+                        (status, v["code"].as_str()),
+                        (403, Some("forbidden")),
+                        "{method} {path} as Host {host} (no_auth {no_auth}): {v}"
+                    );
+                    assert!(
+                        v["message"].as_str().is_some_and(|m| m.contains("Host")),
+                        "{v}"
+                    );
+                }
+            }
+            // Nothing the refused requests asked for was done.
+            let (_, list) = s.send("GET", "/v1/tasks", token, None, None).await;
+            assert_eq!(list["tasks"].as_array().map(Vec::len), Some(1), "{list}");
         }
-        // Nothing the refused requests asked for was done.
-        let (_, list) = s.send("GET", "/v1/tasks", token, None, None).await;
-        assert_eq!(list["tasks"].as_array().map(Vec::len), Some(1), "{list}");
     }
 }
 
@@ -1713,56 +1754,60 @@ pub(crate) async fn every_route_refuses_a_host_that_is_not_the_servers() {
 /// it holds: the next checkpoint is taken there too (git starts in the
 /// held directory, not at the path), so nothing of Ada's enters Bob's
 /// shadow repository, and Ada's root is exactly as it was.
+///
+/// Served as each of [`identities`]: root and `nobody` on CI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_workspace_swapped_mid_task_never_enters_its_checkpoints() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let dir = dir.path().canonicalize().expect("canonical");
-    let data = dir.join("data");
-    let (ada, bob, token) = ada_and_bob(&dir, &data, &["ws/proj"]);
-    std::fs::write(bob.join("ws/proj/secret.txt"), "bob's decoy\n").expect("decoy");
-    let script = dir.join("script.json");
-    std::fs::write(
-        &script,
-        json!({"model": "m", "turns": [
-            {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "a.txt", "content": "one\n"}}]},
-            {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "proj/secret.txt", "content": "bob's own\n"}}]},
-            done("written")
-        ]})
-        .to_string(),
-    )
-    .expect("script");
-    let args = ["--script".as_ref(), script.as_os_str()];
-    let s = Served::start(&data, &args).await;
-    let before = roost_tests::tree_hash(&ada);
-    // The first write approved (its checkpoint taken); the second waits.
-    let id = waiting_in_ws(&s, &token, 1).await;
-    swap_for_link(&bob.join("ws"), &ada);
-    let task = settle(&s, &token, &id, 2).await;
-    s.stop().await;
-    assert_eq!(
-        roost_tests::tree_hash(&ada),
-        before,
-        "Ada's root changed: {task}"
-    );
-    // Every object of every shadow repository: none holds Ada's secret.
-    let shadows = data.join("checkpoints");
-    let mut seen = 0;
-    for repo in std::fs::read_dir(&shadows)
-        .expect("shadow repositories")
-        .flatten()
-    {
-        let out = std::process::Command::new("git")
-            .arg("--git-dir")
-            .arg(repo.path())
-            .args(["cat-file", "--batch-all-objects", "--batch"])
-            .output()
-            .expect("git cat-file");
-        let objects = String::from_utf8_lossy(&out.stdout);
-        seen += objects.matches("bob's decoy").count();
-        assert!(
-            !objects.contains("ada's secret"),
-            "Ada's file entered Bob's checkpoint: {task}"
+    for who in identities() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = dir.path().canonicalize().expect("canonical");
+        let data = dir.join("data");
+        let (ada, bob, token) = ada_and_bob(&dir, &data, &["ws/proj"]);
+        std::fs::write(bob.join("ws/proj/secret.txt"), "bob's decoy\n").expect("decoy");
+        let script = dir.join("script.json");
+        std::fs::write(
+            &script,
+            json!({"model": "m", "turns": [
+                {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "a.txt", "content": "one\n"}}]},
+                {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "proj/secret.txt", "content": "bob's own\n"}}]},
+                done("written")
+            ]})
+            .to_string(),
+        )
+        .expect("script");
+        let args = ["--script".as_ref(), script.as_os_str()];
+        let s = Served::start_as(who, &data, &args).await;
+        let before = roost_tests::tree_hash(&ada);
+        // The first write approved (its checkpoint taken); the second waits.
+        let id = waiting_in_ws(&s, &token, 1).await;
+        swap_for_link(&bob.join("ws"), &ada);
+        let task = settle(&s, &token, &id, 2).await;
+        s.stop().await;
+        assert_eq!(
+            roost_tests::tree_hash(&ada),
+            before,
+            "Ada's root changed: {task}"
         );
+        // Every object of every shadow repository: none holds Ada's secret.
+        let shadows = data.join("checkpoints");
+        let mut seen = 0;
+        for repo in std::fs::read_dir(&shadows)
+            .expect("shadow repositories")
+            .flatten()
+        {
+            let out = std::process::Command::new("git")
+                .arg("--git-dir")
+                .arg(repo.path())
+                .args(["cat-file", "--batch-all-objects", "--batch"])
+                .output()
+                .expect("git cat-file");
+            let objects = String::from_utf8_lossy(&out.stdout);
+            seen += objects.matches("bob's decoy").count();
+            assert!(
+                !objects.contains("ada's secret"),
+                "Ada's file entered Bob's checkpoint: {task}"
+            );
+        }
+        assert!(seen > 0, "no checkpoint was taken at all: {task}");
     }
-    assert!(seen > 0, "no checkpoint was taken at all: {task}");
 }

@@ -63,37 +63,55 @@ impl Identity {
 
 /// `bin` where every identity can run it: the checkout (and so the
 /// binary the tests built) may lie in a folder `nobody` cannot enter, such
-/// as root's home. One copy per build, in a world-readable folder outside
-/// `/tmp` (a command's sandbox has a `/tmp` of its own), older ones removed.
+/// as root's home. A hard link in a world-readable folder outside `/tmp`
+/// (a command's sandbox has a `/tmp` of its own), named after the build:
+/// no file is written, so no process forked meanwhile can hold it open
+/// for writing (which would make running it fail with "text file busy"),
+/// and concurrent test runs of other checkouts keep their own. A copy
+/// where a link cannot be made (another file system). Links whose build
+/// is gone (the only name left) are removed after two hours.
 pub fn runnable_by_anyone(bin: &Path) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    static COPIED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    COPIED
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    static PLACED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PLACED
         .get_or_init(|| {
             let meta = std::fs::metadata(bin).expect("the binary");
-            let modified = meta
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos());
-            let key =
-                blake3::hash(format!("{}:{}:{modified}", bin.display(), meta.len()).as_bytes());
+            let key = blake3::hash(
+                format!(
+                    "{}:{}:{}:{}",
+                    bin.display(),
+                    meta.dev(),
+                    meta.ino(),
+                    meta.len()
+                )
+                .as_bytes(),
+            );
             let dir = Path::new("/var/tmp").join("roost-tests-bin");
             std::fs::create_dir_all(&dir).expect("bin dir");
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-            let name = format!("roost-{}", &key.to_hex()[..16]);
-            let copy = dir.join(&name);
-            if !copy.exists() {
-                for e in std::fs::read_dir(&dir).expect("bin dir").flatten() {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            for e in std::fs::read_dir(&dir).expect("bin dir").flatten() {
+                if let Ok(m) = e.path().symlink_metadata()
+                    && m.nlink() == 1
+                    && now.saturating_sub(u64::try_from(m.ctime()).unwrap_or(0)) > 2 * 3600
+                {
                     let _ = std::fs::remove_file(e.path());
                 }
+            }
+            let name = format!("roost-{}", &key.to_hex()[..16]);
+            let placed = dir.join(&name);
+            if !placed.exists() {
                 let part = dir.join(format!("{name}.{}", std::process::id()));
-                std::fs::copy(bin, &part).expect("copy the binary");
+                if std::fs::hard_link(bin, &part).is_err() {
+                    std::fs::copy(bin, &part).expect("copy the binary");
+                }
                 std::fs::set_permissions(&part, std::fs::Permissions::from_mode(0o755))
                     .expect("chmod");
-                std::fs::rename(&part, &copy).expect("place the binary");
+                std::fs::rename(&part, &placed).expect("place the binary");
             }
-            copy
+            placed
         })
         .clone()
 }
