@@ -79,6 +79,21 @@ impl Scene {
         self.base.path().join(rel)
     }
 
+    /// `roost` as `who` in the scene: its `ws` the working directory, its
+    /// `home` and `data`, the config `config`, nothing else of the
+    /// environment but PATH.
+    fn roost(&self, who: Identity, config: &Path) -> std::process::Command {
+        let mut c = who.command(&self.bin);
+        c.current_dir(self.p("ws"))
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", self.p("home"))
+            .env("ROOST_CONFIG", config)
+            .arg("--data-dir")
+            .arg(self.p("data"));
+        c
+    }
+
     /// The folders `rels`, made.
     fn dirs<const N: usize>(&self, rels: [&str; N]) -> [PathBuf; N] {
         rels.map(|r| {
@@ -107,7 +122,7 @@ fn attack_as(who: Identity) {
         store_dir,
         sockets,
         runtime,
-        home,
+        _home,
     ] = scene.dirs([
         "ws",
         "canary",
@@ -224,16 +239,9 @@ fn attack_as(who: Identity) {
         tree_hash(&etc),
     ];
 
-    let mut c = who.command(&scene.bin);
-    c.current_dir(&ws)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", &home)
-        .env("XDG_RUNTIME_DIR", &runtime)
-        .env("ROOST_CONFIG", &config)
+    let mut c = scene.roost(who, &config);
+    c.env("XDG_RUNTIME_DIR", &runtime)
         .env("ROOST_STORE_URL", &store)
-        .arg("--data-dir")
-        .arg(&data)
         .args([
             "run",
             "attack",
@@ -582,16 +590,9 @@ fn mcp_attack_as(who: Identity) {
     });
     // The store exists before the server starts: make it by listing.
     let roost = |extra: &[&str]| {
-        let mut c = who.command(&scene.bin);
-        c.current_dir(&ws)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", scene.p("home"))
-            .env("XDG_CONFIG_HOME", &xdg)
-            .env("ROOST_CONFIG", &config)
+        let mut c = scene.roost(who, &config);
+        c.env("XDG_CONFIG_HOME", &xdg)
             .env("ROOST_STORE_URL", &store)
-            .arg("--data-dir")
-            .arg(&data)
             .args(extra);
         c.output().expect("roost runs")
     };
@@ -643,7 +644,7 @@ pub(crate) fn a_denied_command_runs_by_no_spelling_through_the_binary() {
 
 fn spellings_as(who: Identity) {
     let scene = Scene::new();
-    let [ws, canary, data, etc, home] = scene.dirs(["ws", "canary", "data", "etc", "home"]);
+    let [ws, canary, _data, etc, _home] = scene.dirs(["ws", "canary", "data", "etc", "home"]);
     let lines = crate::command_policy::spellings();
     for i in 0..lines.len() {
         std::fs::write(ws.join(format!("f{i}")), "keep me\n").expect("file");
@@ -674,15 +675,8 @@ fn spellings_as(who: Identity) {
         chown_tree(scene.base.path(), NOBODY);
     }
     let before = [tree_hash(&ws), tree_hash(&canary)];
-    let out = who
-        .command(&scene.bin)
-        .current_dir(&ws)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", &home)
-        .env("ROOST_CONFIG", &config)
-        .arg("--data-dir")
-        .arg(&data)
+    let out = scene
+        .roost(who, &config)
         .args([
             "run",
             "delete",
@@ -754,7 +748,7 @@ pub(crate) fn a_pipelined_request_is_judged_through_the_binary() {
 
 fn pipelined_as(who: Identity) {
     let scene = Scene::new();
-    let [ws, data, etc, home] = scene.dirs(["ws", "data", "etc", "home"]);
+    let [ws, _data, etc, _home] = scene.dirs(["ws", "data", "etc", "home"]);
     let (allowed, allowed_hits) = crate::commands::http_server("hello-from-allowed");
     let (other, other_hits) = crate::commands::http_server("should-not-see");
     let config = etc.join("roost.toml");
@@ -779,15 +773,8 @@ fn pipelined_as(who: Identity) {
     if who == Identity::Nobody {
         chown_tree(scene.base.path(), NOBODY);
     }
-    let out = who
-        .command(&scene.bin)
-        .current_dir(&ws)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", &home)
-        .env("ROOST_CONFIG", &config)
-        .arg("--data-dir")
-        .arg(&data)
+    let out = scene
+        .roost(who, &config)
         .args([
             "run",
             "pipeline",
