@@ -803,3 +803,48 @@ fn pipelined_as(who: Identity) {
     assert_eq!(allowed_hits.load(Ordering::SeqCst), 1, "{ctx}");
     assert_eq!(other_hits.load(Ordering::SeqCst), 0, "{ctx}");
 }
+
+/// Bad input at the doors' new settings gets a clear error and runs
+/// nothing: a `limits` value of the wrong type, an unknown profile key,
+/// and the bridge's internal subcommand called by hand with garbage.
+#[test]
+pub(crate) fn bad_door_settings_get_a_clear_error() {
+    let scene = Scene::new();
+    let [ws, _data, etc, _home] = scene.dirs(["ws", "data", "etc", "home"]);
+    for (toml, names) in [
+        (
+            "[commands]\nallowed_commands = [\"*\"]\n[command_profiles.x.limits]\nprocesses = \"many\"\n",
+            "processes",
+        ),
+        (
+            "[commands]\nallowed_commands = [\"*\"]\n[command_profiles.x]\nunix_socket = true\n",
+            "unix_socket",
+        ),
+    ] {
+        let config = etc.join("roost.toml");
+        std::fs::write(&config, toml).expect("config");
+        let out = scene
+            .roost(Identity::Caller, &config)
+            .args(["run", "x", "--yes", "--allow-commands", "--workspace"])
+            .arg(&ws)
+            .output()
+            .expect("roost runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains(names) && err.contains("roost.toml"), "{err}");
+    }
+    for args in [
+        &["__command-bridge"][..],
+        &["__command-bridge", "--unix-sockets=maybe", "s", "1", "true"],
+    ] {
+        let out = std::process::Command::new(&scene.bin)
+            .args(args)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("usage"),
+            "{args:?}"
+        );
+    }
+}
