@@ -1411,8 +1411,17 @@ async fn settle(s: &Served, token: &str, id: &str, mut answers: usize) -> Value 
             )
             .await;
         if let Some(ask) = asks.as_array().and_then(|a| a.first()) {
+            // The ask is recorded a moment before the status says so: a
+            // view read before it is polled again.
             if answers == 0 {
-                return task;
+                if task["status"]
+                    .as_str()
+                    .is_some_and(|st| st.starts_with("waiting"))
+                {
+                    return task;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
             }
             let decision = if ask["kind"] == "completion" {
                 "accept"
