@@ -32,19 +32,35 @@ fn main() {
         }
     };
     println!("cargo:rustc-env=ROOST_FIRST_PARTY_DIR={}", dir.display());
-    precompile(&dir);
+    // Components handed in from outside are inputs to watch. Those the
+    // nested build above writes are not: it runs during this script, so
+    // their mtimes are newer than the run cargo records, and watching them
+    // made the next `cargo build` rerun this script and recompile
+    // roost-core and everything above it with nothing changed. Their
+    // sources (plugins/, sdk/, wit/) are watched instead.
+    let external = std::env::var_os("ROOST_FIRST_PARTY_DIR").is_some();
+    precompile(&dir, external);
 }
 
-/// Precompile and seal every first-party component into `$OUT_DIR`.
-fn precompile(dir: &Path) {
+/// Precompile and seal every first-party component into `$OUT_DIR`;
+/// `watch`: rerun when a component changes.
+fn precompile(dir: &Path, watch: bool) {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     for stem in COMPONENTS {
         let src = dir.join(format!("{stem}.wasm"));
-        println!("cargo:rerun-if-changed={}", src.display());
+        if watch {
+            println!("cargo:rerun-if-changed={}", src.display());
+        }
         let wasm =
             std::fs::read(&src).unwrap_or_else(|e| panic!("cannot read {}: {e}", src.display()));
+        let started = std::time::Instant::now();
         let sealed = roost_engine_config::precompile(&wasm)
             .unwrap_or_else(|e| panic!("cannot precompile {}: {e:#}", src.display()));
+        roost_build::progress(&format!(
+            "precompiled {stem}.wasm ({} KB) for this machine in {}",
+            wasm.len() / 1000,
+            roost_build::elapsed(started)
+        ));
         let dst = out.join(format!("{stem}.sealed"));
         std::fs::write(&dst, sealed)
             .unwrap_or_else(|e| panic!("cannot write {}: {e}", dst.display()));

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use roost_tests::identity::{Identity, identities};
 use serde_json::json;
 
 use crate::cli::{roost, text};
@@ -517,4 +518,479 @@ fn warnings_are_short_lines() {
     assert!(!warning.contains("roost_core"), "{warning}");
     let stamp = regex::Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:").expect("regex");
     assert!(!stamp.is_match(warning), "{warning}");
+}
+
+/// Output made stable for a snapshot: task ids, temporary paths, hashes
+/// and times replaced by placeholders.
+fn stable(out: &str, paths: &[(&Path, &str)]) -> String {
+    let mut s = out.to_owned();
+    for (p, name) in paths {
+        s = s.replace(&p.display().to_string(), name);
+    }
+    for (re, with) in [
+        (
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            "<task>",
+        ),
+        (r"sha256:[0-9a-f]+", "sha256:<hash>"),
+        (r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}Z)?", "<time>"),
+    ] {
+        s = regex::Regex::new(re)
+            .expect("regex")
+            .replace_all(&s, with)
+            .into_owned();
+    }
+    s
+}
+
+/// Where `who` can run `roost`: a folder outside `/tmp` (a command's
+/// sandbox has a `/tmp` of its own) everyone may enter, the binary
+/// runnable by anyone, and a command for `who` with only PATH and HOME of
+/// the environment.
+struct Place {
+    base: tempfile::TempDir,
+    bin: PathBuf,
+}
+
+impl Place {
+    fn new() -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let base = tempfile::tempdir_in("/var/tmp")
+            .or_else(|_| tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")))
+            .expect("base");
+        std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        let bin = roost_tests::identity::runnable_by_anyone(Path::new(env!("CARGO_BIN_EXE_roost")));
+        Self { base, bin }
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.base.path().join(rel)
+    }
+
+    /// Give the place to `who` (when that is not the caller).
+    fn hand_to(&self, who: Identity) {
+        if who == Identity::Nobody {
+            roost_tests::identity::chown_tree(self.base.path(), roost_tests::identity::NOBODY);
+        }
+    }
+
+    fn roost(&self, who: Identity, config: &Path) -> std::process::Command {
+        let mut c = who.command(&self.bin);
+        c.current_dir(self.p("ws"))
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", self.p("home"))
+            .env("ROOST_CONFIG", config)
+            .arg("--data-dir")
+            .arg(self.p("data"));
+        c
+    }
+}
+
+/// `--yes --allow-commands` and a command no `allowed_commands` rule
+/// allows: the denial says that, and how to allow it — not "use --yes",
+/// which the user passed. Said once.
+#[test]
+fn a_command_no_rule_allows_is_denied_for_that_reason_under_yes() {
+    for who in identities() {
+        let place = Place::new();
+        for d in ["ws", "home", "data"] {
+            std::fs::create_dir_all(place.p(d)).expect("mkdir");
+        }
+        let config = place.p("config.toml");
+        std::fs::write(&config, "").expect("config");
+        let script = script(
+            &place.p(""),
+            json!([
+                {"text": "", "tool_calls": [{"name": "execute_command", "args": {"command": "ls -la"}}]},
+                done("listed")
+            ]),
+        );
+        place.hand_to(who);
+        let o = place
+            .roost(who, &config)
+            .args(["run", "list it", "--yes", "--allow-commands", "--script"])
+            .arg(&script)
+            .output()
+            .expect("runs");
+        let shown = text(&o);
+        assert!(o.status.success(), "{who:?}: {shown}");
+        assert!(!shown.contains("use --yes"), "{who:?}: {shown}");
+        let denial: Vec<&str> = shown.lines().filter(|l| l.contains("denied")).collect();
+        assert_eq!(denial.len(), 1, "{who:?}: {shown}");
+        insta::assert_snapshot!("command_no_rule_allows", denial[0]);
+    }
+}
+
+/// Two broken skills beside a good one: the terminal says so, one line
+/// each, in a run and in a conversation.
+#[test]
+fn skipped_skills_are_warned_about_on_the_terminal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = workspace(dir.path());
+    for (name, text) in [
+        (
+            "fine",
+            "---\nname: fine\ndescription: A fine skill\n---\nBody\n",
+        ),
+        ("no-description", "---\nname: no-description\n---\n"),
+        ("Upper", "---\nname: Upper\ndescription: x\n---\n"),
+    ] {
+        let d = ws.join(".roo/skills").join(name);
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join("SKILL.md"), text).expect("skill");
+    }
+    let script = script(dir.path(), json!([done("ok"), done("ok again")]));
+    let o = roost(dir.path())
+        .args(["run", "hi", "--yes", "--workspace"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .env("HOME", dir.path())
+        .output()
+        .expect("runs");
+    let shown = text(&o);
+    assert!(o.status.success(), "{shown}");
+    let warnings: Vec<String> = shown
+        .lines()
+        .filter(|l| l.contains("skill skipped"))
+        .map(|l| stable(l, &[(&ws, "<ws>")]))
+        .collect();
+    insta::assert_snapshot!("skipped_skills_run", warnings.join("\n"));
+
+    // The conversation says it too.
+    let mut cmd = roost(&dir.path().join("chat"));
+    cmd.arg("--workspace")
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .env("HOME", dir.path())
+        .env("TERM", "xterm")
+        .env_remove("ROOST_LOG");
+    let mut p = rexpect::session::spawn_with_options(
+        cmd,
+        rexpect::reader::Options::new()
+            .timeout_ms(Some(120_000))
+            .strip_ansi_escape_codes(true),
+    )
+    .expect("roost starts on a pty");
+    p.exp_string("code> ").expect("prompt");
+    p.send_line("hi").expect("send");
+    let before = p.exp_string("? Accept the result?").expect("review");
+    assert_eq!(
+        before.matches("warning: skill skipped").count(),
+        2,
+        "{before}"
+    );
+    assert!(before.contains("no-description"), "{before}");
+    p.send_line("").expect("send");
+    p.exp_string("code> ").expect("prompt again");
+    p.send_control('d').expect("Ctrl-D");
+    p.exp_eof().expect("the session ends");
+}
+
+/// A model server that is not running: one short line that nothing
+/// listens there, pointing to `roost doctor` — no retries, no stack of
+/// long lines.
+#[test]
+fn an_unreachable_model_server_is_said_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = workspace(dir.path());
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let o = roost(dir.path())
+        .args(["run", "hi", "--yes", "--model", "m", "--base-url"])
+        .arg(format!("http://127.0.0.1:{port}/v1"))
+        .arg("--workspace")
+        .arg(&ws)
+        .output()
+        .expect("runs");
+    let shown = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{shown}");
+    assert!(!shown.contains("retrying"), "{shown}");
+    let said: Vec<&str> = shown
+        .lines()
+        .filter(|l| !l.starts_with("task "))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(said.len(), 1, "{shown}");
+    insta::assert_snapshot!(
+        "unreachable_model_server",
+        said[0].replace(&port.to_string(), "<port>")
+    );
+}
+
+/// A command's output is printed once, as it comes, followed by its exit
+/// code and the files it changed (not a cut second copy) — as root and as
+/// an unprivileged user.
+#[test]
+fn command_output_is_printed_once_with_exit_code_and_files() {
+    for who in identities() {
+        let place = Place::new();
+        for d in ["ws", "home", "data"] {
+            std::fs::create_dir_all(place.p(d)).expect("mkdir");
+        }
+        let config = place.p("config.toml");
+        std::fs::write(
+            &config,
+            "[commands]\nallowed_commands = [\"printf\", \"tee\"]\n",
+        )
+        .expect("config");
+        let script = script(
+            &place.p(""),
+            json!([
+                {"text": "", "tool_calls": [{"name": "execute_command", "args": {"command": "printf 'line-%s\\n' 1 2 3 4 5 6 7 8 | tee out.txt"}}]},
+                done("written")
+            ]),
+        );
+        place.hand_to(who);
+        let o = place
+            .roost(who, &config)
+            .args(["run", "write it", "--yes", "--allow-commands", "--script"])
+            .arg(&script)
+            .output()
+            .expect("runs");
+        let shown = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{who:?}: {}", text(&o));
+        for n in 1..=8 {
+            assert_eq!(
+                shown.matches(&format!("line-{n}")).count(),
+                1,
+                "{who:?}: {shown}"
+            );
+        }
+        let from = shown.find("line-1").expect("output");
+        let to = shown.find("Done.").expect("the next turn");
+        insta::assert_snapshot!(
+            "command_output_once",
+            stable(&shown[from..to], &[(&place.p("ws"), "<ws>")])
+        );
+    }
+}
+
+/// A run without a terminal, as the demo makes one: the header names the
+/// scripted transcript (no "at (none)"), a denial and "no terminal to
+/// ask" are said once, and tokens without a price are not "$0.0000".
+#[test]
+fn a_run_without_a_terminal_says_each_thing_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = workspace(dir.path());
+    let script = script(
+        dir.path(),
+        json!([
+            {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "a.txt", "content": "a\n"}}],
+             "usage": {"input_tokens": 100, "output_tokens": 20}},
+            {"text": "", "tool_calls": [{"name": "attempt_completion", "args": {"result": "tried"}}],
+             "usage": {"input_tokens": 120, "output_tokens": 10}}
+        ]),
+    );
+    let o = roost(dir.path())
+        .args(["run", "write a", "--workspace"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("runs");
+    let shown = text(&o);
+    assert!(o.status.success(), "{shown}");
+    assert_eq!(shown.matches("accepted without").count(), 1, "{shown}");
+    assert_eq!(
+        shown.lines().filter(|l| l.contains("denied")).count(),
+        1,
+        "{shown}"
+    );
+    assert!(!shown.contains("at (none)"), "{shown}");
+    assert!(!shown.contains("$0.0000"), "{shown}");
+    insta::assert_snapshot!("run_without_a_terminal", stable(&shown, &[(&ws, "<ws>")]));
+}
+
+/// `tool list`'s columns line up under its header; `skills list` and
+/// `checkpoints list` have headers; descriptions are cut at a word, with
+/// an ellipsis (the snapshots show where).
+#[test]
+fn listings_have_headers_and_cut_at_words() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = roost(dir.path())
+        .args(["tool", "list"])
+        .env("COLUMNS", "80")
+        .output()
+        .expect("runs");
+    let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+    let mut lines = listed.lines();
+    let header = lines.next().expect("header");
+    let group_at = header.find("GROUP").expect("GROUP");
+    let from_at = header.find("FROM").expect("FROM");
+    for l in lines {
+        let chars: Vec<char> = l.chars().collect();
+        let at = |i: usize| chars.get(i).copied().unwrap_or(' ');
+        assert!(
+            at(group_at - 1) == ' ' && at(group_at) != ' ',
+            "GROUP off its header:\n{header}\n{l}"
+        );
+        assert!(
+            at(from_at - 1) == ' ' && at(from_at) != ' ',
+            "FROM off its header:\n{header}\n{l}"
+        );
+    }
+    insta::assert_snapshot!("tool_list", listed);
+
+    let ws = workspace(dir.path());
+    let d = ws.join(".roo/skills/tidy");
+    std::fs::create_dir_all(&d).expect("mkdir");
+    std::fs::write(
+        d.join("SKILL.md"),
+        "---\nname: tidy\ndescription: Tidy a repository's imports, formatting and dead code before a release is cut\n---\nBody\n",
+    )
+    .expect("skill");
+    let o = roost(dir.path())
+        .args(["skills", "list", "--workspace"])
+        .arg(&ws)
+        .env("HOME", dir.path())
+        .output()
+        .expect("runs");
+    let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", text(&o));
+    insta::assert_snapshot!("skills_list", stable(&listed, &[(&ws, "<ws>")]));
+
+    let script = script(
+        dir.path(),
+        json!([
+            {"text": "", "tool_calls": [{"name": "write_to_file", "args": {"path": "a.txt", "content": "a\n"}}]},
+            done("written")
+        ]),
+    );
+    let o = roost(dir.path())
+        .args(["run", "write a", "--yes", "--workspace"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let o = roost(dir.path())
+        .args(["history", "list", "--json"])
+        .output()
+        .expect("runs");
+    let task: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap_or(""),
+    )
+    .expect("json");
+    let id = task["id"].as_str().expect("id");
+    let o = roost(dir.path())
+        .args(["checkpoints", "list", id])
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    insta::assert_snapshot!(
+        "checkpoints_list",
+        stable(&String::from_utf8_lossy(&o.stdout), &[])
+    );
+}
+
+/// Ctrl-C at "Accept the result?" is an interruption, not a "no": the
+/// history records no refusal, the task is interrupted and resumes.
+#[test]
+fn ctrl_c_at_the_result_review_is_an_interruption() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = workspace(dir.path());
+    let data = dir.path().join("data");
+    let script = script(dir.path(), json!([done("all done"), done("done again")]));
+    let mut cmd = roost(&data);
+    cmd.arg("--workspace")
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .env("TERM", "xterm")
+        .env_remove("ROOST_LOG");
+    let mut p = rexpect::session::spawn_with_options(
+        cmd,
+        rexpect::reader::Options::new()
+            .timeout_ms(Some(120_000))
+            .strip_ansi_escape_codes(true),
+    )
+    .expect("roost starts on a pty");
+    p.exp_string("code> ").expect("prompt");
+    p.send_line("finish it").expect("send");
+    p.exp_string("? Accept the result?").expect("review");
+    p.send_control('c').expect("Ctrl-C");
+    p.exp_string("aborted: interrupted (Ctrl-C)")
+        .expect("said to be interrupted");
+    p.exp_string("code> ").expect("prompt again");
+    p.send_control('d').expect("Ctrl-D");
+    p.exp_eof().expect("the session ends");
+
+    let o = roost(&data)
+        .args(["history", "show", "--last", "--json"])
+        .output()
+        .expect("runs");
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    let rows = v["messages"].to_string();
+    assert!(!rows.contains("not accepted"), "{rows}");
+    assert!(!rows.contains("did not accept"), "{rows}");
+    assert!(rows.contains("interrupted"), "{rows}");
+    let o = roost(&data)
+        .args(["history", "list", "--json"])
+        .output()
+        .expect("runs");
+    let task: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap_or(""),
+    )
+    .expect("json");
+    assert_eq!(task["status"], "aborted", "{task}");
+    // `roost run` on a terminal: the same, and the interruption is shown
+    // at once (the display does not wait on the unanswered question).
+    let run_data = dir.path().join("run-data");
+    let mut cmd = roost(&run_data);
+    cmd.args(["run", "finish it", "--workspace"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .env("TERM", "xterm")
+        .env_remove("ROOST_LOG");
+    let mut p = rexpect::session::spawn_with_options(
+        cmd,
+        rexpect::reader::Options::new()
+            .timeout_ms(Some(120_000))
+            .strip_ansi_escape_codes(true),
+    )
+    .expect("roost starts on a pty");
+    p.exp_string("? Accept the result?").expect("review");
+    p.send_control('c').expect("Ctrl-C");
+    p.exp_string("aborted: interrupted (Ctrl-C)")
+        .expect("said to be interrupted");
+    p.exp_string("continues it").expect("resumable");
+    p.exp_eof().expect("the run ends");
+    let o = roost(&run_data)
+        .args(["history", "show", "--last", "--json"])
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["task"]["status"], "aborted", "{v}");
+    assert!(!v["messages"].to_string().contains("not accepted"), "{v}");
+
+    // It resumes, to its end.
+    let o = roost(&data)
+        .args(["resume", "--last", "--yes", "--script"])
+        .arg(&script)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let o = roost(&data)
+        .args(["history", "show", "--last", "--json"])
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["task"]["status"], "completed", "{v}");
 }

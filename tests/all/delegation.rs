@@ -447,3 +447,69 @@ async fn a_parents_hooks_judge_its_childs_calls() {
     assert!(!h.ws.path().join("AGENTS.md").exists());
     assert_eq!(h.ws.read("notes.md"), "hi\n");
 }
+
+/// A `new_task` child of a task working under `INT-A` starts under
+/// `INT-A` — it writes inside it without selecting anything — and so does
+/// its own child; a write outside the intent is refused with no one
+/// asked; the trace records their writes under `INT-A`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_works_under_its_parents_intent_without_selecting_it() {
+    let h = scripted_harness(
+        json!({
+            "turns": [
+                turn("", vec![call("select_active_intent", json!({"intent_id": "INT-AUTH"}))]),
+                new_task("code", "CHILD: auth work"),
+                complete("root done"),
+            ],
+            "tasks": [
+                {"message": "CHILD: auth work", "turns": [
+                    write("src/auth/login.rs"),
+                    write("src/main.rs"),
+                    new_task("code", "GRANDCHILD: more"),
+                    complete("child done"),
+                ]},
+                {"message": "GRANDCHILD: more", "turns": [
+                    write("src/auth/deep/token.rs"),
+                    complete("grandchild done"),
+                ]}
+            ]
+        }),
+        ApprovalPolicy::yes(),
+    );
+    h.ws.write(".orchestration/active_intents.yaml", INTENTS);
+    let user = ScriptedUser::default();
+    let (id, outcome) = h.run_in("orchestrator", &user, "auth work").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let child = &children(&h, &id)[0];
+    let grandchild = &children(&h, &child.id)[0];
+    let r = h.results(&child.id);
+    assert!(!r[0].1, "inside the inherited intent: {r:?}");
+    assert!(
+        r[1].1 && r[1].0.contains("outside_parent_scope"),
+        "outside it: {r:?}"
+    );
+    assert!(!r[2].1, "the grandchild completed: {r:?}");
+    let g = h.results(&grandchild.id);
+    assert!(!g[0].1, "the grandchild inherits it too: {g:?}");
+    assert_eq!(h.ws.read("src/auth/login.rs"), "hi\n");
+    assert_eq!(h.ws.read("src/auth/deep/token.rs"), "hi\n");
+    assert!(!h.ws.path().join("src/main.rs").exists());
+    for (task, path) in [
+        (child, "src/auth/login.rs"),
+        (grandchild, "src/auth/deep/token.rs"),
+    ] {
+        assert_eq!(task.active_intent.as_deref(), Some("INT-AUTH"));
+        let trace = roost_tests::harness::trace_lines(&h.ws.path());
+        let m = trace
+            .iter()
+            .find(|e| e["task_id"] == task.id.as_str() && e["kind"] == "mutation")
+            .unwrap_or_else(|| panic!("{}'s write is traced: {trace:#?}", task.prompt));
+        assert_eq!(m["intent_id"], "INT-AUTH", "{m}");
+        assert_eq!(m["files"][0]["path"], path, "{m}");
+    }
+    let asked = user.asked();
+    assert!(!asked.iter().any(|a| a.starts_with("scope")), "{asked:?}");
+}

@@ -651,6 +651,10 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
             "component files named by the user",
         ),
         (
+            "core/src/mcp/runner.rs",
+            "the user's ~/.npmrc and a package runner's cache in the data dir",
+        ),
+        (
             "cli/src/skills.rs",
             "the skill folder `roost skills validate` names",
         ),

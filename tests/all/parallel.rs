@@ -12,7 +12,9 @@ use roost_core::events::TaskEvent;
 use roost_core::store::{TaskStatus, TodoState};
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
 use roost_protocol::{DelegationLimits, GroupStatus, GroupStrategy};
-use roost_tests::harness::{Harness, assert_pairing, call, complete, scripted_harness, turn};
+use roost_tests::harness::{
+    Harness, assert_pairing, call, complete, scripted_harness, trace_lines, turn,
+};
 use roost_tests::user::ScriptedUser;
 use serde_json::{Value, json};
 
@@ -628,4 +630,128 @@ async fn garbage_group_arguments_are_error_results_and_start_nothing() {
             .collect::<Vec<_>>()
             .join("\n---\n")
     );
+}
+
+/// Roo's "Touch and Go" with intents on: an orchestrator under `INT-A`
+/// (`src/a/**`) fans out children scoped `src/a/p1.txt` and `src/a/p2.txt`.
+/// Each works under `INT-A` narrowed to its own file — one selects it
+/// (allowed, its context names its own part), the other just writes (it
+/// started under it) — each file is written, a write to the sibling's
+/// file (inside `INT-A`, outside the child's scope) is refused with no one
+/// asked, and the trace records each child's write under `INT-A` with that
+/// child's path only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn siblings_under_an_intent_write_their_own_parts_of_it() {
+    let select = turn(
+        "",
+        vec![call("select_active_intent", json!({"intent_id": "INT-A"}))],
+    );
+    let h = scripted_harness(
+        json!({
+            "turns": [
+                select.clone(),
+                group(json!([
+                    {"mode": "code", "message": "P1: write src/a/p1.txt", "scope": ["src/a/p1.txt"]},
+                    {"mode": "code", "message": "P2: write src/a/p2.txt", "scope": ["src/a/p2.txt"]},
+                ]), json!({"strategy": "all"})),
+                complete("both parts written"),
+            ],
+            "tasks": [
+                {"message": "P1: write src/a/p1.txt", "turns": [
+                    select,
+                    write("src/a/p1.txt"),
+                    write("src/a/p2.txt"),
+                    complete("p1 written"),
+                ]},
+                {"message": "P2: write src/a/p2.txt", "turns": [
+                    write("src/a/p2.txt"),
+                    write("src/a/p3.txt"),
+                    complete("p2 written"),
+                ]},
+            ],
+        }),
+        ApprovalPolicy::yes(),
+    );
+    h.ws.write(
+        ".orchestration/active_intents.yaml",
+        "active_intents:\n  - id: INT-A\n    name: part a\n    status: IN_PROGRESS\n    owned_scope: [\"src/a/**\"]\n",
+    );
+    let user = ScriptedUser::default();
+    let (id, outcome) = h.run_in("orchestrator", &user, "touch and go").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(h.ws.read("src/a/p1.txt"), "hi\n");
+    assert_eq!(h.ws.read("src/a/p2.txt"), "hi\n");
+    assert!(!h.ws.path().join("src/a/p3.txt").exists());
+    let kids = children(&h, &id);
+    assert_eq!(kids.len(), 2);
+    let kid = |p: &str| {
+        kids.iter()
+            .find(|k| k.prompt.starts_with(p))
+            .expect("the child")
+    };
+    let (p1, p2) = (kid("P1"), kid("P2"));
+    for k in [p1, p2] {
+        assert_eq!(k.status, TaskStatus::Completed, "{}", k.prompt);
+        assert_eq!(k.active_intent.as_deref(), Some("INT-A"), "{}", k.prompt);
+        assert_pairing(h.store(), &k.id);
+    }
+    // P1 selected the parent's intent: held, narrowed to its own file.
+    let r = h.results(&p1.id);
+    assert!(!r[0].1, "the parent's intent is selectable: {r:?}");
+    assert!(
+        r[0].0.contains("<intent_context>")
+            && r[0].0.contains("owned_scope:\n  - src/a/p1.txt\n")
+            && r[0].0.contains("intent_scope:")
+            && r[0].0.contains("  - src/a/**"),
+        "the context names the child's own part: {r:?}"
+    );
+    assert!(!r[1].1, "its own file: {r:?}");
+    assert!(
+        r[2].1 && r[2].0.contains("outside_parent_scope") && r[2].0.contains("src/a/p1.txt"),
+        "the sibling's file, inside INT-A, is not P1's: {r:?}"
+    );
+    // P2 never selected: it started under the intent.
+    let r = h.results(&p2.id);
+    assert!(!r[0].1, "it works under the parent's intent: {r:?}");
+    assert!(
+        r[1].1 && r[1].0.contains("outside_parent_scope"),
+        "outside its own file: {r:?}"
+    );
+    let results = h.results(&id);
+    assert!(
+        results
+            .iter()
+            .any(|(r, err)| !err && r.contains("2 of 2 subtasks completed")),
+        "{results:?}"
+    );
+    // No one was asked to widen anything.
+    let asked = user.asked();
+    assert!(!asked.iter().any(|a| a.starts_with("scope")), "{asked:?}");
+    // The trace: each child's write under INT-A, with its own path only.
+    let trace = trace_lines(&h.ws.path());
+    for (k, path) in [(p1, "src/a/p1.txt"), (p2, "src/a/p2.txt")] {
+        let mutations: Vec<&Value> = trace
+            .iter()
+            .filter(|e| e["task_id"] == k.id.as_str() && e["kind"] == "mutation")
+            .collect();
+        assert_eq!(mutations.len(), 1, "{}: {trace:#?}", k.prompt);
+        let m = mutations[0];
+        assert_eq!(m["intent_id"], "INT-A", "{m}");
+        let files: Vec<&str> = m["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .filter_map(|f| f["path"].as_str())
+            .collect();
+        assert_eq!(files, [path], "{m}");
+        let refused: Vec<&Value> = trace
+            .iter()
+            .filter(|e| e["task_id"] == k.id.as_str() && e["kind"] == "violation")
+            .collect();
+        assert_eq!(refused.len(), 1, "{}: {trace:#?}", k.prompt);
+        assert_eq!(refused[0]["intent_id"], "INT-A", "{}", refused[0]);
+    }
 }

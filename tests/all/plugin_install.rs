@@ -492,15 +492,16 @@ fn build_step(dir: &Path, program: &str, args: &[&str]) {
     assert!(o.status.success(), "{program} {args:?}: {}", text(&o));
 }
 
-/// Install the built template as it is, and call its tool on a file.
-fn installs_and_counts(data: &Path, root: &Path, project: &Path) {
+/// Install the built template as it is, and call its tool (`tool`, named
+/// after the plugin) on a file.
+fn installs_and_counts(data: &Path, root: &Path, project: &Path, tool: &str) {
     let shown = ok(&roost(data)
         .args(["plugin", "install", "--yes"])
         .arg(project)
         .output()
         .expect("install"));
     assert!(
-        shown.contains("count_words") && shown.contains("write: no"),
+        shown.contains(tool) && shown.contains("write: no"),
         "{shown}"
     );
     let ws = root.join("ws");
@@ -510,7 +511,7 @@ fn installs_and_counts(data: &Path, root: &Path, project: &Path) {
         .args([
             "tool",
             "call",
-            "count_words",
+            tool,
             "--read",
             "--args",
             r#"{"path":"t.txt"}"#,
@@ -546,7 +547,7 @@ fn a_new_rust_plugin_builds_installs_and_runs() {
         &cargo,
         &["build", "--release", "--target", "wasm32-wasip2"],
     );
-    installs_and_counts(&data, dir.path(), &project);
+    installs_and_counts(&data, dir.path(), &project, "word_count_count_words");
 }
 
 /// The Python template: its unit test passes natively, and the
@@ -577,7 +578,7 @@ fn a_new_python_plugin_builds_installs_and_runs() {
             "word_count_py.wasm",
         ],
     );
-    installs_and_counts(&data, dir.path(), &project);
+    installs_and_counts(&data, dir.path(), &project, "word_count_py_count_words");
 }
 
 /// The JavaScript template: `npm install` of its pinned toolchain, `npm
@@ -591,7 +592,7 @@ fn a_new_javascript_plugin_builds_installs_and_runs() {
     build_step(&project, "npm", &["install", "--no-audit", "--no-fund"]);
     build_step(&project, "npm", &["test"]);
     build_step(&project, "npm", &["run", "build"]);
-    installs_and_counts(&data, dir.path(), &project);
+    installs_and_counts(&data, dir.path(), &project, "word_count_js_count_words");
     let t = refused(
         &roost(&data)
             .args(["plugin", "new", "p", "--lang", "cobol"])

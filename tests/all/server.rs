@@ -50,7 +50,7 @@ pub(crate) async fn server_with_script(script_body: Value, config: ServerConfig)
 pub(crate) async fn server_with_toml(
     mut script_body: Value,
     extra: &str,
-    config: ServerConfig,
+    mut config: ServerConfig,
 ) -> TestServer {
     script_body["model"] = json!("m");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -67,6 +67,9 @@ pub(crate) async fn server_with_toml(
         script.display(),
         quick.display()
     ));
+    if config.profiles.is_empty() {
+        config.profiles = roost_server::profiles_of(&cfg);
+    }
     let data = dir.path().join("data");
     let engine = EngineBuilder::from_config(&data, &cfg)
         .endpoints(Arc::new(ConfigEndpoints::new(cfg.clone(), None)))
@@ -144,7 +147,7 @@ impl TestServer {
     }
 
     /// `GET path` as `token`'s tenant.
-    async fn get(&self, path: &str, token: &str) -> (u16, Value) {
+    pub(crate) async fn get(&self, path: &str, token: &str) -> (u16, Value) {
         self.call("GET", path, Some(token), None).await
     }
 
@@ -276,7 +279,7 @@ async fn a_task_over_http_followed_approved_and_resumed_without_gaps() {
             Some(r#"{"decision":"approve"}"#),
         )
         .await;
-    assert_eq!(status, 204);
+    assert_eq!(status, 200);
     // Answered already: 409.
     let (status, v) = s
         .call(
@@ -311,7 +314,7 @@ async fn a_task_over_http_followed_approved_and_resumed_without_gaps() {
             Some(r#"{"decision":"accept"}"#),
         )
         .await;
-    assert_eq!(status, 204);
+    assert_eq!(status, 200);
     let tail = read_events(&mut r, &mut buf, |_| false).await;
     assert!(
         tail.iter().any(|e| e.data["event"] == "completed"),
@@ -393,7 +396,7 @@ async fn twenty_tasks_at_once_with_their_own_profiles_and_policies() {
                     Some(r#"{"decision":"accept"}"#),
                 )
                 .await;
-            assert_eq!(status, 204, "{v}");
+            assert_eq!(status, 200, "{v}");
         }
         let (_, task) = s.get(&format!("/v1/tasks/{id}"), &token).await;
         assert_eq!(task["status"], "completed", "{task}");
@@ -875,7 +878,7 @@ async fn a_stopped_server_resumes_its_tasks_with_their_questions_open() {
                 .await
                 .expect("answer");
             match r.status().as_u16() {
-                204 => {
+                200 => {
                     answered = true;
                     break;
                 }
@@ -1007,7 +1010,7 @@ async fn subtasks_over_http_are_the_tenants_and_answerable_from_the_root() {
                     Some(&json!({"decision": decision}).to_string()),
                 )
                 .await;
-            assert!(matches!(st, 200 | 204 | 409), "{st} {v}");
+            assert!(matches!(st, 200 | 409), "{st} {v}");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -1197,7 +1200,7 @@ async fn a_command_over_http_streams_its_output_over_sse() {
             Some(r#"{"decision":"approve"}"#),
         )
         .await;
-    assert!(matches!(status, 200 | 204), "{status} {v}");
+    assert!(matches!(status, 200), "{status} {v}");
     let rest = read_events(&mut r, &mut buf, |e| {
         e.data["event"] == "tool_call_result" && e.data["tool"] == "execute_command"
     })
@@ -1440,7 +1443,7 @@ async fn settle(s: &Served, token: &str, id: &str, mut answers: usize) -> Value 
                     Some(json!({ "decision": decision })),
                 )
                 .await;
-            if status == 204 {
+            if status == 200 {
                 answers -= 1;
             }
         }
@@ -1698,6 +1701,8 @@ pub(crate) async fn every_route_refuses_a_host_that_is_not_the_servers() {
                 ("GET".into(), "/".into()),
                 ("GET".into(), "/app.js".into()),
                 ("GET".into(), "/app.css".into()),
+                ("GET".into(), "/favicon.svg".into()),
+                ("GET".into(), "/favicon.ico".into()),
                 ("GET".into(), "/no/such/page".into()),
                 ("GET".into(), "/v1/no/such/route".into()),
             ];
@@ -1818,5 +1823,241 @@ pub(crate) async fn a_workspace_swapped_mid_task_never_enters_its_checkpoints() 
             );
         }
         assert!(seen > 0, "no checkpoint was taken at all: {task}");
+    }
+}
+
+/// The open questions of task `id` (a minute at most), once it has one.
+async fn asked(s: &TestServer, token: &str, id: &str) -> Value {
+    for _ in 0..1200 {
+        let (_, asks) = s.get(&format!("/v1/tasks/{id}/asks"), token).await;
+        if let Some(first) = asks.as_array().and_then(|a| a.first()) {
+            return first.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("task {id} never asked");
+}
+
+/// A task just created is not interrupted — neither the one that starts at
+/// once nor one that waits for a slot (its loop has not taken the store's
+/// claim yet: the server holds it) — in the answer to its creation, in
+/// its own view and in the listing. Answering a question returns what
+/// was answered (200): the question, the decision recorded, and the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_task_is_not_interrupted_and_an_answer_says_what_it_answered() {
+    let s = server_with(
+        write_then_done("out.txt"),
+        ServerConfig {
+            max_running: 1,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let (_root, token) = s.tenant("team-a");
+    let create = |prompt: &'static str| {
+        let body = json!({"prompt": prompt, "workspace": "ws"}).to_string();
+        let s = &s;
+        let token = &token;
+        async move { s.call("POST", "/v1/tasks", Some(token), Some(&body)).await }
+    };
+    let (status, first) = create("write out.txt").await;
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(first["interrupted"], false, "{first}");
+    let first_id = first["id"].as_str().expect("id").to_owned();
+
+    // The first holds the only slot, waiting for a person; the next waits
+    // for the slot. Neither was interrupted.
+    let ask = asked(&s, &token, &first_id).await;
+    let (status, next) = create("next").await;
+    assert_eq!(status, 201, "{next}");
+    assert_eq!(
+        (&next["queued"], &next["interrupted"]),
+        (&json!(true), &json!(false)),
+        "{next}"
+    );
+    let next_id = next["id"].as_str().expect("id");
+    let (_, shown) = s.get(&format!("/v1/tasks/{next_id}"), &token).await;
+    assert_eq!(
+        (&shown["queued"], &shown["interrupted"]),
+        (&json!(true), &json!(false)),
+        "{shown}"
+    );
+    let (_, listed) = s.get("/v1/tasks", &token).await;
+    let tasks = listed["tasks"].as_array().expect("tasks");
+    assert_eq!(tasks.len(), 2, "{listed}");
+    assert!(tasks.iter().all(|t| t["interrupted"] == false), "{listed}");
+
+    // The edit's approval: what was answered comes back.
+    let ask_id = ask["ask_id"].as_str().expect("ask id");
+    let (status, answered) = s
+        .call(
+            "POST",
+            &format!("/v1/tasks/{first_id}/asks/{ask_id}"),
+            Some(&token),
+            Some(r#"{"decision":"approve"}"#),
+        )
+        .await;
+    assert_eq!(status, 200, "{answered}");
+    assert_eq!(answered["ask_id"], ask_id, "{answered}");
+    assert_eq!(answered["task_id"], first_id.as_str(), "{answered}");
+    assert_eq!(answered["kind"], "tool", "{answered}");
+    assert_eq!(answered["question"], ask["question"], "{answered}");
+    assert_eq!(
+        answered["decision"],
+        json!({"decision": "approve"}),
+        "{answered}"
+    );
+    assert_eq!(answered["task"]["id"], first_id.as_str(), "{answered}");
+    assert_eq!(answered["task"]["interrupted"], false, "{answered}");
+
+    // The result: accepted, with the words of a denial kept as sent.
+    let ask = asked(&s, &token, &first_id).await;
+    assert_eq!(ask["kind"], "completion", "{ask}");
+    let ask_id = ask["ask_id"].as_str().expect("ask id");
+    let (status, answered) = s
+        .call(
+            "POST",
+            &format!("/v1/tasks/{first_id}/asks/{ask_id}"),
+            Some(&token),
+            Some(r#"{"decision":"accept"}"#),
+        )
+        .await;
+    assert_eq!(status, 200, "{answered}");
+    assert_eq!(
+        (
+            &answered["kind"],
+            &answered["question"],
+            &answered["decision"]
+        ),
+        (
+            &json!("completion"),
+            &json!("written"),
+            &json!({"decision": "accept"})
+        ),
+        "{answered}"
+    );
+}
+
+/// `GET /v1/me` names the token's tenant and root; `GET /v1/profiles`
+/// lists the server's profiles by name with the default marked, and
+/// nothing of the host's (no script or key files, no URLs). Both need a
+/// token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn me_and_profiles_say_who_is_signed_in_and_what_a_task_may_name() {
+    let s = server_with(json!([done("x")]), ServerConfig::default()).await;
+    let (root, token) = s.tenant("team-a");
+    let (_, other) = s.tenant("team-b");
+    let (status, me) = s.get("/v1/me", &token).await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(
+        me,
+        json!({
+            "tenant": "team-a",
+            "root": root.canonicalize().expect("root").display().to_string(),
+            "auth": true
+        })
+    );
+    let (_, me) = s.get("/v1/me", &other).await;
+    assert_eq!(me["tenant"], "team-b", "{me}");
+
+    let (status, profiles) = s.get("/v1/profiles", &token).await;
+    assert_eq!(status, 200, "{profiles}");
+    assert_eq!(
+        profiles,
+        json!([
+            {"name": "quick", "provider": "scripted", "default": false},
+            {"name": "replay", "provider": "scripted", "default": true}
+        ])
+    );
+    assert!(
+        !profiles.to_string().contains(".json"),
+        "no host file: {profiles}"
+    );
+    for path in ["/v1/me", "/v1/profiles"] {
+        let (status, v) = s.call("GET", path, None, None).await;
+        assert_eq!(
+            (status, v["code"].as_str()),
+            (401, Some("unauthorized")),
+            "{path}: {v}"
+        );
+    }
+}
+
+/// What `roost serve` says at start: where it listens, where its web UI
+/// and API are (the web UI's address answers with the page, which knows
+/// whether to ask for a token, and its icon is served), with and without
+/// tokens.
+///
+/// Served as each of [`identities`]: root and `nobody` on CI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_says_where_its_web_ui_is() {
+    for who in identities() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = dir.path().canonicalize().expect("canonical");
+        let root = dir.join("root");
+        std::fs::create_dir_all(root.join("ws")).expect("ws");
+        let mut said = Vec::new();
+        for no_auth in [false, true] {
+            let data = dir.join(if no_auth { "data-open" } else { "data-auth" });
+            let mut args: Vec<&std::ffi::OsStr> = Vec::new();
+            if no_auth {
+                args.extend(["--no-auth".as_ref(), "--root".as_ref(), root.as_os_str()]);
+            }
+            let s = Served::start_as(who, &data, &args).await;
+            let mut log = String::new();
+            for _ in 0..600 {
+                log = s.log_text();
+                if log.contains("API:") {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let port = s.port.to_string();
+            // Everything it says up to the API's address.
+            let mut lines = Vec::new();
+            for l in log.lines() {
+                lines.push(
+                    l.replace(&port, "PORT")
+                        .replace(&*root.to_string_lossy(), "ROOT"),
+                );
+                if l.contains("API:") {
+                    break;
+                }
+            }
+            said.push(format!("--no-auth {no_auth}:\n{}", lines.join("\n")));
+
+            // The address it gives is the web UI's page; its icon is there.
+            let ui = log
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("web UI: "))
+                .and_then(|l| l.split_whitespace().next())
+                .unwrap_or_else(|| panic!("no web UI line: {log}"))
+                .to_owned();
+            let r = s.client.get(&ui).send().await.expect("the page");
+            assert_eq!(r.status().as_u16(), 200, "{ui}");
+            let page = r.text().await.expect("page");
+            assert!(page.contains("<title>Roost</title>"), "{page}");
+            assert!(page.contains(r#"rel="icon" href="/favicon.svg""#), "{page}");
+            // Without tokens, the page knows not to ask for one.
+            let auth = if no_auth { "none" } else { "token" };
+            assert!(
+                page.contains(&format!(r#"<meta name="roost-auth" content="{auth}">"#)),
+                "{page}"
+            );
+            for icon in ["/favicon.svg", "/favicon.ico"] {
+                let r = s.client.get(s.url(icon)).send().await.expect("icon");
+                assert_eq!(r.status().as_u16(), 200, "{icon}");
+                assert_eq!(
+                    r.headers()
+                        .get("content-type")
+                        .and_then(|v| v.to_str().ok()),
+                    Some("image/svg+xml"),
+                    "{icon}"
+                );
+                assert!(r.text().await.expect("svg").starts_with("<svg"), "{icon}");
+            }
+            s.stop().await;
+        }
+        insta::assert_snapshot!("serve_start_up", said.join("\n\n"));
     }
 }

@@ -39,8 +39,11 @@ pub fn outer_target_dir(workspace_root: &Path) -> PathBuf {
 
 /// Build every crate of the wasm workspace at `manifest` in release mode
 /// into `target_dir` and return the directory holding the `.wasm` files.
-/// Panics with the nested cargo's output on failure: this is build-script
-/// code, where a panic is how an error reaches the user.
+/// The nested cargo's progress goes to the build script's stderr, which
+/// cargo shows live with `-vv` (and in full when the build fails); a line
+/// on stdout says what is being built and, after, how long it took. Panics
+/// on failure: this is build-script code, where a panic is how an error
+/// reaches the user.
 pub fn build_wasm_workspace(manifest: &Path, target_dir: &Path) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
@@ -65,17 +68,42 @@ pub fn build_wasm_workspace(manifest: &Path, target_dir: &Path) -> PathBuf {
             cmd.env_remove(k);
         }
     }
-    let out = cmd
-        .output()
+    // Its stdout carries nothing; its stderr (progress, errors) is the
+    // build script's.
+    cmd.stdout(std::process::Stdio::null());
+    progress(&format!(
+        "building the components of {} for {TARGET} (a nested release build; a few minutes the first time, seconds after)",
+        manifest.display()
+    ));
+    let started = std::time::Instant::now();
+    let status = cmd
+        .status()
         .unwrap_or_else(|e| panic!("could not run cargo to build {}: {e}", manifest.display()));
-    if !out.status.success() {
+    if !status.success() {
         panic!(
-            "building wasm plugins in {} failed (is the {TARGET} target installed? `rustup target add {TARGET}`):\n{}",
+            "building wasm plugins in {} failed ({status}; its output is above; is the {TARGET} target installed? `rustup target add {TARGET}`)",
             manifest.display(),
-            String::from_utf8_lossy(&out.stderr)
         );
     }
+    progress(&format!(
+        "built the components of {} in {}",
+        manifest.display(),
+        elapsed(started)
+    ));
     target_dir.join(TARGET).join("release")
+}
+
+/// One line of a build script's progress: on stdout, which cargo shows live
+/// with `-vv` and keeps in the build's `output` file. Not a
+/// `cargo:warning`: those are shown only once the script has finished, and
+/// would flag a normal build as having a problem.
+pub fn progress(line: &str) {
+    println!("roost-build: {line}");
+}
+
+/// `12.3 s` since `started`.
+pub fn elapsed(started: std::time::Instant) -> String {
+    format!("{:.1} s", started.elapsed().as_secs_f64())
 }
 
 /// Tell cargo to rebuild when anything under these paths changes.

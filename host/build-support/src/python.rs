@@ -61,6 +61,9 @@ pub fn componentize(
         &format!("componentize-py for {}", app_dir.display()),
         |tmp| {
             let mut cmd = Command::new(&tool);
+            // No __pycache__ beside the sources: a fixture folder a build
+            // script watches would look changed after every test run.
+            cmd.env("PYTHONDONTWRITEBYTECODE", "1");
             cmd.arg("-d").arg(wit_dir).arg("-w").arg(world);
             for name in import_names {
                 cmd.arg("--import-interface-name").arg(name);

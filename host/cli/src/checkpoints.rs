@@ -71,6 +71,7 @@ pub async fn run(cmd: CheckpointsCommand, data_dir: &Path) -> anyhow::Result<Exi
             } else if list.is_empty() {
                 outln!("task {id} has no checkpoints (it changed nothing yet)");
             } else {
+                outln!("{:>3}  {:<4}  CREATED", "ID", "TURN");
                 for c in &list {
                     let at = humantime::format_rfc3339_seconds(
                         std::time::UNIX_EPOCH
@@ -78,7 +79,7 @@ pub async fn run(cmd: CheckpointsCommand, data_dir: &Path) -> anyhow::Result<Exi
                                 u64::try_from(c.created_at).unwrap_or(0),
                             ),
                     );
-                    outln!("{:>3}  turn {:<3} {at}", c.id, c.turn);
+                    outln!("{:>3}  {:<4}  {at}", c.id, c.turn);
                 }
             }
         }

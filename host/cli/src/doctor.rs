@@ -16,7 +16,7 @@ use roost_core::engine::Records;
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Config file (default ~/.config/roost/config.toml).
-    #[arg(long, env = "ROOST_CONFIG")]
+    #[arg(long, env = "ROOST_CONFIG", value_parser = super::AbsolutePath)]
     pub config: Option<PathBuf>,
     /// Do not ask the endpoints whether they answer.
     #[arg(long)]
@@ -30,10 +30,11 @@ pub enum ConfigCommand {
     /// secrets masked.
     Show {
         /// Config file (default ~/.config/roost/config.toml).
-        #[arg(long, env = "ROOST_CONFIG")]
+        #[arg(long, env = "ROOST_CONFIG", value_parser = super::AbsolutePath)]
         config: Option<PathBuf>,
     },
-    /// Where the config file is read from.
+    /// Where the config file is read from (`--config`, `ROOST_CONFIG`, else
+    /// the default).
     Path,
 }
 
@@ -258,10 +259,17 @@ fn masked(v: &mut toml::Value) {
     }
 }
 
-/// `roost config`.
-pub fn config(cmd: ConfigCommand) -> anyhow::Result<ExitCode> {
+/// `roost config`; `in_effect` is the config `--config` or ROOST_CONFIG
+/// names.
+pub fn config(cmd: ConfigCommand, in_effect: Option<&Path>) -> anyhow::Result<ExitCode> {
     match cmd {
-        ConfigCommand::Path => outln!("{}", config::default_path().display()),
+        ConfigCommand::Path => outln!(
+            "{}",
+            in_effect
+                .map(Path::to_path_buf)
+                .unwrap_or_else(config::default_path)
+                .display()
+        ),
         ConfigCommand::Show { config: explicit } => {
             // Parsed (and checked) as a task would use it.
             let cfg = config::load(explicit.as_deref())?;

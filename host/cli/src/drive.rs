@@ -128,7 +128,7 @@ fn header(engine: &Engine, id: &str) {
     let Ok(t) = engine.records().find(id) else {
         return;
     };
-    let endpoint = describe_endpoint(&t.provider, &t.base_url, &t.model);
+    let endpoint = endpoint_text(&t.provider, &t.base_url, &t.model);
     let line = format!(
         "task {} · mode {} · {} · {}",
         visible_line(&t.id),
@@ -140,5 +140,17 @@ fn header(engine: &Engine, id: &str) {
         outln!("\x1b[2m{line}\x1b[0m");
     } else {
         outln!("{line}");
+    }
+}
+
+/// Which model the task talks to, for its header: a scripted transcript
+/// calls none (its `model` is only a label, and it has no URL).
+fn endpoint_text(provider: &str, base_url: &str, model: &str) -> String {
+    if provider == "scripted" {
+        "a scripted transcript (no model is called)".to_owned()
+    } else if base_url.is_empty() {
+        format!("{provider} {model}")
+    } else {
+        describe_endpoint(provider, base_url, model)
     }
 }

@@ -167,7 +167,7 @@ fn print_tasks(tasks: Vec<Listed>, json: bool) -> anyhow::Result<()> {
             visible_line(&t.mode),
             t.usage.input_tokens,
             t.usage.output_tokens,
-            format!("${:.4}", t.cost),
+            cost_column(t.cost),
             visible_line(&prompt)
         );
     }
@@ -184,11 +184,11 @@ pub fn show(records: &Records, t: &TaskRecord) -> anyhow::Result<()> {
         visible_line(&t.workspace)
     );
     outln!(
-        "created {} · tokens in {} out {} · ${:.4}\n",
+        "created {} · tokens in {} out {}{}\n",
         local_time(t.created_at),
         t.usage.input_tokens,
         t.usage.output_tokens,
-        t.cost
+        cost_suffix(t.cost, &t.usage)
     );
     for m in records.ui_messages(&t.id)? {
         outln!(
@@ -231,7 +231,7 @@ fn show_tree(records: &Records, t: &TaskRecord) -> anyhow::Result<()> {
             })
             .unwrap_or_default();
         outln!(
-            "{}{} {} · {} · tokens in {} out {} · ${:.4}{}",
+            "{}{} {} · {} · tokens in {} out {}{}{}",
             "  ".repeat(depth_of(&task.id)),
             // Whole: a tree's ids share their first characters.
             visible_line(&task.id),
@@ -243,7 +243,7 @@ fn show_tree(records: &Records, t: &TaskRecord) -> anyhow::Result<()> {
             visible_line(&task.mode),
             task.usage.input_tokens,
             task.usage.output_tokens,
-            task.cost,
+            cost_suffix(task.cost, &task.usage),
             match result.lines().next() {
                 Some(first) if !first.is_empty() => format!(" · {}", visible_line(first)),
                 _ => String::new(),
@@ -251,6 +251,19 @@ fn show_tree(records: &Records, t: &TaskRecord) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The cost column: dollars, or `-` when nothing was charged (no price
+/// known, or nothing spent).
+fn cost_column(cost: f64) -> String {
+    super::render::cost_text(cost, 0).unwrap_or_else(|| "-".to_owned())
+}
+
+/// ` · $0.0123`, ` · no price known`, or nothing when nothing was spent.
+fn cost_suffix(cost: f64, usage: &roost_protocol::Usage) -> String {
+    super::render::cost_text(cost, usage.input_tokens.saturating_add(usage.output_tokens))
+        .map(|c| format!(" · {c}"))
+        .unwrap_or_default()
 }
 
 /// `2026-11-26 04:28` (UTC) for a time in ms since the epoch.

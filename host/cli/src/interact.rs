@@ -2,9 +2,10 @@
 //! reviews and guidance. The subject of each question (the call, its
 //! diff, the result) is printed first by the display; the question comes
 //! after it, on its own line. Without a terminal nothing can be asked:
-//! calls the policy does not cover are denied with a clear message,
-//! results are accepted *without review* (and said to be), and questions
-//! go unanswered.
+//! calls the policy does not cover are denied with a clear message (why,
+//! and how to allow them), results are accepted *without review* (and
+//! said to be), and questions go unanswered. Ctrl-C at a question is no
+//! answer at all: the run is interrupted, and resumes.
 
 use super::line::notice;
 use std::io::{BufRead, IsTerminal};
@@ -13,30 +14,55 @@ use std::sync::Arc;
 
 use super::render::{painted_diff, short_args};
 use super::sanitize::{visible, visible_line};
+use roost_core::asks::Ask;
 use roost_core::engine::Approvals;
-use roost_core::task::{Answers, Approval, CompletionAnswer};
+use roost_core::task::{Answer, Approval, CompletionAnswer};
 use roost_core::tools::ToolGroup;
 use roost_protocol::Grant;
+
+/// What reading an answer gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// A line (without its line end).
+    Line(String),
+    /// End of input: nobody is there to answer.
+    End,
+    /// The person pressed Ctrl-C at the question: not an answer, an
+    /// interruption (the task is cancelled and can be resumed).
+    Interrupted,
+}
+
+impl Read {
+    /// The line read, if one was.
+    fn line(self) -> Option<String> {
+        match self {
+            Read::Line(l) => Some(l),
+            Read::End | Read::Interrupted => None,
+        }
+    }
+}
 
 /// One line of input, read off the runtime: a plain read of stdin for
 /// one-shot runs, the line editor in a session.
 pub trait LineSource: Send + Sync {
-    /// Show `prompt` and read a line; `None` at end of input (or when the
-    /// person interrupted the question).
-    fn read_line(&self, prompt: &str) -> Option<String>;
+    /// Show `prompt` and read a line, telling end of input from an
+    /// interrupted question.
+    fn read_line(&self, prompt: &str) -> Read;
 }
 
 /// Standard input, read a line at a time (its prompt on stderr).
 pub struct Stdin;
 
 impl LineSource for Stdin {
-    fn read_line(&self, prompt: &str) -> Option<String> {
+    fn read_line(&self, prompt: &str) -> Read {
         super::line::before_stderr();
         super::line::to_stderr(prompt);
         let mut line = String::new();
         match std::io::stdin().lock().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
+            Ok(0) => Read::End,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Read::Interrupted,
+            Err(_) => Read::End,
+            Ok(_) => Read::Line(line.trim_end_matches(['\n', '\r']).to_owned()),
         }
     }
 }
@@ -80,12 +106,49 @@ impl Terminal {
         self
     }
 
-    async fn ask_line(&self, prompt: String) -> Option<String> {
+    async fn ask_line(&self, prompt: String) -> Read {
         let input = Arc::clone(&self.input);
         tokio::task::spawn_blocking(move || input.read_line(&prompt))
             .await
-            .ok()
-            .flatten()
+            .unwrap_or(Read::End)
+    }
+
+    /// The answer to `ask`, or `None` when the person interrupted the
+    /// question (Ctrl-C): an interruption is no answer — the cancel that
+    /// comes with it stops the task, which can be resumed — never a "no".
+    pub async fn respond(&self, ask: &Ask) -> Option<Answer> {
+        Some(match ask {
+            Ask::Tool {
+                tool,
+                group,
+                args,
+                preview,
+                why,
+            } => self
+                .approve(tool, *group, args, preview.as_deref(), why.as_deref())
+                .await?
+                .into(),
+            Ask::Followup {
+                question,
+                suggestions,
+            } => self.followup(question, suggestions).await?.into(),
+            Ask::Completion { .. } => self.completion().await?.into(),
+            Ask::Scope {
+                intent,
+                tool,
+                path,
+                preview,
+            } => self
+                .scope_violation(intent, tool, path, preview.as_deref())
+                .await?
+                .into(),
+            Ask::Hook {
+                hook,
+                tool,
+                question,
+            } => self.hook_question(hook, tool, question).await?.into(),
+            Ask::Guidance { reason, .. } => self.guidance(reason).await?.into(),
+        })
     }
 
     /// Save `grant` for the workspace (a failure is said, and the grant
@@ -156,33 +219,47 @@ fn shown_diff(diff: &str) -> String {
         .collect()
 }
 
-/// The terminal's answer to each kind of question.
-#[async_trait::async_trait]
-impl Answers for Terminal {
+/// The terminal's answer to each kind of question; `None` when the person
+/// interrupted it. Without a terminal a call is denied with feedback that
+/// says why and how to allow it (the display shows it once, as the
+/// denial).
+impl Terminal {
     async fn approve(
         &self,
         tool: &str,
         group: ToolGroup,
         args: &serde_json::Value,
         preview: Option<&str>,
-    ) -> Approval {
+        why: Option<&str>,
+    ) -> Option<Approval> {
         let shown_tool = visible_line(tool);
         if !self.tty {
-            notice!(
-                "denied {shown_tool}: no terminal to ask, and the approval policy does not cover the `{group}` group (use --yes or --approve {group})"
-            );
-            return Approval::Deny {
-                feedback: Some(format!(
-                    "Denied automatically: running without a terminal and the approval policy does not allow `{group}` tools."
-                )),
+            let feedback = match why {
+                // No rule allows it: the policy (and so --yes) cannot.
+                Some(why) => format!(
+                    "Denied automatically: {why}. --yes and --approve cover only commands a rule \
+                     allows, and there is no terminal to ask: add a rule to `allowed_commands` in the \
+                     config's [commands] table, or run on a terminal to approve it."
+                ),
+                None => format!(
+                    "Denied automatically: there is no terminal to ask, and the approval policy does not \
+                     cover `{group}` tools (run with --yes or --approve {group})."
+                ),
             };
+            return Some(Approval::Deny {
+                feedback: Some(feedback),
+            });
         }
-        // The subject first: an edit's change (the call itself was shown
-        // as it was requested), then the question on its own line.
-        let subject = match preview {
+        // The subject first: why a person must decide, an edit's change
+        // (the call itself was shown as it was requested), then the
+        // question on its own line.
+        let mut subject = why
+            .map(|w| format!("  {}\n", visible_line(w)))
+            .unwrap_or_default();
+        subject.push_str(&match preview {
             Some(p) => shown_diff(p),
             None => format!("  {}\n", short_args(args)),
-        };
+        });
         let always = self.remember.is_some();
         let choices = if always {
             format!(
@@ -194,7 +271,10 @@ impl Answers for Terminal {
         let answer = self
             .ask_line(format!("{subject}? Run {shown_tool}? {choices}: "))
             .await;
-        match tool_reply(answer.as_deref(), always) {
+        if answer == Read::Interrupted {
+            return None;
+        }
+        Some(match tool_reply(answer.line().as_deref(), always) {
             Reply::Once(a) => a,
             Reply::AlwaysTool => {
                 let grant = Grant::Tool(tool.to_owned());
@@ -206,7 +286,7 @@ impl Answers for Terminal {
                 self.save(&grant);
                 Approval::Always(grant)
             }
-        }
+        })
     }
 
     async fn scope_violation(
@@ -215,92 +295,109 @@ impl Answers for Terminal {
         tool: &str,
         path: &str,
         preview: Option<&str>,
-    ) -> Approval {
-        let (intent, tool, path) = (visible_line(intent), visible_line(tool), visible_line(path));
+    ) -> Option<Approval> {
         if !self.tty {
-            notice!(
-                "denied {tool} on {path}: outside the owned scope of {intent}, and no terminal to ask"
-            );
-            return Approval::Deny { feedback: None };
+            return Some(Approval::Deny {
+                feedback: Some(format!(
+                    "Denied automatically: {tool} writes {path}, outside the owned scope of {intent}, \
+                     and there is no terminal to ask the user to allow it."
+                )),
+            });
         }
+        let (intent, tool, path) = (visible_line(intent), visible_line(tool), visible_line(path));
         let subject = preview.map(shown_diff).unwrap_or_default();
         let q = format!(
             "{subject}? {tool} writes {path}, outside the owned scope of {intent}: approve once? [y]es / [N]o / feedback: "
         );
-        yes_no(self.ask_line(q).await.as_deref())
-    }
-
-    async fn hook_question(&self, hook: &str, tool: &str, question: &str) -> Approval {
-        let (shown_hook, tool, question) = (
-            visible_line(hook),
-            visible_line(tool),
-            visible_line(question),
-        );
-        if !self.tty {
-            notice!(
-                "denied {tool}: hook `{shown_hook}` asks \"{question}\", and no terminal to ask"
-            );
-            return Approval::Deny {
-                feedback: Some(format!(
-                    "Denied automatically: hook `{hook}` needs the user's approval and nobody can be asked."
-                )),
-            };
+        match self.ask_line(q).await {
+            Read::Interrupted => None,
+            read => Some(yes_no(read.line().as_deref())),
         }
-        let q = format!("? [{shown_hook}] {question} [y]es / [N]o / feedback: ");
-        yes_no(self.ask_line(q).await.as_deref())
     }
 
-    async fn followup(&self, question: &str, suggestions: &[String]) -> Option<String> {
+    async fn hook_question(&self, hook: &str, tool: &str, question: &str) -> Option<Approval> {
         if !self.tty {
-            return None;
+            return Some(Approval::Deny {
+                feedback: Some(format!(
+                    "Denied automatically: hook `{hook}` asks \"{question}\" about {tool}, and there is \
+                     no terminal to ask the user."
+                )),
+            });
+        }
+        let (shown_hook, question) = (visible_line(hook), visible_line(question));
+        let q = format!("? [{shown_hook}] {question} [y]es / [N]o / feedback: ");
+        match self.ask_line(q).await {
+            Read::Interrupted => None,
+            read => Some(yes_no(read.line().as_deref())),
+        }
+    }
+
+    async fn followup(&self, question: &str, suggestions: &[String]) -> Option<Option<String>> {
+        if !self.tty {
+            return Some(None);
         }
         let mut prompt = format!("? {}\n", visible(question));
         for (i, s) in suggestions.iter().enumerate() {
             prompt.push_str(&format!("  {}. {}\n", i + 1, visible_line(s)));
         }
         prompt.push_str("> ");
-        let line = self.ask_line(prompt).await?;
+        let line = match self.ask_line(prompt).await {
+            Read::Interrupted => return None,
+            Read::End => return Some(None),
+            Read::Line(l) => l,
+        };
         let pick = line
             .trim()
             .parse::<usize>()
             .ok()
             .and_then(|n| suggestions.get(n.wrapping_sub(1)));
-        Some(pick.cloned().unwrap_or(line))
+        Some(Some(pick.cloned().unwrap_or(line)))
     }
 
-    async fn completion(&self, _result: &str) -> CompletionAnswer {
+    async fn completion(&self) -> Option<CompletionAnswer> {
         if self.assume_yes {
-            return CompletionAnswer::Unreviewed("accepted by --yes".to_owned());
+            return Some(CompletionAnswer::Unreviewed("accepted by --yes".to_owned()));
         }
+        // Said once, by the result's own line.
         if !self.tty {
-            notice!("the result was accepted without review: no terminal to ask");
-            return CompletionAnswer::Unreviewed("no terminal to ask".to_owned());
+            return Some(CompletionAnswer::Unreviewed(
+                "no terminal to ask".to_owned(),
+            ));
         }
-        match self
-            .ask_line("? Accept the result? [Enter] accept, n: not yet, or type feedback: ".into())
-            .await
-        {
-            Some(l) if l.trim().is_empty() || matches!(l.trim(), "y" | "yes") => {
-                CompletionAnswer::Accept
-            }
-            Some(l) if matches!(l.trim(), "n" | "no") => CompletionAnswer::Declined,
-            Some(l) => CompletionAnswer::Feedback(l),
-            // End of input is nobody's acceptance.
-            None => CompletionAnswer::Declined,
-        }
+        Some(
+            match self
+                .ask_line(
+                    "? Accept the result? [Enter] accept, n: not yet, or type feedback: ".into(),
+                )
+                .await
+            {
+                Read::Interrupted => return None,
+                Read::Line(l) if l.trim().is_empty() || matches!(l.trim(), "y" | "yes") => {
+                    CompletionAnswer::Accept
+                }
+                Read::Line(l) if matches!(l.trim(), "n" | "no") => CompletionAnswer::Declined,
+                Read::Line(l) => CompletionAnswer::Feedback(l),
+                // End of input is nobody's acceptance.
+                Read::End => CompletionAnswer::Declined,
+            },
+        )
     }
 
-    async fn guidance(&self, reason: &str) -> Option<String> {
+    async fn guidance(&self, reason: &str) -> Option<Option<String>> {
         let reason = visible(reason);
         if !self.tty {
             notice!("{reason} No terminal to ask: stopping.");
-            return None;
+            return Some(None);
         }
-        self.ask_line(format!(
-            "! {reason}\n? Guidance to continue (empty to stop): "
-        ))
-        .await
-        .filter(|l| !l.trim().is_empty())
+        match self
+            .ask_line(format!(
+                "! {reason}\n? Guidance to continue (empty to stop): "
+            ))
+            .await
+        {
+            Read::Interrupted => None,
+            read => Some(read.line().filter(|l| !l.trim().is_empty())),
+        }
     }
 }
 

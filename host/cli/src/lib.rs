@@ -27,10 +27,14 @@ mod store;
 mod template;
 mod tool;
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::builder::{PathBufValueParser, Resettable, TypedValueParser};
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{Arg, ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Roost: an agent host whose tools run as sandboxed WebAssembly components.
 #[derive(Debug, Parser)]
@@ -38,7 +42,7 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     /// Data directory (component cache, task store). Defaults to the
     /// platform's data dir, e.g. ~/.local/share/roost.
-    #[arg(long, env = "ROOST_DATA_DIR", global = true)]
+    #[arg(long, env = "ROOST_DATA_DIR", global = true, value_parser = AbsolutePath)]
     pub data_dir: Option<PathBuf>,
     /// The task store: a SQLite file, or a `postgres://` URL several
     /// `roost serve` hosts share. Defaults to the config's `store`, else
@@ -108,10 +112,152 @@ pub enum Command {
     #[command(subcommand)]
     Tool(tool::ToolCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// Put it where the shell looks, making the folder first:
+    ///
+    /// bash: mkdir -p ~/.local/share/bash-completion/completions && roost completions bash > ~/.local/share/bash-completion/completions/roost
+    ///
+    /// fish: mkdir -p ~/.config/fish/completions && roost completions fish > ~/.config/fish/completions/roost.fish
+    ///
+    /// zsh: mkdir -p ~/.zfunc && roost completions zsh > ~/.zfunc/_roost, with `fpath+=~/.zfunc` before `compinit` in ~/.zshrc
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
+}
+
+/// The options every command reads, wherever on the line they stand: the
+/// data dir, the store and the config file (shown in every command's help).
+const EVERYWHERE: [&str; 3] = ["data_dir", "store", "config"];
+
+/// The command line `roost` parses. Every option of the conversation (what
+/// `roost` alone takes: `--workspace`, `--mode`, `--profile`, `--yes`, …)
+/// is defined once, on `roost` itself, and is global: given before a
+/// command, it reaches the command that takes an option of that name
+/// (`roost --workspace W skills list` is `roost skills list --workspace W`),
+/// and is refused by a command that has none ([`check_options`]), never
+/// dropped. Commands without such an option get a hidden stand-in, so
+/// their help lists only what they take.
+pub fn cli_command() -> clap::Command {
+    let cmd = Cli::command().mut_args(|a| a.global(true));
+    let stand_ins: Vec<Arg> = cmd
+        .get_arguments()
+        .filter(|a| !EVERYWHERE.contains(&a.get_id().as_str()))
+        .map(|a| {
+            a.clone()
+                .global(false)
+                .hide(true)
+                .conflicts_with(Resettable::<clap::Id>::Reset)
+                .requires(Resettable::<clap::Id>::Reset)
+        })
+        .collect();
+    with_stand_ins(cmd, &stand_ins)
+}
+
+/// `cmd` with its subcommands (at every depth) given a stand-in for each of
+/// `shared` they do not define themselves.
+fn with_stand_ins(cmd: clap::Command, shared: &[Arg]) -> clap::Command {
+    cmd.mut_subcommands(|sub| {
+        let missing: Vec<Arg> = shared
+            .iter()
+            .filter(|a| !sub.get_arguments().any(|own| own.get_id() == a.get_id()))
+            .cloned()
+            .collect();
+        with_stand_ins(sub.args(missing), shared)
+    })
+}
+
+/// Refuse an option of the conversation given (before or after the
+/// command) to a command that does not take it: the message names the
+/// option and the command, e.g. "`--workspace` does not apply to `roost
+/// history list`".
+fn check_options(matches: &ArgMatches) -> Result<(), String> {
+    let own = Cli::command();
+    // The command named, with the commands it lies under.
+    let mut path = vec![&own];
+    let mut names = vec!["roost".to_owned()];
+    let mut at = matches;
+    while let Some((name, sub)) = at.subcommand() {
+        let Some(next) = path.last().and_then(|c| c.find_subcommand(name)) else {
+            break;
+        };
+        path.push(next);
+        names.push(name.to_owned());
+        at = sub;
+    }
+    if path.len() == 1 {
+        return Ok(());
+    }
+    let takes = |id: &clap::Id| {
+        path.iter()
+            .skip(1)
+            .any(|c| c.get_arguments().any(|a| a.get_id() == id))
+    };
+    for arg in own.get_arguments() {
+        let id = arg.get_id();
+        if EVERYWHERE.contains(&id.as_str())
+            || matches.value_source(id.as_str()) != Some(ValueSource::CommandLine)
+            || takes(id)
+        {
+            continue;
+        }
+        let spelled = arg
+            .get_long()
+            .map(|l| format!("--{l}"))
+            .unwrap_or_else(|| id.to_string());
+        let command = names.join(" ");
+        return Err(format!(
+            "`{spelled}` does not apply to `{command}` (`{command} --help` lists what it takes)"
+        ));
+    }
+    Ok(())
+}
+
+/// The command line, parsed (and checked by [`check_options`]); a
+/// mistake exits with clap's message and code 2.
+fn parse() -> Cli {
+    let mut cmd = cli_command();
+    let matches = cmd.get_matches_mut();
+    if let Err(msg) = check_options(&matches) {
+        // Said with the usage of the command named.
+        let mut at = &matches;
+        let mut leaf = &cmd;
+        while let Some((name, sub)) = at.subcommand() {
+            let Some(next) = leaf.find_subcommand(name) else {
+                break;
+            };
+            leaf = next;
+            at = sub;
+        }
+        leaf.clone().error(ErrorKind::ArgumentConflict, msg).exit();
+    }
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut cmd).exit())
+}
+
+/// A path option made absolute against the current directory where it is
+/// read (a relative `ROOST_DATA_DIR` would reach bubblewrap, git and the
+/// store as a path relative to wherever they run).
+#[derive(Debug, Clone, Copy)]
+pub struct AbsolutePath;
+
+impl TypedValueParser for AbsolutePath {
+    type Value = PathBuf;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&Arg>,
+        value: &OsStr,
+    ) -> Result<PathBuf, clap::Error> {
+        let path = PathBufValueParser::new().parse_ref(cmd, arg, value)?;
+        std::path::absolute(&path).map_err(|e| {
+            let name = arg.map(ToString::to_string).unwrap_or_default();
+            clap::Error::raw(
+                ErrorKind::ValueValidation,
+                format!("{name}: cannot make {} absolute: {e}\n", path.display()),
+            )
+        })
+    }
 }
 
 /// `roost intents …`
@@ -168,10 +314,12 @@ pub fn main() -> ExitCode {
     if args.get(1).is_some_and(|a| a == command_bridge::NAME) {
         return command_bridge::run(args.get(2..).unwrap_or_default());
     }
-    let cli = Cli::parse();
+    let cli = parse();
     init_logging();
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
-    store::set_explicit(cli.store.clone());
+    // The config in effect: `--config` wherever it stood, or ROOST_CONFIG.
+    let config = cli.chat.provider.config.clone();
+    store::set_explicit(cli.store.clone(), config.clone());
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -194,7 +342,7 @@ pub fn main() -> ExitCode {
             Command::Approvals(cmd) => approvals::run(cmd, &data_dir),
             Command::Checkpoints(cmd) => checkpoints::run(cmd, &data_dir).await,
             Command::Doctor(args) => doctor::run(args, &data_dir).await,
-            Command::Config(cmd) => doctor::config(cmd),
+            Command::Config(cmd) => doctor::config(cmd, config.as_deref()),
             Command::Serve(args) => serve::serve(args, &data_dir).await,
             Command::Token(cmd) => serve::token(cmd, &data_dir),
             Command::Store(cmd) => store::run(cmd, &data_dir),
@@ -206,7 +354,7 @@ pub fn main() -> ExitCode {
             Command::Tool(cmd) => tool::run(cmd, &data_dir).await,
             Command::Plugin(cmd) => plugin::run(cmd, &data_dir),
             Command::Completions { shell } => {
-                let mut cmd = <Cli as clap::CommandFactory>::command();
+                let mut cmd = cli_command();
                 let mut script = Vec::new();
                 clap_complete::generate(shell, &mut cmd, "roost", &mut script);
                 line::to_stdout(&String::from_utf8_lossy(&script));
@@ -224,5 +372,91 @@ pub fn main() -> ExitCode {
             line::notice!("error: {}", sanitize::visible(&format!("{e:#}")));
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's own checks (unique names, relations that exist) on the
+    /// whole tree, stand-ins included.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        cli_command().debug_assert();
+    }
+
+    /// A value given before a command is read through the command's own
+    /// definition of the option: both must hold the same kind of value.
+    #[test]
+    fn a_shared_option_holds_one_kind_of_value_everywhere() {
+        fn walk(cmd: &clap::Command, top: &clap::Command) {
+            for sub in cmd.get_subcommands() {
+                for a in sub.get_arguments() {
+                    if let Some(t) = top.get_arguments().find(|t| t.get_id() == a.get_id()) {
+                        assert_eq!(
+                            t.get_value_parser().type_id(),
+                            a.get_value_parser().type_id(),
+                            "--{} of {}",
+                            a.get_id(),
+                            sub.get_name()
+                        );
+                    }
+                }
+                walk(sub, top);
+            }
+        }
+        let top = Cli::command();
+        walk(&top, &top);
+    }
+
+    fn parsed(args: &[&str]) -> Result<Cli, String> {
+        let mut cmd = cli_command();
+        let m = cmd
+            .try_get_matches_from_mut(args)
+            .map_err(|e| e.to_string())?;
+        check_options(&m)?;
+        Cli::from_arg_matches(&m).map_err(|e| e.to_string())
+    }
+
+    /// Before or after the command, the same; a command without the
+    /// option refuses it by name.
+    #[test]
+    fn options_before_the_command_reach_it() {
+        let Some(Command::Run(run)) = parsed(&[
+            "roost",
+            "--workspace",
+            "w",
+            "--mode",
+            "ask",
+            "--yes",
+            "run",
+            "hi",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not run");
+        };
+        assert_eq!(run.workspace, PathBuf::from("w"));
+        assert_eq!(run.mode.as_deref(), Some("ask"));
+        assert!(run.options.yes);
+        // Not given anywhere: the command's own default, not the
+        // conversation's.
+        let Some(Command::Run(run)) = parsed(&["roost", "run", "hi"]).unwrap().command else {
+            panic!("not run");
+        };
+        assert_eq!(run.mode, None);
+        let e = parsed(&["roost", "--workspace", "w", "history", "list"])
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("`--workspace` does not apply to `roost history list`"),
+            "{e}"
+        );
+        let e = parsed(&["roost", "history", "list", "--yes"])
+            .err()
+            .unwrap();
+        assert!(e.contains("`--yes` does not apply"), "{e}");
     }
 }

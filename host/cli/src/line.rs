@@ -105,9 +105,43 @@ pub fn terminal_width() -> usize {
         .unwrap_or(100)
 }
 
+/// `text` in at most `room` characters: whole when it fits, else cut at
+/// the last word boundary that leaves room for an ellipsis (mid-word only
+/// when its first word alone is too long).
+pub fn fit(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        return text.to_owned();
+    }
+    let keep = room.saturating_sub(1);
+    let head: String = text.chars().take(keep).collect();
+    let next_is_space = text.chars().nth(keep).is_some_and(char::is_whitespace);
+    let cut = if next_is_space {
+        head.trim_end()
+    } else {
+        match head.rfind(char::is_whitespace) {
+            Some(at) if !head[..at].trim_end().is_empty() => head[..at].trim_end(),
+            _ => head.as_str(),
+        }
+    };
+    let cut = cut.trim_end_matches([',', ';', ':', '.', '-', '(']);
+    format!("{cut}…")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fits_at_a_word_boundary() {
+        assert_eq!(fit("short", 10), "short");
+        assert_eq!(
+            fit("Edit an existing file with one", 20),
+            "Edit an existing…"
+        );
+        assert_eq!(fit("Read a file, then more", 13), "Read a file…");
+        assert_eq!(fit("abcdefghijkl", 5), "abcd…");
+        assert!(fit("Edit an existing file", 12).chars().count() <= 12);
+    }
 
     #[test]
     fn tracks_whether_stdout_is_mid_line() {

@@ -5,9 +5,37 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Subcommand;
+use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
 
 use super::sanitize::{json_text, visible, visible_line};
 use roost_core::modes::{ModeSet, ModeSource};
+
+/// The built-in modes' slugs, as shell completion offers them.
+const BUILT_IN: [&str; 5] = ["code", "architect", "ask", "debug", "orchestrator"];
+
+/// A mode's slug on the command line (`--mode`): any slug is taken (a
+/// project's `.roomodes` or the global `custom_modes.yaml` may define it,
+/// and the task says when none does); shell completion offers the built-in
+/// modes instead of file names.
+#[derive(Debug, Clone, Copy)]
+pub struct ModeSlug;
+
+impl TypedValueParser for ModeSlug {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(BUILT_IN.into_iter().map(PossibleValue::new)))
+    }
+}
 
 /// `roost modes …`
 #[derive(Debug, Subcommand)]
@@ -72,4 +100,23 @@ pub fn run(cmd: ModesCommand) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Completion offers exactly the built-in modes.
+    #[test]
+    fn completion_offers_the_built_in_modes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut built_in: Vec<String> = ModeSet::load(dir.path(), None)
+            .iter()
+            .map(|m| m.slug.clone())
+            .collect();
+        let mut offered: Vec<String> = BUILT_IN.iter().map(|s| (*s).to_owned()).collect();
+        built_in.sort();
+        offered.sort();
+        assert_eq!(offered, built_in);
+    }
 }

@@ -104,13 +104,8 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     if let PluginCommand::New { name, lang, dir } = &args.command {
         let dir = dir.clone().unwrap_or_else(|| PathBuf::from(name));
         let lang = template::Lang::parse(lang)?;
-        template::new(name, lang, &dir)?;
-        outln!(
-            "wrote {}: build with `{}` there, then `roost plugin install {}`",
-            dir.display(),
-            lang.build_hint(),
-            dir.display()
-        );
+        let tool = template::new(name, lang, &dir)?;
+        super::line::to_stdout(&template::next_steps(name, lang, &dir, &tool));
         return Ok(ExitCode::SUCCESS);
     }
     let cfg = config::load(args.config.as_deref())?;

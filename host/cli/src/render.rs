@@ -10,9 +10,10 @@ use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::oneshot;
 
+use super::interact::Terminal;
 use super::live_tree::{LiveTree, short_id};
 use super::sanitize::{json_text, visible, visible_line};
-use roost_core::asks::{Ask, Responder};
+use roost_core::asks::Ask;
 use roost_core::engine::Engine;
 use roost_core::events::{Envelope, TaskEvent};
 
@@ -103,13 +104,17 @@ pub struct Asker {
     /// The engine the task runs in.
     pub engine: Arc<Engine>,
     /// The person (or the policy standing in for one).
-    pub responder: Arc<dyn Responder>,
+    pub responder: Arc<Terminal>,
 }
 
 impl Asker {
-    /// Answer ask `ask_id` of `task`.
+    /// Answer ask `ask_id` of `task`. A question the person interrupted
+    /// stays unanswered: the cancel that came with the Ctrl-C stops the
+    /// task (interrupted, resumable); it is not their "no".
     async fn answer(&self, task: &str, ask_id: &str, ask: &Ask) {
-        let answer = self.responder.respond(ask).await;
+        let Some(answer) = self.responder.respond(ask).await else {
+            return;
+        };
         if let Err(e) = self.engine.answer(task, ask_id, answer) {
             tracing::warn!("answer not taken: {e}");
         }
@@ -151,6 +156,12 @@ pub async fn render(
     let mut missed = false;
     let mut answered = HashSet::new();
     let mut previewed = HashSet::new();
+    // What the display already said about a call: the output a command
+    // streamed, and a denial (its error result repeats it for the model).
+    let mut streamed: HashMap<String, String> = HashMap::new();
+    let mut denied: HashSet<String> = HashSet::new();
+    // Each call's tool, to name it where an event gives only the call id.
+    let mut called: HashMap<String, String> = HashMap::new();
     // Subtasks the task follows (theirs and their own subtasks' events
     // come through it), with their modes.
     let mut children: HashMap<String, String> = HashMap::new();
@@ -250,8 +261,71 @@ pub async fn render(
             {
                 previewed.insert(p.clone());
             }
-            let mut text = match (child, ev) {
-                (Some(mode), _) => child_text(ev, mode, &envelope.task_id, &style),
+            match ev {
+                TaskEvent::CommandOutput { id, chunk } => {
+                    keep_tail(streamed.entry(id.clone()).or_default(), chunk);
+                }
+                TaskEvent::ToolCallDenied { id, .. } => {
+                    denied.insert(id.clone());
+                }
+                TaskEvent::ToolCallRequested { id, tool, .. } => {
+                    called.insert(id.clone(), tool.clone());
+                }
+                _ => {}
+            }
+            let result_seen = match ev {
+                TaskEvent::ToolCallResult { id, result, .. } => {
+                    let was_denied = denied.remove(id);
+                    let output = streamed.remove(id);
+                    if was_denied && result.is_err() {
+                        Some(None)
+                    } else {
+                        output.map(Some)
+                    }
+                }
+                _ => None,
+            };
+            let mut text = match (child, ev, result_seen) {
+                // The denial was shown; its error result is for the model.
+                (_, _, Some(None)) => String::new(),
+                // A command's output was shown as it came: the rest of its
+                // result (exit status, files changed), whole.
+                (
+                    child,
+                    TaskEvent::ToolCallResult {
+                        result: Ok(text),
+                        diff,
+                        ..
+                    },
+                    Some(Some(output)),
+                ) => {
+                    let rest = after_output(text, &output);
+                    let mut shown = String::new();
+                    for l in rest.lines().filter(|l| !l.trim().is_empty()) {
+                        shown.push_str(&format!("  {}\n", style.paint("2", &visible_line(l))));
+                    }
+                    if let Some(d) = diff {
+                        for l in painted_diff(d, style.color) {
+                            shown.push_str(&format!("  {l}\n"));
+                        }
+                    }
+                    match child {
+                        Some(mode) => tagged(&shown, mode, &envelope.task_id, &style),
+                        None => shown,
+                    }
+                }
+                (child, TaskEvent::ToolCallDenied { id, feedback }, _) => {
+                    let line = denied_text(
+                        called.get(id).map(String::as_str),
+                        feedback.as_deref(),
+                        &style,
+                    );
+                    match child {
+                        Some(mode) => tagged(&line, mode, &envelope.task_id, &style),
+                        None => line,
+                    }
+                }
+                (Some(mode), _, _) => child_text(ev, mode, &envelope.task_id, &style),
                 (
                     None,
                     TaskEvent::ToolCallResult {
@@ -260,6 +334,7 @@ pub async fn render(
                         result,
                         diff: Some(d),
                     },
+                    _,
                 ) if previewed.remove(d) => text_of(
                     &TaskEvent::ToolCallResult {
                         id: id.clone(),
@@ -269,7 +344,7 @@ pub async fn render(
                     },
                     &style,
                 ),
-                (None, _) => text_of(ev, &style),
+                (None, _, _) => text_of(ev, &style),
             };
             // What is not the model's streamed text starts on a line of
             // its own.
@@ -294,7 +369,12 @@ pub async fn render(
         if let (Some(asker), Some((ask_id, ask)), false) = (&asker, ask, stopping)
             && answered.insert(ask_id.to_owned())
         {
-            asker.answer(&envelope.task_id, ask_id, ask).await;
+            // The run may end while the question waits (Ctrl-C cancels
+            // it): stop waiting then, and print how it ended.
+            tokio::select! {
+                () = asker.answer(&envelope.task_id, ask_id, ask) => {}
+                _ = &mut stop => stopping = true,
+            }
         }
         if std::mem::take(&mut missed)
             && let Some(asker) = &asker
@@ -329,20 +409,9 @@ fn text_of(ev: &TaskEvent, style: &Style) -> String {
             style.paint("1;36", &format!("⏺ {}", visible_line(tool))),
             style.paint("2", &short_args(args))
         ),
-        TaskEvent::ToolCallDenied { feedback, .. } => writeln!(
-            out,
-            "{}",
-            style.paint(
-                "33",
-                &format!(
-                    "  ✗ denied{}",
-                    feedback
-                        .as_deref()
-                        .map(|f| format!(": {}", visible_line(f)))
-                        .unwrap_or_default()
-                )
-            )
-        ),
+        TaskEvent::ToolCallDenied { feedback, .. } => {
+            write!(out, "{}", denied_text(None, feedback.as_deref(), style))
+        }
         TaskEvent::HookDecided {
             hook,
             decision,
@@ -467,13 +536,26 @@ fn text_of(ev: &TaskEvent, style: &Style) -> String {
             style.paint(
                 "2",
                 &format!(
-                    "completed · tokens in {} out {} (cache read {} write {}) · ${cost:.4}",
+                    "completed · tokens in {} out {} (cache read {} write {}){}",
                     usage.input_tokens,
                     usage.output_tokens,
                     usage.cache_read_tokens,
-                    usage.cache_write_tokens
+                    usage.cache_write_tokens,
+                    cost_text(
+                        *cost,
+                        usage.input_tokens.saturating_add(usage.output_tokens)
+                    )
+                    .map(|c| format!(" · {c}"))
+                    .unwrap_or_default()
                 )
             )
+        ),
+        // A problem the task met that did not stop it (a skill skipped, an
+        // MCP server unusable): one line each.
+        TaskEvent::Warning { message } => writeln!(
+            out,
+            "{}",
+            style.paint("33", &format!("warning: {}", visible_line(message)))
         ),
         TaskEvent::Aborted { reason } => writeln!(
             out,
@@ -581,6 +663,29 @@ fn child_text(ev: &TaskEvent, mode: &str, child: &str, style: &Style) -> String 
         }
         other => text_of(other, style),
     };
+    tagged(&body, mode, child, style)
+}
+
+/// A denial in one line: `✗ denied <tool>: <why>`.
+fn denied_text(tool: Option<&str>, feedback: Option<&str>, style: &Style) -> String {
+    format!(
+        "{}\n",
+        style.paint(
+            "33",
+            &format!(
+                "  ✗ denied{}{}",
+                tool.map(|t| format!(" {}", visible_line(t)))
+                    .unwrap_or_default(),
+                feedback
+                    .map(|f| format!(": {}", visible_line(f)))
+                    .unwrap_or_default()
+            )
+        )
+    )
+}
+
+/// Each non-empty line of `body` under `[child <id> · <mode>]`.
+fn tagged(body: &str, mode: &str, child: &str, style: &Style) -> String {
     let tag = style.paint(
         "35",
         &format!("[child {} · {}]", short_id(child), visible_line(mode)),
@@ -589,6 +694,67 @@ fn child_text(ev: &TaskEvent, mode: &str, child: &str, style: &Style) -> String 
         .filter(|l| !l.is_empty())
         .map(|l| format!("{tag} {l}\n"))
         .collect()
+}
+
+/// Most of a command's streamed output kept to find where its result
+/// goes on: a long output keeps its end (the result ends the output with
+/// it), so the display's memory stays bounded.
+const STREAMED_KEPT: usize = 64 * 1024;
+
+/// Append `chunk` to `kept`, dropping the oldest text beyond
+/// [`STREAMED_KEPT`] bytes.
+fn keep_tail(kept: &mut String, chunk: &str) {
+    kept.push_str(chunk);
+    if kept.len() > STREAMED_KEPT {
+        let mut from = kept.len() - STREAMED_KEPT / 4;
+        while !kept.is_char_boundary(from) {
+            from += 1;
+        }
+        kept.drain(..from);
+    }
+}
+
+/// What a command's result says beyond the `output` already shown as it
+/// streamed: the result holds the output whole, or (a long one) its head
+/// and tail; what follows it is the exit status and the files changed.
+fn after_output<'a>(result: &'a str, output: &str) -> &'a str {
+    let out = output.trim_end();
+    if out.is_empty() {
+        return result;
+    }
+    if let Some(at) = result.find(out) {
+        return result.get(at + out.len()..).unwrap_or_default();
+    }
+    // Cut in the middle: the result ends the output with its last line.
+    let Some(last) = out.lines().last() else {
+        return result;
+    };
+    let mut after = None;
+    let mut at = 0;
+    for line in result.split_inclusive('\n') {
+        at += line.len();
+        if line.trim_end_matches(['\n', '\r']) == last {
+            after = Some(at);
+        }
+    }
+    after.and_then(|a| result.get(a..)).unwrap_or(result)
+}
+
+/// A task's cost for people: dollars when a price is known; "no price
+/// known" when tokens were spent at no price (a model without one in the
+/// config); nothing when nothing was spent.
+pub fn cost_text(cost: f64, tokens: u64) -> Option<String> {
+    if cost > 0.0 {
+        Some(if cost < 0.0001 {
+            "<$0.0001".to_owned()
+        } else {
+            format!("${cost:.4}")
+        })
+    } else if tokens > 0 {
+        Some("no price known".to_owned())
+    } else {
+        None
+    }
 }
 
 /// One line of arguments, cut for display. JSON escapes C0 controls in
@@ -606,6 +772,28 @@ pub fn short_args(args: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What follows a command's output in its result, whether the result
+    /// holds the output whole or only its head and tail.
+    #[test]
+    fn the_rest_of_a_result_follows_its_output() {
+        let result = "$ seq 3\n1\n2\n3\n[exit code 0]\nFiles changed (1):\n  created a\n";
+        assert_eq!(
+            after_output(result, "1\n2\n3\n"),
+            "\n[exit code 0]\nFiles changed (1):\n  created a\n"
+        );
+        let cut = "$ seq 9\n1\n[… 5 lines …]\n9\n[exit code 0]\n";
+        assert_eq!(
+            after_output(cut, "1\n2\n3\n4\n5\n6\n7\n8\n9\n"),
+            "[exit code 0]\n"
+        );
+        assert_eq!(after_output("x\n", ""), "x\n");
+        let mut kept = String::new();
+        for _ in 0..100 {
+            keep_tail(&mut kept, &"é".repeat(1000));
+        }
+        assert!(kept.len() <= STREAMED_KEPT && kept.ends_with('é'));
+    }
 
     /// A display that fell behind prints the final message whole, made
     /// visible; one that kept up prints nothing extra.

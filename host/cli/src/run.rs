@@ -12,7 +12,11 @@ use super::drive::{Drive, Ended, Signal};
 use super::interact::Terminal;
 use super::sanitize::visible_line;
 use roost_core::config;
-use roost_core::engine::{ConfigEndpoints, Endpoint, Engine, EngineBuilder, ResumeSpec, TaskSpec};
+use roost_core::config::{ConfigError, Profile, RecordedEndpoint};
+use roost_core::engine::{
+    ConfigEndpoints, Endpoint, Endpoints, Engine, EngineBuilder, ResumeSpec, TaskSpec,
+};
+use roost_core::llm::Provider;
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
 use roost_protocol::DelegationLimits;
 
@@ -28,14 +32,15 @@ pub struct ProviderArgs {
     /// API base URL (e.g. http://localhost:11434/v1 for Ollama).
     #[arg(long)]
     pub base_url: Option<String>,
-    /// Transcript for the scripted provider.
+    /// Transcript for the scripted provider: replays it instead of
+    /// calling a model, whatever profile the config or the task names.
     #[arg(long)]
     pub script: Option<PathBuf>,
     /// Profile from the config file.
     #[arg(long)]
     pub profile: Option<String>,
     /// Config file (default ~/.config/roost/config.toml).
-    #[arg(long, env = "ROOST_CONFIG")]
+    #[arg(long, env = "ROOST_CONFIG", value_parser = super::AbsolutePath)]
     pub config: Option<PathBuf>,
 }
 
@@ -109,7 +114,7 @@ pub struct RunArgs {
     #[arg(long, default_value = ".")]
     pub workspace: PathBuf,
     /// Mode slug (default `code`; with `--continue`, the task's own).
-    #[arg(long)]
+    #[arg(long, value_parser = super::modes::ModeSlug, hide_possible_values = true)]
     pub mode: Option<String>,
     /// Give the prompt to an earlier task instead of starting one: the
     /// most recent task, or `--continue=ID`. A completed task goes on.
@@ -135,8 +140,7 @@ pub struct RunArgs {
 /// `roost resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// Task id (or a unique prefix).
-    #[arg(required_unless_present = "last")]
+    /// Task id (or a unique prefix); none with `--last`.
     pub id: Option<String>,
     /// The most recent task that is not finished (with `--message`: the
     /// most recent task).
@@ -146,7 +150,7 @@ pub struct ResumeArgs {
     #[arg(short = 'm', long)]
     pub message: Option<String>,
     /// Continue in another mode.
-    #[arg(long)]
+    #[arg(long, value_parser = super::modes::ModeSlug, hide_possible_values = true)]
     pub mode: Option<String>,
     /// Model selection (defaults to the task's provider).
     #[command(flatten)]
@@ -183,6 +187,53 @@ impl RunOptions {
     }
 }
 
+/// The endpoints of an engine given `--script`: every task replays the
+/// transcript. Without this a config's `default_profile`, a named profile
+/// or a resumed task's recorded endpoint would pick the provider, and the
+/// prompt would go to that profile's model (a paid API) instead.
+struct Replayed(ConfigEndpoints);
+
+impl Endpoints for Replayed {
+    fn open(
+        &self,
+        want: &Endpoint,
+        recorded: Option<RecordedEndpoint<'_>>,
+        scripted_start: usize,
+    ) -> Result<(Arc<dyn Provider>, Profile), ConfigError> {
+        let want = Endpoint {
+            provider: Some(SCRIPTED.to_owned()),
+            ..want.clone()
+        };
+        self.0.open(&want, recorded, scripted_start)
+    }
+}
+
+/// The endpoints of an engine whose flags name an endpoint (`roost serve
+/// --profile P`, `--model M`): a new task that names none gets the flags'
+/// instead of the config's `default_profile`; a task that names one, or a
+/// resumed task with its own recorded endpoint, keeps it.
+struct FlagsDefault {
+    inner: Arc<dyn Endpoints>,
+    flags: Endpoint,
+}
+
+impl Endpoints for FlagsDefault {
+    fn open(
+        &self,
+        want: &Endpoint,
+        recorded: Option<RecordedEndpoint<'_>>,
+        scripted_start: usize,
+    ) -> Result<(Arc<dyn Provider>, Profile), ConfigError> {
+        if *want == Endpoint::default() && recorded.is_none() {
+            return self.inner.open(&self.flags, recorded, scripted_start);
+        }
+        self.inner.open(want, recorded, scripted_start)
+    }
+}
+
+/// The provider `--script` means.
+const SCRIPTED: &str = "scripted";
+
 /// The engine a run or resume drives, as the config file describes it,
 /// with the flags' transcript and extra hooks.
 pub fn engine(
@@ -191,7 +242,24 @@ pub fn engine(
     opts: &RunOptions,
 ) -> anyhow::Result<Arc<Engine>> {
     let cfg = config::load(args.config.as_deref())?;
-    let endpoints = Arc::new(ConfigEndpoints::new(cfg.clone(), args.script.clone()));
+    let config_endpoints = ConfigEndpoints::new(cfg.clone(), args.script.clone());
+    let endpoints: Arc<dyn Endpoints> = match (&args.script, args.provider.as_deref()) {
+        (None, _) => Arc::new(config_endpoints),
+        (Some(_), None | Some(SCRIPTED)) => Arc::new(Replayed(config_endpoints)),
+        (Some(_), Some(other)) => bail!(
+            "--script replays a transcript (the scripted provider); it cannot go with --provider {}",
+            visible_line(other)
+        ),
+    };
+    let flags = args.endpoint();
+    let endpoints: Arc<dyn Endpoints> = if flags == Endpoint::default() {
+        endpoints
+    } else {
+        Arc::new(FlagsDefault {
+            inner: endpoints,
+            flags,
+        })
+    };
     let mut builder = EngineBuilder::from_config(data_dir, &cfg)
         .store(super::store::location(data_dir, Some(&cfg)))
         .endpoints(endpoints)
@@ -311,7 +379,10 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
         Some(id) => id.clone(),
         // A message may continue a finished task; without one only an
         // unfinished task can go on.
-        None => engine.records().last(args.message.is_none())?.id,
+        None if args.last => engine.records().last(args.message.is_none())?.id,
+        None => bail!(
+            "which task? `roost resume ID` (an id or its prefix: `roost history list` shows them), or `roost resume --last` for the most recent unfinished one"
+        ),
     };
     let prepared = engine.prepare_resume(
         &id,

@@ -104,6 +104,8 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
         shared_host: true,
     };
     let engine = super::run::engine(data_dir, &args.provider, &opts)?;
+    // The profiles tasks may name (`GET /v1/profiles`, the web UI's list).
+    let profiles = roost_server::profiles_of(&config::load(args.provider.config.as_deref())?);
     let local_root = super::workspace_dir(&args.root)?;
     let state = ServerState::new(
         engine,
@@ -117,6 +119,7 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
             allowed_origins: args.allow_origins.clone(),
             allowed_hosts: args.allowed_hosts.clone(),
             modes_dir: config::default_path().parent().map(Path::to_path_buf),
+            profiles,
             ..ServerConfig::default()
         },
     );
@@ -143,7 +146,9 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
             visible_line(&state.config.local_root.display().to_string())
         );
     }
-    notice!("roost serve: listening on http://{addr}/v1 (Ctrl-C or SIGTERM stops it)");
+    for line in started(addr, args.no_auth) {
+        notice!("{line}");
+    }
     let hosts = roost_server::allowed_hosts(addr, &state)?;
     if addr.ip().is_unspecified() {
         notice!(
@@ -155,6 +160,29 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
     roost_server::serve(listener, state, shutdown).await?;
     notice!("roost serve: stopped; interrupted tasks resume with `POST /v1/tasks/{{id}}/resume`");
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `roost serve` says once it listens on `addr`: where, and the
+/// addresses of its web UI and API (on a wildcard address, as this
+/// machine reaches them: through loopback, which it always answers).
+fn started(addr: SocketAddr, no_auth: bool) -> [String; 3] {
+    let mut local = addr;
+    if local.ip().is_unspecified() {
+        local.set_ip(match addr {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    let sign_in = if no_auth {
+        "no token needed: --no-auth"
+    } else {
+        "sign in with a token from `roost token create`"
+    };
+    [
+        format!("roost serve: listening on {addr} (Ctrl-C or SIGTERM stops it)"),
+        format!("  web UI: http://{local}/  ({sign_in})"),
+        format!("  API:    http://{local}/v1  (OpenAPI document: http://{local}/v1/openapi.json)"),
+    ]
 }
 
 /// `roost token`.

@@ -22,7 +22,12 @@ pub enum SkillsCommand {
     List {
         /// The mode whose skills to list (its own `skills-<mode>` folders
         /// and the generic ones).
-        #[arg(long, default_value = "code")]
+        #[arg(
+            long,
+            default_value = "code",
+            value_parser = super::modes::ModeSlug,
+            hide_possible_values = true
+        )]
         mode: String,
         /// Workspace whose project skills to read.
         #[arg(long, default_value = ".")]
@@ -36,7 +41,12 @@ pub enum SkillsCommand {
         /// The skill's name.
         name: String,
         /// The mode whose skills to look in.
-        #[arg(long, default_value = "code")]
+        #[arg(
+            long,
+            default_value = "code",
+            value_parser = super::modes::ModeSlug,
+            hide_possible_values = true
+        )]
         mode: String,
         /// Workspace whose project skills to read.
         #[arg(long, default_value = ".")]
@@ -76,7 +86,9 @@ pub async fn run(cmd: SkillsCommand, data_dir: &Path) -> anyhow::Result<ExitCode
     }
 }
 
-fn catalog(workspace: &Path) -> anyhow::Result<Catalog> {
+/// The skills a workspace's tasks see (the workspace opened through the
+/// capability layer, as `roost run` opens it).
+pub(crate) fn catalog(workspace: &Path) -> anyhow::Result<Catalog> {
     let workspace = super::workspace_dir(workspace)?;
     let ws = std::fs::canonicalize(&workspace).unwrap_or(workspace);
     Ok(Catalog::scan(&sources(), &ws))
@@ -110,17 +122,27 @@ fn list(mode: &str, workspace: &Path, json: bool) -> anyhow::Result<ExitCode> {
     } else {
         if seen.available.is_empty() {
             outln!("no skills for mode {}", visible_line(mode));
+        } else {
+            outln!(
+                "{:<28} {:<14} {:<DESC_WIDTH$} FOLDER",
+                "SKILL",
+                "ORIGIN",
+                "DESCRIPTION"
+            );
         }
         // Names, descriptions and paths come from skill files: shown, not
-        // interpreted.
+        // interpreted. A description is cut at a word; a folder is whole.
         for s in &seen.available {
-            let desc: String = s.manifest.description.chars().take(70).collect();
+            let desc = format!(
+                "{}{}",
+                if s.component { "[entries] " } else { "" },
+                visible_line(first_line(&s.manifest.description))
+            );
             outln!(
-                "{:<28} {:<14} {}{}  {}",
+                "{:<28} {:<14} {:<DESC_WIDTH$} {}",
                 visible_line(s.name()),
                 origin(s),
-                if s.component { "[entries] " } else { "" },
-                visible_line(&desc),
+                super::line::fit(&desc, DESC_WIDTH),
                 visible_line(&s.path.display().to_string())
             );
             for (lost, _) in seen.overridden.iter().filter(|(_, w)| Arc::ptr_eq(w, s)) {
@@ -141,6 +163,14 @@ fn list(mode: &str, workspace: &Path, json: bool) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Columns of a description in `skills list`.
+const DESC_WIDTH: usize = 50;
+
+/// A text's first line.
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
 }
 
 fn origin(s: &Skill) -> String {

@@ -5,7 +5,7 @@
 //! The store is chosen once per process: `--store` (or `ROOST_STORE_URL`),
 //! else the config's `store`, else `roost.db` in the data directory.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
@@ -28,22 +28,38 @@ pub enum StoreCommand {
 /// The `--store` given on the command line (or in `ROOST_STORE_URL`).
 static EXPLICIT: OnceLock<Option<String>> = OnceLock::new();
 
-/// Remember `--store` for the process (called once, by `main`).
-pub fn set_explicit(store: Option<String>) {
+/// The `--config` given (or `ROOST_CONFIG`): its `store` key counts for
+/// every command, also those that read nothing else of it.
+static CONFIG: OnceLock<Option<PathBuf>> = OnceLock::new();
+
+/// Remember `--store` and `--config` for the process (called once, by
+/// `main`).
+pub fn set_explicit(store: Option<String>, config: Option<PathBuf>) {
     let _ = EXPLICIT.set(store);
+    let _ = CONFIG.set(config);
 }
 
 /// Where this process's store is, given the data directory and the config.
+/// A file named by a relative path is made absolute here, against the
+/// current directory (bubblewrap hides it from commands, git and SQLite
+/// open it: all need the one path).
 pub fn location(data_dir: &Path, cfg: Option<&config::Config>) -> StoreLocation {
     let explicit = EXPLICIT.get().and_then(|s| s.as_deref());
-    StoreLocation::resolve(explicit, cfg.and_then(|c| c.store.as_deref()), data_dir)
+    match StoreLocation::resolve(explicit, cfg.and_then(|c| c.store.as_deref()), data_dir) {
+        StoreLocation::File(path) => {
+            StoreLocation::File(std::path::absolute(&path).unwrap_or(path))
+        }
+        other => other,
+    }
 }
 
-/// Where this process's store is, reading the default config file for a
-/// `store` key (an unreadable config counts as none: the command that needs
-/// the config reports it).
+/// Where this process's store is, reading the config file in effect
+/// (`--config`, `ROOST_CONFIG`, else the default one) for a `store` key (an
+/// unreadable config counts as none: the command that needs the config
+/// reports it).
 pub fn location_default(data_dir: &Path) -> StoreLocation {
-    let cfg = config::load(None).ok();
+    let explicit = CONFIG.get().and_then(Option::as_deref);
+    let cfg = config::load(explicit).ok();
     location(data_dir, cfg.as_ref())
 }
 

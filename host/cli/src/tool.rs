@@ -104,21 +104,19 @@ pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> 
                 let first_line = t.spec.description.lines().next().unwrap_or("");
                 // Names and descriptions come from plugins; a description
                 // is cut to the terminal's width, never wrapped.
+                // The group as a string: padding applies to strings, not
+                // to a type's own Display.
                 let head = format!(
                     "{:<name_w$} {:<8} {:<16} ",
                     visible_line(&t.spec.name),
-                    t.spec.group,
+                    t.spec.group.to_string(),
                     visible_line(t.provider())
                 );
                 let room = width.saturating_sub(head.chars().count()).max(20);
-                let desc = visible_line(first_line);
-                let desc: String = if desc.chars().count() > room {
-                    let cut: String = desc.chars().take(room.saturating_sub(1)).collect();
-                    format!("{cut}…")
-                } else {
-                    desc.into_owned()
-                };
-                outln!("{head}{desc}");
+                outln!(
+                    "{head}{}",
+                    super::line::fit(&visible_line(first_line), room)
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

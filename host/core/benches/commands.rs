@@ -48,6 +48,7 @@ async fn time(host: &CommandHost, ws: &std::path::Path) -> Vec<Duration> {
             env: &env,
             proxy: None,
             held: &[],
+            binds: &[],
         };
         let mut capture = host
             .outputs

@@ -44,10 +44,13 @@ pub struct TaskView {
     pub root_id: String,
     /// Where it stands.
     pub status: TaskStatus,
-    /// It says it runs, but no process holds it (resume it).
+    /// It says it runs, but no process holds it: a crash or a kill
+    /// stopped it (resume it). A task the server has just created, or
+    /// holds waiting for a slot, is not interrupted.
     pub interrupted: bool,
-    /// It waits for a free slot on the server (the server's concurrency
-    /// limit); it starts when a running task ends.
+    /// It waits to start: for a free slot on this server (its concurrency
+    /// limit; it starts when a running task ends) or, on a shared store,
+    /// for a host to take it from the work queue.
     #[serde(default)]
     pub queued: bool,
     /// Mode slug.
@@ -190,6 +193,57 @@ pub enum Decision {
     },
     /// Accept the result.
     Accept,
+}
+
+/// What `POST /v1/tasks/{id}/asks/{ask_id}` answers: the question that
+/// was answered, the decision recorded for it, and the task as it stands
+/// just after (its loop takes the answer next: a client need not ask
+/// again what happened).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AskAnswered {
+    /// The question's id.
+    pub ask_id: String,
+    /// The task that asked it.
+    pub task_id: String,
+    /// `tool`, `followup`, `completion`, `scope`, `hook`, `guidance`.
+    pub kind: String,
+    /// The question in one line.
+    pub question: String,
+    /// The decision recorded for it.
+    pub decision: Decision,
+    /// The task that asked it, as it stands now.
+    pub task: TaskView,
+}
+
+/// `GET /v1/me`: who the request's token acts for, so a client can say
+/// who is signed in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Me {
+    /// The tenant (`local` on a server without tokens).
+    pub tenant: String,
+    /// The tenant's workspace root: workspaces are named inside it.
+    pub root: String,
+    /// Whether the server asks for tokens (false: `--no-auth`, loopback
+    /// only).
+    pub auth: bool,
+}
+
+/// A model profile of the server's config, as `GET /v1/profiles` lists
+/// it: what a task may name as its `profile`. Only names and models; a
+/// profile's keys, URLs and files stay on the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ProfileView {
+    /// Its name (a task's `profile`).
+    pub name: String,
+    /// Its provider (`openai`, `anthropic`, `scripted`), when it names
+    /// one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Its model, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Tasks that name no profile use it.
+    pub default: bool,
 }
 
 /// `GET /v1/health`, `GET /v1/ready`.

@@ -336,6 +336,11 @@ pub struct Inherited {
     /// one its own mode or intent names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_profile: Option<String>,
+    /// The intent its parent worked under, passed on: it starts under it,
+    /// narrowed to `write_bound`, and may select it again; no other intent
+    /// wider than `write_bound`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<String>,
 }
 
 impl Inherited {

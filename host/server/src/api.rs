@@ -9,8 +9,9 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::{MethodRouter, get, post};
 use roost_protocol::api::{
-    AskView, CheckpointDiff, CreateTask, Decision, Health, ModeView, PluginView, PostMessage,
-    RestoreCheckpoint, TaskList, TaskView, TodoView, ToolView, UiMessageView,
+    AskAnswered, AskView, CheckpointDiff, CreateTask, Decision, Health, Me, ModeView, PluginView,
+    PostMessage, ProfileView, RestoreCheckpoint, TaskList, TaskView, TodoView, ToolView,
+    UiMessageView,
 };
 use roost_protocol::{Checkpoint, Envelope, ErrorBody, GroupRecord, RestoreReport};
 use schemars::JsonSchema;
@@ -241,9 +242,9 @@ fn routes() -> Vec<Route> {
             path: "/tasks/{id}/asks/{ask_id}",
             handler: post(asks::decide),
             doc: Doc {
-                summary: "Answer an open question with a typed decision (409 when it is not open)",
+                summary: "Answer an open question with a typed decision (409 when it is not open); returns the question, the decision recorded and the task as it stands",
                 body: Some(schema::<Decision>),
-                ok: (204, None),
+                ok: (200, Some(schema::<AskAnswered>)),
                 ..DEFAULTS
             },
         },
@@ -266,6 +267,26 @@ fn routes() -> Vec<Route> {
                 summary: "Task-level events (created, started, a question asked, ended) of all the caller's tasks, as Server-Sent Events",
                 ok: (200, Some(schema::<Envelope>)),
                 sse: true,
+                ..DEFAULTS
+            },
+        },
+        Route {
+            method: "get",
+            path: "/me",
+            handler: get(catalog::me),
+            doc: Doc {
+                summary: "Who the token acts for: its tenant and workspace root",
+                ok: (200, Some(schema::<Me>)),
+                ..DEFAULTS
+            },
+        },
+        Route {
+            method: "get",
+            path: "/profiles",
+            handler: get(catalog::profiles),
+            doc: Doc {
+                summary: "The model profiles a task may name (names and models; the default marked)",
+                ok: (200, Some(array::<ProfileView>)),
                 ..DEFAULTS
             },
         },

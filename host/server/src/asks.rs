@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use roost_core::asks::{Answer, Ask};
-use roost_protocol::api::{AskView, Decision};
+use roost_protocol::api::{AskAnswered, AskView, Decision};
 use roost_protocol::{EngineErrorCode, Grant};
 
 use crate::auth::Caller;
@@ -95,13 +95,15 @@ fn answer(decision: Decision, ask: &Ask) -> Result<Answer, ApiError> {
     })
 }
 
-/// `POST /v1/tasks/{id}/asks/{ask_id}`.
+/// `POST /v1/tasks/{id}/asks/{ask_id}`: the answer is recorded (and
+/// handed to the loop waiting for it); the question, the decision and the
+/// task as it stands then are returned.
 pub async fn decide(
     State(state): State<Arc<ServerState>>,
     caller: Caller,
     Path((id, ask_id)): Path<(String, String)>,
     Body(decision): Body<Decision>,
-) -> Result<StatusCode, ApiError> {
+) -> Result<Json<AskAnswered>, ApiError> {
     let task = owned(&state, &caller, &id)?;
     // An interrupted task's loop is not there to take the answer yet (it
     // resumes and asks again by the same id): try again then, rather
@@ -123,7 +125,15 @@ pub async fn decide(
     };
     let ask: Ask = serde_json::from_str(&stored.payload)
         .map_err(|_| ApiError::invalid("the question does not decode"))?;
-    let answer = answer(decision, &ask)?;
+    let answer = answer(decision.clone(), &ask)?;
     state.engine.answer(&task.task.id, &ask_id, answer)?;
-    Ok(StatusCode::NO_CONTENT)
+    let now = owned(&state, &caller, &task.task.id)?;
+    Ok(Json(AskAnswered {
+        ask_id,
+        task_id: stored.task_id,
+        kind: stored.kind,
+        question: ask.question(),
+        decision,
+        task: crate::tasks::view(&state, now),
+    }))
 }

@@ -1,14 +1,15 @@
-//! What a client looks up besides tasks: the modes, intents and trace of
-//! a workspace (inside the caller's root), the tools, and the server's
-//! health and readiness.
+//! What a client looks up besides tasks: who it is signed in as, the
+//! modes, intents and trace of a workspace (inside the caller's root), the
+//! model profiles, the tools, and the server's health and readiness.
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
+use roost_core::config::Config;
 use roost_core::intents::{self, Intent, Trace, TraceEntry};
 use roost_core::modes::{ModeSet, ModeSource};
-use roost_protocol::api::{Health, ModeView, PluginView, ToolView};
+use roost_protocol::api::{Health, Me, ModeView, PluginView, ProfileView, ToolView};
 use serde::Deserialize;
 
 use crate::auth::Caller;
@@ -119,6 +120,41 @@ pub async fn plugins(
             })
             .collect(),
     ))
+}
+
+/// `GET /v1/me`: who the request's token acts for (a web page says who
+/// is signed in).
+pub async fn me(State(state): State<Arc<ServerState>>, caller: Caller) -> Json<Me> {
+    Json(Me {
+        tenant: caller.tenant,
+        root: caller.root.display().to_string(),
+        auth: state.config.auth,
+    })
+}
+
+/// `GET /v1/profiles`: the model profiles a task may name. The server's
+/// config is the same for every tenant; a token is needed all the same,
+/// and only names and models are shown (no key variables, URLs or files
+/// of the host).
+pub async fn profiles(
+    State(state): State<Arc<ServerState>>,
+    _caller: Caller,
+) -> Json<Vec<ProfileView>> {
+    Json(state.config.profiles.clone())
+}
+
+/// The profiles of `config` as `GET /v1/profiles` lists them, by name.
+pub fn profiles_of(config: &Config) -> Vec<ProfileView> {
+    config
+        .profiles
+        .iter()
+        .map(|(name, p)| ProfileView {
+            name: name.clone(),
+            provider: p.provider.clone(),
+            model: p.model.clone(),
+            default: config.default_profile.as_deref() == Some(name.as_str()),
+        })
+        .collect()
 }
 
 /// `GET /v1/health`: the process answers (no token needed).

@@ -33,6 +33,7 @@ use std::sync::Arc;
 use axum::Router;
 
 pub use api::openapi;
+pub use catalog::profiles_of;
 pub use error::ApiError;
 pub use state::{ServerConfig, ServerState};
 
@@ -59,7 +60,7 @@ pub fn router(state: Arc<ServerState>, hosts: host_check::AllowedHosts) -> Route
     let v1 = api::v1().fallback(error::not_found);
     Router::new()
         .nest("/v1", v1)
-        .merge(ui::routes())
+        .merge(ui::routes(state.config.auth))
         .fallback(error::not_found)
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),

@@ -44,6 +44,9 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// The config dir's modes (global modes).
     pub modes_dir: Option<PathBuf>,
+    /// The model profiles tasks may name (`GET /v1/profiles`;
+    /// [`crate::profiles_of`] a config's).
+    pub profiles: Vec<roost_protocol::api::ProfileView>,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +62,7 @@ impl Default for ServerConfig {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             modes_dir: None,
+            profiles: Vec::new(),
         }
     }
 }
@@ -141,6 +145,14 @@ impl ServerState {
     /// Whether task `id` waits for a slot on this server.
     pub fn is_queued(&self, id: &str) -> bool {
         self.queue().contains(id)
+    }
+
+    /// Whether this server holds task `id`: scheduled here (waiting for a
+    /// slot, starting or running), or in its engine's memory (a subtask
+    /// its parent started: the engine has its event bus). Its loop is here
+    /// or about to be, though it takes the store's claim only once it runs.
+    pub(crate) fn holds(&self, id: &str) -> bool {
+        self.live().contains(id) || self.engine.events(id).is_ok()
     }
 
     /// Start created or prepared task `id` when a slot is free: at once

@@ -35,16 +35,26 @@ fn store(e: roost_core::store::StoreError) -> ApiError {
     ApiError::from(roost_core::engine::EngineError::from(e))
 }
 
-/// `listed` as the API shows it (`queued` while it waits for a slot here).
-fn view(state: &ServerState, listed: Listed) -> TaskView {
+/// `listed` as the API shows it: `queued` while it waits to start, and
+/// `interrupted` only when nothing will run it unless asked to.
+///
+/// The store calls a task interrupted when it says it runs but no process
+/// holds its claim; a loop takes that claim only once it runs. So a task
+/// this server has just created, or holds waiting for a slot, has no claim
+/// yet and is not interrupted; nor, on a shared store, is a tenant's task
+/// no host holds: that is the work queue, and a host takes it from there.
+pub(crate) fn view(state: &ServerState, listed: Listed) -> TaskView {
     let t = listed.task;
+    let unclaimed = listed.interrupted && !state.holds(&t.id);
+    let in_work_queue =
+        unclaimed && state.engine.is_shared() && t.parent_id.is_none() && t.owner.is_some();
     TaskView {
-        queued: state.is_queued(&t.id),
+        queued: state.is_queued(&t.id) || in_work_queue,
+        interrupted: unclaimed && !in_work_queue,
         id: t.id,
         parent_id: t.parent_id,
         root_id: t.root_id,
         status: t.status,
-        interrupted: listed.interrupted,
         mode: t.mode,
         workspace: t.workspace,
         prompt: t.prompt,

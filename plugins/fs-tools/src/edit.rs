@@ -66,16 +66,17 @@ pub fn write_to_file(a: WriteArgs) -> ToolResult {
     let existed = path.exists();
     write_text(&a.path, &path, content)?;
     let verb = if existed { "Updated" } else { "Created" };
-    Ok(
-        Output::text(format!("{verb} {} ({lines} lines written).", a.path)).with_data(
-            serde_json::json!({
-                "path": a.path,
-                "lines": lines,
-                "bytes": content.len(),
-                "created": !existed,
-            }),
-        ),
-    )
+    Ok(Output::text(format!(
+        "{verb} {} ({lines} line{} written).",
+        a.path,
+        if lines == 1 { "" } else { "s" }
+    ))
+    .with_data(serde_json::json!({
+        "path": a.path,
+        "lines": lines,
+        "bytes": content.len(),
+        "created": !existed,
+    })))
 }
 
 /// Arguments of `search_and_replace`.

@@ -1,13 +1,22 @@
 //! Slash commands: each is one [`SlashCommand`] in the registry, found by
-//! name. The session only looks commands up; a new one (`/undo` from
-//! checkpoints, `/skills`, `/mcp`) registers itself in [`Commands::builtin`]
-//! or through [`Commands::register`] without touching the session.
+//! name. The session only looks commands up; a new one registers itself
+//! in [`Commands::builtin`] or through [`Commands::register`] without
+//! touching the session. `/undo`, `/checkpoints`, `/skills` and `/mcp`
+//! call the engine's APIs that `roost checkpoints`, `roost skills` and
+//! `roost mcp` call; `/history` shows the conversation as the live view
+//! did, through its renderer.
 
 use super::super::line::outln;
 
+use super::super::interact::{LineSource, Read};
 use super::super::sanitize::{visible, visible_line};
 use super::Session;
-use roost_core::store::TodoState;
+use roost_core::asks::Ask;
+use roost_core::events::{Envelope, TaskEvent};
+use roost_core::llm::Role;
+use roost_core::mcp::{ServerState, Source};
+use roost_core::store::{TodoState, UiMessage};
+use roost_protocol::{Checkpoint, RestoreMode, UiSubtype};
 
 /// What the session does after a command.
 #[derive(Debug, PartialEq, Eq)]
@@ -19,6 +28,7 @@ pub enum Flow {
 }
 
 /// One slash command.
+#[async_trait::async_trait]
 pub trait SlashCommand: Send + Sync {
     /// Its name, without the slash.
     fn name(&self) -> &'static str;
@@ -33,7 +43,7 @@ pub trait SlashCommand: Send + Sync {
         &[]
     }
     /// Run it with the rest of the line.
-    fn run(&self, session: &mut Session, args: &str) -> anyhow::Result<Flow>;
+    async fn run(&self, session: &mut Session, args: &str) -> anyhow::Result<Flow>;
 }
 
 /// The registry.
@@ -49,6 +59,10 @@ impl Commands {
         c.register(Box::new(Approve));
         c.register(Box::new(Todos));
         c.register(Box::new(History));
+        c.register(Box::new(Undo));
+        c.register(Box::new(Checkpoints));
+        c.register(Box::new(Skills));
+        c.register(Box::new(Mcp));
         c.register(Box::new(Tasks));
         c.register(Box::new(New));
         c.register(Box::new(Exit));
@@ -94,6 +108,7 @@ impl Commands {
 
 struct Help;
 
+#[async_trait::async_trait]
 impl SlashCommand for Help {
     fn name(&self) -> &'static str {
         "help"
@@ -104,7 +119,7 @@ impl SlashCommand for Help {
     fn aliases(&self) -> &'static [&'static str] {
         &["?"]
     }
-    fn run(&self, session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
+    async fn run(&self, session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
         outln!("{}", session.commands_help());
         Ok(Flow::Continue)
     }
@@ -112,6 +127,7 @@ impl SlashCommand for Help {
 
 struct ModeCmd;
 
+#[async_trait::async_trait]
 impl SlashCommand for ModeCmd {
     fn name(&self) -> &'static str {
         "mode"
@@ -122,7 +138,7 @@ impl SlashCommand for ModeCmd {
     fn about(&self) -> &'static str {
         "show the modes, or switch to one (from the next message on)"
     }
-    fn run(&self, session: &mut Session, args: &str) -> anyhow::Result<Flow> {
+    async fn run(&self, session: &mut Session, args: &str) -> anyhow::Result<Flow> {
         let slug = args.trim();
         if slug.is_empty() {
             for (m, name) in session.modes() {
@@ -139,6 +155,7 @@ impl SlashCommand for ModeCmd {
 
 struct ModelCmd;
 
+#[async_trait::async_trait]
 impl SlashCommand for ModelCmd {
     fn name(&self) -> &'static str {
         "model"
@@ -149,7 +166,7 @@ impl SlashCommand for ModelCmd {
     fn about(&self) -> &'static str {
         "show the config's profiles, or switch to one"
     }
-    fn run(&self, session: &mut Session, args: &str) -> anyhow::Result<Flow> {
+    async fn run(&self, session: &mut Session, args: &str) -> anyhow::Result<Flow> {
         let name = args.trim();
         if name.is_empty() {
             let current = session.profile();
@@ -179,6 +196,7 @@ impl SlashCommand for ModelCmd {
 
 struct Approve;
 
+#[async_trait::async_trait]
 impl SlashCommand for Approve {
     fn name(&self) -> &'static str {
         "approve"
@@ -189,7 +207,7 @@ impl SlashCommand for Approve {
     fn about(&self) -> &'static str {
         "run these tool groups without asking in this session (read,edit,…)"
     }
-    fn run(&self, session: &mut Session, args: &str) -> anyhow::Result<Flow> {
+    async fn run(&self, session: &mut Session, args: &str) -> anyhow::Result<Flow> {
         let now = session.approve(args.trim())?;
         outln!("approved without asking: {}", visible_line(&now));
         Ok(Flow::Continue)
@@ -198,6 +216,7 @@ impl SlashCommand for Approve {
 
 struct Todos;
 
+#[async_trait::async_trait]
 impl SlashCommand for Todos {
     fn name(&self) -> &'static str {
         "todos"
@@ -205,7 +224,7 @@ impl SlashCommand for Todos {
     fn about(&self) -> &'static str {
         "the current task's todo list"
     }
-    fn run(&self, session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
+    async fn run(&self, session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
         let Some(id) = session.task() else {
             outln!("no task yet: type a message to start one");
             return Ok(Flow::Continue);
@@ -228,6 +247,7 @@ impl SlashCommand for Todos {
 
 struct History;
 
+#[async_trait::async_trait]
 impl SlashCommand for History {
     fn name(&self) -> &'static str {
         "history"
@@ -235,20 +255,525 @@ impl SlashCommand for History {
     fn about(&self) -> &'static str {
         "the current task's messages"
     }
-    fn run(&self, session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
+    async fn run(&self, session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
         let Some(id) = session.task() else {
             outln!("no task yet: type a message to start one");
             return Ok(Flow::Continue);
         };
-        let records = session.records();
-        let t = records.find(&id)?;
-        super::super::history::show(&records, &t)?;
+        replay(session, &id).await?;
+        Ok(Flow::Continue)
+    }
+}
+
+/// `/history`: the task's conversation as the live view showed it — its
+/// rows (the conversation of record: an undone turn is gone from it) as
+/// the events the renderer draws, the person's messages and what has no
+/// event of its own in one line each.
+async fn replay(session: &Session, id: &str) -> anyhow::Result<()> {
+    let records = session.records();
+    let t = records.find(id)?;
+    let rows = records.ui_messages(&t.id)?;
+    let (_, checkpoints) = session.engine.checkpoints(&t.id)?;
+    outln!(
+        "task {} · {} · mode {}",
+        visible_line(&t.id),
+        t.status,
+        visible_line(&t.mode)
+    );
+    let mut batch = Vec::new();
+    // The tool of the last call shown, for its result.
+    let mut tool = String::new();
+    // The checkpoint of the turn shown, drawn before its first result
+    // as it was live.
+    let mut checkpoint: Option<Checkpoint> = None;
+    let mut started = false;
+    for row in &rows {
+        let subtype = UiSubtype::parse(&row.subtype);
+        if row.kind == "ask" {
+            flush(&mut batch).await;
+            outln!("? {}", visible_line(first_line(&row.text)));
+            continue;
+        }
+        match subtype {
+            Some(UiSubtype::ApiReqStarted) => {
+                started = true;
+                if let Some(cp) = checkpoint.take() {
+                    batch.push(TaskEvent::CheckpointSaved { checkpoint: cp });
+                }
+                checkpoint = turn_checkpoint(row, &checkpoints);
+            }
+            // What the person said: the prompt (before any reply) and the
+            // messages that went on with the task.
+            Some(UiSubtype::Text) if !started => {
+                flush(&mut batch).await;
+                outln!("› {}", visible(&row.text));
+            }
+            Some(UiSubtype::UserMessage) => {
+                flush(&mut batch).await;
+                outln!("› {}", visible(&row.text));
+            }
+            Some(UiSubtype::Text) => {
+                batch.push(TaskEvent::MessagePartial {
+                    delta: row.text.clone(),
+                });
+                batch.push(TaskEvent::MessageFinal {
+                    text: row.text.clone(),
+                });
+            }
+            Some(UiSubtype::Tool) => {
+                let call: serde_json::Value =
+                    serde_json::from_str(&row.text).unwrap_or(serde_json::Value::Null);
+                let Some(name) = call.get("tool").and_then(|t| t.as_str()) else {
+                    // Not a call as the loop records one: shown as it is.
+                    flush(&mut batch).await;
+                    outln!("  {}", other_row(row));
+                    continue;
+                };
+                tool = name.to_owned();
+                batch.push(TaskEvent::ToolCallRequested {
+                    id: String::new(),
+                    tool: tool.clone(),
+                    args: call.get("args").cloned().unwrap_or(serde_json::Value::Null),
+                });
+            }
+            Some(UiSubtype::ToolResult) => {
+                if let Some(cp) = checkpoint.take() {
+                    batch.push(TaskEvent::CheckpointSaved { checkpoint: cp });
+                }
+                batch.push(TaskEvent::ToolCallResult {
+                    id: String::new(),
+                    tool: tool.clone(),
+                    result: Ok(row.text.clone()),
+                    diff: None,
+                });
+            }
+            Some(UiSubtype::CompletionResult) => batch.push(TaskEvent::AskRequired {
+                ask_id: String::new(),
+                text: row.text.clone(),
+                ask: Ask::Completion {
+                    result: row.text.clone(),
+                },
+            }),
+            Some(UiSubtype::Paused) => batch.push(TaskEvent::Paused {
+                reason: row.text.clone(),
+            }),
+            // A new run starts with the message shown above it.
+            Some(UiSubtype::Resume) => {}
+            _ => {
+                flush(&mut batch).await;
+                outln!("  {}", other_row(row));
+            }
+        }
+    }
+    if let Some(cp) = checkpoint.take() {
+        batch.push(TaskEvent::CheckpointSaved { checkpoint: cp });
+    }
+    flush(&mut batch).await;
+    Ok(())
+}
+
+/// Draw `batch` with the live view's renderer, and empty it.
+async fn flush(batch: &mut Vec<TaskEvent>) {
+    if batch.is_empty() {
+        return;
+    }
+    let (tx, rx) = tokio::sync::broadcast::channel(batch.len());
+    for event in batch.drain(..) {
+        // The receiver is alive: a send cannot fail.
+        let _ = tx.send(std::sync::Arc::new(Envelope {
+            task_id: String::new(),
+            seq: None,
+            event,
+        }));
+    }
+    // Closed: the renderer draws what is queued and returns.
+    drop(tx);
+    let (_stop, stop) = tokio::sync::oneshot::channel();
+    super::super::render::render(rx, super::super::render::Format::Text, stop, None).await;
+}
+
+/// The checkpoint taken in the turn whose request row is `row`: the one
+/// of its turn number taken after it started (an undone turn's
+/// checkpoint of the same number is older).
+fn turn_checkpoint(row: &UiMessage, checkpoints: &[Checkpoint]) -> Option<Checkpoint> {
+    let turn: u32 = row.text.strip_prefix("turn ")?.trim().parse().ok()?;
+    checkpoints
+        .iter()
+        .rfind(|c| c.turn == turn && c.created_at >= row.ts)
+        .cloned()
+}
+
+/// A row the live view has no event for, in one line.
+fn other_row(row: &UiMessage) -> String {
+    let text = visible_line(first_line(&row.text));
+    match UiSubtype::parse(&row.subtype) {
+        Some(UiSubtype::Error) => format!("! {text}"),
+        Some(UiSubtype::UserFeedback) => format!("↳ {text}"),
+        Some(UiSubtype::CheckpointRestored) => format!("↺ {text}"),
+        Some(UiSubtype::CondenseContext) => "⋯ older messages condensed into a summary".to_owned(),
+        _ => format!("· {}: {text}", visible_line(&row.subtype)),
+    }
+}
+
+/// A text's first line.
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
+
+/// Assistant replies in task `id`'s conversation now: a checkpoint of a
+/// later turn was undone (the conversation went back before it).
+fn replies(session: &Session, id: &str) -> anyhow::Result<u32> {
+    let n = session
+        .records()
+        .api_messages(id)?
+        .iter()
+        .filter(|m| m.message.role == Role::Assistant)
+        .count();
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// The checkpoint `/undo` goes back to: the first one taken after the
+/// person's last message whose turns changed files (and are still in the
+/// conversation), so one `/undo` takes back everything one message did.
+fn undo_target(
+    session: &Session,
+    id: &str,
+    list: &[Checkpoint],
+) -> anyhow::Result<Option<Checkpoint>> {
+    let now = replies(session, id)?;
+    let live: Vec<&Checkpoint> = list.iter().filter(|c| c.turn <= now).collect();
+    // When each of the person's messages came, oldest first.
+    let mut said = Vec::new();
+    let mut started = false;
+    for row in session.records().ui_messages(id)? {
+        match UiSubtype::parse(&row.subtype) {
+            Some(UiSubtype::ApiReqStarted) => started = true,
+            Some(UiSubtype::Text) if !started && said.is_empty() => said.push(row.ts),
+            Some(UiSubtype::UserMessage) => said.push(row.ts),
+            _ => {}
+        }
+    }
+    if said.is_empty() {
+        said.push(i64::MIN);
+    }
+    let mut until = i64::MAX;
+    for &from in said.iter().rev() {
+        let first = live
+            .iter()
+            .filter(|c| c.created_at >= from && c.created_at < until)
+            .min_by_key(|c| c.id);
+        if let Some(c) = first {
+            return Ok(Some((*c).clone()));
+        }
+        until = from;
+    }
+    Ok(None)
+}
+
+/// `YYYY-MM-DD HH:MM:SS` (UTC) for a time in ms since the epoch.
+fn when(ms: i64) -> String {
+    let t =
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_seconds(t)
+        .to_string()
+        .replace('T', " ")
+        .trim_end_matches('Z')
+        .to_owned()
+}
+
+struct Undo;
+
+#[async_trait::async_trait]
+impl SlashCommand for Undo {
+    fn name(&self) -> &'static str {
+        "undo"
+    }
+    fn args(&self) -> &'static str {
+        "[checkpoint]"
+    }
+    fn about(&self) -> &'static str {
+        "take back what your last message changed: files and conversation (or go back to a checkpoint)"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["rewind", "restore"]
+    }
+    async fn run(&self, session: &mut Session, args: &str) -> anyhow::Result<Flow> {
+        let wanted = match args.trim() {
+            "" => None,
+            n => Some(n.parse::<u32>().map_err(|_| {
+                anyhow::anyhow!(
+                    "`{}` is not a checkpoint number: /undo, or /undo N with N from /checkpoints",
+                    visible_line(n)
+                )
+            })?),
+        };
+        let Some(id) = session.task() else {
+            outln!("nothing to undo: no task yet");
+            return Ok(Flow::Continue);
+        };
+        let (id, list) = session.engine.checkpoints(&id)?;
+        let target = match wanted {
+            Some(n) => match list.iter().find(|c| c.id == n) {
+                Some(c) => c.clone(),
+                None => anyhow::bail!("the task has no checkpoint {n} (/checkpoints lists them)"),
+            },
+            None => match undo_target(session, &id, &list)? {
+                Some(c) => c,
+                None => {
+                    outln!(
+                        "nothing to undo: {}",
+                        if list.is_empty() {
+                            "the task changed no files yet"
+                        } else {
+                            "what the task changed is undone already (/checkpoints lists the checkpoints; /undo N goes back to one)"
+                        }
+                    );
+                    return Ok(Flow::Continue);
+                }
+            },
+        };
+        // What goes back, before it does.
+        let diff = session.engine.checkpoint_diff(&id, target.id).await?;
+        let stat: Vec<&str> = diff
+            .lines()
+            .take_while(|l| !l.starts_with("diff --git"))
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        outln!(
+            "back to checkpoint {} (before turn {}): the files as they were then, and the conversation \
+             without that turn and those after it",
+            target.id,
+            target.turn
+        );
+        if stat.is_empty() {
+            outln!("  no file changed since");
+        }
+        for l in &stat {
+            outln!("  {}", visible_line(l.trim()));
+        }
+        if !session.options.yes {
+            let editor = session.editor.clone();
+            let read =
+                tokio::task::spawn_blocking(move || editor.read_line("Undo? [y/N] ")).await?;
+            if !matches!(read, Read::Line(ref a) if matches!(a.trim(), "y" | "Y" | "yes")) {
+                outln!("not undone");
+                return Ok(Flow::Continue);
+            }
+        }
+        let report = session
+            .engine
+            .restore_checkpoint(&id, target.id, RestoreMode::Both, false)
+            .await?;
+        for p in &report.restored {
+            outln!("restored {}", visible_line(p));
+        }
+        for p in &report.removed {
+            outln!("removed  {}", visible_line(p));
+        }
+        for p in &report.conflicts {
+            outln!(
+                "conflict {}: changed by someone else since the task did; left alone",
+                visible_line(p)
+            );
+        }
+        outln!(
+            "undone: back at checkpoint {} · your next message goes on from there (say what to do instead)",
+            target.id
+        );
+        Ok(Flow::Continue)
+    }
+}
+
+struct Checkpoints;
+
+#[async_trait::async_trait]
+impl SlashCommand for Checkpoints {
+    fn name(&self) -> &'static str {
+        "checkpoints"
+    }
+    fn about(&self) -> &'static str {
+        "the current task's checkpoints (/undo N goes back to one)"
+    }
+    async fn run(&self, session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
+        let Some(id) = session.task() else {
+            outln!("no task yet: type a message to start one");
+            return Ok(Flow::Continue);
+        };
+        let (id, list) = session.engine.checkpoints(&id)?;
+        if list.is_empty() {
+            outln!("the task has no checkpoints (it changed no files yet)");
+            return Ok(Flow::Continue);
+        }
+        let now = replies(session, &id)?;
+        let next = undo_target(session, &id, &list)?.map(|c| c.id);
+        outln!("{:>4}  {:<5} TAKEN (UTC)", "ID", "TURN");
+        for c in &list {
+            let note = if c.turn > now {
+                "undone"
+            } else if Some(c.id) == next {
+                "← /undo goes back here"
+            } else {
+                ""
+            };
+            let line = format!(
+                "{:>4}  {:<5} {:<20} {note}",
+                c.id,
+                c.turn,
+                when(c.created_at)
+            );
+            outln!("{}", line.trim_end());
+        }
+        outln!(
+            "each holds the files as they were before its turn changed them; /undo N goes back to one"
+        );
+        Ok(Flow::Continue)
+    }
+}
+
+struct Skills;
+
+#[async_trait::async_trait]
+impl SlashCommand for Skills {
+    fn name(&self) -> &'static str {
+        "skills"
+    }
+    fn about(&self) -> &'static str {
+        "the skills the current mode's tasks see, and the ones skipped (why)"
+    }
+    async fn run(&self, session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
+        let catalog = super::super::skills::catalog(&session.workspace)?;
+        let mode = session.mode();
+        let seen = catalog.for_mode(&mode);
+        if seen.available.is_empty() {
+            outln!(
+                "no skills for mode {} (a skill is a folder with a SKILL.md in .roo/skills/)",
+                visible_line(&mode)
+            );
+        } else {
+            outln!("skills for mode {}:", visible_line(&mode));
+        }
+        // Names, descriptions and paths come from skill files: shown, not
+        // interpreted.
+        for s in &seen.available {
+            let origin = match &s.mode {
+                Some(m) => format!("{}:{}", s.origin, visible_line(m)),
+                None => s.origin.to_string(),
+            };
+            outln!(
+                "  {} ({origin}{}) {}",
+                visible_line(s.name()),
+                if s.component { ", entries" } else { "" },
+                visible_line(&s.manifest.description)
+            );
+            outln!("    {}", visible_line(&s.path.display().to_string()));
+            for (lost, _) in seen
+                .overridden
+                .iter()
+                .filter(|(_, w)| std::sync::Arc::ptr_eq(w, s))
+            {
+                outln!(
+                    "    overrides {}",
+                    visible_line(&lost.path.display().to_string())
+                );
+            }
+        }
+        if !catalog.issues().is_empty() {
+            outln!("skipped:");
+        }
+        for i in catalog.issues() {
+            outln!("  {}", visible(&i.to_string()));
+        }
+        Ok(Flow::Continue)
+    }
+}
+
+struct Mcp;
+
+#[async_trait::async_trait]
+impl SlashCommand for Mcp {
+    fn name(&self) -> &'static str {
+        "mcp"
+    }
+    fn about(&self) -> &'static str {
+        "the MCP servers the tasks here use: their state and tools"
+    }
+    async fn run(&self, session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
+        let Some(hub) = session.engine.mcp() else {
+            outln!("MCP is off in this session");
+            return Ok(Flow::Continue);
+        };
+        // The servers the tasks use, started as a task would start them.
+        let servers = hub.servers(&session.workspace);
+        servers.start().await;
+        let statuses: Vec<_> = servers
+            .servers
+            .values()
+            .map(|s| s.entry.clone())
+            .zip(servers.statuses())
+            .collect();
+        if statuses.is_empty() && servers.config.issues.is_empty() {
+            outln!(
+                "no MCP servers: configure them in {} or the workspace's .roo/mcp.json",
+                super::super::mcp::global_dir()
+                    .map(|d| d.join("mcp_settings.json").display().to_string())
+                    .unwrap_or_else(|| "mcp_settings.json".into())
+            );
+        }
+        for (e, s) in &statuses {
+            let state = match &s.state {
+                ServerState::Ready => "ready".to_owned(),
+                ServerState::Disabled => "disabled".to_owned(),
+                ServerState::Untrusted => format!(
+                    "not trusted here (roost mcp trust --workspace {} {})",
+                    session.workspace.display(),
+                    s.name
+                ),
+                ServerState::Idle | ServerState::Starting => "starting".to_owned(),
+                ServerState::Restarting(w) => format!("restarting: {w}"),
+                ServerState::Failed(w) => format!("failed: {w}"),
+            };
+            outln!(
+                "{} ({}, {}) — {}",
+                visible_line(&s.name),
+                match e.source {
+                    Source::Global => "global",
+                    Source::Project => "project",
+                },
+                visible_line(&e.summary()),
+                visible_line(&state)
+            );
+            for t in &s.tools {
+                match &t.refused {
+                    None => outln!(
+                        "  tool {}{}",
+                        visible_line(&t.offered),
+                        if t.always_allow {
+                            " (always allowed)"
+                        } else {
+                            ""
+                        }
+                    ),
+                    Some(why) => outln!(
+                        "  tool {} not offered: {}",
+                        visible_line(&t.name),
+                        visible_line(why)
+                    ),
+                }
+            }
+            for err in s.errors.iter().rev().take(3).rev() {
+                outln!("  ! {}", visible_line(err));
+            }
+        }
+        for i in &servers.config.issues {
+            outln!("! {}", visible_line(&i.to_string()));
+        }
         Ok(Flow::Continue)
     }
 }
 
 struct Tasks;
 
+#[async_trait::async_trait]
 impl SlashCommand for Tasks {
     fn name(&self) -> &'static str {
         "tasks"
@@ -259,7 +784,7 @@ impl SlashCommand for Tasks {
     fn about(&self) -> &'static str {
         "recent tasks, or go on with one of them"
     }
-    fn run(&self, session: &mut Session, args: &str) -> anyhow::Result<Flow> {
+    async fn run(&self, session: &mut Session, args: &str) -> anyhow::Result<Flow> {
         let records = session.records();
         let id = args.trim();
         if !id.is_empty() {
@@ -297,6 +822,7 @@ impl SlashCommand for Tasks {
 
 struct New;
 
+#[async_trait::async_trait]
 impl SlashCommand for New {
     fn name(&self) -> &'static str {
         "new"
@@ -304,7 +830,7 @@ impl SlashCommand for New {
     fn about(&self) -> &'static str {
         "start a new task with the next message"
     }
-    fn run(&self, session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
+    async fn run(&self, session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
         session.new_task();
         outln!("your next message starts a new task");
         Ok(Flow::Continue)
@@ -313,6 +839,7 @@ impl SlashCommand for New {
 
 struct Exit;
 
+#[async_trait::async_trait]
 impl SlashCommand for Exit {
     fn name(&self) -> &'static str {
         "exit"
@@ -323,7 +850,7 @@ impl SlashCommand for Exit {
     fn aliases(&self) -> &'static [&'static str] {
         &["quit", "q"]
     }
-    fn run(&self, _session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
+    async fn run(&self, _session: &mut Session, _args: &str) -> anyhow::Result<Flow> {
         Ok(Flow::Exit)
     }
 }
@@ -341,7 +868,10 @@ mod tests {
             assert_eq!(c.find(name).map(|c| c.name()), Some(name));
         }
         assert_eq!(c.find("quit").map(|c| c.name()), Some("exit"));
-        assert!(c.find("undo").is_none());
+        for name in ["undo", "checkpoints", "skills", "mcp"] {
+            assert_eq!(c.find(name).map(|c| c.name()), Some(name));
+            assert!(c.help().contains(&format!("/{name}")), "{}", c.help());
+        }
         assert!(c.help().contains("/mode [slug]"));
     }
 }

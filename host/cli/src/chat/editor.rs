@@ -16,7 +16,7 @@ use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Cmd, Config, Editor, EventHandler, Helper, KeyCode, KeyEvent, Modifiers};
 use tokio::sync::mpsc;
 
-use super::super::interact::LineSource;
+use super::super::interact::{LineSource, Read};
 
 /// What the person typed at the prompt.
 #[derive(Debug, PartialEq, Eq)]
@@ -152,7 +152,7 @@ impl LineEditor {
 impl LineSource for LineEditor {
     /// A question: its subject (all but the last line) is printed, then
     /// the editor reads the answer after the last line.
-    fn read_line(&self, prompt: &str) -> Option<String> {
+    fn read_line(&self, prompt: &str) -> Read {
         let (subject, question) = match prompt.rsplit_once('\n') {
             Some((s, q)) => (format!("{s}\n"), q),
             None => (String::new(), prompt),
@@ -161,12 +161,12 @@ impl LineSource for LineEditor {
         super::super::line::to_stderr(&subject);
         let mut editor = self.editor.lock().unwrap_or_else(|p| p.into_inner());
         match editor.readline(question) {
-            Ok(line) => Some(line),
+            Ok(line) => Read::Line(line),
             Err(ReadlineError::Interrupted) => {
                 let _ = self.interrupts.send(());
-                None
+                Read::Interrupted
             }
-            Err(_) => None,
+            Err(_) => Read::End,
         }
     }
 }

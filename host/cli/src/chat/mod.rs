@@ -34,9 +34,9 @@ pub struct ChatArgs {
     /// Workspace directory.
     #[arg(long, default_value = ".")]
     pub workspace: PathBuf,
-    /// Mode slug.
-    #[arg(long, default_value = "code")]
-    pub mode: String,
+    /// Mode slug (default `code`).
+    #[arg(long, value_parser = super::modes::ModeSlug, hide_possible_values = true)]
+    pub mode: Option<String>,
     /// Model selection.
     #[command(flatten)]
     pub provider: ProviderArgs,
@@ -93,7 +93,7 @@ pub async fn run(args: ChatArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         editor,
         interrupts: rx,
     };
-    session.set_mode(&args.mode)?;
+    session.set_mode(args.mode.as_deref().unwrap_or("code"))?;
     session.mode_changed = false;
     outln!(
         "Roost · {} · mode {} · /help for commands, Ctrl-D to leave",
@@ -126,7 +126,7 @@ impl Session {
                 continue;
             }
             let flow = match text.strip_prefix('/') {
-                Some(cmd) => self.command(cmd),
+                Some(cmd) => self.command(cmd).await,
                 None => self.send(line.clone()).await,
             };
             match flow {
@@ -145,11 +145,11 @@ impl Session {
     }
 
     /// Run slash command `line` (without its slash).
-    fn command(&mut self, line: &str) -> anyhow::Result<Flow> {
+    async fn command(&mut self, line: &str) -> anyhow::Result<Flow> {
         let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         let commands = Arc::clone(&self.commands);
         match commands.find(name) {
-            Some(c) => c.run(self, args),
+            Some(c) => c.run(self, args).await,
             None => anyhow::bail!("unknown command /{name} (/help lists them)"),
         }
     }

@@ -5,9 +5,14 @@
 import { countWords } from './words.js';
 import { ToolError, readText } from './workspace.js';
 
+// The name the model calls: prefixed with the plugin's, so it clashes with no
+// other plugin's. plugin.toml lists it under `tools` (Roost checks the names
+// before compiling the component); keep the two in step.
+const TOOL_NAME = '__TOOL_NAME__';
+
 const TOOLS = [
   {
-    name: 'count_words',
+    name: TOOL_NAME,
     description: 'Count the words of a workspace text file',
     argsSchema: JSON.stringify({
       type: 'object',
@@ -34,7 +39,7 @@ export const tool = {
   async call(name, raw) {
     try {
       const args = JSON.parse(raw);
-      if (name === 'count_words') return countWordsTool(args);
+      if (name === TOOL_NAME) return countWordsTool(args);
       throw new ToolError('not-found', `unknown tool: ${name}`);
     } catch (e) {
       // The WIT error is thrown as a record {code, message}.

@@ -10,8 +10,13 @@ from wit_world.imports.types import ErrorCode, ToolAnnotations, ToolError, ToolG
 
 from words import count_words
 
+# The name the model calls: prefixed with the plugin's, so it clashes with no
+# other plugin's. plugin.toml lists it under `tools` (Roost checks the names
+# before compiling the component); keep the two in step.
+TOOL_NAME = "__TOOL_NAME__"
+
 COUNT_WORDS = ToolSpec(
-    "count_words",
+    TOOL_NAME,
     "Count the words of a workspace text file",
     json.dumps({
         "type": "object",
@@ -34,7 +39,7 @@ class Tool(exports.Tool):
         return [COUNT_WORDS]
 
     def call(self, name, args):
-        if name != "count_words":
+        if name != TOOL_NAME:
             _fail(ErrorCode.NOT_FOUND, f"unknown tool: {name}")
         try:
             path = json.loads(args)["path"]

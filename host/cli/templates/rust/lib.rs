@@ -21,8 +21,11 @@ fn words(text: &str) -> usize {
     text.split_whitespace().count()
 }
 
+// The name the model calls: prefixed with the plugin's, so it clashes with
+// no other plugin's. plugin.toml lists it under `tools` (Roost checks the
+// names before compiling the component); keep the two in step.
 roost_sdk::export_tools!(|| vec![
-    Tool::new("count_words", "Count the words of a workspace text file", Group::Read, count_words)
+    Tool::new("__TOOL_NAME__", "Count the words of a workspace text file", Group::Read, count_words)
         .paths(&["path"]),
 ]);
 

@@ -50,6 +50,8 @@ pub struct Proxy {
     attempts: Arc<Mutex<Vec<Attempt>>>,
     /// Stops the listener, every connection and every tunnel.
     stop: CancellationToken,
+    /// What it lets through (gone once it stopped).
+    judge: std::sync::Weak<Judge>,
 }
 
 impl Proxy {
@@ -61,12 +63,17 @@ impl Proxy {
         ));
         let listener = UnixListener::bind(&socket)?;
         let attempts = Arc::new(Mutex::new(Vec::new()));
+        let stop = CancellationToken::new();
         let judge = Arc::new(Judge {
-            allow,
+            allow: Mutex::new(Grant {
+                tunnels: stop.child_token(),
+                origins: allow,
+            }),
             seen: Arc::clone(&attempts),
-            stop: CancellationToken::new(),
+            stop,
         });
         let stop = judge.stop.clone();
+        let weak = Arc::downgrade(&judge);
         tokio::spawn(until(stop.clone(), async move {
             loop {
                 let Ok((conn, _)) = listener.accept().await else {
@@ -84,7 +91,27 @@ impl Proxy {
             socket,
             attempts,
             stop,
+            judge: weak,
         })
+    }
+
+    /// Narrow what it lets through to those of `keep` it already allows
+    /// (never wider), closing every tunnel opened before: what they
+    /// reached may no longer be allowed. An MCP server's package runner
+    /// reaches its registry only while the server starts.
+    pub fn narrow(&self, keep: &[Origin]) {
+        let Some(judge) = self.judge.upgrade() else {
+            return;
+        };
+        let mut grant = judge.allow.lock().unwrap_or_else(|p| p.into_inner());
+        grant.origins.retain(|o| keep.contains(o));
+        grant.tunnels.cancel();
+        grant.tunnels = judge.stop.child_token();
+    }
+
+    /// What was attempted so far.
+    pub fn attempts(&self) -> Vec<Attempt> {
+        self.attempts.lock().map(|a| a.clone()).unwrap_or_default()
     }
 
     /// The socket the sandbox binds.
@@ -124,9 +151,16 @@ fn remove_socket(p: &Path) -> std::io::Result<()> {
     }
 }
 
+/// What one proxy lets through now, and what closes the tunnels opened
+/// under it.
+struct Grant {
+    origins: Vec<Origin>,
+    tunnels: CancellationToken,
+}
+
 /// What one proxy lets through, what it saw, and when it stops.
 struct Judge {
-    allow: Vec<Origin>,
+    allow: Mutex<Grant>,
     seen: Arc<Mutex<Vec<Attempt>>>,
     stop: CancellationToken,
 }
@@ -219,7 +253,13 @@ impl Judge {
             Target::Tunnel { host, port } => (Scheme::Https, host.clone(), *port),
             Target::Plain { host, port } => (Scheme::Http, host.clone(), *port),
         };
-        let ok = allowed(&self.allow, scheme, &host, port);
+        let (ok, tunnels) = {
+            let grant = self.allow.lock().unwrap_or_else(|p| p.into_inner());
+            (
+                allowed(&grant.origins, scheme, &host, port),
+                grant.tunnels.clone(),
+            )
+        };
         let shown = if host.contains(':') {
             format!("[{host}]")
         } else {
@@ -248,29 +288,34 @@ impl Judge {
             }
         };
         match t {
-            Target::Tunnel { .. } => self.tunnel(req, upstream),
+            Target::Tunnel { .. } => tunnel(req, upstream, tunnels),
             Target::Plain { .. } => forward(req, upstream, &shown, port, &origin).await,
         }
     }
+}
 
-    /// Answer `CONNECT` and, once the connection is handed over, copy
-    /// bytes both ways between it and `upstream`.
-    fn tunnel(&self, req: Request<Incoming>, mut upstream: TcpStream) -> Response<Body> {
-        tokio::spawn(until(self.stop.clone(), async move {
-            match hyper::upgrade::on(req).await {
-                Ok(conn) => {
-                    let mut conn = TokioIo::new(conn);
-                    if let Err(e) = tokio::io::copy_bidirectional(&mut conn, &mut upstream).await {
-                        tracing::debug!("command proxy tunnel: {e}");
-                    }
+/// Answer `CONNECT` and, once the connection is handed over, copy bytes
+/// both ways between it and `upstream` until `closed` (the proxy stopped,
+/// or narrowed what it allows).
+fn tunnel(
+    req: Request<Incoming>,
+    mut upstream: TcpStream,
+    closed: CancellationToken,
+) -> Response<Body> {
+    tokio::spawn(until(closed, async move {
+        match hyper::upgrade::on(req).await {
+            Ok(conn) => {
+                let mut conn = TokioIo::new(conn);
+                if let Err(e) = tokio::io::copy_bidirectional(&mut conn, &mut upstream).await {
+                    tracing::debug!("command proxy tunnel: {e}");
                 }
-                Err(e) => tracing::debug!("command proxy tunnel not opened: {e}"),
             }
-        }));
-        let mut r = Response::new(Either::Right(Either::Right(Empty::new())));
-        *r.status_mut() = StatusCode::OK;
-        r
-    }
+            Err(e) => tracing::debug!("command proxy tunnel not opened: {e}"),
+        }
+    }));
+    let mut r = Response::new(Either::Right(Either::Right(Empty::new())));
+    *r.status_mut() = StatusCode::OK;
+    r
 }
 
 /// Send `req` to its origin on `upstream`: in origin form, with `Host`
@@ -510,6 +555,67 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// Narrowed, a proxy refuses what it no longer allows, closes the
+    /// tunnels opened before, and is never widened.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn narrowing_refuses_and_closes_what_was_dropped() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // An upstream that echoes until its peer closes.
+        let echo = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = echo.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            while let Ok((mut c, _)) = echo.accept().await {
+                tokio::spawn(async move {
+                    let (mut r, mut w) = c.split();
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                });
+            }
+        });
+        let registry = Origin::parse(&format!("https://127.0.0.1:{port}")).expect("origin");
+        let other = Origin::parse("https://other.example").expect("origin");
+        let dir = tempfile::tempdir().expect("dir");
+        let proxy = Proxy::start(dir.path(), vec![registry.clone()]).expect("proxy");
+        let connect = || async {
+            let mut c = UnixStream::connect(proxy.socket()).await.expect("connect");
+            c.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").as_bytes())
+                .await
+                .expect("write");
+            let mut head = [0u8; 12];
+            c.read_exact(&mut head).await.expect("status line");
+            (c, String::from_utf8_lossy(&head).into_owned())
+        };
+        let (mut open, status) = connect().await;
+        assert_eq!(status, "HTTP/1.1 200");
+        // The rest of the answer's head, then the tunnel.
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            head.push(open.read_u8().await.expect("head"));
+        }
+        open.write_all(b"ping").await.expect("write");
+        let mut got = [0u8; 4];
+        open.read_exact(&mut got).await.expect("echo");
+        assert_eq!(&got, b"ping");
+        // Never wider: an origin it did not allow stays refused.
+        proxy.narrow(&[other]);
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            open.read_to_end(&mut rest),
+        )
+        .await;
+        assert!(
+            matches!(closed, Ok(Ok(0))),
+            "the tunnel opened before is closed: {closed:?}"
+        );
+        let (_, status) = connect().await;
+        assert_eq!(status, "HTTP/1.1 403");
+        let seen = proxy.attempts();
+        assert_eq!(seen.len(), 2);
+        assert!(seen[0].allowed && !seen[1].allowed, "{seen:?}");
     }
 
     /// A `CONNECT` is judged and recorded like any request; once open,

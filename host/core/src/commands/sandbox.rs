@@ -81,6 +81,11 @@ pub struct Plan<'a> {
     /// their path (the workspace, the write roots): a directory swapped
     /// for a link since it was checked cannot redirect the mount.
     pub held: &'a [Held<'a>],
+    /// Host directories bound writable at another path (host, inside),
+    /// after every hidden path is covered: an MCP package runner's own
+    /// cache, kept in Roost's (hidden) data dir, seen under the private
+    /// `/tmp`.
+    pub binds: &'a [(PathBuf, PathBuf)],
 }
 
 /// A directory the host holds open, mounted at `at` in the sandbox.
@@ -369,6 +374,9 @@ fn bwrap_args(plan: &Plan<'_>, seccomp: Option<i32>) -> Vec<String> {
             a.extend(["--ro-bind".to_owned(), "/dev/null".to_owned(), s(h)]);
         }
     }
+    for (host, inside) in plan.binds {
+        a.extend(["--bind".to_owned(), s(host), s(inside)]);
+    }
     // A home the restricted view does not show: the private /tmp.
     if plan.profile.read.is_some() {
         let home = plan
@@ -380,6 +388,7 @@ fn bwrap_args(plan: &Plan<'_>, seccomp: Option<i32>) -> Vec<String> {
             plan.profile.read.iter().flatten().any(|r| h.starts_with(r))
                 || h.starts_with(plan.workspace)
                 || SYSTEM_DIRS.iter().any(|d| h.starts_with(d))
+                || plan.binds.iter().any(|(_, inside)| h.starts_with(inside))
         };
         if home.is_none_or(|h| !shown(h)) {
             a.extend(["--setenv", "HOME", "/tmp"].map(str::to_owned));

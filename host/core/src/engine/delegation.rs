@@ -19,7 +19,7 @@ use crate::task::{Creation, TaskOutcome};
 use crate::tools::native::parse_todos;
 use crate::turn::{ChildSpec, SpawnError, Spawner};
 use roost_protocol::task::Endpoint;
-use roost_protocol::{EngineErrorCode, ErrorBody, TaskSettings, TaskStatus};
+use roost_protocol::{EngineErrorCode, ErrorBody, TaskSettings, TaskStatus, UiRow, UiSubtype};
 
 /// Each tree's slots for running subtasks, by root id.
 #[derive(Default)]
@@ -149,6 +149,16 @@ impl Spawner for Engine {
                 todos: todos.as_deref(),
             })
             .map_err(|e| refused(e.into()))?;
+        // It starts under the intent its parent passed on (held narrowed
+        // to its bound: `intents::bound`), recorded as any selection is.
+        if let Some(intent) = settings.inherited.intent.as_deref() {
+            store
+                .set_active_intent(&task.id, Some(intent))
+                .and_then(|()| {
+                    store.append_ui(&task.id, UiRow::say(UiSubtype::IntentSelected), intent)
+                })
+                .map_err(|e| refused(e.into()))?;
+        }
         let (events, _) = self.register(&task.id, setup, false);
         let rx = events.subscribe();
         self.start_in_tree(&parent.root_id, &task.id, Some(&settings));

@@ -51,6 +51,14 @@ pub struct About {
     /// the file must match it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub sha256: String,
+    /// The names of the tools the component provides. Declared so that
+    /// `install` can check them against the built-in tools and the
+    /// installed plugins' before compiling the component (a minute for a
+    /// Python or JavaScript one); when given, the component must provide
+    /// exactly these. Optional: without it the names are checked after the
+    /// compile.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
 }
 
 /// What the plugin may read.
@@ -175,6 +183,30 @@ impl Manifest {
         {
             return Err(bad("plugin.sha256", "must be 64 lowercase hex digits"));
         }
+        let mut declared = BTreeSet::new();
+        for (i, t) in self.plugin.tools.iter().enumerate() {
+            if !valid_tool_name(t) {
+                return Err(bad(
+                    format!("plugin.tools[{i}]"),
+                    format!("`{t}` is not a tool name (1-64 of A-Z, a-z, 0-9, _ and -)"),
+                ));
+            }
+            if !declared.insert(t) {
+                return Err(bad(
+                    format!("plugin.tools[{i}]"),
+                    format!("`{t}` is listed twice"),
+                ));
+            }
+        }
+        if self.plugin.tools.len() > MAX_TOOLS {
+            return Err(bad(
+                "plugin.tools",
+                format!(
+                    "lists {} tools; at most {MAX_TOOLS} are accepted",
+                    self.plugin.tools.len()
+                ),
+            ));
+        }
         let mut seen = BTreeSet::new();
         for (i, entry) in self.capabilities.network.iter().enumerate() {
             let host = NetworkRule::parse(entry)
@@ -267,6 +299,19 @@ pub fn semver_core(v: &str) -> Option<(u64, u64, u64)> {
     let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
     let out = (parts.next()??, parts.next()??, parts.next()??);
     parts.next().is_none().then_some(out)
+}
+
+/// The most tools one plugin may provide (the sandbox's limit).
+const MAX_TOOLS: usize = 128;
+
+/// A tool name as the sandbox accepts one from a component: 1–64 of
+/// `A-Z a-z 0-9 _ -` (the names models' APIs accept).
+pub fn valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// A plugin name: 1–64 of `a-z 0-9 - _`, starting with a letter.
@@ -429,6 +474,21 @@ deadline_ms = 5000
             ),
             ("write = false", "write = \"yes\"", "capabilities.write"),
             ("description = \"Forecasts\"\n", "", "(none: still fine)"),
+            (
+                "component = \"weather.wasm\"",
+                "component = \"weather.wasm\"\ntools = [\"forecast\", \"fore cast\"]",
+                "plugin.tools[1]",
+            ),
+            (
+                "component = \"weather.wasm\"",
+                "component = \"weather.wasm\"\ntools = [\"forecast\", \"forecast\"]",
+                "plugin.tools[1]",
+            ),
+            (
+                "component = \"weather.wasm\"",
+                "component = \"weather.wasm\"\ntools = [\"forecast\", \"weather_alerts\"]",
+                "(none: declared tools are fine)",
+            ),
         ];
         for (from, to, field) in cases {
             let text = GOOD.replacen(from, to, 1);

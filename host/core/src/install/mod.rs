@@ -58,7 +58,9 @@ pub enum InstallError {
     #[error(transparent)]
     Registry(#[from] RegistryError),
     /// A tool name is taken by another installed plugin.
-    #[error("tool `{tool}` is already provided by the installed plugin `{owner}`")]
+    #[error(
+        "tool `{tool}` is already provided by the installed plugin `{owner}`: rename the tool (in the plugin's code and in plugin.toml's `tools`), or remove `{owner}` first"
+    )]
     Collision {
         /// The tool.
         tool: String,
@@ -242,6 +244,17 @@ impl Plugins {
         {
             return Err(InstallError::FirstPartyName(manifest.plugin.name));
         }
+        // The tool names the manifest declares, checked against the
+        // built-in tools and the installed plugins' before the compile: a
+        // clash is known now, not a minute later.
+        let mut scratch = Registry::new();
+        for p in first_party::load_all(&self.engine)? {
+            scratch.add_plugin(p)?;
+        }
+        let owners = self.tool_owners(&manifest.plugin.name, replacing)?;
+        for tool in &manifest.plugin.tools {
+            check_free(&scratch, &owners, &manifest.plugin.name, tool)?;
+        }
         let actual = sha256_hex(&bytes);
         if manifest.plugin.sha256.is_empty() {
             manifest.plugin.sha256.clone_from(&actual);
@@ -266,21 +279,6 @@ impl Plugins {
             }
             .into());
         }
-        // First-party and host-native names, reserved names and schemas.
-        let mut scratch = Registry::new();
-        for p in first_party::load_all(&self.engine)? {
-            scratch.add_plugin(p)?;
-        }
-        scratch.add_plugin(Arc::clone(&plugin))?;
-        let mut owners: BTreeMap<String, String> = BTreeMap::new();
-        for other in self.list()? {
-            if Some(other.name()) == replacing || other.name() == manifest.plugin.name {
-                continue;
-            }
-            for t in &other.tools {
-                owners.insert(t.name.clone(), other.name().to_owned());
-            }
-        }
         let tools: Vec<ToolSummary> = plugin
             .tools()
             .iter()
@@ -290,6 +288,11 @@ impl Plugins {
                 destructive: t.destructive,
             })
             .collect();
+        if !manifest.plugin.tools.is_empty() {
+            check_declared(&manifest.plugin.tools, &tools)?;
+        }
+        // First-party and host-native names, reserved names and schemas.
+        scratch.add_plugin(Arc::clone(&plugin))?;
         if let Some(t) = tools.iter().find(|t| owners.contains_key(&t.name)) {
             return Err(InstallError::Collision {
                 tool: t.name.clone(),
@@ -309,6 +312,25 @@ impl Plugins {
             plugin,
             signer,
         })
+    }
+
+    /// Which installed plugin provides each tool name, leaving out `name`
+    /// itself and the plugin an upgrade replaces.
+    fn tool_owners(
+        &self,
+        name: &str,
+        replacing: Option<&str>,
+    ) -> Result<BTreeMap<String, String>, InstallError> {
+        let mut owners = BTreeMap::new();
+        for other in self.list()? {
+            if Some(other.name()) == replacing || other.name() == name {
+                continue;
+            }
+            for t in &other.tools {
+                owners.insert(t.name.clone(), other.name().to_owned());
+            }
+        }
+        Ok(owners)
     }
 
     /// The manifest (and whether it came with the source), the component's
@@ -384,6 +406,7 @@ impl Plugins {
                             .map(|f| f.to_string_lossy().into_owned())
                             .unwrap_or_default(),
                         sha256: sha256_hex(&bytes),
+                        tools: Vec::new(),
                     },
                     capabilities: Capabilities::default(),
                 };
@@ -661,6 +684,65 @@ pub fn describe(c: &Capabilities, ceiling: &Limits) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Whether `plugin` may take the tool name `tool`: not reserved for the
+/// host, not a first-party tool's (in `builtin`), not another installed
+/// plugin's (in `owners`).
+fn check_free(
+    builtin: &Registry,
+    owners: &BTreeMap<String, String>,
+    plugin: &str,
+    tool: &str,
+) -> Result<(), InstallError> {
+    if let Some(reason) = crate::tools::reserved::reserved(tool) {
+        return Err(RegistryError::Reserved {
+            tool: tool.to_owned(),
+            plugin: plugin.to_owned(),
+            reason,
+        }
+        .into());
+    }
+    if let Some(existing) = builtin.get(tool) {
+        return Err(RegistryError::Duplicate {
+            tool: tool.to_owned(),
+            first: existing.provider().to_owned(),
+            second: plugin.to_owned(),
+        }
+        .into());
+    }
+    if let Some(owner) = owners.get(tool) {
+        return Err(InstallError::Collision {
+            tool: tool.to_owned(),
+            owner: owner.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// The component provides exactly the tools its manifest declares.
+fn check_declared(declared: &[String], tools: &[ToolSummary]) -> Result<(), InstallError> {
+    let declared: std::collections::BTreeSet<&str> = declared.iter().map(String::as_str).collect();
+    let provided: std::collections::BTreeSet<&str> =
+        tools.iter().map(|t| t.name.as_str()).collect();
+    if declared == provided {
+        return Ok(());
+    }
+    let list = |s: &std::collections::BTreeSet<&str>| {
+        s.iter()
+            .map(|t| format!("`{t}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Err(ManifestError {
+        field: "plugin.tools".into(),
+        detail: format!(
+            "lists {}, but the component provides {}",
+            list(&declared),
+            list(&provided)
+        ),
+    }
+    .into())
 }
 
 fn decode(r: &PluginRecord) -> Result<Installed, InstallError> {

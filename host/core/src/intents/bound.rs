@@ -5,12 +5,35 @@
 //! directory); two sibling scopes count as disjoint only when their
 //! literal directories diverge. When containment cannot be proved, the
 //! answer is no.
+//!
+//! # Subtasks under intents
+//!
+//! Where intents are on, a subtask works under its parent's intent,
+//! narrowed to what it was given — Roo's "Touch and Go": an orchestrator
+//! under `INT-A` (`src/a/**`) fans out children scoped `src/a/p1.txt` and
+//! `src/a/p2.txt`, and each writes its own file under `INT-A`:
+//!
+//! - The parent passes its active intent on (`Inherited::intent`, with
+//!   `write_bound`: the part of the intent's scope the child may write).
+//!   The child starts under it: no `select_active_intent` is needed.
+//! - A subtask holds an intent through [`hold`], the one rule for starting,
+//!   resuming and `select_active_intent`: an intent whose `owned_scope`
+//!   lies inside its bound is held as it is; the intent it was passed on is
+//!   held narrowed to its bound (its writes, sandbox write roots, trace
+//!   and the `<intent_context>` it reads name only its own part); any other
+//!   intent is refused (`intent_outside_parent_scope`), so a child never
+//!   works under an intent its parent did not hand it, and its work is
+//!   recorded under that intent.
+//! - Nothing widens on the way down: a child's bound lies inside what its
+//!   parent holds, a narrowed intent passes on narrowed, and `.intentignore`
+//!   exempts nothing beyond a narrowed scope. A write outside it is refused
+//!   (`outside_parent_scope`) with no one asked.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-use super::IntentError;
+use super::{Intent, IntentError, Scope};
 
 /// The glob's components, normalised (`./` and trailing `/` dropped).
 fn components(glob: &str) -> Vec<&str> {
@@ -162,6 +185,62 @@ impl Bound {
     }
 }
 
+/// Why a subtask may not hold an intent.
+#[derive(Debug, thiserror::Error)]
+pub enum HoldError {
+    /// The intent reaches beyond the subtask's bound and is not the one its
+    /// parent passed on (or that one does not provably cover the bound).
+    #[error(
+        "intent {intent} ({}) is not inside this subtask's scope ({}) and is not the intent its parent \
+         passed on{}",
+        .owned_scope.join(", "),
+        if .bound.is_empty() { "nothing".to_owned() } else { .bound.join(", ") },
+        .inherited.as_ref().map(|i| format!(" ({i})")).unwrap_or_default()
+    )]
+    OutsideParentScope {
+        /// The intent asked for.
+        intent: String,
+        /// Its `owned_scope`.
+        owned_scope: Vec<String>,
+        /// What the subtask may write.
+        bound: Vec<String>,
+        /// The intent its parent passed on, if any.
+        inherited: Option<String>,
+    },
+    /// A glob is invalid.
+    #[error(transparent)]
+    Invalid(#[from] IntentError),
+}
+
+/// The intent `intent` as a task bounded by `bound` (`None`: a root task)
+/// and passed `inherited` by its parent holds it, with the scope it may
+/// write under it. See the module's documentation for the rule.
+pub fn hold(
+    workspace: &Path,
+    intent: Intent,
+    bound: Option<&Bound>,
+    inherited: Option<&str>,
+) -> Result<(Intent, Scope), HoldError> {
+    let Some(bound) = bound else {
+        let scope = Scope::new(workspace, &intent)?;
+        return Ok((intent, scope));
+    };
+    if within(&intent.owned_scope, bound.globs()) {
+        let scope = Scope::new(workspace, &intent)?;
+        return Ok((intent, scope));
+    }
+    if inherited == Some(intent.id.as_str()) && within(bound.globs(), &intent.owned_scope) {
+        let scope = Scope::narrowed(&intent, bound.globs())?;
+        return Ok((intent, scope));
+    }
+    Err(HoldError::OutsideParentScope {
+        owned_scope: intent.owned_scope.clone(),
+        intent: intent.id,
+        bound: bound.globs().to_vec(),
+        inherited: inherited.map(str::to_owned),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +280,94 @@ mod tests {
         let b = vec!["src/lib.rs".to_owned()];
         assert_eq!(overlap(&a, &b), Some(("src/**", "src/lib.rs")));
         assert_eq!(overlap(&a, &["docs/**".to_owned()]), None);
+    }
+
+    fn intent(id: &str, scope: &[&str]) -> Intent {
+        Intent {
+            id: id.into(),
+            name: id.into(),
+            status: "IN_PROGRESS".into(),
+            owned_scope: scope.iter().map(|g| (*g).to_owned()).collect(),
+            constraints: vec![],
+            acceptance_criteria: vec![],
+            command_profile: None,
+        }
+    }
+
+    /// Touch and Go: the intent passed on is held narrowed to the child's
+    /// part; an intent inside the part as it is; any other wider one, and
+    /// the passed-on one where it cannot be proved to cover the part, not.
+    #[test]
+    fn a_subtask_holds_its_parents_intent_narrowed_and_nothing_wider() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join(super::super::ORCHESTRATION_DIR)).expect("mkdir");
+        std::fs::write(
+            dir.path().join(".orchestration/.intentignore"),
+            "CHANGELOG.md\n",
+        )
+        .expect("write");
+        let ws = dir.path();
+        let part = Bound::new(&["src/a/p1.txt".into()]).expect("bound");
+        let (held, scope) = hold(
+            ws,
+            intent("INT-A", &["src/a/**"]),
+            Some(&part),
+            Some("INT-A"),
+        )
+        .expect("held");
+        assert_eq!(
+            held.owned_scope,
+            vec!["src/a/**"],
+            "the intent itself is unchanged"
+        );
+        assert_eq!(scope.intent(), "INT-A");
+        assert_eq!(scope.globs(), ["src/a/p1.txt"]);
+        assert!(scope.allows("src/a/p1.txt"));
+        assert!(!scope.allows("src/a/p2.txt") && !scope.allows("CHANGELOG.md"));
+        assert_eq!(scope.write_roots(), [PathBuf::from("src/a")]);
+        // Not passed on: refused, even though it covers the part.
+        let e = hold(
+            ws,
+            intent("INT-SRC", &["src/**"]),
+            Some(&part),
+            Some("INT-A"),
+        )
+        .expect_err("not passed on");
+        assert!(
+            matches!(e, HoldError::OutsideParentScope { ref intent, .. } if intent == "INT-SRC"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("(INT-A)"), "{e}");
+        // Passed on but not provably covering the part.
+        let other = Bound::new(&["src/b/**".into()]).expect("bound");
+        assert!(
+            hold(
+                ws,
+                intent("INT-A", &["src/a/**"]),
+                Some(&other),
+                Some("INT-A")
+            )
+            .is_err()
+        );
+        let wide = Bound::new(&["src/**".into()]).expect("bound");
+        // Inside the part: held as it is, `.intentignore` and all.
+        let (_, s) =
+            hold(ws, intent("INT-N", &["src/a/p1.txt"]), Some(&wide), None).expect("inside");
+        assert_eq!(s.globs(), ["src/a/p1.txt"]);
+        assert!(s.allows("CHANGELOG.md"));
+        // A read-only subtask holds it with nothing to write.
+        let none = Bound::new(&[]).expect("bound");
+        let (_, s) = hold(
+            ws,
+            intent("INT-A", &["src/a/**"]),
+            Some(&none),
+            Some("INT-A"),
+        )
+        .expect("held");
+        assert!(s.globs().is_empty() && !s.allows("src/a/p1.txt"));
+        // A root task holds any intent as it is.
+        let (_, s) = hold(ws, intent("INT-SRC", &["src/**"]), None, None).expect("root");
+        assert!(s.allows("src/b/x.rs"));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! work items a task may act under; `select_active_intent` picks one, and
 //! from then on destructive calls run with write access to that intent's
 //! `owned_scope` only. A workspace without `.orchestration/` has intents off.
+//! A subtask works under its parent's intent, narrowed to its own scope
+//! ([`bound`] says how).
 
 pub mod bound;
 mod trace;
@@ -181,9 +183,29 @@ impl Scope {
         })
     }
 
+    /// The scope of `intent` as a subtask holds it: narrowed to `globs`
+    /// (its parent's grant, which [`bound::hold`] proved lies inside the
+    /// intent's `owned_scope`). `.intentignore` widens nothing here: the
+    /// subtask may write exactly what it was given.
+    fn narrowed(intent: &Intent, globs: &[String]) -> Result<Self, IntentError> {
+        Ok(Self {
+            intent: intent.id.clone(),
+            owned: globset(&intent.id, globs)?,
+            owned_globs: globs.to_vec(),
+            ignored: GlobSet::empty(),
+            roots: globs.iter().map(|g| root_of(g)).collect(),
+        })
+    }
+
     /// The intent's id.
     pub fn intent(&self) -> &str {
         &self.intent
+    }
+
+    /// The globs the task may write under the intent: its `owned_scope`,
+    /// or the narrower part a subtask was given.
+    pub fn globs(&self) -> &[String] {
+        &self.owned_globs
     }
 
     /// Whether a workspace-relative path may be written under this intent
@@ -248,8 +270,16 @@ pub fn parent_dir(rel: &str) -> PathBuf {
     }
 }
 
-/// The `<intent_context>` block returned by `select_active_intent`.
-pub fn context_block(workspace: &Path, intent: &Intent, recent: &[TraceEntry]) -> String {
+/// The `<intent_context>` block returned by `select_active_intent`:
+/// `owned_scope` is what the task may write under the intent (`scope`'s
+/// globs); a subtask holding it narrowed also sees the intent's own
+/// scope, as `intent_scope`.
+pub fn context_block(
+    workspace: &Path,
+    intent: &Intent,
+    scope: &Scope,
+    recent: &[TraceEntry],
+) -> String {
     let list = |items: &[String]| {
         if items.is_empty() {
             "  (none)".to_owned()
@@ -266,10 +296,16 @@ pub fn context_block(workspace: &Path, intent: &Intent, recent: &[TraceEntry]) -
         intent.id,
         intent.name,
         intent.status,
-        list(&intent.owned_scope),
+        list(scope.globs()),
         list(&intent.constraints),
         list(&intent.acceptance_criteria)
     );
+    if scope.globs() != intent.owned_scope.as_slice() {
+        s.push_str(&format!(
+            "intent_scope: (the whole intent's; this subtask may write only its owned_scope above)\n{}\n",
+            list(&intent.owned_scope)
+        ));
+    }
     s.push_str("recent_trace:\n");
     if recent.is_empty() {
         s.push_str("  (none)\n");

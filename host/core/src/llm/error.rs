@@ -18,6 +18,14 @@ pub enum LlmError {
     /// The connection failed or dropped.
     #[error("connection to the provider failed: {0}")]
     Connection(String),
+    /// Nothing listens at the endpoint (the connection was refused): a
+    /// server that is not running, or a wrong port. Said once, not
+    /// retried.
+    #[error(
+        "nothing listens at {0} (connection refused): start the model server or fix the base URL; \
+         `roost doctor` checks every configured endpoint"
+    )]
+    Unreachable(String),
     /// The stream ended before the reply was complete.
     #[error("the provider's stream ended before the reply was complete")]
     TruncatedStream,
@@ -52,7 +60,7 @@ impl LlmError {
                 let m = m.to_ascii_lowercase();
                 m.contains("overloaded") || m.contains("rate limit") || m.contains("rate_limit")
             }
-            Self::Decode(_) | Self::Config(_) | Self::GaveUp { .. } => false,
+            Self::Decode(_) | Self::Config(_) | Self::Unreachable(_) | Self::GaveUp { .. } => false,
         }
     }
 

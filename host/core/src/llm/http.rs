@@ -45,10 +45,13 @@ impl Transport for HttpTransport {
         for (k, v) in &self.headers {
             req = req.header(k, v);
         }
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| LlmError::Connection(root_cause(&e)))?;
+        let resp = req.send().await.map_err(|e| {
+            if refused(&e) {
+                LlmError::Unreachable(origin(&self.url))
+            } else {
+                LlmError::Connection(root_cause(&e))
+            }
+        })?;
         let status = resp.status();
         if !status.is_success() {
             let retry_after = resp
@@ -193,6 +196,30 @@ fn cut(s: &str, max: usize) -> String {
     format!("{}…", &s[..end])
 }
 
+/// Whether the connection was refused: nothing listens at the address
+/// (as opposed to a timeout or a dropped connection, which may pass).
+fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        cur = c.source();
+    }
+    false
+}
+
+/// `scheme://host:port` of `url` (the request's path says nothing about
+/// where a server should listen).
+fn origin(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => u.origin().ascii_serialization(),
+        Err(_) => url.to_owned(),
+    }
+}
+
 /// An error with its causes, innermost last: reqwest's own message ("error
 /// sending request for url …") leaves out what the user needs ("Connection
 /// refused").
@@ -235,6 +262,28 @@ fn not_found_hint(url: &str, body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A refused connection is told apart from other failures, through
+    /// the error's causes.
+    #[tokio::test]
+    async fn a_refused_connection_is_unreachable_and_not_retried() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("port");
+        let t = HttpTransport::new(
+            format!("http://127.0.0.1:{port}/v1/chat/completions"),
+            vec![],
+        )
+        .expect("transport");
+        let e = match t.send(&bytes::Bytes::from_static(b"{}")).await {
+            Err(e) => e,
+            Ok(_) => panic!("nothing listens there"),
+        };
+        assert_eq!(e, LlmError::Unreachable(format!("http://127.0.0.1:{port}")));
+        assert!(!e.is_retryable());
+        assert_eq!(origin("not a url"), "not a url");
+    }
 
     #[test]
     fn error_bodies_are_one_line() {

@@ -125,6 +125,11 @@ pub struct Turn {
     /// without sending more (a server that stalls mid-reply; a person
     /// stops it).
     pub stall_after: Option<usize>,
+    /// Serve this turn only to a request whose conversation holds this
+    /// text: a model that decides from what it was sent, not from how
+    /// often it was asked. See [`ScriptedTransport`] for how a reply is
+    /// picked when turns carry it.
+    pub when: Option<String>,
 }
 
 /// A scripted tool call.
@@ -183,7 +188,59 @@ fn assistant_messages(body: &[u8]) -> usize {
         .sum()
 }
 
-/// Serves a [`Script`] turn by turn in place of the network.
+/// The text of a request's conversation as a model reads it: every
+/// message's text and tool results, the system prompt and the tool list
+/// left out (they hold the instructions, not what happened).
+fn conversation_text(body: &Value) -> String {
+    let mut out = String::new();
+    for m in body["messages"].as_array().into_iter().flatten() {
+        if m["role"] == "system" {
+            continue;
+        }
+        match &m["content"] {
+            Value::String(s) => out.push_str(s),
+            Value::Array(parts) => {
+                for p in parts {
+                    if let Some(t) = p["text"].as_str() {
+                        out.push_str(t);
+                    }
+                }
+            }
+            _ => {}
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The turn a request is answered with when the turns carry `when`: the
+/// last of them whose text the conversation holds (the furthest the
+/// conversation has got), so a model that was not shown a result asks
+/// for it again as a real one would.
+fn turn_by_content(turns: &[Turn], body: &[u8]) -> Result<usize, LlmError> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| LlmError::Config(format!("the request body is not JSON: {e}")))?;
+    let text = conversation_text(&v);
+    turns
+        .iter()
+        .rposition(|t| t.when.as_deref().is_some_and(|w| text.contains(w)))
+        .ok_or_else(|| {
+            LlmError::Config(
+                "no turn of the script answers this request: its conversation holds none of the turns' `when` texts"
+                    .into(),
+            )
+        })
+}
+
+/// Whether `turns` are picked by what a request holds (any carries `when`).
+fn turns_by_content(turns: &[Turn]) -> bool {
+    turns.iter().any(|t| t.when.is_some())
+}
+
+/// Serves a [`Script`] turn by turn in place of the network: in order of
+/// arrival, by the assistant messages a request holds
+/// ([`ScriptedTransport::per_conversation`], subtasks' transcripts), or,
+/// when the turns carry `when`, by what the request's conversation holds.
 pub struct ScriptedTransport {
     script: Script,
     /// Each turn's SSE bytes, rendered the first time it is served (a turn
@@ -389,7 +446,10 @@ impl Transport for ScriptedTransport {
                 .iter()
                 .position(|t| t.selects(&system, &first_user))
         };
-        let index = if self.by_history || !self.script.tasks.is_empty() {
+        let index = if turns_by_content(&self.script.turns) && task.is_none() {
+            self.next.fetch_add(1, Ordering::SeqCst);
+            turn_by_content(&self.script.turns, body)?
+        } else if self.by_history || !self.script.tasks.is_empty() {
             self.next.fetch_add(1, Ordering::SeqCst);
             assistant_messages(body)
         } else {
@@ -455,6 +515,42 @@ impl Transport for ScriptedTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// With `when`, a request gets the last turn whose text its
+    /// conversation holds; the system prompt does not count, and a
+    /// request no turn answers is an error, not a guess.
+    #[test]
+    fn turns_are_picked_by_what_the_conversation_holds() {
+        let turn = |when: &str, text: &str| Turn {
+            when: Some(when.into()),
+            text: text.into(),
+            ..Turn::default()
+        };
+        let turns = [
+            turn("task", "first"),
+            turn("A-END", "second"),
+            turn("B-END", "third"),
+        ];
+        let body = |messages: Value| json!({"messages": messages}).to_string().into_bytes();
+        let pick = |messages: Value| turn_by_content(&turns, &body(messages));
+        assert_eq!(
+            pick(json!([{"role": "user", "content": "the task"}])).ok(),
+            Some(0)
+        );
+        let later = json!([
+            {"role": "system", "content": "B-END is in the instructions only"},
+            {"role": "user", "content": [{"type": "text", "text": "the task"}]},
+            {"role": "tool", "content": "... A-END"},
+        ]);
+        assert_eq!(pick(later).ok(), Some(1));
+        let both = json!([
+            {"role": "user", "content": "the task"},
+            {"role": "tool", "content": "A-END"},
+            {"role": "tool", "content": "B-END"},
+        ]);
+        assert_eq!(pick(both).ok(), Some(2));
+        assert!(pick(json!([{"role": "user", "content": "other"}])).is_err());
+    }
 
     /// Assistant messages are counted as members of the body's objects;
     /// the same words inside a string (a file that quotes a request) do

@@ -184,6 +184,7 @@ impl McpHub {
                 None => McpServer::new(
                     entry.clone(),
                     workspace.to_path_buf(),
+                    self.data_dir.clone(),
                     Arc::clone(&self.sandbox),
                     state,
                 ),

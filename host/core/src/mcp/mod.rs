@@ -2,7 +2,8 @@
 //! configured in Roo Code's files ([`config`]), a workspace's own are
 //! started only once trusted there ([`trust`]), stdio servers run in the
 //! command sandbox ([`server`]) over a bounded pipe ([`stdio`]), what they
-//! send is bounded ([`limits`]),
+//! send is bounded ([`limits`]), package runners (`npx`, `uvx`, …) get a
+//! cache of their own and their registry while they start ([`runner`]),
 //! and the [`McpHub`] keeps each workspace's servers running. Their tools
 //! reach tasks as [`ToolExecutor`](crate::tools::ToolExecutor)s laid over
 //! the registry (`tools::mcp`) and go through the one dispatch.
@@ -10,6 +11,7 @@
 pub mod config;
 pub mod hub;
 pub mod limits;
+pub mod runner;
 pub mod server;
 pub mod stdio;
 pub mod tls;

@@ -3,7 +3,11 @@
 //! kept for its status) or reached (HTTP), its tool and resource lists
 //! kept fresh (`list_changed`), its calls bounded by its timeout, and a
 //! crashed server restarted with backoff. Everything a server sends is
-//! bounded before Roost keeps it (see [`super::limits`]).
+//! bounded before Roost keeps it (see [`super::limits`]). A server started
+//! by a package runner gets its own cache and its registry while it starts
+//! (see [`super::runner`]). A server that fails to start says why: how it
+//! exited (at once, not at its timeout), the end of its stderr, and what
+//! its sandbox refused.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -27,9 +31,11 @@ use serde_json::Value;
 
 use super::config::{ServerEntry, Transport};
 use super::limits::{self, ToolInfo};
-use super::stdio::{ChildTransport, Overflow};
+use super::runner::{self, PackageRunner};
+use super::stdio::{ChildTransport, Exit, Overflow, StderrTail};
 use crate::commands::proxy::Proxy;
 use crate::commands::{CommandHost, Confinement, Held, Plan, profile};
+use roost_sandbox::capability::Origin;
 use roost_sandbox::capability::Workspace;
 use std::os::fd::AsFd;
 
@@ -63,6 +69,29 @@ const MAX_RESTARTS: u32 = 5;
 /// CPU time a stdio server's process may use in its life, unless its
 /// profile bounds it otherwise (a crashed one is restarted).
 const SERVER_CPU_SECONDS: u64 = 3600;
+/// Longest a server started by a package runner may take to answer
+/// `initialize` (unless its `timeout` is longer): its first start fetches
+/// the package. A runner that fails exits, and is reported at once.
+const RUNNER_START: Duration = Duration::from_secs(180);
+/// How long a failed server's stderr and exit are waited for before its
+/// failure is reported.
+const SETTLE: Duration = Duration::from_secs(2);
+/// Most characters of a server's stderr a failure's reason quotes.
+const QUOTED_STDERR: usize = 1200;
+
+/// A stdio server's process as started, with what tells why it failed.
+struct Spawned {
+    transport: ChildTransport,
+    proxy: Option<Proxy>,
+    exit: Exit,
+    stderr: StderrTail,
+    /// The origins its entry itself is granted: once it has started, a
+    /// package runner's proxy narrows to them.
+    own: Vec<Origin>,
+    runner: Option<PackageRunner>,
+    /// A package runner's cache on the host, and where it sees it.
+    cache: Option<(PathBuf, PathBuf)>,
+}
 
 /// What `roost mcp list` shows of a server.
 #[derive(Debug, Clone, Serialize)]
@@ -125,6 +154,8 @@ pub struct McpServer {
     /// Its entry.
     pub entry: ServerEntry,
     workspace: PathBuf,
+    /// Roost's data dir: a package runner's cache lives there.
+    data_dir: PathBuf,
     sandbox: Arc<CommandHost>,
     inner: Mutex<Inner>,
     /// Bumped whenever its tool list changes.
@@ -209,16 +240,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl McpServer {
     /// A server of `workspace` as `entry` configures it, started in
-    /// `sandbox`'s confinement; `state` says whether it may start.
+    /// `sandbox`'s confinement (a package runner's cache in `data_dir`);
+    /// `state` says whether it may start.
     pub fn new(
         entry: ServerEntry,
         workspace: PathBuf,
+        data_dir: PathBuf,
         sandbox: Arc<CommandHost>,
         state: ServerState,
     ) -> Arc<Self> {
         Arc::new(Self {
             entry,
             workspace,
+            data_dir,
             sandbox,
             inner: Mutex::new(Inner {
                 state,
@@ -371,19 +405,49 @@ impl McpServer {
             server: Arc::downgrade(self),
         };
         let timeout = self.entry.timeout;
-        let (service, proxy) = match &self.entry.transport {
+        let (service, proxy, narrow) = match &self.entry.transport {
             Transport::Stdio { .. } => {
                 let overflow = Overflow::default();
                 lock(&self.inner).overflow = overflow.clone();
-                let (transport, proxy) = self.spawn(overflow)?;
-                let s = tokio::time::timeout(timeout, handler.serve(transport))
-                    .await
-                    .map_err(|_| format!("did not answer `initialize` within {timeout:?}"))?
-                    .map_err(|e| match self.overflowed() {
-                        Some(why) => format!("initialize failed: {why}"),
-                        None => format!("initialize failed: {e}"),
-                    })?;
-                (s, proxy)
+                let Spawned {
+                    transport,
+                    proxy,
+                    exit,
+                    stderr,
+                    own,
+                    runner,
+                    cache,
+                } = self.spawn(overflow)?;
+                let deadline = match &runner {
+                    Some(_) => timeout.max(RUNNER_START),
+                    None => timeout,
+                };
+                // Whichever comes first: its answer, its end, the deadline.
+                let started = tokio::select! {
+                    r = tokio::time::timeout(deadline, handler.serve(transport)) => match r {
+                        Err(_) => Err(Failure::Silent(deadline)),
+                        Ok(Err(e)) => Err(match self.overflowed() {
+                            Some(why) => Failure::Other(format!("initialize failed: {why}")),
+                            None => Failure::Closed(format!("initialize failed: {e}")),
+                        }),
+                        Ok(Ok(s)) => Ok(s),
+                    },
+                    how = exit.ended() => Err(Failure::Exited(how)),
+                };
+                match started {
+                    Ok(s) => (s, proxy, runner.map(|_| own)),
+                    Err(f) => {
+                        let seen = Seen {
+                            exit: &exit,
+                            stderr: &stderr,
+                            proxy: proxy.as_ref(),
+                            own: &own,
+                            runner: runner.as_ref(),
+                            cache: cache.as_ref(),
+                        };
+                        return Err(explain(f, seen).await);
+                    }
+                }
             }
             Transport::Http { url, headers } => {
                 let mut custom = std::collections::HashMap::new();
@@ -410,7 +474,7 @@ impl McpServer {
                     .await
                     .map_err(|_| format!("did not answer `initialize` within {timeout:?}"))?
                     .map_err(|e| format!("initialize failed: {e}"))?;
-                (s, None)
+                (s, None, None)
             }
         };
         let peer = service.peer().clone();
@@ -421,15 +485,18 @@ impl McpServer {
             i.proxy = proxy;
         }
         self.list(&peer).await?;
+        // Started: a package runner's registry is no longer reachable.
+        if let Some(own) = narrow
+            && let Some(p) = &lock(&self.inner).proxy
+        {
+            p.narrow(&own);
+        }
         self.set_state(ServerState::Ready);
         Ok(())
     }
 
     /// Start the stdio server in the command sandbox.
-    fn spawn(
-        self: &Arc<Self>,
-        overflow: Overflow,
-    ) -> Result<(ChildTransport, Option<Proxy>), String> {
+    fn spawn(self: &Arc<Self>, overflow: Overflow) -> Result<Spawned, String> {
         let Transport::Stdio {
             command,
             args,
@@ -449,6 +516,16 @@ impl McpServer {
                     .map_err(|e| format!("allowNetwork `{o}`: {e}"))?,
             );
         }
+        let own = network.clone();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let runner = runner::for_entry(&self.entry, |k| std::env::var(k).ok(), home.as_deref());
+        if let Some(r) = &runner {
+            for o in &r.registry {
+                if !network.contains(o) {
+                    network.push(o.clone());
+                }
+            }
+        }
         let cwd = match cwd {
             Some(c) if c.is_absolute() => c.clone(),
             Some(c) => self.workspace.join(c),
@@ -458,12 +535,37 @@ impl McpServer {
         if profile.writes_scope {
             writable.push(self.workspace.clone());
         }
-        let mut vars = self.sandbox.environment(profile);
-        for (k, v) in env {
-            vars.retain(|(name, _)| name != k);
-            vars.push((k.clone(), v.clone()));
-        }
         let confined = self.sandbox.confinement != Confinement::None;
+        let mut vars = self.sandbox.environment(profile);
+        let set = |vars: &mut Vec<(String, String)>, k: &str, v: &str| {
+            vars.retain(|(name, _)| name != k);
+            vars.push((k.to_owned(), v.to_owned()));
+        };
+        // A package runner's own cache, seen at a fixed place in its
+        // sandbox (in the data dir itself when nothing confines it).
+        let mut binds = Vec::new();
+        let mut cache_unconfined = None;
+        if let Some(r) = &runner {
+            let dir = runner::cache_dir(&self.data_dir, &self.workspace, &self.entry);
+            runner::make_cache(&dir)
+                .map_err(|e| format!("its package cache {} cannot be made: {e}", dir.display()))?;
+            let inside = if confined {
+                PathBuf::from(runner::INSIDE)
+            } else {
+                dir.clone()
+            };
+            for (k, v) in runner::cache_env(&inside).iter().chain(&r.env) {
+                set(&mut vars, k, v);
+            }
+            if confined {
+                binds.push((dir, inside));
+            } else {
+                cache_unconfined = Some((dir, inside));
+            }
+        }
+        for (k, v) in env {
+            set(&mut vars, k, v);
+        }
         let proxy = match (&self.sandbox.bridge, network.is_empty() || !confined) {
             (_, true) => None,
             (Some(bridge), false) => {
@@ -496,9 +598,16 @@ impl McpServer {
             at: &self.workspace,
             writable: false,
         }];
+        // bubblewrap closes a descriptor once it bound it: the writable
+        // bind gets one of its own.
+        let rw = ws
+            .root()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| format!("its workspace cannot be opened: {e}"))?;
         if profile.writes_scope {
             held.push(Held {
-                fd: ws.root().as_fd(),
+                fd: rw.as_fd(),
                 at: &self.workspace,
                 writable: true,
             });
@@ -514,6 +623,7 @@ impl McpServer {
             env: &vars,
             proxy: proxy.as_ref().map(|(p, b)| (p.socket(), b.as_path())),
             held: &held,
+            binds: &binds,
         };
         // A server lives across many calls: its CPU is bounded per
         // process lifetime (its profile's own bound, if it has one).
@@ -531,38 +641,29 @@ impl McpServer {
         let stderr = child.stderr.take();
         // The command holds the process's cgroup: it lives as long as
         // the process.
-        let transport = ChildTransport::new(child, cmd, overflow)
+        let (transport, exit) = ChildTransport::new(child, cmd, overflow)
             .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-        if let Some(stderr) = stderr {
-            let me = Arc::downgrade(self);
-            tokio::spawn(async move {
-                use tokio::io::AsyncReadExt;
-                let mut stderr = stderr;
-                let mut buf = vec![0u8; 4096];
-                let mut line = Vec::new();
-                loop {
-                    let n = match stderr.read(&mut buf).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => n,
-                    };
-                    let Some(server) = me.upgrade() else { break };
-                    for &b in &buf[..n] {
-                        if b == b'\n' {
-                            server.note(format!("stderr: {}", String::from_utf8_lossy(&line)));
-                            line.clear();
-                        } else if line.len() < KEPT_LINE_CHARS * 4 {
-                            line.push(b);
-                        }
-                    }
-                }
-                if !line.is_empty()
-                    && let Some(server) = me.upgrade()
-                {
-                    server.note(format!("stderr: {}", String::from_utf8_lossy(&line)));
-                }
-            });
+        let tail = StderrTail::default();
+        match stderr {
+            Some(stderr) => {
+                let me = Arc::downgrade(self);
+                let tail = tail.clone();
+                tokio::spawn(async move {
+                    read_stderr(stderr, &me, &tail).await;
+                    tail.close();
+                });
+            }
+            None => tail.close(),
         }
-        Ok((transport, proxy.map(|(p, _)| p)))
+        Ok(Spawned {
+            transport,
+            proxy: proxy.map(|(p, _)| p),
+            exit,
+            stderr: tail,
+            own,
+            runner,
+            cache: binds.first().cloned().or(cache_unconfined),
+        })
     }
 
     /// List its tools and resources (bounded), bumping the generation
@@ -736,6 +837,184 @@ fn visible_paths(command: &str, args: &[String]) -> Vec<PathBuf> {
         if dir.parent().is_some() && !out.contains(&dir) {
             out.push(dir);
         }
+    }
+    out
+}
+
+/// How a stdio server's start failed, before it is explained.
+enum Failure {
+    /// No answer within this long.
+    Silent(Duration),
+    /// Its process ended (how, when known).
+    Exited(Option<String>),
+    /// The connection closed (the process is ending).
+    Closed(String),
+    /// Anything else.
+    Other(String),
+}
+
+/// What tells why a stdio server failed to start.
+struct Seen<'a> {
+    exit: &'a Exit,
+    stderr: &'a StderrTail,
+    proxy: Option<&'a Proxy>,
+    own: &'a [Origin],
+    runner: Option<&'a PackageRunner>,
+    cache: Option<&'a (PathBuf, PathBuf)>,
+}
+
+/// Why a stdio server failed to start, in full: how it ended (once it
+/// has, waited for briefly), the end of its stderr (its cache's paths as
+/// the host sees them), and what its sandbox refused.
+async fn explain(failure: Failure, seen: Seen<'_>) -> String {
+    let exited = match &failure {
+        Failure::Exited(how) => how.clone(),
+        // The connection closed: the process is ending.
+        Failure::Closed(_) => tokio::time::timeout(SETTLE, seen.exit.ended())
+            .await
+            .ok()
+            .flatten(),
+        Failure::Silent(_) | Failure::Other(_) => seen.exit.now(),
+    };
+    seen.stderr.drained(SETTLE).await;
+    let mut lines = seen.stderr.lines();
+    if let Some((host, inside)) = seen.cache
+        && host != inside
+    {
+        let (host, inside) = (host.to_string_lossy(), inside.to_string_lossy());
+        for l in &mut lines {
+            *l = l.replace(inside.as_ref(), host.as_ref());
+        }
+    }
+    let mut why = match (&failure, &exited) {
+        (Failure::Silent(d), _) => format!("did not answer `initialize` within {d:?}"),
+        (Failure::Other(w), _) => w.clone(),
+        (_, Some(how)) => format!("it exited ({how}) before answering `initialize`"),
+        (Failure::Closed(w), None) => w.clone(),
+        (Failure::Exited(_), None) => "it stopped before answering `initialize`".to_owned(),
+    };
+    if !lines.is_empty() {
+        why.push_str("; its stderr ends: ");
+        why.push_str(&quoted(&lines));
+    } else if exited.is_some() {
+        why.push_str("; it wrote nothing to stderr");
+    }
+    let refused = seen.proxy.map(refusals).unwrap_or_default();
+    if !refused.is_empty() {
+        let list = |o: &[Origin]| {
+            o.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let may = match (seen.runner, seen.own.is_empty()) {
+            (Some(r), true) => format!("it may reach {} while it starts", list(&r.registry)),
+            (Some(r), false) => format!(
+                "it may reach {} while it starts, and {}",
+                list(&r.registry),
+                list(seen.own)
+            ),
+            (None, _) => format!("it may reach {}", list(seen.own)),
+        };
+        why.push_str(&format!(
+            "; its sandbox refused the network origin{} {} ({may}; `allowNetwork` grants more)",
+            if refused.len() == 1 { "" } else { "s" },
+            refused.join(", ")
+        ));
+    }
+    for hint in hints(&lines, seen.proxy.is_some()) {
+        why.push_str("; ");
+        why.push_str(hint);
+    }
+    why
+}
+
+/// Read a server's stderr to its end: each line (bounded) noted for its
+/// status and kept in `tail`.
+async fn read_stderr(
+    mut stderr: tokio::process::ChildStderr,
+    server: &Weak<McpServer>,
+    tail: &StderrTail,
+) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; 4096];
+    let mut line = Vec::new();
+    let keep = |line: &[u8]| {
+        let text = limits::clean_line(&String::from_utf8_lossy(line), KEPT_LINE_CHARS);
+        if text.trim().is_empty() {
+            return;
+        }
+        tail.push(text.clone());
+        if let Some(s) = server.upgrade() {
+            s.note(format!("stderr: {text}"));
+        }
+    };
+    loop {
+        let n = match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for &b in &buf[..n] {
+            if b == b'\n' {
+                keep(&line);
+                line.clear();
+            } else if line.len() < KEPT_LINE_CHARS * 4 {
+                line.push(b);
+            }
+        }
+    }
+    if !line.is_empty() {
+        keep(&line);
+    }
+}
+
+/// The end of a server's stderr as one bounded line: its last lines,
+/// most recent kept whole.
+fn quoted(lines: &[String]) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut used = 0;
+    for l in lines.iter().rev() {
+        let n = l.chars().count();
+        if used + n > QUOTED_STDERR && !out.is_empty() {
+            break;
+        }
+        used += n + 3;
+        out.push(l);
+    }
+    out.reverse();
+    let joined = out.join(" | ");
+    limits::clean_line(&joined, QUOTED_STDERR)
+}
+
+/// The network origins `proxy` refused, each once, in order.
+fn refusals(proxy: &Proxy) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for a in proxy.attempts() {
+        if !a.allowed && !out.contains(&a.origin) {
+            out.push(a.origin);
+        }
+    }
+    out
+}
+
+/// What a server's stderr says its sandbox stopped, in the system's own
+/// words (errno names): a write to the read-only file system, or a name
+/// lookup with no network at all.
+fn hints(lines: &[String], has_proxy: bool) -> Vec<&'static str> {
+    let any = |words: &[&str]| {
+        lines.iter().any(|l| {
+            let l = l.to_ascii_lowercase();
+            words.iter().any(|w| l.contains(w))
+        })
+    };
+    let mut out = Vec::new();
+    if any(&["erofs", "read-only file system"]) {
+        out.push(
+            "it tried to write where its sandbox is read-only (a `profile` with `write` paths, or `workspace`, lets it write there)",
+        );
+    }
+    if !has_proxy && any(&["eai_again", "enotfound", "getaddrinfo", "name resolution"]) {
+        out.push("it has no network in its sandbox (`allowNetwork` grants it origins)");
     }
     out
 }

@@ -8,10 +8,16 @@
 //! waits out its whole timeout for a reply that already came. Here the
 //! connection ends at once instead; every request waiting on it fails
 //! with [`Overflow`]'s reason, and the server is restarted.
+//!
+//! How the process ended is watched ([`Exit`]) and the last lines of its
+//! stderr kept ([`StderrTail`]): a server that exits before it answers
+//! fails at once, saying why, instead of waiting out its timeout.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -19,6 +25,8 @@ use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// Largest message (one line of JSON-RPC) Roost reads from a stdio server:
 /// the size `rmcp` caps a line at, and its HTTP transport an event.
@@ -105,21 +113,61 @@ fn too_large(limit: usize) -> std::io::Error {
     )
 }
 
+/// How a started server's process ended, once it has.
+#[derive(Debug, Clone)]
+pub struct Exit(watch::Receiver<Option<String>>);
+
+impl Exit {
+    /// Wait until the process has ended; how (`exit code 1`, `killed by
+    /// signal 9`), or `None` when Roost stopped it.
+    pub async fn ended(&self) -> Option<String> {
+        let mut rx = self.0.clone();
+        match rx.wait_for(Option::is_some).await {
+            Ok(v) => v.clone(),
+            // The watcher is gone: the transport was dropped and the
+            // process killed.
+            Err(_) => None,
+        }
+    }
+
+    /// How it ended, if it has.
+    pub fn now(&self) -> Option<String> {
+        self.0.borrow().clone()
+    }
+}
+
+/// How `status` ended a process, in words.
+fn describe(status: std::io::Result<std::process::ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(c), _) => format!("exit code {c}"),
+            (None, Some(sig)) => format!("killed by signal {sig}"),
+            (None, None) => "ended".to_owned(),
+        },
+        Err(e) => format!("lost ({e})"),
+    }
+}
+
 /// A started server's stdin and (bounded) stdout as an MCP transport; the
 /// process lives as long as the transport (it is killed on drop).
 pub struct ChildTransport {
     io: AsyncRwTransport<RoleClient, Bounded<ChildStdout>, ChildStdin>,
-    _child: Child,
-    /// What started it: it holds what must live as long as the process
-    /// (its cgroup).
-    _command: Command,
+    /// Dropped with the transport: the watcher kills the process.
+    _kill: DropGuard,
 }
 
 impl ChildTransport {
     /// The transport to `child`, started by `command`, whose stdin and
-    /// stdout must be piped (and which must be killed on drop); an
-    /// oversized message trips `overflow`.
-    pub fn new(mut child: Child, command: Command, overflow: Overflow) -> std::io::Result<Self> {
+    /// stdout must be piped; an oversized message trips `overflow`. The
+    /// process is watched: [`Exit`] says when and how it ended, and it is
+    /// killed when the transport is dropped. `command` (which holds the
+    /// process's cgroup) is kept until then.
+    pub fn new(
+        mut child: Child,
+        command: Command,
+        overflow: Overflow,
+    ) -> std::io::Result<(Self, Exit)> {
         let missing = |what: &str| std::io::Error::other(format!("its {what} is not a pipe"));
         let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
         let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
@@ -127,11 +175,95 @@ impl ChildTransport {
         // here): it never drops a line silently.
         let io = AsyncRwTransport::new_client(Bounded::new(stdout, MAX_MESSAGE, overflow), stdin)
             .with_max_line_length(MAX_MESSAGE.saturating_add(2));
-        Ok(Self {
-            io,
-            _child: child,
-            _command: command,
-        })
+        let (tx, rx) = watch::channel(None);
+        let kill = CancellationToken::new();
+        let dropped = kill.clone();
+        tokio::spawn(async move {
+            let _command = command;
+            tokio::select! {
+                status = child.wait() => {
+                    let _ = tx.send(Some(describe(status)));
+                    dropped.cancelled().await;
+                }
+                () = dropped.cancelled() => {
+                    // A process whose output just closed is exiting on its
+                    // own: how it ended is still told.
+                    match tokio::time::timeout(EXITING, child.wait()).await {
+                        Ok(status) => {
+                            let _ = tx.send(Some(describe(status)));
+                        }
+                        Err(_) => {
+                            let _ = child.start_kill();
+                            let _ = child.wait().await;
+                        }
+                    }
+                }
+            }
+        });
+        Ok((
+            Self {
+                io,
+                _kill: kill.drop_guard(),
+            },
+            Exit(rx),
+        ))
+    }
+}
+
+/// How long a dropped transport's process may take to exit on its own
+/// before it is killed.
+const EXITING: Duration = Duration::from_millis(500);
+
+/// Lines of a server's stderr kept for the reason it failed.
+const TAIL_LINES: usize = 12;
+
+/// The last lines a server wrote to its stderr (each bounded and
+/// cleaned by whoever pushes it), and whether the stream has closed.
+#[derive(Debug, Clone)]
+pub struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    closed: watch::Sender<bool>,
+}
+
+impl Default for StderrTail {
+    fn default() -> Self {
+        Self {
+            lines: Arc::default(),
+            closed: watch::Sender::new(false),
+        }
+    }
+}
+
+impl StderrTail {
+    /// Keep `line`, dropping the oldest past the bound.
+    pub fn push(&self, line: String) {
+        let mut l = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if l.len() == TAIL_LINES {
+            l.pop_front();
+        }
+        l.push_back(line);
+    }
+
+    /// The stream has ended.
+    pub fn close(&self) {
+        self.closed.send_replace(true);
+    }
+
+    /// The lines kept, oldest first.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// Wait until the stream has closed, at most `bound` (a process that
+    /// left a child holding it could keep it open forever).
+    pub async fn drained(&self, bound: Duration) {
+        let mut rx = self.closed.subscribe();
+        let _ = tokio::time::timeout(bound, rx.wait_for(|c| *c)).await;
     }
 }
 

@@ -182,6 +182,17 @@ pub fn disclosure(entry: &ServerEntry) -> Vec<String> {
         } else {
             format!("network: {}", allow_network.join(", "))
         });
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        if let Some(r) = super::runner::for_entry(entry, |k| std::env::var(k).ok(), home.as_deref())
+        {
+            let registry: Vec<String> = r.registry.iter().map(ToString::to_string).collect();
+            out.push(format!(
+                "package runner `{}`: also reaches {} while it starts (to fetch the package), \
+                 and writes a cache of its own in Roost's data dir",
+                r.runner,
+                registry.join(", ")
+            ));
+        }
     } else {
         if let Some(p) = profile {
             out.push(format!(

@@ -136,6 +136,39 @@ impl RequestCache {
     }
 }
 
+impl RequestCache {
+    /// Bytes of a request holding only `first` (the task), with the system
+    /// prompt and tool list of the last [`RequestCache::body`]: what every
+    /// request takes before any work, which no condensation can shrink.
+    pub fn floor_bytes(
+        &self,
+        provider: &dyn Provider,
+        first: &Message,
+    ) -> Result<usize, serde_json::Error> {
+        let wire = provider.wire();
+        let mut task = Vec::new();
+        wire.message(&mut task, first)?;
+        let system = self.system.as_ref().map_or(&[][..], |(_, e)| e.as_slice());
+        let body = wire.body(&Parts {
+            model: provider.model(),
+            system,
+            messages: &[task.as_slice()],
+            tools: self.tools.as_deref().unwrap_or(&[]),
+            max_tokens: None,
+        })?;
+        Ok(body.len())
+    }
+
+    /// Bytes of the system prompt and of the tool list as the last
+    /// [`RequestCache::body`] sent them.
+    pub fn fixed_parts(&self) -> (usize, usize) {
+        (
+            self.system.as_ref().map_or(0, |(_, e)| e.len()),
+            self.tools.as_deref().map_or(0, <[u8]>::len),
+        )
+    }
+}
+
 /// A part of a model message: a stored message (by index into the visible
 /// history), or the summary.
 #[derive(Clone, Copy, PartialEq)]
@@ -224,7 +257,12 @@ fn summary_message(summary: &str) -> Message {
 /// blocks), and when the whole does not fit `window` tokens the earliest
 /// messages after the first are left out, as the previous summary covers
 /// them.
-fn summary_request(provider: &dyn Provider, history: &[Message], window: u64) -> ChatRequest {
+fn summary_request(
+    provider: &dyn Provider,
+    history: &[Message],
+    window: u64,
+    max_tokens: u32,
+) -> ChatRequest {
     let mut messages: Vec<Message> = history.iter().map(as_text).collect();
     let ask = Message::user_text(
         "Summarise the conversation so far for yourself: the task, decisions made, files read or changed and \
@@ -239,11 +277,11 @@ fn summary_request(provider: &dyn Provider, history: &[Message], window: u64) ->
                     .into(),
             messages: merge_all(all),
             tools: Vec::new(),
-            max_tokens: Some(SUMMARY_MAX_TOKENS),
+            max_tokens: Some(max_tokens),
         }
     };
     let mut req = build(&messages);
-    while request_tokens(provider, &req).saturating_add(u64::from(SUMMARY_MAX_TOKENS)) > window
+    while request_tokens(provider, &req).saturating_add(u64::from(max_tokens)) > window
         && messages.len() > 1
     {
         messages.remove(1);
@@ -252,8 +290,22 @@ fn summary_request(provider: &dyn Provider, history: &[Message], window: u64) ->
     req
 }
 
-/// Longest summary asked for, in tokens.
+/// Longest summary asked for, in tokens (less when the window leaves
+/// less room: see [`summary_max_tokens`]).
 const SUMMARY_MAX_TOKENS: u32 = 4096;
+
+/// Shortest summary asked for, in tokens.
+const SUMMARY_MIN_TOKENS: u32 = 256;
+
+/// The longest summary worth asking for when the conversation has `room`
+/// tokens (the window's share left by the system prompt, the tools and
+/// the task): at most half of it, or the summary itself crowds out the
+/// turns it was made to leave room for.
+pub fn summary_max_tokens(room: u64) -> u32 {
+    u32::try_from(room / 2)
+        .unwrap_or(u32::MAX)
+        .clamp(SUMMARY_MIN_TOKENS, SUMMARY_MAX_TOKENS)
+}
 
 /// `m` with tool calls and results written out as text.
 fn as_text(m: &Message) -> Message {
@@ -285,16 +337,17 @@ fn as_text(m: &Message) -> Message {
     }
 }
 
-/// Ask the model for a summary of `history`, in a request that fits
-/// `window` tokens; `None` if it fails. With the tokens the request took,
-/// which count towards the task's totals.
+/// Ask the model for a summary of `history` of at most `max_tokens`, in a
+/// request that fits `window` tokens; `None` if it fails. With the tokens
+/// the request took, which count towards the task's totals.
 pub async fn summarise(
     provider: &dyn Provider,
     history: &[Message],
     window: u64,
+    max_tokens: u32,
 ) -> (Option<String>, Usage) {
     let mut usage = Usage::default();
-    let req = summary_request(provider, history, window);
+    let req = summary_request(provider, history, window, max_tokens);
     let Ok(mut stream) = provider.stream(&req).await else {
         return (None, usage);
     };

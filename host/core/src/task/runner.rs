@@ -14,7 +14,9 @@ use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::context::{BYTES_PER_TOKEN, RequestCache, cut_point, model_history, summarise};
+use super::context::{
+    BYTES_PER_TOKEN, RequestCache, cut_point, model_history, summarise, summary_max_tokens,
+};
 use super::history::{History, ResultStep};
 use super::prompt::{PromptContext, build};
 use super::tools::TaskTools;
@@ -25,7 +27,7 @@ use crate::call::{CallResult, Dispatch};
 use crate::control::Control;
 use crate::events::{EventBus, TaskEvent};
 use crate::intents::bound::Bound;
-use crate::intents::{self, Scope, Trace, TraceEntry};
+use crate::intents::{self, Trace, TraceEntry};
 use crate::llm::{
     AssembledCall, ContentBlock, LlmError, Message, Provider, Role, StreamEvent, Usage,
 };
@@ -556,8 +558,9 @@ impl Agent {
                     }
                 })
                 .and_then(|intent| {
-                    Scope::new(&ctx.workspace, &intent)
-                        .map(|scope| (intent, scope))
+                    // A subtask holds it narrowed to its bound (or not at all).
+                    let inherited = ctx.config.inherited.intent.as_deref();
+                    intents::bound::hold(&ctx.workspace, intent, state.bound.as_ref(), inherited)
                         .map_err(|e| e.to_string())
                 });
             match restored {
@@ -595,7 +598,11 @@ impl Agent {
             }
         }
 
-        for turn in 1..=ctx.config.max_turns {
+        // Turns are numbered over the task's life, as its checkpoints are
+        // (the replies before this run, plus one): a continuation goes on.
+        let (_, _, before) = self.store.turn_start(id)?;
+        for run_turn in 1..=ctx.config.max_turns {
+            let turn = before.saturating_add(run_turn);
             if ctx.control.is_cancelled() {
                 return self.cancelled(ctx).await;
             }
@@ -656,16 +663,22 @@ impl Agent {
                 skills: skills.as_deref(),
                 extra: &extra,
             });
+            let offer = Offer {
+                mode: &state.mode.slug,
+                tools: &offered,
+                registry: &registry,
+            };
             let body = match self
-                .request_within_window(ctx, &system, &mut history, &mut request)
+                .request_within_window(ctx, &system, &offer, &mut history, &mut request)
                 .await?
             {
                 Ok(body) => body,
-                Err(e) => {
+                Err(RequestProblem::Encode(e)) => {
                     return self
                         .fail(ctx, &format!("cannot encode the request: {e}"))
                         .await;
                 }
+                Err(RequestProblem::NoRoom(message)) => return self.fail(ctx, &message).await,
             };
             // Live only, like the streamed text: its UI row is recorded
             // with the reply.
@@ -977,148 +990,226 @@ impl Agent {
     /// The next request's body: the system prompt, the tools and the
     /// history, which is condensed first when the whole body (everything
     /// that is sent, as the provider encodes it) outgrows
-    /// `condense_threshold` of the window. Each condensation summarises the
-    /// older messages and keeps the first and the most recent ones; while
-    /// the request is still too large, fewer recent messages are kept, down
-    /// to one. The inner error: the body could not be encoded.
+    /// `condense_threshold` of the window. A condensation summarises the
+    /// older messages and keeps the first one and the most recent ones,
+    /// always the newest turn (the last reply and the results answering
+    /// it) verbatim: a model that lost the result it just asked for would
+    /// ask again, forever. It happens at most once per request, and only
+    /// when it makes the request smaller. When the system prompt, the tools
+    /// and the task alone leave the conversation no room, no request is
+    /// made: the problem says so plainly.
     async fn request_within_window(
         &self,
         ctx: &Ctx<'_>,
         system: &str,
+        offer: &Offer<'_>,
         history: &mut History,
         cache: &mut RequestCache,
-    ) -> Result<Result<Bytes, serde_json::Error>, TaskError> {
+    ) -> Result<Result<Bytes, RequestProblem>, TaskError> {
         let id = ctx.task.id.as_str();
+        let provider = ctx.provider.as_ref();
         let window = ctx.config.context_window;
         let budget = (window as f64 * ctx.config.condense_threshold) as u64;
+        let bytes_of = |tokens: u64| {
+            usize::try_from(tokens).map_or(usize::MAX, |t| t.saturating_mul(BYTES_PER_TOKEN))
+        };
+        let (budget_bytes, window_bytes) = (bytes_of(budget), bytes_of(window));
         let mut keep = ctx.config.keep_recent_messages.max(1);
         let mut condensed = false;
-        let mut shortened = false;
-        // Where a condensation must leave the request: half the threshold,
-        // or the next turns condense again at once.
-        let target_bytes = usize::try_from(budget / 2)
-            .unwrap_or(usize::MAX)
-            .saturating_mul(BYTES_PER_TOKEN);
+        let mut shortened_older = false;
+        let mut shortened_newest = false;
         loop {
-            let body = match cache.body(ctx.provider.as_ref(), system, history, None) {
+            let body = match cache.body(provider, system, history, None) {
                 Ok(b) => b,
-                Err(e) => return Ok(Err(e)),
+                Err(e) => return Ok(Err(RequestProblem::Encode(e))),
             };
             let tokens = u64::try_from(body.len() / BYTES_PER_TOKEN).unwrap_or(u64::MAX);
-            if tokens <= budget && !(condensed && body.len() > target_bytes) {
+            if tokens <= budget && !condensed {
                 return Ok(Ok(Bytes::from(body)));
             }
-            // Condensed and still above half the threshold: the kept
-            // messages are too heavy; shorten their oldest tool results.
-            if condensed {
-                if !shortened
-                    && self.shorten_kept_results(id, history, body.len() - target_bytes)?
-                {
-                    shortened = true;
-                    history.reload()?;
-                    continue;
-                }
-                if tokens > window {
-                    let msg = format!(
-                        "the request (~{tokens} tokens) is larger than the context window ({window}) even \
-                         after condensing; the model may refuse it"
-                    );
-                    self.store
-                        .append_ui(id, UiRow::say(UiSubtype::Error), &msg)?;
-                    ctx.events
-                        .publish(TaskEvent::Warning { message: msg })
-                        .await;
-                }
+            // What every request takes before any work (system prompt,
+            // tools, task): no condensation shrinks it.
+            let Some(first) = history.visible().first() else {
+                return Ok(Ok(Bytes::from(body)));
+            };
+            let floor = match cache.floor_bytes(provider, &first.message) {
+                Ok(f) => f,
+                Err(e) => return Ok(Err(RequestProblem::Encode(e))),
+            };
+            let room =
+                budget.saturating_sub(u64::try_from(floor / BYTES_PER_TOKEN).unwrap_or(u64::MAX));
+            if room < MIN_ROOM_TOKENS {
+                let message = no_room(ctx, offer, cache, floor, budget);
+                return Ok(Err(RequestProblem::NoRoom(message)));
+            }
+            // Where a condensation should leave the request: with half the
+            // room under the threshold free, or the next turn condenses
+            // again at once.
+            let target = floor.saturating_add(budget_bytes.saturating_sub(floor) / 2);
+            if tokens <= budget && body.len() <= target {
                 return Ok(Ok(Bytes::from(body)));
             }
             let visible = history.visible();
-            // Condensing must leave the request well under the threshold
-            // (at most half of it), or the next turn condenses again: keep
-            // as many recent messages as still land there, by estimate
-            // (what the older ones weigh now, the summary as the last one
-            // did, or 1 KiB).
-            {
+            // The newest turn: the last reply and what answers it.
+            let newest = visible
+                .iter()
+                .rposition(|m| m.message.role == Role::Assistant)
+                .unwrap_or(visible.len());
+            let mut cut = None;
+            if condensed {
+                // Condensed and still above the target: the kept turns
+                // before the newest are too heavy; shorten their results.
+                if !shortened_older
+                    && self.shorten_results(
+                        id,
+                        visible.get(1..newest).unwrap_or_default(),
+                        body.len().saturating_sub(target),
+                        KEPT_RESULT_FLOOR,
+                    )?
+                {
+                    shortened_older = true;
+                    history.reload()?;
+                    continue;
+                }
+            } else {
+                // Keep as many recent messages as still land under the
+                // target, by estimate (what the older ones weigh now, the
+                // summary as the last one did, or 1 KiB); never fewer than
+                // the newest turn (the cut falls at a reply, at the latest
+                // the last one).
                 let summary_bytes = history.summary().map_or(1024, str::len);
-                let target = target_bytes;
                 while keep > 1 {
-                    let Some(cut) = cut_point(visible, keep) else {
+                    let Some(at) = cut_point(visible, keep) else {
                         break;
                     };
-                    let dropped: usize = visible[1..cut]
-                        .iter()
-                        .map(|m| serde_json::to_vec(&m.message).map_or(0, |v| v.len()))
-                        .sum();
-                    if body.len().saturating_sub(dropped) + summary_bytes <= target {
+                    if body.len().saturating_sub(encoded_len(&visible[1..at])) + summary_bytes
+                        <= target
+                    {
                         break;
                     }
                     keep -= 1;
                 }
+                match cut_point(visible, keep) {
+                    Some(at) => cut = Some(at),
+                    None if keep > 1 => {
+                        keep /= 2;
+                        continue;
+                    }
+                    // Nothing older than the newest turn to condense.
+                    None => {}
+                }
             }
-            let Some(cut) = cut_point(visible, keep) else {
-                if keep > 1 {
-                    keep /= 2;
+            if let Some(cut) = cut {
+                self.condense(ctx, history, cut, room, body.len()).await?;
+                condensed = true;
+                continue;
+            }
+            // Nothing left to condense: the request must still fit the
+            // window, the newest results cut to fit as a last resort.
+            if tokens > window {
+                if !shortened_newest
+                    && self.shorten_results(
+                        id,
+                        visible.get(newest.saturating_add(1)..).unwrap_or_default(),
+                        body.len().saturating_sub(window_bytes),
+                        0,
+                    )?
+                {
+                    shortened_newest = true;
+                    history.reload()?;
                     continue;
                 }
-                if tokens > window {
-                    let msg = format!(
-                        "the request (~{tokens} tokens) is larger than the context window ({window}) even \
-                         after condensing; the model may refuse it"
-                    );
-                    self.store
-                        .append_ui(id, UiRow::say(UiSubtype::Error), &msg)?;
-                    ctx.events
-                        .publish(TaskEvent::Warning { message: msg })
-                        .await;
-                }
-                return Ok(Ok(Bytes::from(body)));
-            };
-            let older = model_history(&visible[..cut], history.summary());
-            let (first, upto) = (visible[0].seq, visible[cut - 1].seq);
-            // Condensing is a model request like any other: a cancel stops
-            // it, and its tokens count.
-            let (summary, usage) = tokio::select! {
-                s = summarise(ctx.provider.as_ref(), &older, window) => s,
-                () = ctx.control.cancelled() => return Err(TaskError::Cancelled),
-            };
-            let cost = ctx.config.price.cost(&usage);
-            let summary = match summary {
-                Some(s) => s,
-                None => {
-                    tracing::warn!(
-                        task = id,
-                        "could not summarise; hiding older messages instead"
-                    );
-                    "(Earlier messages were hidden to fit the context window; re-read files you need.)"
-                        .to_owned()
-                }
-            };
-            // One step: the hidden messages, the summary, its UI row and
-            // the request's usage.
-            self.store.commit_step(
-                id,
-                Step::new()
-                    .condense(first, upto, &summary)
-                    .ui(UiRow::say(UiSubtype::CondenseContext), summary.as_str())
-                    .usage(&usage, cost),
-            )?;
-            history.reload()?;
-            condensed = true;
+                let msg = format!(
+                    "the request (~{tokens} tokens) is larger than the context window ({window}) even \
+                     after condensing; the model may refuse it"
+                );
+                self.store
+                    .append_ui(id, UiRow::say(UiSubtype::Error), &msg)?;
+                ctx.events
+                    .publish(TaskEvent::Warning { message: msg })
+                    .await;
+            }
+            return Ok(Ok(Bytes::from(body)));
         }
     }
 
-    /// Shorten the tool results of the kept history, oldest first, each to
-    /// [`KEPT_RESULT_FLOOR`] bytes, until about `excess` bytes are gone,
-    /// with a note saying so (the whole output stays in the task's event
-    /// log): the next turns then have room before the threshold again.
+    /// Condense `history`: summarise `visible[1..cut]` (with the summary
+    /// before it) in a summary of at most half the conversation's `room`,
+    /// and hide those messages, in one step with the summary's usage. A
+    /// summary that would not leave the request (`body` bytes now)
+    /// smaller, or that failed, is replaced by a short note: a
+    /// condensation always shrinks the request, so it is never repeated
+    /// for nothing.
+    async fn condense(
+        &self,
+        ctx: &Ctx<'_>,
+        history: &mut History,
+        cut: usize,
+        room: u64,
+        body: usize,
+    ) -> Result<(), TaskError> {
+        let id = ctx.task.id.as_str();
+        let visible = history.visible();
+        let older = model_history(&visible[..cut], history.summary());
+        let (first, upto) = (visible[0].seq, visible[cut - 1].seq);
+        let dropped = encoded_len(&visible[1..cut]) + history.summary().map_or(0, str::len);
+        // Condensing is a model request like any other: a cancel stops
+        // it, and its tokens count.
+        let (summary, usage) = tokio::select! {
+            s = summarise(
+                ctx.provider.as_ref(),
+                &older,
+                ctx.config.context_window,
+                summary_max_tokens(room),
+            ) => s,
+            () = ctx.control.cancelled() => return Err(TaskError::Cancelled),
+        };
+        let cost = ctx.config.price.cost(&usage);
+        let summary = match summary {
+            Some(s) if body.saturating_sub(dropped).saturating_add(s.len()) < body => s,
+            Some(s) => {
+                tracing::warn!(
+                    task = id,
+                    summary = s.len(),
+                    replaced = dropped,
+                    "the summary is larger than what it summarises; hiding older messages instead"
+                );
+                HIDDEN_NOTE.to_owned()
+            }
+            None => {
+                tracing::warn!(
+                    task = id,
+                    "could not summarise; hiding older messages instead"
+                );
+                HIDDEN_NOTE.to_owned()
+            }
+        };
+        // One step: the hidden messages, the summary, its UI row and
+        // the request's usage.
+        self.store.commit_step(
+            id,
+            Step::new()
+                .condense(first, upto, &summary)
+                .ui(UiRow::say(UiSubtype::CondenseContext), summary.as_str())
+                .usage(&usage, cost),
+        )?;
+        history.reload()?;
+        Ok(())
+    }
+
+    /// Shorten the tool results in `messages`, oldest first, each to no
+    /// less than `least` bytes, until about `excess` bytes are gone, with
+    /// a note saying so (the whole output stays in the task's event log).
     /// Returns whether anything was shortened.
-    fn shorten_kept_results(
+    fn shorten_results(
         &self,
         id: &str,
-        history: &History,
+        messages: &[crate::store::StoredMessage],
         mut excess: usize,
+        least: usize,
     ) -> Result<bool, TaskError> {
         let mut changed = false;
-        for stored in history.visible().iter().skip(1) {
+        for stored in messages {
             if excess == 0 {
                 break;
             }
@@ -1131,16 +1222,20 @@ impl Agent {
                 let ContentBlock::ToolResult { content, .. } = block else {
                     continue;
                 };
-                if excess == 0 || content.len() <= KEPT_RESULT_FLOOR + 256 {
+                if excess == 0 || content.len() <= least.saturating_add(SHORTEN_NOTE_BYTES) {
                     continue;
                 }
-                let keep = content.floor_char_boundary(KEPT_RESULT_FLOOR);
+                let wanted = content
+                    .len()
+                    .saturating_sub(excess.saturating_add(SHORTEN_NOTE_BYTES))
+                    .max(least);
+                let keep = content.floor_char_boundary(wanted);
                 let cut = content.len() - keep;
                 content.truncate(keep);
                 content.push_str(&format!(
-                    "\n[… {cut} more bytes cut to fit the context window; read the file again if you need them]"
+                    "\n[… {cut} more bytes cut to fit the context window; read them in smaller parts if you need them]"
                 ));
-                excess = excess.saturating_sub(cut.saturating_sub(128));
+                excess = excess.saturating_sub(cut.saturating_sub(SHORTEN_NOTE_BYTES));
                 touched = true;
             }
             if touched {
@@ -1296,4 +1391,101 @@ fn trace_lines(entries: &[TraceEntry]) -> Vec<String> {
         .iter()
         .filter_map(|e| serde_json::to_string(e).ok())
         .collect()
+}
+
+/// Least room (tokens) the conversation needs under the condensing
+/// threshold besides the system prompt, the tools and the task: a turn or
+/// two. With less, every request would condense and results would be cut.
+const MIN_ROOM_TOKENS: u64 = 1024;
+
+/// Bytes a shortened result's note takes, about.
+const SHORTEN_NOTE_BYTES: usize = 128;
+
+/// What replaces older messages when no useful summary was had.
+const HIDDEN_NOTE: &str =
+    "(Earlier messages were hidden to fit the context window; re-read files you need.)";
+
+/// Why no request was made.
+enum RequestProblem {
+    /// The body could not be encoded.
+    Encode(serde_json::Error),
+    /// The system prompt, the tools and the task leave the conversation no
+    /// room in the window: what to tell the person.
+    NoRoom(String),
+}
+
+/// What a request offers besides the history (for saying what fills a
+/// window that is too small).
+struct Offer<'a> {
+    /// The mode's slug.
+    mode: &'a str,
+    /// The tools offered up front.
+    tools: &'a [&'a ToolSpec],
+    /// Where they are encoded.
+    registry: &'a Registry,
+}
+
+/// Bytes of `messages` as stored (an estimate of what they weigh in a
+/// request).
+fn encoded_len(messages: &[crate::store::StoredMessage]) -> usize {
+    messages
+        .iter()
+        .map(|m| serde_json::to_vec(&m.message).map_or(0, |v| v.len()))
+        .sum()
+}
+
+/// The plain account of a window too small for the mode: what the system
+/// prompt, the tools (the largest named) and the task take, against the
+/// threshold, and what to do.
+fn no_room(
+    ctx: &Ctx<'_>,
+    offer: &Offer<'_>,
+    cache: &RequestCache,
+    floor: usize,
+    budget: u64,
+) -> String {
+    let tokens = |bytes: usize| u64::try_from(bytes / BYTES_PER_TOKEN).unwrap_or(u64::MAX);
+    let (system, tools) = cache.fixed_parts();
+    let task = floor.saturating_sub(system).saturating_sub(tools);
+    let wire = ctx.provider.wire();
+    let mut sizes: Vec<(&str, u64)> = offer
+        .tools
+        .iter()
+        .map(|spec| {
+            let size = offer
+                .registry
+                .encoded_tools(wire, &[*spec])
+                .map_or(0, |e| e.len());
+            (spec.name.as_str(), tokens(size))
+        })
+        .collect();
+    sizes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let largest: Vec<String> = sizes
+        .iter()
+        .take(3)
+        .map(|(name, t)| format!("{name} ~{t}"))
+        .collect();
+    let window = ctx.config.context_window;
+    let threshold = ctx.config.condense_threshold;
+    let percent = (threshold * 100.0).round();
+    // The window at which the floor leaves the least room needed, in
+    // thousands (the threshold is validated: above 0, at most 1).
+    let least = tokens(floor).saturating_add(MIN_ROOM_TOKENS) as f64 / threshold;
+    let needed = (least / 1000.0).ceil() as u64 * 1000;
+    format!(
+        "the context window is too small for mode `{mode}`: before any work, each request takes ~{floor} tokens — \
+         the system prompt ~{system}, the mode's {count} tools ~{tools} (largest: {largest}) and the task ~{task} — \
+         which leaves ~{room} of the {budget} tokens ({percent}% of the {window}-token window) at which the history \
+         is condensed; the conversation needs at least {MIN_ROOM_TOKENS}. Use a model with a larger window and set \
+         `context_window` to it (this mode needs at least ~{needed}), or defer tools: offer fewer up front (a mode \
+         with fewer tool groups; MCP tools are deferred behind search_tools when they are large).",
+        room = budget.saturating_sub(tokens(floor)),
+        mode = offer.mode,
+        floor = tokens(floor),
+        system = tokens(system),
+        count = offer.tools.len(),
+        tools = tokens(tools),
+        largest = largest.join(", "),
+        task = tokens(task),
+    )
 }

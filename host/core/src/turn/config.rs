@@ -51,7 +51,9 @@ pub struct TaskConfig {
     pub context_window: u64,
     /// Share of the window at which older history is condensed.
     pub condense_threshold: f64,
-    /// Most recent messages always kept verbatim when condensing.
+    /// Most recent messages kept verbatim when condensing, fewer when
+    /// they would not leave half the room free (never fewer than the
+    /// newest turn: the last reply and its results).
     pub keep_recent_messages: usize,
     /// Retries of a reply whose stream broke mid-way.
     pub stream_retries: u32,

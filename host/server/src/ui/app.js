@@ -40,22 +40,71 @@ function show(signedIn) {
 
 async function signIn(t) {
   token = t;
+  let me;
   try {
-    await call("GET", "/tasks?limit=1");
+    me = await call("GET", "/me");
   } catch (e) {
     $("signin-error").textContent = e.status === 401 ? "That token is not valid." : e.message;
     token = "";
     show(false);
     return;
   }
-  localStorage.setItem("roost-token", t);
+  if (t) localStorage.setItem("roost-token", t);
   $("signin-error").textContent = "";
+  // Who is signed in, and where their workspaces lie.
+  $("who").textContent = "Signed in as " + me.tenant;
+  $("who").title = "Workspace root: " + me.root;
   show(true);
+  // Without tokens there is nothing to sign out of.
+  $("signout").hidden = !me.auth;
   refreshTasks();
+  loadModes();
+  loadProfiles();
+}
+
+// Fill a <select> with [value, label] pairs, keeping the choice made if
+// it is still there, else `preferred`.
+function fillSelect(select, options, preferred) {
+  const chosen = select.value;
+  select.replaceChildren();
+  for (const [value, label] of options) {
+    const o = el("option", "", label);
+    o.value = value;
+    select.append(o);
+  }
+  const values = options.map(([v]) => v);
+  if (values.includes(chosen)) select.value = chosen;
+  else if (values.includes(preferred)) select.value = preferred;
+}
+
+// The modes of the workspace typed (its own `.roomodes` too), or of the
+// root while none is.
+async function loadModes() {
+  const ws = $("nt-workspace").value.trim() || ".";
+  let modes;
+  try {
+    modes = await call("GET", "/modes?workspace=" + encodeURIComponent(ws));
+  } catch (e) {
+    return;  // Not a workspace (yet): the list stays as it was.
+  }
+  fillSelect($("nt-mode"), modes.map((m) => [m.slug, m.name + " (" + m.slug + ")"]), "code");
+}
+
+async function loadProfiles() {
+  let profiles;
+  try {
+    profiles = await call("GET", "/profiles");
+  } catch (e) {
+    profiles = [];
+  }
+  const def = profiles.find((p) => p.default);
+  const options = [["", def ? "Server default (" + def.name + ")" : "Server default"]];
+  for (const p of profiles) options.push([p.name, p.model ? p.name + " · " + p.model : p.name]);
+  fillSelect($("nt-profile"), options, "");
 }
 
 async function refreshTasks() {
-  if (!token) return;
+  if ($("home").hidden) return;  // Not signed in.
   let list;
   try {
     list = await call("GET", "/tasks?limit=50");
@@ -87,6 +136,13 @@ function diffBlock(diff) {
   return pre;
 }
 
+// A result the model reports (attempt_completion), as text.
+function completionBlock(args, tag) {
+  const box = el("div", tag ? "completion child" : "completion");
+  box.append(el("strong", "", tag + "Result"), el("div", "", (args && args.result) || ""));
+  return box;
+}
+
 function logAppend(node) {
   const log = $("log");
   log.append(node);
@@ -103,7 +159,8 @@ function onChildEvent(env) {
       if (env.text) logAppend(el("div", "msg child", tag + env.text));
       break;
     case "tool_call_requested":
-      logAppend(el("div", "tool child", tag + "» " + env.tool + " " + JSON.stringify(env.args)));
+      if (env.tool === "attempt_completion") logAppend(completionBlock(env.args, tag));
+      else logAppend(el("div", "tool child", tag + "» " + env.tool + " " + JSON.stringify(env.args)));
       break;
     case "tool_call_denied":
       logAppend(el("div", "error child", tag + "✗ denied" + (env.feedback ? ": " + env.feedback : "")));
@@ -148,7 +205,9 @@ function onEvent(env) {
       break;
     case "tool_call_requested":
       openText = null;
-      logAppend(el("div", "tool", "» " + env.tool + " " + JSON.stringify(env.args)));
+      // The result is said once, here; its question only asks to accept it.
+      if (env.tool === "attempt_completion") logAppend(completionBlock(env.args, ""));
+      else logAppend(el("div", "tool", "» " + env.tool + " " + JSON.stringify(env.args)));
       break;
     case "tool_call_result": {
       const r = env.result || {};
@@ -244,9 +303,9 @@ async function refreshAsks() {
     // A subtask's question is answered where its task is.
     const owner = a.task_id || id;
     const who = owner === id ? "" : "[child " + owner.slice(-8) + "] ";
-    card.append(el("div", "", who + a.question));
+    // A result is in the log above (completionBlock): not repeated here.
+    card.append(el("div", "", who + (a.kind === "completion" ? "Accept the result above?" : a.question)));
     if (a.ask.preview) card.append(diffBlock(a.ask.preview));
-    if (a.kind === "completion") card.append(el("div", "msg", a.ask.result));
     if (a.kind === "followup" && a.ask.suggestions) {
       for (const s of a.ask.suggestions) card.append(el("div", "", "• " + s));
     }
@@ -303,9 +362,12 @@ $("signout").addEventListener("click", () => {
   localStorage.removeItem("roost-token");
   token = "";
   current = null;
+  $("who").textContent = "";
+  $("who").title = "";
   if (stream) stream.abort();
   show(false);
 });
+$("nt-workspace").addEventListener("change", loadModes);
 $("new-task").addEventListener("submit", async (e) => {
   e.preventDefault();
   const body = { prompt: $("nt-prompt").value, workspace: $("nt-workspace").value };
@@ -333,5 +395,7 @@ $("say").addEventListener("submit", async (e) => {
   }
 });
 
-if (token) signIn(token); else show(false);
+// A server without tokens (--no-auth) says so in the page: nobody signs in.
+const needsToken = document.querySelector('meta[name="roost-auth"]').content !== "none";
+if (token || !needsToken) signIn(token); else show(false);
 setInterval(refreshTasks, 5000);

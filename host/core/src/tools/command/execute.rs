@@ -351,6 +351,7 @@ impl ToolExecutor for ExecuteCommand {
             env: &env,
             proxy: proxy.as_ref().map(|(p, b)| (p.socket(), b.as_path())),
             held: &held,
+            binds: &[],
         };
         let cmd = match self.host.confinement.command(&plan, limit.as_secs()) {
             Ok(c) => c,

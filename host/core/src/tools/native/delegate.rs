@@ -28,16 +28,19 @@ pub(super) fn over_limit(message: impl Into<String>) -> Outcome {
 
 /// What a subtask may write at most: the parent's active scope (where
 /// intents are on; none selected: nothing), within what the parent itself
-/// was bounded by. `None`: the whole workspace.
+/// was bounded by. `None`: the whole workspace. Where intents are on, the
+/// parent's intent goes with it ([`inherited`]); how a subtask holds it is
+/// [`intents::bound`]'s rule.
 pub(super) fn write_bound(ctx: &Ctx<'_>, state: &RunState) -> Option<Vec<String>> {
     if intents::enabled_in(&ctx.ws) {
-        // Selecting an intent is checked against the parent's own bound,
-        // so the intent's scope already lies within it.
+        // The parent holds its intent through `intents::bound::hold`, so
+        // the scope it holds (narrowed, for a subtask) already lies within
+        // its own bound.
         Some(
             state
                 .intent
                 .as_ref()
-                .map(|(intent, _)| intent.owned_scope.clone())
+                .map(|(_, scope)| scope.globs().to_vec())
                 .unwrap_or_default(),
         )
     } else {
@@ -46,8 +49,10 @@ pub(super) fn write_bound(ctx: &Ctx<'_>, state: &RunState) -> Option<Vec<String>
 }
 
 /// What a subtask started by call `call_id` inherits: one level deeper,
-/// `write_bound`, and the parent's mode hooks after those it inherited
-/// (they all run on the subtask's calls).
+/// `write_bound`, the parent's active intent (where intents are on: the
+/// subtask works under it, narrowed to `write_bound`), and the parent's
+/// mode hooks after those it inherited (they all run on the subtask's
+/// calls).
 pub(super) fn inherited(
     ctx: &Ctx<'_>,
     state: &RunState,
@@ -68,6 +73,11 @@ pub(super) fn inherited(
         call_id: Some(call_id.to_owned()),
         group,
         command_profile: state.command_profile().map(str::to_owned),
+        intent: if intents::enabled_in(&ctx.ws) {
+            state.intent_id().map(str::to_owned)
+        } else {
+            None
+        },
     }
 }
 

@@ -4,7 +4,9 @@
 //! the others (their histories are kept). Each child is a subtask like
 //! `new_task`'s — bounded by the parent's approvals, hooks and write scope
 //! — and siblings get pairwise disjoint write scopes, checked before any
-//! starts (a child without a scope is read-only). The group is a record
+//! starts (a child without a scope is read-only). Where intents are on,
+//! each child works under the parent's intent narrowed to its own scope
+//! (`intents::bound`). The group is a record
 //! of its own (`task_groups`), with events as it starts, as each child
 //! ends and as it ends; a resumed parent finds it by the call's id,
 //! follows the children that run, starts the ones that never did, and

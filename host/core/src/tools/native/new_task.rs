@@ -4,7 +4,8 @@
 //! the child's accepted result is the call's result, any other end an
 //! error result saying how it ended. The child is bounded by the parent:
 //! its approval policy is at most the parent's, it writes only inside the
-//! parent's active scope, the parent's mode hooks run on its calls, and the
+//! parent's active scope (under the parent's intent, where intents are on:
+//! `intents::bound`), the parent's mode hooks run on its calls, and the
 //! tree's depth, size and concurrency are bounded by the host.
 //!
 //! The wait is durable: the call's result is recorded only when the child

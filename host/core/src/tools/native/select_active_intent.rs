@@ -1,10 +1,12 @@
 //! `select_active_intent`: the task works under an intent from
 //! `.orchestration/active_intents.yaml` from now on; the model gets the
 //! intent's context (scope, constraints, acceptance criteria, recent trace).
+//! A subtask may select only what `intents::bound::hold` lets it hold.
 
 use serde_json::{Value, json};
 
-use crate::intents::{self, Scope, Trace};
+use crate::intents::bound::{HoldError, hold};
+use crate::intents::{self, Trace};
 use crate::tools::HOST;
 use crate::tools::executor::{Effect, Invocation, Needs, Outcome, ToolExecutor};
 use crate::turn::{RunState, TaskError};
@@ -25,7 +27,8 @@ impl SelectActiveIntent {
             name: NAME.into(),
             description: "Select the intent (from .orchestration/active_intents.yaml) this work belongs to, before \
                 any tool that changes the workspace. Returns the intent's scope, constraints, acceptance criteria \
-                and recent history. Writes are limited to the intent's owned_scope."
+                and recent history. Writes are limited to the intent's owned_scope (a subtask starts under its parent's intent, \
+                limited to its own scope)."
                 .into(),
             args_schema: json!({
                 "type": "object",
@@ -99,20 +102,27 @@ impl ToolExecutor for SelectActiveIntent {
                 "message": "only an IN_PROGRESS intent can be selected"
             })));
         }
-        // A subtask works inside its parent's scope: an intent reaching
-        // beyond it (or one whose containment cannot be proved) is refused.
-        if let Some(bound) = &c.state.bound
-            && !intents::bound::within(&intent.owned_scope, bound.globs())
+        // A subtask works inside its parent's scope: an intent inside it,
+        // or the one its parent passed on (narrowed to it); nothing else.
+        let inherited = ctx.config.inherited.intent.as_deref();
+        let (intent, scope) = match hold(&ctx.workspace, intent, c.state.bound.as_ref(), inherited)
         {
-            return Ok(refused(json!({
-                "code": "intent_outside_parent_scope", "intent_id": wanted,
-                "owned_scope": intent.owned_scope, "parent_scope": bound.globs(),
-                "message": "a subtask may only select an intent whose owned_scope lies inside the scope of the task that started it"
-            })));
-        }
-        let scope = match Scope::new(&ctx.workspace, &intent) {
-            Ok(s) => s,
-            Err(e) => {
+            Ok(held) => held,
+            Err(HoldError::OutsideParentScope {
+                owned_scope,
+                bound,
+                inherited,
+                ..
+            }) => {
+                return Ok(refused(json!({
+                    "code": "intent_outside_parent_scope", "intent_id": wanted,
+                    "owned_scope": owned_scope, "parent_scope": bound,
+                    "inherited_intent": inherited,
+                    "message": "a subtask may select an intent whose owned_scope lies inside the scope of the task \
+                        that started it, or the intent that task passed on (held narrowed to this subtask's scope)"
+                })));
+            }
+            Err(HoldError::Invalid(e)) => {
                 return Ok(refused(
                     json!({"code": "intent_scope_invalid", "message": e.to_string()}),
                 ));
@@ -123,7 +133,7 @@ impl ToolExecutor for SelectActiveIntent {
             .map(|(e, _)| e)
             .unwrap_or_default();
         let recent = &recent[recent.len().saturating_sub(10)..];
-        let block = intents::context_block(&ctx.workspace, &intent, recent);
+        let block = intents::context_block(&ctx.workspace, &intent, &scope, recent);
         c.agent.store.set_active_intent(id, Some(&intent.id))?;
         c.agent
             .store
