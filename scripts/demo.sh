@@ -9,15 +9,15 @@ work="$base/workspace"
 # The demo's task store is its own, not the user's data dir.
 export ROOST_DATA_DIR="${ROOST_DATA_DIR:-$base/roost-data}"
 cp -r tests/fixtures/example/workspace "$work"
-# The debug build: the one `scripts/test.sh` goes on with, and the one
-# `cargo install --debug --path host/cli --locked --target-dir target` then
-# installs in seconds (README, "Install").
+# The debug build: the one `scripts/test.sh` goes on with (it rebuilds the
+# few crates whose test features differ), and the binary README's "Install"
+# copies onto your PATH.
 if [ ! -x "${CARGO_TARGET_DIR:-target}/debug/roost" ]; then
   echo "First build: cargo compiles Roost, wasmtime and the sandboxed plugins: about 25 minutes" >&2
   echo "on a busy 2-core machine (23 measured), mostly wasmtime and Cranelift; cargo's progress" >&2
   echo "bar follows. For a few of those minutes it shows roost-core(build): the first-party plugins" >&2
   echo "being built for wasm32-wasip2 and precompiled (cargo build -vv shows its lines)." >&2
-  echo "The tests and an install reuse this build; later runs start at once." >&2
+  echo "The tests reuse most of this build; later runs start at once." >&2
 fi
 cargo run -p roost -- run "Add a farewell function next to greet" \
   --workspace "$work" --script tests/fixtures/example/fix-greeting.json --yes "$@"

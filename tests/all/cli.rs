@@ -16,6 +16,20 @@ pub(crate) fn roost(data: &Path) -> Command {
     c
 }
 
+/// `cmd` started on a pseudo-terminal, as a person runs it (`TERM=xterm`,
+/// colours stripped from what the test reads). The timeout only ends a
+/// session that would otherwise hang.
+pub(crate) fn on_pty(mut cmd: Command) -> rexpect::session::PtySession {
+    cmd.env("TERM", "xterm");
+    rexpect::session::spawn_with_options(
+        cmd,
+        rexpect::reader::Options::new()
+            .timeout_ms(Some(120_000))
+            .strip_ansi_escape_codes(true),
+    )
+    .expect("roost starts on a pty")
+}
+
 /// An empty config file in `data` (created if missing): a named config
 /// file must exist.
 fn empty_config(data: &Path) -> PathBuf {

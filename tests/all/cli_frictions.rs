@@ -12,6 +12,7 @@ use roost_tests::identity::{Identity, identities};
 use serde_json::json;
 
 use crate::cli::{roost, text};
+use crate::scene::Scene;
 use crate::sse_server::{self, Canned};
 
 fn script(dir: &Path, turns: serde_json::Value) -> PathBuf {
@@ -543,49 +544,28 @@ fn stable(out: &str, paths: &[(&Path, &str)]) -> String {
     s
 }
 
-/// Where `who` can run `roost`: a folder outside `/tmp` (a command's
-/// sandbox has a `/tmp` of its own) everyone may enter, the binary
-/// runnable by anyone, and a command for `who` with only PATH and HOME of
-/// the environment.
-struct Place {
-    base: tempfile::TempDir,
-    bin: PathBuf,
-}
-
-impl Place {
-    fn new() -> Self {
-        use std::os::unix::fs::PermissionsExt;
-        let base = tempfile::tempdir_in("/var/tmp")
-            .or_else(|_| tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")))
-            .expect("base");
-        std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod");
-        let bin = roost_tests::identity::runnable_by_anyone(Path::new(env!("CARGO_BIN_EXE_roost")));
-        Self { base, bin }
-    }
-
-    fn p(&self, rel: &str) -> PathBuf {
-        self.base.path().join(rel)
-    }
-
-    /// Give the place to `who` (when that is not the caller).
-    fn hand_to(&self, who: Identity) {
-        if who == Identity::Nobody {
-            roost_tests::identity::chown_tree(self.base.path(), roost_tests::identity::NOBODY);
-        }
-    }
-
-    fn roost(&self, who: Identity, config: &Path) -> std::process::Command {
-        let mut c = who.command(&self.bin);
-        c.current_dir(self.p("ws"))
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", self.p("home"))
-            .env("ROOST_CONFIG", config)
-            .arg("--data-dir")
-            .arg(self.p("data"));
-        c
-    }
+/// `roost run --yes --allow-commands` as `who`, with `config` and a model
+/// that runs `command` and then completes with `result`.
+fn run_one_command(who: Identity, config: &str, command: &str, result: &str) -> (Scene, Output) {
+    let place = Scene::new();
+    place.dirs(["ws", "home", "data"]);
+    let config_file = place.p("config.toml");
+    std::fs::write(&config_file, config).expect("config");
+    let script = script(
+        &place.p(""),
+        json!([
+            {"text": "", "tool_calls": [{"name": "execute_command", "args": {"command": command}}]},
+            done(result)
+        ]),
+    );
+    place.hand_to(who);
+    let o = place
+        .roost(who, &config_file)
+        .args(["run", "run it", "--yes", "--allow-commands", "--script"])
+        .arg(&script)
+        .output()
+        .expect("runs");
+    (place, o)
 }
 
 /// `--yes --allow-commands` and a command no `allowed_commands` rule
@@ -594,26 +574,7 @@ impl Place {
 #[test]
 fn a_command_no_rule_allows_is_denied_for_that_reason_under_yes() {
     for who in identities() {
-        let place = Place::new();
-        for d in ["ws", "home", "data"] {
-            std::fs::create_dir_all(place.p(d)).expect("mkdir");
-        }
-        let config = place.p("config.toml");
-        std::fs::write(&config, "").expect("config");
-        let script = script(
-            &place.p(""),
-            json!([
-                {"text": "", "tool_calls": [{"name": "execute_command", "args": {"command": "ls -la"}}]},
-                done("listed")
-            ]),
-        );
-        place.hand_to(who);
-        let o = place
-            .roost(who, &config)
-            .args(["run", "list it", "--yes", "--allow-commands", "--script"])
-            .arg(&script)
-            .output()
-            .expect("runs");
+        let (_place, o) = run_one_command(who, "", "ls -la", "listed");
         let shown = text(&o);
         assert!(o.status.success(), "{who:?}: {shown}");
         assert!(!shown.contains("use --yes"), "{who:?}: {shown}");
@@ -668,13 +629,7 @@ fn skipped_skills_are_warned_about_on_the_terminal() {
         .env("HOME", dir.path())
         .env("TERM", "xterm")
         .env_remove("ROOST_LOG");
-    let mut p = rexpect::session::spawn_with_options(
-        cmd,
-        rexpect::reader::Options::new()
-            .timeout_ms(Some(120_000))
-            .strip_ansi_escape_codes(true),
-    )
-    .expect("roost starts on a pty");
+    let mut p = crate::cli::on_pty(cmd);
     p.exp_string("code> ").expect("prompt");
     p.send_line("hi").expect("send");
     let before = p.exp_string("? Accept the result?").expect("review");
@@ -730,30 +685,12 @@ fn an_unreachable_model_server_is_said_once() {
 #[test]
 fn command_output_is_printed_once_with_exit_code_and_files() {
     for who in identities() {
-        let place = Place::new();
-        for d in ["ws", "home", "data"] {
-            std::fs::create_dir_all(place.p(d)).expect("mkdir");
-        }
-        let config = place.p("config.toml");
-        std::fs::write(
-            &config,
+        let (place, o) = run_one_command(
+            who,
             "[commands]\nallowed_commands = [\"printf\", \"tee\"]\n",
-        )
-        .expect("config");
-        let script = script(
-            &place.p(""),
-            json!([
-                {"text": "", "tool_calls": [{"name": "execute_command", "args": {"command": "printf 'line-%s\\n' 1 2 3 4 5 6 7 8 | tee out.txt"}}]},
-                done("written")
-            ]),
+            "printf 'line-%s\\n' 1 2 3 4 5 6 7 8 | tee out.txt",
+            "written",
         );
-        place.hand_to(who);
-        let o = place
-            .roost(who, &config)
-            .args(["run", "write it", "--yes", "--allow-commands", "--script"])
-            .arg(&script)
-            .output()
-            .expect("runs");
         let shown = String::from_utf8_lossy(&o.stdout).into_owned();
         assert!(o.status.success(), "{who:?}: {}", text(&o));
         for n in 1..=8 {
@@ -910,13 +847,7 @@ fn ctrl_c_at_the_result_review_is_an_interruption() {
         .arg(&script)
         .env("TERM", "xterm")
         .env_remove("ROOST_LOG");
-    let mut p = rexpect::session::spawn_with_options(
-        cmd,
-        rexpect::reader::Options::new()
-            .timeout_ms(Some(120_000))
-            .strip_ansi_escape_codes(true),
-    )
-    .expect("roost starts on a pty");
+    let mut p = crate::cli::on_pty(cmd);
     p.exp_string("code> ").expect("prompt");
     p.send_line("finish it").expect("send");
     p.exp_string("? Accept the result?").expect("review");
@@ -959,13 +890,7 @@ fn ctrl_c_at_the_result_review_is_an_interruption() {
         .arg(&script)
         .env("TERM", "xterm")
         .env_remove("ROOST_LOG");
-    let mut p = rexpect::session::spawn_with_options(
-        cmd,
-        rexpect::reader::Options::new()
-            .timeout_ms(Some(120_000))
-            .strip_ansi_escape_codes(true),
-    )
-    .expect("roost starts on a pty");
+    let mut p = crate::cli::on_pty(cmd);
     p.exp_string("? Accept the result?").expect("review");
     p.send_control('c').expect("Ctrl-C");
     p.exp_string("aborted: interrupted (Ctrl-C)")

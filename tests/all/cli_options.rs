@@ -12,15 +12,61 @@
 //!   task says `--last`.
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use roost_tests::http::{Server, reply};
-use roost_tests::identity::{Identity, NOBODY, chown_tree, identities, runnable_by_anyone};
+use roost_tests::identity::{Identity, identities};
 use serde_json::{Value, json};
 
 use crate::cli::{roost, text};
+use crate::scene::Scene;
+use crate::served::Served;
+
+/// A task in a final state.
+fn ended(task: &Value) -> bool {
+    ["completed", "failed", "aborted", "paused"].contains(&task["status"].as_str().unwrap_or(""))
+}
+
+/// Start one task (prompt `hi` in the root) on `server` (`--no-auth`) and
+/// poll it and its questions until `settled(task, asks)`; the task then.
+fn serve_one_task(server: &Served, settled: impl Fn(&Value, &Value) -> bool) -> Value {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let client = reqwest::Client::new();
+        server.ready(&client).await;
+        let body: Value = client
+            .post(format!("{}/tasks", server.base))
+            .json(&json!({"prompt": "hi", "workspace": "."}))
+            .send()
+            .await
+            .expect("create")
+            .json()
+            .await
+            .expect("json");
+        let id = body["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{body}"))
+            .to_owned();
+        let json = |text: String| serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
+        for _ in 0..600 {
+            let asks = json(
+                server
+                    .get(&client, &format!("/tasks/{id}/asks"), None)
+                    .await,
+            );
+            let task = json(server.get(&client, &format!("/tasks/{id}"), None).await);
+            if settled(&task, &asks) {
+                return task;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("the task never settled: {}", server.log());
+    })
+}
 
 fn script(dir: &Path, turns: Value) -> PathBuf {
     let path = dir.join("script.json");
@@ -137,13 +183,7 @@ fn a_script_is_replayed_and_the_configs_model_never_asked() {
         .env("OPENAI_API_KEY", "sk-a-real-looking-key")
         .env("TERM", "xterm")
         .env_remove("ROOST_LOG");
-    let mut p = rexpect::session::spawn_with_options(
-        cmd,
-        rexpect::reader::Options::new()
-            .timeout_ms(Some(120_000))
-            .strip_ansi_escape_codes(true),
-    )
-    .expect("roost starts on a pty");
+    let mut p = crate::cli::on_pty(cmd);
     p.exp_string("code> ").expect("prompt");
     p.send_line("hi").expect("send");
     let before = p.exp_string("code> ").expect("the task ends");
@@ -153,87 +193,17 @@ fn a_script_is_replayed_and_the_configs_model_never_asked() {
     p.exp_eof().expect("the session ends");
 
     // A task a client of `roost serve --script` starts.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port();
-    let log = dir.path().join("serve.log");
-    let mut server = roost(&dir.path().join("serve"))
-        .args(["serve", "--no-auth", "--root", ws_arg, "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--script")
+    let mut cmd = roost(&dir.path().join("serve"));
+    cmd.args(["serve", "--no-auth", "--root", ws_arg, "--script"])
         .arg(&script)
         .env("ROOST_CONFIG", &cfg)
-        .env("OPENAI_API_KEY", "sk-a-real-looking-key")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("serve starts");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let task = rt.block_on(async {
-        let client = reqwest::Client::new();
-        let base = format!("http://127.0.0.1:{port}/v1");
-        let mut up = false;
-        for _ in 0..600 {
-            if client.get(format!("{base}/health")).send().await.is_ok() {
-                up = true;
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        assert!(
-            up,
-            "serve did not start: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        let r = client
-            .post(format!("{base}/tasks"))
-            .json(&json!({"prompt": "hi", "workspace": "."}))
-            .send()
-            .await
-            .expect("create");
-        let body: Value = r.json().await.expect("json");
-        let id = body["id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{body}"))
-            .to_owned();
-        // Until the model has answered (the result waits for review) or
-        // the task ended.
-        for _ in 0..600 {
-            let asks: Value = client
-                .get(format!("{base}/tasks/{id}/asks"))
-                .send()
-                .await
-                .expect("asks")
-                .json()
-                .await
-                .expect("json");
-            let task: Value = client
-                .get(format!("{base}/tasks/{id}"))
-                .send()
-                .await
-                .expect("task")
-                .json()
-                .await
-                .expect("json");
-            let waiting = asks.as_array().is_some_and(|a| !a.is_empty());
-            let ended = ["completed", "failed", "aborted", "paused"]
-                .contains(&task["status"].as_str().unwrap_or(""));
-            if waiting || ended {
-                return task;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!(
-            "the task never got an answer: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
+        .env("OPENAI_API_KEY", "sk-a-real-looking-key");
+    let server = Served::start(cmd, &dir.path().join("serve.log"));
+    let task = serve_one_task(&server, |task, asks| {
+        let waiting = asks.as_array().is_some_and(|a| !a.is_empty());
+        waiting || ended(task)
     });
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert_eq!(task["provider"], json!("scripted"), "{task}");
     assert_ne!(task["status"], json!("failed"), "{task}");
 
@@ -499,13 +469,8 @@ fn a_relative_data_dir_works_for_a_sandboxed_command() {
 }
 
 fn relative_data_dir_as(who: Identity) {
-    // Outside /tmp: every sandbox has a private /tmp of its own.
-    let base = tempfile::tempdir_in("/var/tmp")
-        .or_else(|_| tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")))
-        .expect("base");
-    std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755))
-        .expect("chmod base");
-    let bin = runnable_by_anyone(Path::new(env!("CARGO_BIN_EXE_roost")));
+    let scene = Scene::new();
+    let (base, bin) = (&scene.base, &scene.bin);
     let ws = workspace(base.path());
     std::fs::create_dir_all(base.path().join("home")).expect("home");
     let script = script(
@@ -520,11 +485,9 @@ fn relative_data_dir_as(who: Identity) {
         "[commands]\nallowed_commands = [\"echo\"]\n",
     )
     .expect("config");
-    if who == Identity::Nobody {
-        chown_tree(base.path(), NOBODY);
-    }
+    scene.hand_to(who);
     let o = who
-        .command(&bin)
+        .command(bin)
         .current_dir(base.path())
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -640,81 +603,25 @@ fn serve_flags_name_the_endpoint_of_tasks_that_name_none() {
         ),
     )
     .expect("config");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port();
-    let log = dir.path().join("serve.log");
-    let mut server = roost(&dir.path().join("serve"))
-        .args(["serve", "--no-auth", "--root", ws_arg, "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .args(["--profile", "chosen"])
-        .env("ROOST_CONFIG", &cfg)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("serve starts");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let status = rt.block_on(async {
-        let client = reqwest::Client::new();
-        let base = format!("http://127.0.0.1:{port}/v1");
-        let mut up = false;
-        for _ in 0..600 {
-            if client.get(format!("{base}/health")).send().await.is_ok() {
-                up = true;
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        assert!(
-            up,
-            "serve did not start: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        let body: Value = client
-            .post(format!("{base}/tasks"))
-            .json(&json!({"prompt": "hi", "workspace": "."}))
-            .send()
-            .await
-            .expect("create")
-            .json()
-            .await
-            .expect("json");
-        let id = body["id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{body}"))
-            .to_owned();
-        // Until the model's refusal has ended the task.
-        for _ in 0..600 {
-            let task: Value = client
-                .get(format!("{base}/tasks/{id}"))
-                .send()
-                .await
-                .expect("task")
-                .json()
-                .await
-                .expect("json");
-            let status = task["status"].as_str().unwrap_or("").to_owned();
-            if ["completed", "failed", "aborted", "paused"].contains(&status.as_str()) {
-                return status;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!(
-            "the task never ended: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-    });
-    let _ = server.kill();
-    let _ = server.wait();
+    let mut cmd = roost(&dir.path().join("serve"));
+    cmd.args([
+        "serve",
+        "--no-auth",
+        "--root",
+        ws_arg,
+        "--profile",
+        "chosen",
+    ])
+    .env("ROOST_CONFIG", &cfg);
+    let server = Served::start(cmd, &dir.path().join("serve.log"));
+    let task = serve_one_task(&server, |task, _| ended(task));
+    let log = server.log();
+    drop(server);
+    let status = task["status"].as_str().unwrap_or("").to_owned();
     assert_eq!(status, "failed", "the servers answer 401");
     assert!(
         !chosen_server.received().is_empty(),
-        "--profile chosen was not asked: {}",
-        std::fs::read_to_string(&log).unwrap_or_default()
+        "--profile chosen was not asked: {log}"
     );
     assert!(
         default_server.received().is_empty(),

@@ -12,13 +12,16 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use roost_tests::identity::{Identity, NOBODY, chown_tree, identities, runnable_by_anyone};
+use roost_tests::identity::{Identity, NOBODY, chown_tree, identities};
 use roost_tests::tree_hash;
 use serde_json::{Value, json};
+
+use crate::scene::Scene;
+use crate::served::Served;
 
 /// A Unix socket server outside every write root that counts who
 /// connects: a stand-in for a Docker daemon, a D-Bus bus, an ssh-agent.
@@ -54,54 +57,6 @@ fn control_connect(path: &Path, count: &AtomicUsize) {
 
 fn command_call(line: &str) -> Value {
     json!({"text": "", "tool_calls": [{"name": "execute_command", "args": {"command": line}}]})
-}
-
-/// Everything the attacks need, laid out for one identity.
-struct Scene {
-    base: tempfile::TempDir,
-    bin: PathBuf,
-}
-
-impl Scene {
-    fn new() -> Self {
-        // Outside /tmp: every sandbox has a private /tmp of its own.
-        let base = tempfile::tempdir_in("/var/tmp")
-            .or_else(|_| tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")))
-            .expect("base");
-        std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod base");
-        // The binary where another user can run it.
-        let bin = runnable_by_anyone(Path::new(env!("CARGO_BIN_EXE_roost")));
-        Self { base, bin }
-    }
-
-    fn p(&self, rel: &str) -> PathBuf {
-        self.base.path().join(rel)
-    }
-
-    /// `roost` as `who` in the scene: its `ws` the working directory, its
-    /// `home` and `data`, the config `config`, nothing else of the
-    /// environment but PATH.
-    fn roost(&self, who: Identity, config: &Path) -> std::process::Command {
-        let mut c = who.command(&self.bin);
-        c.current_dir(self.p("ws"))
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", self.p("home"))
-            .env("ROOST_CONFIG", config)
-            .arg("--data-dir")
-            .arg(self.p("data"));
-        c
-    }
-
-    /// The folders `rels`, made.
-    fn dirs<const N: usize>(&self, rels: [&str; N]) -> [PathBuf; N] {
-        rels.map(|r| {
-            let d = self.p(r);
-            std::fs::create_dir_all(&d).expect("mkdir");
-            d
-        })
-    }
 }
 
 #[test]
@@ -314,14 +269,6 @@ fn attack_as(who: Identity) {
     assert_eq!(before, after, "{ctx}");
 }
 
-/// A free port on loopback.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port()
-}
-
 /// `roost serve --allow-commands` with two tenants: Bob's command sees
 /// its own workspace and the system, not Ada's root, the server's data
 /// dir, its config or its store — as root and as an unprivileged user.
@@ -409,42 +356,24 @@ fn tenant_attack_as(who: Identity, shared_parent: bool) {
     };
     let _ada_token = token("ada", &ada);
     let bob_token = token("bob", &bob);
-    let port = free_port();
-    let log = scene.p("serve.log");
-    let mut server = run(&[
-        "serve",
-        "--allow-commands",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--script",
-        &script.display().to_string(),
-    ])
-    .stdout(std::process::Stdio::null())
-    .stderr(std::fs::File::create(&log).expect("log"))
-    .spawn()
-    .expect("serve starts");
+    let server = Served::start(
+        run(&[
+            "serve",
+            "--allow-commands",
+            "--script",
+            &script.display().to_string(),
+        ]),
+        &scene.p("serve.log"),
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     let text = rt.block_on(async {
         let client = reqwest::Client::new();
-        let base = format!("http://127.0.0.1:{port}/v1");
-        let mut up = false;
-        for _ in 0..600 {
-            if client.get(format!("{base}/health")).send().await.is_ok() {
-                up = true;
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        assert!(
-            up,
-            "serve did not start: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
+        server.ready(&client).await;
         let r = client
-            .post(format!("{base}/tasks"))
+            .post(format!("{}/tasks", server.base))
             .bearer_auth(&bob_token)
             .json(&json!({"prompt": "look around", "workspace": "ws", "approve": ["command"]}))
             .send()
@@ -454,28 +383,16 @@ fn tenant_attack_as(who: Identity, shared_parent: bool) {
         let body: Value = r.json().await.expect("json");
         assert_eq!(status, 201, "{body}");
         let id = body["id"].as_str().expect("id").to_owned();
-        let mut last = String::new();
-        for _ in 0..400 {
-            let r = client
-                .get(format!("{base}/tasks/{id}/messages"))
-                .bearer_auth(&bob_token)
-                .send()
-                .await
-                .expect("messages");
-            let text = r.text().await.unwrap_or_default();
-            if text.contains("DONE-2-TENANT") {
-                return text;
-            }
-            last = text;
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!(
-            "the command never ran: {last}\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
+        server
+            .until(
+                &client,
+                &format!("/tasks/{id}/messages"),
+                Some(&bob_token),
+                |text| text.contains("DONE-2-TENANT"),
+            )
+            .await
     });
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     let ctx = format!("as {who:?}, shared parent {shared_parent}: {text}");
     assert!(
         text.contains("bob-own-text"),

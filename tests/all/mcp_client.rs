@@ -313,7 +313,7 @@ async fn colliding_tool_names_are_refused_not_confused() {
 /// reading a workspace file.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reference_servers_over_stdio_and_http() {
-    let port = free_port();
+    let port = crate::served::free_port();
     let mut http_server = Command::new(mcp_bin("mcp-server-everything"))
         .arg("streamableHttp")
         .env("PORT", port.to_string())
@@ -369,14 +369,6 @@ async fn reference_servers_over_stdio_and_http() {
     let r = fs.results(&id);
     assert!(r[0].0.contains("read through MCP"), "{:?}", r[0]);
 }
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 fn wait_for_port(port: u16) {
     for _ in 0..600 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -870,9 +862,6 @@ async fn project_servers_wait_for_trust_and_hostile_ones_are_bounded() {
 /// asked, and a yes starts them.
 #[test]
 fn the_cli_asks_before_a_project_server_starts() {
-    use rexpect::reader::Options;
-    use rexpect::session::spawn_with_options;
-
     let ws = roost_tests::TestWorkspace::new();
     let data = ws.root().join("data");
     let xdg = ws.root().join("xdg");
@@ -938,13 +927,7 @@ fn the_cli_asks_before_a_project_server_starts() {
     assert_eq!(state(), "untrusted");
 
     let ask = || {
-        let mut p = spawn_with_options(
-            run(true),
-            Options::new()
-                .timeout_ms(Some(120_000))
-                .strip_ansi_escape_codes(true),
-        )
-        .expect("roost starts on a pty");
+        let mut p = crate::cli::on_pty(run(true));
         p.exp_string("wants to start:")
             .expect("the servers are named");
         // All of the entry, the host variable it expands first.

@@ -285,13 +285,7 @@ fn a_compile_on_a_terminal_shows_a_spinner() {
     cmd.args(["plugin", "install", "--yes"])
         .arg(&first)
         .env("TERM", "xterm");
-    let mut p = rexpect::session::spawn_with_options(
-        cmd,
-        rexpect::reader::Options::new()
-            .timeout_ms(Some(120_000))
-            .strip_ansi_escape_codes(true),
-    )
-    .expect("roost starts on a pty");
+    let mut p = crate::cli::on_pty(cmd);
     p.exp_string("| compiling first (")
         .expect("the spinner's first frame");
     p.exp_string(COMPILING).expect("what it costs");

@@ -6,8 +6,7 @@
 
 use std::path::Path;
 
-use rexpect::reader::Options;
-use rexpect::session::{PtySession, spawn_with_options};
+use rexpect::session::PtySession;
 
 use crate::cli::{roost, text};
 
@@ -20,16 +19,8 @@ fn session(data: &Path, ws: &Path) -> PtySession {
         .arg(ws)
         .arg("--script")
         .arg(script)
-        .env("TERM", "xterm")
         .env_remove("ROOST_LOG");
-    // The timeout only ends a session that would otherwise hang.
-    spawn_with_options(
-        cmd,
-        Options::new()
-            .timeout_ms(Some(120_000))
-            .strip_ansi_escape_codes(true),
-    )
-    .expect("roost starts on a pty")
+    crate::cli::on_pty(cmd)
 }
 
 #[test]

@@ -15,7 +15,9 @@ use super::sanitize::{json_text, visible_line};
 use roost_core::commands::CommandHost;
 use roost_core::config::{self, Config};
 use roost_core::mcp::trust::disclosure;
-use roost_core::mcp::{McpHub, ServerEntry, ServerState};
+use roost_core::mcp::{
+    ConfigIssue, McpHub, ServerEntry, ServerState, ServerStatus, Source, WorkspaceMcp,
+};
 
 /// `roost mcp …`
 #[derive(Debug, Subcommand)]
@@ -139,6 +141,24 @@ fn hub(data_dir: &Path, cfg: &Config) -> anyhow::Result<McpHub> {
     Ok(McpHub::new(global_dir(), data_dir, Arc::new(host)))
 }
 
+/// The servers `workspace`'s tasks use, started as a task starts them,
+/// each with its status: tools marked as a task is offered them (of two
+/// that collide, the one offered and the one refused).
+pub(crate) async fn started(
+    hub: &McpHub,
+    workspace: &Path,
+) -> (Arc<WorkspaceMcp>, Vec<(ServerEntry, ServerStatus)>) {
+    let servers = hub.servers(workspace);
+    servers.start().await;
+    let statuses = servers
+        .servers
+        .values()
+        .map(|s| s.entry.clone())
+        .zip(servers.statuses())
+        .collect();
+    (servers, statuses)
+}
+
 /// A server's name and the file that configures it.
 fn heading(e: &ServerEntry) -> String {
     format!("{} ({})", e.name, e.file.display())
@@ -148,16 +168,7 @@ async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace_dir(&a.workspace)?;
     let cfg = config::load(a.config.as_deref())?;
     let hub = hub(data_dir, &cfg)?;
-    let servers = hub.servers(&workspace);
-    servers.start().await;
-    // Tools marked as a task is offered them: of two that collide, the one
-    // offered and the one refused.
-    let statuses: Vec<_> = servers
-        .servers
-        .values()
-        .map(|s| s.entry.clone())
-        .zip(servers.statuses())
-        .collect();
+    let (servers, statuses) = started(&hub, &workspace).await;
     if a.json {
         let v = serde_json::json!({
             "servers": statuses.iter().map(|(e, s)| serde_json::json!({
@@ -182,7 +193,20 @@ async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         hub.shutdown();
         return Ok(ExitCode::SUCCESS);
     }
-    if statuses.is_empty() && servers.config.issues.is_empty() {
+    print(&statuses, &servers.config.issues, &workspace);
+    hub.shutdown();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The servers a workspace's tasks use, each with its state, tools,
+/// resources and last errors, then the configuration's issues: as `roost
+/// mcp list` and the conversation's `/mcp` show them.
+pub(crate) fn print(
+    statuses: &[(ServerEntry, ServerStatus)],
+    issues: &[ConfigIssue],
+    workspace: &Path,
+) {
+    if statuses.is_empty() && issues.is_empty() {
         outln!(
             "no MCP servers: configure them in {} or the workspace's .roo/mcp.json",
             global_dir()
@@ -190,7 +214,7 @@ async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
                 .unwrap_or_else(|| "mcp_settings.json".into())
         );
     }
-    for (e, s) in &statuses {
+    for (e, s) in statuses {
         let state = match &s.state {
             ServerState::Ready => "ready".to_owned(),
             ServerState::Disabled => "disabled".to_owned(),
@@ -204,9 +228,12 @@ async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             ServerState::Failed(w) => format!("failed: {w}"),
         };
         outln!(
-            "{} ({:?}, {}) — {}",
+            "{} ({}, {}) — {}",
             visible_line(&s.name),
-            e.source,
+            match e.source {
+                Source::Global => "global",
+                Source::Project => "project",
+            },
             visible_line(&e.summary()),
             visible_line(&state)
         );
@@ -245,11 +272,9 @@ async fn list(a: ListArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             outln!("  ! {}", visible_line(err));
         }
     }
-    for i in &servers.config.issues {
+    for i in issues {
         notice!("{}", visible_line(&i.to_string()));
     }
-    hub.shutdown();
-    Ok(ExitCode::SUCCESS)
 }
 
 async fn call(a: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {

@@ -14,7 +14,6 @@ use super::Session;
 use roost_core::asks::Ask;
 use roost_core::events::{Envelope, TaskEvent};
 use roost_core::llm::Role;
-use roost_core::mcp::{ServerState, Source};
 use roost_core::store::{TodoState, UiMessage};
 use roost_protocol::{Checkpoint, RestoreMode, UiSubtype};
 
@@ -702,71 +701,8 @@ impl SlashCommand for Mcp {
             outln!("MCP is off in this session");
             return Ok(Flow::Continue);
         };
-        // The servers the tasks use, started as a task would start them.
-        let servers = hub.servers(&session.workspace);
-        servers.start().await;
-        let statuses: Vec<_> = servers
-            .servers
-            .values()
-            .map(|s| s.entry.clone())
-            .zip(servers.statuses())
-            .collect();
-        if statuses.is_empty() && servers.config.issues.is_empty() {
-            outln!(
-                "no MCP servers: configure them in {} or the workspace's .roo/mcp.json",
-                super::super::mcp::global_dir()
-                    .map(|d| d.join("mcp_settings.json").display().to_string())
-                    .unwrap_or_else(|| "mcp_settings.json".into())
-            );
-        }
-        for (e, s) in &statuses {
-            let state = match &s.state {
-                ServerState::Ready => "ready".to_owned(),
-                ServerState::Disabled => "disabled".to_owned(),
-                ServerState::Untrusted => format!(
-                    "not trusted here (roost mcp trust --workspace {} {})",
-                    session.workspace.display(),
-                    s.name
-                ),
-                ServerState::Idle | ServerState::Starting => "starting".to_owned(),
-                ServerState::Restarting(w) => format!("restarting: {w}"),
-                ServerState::Failed(w) => format!("failed: {w}"),
-            };
-            outln!(
-                "{} ({}, {}) — {}",
-                visible_line(&s.name),
-                match e.source {
-                    Source::Global => "global",
-                    Source::Project => "project",
-                },
-                visible_line(&e.summary()),
-                visible_line(&state)
-            );
-            for t in &s.tools {
-                match &t.refused {
-                    None => outln!(
-                        "  tool {}{}",
-                        visible_line(&t.offered),
-                        if t.always_allow {
-                            " (always allowed)"
-                        } else {
-                            ""
-                        }
-                    ),
-                    Some(why) => outln!(
-                        "  tool {} not offered: {}",
-                        visible_line(&t.name),
-                        visible_line(why)
-                    ),
-                }
-            }
-            for err in s.errors.iter().rev().take(3).rev() {
-                outln!("  ! {}", visible_line(err));
-            }
-        }
-        for i in &servers.config.issues {
-            outln!("! {}", visible_line(&i.to_string()));
-        }
+        let (servers, statuses) = super::super::mcp::started(hub, &session.workspace).await;
+        super::super::mcp::print(&statuses, &servers.config.issues, &session.workspace);
         Ok(Flow::Continue)
     }
 }
