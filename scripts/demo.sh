@@ -13,9 +13,9 @@ cp -r tests/fixtures/example/workspace "$work"
 # few crates whose test features differ), and the binary README's "Install"
 # copies onto your PATH.
 if [ ! -x "${CARGO_TARGET_DIR:-target}/debug/roost" ]; then
-  echo "First build: cargo compiles Roost, wasmtime and the sandboxed plugins: about 25 minutes" >&2
-  echo "on a busy 2-core machine (23 measured), mostly wasmtime and Cranelift; cargo's progress" >&2
-  echo "bar follows. For a few of those minutes it shows roost-core(build): the first-party plugins" >&2
+  echo "First build: cargo compiles Roost, wasmtime and the sandboxed plugins: about 10 minutes" >&2
+  echo "on an idle 2-core machine, up to twice that on a busy one, mostly wasmtime and Cranelift;" >&2
+  echo "cargo's progress bar follows. For a few of those minutes it shows roost-core(build): the first-party plugins" >&2
   echo "being built for wasm32-wasip2 and precompiled (cargo build -vv shows its lines)." >&2
   echo "The tests reuse most of this build; later runs start at once." >&2
 fi
