@@ -738,3 +738,66 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
         offenders.join("\n")
     );
 }
+
+/// Every crate of the host and the SDK refuses unsafe code at its root
+/// (`forbid`, or `deny` where a module needs it), and each module that
+/// allows it says why in the line above.
+#[test]
+fn unsafe_code_is_refused_but_where_a_module_says_why() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut roots = Vec::new();
+    for dir in ["host", "sdk"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let lib = entry.unwrap().path().join("src/lib.rs");
+            if lib.exists() {
+                roots.push(lib);
+            }
+        }
+    }
+    roots.push(root.join("sdk/src/lib.rs"));
+    roots.push(root.join("tests/src/lib.rs"));
+    let mut missing = Vec::new();
+    for lib in &roots {
+        let text = std::fs::read_to_string(lib).unwrap();
+        if !text.contains("#![forbid(unsafe_code)]") && !text.contains("#![deny(unsafe_code)]") {
+            missing.push(lib.display().to_string());
+        }
+    }
+    let sdk_bindings = [
+        "sdk/src/lib.rs",
+        "sdk/hook/src/lib.rs",
+        "sdk/skill/src/lib.rs",
+    ];
+    missing.retain(|m| !sdk_bindings.iter().any(|b| m.ends_with(b)));
+    assert!(
+        missing.is_empty(),
+        "crates that do not refuse unsafe code: {missing:?}"
+    );
+    let mut unexplained = Vec::new();
+    let mut stack = vec![root.join("host")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let lines: Vec<&str> = text.lines().collect();
+                for (i, line) in lines.iter().enumerate() {
+                    if line.trim() == "#![allow(unsafe_code)]"
+                        && !i
+                            .checked_sub(1)
+                            .and_then(|p| lines.get(p))
+                            .is_some_and(|l| l.trim_start().starts_with("//"))
+                    {
+                        unexplained.push(path.display().to_string());
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "modules that allow unsafe code without saying why: {unexplained:?}"
+    );
+}

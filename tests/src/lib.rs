@@ -3,6 +3,8 @@
 //! component cache shared by all test binaries), and throwaway workspaces
 //! with a canary directory beside them whose hash must never change.
 
+#![forbid(unsafe_code)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

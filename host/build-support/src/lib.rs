@@ -3,6 +3,8 @@
 //! substrate's wasm-builder does: a nested `cargo build` for
 //! `wasm32-wasip2` in a target directory of its own.
 
+#![forbid(unsafe_code)]
+
 pub mod js;
 pub mod output;
 pub mod python;

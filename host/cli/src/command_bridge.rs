@@ -7,6 +7,9 @@
 //! cannot install the filter for it) and exits as the command did. Plain
 //! threads, no runtime: it starts before every networked command.
 
+// Installs the seccomp filter between fork and exec (`pre_exec`).
+#![allow(unsafe_code)]
+
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

@@ -2,6 +2,9 @@
 //! parsing, terminal interaction and rendering. This is the binary's edge:
 //! errors are `anyhow` here and become a message plus a non-zero exit code.
 
+// No unsafe code but in the modules that say why they need it.
+#![deny(unsafe_code)]
+
 mod approvals;
 mod chat;
 mod checkpoints;

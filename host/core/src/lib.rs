@@ -20,6 +20,9 @@
 //! profiles) every front-end reads; [`install`] holds third-party plugins:
 //! manifests, grants, upgrades.
 
+// No unsafe code but in the modules that say why they need it.
+#![deny(unsafe_code)]
+
 pub mod asks;
 pub mod call;
 pub mod checkpoints;

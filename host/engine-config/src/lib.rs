@@ -9,6 +9,8 @@
 //! the [`seal`] first, so a damaged or swapped file is never handed to
 //! wasmtime.
 
+#![forbid(unsafe_code)]
+
 pub mod seal;
 
 pub use seal::{SealError, Sealed, seal};

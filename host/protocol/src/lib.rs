@@ -9,6 +9,8 @@
 //! [`schema`] is the JSON Schema of all of it; `docs/protocol.schema.json`
 //! is its committed copy, which a test keeps equal to the code.
 
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod asks;
 pub mod checkpoints;

@@ -7,6 +7,9 @@
 //! [`plugins`] is the engine: component cache, linker, tool and hook calls
 //! under deadlines; [`tool`] holds the types of the plugin contract.
 
+// No unsafe code but in the modules that say why they need it.
+#![deny(unsafe_code)]
+
 pub mod capability;
 pub mod plugins;
 pub mod tool;

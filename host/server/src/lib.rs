@@ -11,6 +11,8 @@
 //! the workspace handles it checks a workspace with, as a task opens it):
 //! the server is one more front-end of the engine, like the CLI.
 
+#![forbid(unsafe_code)]
+
 mod api;
 mod asks;
 mod auth;

@@ -5,6 +5,8 @@
 //! it, since statics are never dropped). PostgreSQL refuses to run as
 //! root; as root the server runs as the `postgres` user.
 
+#![forbid(unsafe_code)]
+
 use std::os::unix::fs::chown;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

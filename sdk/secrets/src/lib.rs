@@ -4,6 +4,8 @@
 //! persists (trace, histories, logs, exports). One set of detectors means a
 //! secret the hook found is a secret the host removes.
 
+#![forbid(unsafe_code)]
+
 use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::LazyLock;

@@ -7,6 +7,9 @@
 //! root-owned process against `RLIMIT_NPROC`, so a Roost run as root
 //! without cgroups has no bound on processes: `roost doctor` says so.
 
+// System calls (write to cgroup.procs, setrlimit) between fork and exec.
+#![allow(unsafe_code)]
+
 use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};

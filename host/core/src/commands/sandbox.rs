@@ -14,6 +14,9 @@
 //! `command_sandbox = "none"`, which runs them plainly and is warned about
 //! at every start.
 
+// `pre_exec`: the cgroup, rlimits and descriptors set between fork and exec.
+#![allow(unsafe_code)]
+
 use std::collections::HashMap;
 use std::io::{Seek, Write};
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};

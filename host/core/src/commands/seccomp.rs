@@ -9,6 +9,9 @@
 //! where a bridge serves the proxy inside the sandbox, the bridge needs a
 //! Unix socket itself and installs the filter on the command it starts.
 
+// `prctl(PR_SET_DUMPABLE)` on the bridge itself.
+#![allow(unsafe_code)]
+
 use std::collections::BTreeMap;
 
 use seccompiler::{

@@ -3,6 +3,9 @@
 //! component cache, or a compile (kept in the cache) — and the notice a
 //! front-end gives before a compile, which takes seconds.
 
+// wasmtime deserializes a sealed, verified artifact (`Component::deserialize`).
+#![allow(unsafe_code)]
+
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
