@@ -331,6 +331,7 @@ async fn follow(
 /// position exactly once, in order, as the store has them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hosts_share_one_postgres() {
+    roost_testpg::skip_without_postgres!();
     let dir = tempfile::tempdir().expect("tempdir");
     let (url, root, token) = setup(dir.path());
     let script = write_script(dir.path(), json!([done("ok")]));
@@ -380,6 +381,7 @@ async fn two_hosts_share_one_postgres() {
 /// none was run twice (one reply per turn of the transcript at most).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_host_loses_no_task() {
+    roost_testpg::skip_without_postgres!();
     let dir = tempfile::tempdir().expect("tempdir");
     let (url, root, token) = setup(dir.path());
     let turns = json!([
@@ -485,6 +487,7 @@ fn signal(host: &Host, signal: &str) {
 /// history is B's alone, each turn once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_host_cannot_write_to_a_task_taken_over() {
+    roost_testpg::skip_without_postgres!();
     let dir = tempfile::tempdir().expect("tempdir");
     let (url, root, token) = setup(dir.path());
     let turns = json!([
@@ -549,6 +552,7 @@ fn uuid_byte() -> u8 {
 /// fails, none loses a step.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_database_restarted_under_load_pauses_tasks() {
+    roost_testpg::skip_without_postgres!();
     let dir = tempfile::tempdir().expect("tempdir");
     let pg = roost_testpg::Postgres::start().unwrap_or_else(|e| panic!("{e}"));
     let url = pg.fresh_database().unwrap_or_else(|e| panic!("{e}"));
@@ -672,6 +676,7 @@ async fn the_database_restarted_under_load_pauses_tasks() {
 /// for an answer, and the task completes there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_host_hands_its_tasks_over_at_once() {
+    roost_testpg::skip_without_postgres!();
     let dir = tempfile::tempdir().expect("tempdir");
     let (url, root, token) = setup(dir.path());
     let script = write_script(dir.path(), json!([done("ok")]));
@@ -704,6 +709,7 @@ async fn a_stopped_host_hands_its_tasks_over_at_once() {
 /// that does: the task stops there, aborted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_through_another_host_stops_the_task() {
+    roost_testpg::skip_without_postgres!();
     let dir = tempfile::tempdir().expect("tempdir");
     let (url, root, token) = setup(dir.path());
     let script = write_script(dir.path(), json!([done("ok")]));

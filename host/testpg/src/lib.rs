@@ -348,3 +348,34 @@ pub fn shared() -> Result<&'static Postgres, Error> {
     .as_ref()
     .map_err(|e| Error(e.clone()))
 }
+
+/// The variable that makes a missing PostgreSQL a failure instead of a
+/// skip: CI sets it (`.ci/run`), so its suite never passes by skipping.
+pub const REQUIRE: &str = "ROOST_TESTS_REQUIRE_POSTGRES";
+
+/// Why a PostgreSQL test cannot run here (no server could be started),
+/// said once on stderr — or `None`: it can run, or [`REQUIRE`] is set and
+/// the test goes on to fail with the reason. A developer without
+/// Debian's `postgresql` package sees the store's PostgreSQL tests
+/// skipped and why, not a panic per test.
+pub fn skip_reason() -> Option<String> {
+    let reason = shared().err()?.to_string();
+    if std::env::var_os(REQUIRE).is_some() {
+        return None;
+    }
+    static SAID: OnceLock<()> = OnceLock::new();
+    SAID.get_or_init(|| eprintln!("skipping the PostgreSQL tests ({REQUIRE} unset): {reason}"));
+    Some(reason)
+}
+
+/// Return from the test when PostgreSQL cannot run here (see
+/// [`skip_reason`]).
+#[macro_export]
+macro_rules! skip_without_postgres {
+    () => {
+        if let Some(reason) = $crate::skip_reason() {
+            eprintln!("skipped: {reason}");
+            return;
+        }
+    };
+}

@@ -48,7 +48,10 @@ macro_rules! on_both {
             $(#[test] fn $name() { super::$name(super::Backend::Sqlite) })+
         }
         mod on_postgres {
-            $(#[test] fn $name() { super::$name(super::Backend::Postgres) })+
+            $(#[test] fn $name() {
+                roost_testpg::skip_without_postgres!();
+                super::$name(super::Backend::Postgres)
+            })+
         }
     };
 }
@@ -903,6 +906,7 @@ on_both!(
 /// with a clear message, and nothing of it is touched.
 #[test]
 fn postgres_schema_1_is_migrated_and_a_newer_one_refused() {
+    roost_testpg::skip_without_postgres!();
     let url = roost_testpg::shared()
         .and_then(|pg| pg.fresh_database())
         .unwrap_or_else(|e| panic!("{e}"));
@@ -1106,6 +1110,7 @@ async fn a_host_whose_claim_was_taken_over_writes_nothing_more() {
 /// plain, as before.
 #[test]
 fn tls_to_postgres_is_verified() {
+    roost_testpg::skip_without_postgres!();
     let pg = roost_testpg::Postgres::start().unwrap_or_else(|e| panic!("{e}"));
     let ca = pg.enable_tls().unwrap_or_else(|e| panic!("{e}"));
     let url = pg.fresh_database().unwrap_or_else(|e| panic!("{e}"));
@@ -1162,6 +1167,7 @@ fn tls_to_postgres_is_verified() {
 /// is lost.
 #[test]
 fn a_postgres_outage_is_waited_out() {
+    roost_testpg::skip_without_postgres!();
     let pg = roost_testpg::Postgres::start().unwrap_or_else(|e| panic!("{e}"));
     let url = pg.fresh_database().unwrap_or_else(|e| panic!("{e}"));
     let s = Store::open_at(&StoreLocation::Postgres(url)).expect("opens");
