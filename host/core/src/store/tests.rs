@@ -1296,3 +1296,50 @@ fn the_work_queue_gives_each_task_to_one_host() {
     c.create_task(&other).expect("creates");
     assert!(c.claim_next(&roots, 10).expect("claims").is_empty());
 }
+
+/// The tables and columns of a fresh store, as the database itself lists
+/// them (types are each engine's own; their names must agree).
+fn schema_of(b: Backend) -> std::collections::BTreeSet<(String, String)> {
+    let (_d, s) = store_on(b);
+    s.db.run(|c| {
+        let sql = match c.dialect() {
+            db::Dialect::Sqlite => {
+                "SELECT m.name, p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p \
+                 WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'"
+            }
+            db::Dialect::Postgres => {
+                "SELECT table_name::text, column_name::text FROM information_schema.columns \
+                 WHERE table_schema = current_schema()"
+            }
+        };
+        c.query(sql, &[])?
+            .into_iter()
+            .map(|r| Ok((r.get::<String>(0)?, r.get::<String>(1)?)))
+            .collect()
+    })
+    .expect("schema")
+}
+
+/// One schema, two engines: a table or column added to one and forgotten
+/// in the other fails here, not on a team's shared database.
+#[test]
+fn the_sqlite_and_postgres_schemas_agree() {
+    roost_testpg::skip_without_postgres!();
+    // Only PostgreSQL has several hosts (their leases and the messages
+    // between them) and a version table (SQLite keeps its version in
+    // `PRAGMA user_version`).
+    const PG_ONLY: [&str; 3] = ["hosts", "host_inbox", "roost_schema"];
+    let lite = schema_of(Backend::Sqlite);
+    let mut pg = schema_of(Backend::Postgres);
+    for table in PG_ONLY {
+        assert!(pg.iter().any(|(t, _)| t == table), "{table} is gone");
+    }
+    pg.retain(|(t, _)| !PG_ONLY.contains(&t.as_str()));
+    assert!(lite.len() > 20, "{lite:?}");
+    let only_lite: Vec<_> = lite.difference(&pg).collect();
+    let only_pg: Vec<_> = pg.difference(&lite).collect();
+    assert!(
+        only_lite.is_empty() && only_pg.is_empty(),
+        "only in SQLite: {only_lite:?}\nonly in PostgreSQL: {only_pg:?}"
+    );
+}
