@@ -16,6 +16,20 @@ pub(crate) fn roost(data: &Path) -> Command {
     c
 }
 
+/// The tasks `roost history list --json` lists in data dir `data`, newest
+/// first.
+pub(crate) fn listed_tasks(data: &Path) -> Vec<serde_json::Value> {
+    let o = roost(data)
+        .args(["history", "list", "--json"])
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 /// `cmd` started on a pseudo-terminal, as a person runs it (`TERM=xterm`,
 /// colours stripped from what the test reads). The timeout only ends a
 /// session that would otherwise hang.

@@ -868,17 +868,7 @@ fn ctrl_c_at_the_result_review_is_an_interruption() {
     assert!(!rows.contains("not accepted"), "{rows}");
     assert!(!rows.contains("did not accept"), "{rows}");
     assert!(rows.contains("interrupted"), "{rows}");
-    let o = roost(&data)
-        .args(["history", "list", "--json"])
-        .output()
-        .expect("runs");
-    let task: serde_json::Value = serde_json::from_str(
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .next()
-            .unwrap_or(""),
-    )
-    .expect("json");
+    let task = crate::cli::listed_tasks(&data).swap_remove(0);
     assert_eq!(task["status"], "aborted", "{task}");
     // `roost run` on a terminal: the same, and the interruption is shown
     // at once (the display does not wait on the unanswered question).

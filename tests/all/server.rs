@@ -837,17 +837,7 @@ async fn a_stopped_server_resumes_its_tasks_with_their_questions_open() {
     assert!(status.success(), "{status:?}");
     // It waited for a person: left as it was, interrupted, its question
     // on record.
-    let o = roost(&data)
-        .args(["history", "list", "--json"])
-        .output()
-        .expect("runs");
-    let listed: Value = serde_json::from_str(
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .next()
-            .unwrap_or(""),
-    )
-    .expect("json");
+    let listed = crate::cli::listed_tasks(&data).swap_remove(0);
     assert_eq!(listed["status"], "waiting_for_approval", "{listed}");
     assert_eq!(listed["interrupted"], true, "{listed}");
 
