@@ -60,8 +60,10 @@ fn script() -> Value {
         }))]),
         turn("Shuffling.", vec![call("execute_command", json!({"command": "rm del.txt && echo made > made.txt"}))]),
         turn("Writing.", vec![call("write_to_file", json!({"path": "third.txt", "content": "third\n"}))]),
-        turn("Checking.", vec![call("execute_command", json!({"command": "true"}))]),
-        turn("Checking again.", vec![call("execute_command", json!({"command": "true"}))]),
+        // Commands that may write (so they take a checkpoint first) and
+        // change nothing; a read-only one (`true`) would take none.
+        turn("Checking.", vec![call("execute_command", json!({"command": "mkdir -p sub"}))]),
+        turn("Checking again.", vec![call("execute_command", json!({"command": "mkdir -p sub"}))]),
         complete("done")
     ]})
 }

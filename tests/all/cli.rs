@@ -55,7 +55,7 @@ fn empty_config(data: &Path) -> PathBuf {
     path
 }
 
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     // This test belongs to host/cli.
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -66,7 +66,7 @@ fn example_workspace(dir: &Path) -> PathBuf {
     ws
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for e in std::fs::read_dir(from).expect("read_dir").flatten() {
         let p = e.path();

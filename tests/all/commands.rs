@@ -27,7 +27,7 @@ pub(crate) fn run(command: &str) -> Value {
     )
 }
 
-fn run_with(args: Value) -> Value {
+pub(crate) fn run_with(args: Value) -> Value {
     turn("", vec![call("execute_command", args)])
 }
 

@@ -739,6 +739,26 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
     );
 }
 
+/// The front-ends reach the sandbox only through the engine: neither the
+/// server (`roost serve`, `roost mcp serve`) nor the protocol every
+/// front-end shares depends on `roost-sandbox`, so Cargo refuses an import
+/// that would give them a door of their own.
+#[test]
+fn front_ends_reach_the_sandbox_only_through_the_engine() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for krate in ["host/server", "host/protocol"] {
+        let text = std::fs::read_to_string(root.join(krate).join("Cargo.toml")).expect("manifest");
+        let manifest: toml::Table = toml::from_str(&text).expect("toml");
+        for table in ["dependencies", "dev-dependencies", "build-dependencies"] {
+            let deps = manifest.get(table).and_then(toml::Value::as_table);
+            assert!(
+                deps.is_none_or(|d| !d.contains_key("roost-sandbox")),
+                "{krate} depends on roost-sandbox ({table})"
+            );
+        }
+    }
+}
+
 /// Every crate of the host and the SDK refuses unsafe code at its root
 /// (`forbid`, or `deny` where a module needs it), and each module that
 /// allows it says why in the line above.

@@ -16,7 +16,7 @@ use clap::Args;
 use super::sanitize::visible;
 use roost_core::config::{self, Config};
 use roost_core::engine::EngineBuilder;
-use roost_server::mcp::{self, HttpOptions, McpGrant, RoostMcp};
+use roost_server::mcp::{self, DirectGrant, HttpOptions, RoostMcp};
 
 /// `roost mcp serve` arguments.
 #[derive(Debug, Args)]
@@ -35,6 +35,11 @@ pub struct McpServeArgs {
     /// (`src/auth/**`); destructive calls are traced under it.
     #[arg(long, value_name = "ID")]
     pub intent: Option<String>,
+    /// The mode whose tool groups, file patterns and hooks judge every
+    /// call, as they would a task's (default: `code`, as the workspace's
+    /// `.roomodes` defines it).
+    #[arg(long, value_name = "SLUG")]
+    pub mode: Option<String>,
     /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8765) at
     /// `/mcp` instead of stdio. Off loopback a token is required.
     #[arg(long, value_name = "ADDR")]
@@ -66,9 +71,10 @@ pub async fn serve(args: McpServeArgs, data_dir: &Path) -> anyhow::Result<ExitCo
     }
     let workspace = super::workspace_dir(&args.workspace)?;
     let grant = match &args.intent {
-        Some(id) => McpGrant::for_intent(&workspace, args.read, id)?,
-        None => McpGrant::new(&workspace, args.read, &args.write)?,
-    };
+        Some(id) => DirectGrant::for_intent(&workspace, args.read, id)?,
+        None => DirectGrant::new(&workspace, args.read, &args.write)?,
+    }
+    .with_mode(args.mode.clone());
     // The config sets limits and installed plugins' secrets; a broken one
     // is said, and the defaults serve.
     let cfg = match config::load(args.config.as_deref()) {

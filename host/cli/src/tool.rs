@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 
 use super::sanitize::{json_text, visible, visible_line};
 use roost_core::call::direct::DirectCall;
+use roost_core::call::grant::DirectGrant;
 use roost_core::config::{self, Config, SecretStore};
 use roost_core::engine::EngineBuilder;
 use roost_core::task::Agent;
@@ -22,7 +23,7 @@ pub enum ToolCommand {
     /// List the tools: first-party, installed and enabled, and any `--plugin`.
     List(PluginArgs),
     /// Call one tool in its sandbox and print its output.
-    Call(CallArgs),
+    Call(Box<CallArgs>),
 }
 
 /// Extra plugins to load besides the first-party ones.
@@ -47,8 +48,17 @@ pub struct CallArgs {
     /// Grant read access to the whole workspace.
     #[arg(long)]
     pub read: bool,
+    /// The mode whose tool groups, file patterns and hooks judge the call,
+    /// as they would a task's (default: `code`, as the workspace's
+    /// `.roomodes` defines it).
+    #[arg(long, value_name = "SLUG")]
+    pub mode: Option<String>,
+    /// Work under this intent (`.orchestration/active_intents.yaml`): its
+    /// `owned_scope` bounds the writes and the trace names it.
+    #[arg(long, value_name = "ID")]
+    pub intent: Option<String>,
     /// Grant write access under this workspace-relative directory. Repeatable.
-    #[arg(long = "write", value_name = "PATH")]
+    #[arg(long = "write", value_name = "PATH", conflicts_with = "intent")]
     pub write: Vec<PathBuf>,
     /// Deadline of the call, in milliseconds.
     #[arg(long, default_value_t = 30_000)]
@@ -120,7 +130,7 @@ pub async fn run(cmd: ToolCommand, data_dir: &Path) -> anyhow::Result<ExitCode> 
             }
             Ok(ExitCode::SUCCESS)
         }
-        ToolCommand::Call(c) => call(c, data_dir).await,
+        ToolCommand::Call(c) => call(*c, data_dir).await,
     }
 }
 
@@ -168,13 +178,18 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         .memory_mib
         .checked_mul(1 << 20)
         .with_context(|| format!("--memory-mib {} is too large", c.memory_mib))?;
+    let grant = match &c.intent {
+        Some(id) => DirectGrant::for_intent(&c.workspace, c.read, id),
+        None => DirectGrant::new(&c.workspace, c.read, &c.write),
+    }
+    .map_err(|e| anyhow::anyhow!("{}", visible(&e.to_string())))?
+    .with_mode(c.mode.clone());
     let outcome = agent
         .call_direct(DirectCall {
+            caller: "cli",
             name: &c.name,
             args,
-            workspace: &c.workspace,
-            read: c.read,
-            write: &c.write,
+            grant: &grant,
             limits: Limits {
                 deadline: Duration::from_millis(c.deadline_ms),
                 memory_bytes,

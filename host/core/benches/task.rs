@@ -604,7 +604,8 @@ async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
         ws: Workspace::open(ws).expect("workspace"),
         workspace: ws.to_path_buf(),
         task,
-        provider,
+        site: roost_core::turn::Site::Task,
+        provider: Some(provider),
         config: TaskConfig {
             policy: ApprovalPolicy::yes(),
             repetition_limit: u32::MAX,

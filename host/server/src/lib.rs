@@ -7,9 +7,9 @@
 //! other tenants cannot see. Every route answers only requests that name
 //! the server in their `Host` ([`host_check`]: no DNS rebinding).
 //!
-//! Imports `roost-core` and `roost-protocol` (and, from the sandbox, only
-//! the workspace handles it checks a workspace with, as a task opens it):
-//! the server is one more front-end of the engine, like the CLI.
+//! Imports `roost-core` and `roost-protocol`, never the sandbox (Cargo
+//! keeps it so: it is not a dependency): the server is one more front-end
+//! of the engine, like the CLI.
 
 #![forbid(unsafe_code)]
 

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use roost_core::engine::workspace_key;
-use roost_sandbox::capability::{Workspace, WorkspacePin};
+use roost_core::task::PinnedWorkspace;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -18,7 +18,7 @@ use crate::error::ApiError;
 pub struct Checked {
     /// The canonical path.
     pub path: PathBuf,
-    _pin: WorkspacePin,
+    _pin: PinnedWorkspace,
 }
 
 impl std::ops::Deref for Checked {
@@ -35,12 +35,9 @@ pub fn resolve(caller: &Caller, requested: &str) -> Result<Checked, ApiError> {
     let path = canonical(caller, requested)?;
     // Decided on the handle opened beneath the root (the path was
     // resolved a moment ago, and might lead elsewhere by now).
-    let ws = Workspace::open_beneath(&caller.root, &path)
+    let pin = PinnedWorkspace::beneath(&caller.root, &path)
         .map_err(|e| ApiError::forbidden(e.to_string()))?;
-    Ok(Checked {
-        _pin: ws.pin(),
-        path,
-    })
+    Ok(Checked { _pin: pin, path })
 }
 
 /// The canonical workspace `requested` names for `caller`, or why not.

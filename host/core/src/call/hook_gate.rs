@@ -56,10 +56,10 @@ impl Dispatch<'_> {
         &self,
         ctx: &Ctx<'_>,
         state: &RunState,
-        spec: &ToolSpec,
-        validator: &ArgsValidator,
+        (spec, validator): (&ToolSpec, &ArgsValidator),
         call_id: &str,
         mut args: Value,
+        trace: &mut Vec<TraceEntry>,
     ) -> Result<Verdict, TaskError> {
         let mut user_approved = false;
         if state.hooks().next().is_none() {
@@ -82,7 +82,14 @@ impl Dispatch<'_> {
                 Err(e) => {
                     let msg = format!("hook `{name}` failed ({}: {})", e.code, e.message);
                     tracing::warn!(task = id, "{msg}");
-                    self.trace_hook(ctx, state, spec, &args, format!("failed: {name}: {msg}"));
+                    trace_hook(
+                        trace,
+                        ctx,
+                        state,
+                        spec,
+                        &args,
+                        format!("failed: {name}: {msg}"),
+                    );
                     return self.hook_failed(ctx, call_id, name, msg).await;
                 }
             };
@@ -94,7 +101,14 @@ impl Dispatch<'_> {
                     } else {
                         reason
                     };
-                    self.trace_hook(ctx, state, spec, &args, format!("denied: {name}: {reason}"));
+                    trace_hook(
+                        trace,
+                        ctx,
+                        state,
+                        spec,
+                        &args,
+                        format!("denied: {name}: {reason}"),
+                    );
                     return self
                         .hook_refused(
                             ctx,
@@ -130,13 +144,27 @@ impl Dispatch<'_> {
                                 question: question.clone(),
                             },
                         )
-                        .await?
-                        .approval();
+                        .await;
+                    let answer = match answer {
+                        Err(TaskError::NoPerson(why)) => {
+                            trace_hook(
+                                trace,
+                                ctx,
+                                state,
+                                spec,
+                                &args,
+                                format!("denied: {name}: {question} (no one to ask)"),
+                            );
+                            return Ok(Verdict::refuse(CallResult::refused(why)));
+                        }
+                        answer => answer?.approval(),
+                    };
                     match answer {
                         // A hook's question is about this one call.
                         Approval::Approve | Approval::Always(_) => {
                             user_approved = true;
-                            self.trace_hook(
+                            trace_hook(
+                                trace,
                                 ctx,
                                 state,
                                 spec,
@@ -146,7 +174,8 @@ impl Dispatch<'_> {
                         }
                         Approval::Deny { feedback } => {
                             self.record_denial(ctx, call_id, &feedback).await?;
-                            self.trace_hook(
+                            trace_hook(
+                                trace,
                                 ctx,
                                 state,
                                 spec,
@@ -159,7 +188,7 @@ impl Dispatch<'_> {
                             if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
                                 msg.push_str(&format!("\n<feedback>\n{f}\n</feedback>"));
                             }
-                            return Ok(Verdict::Refuse(CallResult::error(msg)));
+                            return Ok(Verdict::refuse(CallResult::error(msg)));
                         }
                     }
                 }
@@ -195,15 +224,14 @@ impl Dispatch<'_> {
                         decision: HookVerdict::Rewrite,
                         detail: new_args.to_string(),
                     };
-                    ctx.events
-                        .commit(
-                            &self.store,
-                            id,
-                            Step::new().ui(UiRow::say(UiSubtype::HookRewrite), row.as_str()),
-                            vec![announce],
-                        )
-                        .await?;
-                    self.trace_hook(
+                    ctx.commit(
+                        &self.store,
+                        Step::new().ui(UiRow::say(UiSubtype::HookRewrite), row.as_str()),
+                        vec![announce],
+                    )
+                    .await?;
+                    trace_hook(
+                        trace,
                         ctx,
                         state,
                         spec,
@@ -263,15 +291,13 @@ impl Dispatch<'_> {
             decision,
             detail,
         };
-        ctx.events
-            .commit(
-                &self.store,
-                &ctx.task.id,
-                Step::new().ui(UiRow::say(subtype), row),
-                vec![announce],
-            )
-            .await?;
-        Ok(Verdict::Refuse(CallResult::error(content)))
+        ctx.commit(
+            &self.store,
+            Step::new().ui(UiRow::say(subtype), row),
+            vec![announce],
+        )
+        .await?;
+        Ok(Verdict::refuse(CallResult::error(content)))
     }
 
     /// Tell the mode's hooks how a call went. A failing post-tool hook is
@@ -339,27 +365,29 @@ impl Dispatch<'_> {
         }
         out
     }
+}
 
-    fn trace_hook(
-        &self,
-        ctx: &Ctx<'_>,
-        state: &RunState,
-        spec: &ToolSpec,
-        args: &Value,
-        detail: String,
-    ) {
-        if !intents::enabled_in(&ctx.ws) {
-            return;
-        }
-        let mut entry = TraceEntry::now(
-            TraceKind::Hook,
-            &ctx.task.id,
-            state.intent_id(),
-            &state.mode.slug,
-            &spec.name,
-            args,
-        );
-        entry.detail = Some(detail);
-        self.trace(ctx, &entry);
+/// A hook's verdict on a call, as a trace entry recorded with the call's
+/// result (when the workspace keeps a trace).
+fn trace_hook(
+    trace: &mut Vec<TraceEntry>,
+    ctx: &Ctx<'_>,
+    state: &RunState,
+    spec: &ToolSpec,
+    args: &Value,
+    detail: String,
+) {
+    if !intents::enabled_in(&ctx.ws) {
+        return;
     }
+    let mut entry = TraceEntry::now(
+        TraceKind::Hook,
+        &ctx.task.id,
+        state.intent_id(),
+        &state.mode.slug,
+        &spec.name,
+        args,
+    );
+    entry.detail = Some(detail);
+    trace.push(entry);
 }

@@ -29,6 +29,7 @@
 mod agent;
 pub mod direct;
 pub(crate) mod gates;
+pub mod grant;
 mod hook_gate;
 pub mod paths;
 mod run;
@@ -145,9 +146,21 @@ pub struct CallResult {
     /// Tokens and cost spent on the call's behalf (a subtask's), added to
     /// the task's totals with the result.
     pub spent: Option<(crate::llm::Usage, f64)>,
+    /// The requests the call sent out, credentials redacted.
+    pub network: Vec<roost_sandbox::plugins::NetworkRecord>,
+    /// The executor's output as it gave it (its structured data too), when
+    /// the call ran and succeeded: a caller outside a task gets it whole.
+    pub output: Option<crate::tools::ToolOutput>,
 }
 
 impl CallResult {
+    /// This result with the gates' trace entries before its own.
+    fn traced(mut self, mut gates: Vec<TraceEntry>) -> Self {
+        gates.append(&mut self.trace);
+        self.trace = gates;
+        self
+    }
+
     /// A successful result.
     pub fn ok(content: impl Into<String>) -> Self {
         Self {
@@ -161,6 +174,8 @@ impl CallResult {
             ui_row: None,
             trace: Vec::new(),
             spent: None,
+            network: Vec::new(),
+            output: None,
         }
     }
 
@@ -229,7 +244,14 @@ pub(crate) enum Verdict {
     /// Ask a person: yes approves the call, no refuses it.
     Ask(Ask),
     /// Do not run the call; this is its result.
-    Refuse(CallResult),
+    Refuse(Box<CallResult>),
+}
+
+impl Verdict {
+    /// Refuse the call with `result`.
+    fn refuse(result: CallResult) -> Self {
+        Self::Refuse(Box::new(result))
+    }
 }
 
 /// The gates, in the order a call meets them (see the module docs).
@@ -266,6 +288,9 @@ struct Pending<'c> {
     write: Option<WriteScope>,
     /// Whether a person has said yes to it.
     approved: bool,
+    /// Trace entries of the gates it passed (a hook's verdict, a widened
+    /// scope): recorded with the call's result, like the after stage's.
+    trace: Vec<TraceEntry>,
 }
 
 impl Dispatch<'_> {
@@ -303,6 +328,7 @@ impl Dispatch<'_> {
             args,
             write: None,
             approved: false,
+            trace: Vec::new(),
         };
         let mut rewritten = false;
         let mut next = 0;
@@ -312,7 +338,11 @@ impl Dispatch<'_> {
             if rewritten && matches!(gate, Gate::Repetition | Gate::Hooks) {
                 continue;
             }
-            match self.judge(gate, ctx, state, &mut pending).await? {
+            let verdict = match self.judge(gate, ctx, state, &mut pending).await {
+                Err(TaskError::NoPerson(why)) => Verdict::refuse(CallResult::refused(why)),
+                v => v?,
+            };
+            match verdict {
                 Verdict::Proceed => {}
                 Verdict::Approved => pending.approved = true,
                 Verdict::Rewrite { args, approved } => {
@@ -323,7 +353,12 @@ impl Dispatch<'_> {
                         next = 0;
                     }
                 }
-                Verdict::Ask(ask) => match self.ask(ctx, Some(pending.id), ask).await?.approval() {
+                Verdict::Ask(ask) => match match self.ask(ctx, Some(pending.id), ask).await {
+                    Err(TaskError::NoPerson(why)) => {
+                        return Ok(CallResult::refused(why).traced(pending.trace));
+                    }
+                    answer => answer?.approval(),
+                } {
                     Approval::Always(grant) => {
                         self.grant(ctx, state, &grant).await?;
                         pending.approved = true;
@@ -351,10 +386,10 @@ impl Dispatch<'_> {
                                 "The user denied this operation and provided the following feedback:\n<feedback>\n{f}\n</feedback>"
                             );
                         }
-                        return Ok(CallResult::error(msg));
+                        return Ok(CallResult::error(msg).traced(pending.trace));
                     }
                 },
-                Verdict::Refuse(r) => return Ok(r),
+                Verdict::Refuse(r) => return Ok((*r).traced(pending.trace)),
             }
         }
         self.run(ctx, state, pending).await
@@ -389,14 +424,14 @@ impl Dispatch<'_> {
                 });
                 match checked {
                     Ok(()) => Verdict::Proceed,
-                    Err(msg) => Verdict::Refuse(CallResult {
+                    Err(msg) => Verdict::refuse(CallResult {
                         ui_row: Some((UiSubtype::Error, msg.clone())),
                         ..CallResult::error(format!("[ERROR] {msg}"))
                     }),
                 }
             }
             Gate::Schema => match schema_violations(&spec.name, &call.tool.validator, &call.args) {
-                Some(msg) => Verdict::Refuse(CallResult::mistake(format!("[ERROR] {msg}"))),
+                Some(msg) => Verdict::refuse(CallResult::mistake(format!("[ERROR] {msg}"))),
                 None => Verdict::Proceed,
             },
             Gate::Repetition => self.repetition_gate(ctx, state, call).await?,
@@ -405,10 +440,10 @@ impl Dispatch<'_> {
                 self.pre_hooks(
                     ctx,
                     state,
-                    spec,
-                    &call.tool.validator,
+                    (spec, &call.tool.validator),
                     call.id,
                     call.args.clone(),
+                    &mut call.trace,
                 )
                 .await?
             }
@@ -446,7 +481,7 @@ impl Dispatch<'_> {
             "[ERROR] You have called `{name}` with the same arguments {limit} times in a row. Its result will not \
              change; try a different approach."
         );
-        Ok(Verdict::Refuse(match guidance {
+        Ok(Verdict::refuse(match guidance {
             Some(g) => {
                 msg.push_str(&format!("\n<user_guidance>\n{g}\n</user_guidance>"));
                 CallResult::mistake(msg)
@@ -476,7 +511,7 @@ impl Dispatch<'_> {
                     Ok(o) => o.text.clone(),
                     Err(e) => e.message.clone(),
                 };
-                return Verdict::Refuse(CallResult {
+                return Verdict::refuse(CallResult {
                     mistake: outcome.mistake,
                     error: outcome.result.err(),
                     ..CallResult::error(format!("[ERROR] {msg}"))
@@ -580,9 +615,7 @@ impl Dispatch<'_> {
             id: call_id.to_owned(),
             feedback: feedback.clone(),
         };
-        ctx.events
-            .commit(&self.store, &ctx.task.id, step, vec![announce])
-            .await?;
+        ctx.commit(&self.store, step, vec![announce]).await?;
         Ok(())
     }
 }

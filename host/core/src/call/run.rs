@@ -35,7 +35,7 @@ impl Dispatch<'_> {
         let tool = call.tool;
         let spec = &tool.spec;
         let args = call.args;
-        let mutates = tool.executor.mutates();
+        let mutates = tool.executor.mutates(state, &args);
         // A tool whose grant forbids writing never runs a mutating call.
         if mutates && !tool.access.write {
             let msg = format!(
@@ -53,7 +53,8 @@ impl Dispatch<'_> {
         } else {
             Vec::new()
         };
-        if mutates && !state.checkpointed {
+        // A call outside a task has no turn to checkpoint.
+        if mutates && !state.checkpointed && ctx.site.is_task() {
             state.checkpointed = true;
             self.checkpoint(ctx).await;
         }
@@ -77,7 +78,7 @@ impl Dispatch<'_> {
         };
         // What the call changes, exactly, for its task's checkpoints (the
         // lease keeps other calls out of these roots meanwhile).
-        let listed = if mutates && self.agent.services.checkpoints.is_some() {
+        let listed = if mutates && ctx.site.is_task() && self.agent.services.checkpoints.is_some() {
             let rels: Vec<RelPath> = roots
                 .iter()
                 .filter_map(|r| RelPath::parse(&r.to_string_lossy()).ok())
@@ -88,6 +89,7 @@ impl Dispatch<'_> {
         } else {
             None
         };
+        let access = ctx.site.narrow(&tool.access);
         let ran = tool
             .executor
             .run(Invocation {
@@ -97,7 +99,7 @@ impl Dispatch<'_> {
                 call_id: call.id,
                 args: &args,
                 write_roots: &roots,
-                access: &tool.access,
+                access: &access,
             })
             .await;
         // The guard runs whatever became of the call.
@@ -123,7 +125,8 @@ impl Dispatch<'_> {
             }
         }
         drop(lease);
-        let mut trace = std::mem::take(&mut outcome.trace);
+        let mut trace = call.trace;
+        trace.append(&mut outcome.trace);
         if mutates && intents::enabled_in(&ctx.ws) {
             let mut entry = TraceEntry::now(
                 TraceKind::Mutation,
@@ -257,6 +260,7 @@ fn result_of(outcome: Outcome, plain_errors: bool) -> CallResult {
         ui_row,
         notes,
         spent,
+        network,
         ..
     } = outcome;
     let mut content = match &result {
@@ -269,6 +273,10 @@ fn result_of(outcome: Outcome, plain_errors: bool) -> CallResult {
         content.push_str(&note);
     }
     let is_error = result.is_err();
+    let (output, error) = match result {
+        Ok(out) => (Some(out), None),
+        Err(e) => (None, Some(e)),
+    };
     let ui_row = ui_row.or_else(|| {
         Some(if is_error {
             (UiSubtype::Error, content.clone())
@@ -282,11 +290,13 @@ fn result_of(outcome: Outcome, plain_errors: bool) -> CallResult {
         mistake,
         completed: None,
         abort: None,
-        error: result.err(),
+        error,
         diff: None,
         ui_row,
         trace: Vec::new(),
         spent,
+        network,
+        output,
     }
 }
 

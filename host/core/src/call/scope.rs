@@ -30,7 +30,7 @@ impl Dispatch<'_> {
         let ignore = RooIgnore::load_in(&ctx.ws);
         match paths::check(&ctx.ws, &ignore, spec, args) {
             Ok(()) => Ok(Verdict::Proceed),
-            Err(r) => Ok(Verdict::Refuse(CallResult {
+            Err(r) => Ok(Verdict::refuse(CallResult {
                 ui_row: Some((r.ui_subtype, r.path)),
                 ..CallResult::error(format!("[ERROR] {}", r.message))
             })),
@@ -47,7 +47,7 @@ impl Dispatch<'_> {
         call: &mut Pending<'_>,
     ) -> Result<Verdict, TaskError> {
         let spec = &call.tool.spec;
-        if !call.tool.executor.mutates() {
+        if !call.tool.executor.mutates(state, &call.args) {
             return Ok(Verdict::Proceed);
         }
         // A subtask's bound comes first: what lies outside its parent's
@@ -63,13 +63,27 @@ impl Dispatch<'_> {
                     .map(Some)
             };
             if let Some(path) = outside {
+                let (code, message) = match (ctx.site.is_task(), bound.read_only()) {
+                    (true, true) => (
+                        "outside_parent_scope",
+                        "this subtask may not change the workspace: the task that started it had no write scope to give it",
+                    ),
+                    (true, false) => (
+                        "outside_parent_scope",
+                        "a subtask may only write inside the scope of the task that started it",
+                    ),
+                    (false, true) => (
+                        "outside_grant",
+                        "this call may not change the workspace: its caller was granted no write access",
+                    ),
+                    (false, false) => (
+                        "outside_grant",
+                        "a call may only write inside the directories its caller was granted",
+                    ),
+                };
                 let mut v = serde_json::json!({
-                    "code": "outside_parent_scope",
-                    "message": if bound.read_only() {
-                        "this subtask may not change the workspace: the task that started it had no write scope to give it".to_owned()
-                    } else {
-                        "a subtask may only write inside the scope of the task that started it".to_owned()
-                    },
+                    "code": code,
+                    "message": message,
                     "allowed": bound.globs(),
                 });
                 if let Some(p) = path {
@@ -85,14 +99,23 @@ impl Dispatch<'_> {
                         &call.args,
                     );
                     entry.detail = Some(format!(
-                        "outside the parent's scope: {}",
+                        "{}: {}",
+                        if ctx.site.is_task() {
+                            "outside the parent's scope"
+                        } else {
+                            "outside the caller's grant"
+                        },
                         path.unwrap_or("(any write)")
                     ));
-                    self.trace(ctx, &entry);
+                    call.trace.push(entry);
                 }
-                return Ok(Verdict::Refuse(CallResult::error(format!("[ERROR] {v}"))));
+                return Ok(Verdict::refuse(CallResult::error(format!("[ERROR] {v}"))));
             }
-            if !intents::enabled_in(&ctx.ws) {
+            // Outside a task with no intent named, the caller's grant is
+            // the scope (it is the person's own decision, as a task's
+            // person widens a scope): its writes are traced, under no
+            // intent.
+            if !intents::enabled_in(&ctx.ws) || (state.intent.is_none() && !ctx.site.is_task()) {
                 call.write = Some(WriteScope {
                     roots: bound.write_roots().to_vec(),
                     approved: Vec::new(),
@@ -106,7 +129,7 @@ impl Dispatch<'_> {
         let (call_id, args) = (call.id, &call.args);
         let id = ctx.task.id.as_str();
         let Some((intent, scope)) = &state.intent else {
-            return Ok(Verdict::Refuse(CallResult::error(format!(
+            return Ok(Verdict::refuse(CallResult::error(format!(
                 "[ERROR] {}",
                 serde_json::json!({
                     "code": "intent_required",
@@ -147,8 +170,7 @@ impl Dispatch<'_> {
                         preview,
                     },
                 )
-                .await?
-                .approval();
+                .await;
             let mut entry = TraceEntry::now(
                 TraceKind::Approval,
                 id,
@@ -158,21 +180,30 @@ impl Dispatch<'_> {
                 args,
             );
             entry.detail = Some(format!("outside owned scope: {path}"));
+            let answer = match answer {
+                Err(TaskError::NoPerson(why)) => {
+                    entry.kind = TraceKind::Violation;
+                    call.trace.push(entry);
+                    let v = serde_json::json!({"code": "scope_violation", "intent_id": intent.id, "path": path, "message": why});
+                    return Ok(Verdict::refuse(CallResult::error(format!("[ERROR] {v}"))));
+                }
+                answer => answer?.approval(),
+            };
             match answer {
                 Approval::Approve | Approval::Always(_) => {
                     // A one-time widening for this call only.
                     roots.push(intents::parent_dir(path));
                     approved.push(path.trim_start_matches("./").to_owned());
-                    self.trace(ctx, &entry);
+                    call.trace.push(entry);
                 }
                 Approval::Deny { feedback } => {
                     entry.kind = TraceKind::Violation;
-                    self.trace(ctx, &entry);
+                    call.trace.push(entry);
                     let mut v = serde_json::json!({"code": "scope_violation", "intent_id": intent.id, "path": path});
                     if let Some(f) = feedback {
                         v["feedback"] = Value::String(f);
                     }
-                    return Ok(Verdict::Refuse(CallResult::error(format!("[ERROR] {v}"))));
+                    return Ok(Verdict::refuse(CallResult::error(format!("[ERROR] {v}"))));
                 }
             }
         }

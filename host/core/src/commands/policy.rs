@@ -29,6 +29,7 @@
 //! `make CC=…`) can still run anything; the sandbox's write scope is the
 //! guarantee, the rules a convenience.
 
+mod read_only;
 mod variables;
 mod wrappers;
 
@@ -175,6 +176,7 @@ impl CommandRules {
                             rule,
                         },
                         written: analysis.written,
+                        read_only: false,
                     };
                 }
                 One::Unlisted => unlisted.push(c.shown()),
@@ -189,9 +191,16 @@ impl CommandRules {
         } else {
             Verdict::Unlisted { commands: unlisted }
         };
+        let read_only = analysis.opaque.is_empty()
+            && analysis.written.iter().all(|w| read_only::is_sink(w))
+            && analysis
+                .commands
+                .iter()
+                .all(|c| read_only::reads_only(&c.words));
         Judgement {
             verdict,
             written: analysis.written,
+            read_only,
         }
     }
 }
@@ -234,6 +243,10 @@ pub struct Judgement {
     /// Files its output redirections write, as written in the line
     /// (relative to the command's directory unless absolute).
     pub written: Vec<String>,
+    /// Whether the line provably only reads (`policy/read_only.rs`): every
+    /// command in it a reader, no file written by redirection, nothing
+    /// left to run time.
+    pub read_only: bool,
 }
 
 /// One word of a command: its value after quote removal when that is

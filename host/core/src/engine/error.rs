@@ -54,6 +54,8 @@ impl EngineError {
                     EngineErrorCode::InvalidRequest
                 }
                 TaskError::NotResumable { .. } | TaskError::Cancelled => EngineErrorCode::Conflict,
+                TaskError::NoPerson(_) => EngineErrorCode::Conflict,
+                TaskError::NoModel => EngineErrorCode::Internal,
             },
             Self::Store(s) => store_code(s),
             Self::Replay(ReplayError::Store(s)) => store_code(s),

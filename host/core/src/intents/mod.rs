@@ -6,6 +6,7 @@
 //! ([`bound`] says how).
 
 pub mod bound;
+pub mod served;
 mod trace;
 
 use std::path::{Path, PathBuf};

@@ -16,6 +16,7 @@
 //! entries run, through `run_skill`, sandboxed and approved like any call.
 
 pub mod catalog;
+pub mod files;
 pub mod library;
 pub mod manifest;
 pub mod prompt;

@@ -75,7 +75,7 @@ struct Condensation<'a> {
 }
 
 /// Positions a committed step took.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Committed {
     /// Seq of the step's history message, if it wrote one.
     pub message: Option<i64>,

@@ -32,4 +32,4 @@ pub use crate::turn::{Price, Services, TaskConfig, TaskError, TaskOutcome};
 pub use roost_protocol::task::ApprovalPolicy;
 pub use runner::Creation;
 pub use status::TaskStatus;
-pub use workspace::WorkspaceCheck;
+pub use workspace::{PinnedWorkspace, WorkspaceCheck};

@@ -29,13 +29,13 @@ use crate::events::{EventBus, TaskEvent};
 use crate::intents::bound::Bound;
 use crate::intents::{self, Trace, TraceEntry};
 use crate::llm::{
-    AssembledCall, ContentBlock, LlmError, Message, Provider, Role, StreamEvent, Usage,
+    AssembledCall, ContentBlock, LlmError, Message, Provider, Role, StreamEvent, Usage, WireFormat,
 };
 use crate::modes::ModeSet;
 use crate::skills;
 use crate::store::{NewTask, Step, TaskRecord, TaskStatus};
 use crate::tools::{Registry, ToolSpec};
-use crate::turn::{Ctx, RepetitionDetector, RunState, TaskError, TaskOutcome, TaskSetup};
+use crate::turn::{Ctx, RepetitionDetector, RunState, Site, TaskError, TaskOutcome, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
 use roost_sandbox::capability::Workspace;
 
@@ -168,7 +168,8 @@ impl Agent {
             ws,
             workspace: PathBuf::from(&task.workspace),
             task,
-            provider: setup.provider,
+            site: Site::Task,
+            provider: Some(setup.provider),
             config: setup.config,
             spawner: setup.spawner,
             events,
@@ -242,7 +243,8 @@ impl Agent {
             ws,
             workspace: PathBuf::from(&task.workspace),
             task,
-            provider: setup.provider,
+            site: Site::Task,
+            provider: Some(setup.provider),
             config: setup.config,
             spawner: setup.spawner,
             events,
@@ -631,7 +633,7 @@ impl Agent {
                 .collect();
             // The tool list changes with the mode (and intents); it is
             // encoded once per process for each list, not every turn.
-            match registry.encoded_tools(ctx.provider.wire(), &offered) {
+            match registry.encoded_tools(ctx.model()?.wire(), &offered) {
                 Ok(encoded) => request.set_tools(encoded),
                 Err(e) => {
                     return self
@@ -1007,7 +1009,7 @@ impl Agent {
         cache: &mut RequestCache,
     ) -> Result<Result<Bytes, RequestProblem>, TaskError> {
         let id = ctx.task.id.as_str();
-        let provider = ctx.provider.as_ref();
+        let provider = ctx.model()?;
         let window = ctx.config.context_window;
         let budget = (window as f64 * ctx.config.condense_threshold) as u64;
         let bytes_of = |tokens: u64| {
@@ -1039,7 +1041,7 @@ impl Agent {
             let room =
                 budget.saturating_sub(u64::try_from(floor / BYTES_PER_TOKEN).unwrap_or(u64::MAX));
             if room < MIN_ROOM_TOKENS {
-                let message = no_room(ctx, offer, cache, floor, budget);
+                let message = no_room(ctx, provider.wire(), offer, cache, floor, budget);
                 return Ok(Err(RequestProblem::NoRoom(message)));
             }
             // Where a condensation should leave the request: with half the
@@ -1157,7 +1159,7 @@ impl Agent {
         // it, and its tokens count.
         let (summary, usage) = tokio::select! {
             s = summarise(
-                ctx.provider.as_ref(),
+                ctx.model()?,
                 &older,
                 ctx.config.context_window,
                 summary_max_tokens(room),
@@ -1328,7 +1330,11 @@ impl Agent {
         let events = ctx.events;
         let offset = *made;
         *made += 1;
-        let mut stream = ctx.provider.stream_body(body.clone()).await?;
+        let mut stream = ctx
+            .model()
+            .map_err(|e| LlmError::Config(e.to_string()))?
+            .stream_body(body.clone())
+            .await?;
         let mut text = String::new();
         let mut usage = Usage::default();
         let mut names: Vec<(u32, String, String)> = Vec::new();
@@ -1439,6 +1445,7 @@ fn encoded_len(messages: &[crate::store::StoredMessage]) -> usize {
 /// threshold, and what to do.
 fn no_room(
     ctx: &Ctx<'_>,
+    wire: &dyn WireFormat,
     offer: &Offer<'_>,
     cache: &RequestCache,
     floor: usize,
@@ -1447,7 +1454,6 @@ fn no_room(
     let tokens = |bytes: usize| u64::try_from(bytes / BYTES_PER_TOKEN).unwrap_or(u64::MAX);
     let (system, tools) = cache.fixed_parts();
     let task = floor.saturating_sub(system).saturating_sub(tools);
-    let wire = ctx.provider.wire();
     let mut sizes: Vec<(&str, u64)> = offer
         .tools
         .iter()

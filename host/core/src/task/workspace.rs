@@ -14,7 +14,24 @@ use std::path::{Path, PathBuf};
 
 use crate::store::{Store, TaskRecord, now_ms};
 use crate::turn::TaskError;
-use roost_sandbox::capability::{Workspace, WorkspaceError};
+use roost_sandbox::capability::{Workspace, WorkspaceError, WorkspacePin};
+
+/// A workspace a front-end checked for a request (`roost serve`'s
+/// `POST /v1/tasks`): opened beneath a tenant's root, following no
+/// symlink, and pinned while this lives — any open of its path meanwhile
+/// that would reach another directory is refused.
+#[derive(Debug)]
+pub struct PinnedWorkspace {
+    _pin: WorkspacePin,
+}
+
+impl PinnedWorkspace {
+    /// Open `path` beneath `root` (both canonical) and pin it, or why not.
+    pub fn beneath(root: &Path, path: &Path) -> Result<Self, WorkspaceError> {
+        let ws = Workspace::open_beneath(root, path)?;
+        Ok(Self { _pin: ws.pin() })
+    }
+}
 
 /// How an engine opens the workspace of a task it starts.
 #[derive(Debug, Clone, Default)]

@@ -150,6 +150,7 @@ async fn record_network(
             String::new()
         }
     );
+    outcome.network = network.records.clone();
     if intents::enabled_in(&ctx.ws) {
         let mut entry = TraceEntry::now(
             TraceKind::Network,
@@ -175,13 +176,11 @@ async fn record_network(
             ),
         }]
     };
-    ctx.events
-        .commit(
-            &c.agent.store,
-            &ctx.task.id,
-            Step::new().ui(UiRow::say(UiSubtype::Network), text),
-            events,
-        )
-        .await?;
+    ctx.commit(
+        &c.agent.store,
+        Step::new().ui(UiRow::say(UiSubtype::Network), text),
+        events,
+    )
+    .await?;
     Ok(refusals)
 }

@@ -19,7 +19,7 @@ use crate::modes::Mode;
 use crate::skills::SkillFocus;
 use crate::turn::{Ctx, RunState, Services, TaskError};
 use roost_protocol::{ErrorCode, ToolError, ToolGroup, ToolOutput, ToolSpec, UiSubtype, Usage};
-use roost_sandbox::plugins::LoadedPlugin;
+use roost_sandbox::plugins::{LoadedPlugin, NetworkRecord};
 
 /// Name shown as the provider of host-native tools.
 pub const HOST: &str = "host";
@@ -112,6 +112,9 @@ pub struct Outcome {
     /// What the call changed beyond its declared paths (a command's
     /// files), with a line for the mutation trace.
     pub changed: Option<(Vec<FileChange>, String)>,
+    /// The requests it sent out (a component's), credentials redacted:
+    /// a caller outside a task shows them.
+    pub network: Vec<NetworkRecord>,
 }
 
 impl Outcome {
@@ -145,6 +148,7 @@ impl Outcome {
             trace: Vec::new(),
             spent: None,
             changed: None,
+            network: Vec::new(),
         }
     }
 
@@ -203,10 +207,13 @@ pub trait ToolExecutor: Send + Sync {
         false
     }
 
-    /// Whether a call may change the workspace: it then needs an active
-    /// intent (where intents are on) and runs in a write session (a lease
-    /// on its roots, a guard that undoes what its scope does not allow).
-    fn mutates(&self) -> bool {
+    /// Whether this call (`args`, in `state`) may change the workspace: it
+    /// then needs an active intent (where intents are on) and runs in a
+    /// write session (a lease on its roots, a guard that undoes what its
+    /// scope does not allow) after the turn's checkpoint. Per call, not
+    /// per tool: a command the policy proves read-only runs with the
+    /// workspace read-only instead, and locks nothing.
+    fn mutates(&self, _state: &RunState, _args: &Value) -> bool {
         self.spec().destructive
     }
 

@@ -24,9 +24,10 @@ use crate::intents::{Intent, Scope, Trace, TraceEntry};
 use crate::llm::Provider;
 use crate::modes::{HookRegistry, Mode, ModeSet};
 use crate::skills::{SkillFocus, SkillLibrary};
-use crate::store::{Step, Store, StoreError, TaskRecord, TaskStatus};
+use crate::store::{Committed, Step, Store, StoreError, TaskRecord, TaskStatus};
+use crate::tools::Access;
 use roost_protocol::{ApprovalPolicy, UiRow, UiSubtype};
-use roost_sandbox::capability::{Workspace, WorkspaceError};
+use roost_sandbox::capability::{NetworkGrant, Workspace, WorkspaceError};
 use roost_sandbox::plugins::PluginEngine;
 
 /// How a run ended.
@@ -76,6 +77,13 @@ pub enum TaskError {
     /// loop ends it `aborted` (resumable).
     #[error("the task was cancelled while it waited for an answer")]
     Cancelled,
+    /// A call outside a task needed a person's answer: there is no one to
+    /// ask, so the dispatch refuses the call with this question.
+    #[error("{0}")]
+    NoPerson(String),
+    /// A model was needed where there is none (outside a task).
+    #[error("no model: a call outside a task runs no loop")]
+    NoModel,
     /// Resume was asked for a task that cannot continue.
     #[error("task {id} is {status}: give it a new message to continue it")]
     NotResumable {
@@ -199,13 +207,60 @@ pub struct TaskSetup {
     pub spawner: SpawnHandle,
 }
 
-/// A running task: its record, its workspace, its model and settings, and
-/// its channels.
+/// Where a call is made: in a task, or for a caller outside any task.
+#[derive(Debug, Clone)]
+pub enum Site {
+    /// A task's call: a person may be asked, every step is recorded in the
+    /// task's history, and its trace goes through the store's outbox.
+    Task,
+    /// A call outside a task (`roost tool call`, `roost mcp serve`): no one
+    /// to ask (a call that needs a person is refused), nothing recorded in
+    /// the store, the trace appended as the call returns. `Ctx::task`
+    /// names the caller.
+    Direct(DirectSite),
+}
+
+/// What a caller outside a task grants its calls, beyond the write roots
+/// (its [`RunState::bound`]).
+#[derive(Debug, Clone)]
+pub struct DirectSite {
+    /// Whether calls may read the whole workspace.
+    pub read: bool,
+    /// The network of a component under development (`--allow-net`).
+    pub network: Option<Arc<NetworkGrant>>,
+}
+
+impl Site {
+    /// Whether a person can be asked and steps are recorded.
+    pub fn is_task(&self) -> bool {
+        matches!(self, Self::Task)
+    }
+
+    /// What a tool's calls may be granted here: its own access, narrowed
+    /// by a direct caller's grant (a capability only narrows).
+    pub fn narrow(&self, access: &Access) -> Access {
+        match self {
+            Self::Task => access.clone(),
+            Self::Direct(d) => Access {
+                read: access.read && d.read,
+                write: access.write,
+                limits: access.limits,
+                network: access.network.clone().or_else(|| d.network.clone()),
+            },
+        }
+    }
+}
+
+/// A running task (or a caller outside any task, see [`Site`]): its
+/// record, its workspace, its model and settings, and its channels.
 pub struct Ctx<'a> {
-    /// The task's record as it was when the run started.
+    /// The task's record as it was when the run started (outside a task:
+    /// the caller's name as its id, nothing stored).
     pub task: TaskRecord,
-    /// The model it talks to.
-    pub provider: Arc<dyn Provider>,
+    /// Where the call is made.
+    pub site: Site,
+    /// The model it talks to (`None` outside a task: no loop runs there).
+    pub provider: Option<Arc<dyn Provider>>,
     /// Its limits and policies.
     pub config: TaskConfig,
     /// The engine running it, to start tasks of its own.
@@ -252,6 +307,9 @@ impl Services {
         call_id: Option<&str>,
         ask: Ask,
     ) -> Result<Answer, TaskError> {
+        if !ctx.site.is_task() {
+            return Err(TaskError::NoPerson(no_person(&ask)));
+        }
         crate::asks::ask(
             &self.store,
             &self.asks,
@@ -264,4 +322,47 @@ impl Services {
         .await?
         .ok_or(TaskError::Cancelled)
     }
+}
+
+impl Ctx<'_> {
+    /// The model the task talks to.
+    pub fn model(&self) -> Result<&dyn Provider, TaskError> {
+        self.provider.as_deref().ok_or(TaskError::NoModel)
+    }
+
+    /// Commit `step` with `events` (see [`EventBus::commit`]); outside a
+    /// task nothing is stored and the events only go out.
+    pub async fn commit(
+        &self,
+        store: &Store,
+        step: Step<'_>,
+        events: Vec<TaskEvent>,
+    ) -> Result<Committed, StoreError> {
+        if self.site.is_task() {
+            return self.events.commit(store, &self.task.id, step, events).await;
+        }
+        for e in events {
+            self.events.publish(e).await;
+        }
+        Ok(Committed::default())
+    }
+}
+
+/// Why a call outside a task was refused where a task would have asked
+/// `ask`.
+fn no_person(ask: &Ask) -> String {
+    let asked = match ask {
+        Ask::Tool {
+            tool,
+            why: Some(why),
+            ..
+        } => format!("`{tool}` needs a person's approval ({why})"),
+        Ask::Tool { tool, .. } => format!("`{tool}` needs a person's approval"),
+        Ask::Scope {
+            intent, tool, path, ..
+        } => format!("`{tool}` would write `{path}`, outside the owned_scope of intent {intent}"),
+        Ask::Hook { hook, question, .. } => format!("hook `{hook}` asks: {question}"),
+        other => format!("the call asks a person: {}", other.question()),
+    };
+    format!("{asked}; a call outside a task has no one to ask, so it was refused")
 }

@@ -5,7 +5,7 @@
 //! - [`tools`]: `tools/list` offers every component tool (first-party and
 //!   installed), annotated from Roost's specs; `tools/call` runs through
 //!   the engine's direct-call path, so each call is sandboxed with the
-//!   grant the server started with ([`McpGrant`]) and traced as a task's;
+//!   grant the server started with ([`DirectGrant`]) and traced as a task's;
 //! - [`resources`]: the workspace's intents and trace;
 //! - [`skills`]: the workspace's and the user's skills (SEP-2640);
 //! - [`http`]: streamable HTTP with Host/Origin checks against DNS
@@ -14,7 +14,6 @@
 //! Protocol versions are those `rmcp` negotiates (2025-06-18, 2025-11-25,
 //! and the stateless 2026-07-28).
 
-mod grant;
 mod http;
 mod resources;
 mod skills;
@@ -30,8 +29,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
-pub use grant::{GrantError, McpGrant};
 pub use http::{HttpError, HttpOptions, MCP_PATH, check_exposure, serve_http};
+pub use roost_core::call::grant::{DirectGrant, GrantError};
 
 use roost_core::skills::Skill;
 use roost_core::task::Agent;
@@ -46,7 +45,7 @@ pub struct RoostMcp {
 /// What every session shares.
 struct Shared {
     agent: Agent,
-    grant: McpGrant,
+    grant: DirectGrant,
 }
 
 impl Shared {
@@ -59,14 +58,14 @@ impl Shared {
 
 impl RoostMcp {
     /// Serve `agent`'s tools with `grant`.
-    pub fn new(agent: Agent, grant: McpGrant) -> Self {
+    pub fn new(agent: Agent, grant: DirectGrant) -> Self {
         Self {
             shared: Arc::new(Shared { agent, grant }),
         }
     }
 
     /// The grant every call runs with.
-    pub fn grant(&self) -> &McpGrant {
+    pub fn grant(&self) -> &DirectGrant {
         &self.shared.grant
     }
 }

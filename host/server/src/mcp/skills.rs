@@ -12,7 +12,6 @@
 //! the bounds below is left out (logged).
 
 use std::collections::HashSet;
-use std::ffi::OsStr;
 use std::sync::Arc;
 
 use base64::Engine;
@@ -22,9 +21,8 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
+use roost_core::skills::files;
 use roost_core::skills::{Catalog, Skill};
-use roost_sandbox::capability::RelPath;
-use roost_sandbox::capability::dirfd::{DirFd, Kind};
 
 /// The scheme skills are served under.
 pub(super) const SCHEME: &str = "skill://";
@@ -32,12 +30,6 @@ pub(super) const SCHEME: &str = "skill://";
 pub(super) const INDEX_URI: &str = "skill://index.json";
 /// The schema the index follows.
 const INDEX_SCHEMA: &str = "https://schemas.agentskills.io/discovery/0.2.0/schema.json";
-/// Most files of one skill served.
-const MAX_FILES: usize = 512;
-/// Most bytes of one skill served.
-const MAX_BYTES: u64 = 16 << 20;
-/// Deepest directory of a skill served.
-const MAX_DEPTH: usize = 8;
 
 /// Characters a URI path segment must not hold literally.
 const SEGMENT: &AsciiSet = &CONTROLS
@@ -77,88 +69,21 @@ pub(super) fn uri(name: &str, rel: &str) -> String {
     format!("{SCHEME}{}", encoded.join("/"))
 }
 
-/// One file of a skill.
-pub(super) struct SkillFile {
-    /// Its path in the skill's folder, `/`-separated.
-    pub rel: String,
-    /// Its size.
-    pub size: u64,
-}
-
-/// The files of `skill` (no link followed, hidden entries left out), or
-/// why it is not served.
-pub(super) fn files(skill: &Skill) -> Result<Vec<SkillFile>, String> {
-    let root = DirFd::open_resolved(&skill.dir).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    let mut total = 0u64;
-    let mut stack = vec![(root, String::new(), 0usize)];
-    while let Some((dir, prefix, depth)) = stack.pop() {
-        let entries = dir.entries().map_err(|e| e.to_string())?;
-        for (name, stat) in entries {
-            let Some(n) = name.to_str() else { continue };
-            if n.starts_with('.') {
-                continue;
-            }
-            let rel = format!("{prefix}{n}");
-            match stat.kind {
-                Kind::Dir if depth + 1 < MAX_DEPTH => {
-                    let sub = dir.open_dir(&name).map_err(|e| e.to_string())?;
-                    stack.push((sub, format!("{rel}/"), depth + 1));
-                }
-                Kind::File => {
-                    total = total.saturating_add(stat.size);
-                    out.push(SkillFile {
-                        rel,
-                        size: stat.size,
-                    });
-                }
-                _ => {}
-            }
-            if out.len() > MAX_FILES || total > MAX_BYTES {
-                return Err(format!("more than {MAX_FILES} files or {MAX_BYTES} bytes"));
-            }
-        }
-    }
-    out.sort_by(|a, b| a.rel.cmp(&b.rel));
-    Ok(out)
-}
-
-/// The bytes of `rel` in `skill`'s folder, reached without following any
-/// link; `None` when there is no such file (or it is hidden).
-pub(super) fn read(skill: &Skill, rel: &str) -> Option<Vec<u8>> {
-    let path = RelPath::parse(rel).ok()?;
-    let parts = path.parts();
-    if parts
-        .iter()
-        .any(|p| p.to_str().is_none_or(|p| p.starts_with('.')))
-    {
-        return None;
-    }
-    let (file, dirs) = parts.split_last()?;
-    if dirs.len() + 1 > MAX_DEPTH {
-        return None;
-    }
-    DirFd::open_resolved(&skill.dir)
-        .and_then(|root| root.open_dir_path(dirs))
-        .and_then(|dir| dir.read(OsStr::new(file), MAX_BYTES))
-        .ok()
-}
-
 /// A skill's entry for `skills/list` and `skills/get`: its front-matter
 /// and every file with its digest; `None` (logged) when it cannot be
 /// served whole.
 pub(super) fn entry(skill: &Skill) -> Option<McpSkill> {
     let name = skill.name();
-    let files = match files(skill) {
+    let listed = match files::files(skill) {
         Ok(f) => f,
         Err(why) => {
             tracing::warn!(skill = name, "skill not served over MCP: {why}");
             return None;
         }
     };
-    let mut resources = Vec::with_capacity(files.len());
-    for f in &files {
-        let Some(bytes) = read(skill, &f.rel) else {
+    let mut resources = Vec::with_capacity(listed.len());
+    for f in &listed {
+        let Some(bytes) = files::read(skill, &f.rel) else {
             tracing::warn!(skill = name, file = %f.rel, "skill not served over MCP: a file cannot be read");
             return None;
         };
@@ -214,8 +139,10 @@ pub(super) fn index(skills: &[Arc<Skill>]) -> String {
 pub(super) fn resources(skills: &[Arc<Skill>]) -> Vec<Resource> {
     let mut out = Vec::new();
     for s in skills {
-        let Ok(files) = files(s) else { continue };
-        for f in files {
+        let Ok(listed) = files::files(s) else {
+            continue;
+        };
+        for f in listed {
             let mut r = Resource::new(uri(s.name(), &f.rel), format!("{}/{}", s.name(), f.rel))
                 .with_mime_type(mime_of(&f.rel))
                 .with_size(f.size);
@@ -244,7 +171,7 @@ pub(super) fn parse_uri(uri: &str) -> Option<(String, String)> {
 /// The contents of `rel` of `skill` at `uri`: text when it is UTF-8
 /// without NUL bytes, else base64.
 pub(super) fn contents(skill: &Skill, rel: &str, uri: &str) -> Option<ResourceContents> {
-    let bytes = read(skill, rel)?;
+    let bytes = files::read(skill, rel)?;
     let mime = mime_of(rel);
     Some(match String::from_utf8(bytes) {
         Ok(text) if !text.contains('\0') => ResourceContents::text(text, uri).with_mime_type(mime),

@@ -1,10 +1,7 @@
 //! `tools/list` and `tools/call`: Roost's component tools (first-party and
-//! installed), each call made through the engine's direct-call path —
-//! the path gate, the plugin's install-time ceiling, the write session and
-//! the sandbox with the server's grant — and, for destructive calls in a
-//! workspace with intents on, traced as a task's call is.
+//! installed), each call made through the one dispatch every call takes
+//! (`roost_core::call::direct`), under the grant the server started with.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use rmcp::ErrorData;
@@ -13,17 +10,7 @@ use serde_json::Value;
 
 use super::Shared;
 use roost_core::call::direct::DirectCall;
-use roost_core::call::paths;
-use roost_core::intents::{self, FileChange, Trace, TraceEntry};
-use roost_core::tools::{RegisteredTool, ToolError, ToolOutput, ToolSpec};
-use roost_protocol::TraceKind;
-use roost_sandbox::capability::{RooIgnore, Workspace};
-
-/// Largest declared file read before and after a call to trace its
-/// change; a larger one is named in the entry's detail instead.
-const MAX_TRACED_FILE: u64 = 16 << 20;
-/// The mode a call outside a task is traced under.
-const MODE: &str = "mcp";
+use roost_core::tools::{ToolError, ToolOutput, ToolSpec};
 
 /// Every tool a call outside a task can run: the component tools.
 /// Host-native tools talk to a person or a task and are not offered.
@@ -62,178 +49,49 @@ fn tool_of(spec: &ToolSpec) -> Tool {
     .with_annotations(annotations)
 }
 
-/// Call `name` with `args` for `caller` (who the trace names).
+/// Call `name` with `args` for `caller` (who the trace names), through
+/// the one dispatch a task's calls take (`Agent::call_direct`): the path,
+/// mode, schema and intent gates, the grant's mode hooks, the write
+/// session and the trace. A call the dispatch refuses is a tool error the
+/// caller reads (as MCP asks since 2025-11-25), not a protocol error.
 pub(super) async fn call(
     shared: &Shared,
     name: &str,
     args: Option<JsonObject>,
     caller: &str,
 ) -> Result<CallToolResult, ErrorData> {
-    let Some(tool) = shared
+    if shared
         .agent
         .registry
         .get(name)
         .filter(|t| t.component().is_some())
-    else {
+        .is_none()
+    {
         return Err(ErrorData::invalid_params(
             format!("unknown tool `{name}`"),
             None,
         ));
-    };
-    let mut args = Value::Object(args.unwrap_or_default());
-    // Invalid arguments are the caller's to fix: a tool error it reads
-    // (as MCP asks since 2025-11-25), not a protocol error.
-    if let Some(why) = tool.validator.explain(name, &args) {
-        return Ok(refusal(why));
     }
-    let workspace = shared.grant.workspace();
-    let ws = match Workspace::open(workspace) {
-        Ok(ws) => ws,
-        Err(e) => return Ok(refusal(format!("cannot open the workspace: {e}"))),
-    };
-    // Declared paths normalised (and refused) as the call will be, so the
-    // trace names what was written.
-    if let Err(r) = paths::check(&ws, &RooIgnore::load_in(&ws), &tool.spec, &mut args) {
-        return Ok(refusal(r.message));
-    }
-    if let Some(why) = outside_intent(shared, tool, &args) {
-        return Ok(refusal(why));
-    }
-    let destructive = tool.spec.destructive;
-    let before = if destructive {
-        declared(&ws, &tool.spec, &args)
-    } else {
-        Vec::new()
-    };
-    let (read, write) = access(shared, tool);
     let config = &shared.agent.config;
     let outcome = shared
         .agent
         .call_direct(DirectCall {
+            caller,
             name,
-            args: args.clone(),
-            workspace,
-            read,
-            write,
+            args: Value::Object(args.unwrap_or_default()),
+            grant: &shared.grant,
             limits: config.limits,
             network: None,
             guard_budget: config.guard_budget,
         })
         .await;
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => return Ok(refusal(e.to_string())),
-    };
-    if intents::enabled_in(&ws) && (destructive || !outcome.network.is_empty()) {
-        let mut entry = TraceEntry::now(
-            if destructive {
-                TraceKind::Mutation
-            } else {
-                TraceKind::Network
-            },
-            caller,
-            shared.grant.intent_id(),
-            MODE,
-            name,
-            &args,
-        );
-        let (files, skipped) = changes(&ws, before);
-        entry.files = files;
-        entry.detail = detail(&outcome.result, &skipped);
-        entry.network = outcome.network;
-        append(workspace, &entry);
-    }
-    Ok(match outcome.result {
-        Ok(out) => success(out),
-        Err(e) => failure(&e),
+    Ok(match outcome {
+        Ok(o) => match o.result {
+            Ok(out) => success(out),
+            Err(e) => failure(&e),
+        },
+        Err(e) => refusal(e.to_string()),
     })
-}
-
-/// What a call may use: the server's grant, at most what the plugin was
-/// granted at install (a plugin without read or write access gets none
-/// rather than a refusal), and write access only for a tool that writes.
-fn access<'a>(shared: &'a Shared, tool: &RegisteredTool) -> (bool, &'a [std::path::PathBuf]) {
-    let read = shared.grant.read() && tool.access.read;
-    let write = if tool.spec.destructive && tool.access.write {
-        shared.grant.write()
-    } else {
-        &[]
-    };
-    (read, write)
-}
-
-/// Under an intent, a destructive call's declared paths must lie in its
-/// scope (the intent gate a task's call passes); the refusal when not.
-fn outside_intent(shared: &Shared, tool: &RegisteredTool, args: &Value) -> Option<String> {
-    let scope = shared.grant.scope()?;
-    if !tool.spec.destructive {
-        return None;
-    }
-    tool.spec
-        .path_args
-        .iter()
-        .filter_map(|a| args.get(a).and_then(Value::as_str))
-        .find(|p| !scope.allows(p))
-        .map(|p| {
-            format!(
-                "`{p}` is outside the owned_scope of intent {}: this server may not change it",
-                scope.intent()
-            )
-        })
-}
-
-/// A declared file's content before the call (`None`: no file), or why it
-/// was not read.
-type Before = (String, Result<Option<Vec<u8>>, String>);
-
-fn read_declared(ws: &Workspace, rel: &str) -> Result<Option<Vec<u8>>, String> {
-    let path = ws.normalize(rel).map_err(|e| e.to_string())?;
-    ws.read(&path, MAX_TRACED_FILE).map_err(|e| e.to_string())
-}
-
-/// The files `spec`'s path arguments name, as they are now.
-fn declared(ws: &Workspace, spec: &ToolSpec, args: &Value) -> Vec<Before> {
-    spec.path_args
-        .iter()
-        .filter_map(|a| args.get(a).and_then(Value::as_str))
-        .map(|p| (p.to_owned(), read_declared(ws, p)))
-        .collect()
-}
-
-/// What changed in the declared files, and those that could not be
-/// compared (too large, unreadable).
-fn changes(ws: &Workspace, before: Vec<Before>) -> (Vec<FileChange>, Vec<String>) {
-    let (mut files, mut skipped) = (Vec::new(), Vec::new());
-    for (rel, old) in before {
-        let new = read_declared(ws, &rel);
-        match (old, new) {
-            (Ok(old), Ok(new)) => {
-                files.extend(FileChange::between(&rel, old.as_deref(), new.as_deref()));
-            }
-            (Err(why), _) | (_, Err(why)) => skipped.push(format!("{rel}: not compared ({why})")),
-        }
-    }
-    (files, skipped)
-}
-
-/// The entry's detail: the error, if the call failed, and files left out.
-fn detail(result: &Result<ToolOutput, ToolError>, skipped: &[String]) -> Option<String> {
-    let mut parts: Vec<String> = skipped.to_vec();
-    match result {
-        Ok(out) => parts.insert(0, format!("result {} bytes", out.text.len())),
-        Err(e) => parts.insert(0, format!("error {}: {}", e.code, e.message)),
-    }
-    Some(parts.join("; "))
-}
-
-/// Append to the workspace's trace; a failure is logged, not the call's.
-fn append(workspace: &Path, entry: &TraceEntry) {
-    if let Err(e) = Trace::of(workspace).append(entry) {
-        tracing::error!(
-            tool = %entry.tool,
-            "cannot append to .orchestration/agent_trace.jsonl: {e}; this call is not in the trace"
-        );
-    }
 }
 
 fn success(out: ToolOutput) -> CallToolResult {

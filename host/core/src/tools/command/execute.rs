@@ -201,6 +201,24 @@ impl ToolExecutor for ExecuteCommand {
         HOST
     }
 
+    /// A line the policy proves read-only, or one run under a profile
+    /// that writes nothing, runs with the workspace mounted read-only
+    /// (its write roots empty): it needs no lease, guard or checkpoint.
+    /// Without an OS sandbox nothing holds a command to that, so every
+    /// command mutates.
+    fn mutates(&self, state: &RunState, args: &Value) -> bool {
+        if self.host.confinement == Confinement::None {
+            return true;
+        }
+        if self.profile(state).is_ok_and(|p| !p.writes_scope) {
+            return false;
+        }
+        match Args::parse(args) {
+            Ok(a) => !self.host.rules.judge(&a.command).read_only,
+            Err(_) => true,
+        }
+    }
+
     fn needs(&self, state: &RunState, args: &Value) -> Needs {
         let a = match Args::parse(args) {
             Ok(a) => a,

@@ -178,7 +178,7 @@ impl ToolExecutor for McpTool {
         } else {
             Outcome::ok(text)
         };
-        if self.mutates() {
+        if self.mutates(call.state, call.args) {
             outcome.changed = Some((
                 Vec::new(),
                 format!(

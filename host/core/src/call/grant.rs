@@ -1,23 +1,22 @@
-//! What every call `roost mcp serve` makes may touch, fixed when the server
-//! starts: the workspace, read access to it or not, and the directories it
-//! may write — named with `--write`, or the directories an intent's
-//! `owned_scope` names (`--intent`).
+//! What every call of a caller outside a task (`roost mcp serve`, `roost
+//! tool call`) may touch, fixed when it starts: the workspace, read access
+//! to it or not, and the directories it may write — named with `--write`,
+//! or the directories an intent's `owned_scope` names (`--intent`) — and
+//! the mode whose groups, file patterns and hooks judge its calls.
 //!
-//! A direct call's sandbox grants whole directories and has no per-file
-//! scope guard, so an intent's scope becomes a write grant only when every
-//! one of its globs names a whole directory (`src/auth/**`, an existing
-//! directory `docs`, `**`). A finer glob (`src/*.rs`, `CHANGELOG.md`) would
-//! grant more than the intent allows: the server refuses to start and says
-//! which glob, rather than widen it to its directory.
+//! An intent's scope becomes a write grant only when every one of its
+//! globs names a whole directory (`src/auth/**`, an existing directory
+//! `docs`, `**`): a finer glob (`src/*.rs`, `CHANGELOG.md`) is refused at
+//! start, naming the glob, rather than widened to its directory.
 //!
 //! Scopes are resolved by handle within the workspace, never through a
 //! symlink: a write root (from `--write` or an intent) whose path passes a
 //! symlink — out of the workspace or not — or a non-directory is refused
-//! when the server starts, not left to fail call by call.
+//! when the caller starts, not left to fail call by call.
 
 use std::path::{Path, PathBuf};
 
-use roost_core::intents::{self, Intent, Scope};
+use crate::intents::{self, Intent, Scope};
 use roost_sandbox::capability::Workspace;
 
 /// Why the grant cannot be made.
@@ -89,14 +88,15 @@ pub enum GrantError {
 
 /// The grant every call of one server runs with.
 #[derive(Debug, Clone)]
-pub struct McpGrant {
+pub struct DirectGrant {
     workspace: PathBuf,
     read: bool,
     write: Vec<PathBuf>,
     intent: Option<(String, Scope)>,
+    mode: Option<String>,
 }
 
-impl McpGrant {
+impl DirectGrant {
     /// Read access to `workspace` when `read`, write access under each of
     /// `write` (workspace-relative directories; a path inside the
     /// workspace written absolute is made relative).
@@ -115,6 +115,7 @@ impl McpGrant {
             read,
             write,
             intent: None,
+            mode: None,
         })
     }
 
@@ -151,7 +152,21 @@ impl McpGrant {
             read,
             write,
             intent: Some((id.to_owned(), scope)),
+            mode: None,
         })
+    }
+
+    /// Calls judged by `mode` (its tool groups, file patterns and hooks)
+    /// instead of the default.
+    pub fn with_mode(mut self, mode: Option<String>) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The mode whose groups, file patterns and hooks judge the calls
+    /// (`None`: the default, `code`).
+    pub fn mode(&self) -> Option<&str> {
+        self.mode.as_deref()
     }
 
     /// The workspace (canonical).
@@ -331,14 +346,14 @@ mod tests {
     #[test]
     fn directory_globs_become_write_roots() {
         let d = workspace(r#"["src/auth/**", "docs", "./src/auth/**"]"#);
-        let g = McpGrant::for_intent(d.path(), true, "INT-1").expect("grant");
+        let g = DirectGrant::for_intent(d.path(), true, "INT-1").expect("grant");
         assert_eq!(
             g.write(),
             &[PathBuf::from("src/auth"), PathBuf::from("docs")]
         );
         assert_eq!(g.intent_id(), Some("INT-1"));
         let d = workspace(r#"["**"]"#);
-        let g = McpGrant::for_intent(d.path(), false, "INT-1").expect("grant");
+        let g = DirectGrant::for_intent(d.path(), false, "INT-1").expect("grant");
         assert_eq!(g.write(), &[PathBuf::from(".")]);
     }
 
@@ -346,17 +361,17 @@ mod tests {
     fn finer_globs_and_bad_intents_are_refused() {
         for glob in ["src/*.rs", "CHANGELOG.md", "src/**/*.rs", "missing"] {
             let d = workspace(&format!("[\"{glob}\"]"));
-            let e = McpGrant::for_intent(d.path(), true, "INT-1").expect_err(glob);
+            let e = DirectGrant::for_intent(d.path(), true, "INT-1").expect_err(glob);
             assert!(matches!(e, GrantError::FinerThanADirectory { .. }), "{e}");
             assert!(e.to_string().contains(glob), "{e}");
         }
         let d = workspace(r#"["docs/**"]"#);
-        let e = McpGrant::for_intent(d.path(), true, "INT-2").expect_err("done");
+        let e = DirectGrant::for_intent(d.path(), true, "INT-2").expect_err("done");
         assert!(e.to_string().contains("DONE"), "{e}");
-        let e = McpGrant::for_intent(d.path(), true, "INT-9").expect_err("unknown");
+        let e = DirectGrant::for_intent(d.path(), true, "INT-9").expect_err("unknown");
         assert!(e.to_string().contains("INT-1, INT-2"), "{e}");
         let plain = tempfile::tempdir().expect("tempdir");
-        let e = McpGrant::for_intent(plain.path(), true, "INT-1").expect_err("off");
+        let e = DirectGrant::for_intent(plain.path(), true, "INT-1").expect_err("off");
         assert!(matches!(e, GrantError::IntentsOff(_)), "{e}");
     }
 
@@ -365,30 +380,30 @@ mod tests {
         let d = workspace(r#"["out/**"]"#);
         let outside = tempfile::tempdir().expect("tempdir");
         std::os::unix::fs::symlink(outside.path(), d.path().join("out")).expect("symlink");
-        let e = McpGrant::for_intent(d.path(), true, "INT-1").expect_err("through a symlink");
+        let e = DirectGrant::for_intent(d.path(), true, "INT-1").expect_err("through a symlink");
         assert!(matches!(e, GrantError::NotReachable { .. }), "{e}");
         assert!(e.to_string().contains("symbolic link"), "{e}");
-        let e = McpGrant::new(d.path(), true, &[PathBuf::from("out/sub")]).expect_err("--write");
+        let e = DirectGrant::new(d.path(), true, &[PathBuf::from("out/sub")]).expect_err("--write");
         assert!(e.to_string().contains("--write out/sub"), "{e}");
         // A symlink inside the workspace is refused too; a real directory
         // and a missing one are fine.
         std::os::unix::fs::symlink("docs", d.path().join("alias")).expect("symlink");
-        assert!(McpGrant::new(d.path(), true, &[PathBuf::from("alias")]).is_err());
-        assert!(McpGrant::new(d.path(), true, &[PathBuf::from("docs/new")]).is_ok());
+        assert!(DirectGrant::new(d.path(), true, &[PathBuf::from("alias")]).is_err());
+        assert!(DirectGrant::new(d.path(), true, &[PathBuf::from("docs/new")]).is_ok());
         std::fs::write(d.path().join("file"), "x").expect("write");
-        assert!(McpGrant::new(d.path(), true, &[PathBuf::from("file/sub")]).is_err());
+        assert!(DirectGrant::new(d.path(), true, &[PathBuf::from("file/sub")]).is_err());
     }
 
     #[test]
     fn write_roots_stay_inside() {
         let d = tempfile::tempdir().expect("tempdir");
-        let g = McpGrant::new(d.path(), true, &[PathBuf::from("./out/")]).expect("grant");
+        let g = DirectGrant::new(d.path(), true, &[PathBuf::from("./out/")]).expect("grant");
         assert_eq!(g.write(), &[PathBuf::from("out")]);
         let inside = d.path().canonicalize().expect("canon").join("gen");
-        let g = McpGrant::new(d.path(), true, &[inside]).expect("grant");
+        let g = DirectGrant::new(d.path(), true, &[inside]).expect("grant");
         assert_eq!(g.write(), &[PathBuf::from("gen")]);
         for bad in ["../x", "/etc"] {
-            assert!(McpGrant::new(d.path(), true, &[PathBuf::from(bad)]).is_err());
+            assert!(DirectGrant::new(d.path(), true, &[PathBuf::from(bad)]).is_err());
         }
     }
 }
