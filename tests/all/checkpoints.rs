@@ -16,7 +16,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use roost_core::commands::CommandsConfig;
 use roost_core::config::SecretStore;
 use roost_core::store::Store;
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
@@ -71,11 +70,7 @@ fn script() -> Value {
 fn harness() -> Harness {
     let mut h = scripted_harness(script(), ApprovalPolicy::yes());
     h.commands = Some((
-        CommandsConfig {
-            enabled: true,
-            allowed_commands: vec!["*".into()],
-            ..CommandsConfig::default()
-        },
+        crate::commands::everything_allowed(),
         BTreeMap::new(),
         SecretStore::isolated(),
     ));

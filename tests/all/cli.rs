@@ -462,22 +462,29 @@ async fn run_completes_against_an_anthropic_server() {
     .await;
 }
 
+/// `roost run` of the README's intent walkthrough (its script) in `ws`
+/// (a copy of `tests/fixtures/intent-example/workspace`).
+pub(crate) fn intent_walkthrough(data: &Path, ws: &Path) -> Command {
+    let mut c = roost(data);
+    c.args([
+        "run",
+        "Sessions should expire after an hour",
+        "--approve",
+        "read,edit,modes",
+        "--workspace",
+    ])
+    .arg(ws)
+    .arg("--script")
+    .arg(repo().join("tests/fixtures/intent-example/shorten-sessions.json"));
+    c
+}
+
 #[test]
 fn readme_intent_walkthrough_stays_in_scope_and_is_traced() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ws = dir.path().join("workspace");
     copy_dir(&repo().join("tests/fixtures/intent-example/workspace"), &ws);
-    let o = roost(dir.path())
-        .args([
-            "run",
-            "Sessions should expire after an hour",
-            "--approve",
-            "read,edit,modes",
-            "--workspace",
-        ])
-        .arg(&ws)
-        .arg("--script")
-        .arg(repo().join("tests/fixtures/intent-example/shorten-sessions.json"))
+    let o = intent_walkthrough(dir.path(), &ws)
         .env("RUST_LOG", "debug")
         .output()
         .expect("runs");

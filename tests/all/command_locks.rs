@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 
 use roost_core::asks::Answer;
-use roost_core::commands::CommandsConfig;
 use roost_core::config::SecretStore;
 use roost_core::events::TaskEvent;
 use roost_core::task::ApprovalPolicy;
@@ -35,11 +34,7 @@ fn harness() -> Harness {
     ]});
     let mut h = scripted_harness(script, ApprovalPolicy::yes());
     h.commands = Some((
-        CommandsConfig {
-            enabled: true,
-            allowed_commands: vec!["*".into()],
-            ..CommandsConfig::default()
-        },
+        crate::commands::everything_allowed(),
         BTreeMap::new(),
         SecretStore::default(),
     ));

@@ -56,7 +56,8 @@ fn outside_tmp() -> std::io::Result<tempfile::TempDir> {
     tempfile::tempdir_in("/var/tmp").or_else(|_| tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")))
 }
 
-fn everything_allowed() -> CommandsConfig {
+/// Commands on, every line allowed by the rules.
+pub(crate) fn everything_allowed() -> CommandsConfig {
     CommandsConfig {
         enabled: true,
         allowed_commands: vec!["*".into()],

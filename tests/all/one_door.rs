@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 
-use crate::cli::{copy_dir, repo, roost, text};
+use crate::cli::{copy_dir, intent_walkthrough, repo, roost, text};
 use roost_core::asks::{Answer, Ask};
 use roost_core::engine::{Engine, EngineBuilder, ResumeSpec, TaskSpec};
 use roost_core::events::TaskEvent;
@@ -158,17 +158,7 @@ fn a_secret_is_refused_and_traced_the_same_way_through_every_door() {
     std::fs::write(ex.data().join("empty-config.toml"), "").expect("config");
 
     // In a task (the README's walkthrough script).
-    let o = roost(ex.data())
-        .args([
-            "run",
-            "Sessions should expire after an hour",
-            "--approve",
-            "read,edit,modes",
-            "--workspace",
-        ])
-        .arg(&ex.ws)
-        .arg("--script")
-        .arg(repo().join("tests/fixtures/intent-example/shorten-sessions.json"))
+    let o = intent_walkthrough(ex.data(), &ex.ws)
         .output()
         .expect("runs");
     assert!(o.status.success(), "{}", text(&o));

@@ -4,6 +4,8 @@
 //! fail closed: a hook that is missing, traps, times out or answers
 //! something malformed denies the call.
 
+use std::ops::ControlFlow;
+
 use serde_json::Value;
 
 use super::Dispatch;
@@ -49,6 +51,23 @@ fn hook_call(spec: &ToolSpec, state: &RunState, args: &Value) -> HookCall {
     }
 }
 
+/// The call the pre-tool hooks are deciding on, and the sandbox they run in.
+struct PreToolGate<'g, 'c> {
+    ctx: &'g Ctx<'c>,
+    state: &'g RunState,
+    spec: &'g ToolSpec,
+    validator: &'g ArgsValidator,
+    call_id: &'g str,
+    grant: Grant,
+}
+
+impl PreToolGate<'_, '_> {
+    /// Trace one hook's verdict on the call (with `args` as it then stood).
+    fn record(&self, trace: &mut Vec<TraceEntry>, args: &Value, detail: String) {
+        trace_hook(trace, self.ctx, self.state, self.spec, args, detail);
+    }
+}
+
 impl Dispatch<'_> {
     /// Run the mode's pre-tool hooks, in the order the mode lists them,
     /// each seeing the arguments as the hooks before it left them.
@@ -66,192 +85,188 @@ impl Dispatch<'_> {
             return Ok(Verdict::Proceed);
         }
         let original = args.clone();
-        let id = ctx.task.id.as_str();
         let grant = hook_grant(ctx);
+        let gate = PreToolGate {
+            ctx,
+            state,
+            spec,
+            validator,
+            call_id,
+            grant,
+        };
         for name in state.hooks() {
-            let Some(hook) = self.hooks.get(name) else {
-                let msg = format!(
-                    "hook `{name}`, listed by mode `{}`, is not installed",
-                    state.mode.slug
-                );
-                return self.hook_failed(ctx, call_id, name, msg).await;
-            };
-            let call = hook_call(spec, state, &args);
-            let decision = match self.engine.hook_pre_tool(hook, &call, &grant).await {
-                Ok(d) => d,
-                Err(e) => {
-                    let msg = format!("hook `{name}` failed ({}: {})", e.code, e.message);
-                    tracing::warn!(task = id, "{msg}");
-                    trace_hook(
-                        trace,
-                        ctx,
-                        state,
-                        spec,
-                        &args,
-                        format!("failed: {name}: {msg}"),
-                    );
-                    return self.hook_failed(ctx, call_id, name, msg).await;
-                }
+            let decision = match self.consult(&gate, name, &args, trace).await? {
+                ControlFlow::Continue(decision) => decision,
+                ControlFlow::Break(refusal) => return Ok(refusal),
             };
             match decision {
                 HookDecision::Allow => {}
                 HookDecision::Deny(reason) => {
-                    let reason = if reason.trim().is_empty() {
-                        "(no reason given)".to_owned()
-                    } else {
-                        reason
-                    };
-                    trace_hook(
-                        trace,
-                        ctx,
-                        state,
-                        spec,
-                        &args,
-                        format!("denied: {name}: {reason}"),
-                    );
-                    return self
-                        .hook_refused(
-                            ctx,
-                            call_id,
-                            name,
-                            (HookVerdict::Deny, reason.clone()),
-                            (UiSubtype::HookDenied, format!("{name}: {reason}")),
-                            format!("[ERROR] Denied by hook `{name}`: {reason}"),
-                        )
-                        .await;
+                    return self.denied(&gate, name, reason, &args, trace).await;
                 }
                 HookDecision::Ask(question) => {
-                    let question = if question.trim().is_empty() {
-                        format!("hook `{name}` asks for approval of `{}`", spec.name)
-                    } else {
-                        question
-                    };
-                    ctx.events
-                        .publish(TaskEvent::HookDecided {
-                            id: call_id.to_owned(),
-                            hook: name.clone(),
-                            decision: HookVerdict::Ask,
-                            detail: question.clone(),
-                        })
-                        .await;
-                    let answer = self
-                        .ask(
-                            ctx,
-                            Some(call_id),
-                            Ask::Hook {
-                                hook: name.to_owned(),
-                                tool: spec.name.clone(),
-                                question: question.clone(),
-                            },
-                        )
-                        .await;
-                    let answer = match answer {
-                        Err(TaskError::NoPerson(why)) => {
-                            trace_hook(
-                                trace,
-                                ctx,
-                                state,
-                                spec,
-                                &args,
-                                format!("denied: {name}: {question} (no one to ask)"),
-                            );
-                            return Ok(Verdict::refuse(CallResult::refused(why)));
-                        }
-                        answer => answer?.approval(),
-                    };
-                    match answer {
-                        // A hook's question is about this one call.
-                        Approval::Approve | Approval::Always(_) => {
-                            user_approved = true;
-                            trace_hook(
-                                trace,
-                                ctx,
-                                state,
-                                spec,
-                                &args,
-                                format!("approved: {name}: {question}"),
-                            );
-                        }
-                        Approval::Deny { feedback } => {
-                            self.record_denial(ctx, call_id, &feedback).await?;
-                            trace_hook(
-                                trace,
-                                ctx,
-                                state,
-                                spec,
-                                &args,
-                                format!("denied: {name}: {question}"),
-                            );
-                            let mut msg = format!(
-                                "The user denied this operation when hook `{name}` asked: {question}"
-                            );
-                            if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
-                                msg.push_str(&format!("\n<feedback>\n{f}\n</feedback>"));
-                            }
-                            return Ok(Verdict::refuse(CallResult::error(msg)));
-                        }
+                    match self.asked(&gate, name, question, &args, trace).await? {
+                        ControlFlow::Continue(()) => user_approved = true,
+                        ControlFlow::Break(refusal) => return Ok(refusal),
                     }
                 }
                 HookDecision::Rewrite(text) => {
-                    let new_args = match serde_json::from_str::<Value>(&text) {
-                        Ok(v) if v.is_object() => v,
-                        Ok(_) => {
-                            let msg = format!(
-                                "hook `{name}` rewrote the arguments of `{}` into JSON that is not an object",
-                                spec.name
-                            );
-                            return self.hook_failed(ctx, call_id, name, msg).await;
-                        }
-                        Err(e) => {
-                            let msg = format!(
-                                "hook `{name}` rewrote the arguments of `{}` into malformed JSON ({e})",
-                                spec.name
-                            );
-                            return self.hook_failed(ctx, call_id, name, msg).await;
-                        }
-                    };
-                    if let Some(violations) = schema_violations(&spec.name, validator, &new_args) {
-                        let msg = format!(
-                            "hook `{name}` rewrote the arguments into ones the tool does not accept. {violations}"
-                        );
-                        return self.hook_failed(ctx, call_id, name, msg).await;
+                    match self.rewritten(&gate, name, &text, &args, trace).await? {
+                        ControlFlow::Continue(new_args) => args = new_args,
+                        ControlFlow::Break(refusal) => return Ok(refusal),
                     }
-                    // One step: the UI row and its announcement.
-                    let row = serde_json::json!({"hook": name, "args": new_args}).to_string();
-                    let announce = TaskEvent::HookDecided {
-                        id: call_id.to_owned(),
-                        hook: name.clone(),
-                        decision: HookVerdict::Rewrite,
-                        detail: new_args.to_string(),
-                    };
-                    ctx.commit(
-                        &self.store,
-                        Step::new().ui(UiRow::say(UiSubtype::HookRewrite), row.as_str()),
-                        vec![announce],
-                    )
-                    .await?;
-                    trace_hook(
-                        trace,
-                        ctx,
-                        state,
-                        spec,
-                        &new_args,
-                        format!("rewrote: {name}: was {args}"),
-                    );
-                    args = new_args;
                 }
             }
         }
-        Ok(if args != original {
-            Verdict::Rewrite {
-                args,
-                approved: user_approved,
+        Ok(gate_verdict(args, &original, user_approved))
+    }
+
+    /// Ask hook `name` for its verdict; a hook that is not installed or fails refuses the call.
+    async fn consult(
+        &self,
+        gate: &PreToolGate<'_, '_>,
+        name: &str,
+        args: &Value,
+        trace: &mut Vec<TraceEntry>,
+    ) -> Result<ControlFlow<Verdict, HookDecision>, TaskError> {
+        let (ctx, call_id) = (gate.ctx, gate.call_id);
+        let Some(hook) = self.hooks.get(name) else {
+            let msg = format!(
+                "hook `{name}`, listed by mode `{}`, is not installed",
+                gate.state.mode.slug
+            );
+            return self
+                .hook_failed(ctx, call_id, name, msg)
+                .await
+                .map(ControlFlow::Break);
+        };
+        let call = hook_call(gate.spec, gate.state, args);
+        match self.engine.hook_pre_tool(hook, &call, &gate.grant).await {
+            Ok(decision) => Ok(ControlFlow::Continue(decision)),
+            Err(e) => {
+                let msg = format!("hook `{name}` failed ({}: {})", e.code, e.message);
+                tracing::warn!(task = ctx.task.id.as_str(), "{msg}");
+                gate.record(trace, args, format!("failed: {name}: {msg}"));
+                self.hook_failed(ctx, call_id, name, msg)
+                    .await
+                    .map(ControlFlow::Break)
             }
-        } else if user_approved {
-            Verdict::Approved
+        }
+    }
+
+    /// Hook `name` denied the call: trace it and refuse with its reason.
+    async fn denied(
+        &self,
+        gate: &PreToolGate<'_, '_>,
+        name: &str,
+        reason: String,
+        args: &Value,
+        trace: &mut Vec<TraceEntry>,
+    ) -> Result<Verdict, TaskError> {
+        let reason = if reason.trim().is_empty() {
+            "(no reason given)".to_owned()
         } else {
-            Verdict::Proceed
-        })
+            reason
+        };
+        gate.record(trace, args, format!("denied: {name}: {reason}"));
+        self.hook_refused(
+            gate.ctx,
+            gate.call_id,
+            name,
+            (HookVerdict::Deny, reason.clone()),
+            (UiSubtype::HookDenied, format!("{name}: {reason}")),
+            format!("[ERROR] Denied by hook `{name}`: {reason}"),
+        )
+        .await
+    }
+
+    /// Hook `name` asks the user about the call: go on if they approve, refuse otherwise.
+    async fn asked(
+        &self,
+        gate: &PreToolGate<'_, '_>,
+        name: &str,
+        question: String,
+        args: &Value,
+        trace: &mut Vec<TraceEntry>,
+    ) -> Result<ControlFlow<Verdict>, TaskError> {
+        let (ctx, call_id, spec) = (gate.ctx, gate.call_id, gate.spec);
+        let question = if question.trim().is_empty() {
+            format!("hook `{name}` asks for approval of `{}`", spec.name)
+        } else {
+            question
+        };
+        ctx.events
+            .publish(TaskEvent::HookDecided {
+                id: call_id.to_owned(),
+                hook: name.to_owned(),
+                decision: HookVerdict::Ask,
+                detail: question.clone(),
+            })
+            .await;
+        let ask = Ask::Hook {
+            hook: name.to_owned(),
+            tool: spec.name.clone(),
+            question: question.clone(),
+        };
+        let answer = match self.ask(ctx, Some(call_id), ask).await {
+            Err(TaskError::NoPerson(why)) => {
+                let detail = format!("denied: {name}: {question} (no one to ask)");
+                gate.record(trace, args, detail);
+                let refusal = CallResult::refused(why);
+                return Ok(ControlFlow::Break(Verdict::refuse(refusal)));
+            }
+            answer => answer?.approval(),
+        };
+        match answer {
+            // A hook's question is about this one call.
+            Approval::Approve | Approval::Always(_) => {
+                gate.record(trace, args, format!("approved: {name}: {question}"));
+                Ok(ControlFlow::Continue(()))
+            }
+            Approval::Deny { feedback } => {
+                self.record_denial(ctx, call_id, &feedback).await?;
+                gate.record(trace, args, format!("denied: {name}: {question}"));
+                let refusal = CallResult::error(user_denial(name, &question, feedback));
+                Ok(ControlFlow::Break(Verdict::refuse(refusal)))
+            }
+        }
+    }
+
+    /// Hook `name` rewrote the arguments: announce and trace the rewrite, or refuse if unusable.
+    async fn rewritten(
+        &self,
+        gate: &PreToolGate<'_, '_>,
+        name: &str,
+        text: &str,
+        args: &Value,
+        trace: &mut Vec<TraceEntry>,
+    ) -> Result<ControlFlow<Verdict, Value>, TaskError> {
+        let (ctx, call_id) = (gate.ctx, gate.call_id);
+        let new_args = match rewritten_args(gate, name, text) {
+            Ok(new_args) => new_args,
+            Err(msg) => {
+                return self
+                    .hook_failed(ctx, call_id, name, msg)
+                    .await
+                    .map(ControlFlow::Break);
+            }
+        };
+        // One step: the UI row and its announcement.
+        let row = serde_json::json!({"hook": name, "args": new_args}).to_string();
+        let announce = TaskEvent::HookDecided {
+            id: call_id.to_owned(),
+            hook: name.to_owned(),
+            decision: HookVerdict::Rewrite,
+            detail: new_args.to_string(),
+        };
+        ctx.commit(
+            &self.store,
+            Step::new().ui(UiRow::say(UiSubtype::HookRewrite), row.as_str()),
+            vec![announce],
+        )
+        .await?;
+        gate.record(trace, &new_args, format!("rewrote: {name}: was {args}"));
+        Ok(ControlFlow::Continue(new_args))
     }
 
     /// The hook could not give a usable verdict: deny, and say so.
@@ -364,6 +379,55 @@ impl Dispatch<'_> {
             }
         }
         out
+    }
+}
+
+/// The arguments hook `name` rewrote the call's into, or why they are unusable.
+fn rewritten_args(gate: &PreToolGate<'_, '_>, name: &str, text: &str) -> Result<Value, String> {
+    let spec = gate.spec;
+    let new_args = match serde_json::from_str::<Value>(text) {
+        Ok(v) if v.is_object() => v,
+        Ok(_) => {
+            return Err(format!(
+                "hook `{name}` rewrote the arguments of `{}` into JSON that is not an object",
+                spec.name
+            ));
+        }
+        Err(e) => {
+            return Err(format!(
+                "hook `{name}` rewrote the arguments of `{}` into malformed JSON ({e})",
+                spec.name
+            ));
+        }
+    };
+    if let Some(violations) = schema_violations(&spec.name, gate.validator, &new_args) {
+        return Err(format!(
+            "hook `{name}` rewrote the arguments into ones the tool does not accept. {violations}"
+        ));
+    }
+    Ok(new_args)
+}
+
+/// What the model is told when the user denies the call a hook asked about.
+fn user_denial(name: &str, question: &str, feedback: Option<String>) -> String {
+    let mut msg = format!("The user denied this operation when hook `{name}` asked: {question}");
+    if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
+        msg.push_str(&format!("\n<feedback>\n{f}\n</feedback>"));
+    }
+    msg
+}
+
+/// The gate's verdict once every hook let the call through (rewritten, approved, or neither).
+fn gate_verdict(args: Value, original: &Value, user_approved: bool) -> Verdict {
+    if args != *original {
+        Verdict::Rewrite {
+            args,
+            approved: user_approved,
+        }
+    } else if user_approved {
+        Verdict::Approved
+    } else {
+        Verdict::Proceed
     }
 }
 

@@ -353,46 +353,57 @@ impl Dispatch<'_> {
                         next = 0;
                     }
                 }
-                Verdict::Ask(ask) => match match self.ask(ctx, Some(pending.id), ask).await {
-                    Err(TaskError::NoPerson(why)) => {
-                        return Ok(CallResult::refused(why).traced(pending.trace));
+                Verdict::Ask(ask) => {
+                    if let Some(refused) = self.put(ctx, state, &mut pending, ask).await? {
+                        return Ok(refused.traced(pending.trace));
                     }
-                    answer => answer?.approval(),
-                } {
-                    Approval::Always(grant) => {
-                        self.grant(ctx, state, &grant).await?;
-                        pending.approved = true;
-                        ctx.events
-                            .publish(TaskEvent::ToolCallApproved {
-                                id: pending.id.to_owned(),
-                                auto: false,
-                            })
-                            .await;
-                    }
-                    Approval::Approve => {
-                        pending.approved = true;
-                        ctx.events
-                            .publish(TaskEvent::ToolCallApproved {
-                                id: pending.id.to_owned(),
-                                auto: false,
-                            })
-                            .await;
-                    }
-                    Approval::Deny { feedback } => {
-                        self.record_denial(ctx, pending.id, &feedback).await?;
-                        let mut msg = "The user denied this operation.".to_owned();
-                        if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
-                            msg = format!(
-                                "The user denied this operation and provided the following feedback:\n<feedback>\n{f}\n</feedback>"
-                            );
-                        }
-                        return Ok(CallResult::error(msg).traced(pending.trace));
-                    }
-                },
+                }
                 Verdict::Refuse(r) => return Ok((*r).traced(pending.trace)),
             }
         }
         self.run(ctx, state, pending).await
+    }
+
+    /// Put a gate's question about `call` to a person: a yes (or an
+    /// "always", which widens the task's policy) approves it; a no, or no
+    /// one to ask outside a task, is its result.
+    async fn put(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        call: &mut Pending<'_>,
+        ask: Ask,
+    ) -> Result<Option<CallResult>, TaskError> {
+        let answer = match self.ask(ctx, Some(call.id), ask).await {
+            Err(TaskError::NoPerson(why)) => return Ok(Some(CallResult::refused(why))),
+            answer => answer?.approval(),
+        };
+        let feedback = match answer {
+            Approval::Always(grant) => {
+                self.grant(ctx, state, &grant).await?;
+                None
+            }
+            Approval::Approve => None,
+            Approval::Deny { feedback } => Some(feedback),
+        };
+        let Some(feedback) = feedback else {
+            call.approved = true;
+            ctx.events
+                .publish(TaskEvent::ToolCallApproved {
+                    id: call.id.to_owned(),
+                    auto: false,
+                })
+                .await;
+            return Ok(None);
+        };
+        self.record_denial(ctx, call.id, &feedback).await?;
+        let msg = match feedback.filter(|f| !f.trim().is_empty()) {
+            Some(f) => format!(
+                "The user denied this operation and provided the following feedback:\n<feedback>\n{f}\n</feedback>"
+            ),
+            None => "The user denied this operation.".to_owned(),
+        };
+        Ok(Some(CallResult::error(msg)))
     }
 
     /// One gate's verdict on `call`.

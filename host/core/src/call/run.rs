@@ -14,15 +14,17 @@
 
 use std::path::PathBuf;
 
+use serde_json::Value;
+
 use super::write_session::{self, WriteRule, WriteSession};
-use super::{CallResult, Dispatch, Pending};
+use super::{CallResult, Dispatch, Pending, WriteScope};
 use crate::events::TaskEvent;
 use crate::intents::{self, TraceEntry};
-use crate::tools::snapshot;
-use crate::tools::{Effect, Invocation, Outcome, ToolError};
+use crate::tools::snapshot::{self, Snapshot};
+use crate::tools::{Effect, Invocation, Outcome, RegisteredTool, ToolError, ToolSpec};
 use crate::turn::{Ctx, RunState, TaskError};
 use roost_protocol::{ErrorCode, TraceKind, UiSubtype};
-use roost_sandbox::capability::{RelPath, TreeStat};
+use roost_sandbox::capability::{GuardReport, RelPath, TreeStat, WriteLease};
 
 impl Dispatch<'_> {
     /// Run `call` (past every gate) and turn its outcome into its result.
@@ -38,80 +40,101 @@ impl Dispatch<'_> {
         let mutates = tool.executor.mutates(state, &args);
         // A tool whose grant forbids writing never runs a mutating call.
         if mutates && !tool.access.write {
-            let msg = format!(
-                "plugin `{}` was not granted write access at install; `{}` cannot run",
-                tool.provider(),
-                spec.name
-            );
-            return Ok(CallResult::refused(msg));
+            return Ok(CallResult::refused(no_write_grant(tool)));
         }
-        let roots: Vec<PathBuf> = if mutates {
-            match &call.write {
-                Some(w) => w.roots.clone(),
-                None => vec![PathBuf::from(".")],
-            }
-        } else {
-            Vec::new()
+        let roots = write_roots(mutates, call.write.as_ref());
+        self.checkpoint_first_change(ctx, state, mutates).await;
+        let session = match open_session(ctx, state, &roots, call.write).await {
+            Ok(session) => session,
+            Err(why) => return Ok(CallResult::refused(why)),
         };
-        // A call outside a task has no turn to checkpoint.
-        if mutates && !state.checkpointed && ctx.site.is_task() {
-            state.checkpointed = true;
-            self.checkpoint(ctx).await;
-        }
-        let session = if roots.is_empty() {
-            None
-        } else {
-            let rule = WriteRule {
-                scope: state.intent.as_ref().map(|(_, s)| s.clone()),
-                approved: call.write.map(|w| w.approved).unwrap_or_default(),
-                bound: state.bound.clone(),
-            };
-            match WriteSession::open(&ctx.ws, &roots, rule, ctx.config.guard_budget).await {
-                Ok(s) => Some(s),
-                Err(e) => return Ok(CallResult::refused(e.to_string())),
-            }
-        };
-        let before = if mutates {
-            snapshot::before(&ctx.ws, spec, &args)
-        } else {
-            Vec::new()
-        };
-        // What the call changes, exactly, for its task's checkpoints (the
-        // lease keeps other calls out of these roots meanwhile).
-        let listed = if mutates && ctx.site.is_task() && self.agent.services.checkpoints.is_some() {
-            let rels: Vec<RelPath> = roots
-                .iter()
-                .filter_map(|r| RelPath::parse(&r.to_string_lossy()).ok())
-                .collect();
-            TreeStat::take(&ctx.ws, &rels, &[".git"], MAX_LISTED)
-                .ok()
-                .map(|t| (rels, t))
-        } else {
-            None
-        };
-        let access = ctx.site.narrow(&tool.access);
-        let ran = tool
-            .executor
-            .run(Invocation {
-                agent: &self.agent.services,
-                ctx,
-                state,
-                call_id: call.id,
-                args: &args,
-                write_roots: &roots,
-                access: &access,
-            })
-            .await;
+        let before = declared_before(ctx, spec, &args, mutates);
+        let listed = self.list_roots(ctx, &roots, mutates);
+        let ran = self.execute(ctx, state, tool, call.id, &args, &roots).await;
         // The guard runs whatever became of the call.
-        let (report, lease) = match session.map(WriteSession::close) {
-            Some((report, lease)) => (report, Some(lease)),
-            None => (Default::default(), None),
-        };
+        let (report, lease) = close_session(session);
         let mut outcome = ran?;
         let after = snapshot::after(&ctx.ws, &before);
         snapshot::restore_modes(&ctx.ws, &before, &after);
         let diff = snapshot::diff(&before, &after);
         let changed = snapshot::changed(&before, &after);
+        self.record_tree_changes(ctx, listed).await;
+        // What the call changed is read: other calls may write there now.
+        drop(lease);
+        let subject = TraceSubject {
+            ctx,
+            state,
+            spec,
+            args: &args,
+        };
+        // The gates' entries first, then the executor's, then the after stage's.
+        let mut trace = call.trace;
+        trace.append(&mut outcome.trace);
+        if mutates && intents::enabled_in(&ctx.ws) {
+            trace.push(trace_mutation(&subject, (&before, &after), &mut outcome));
+        }
+        let violated = report_violation(&subject, &report, &mut outcome, &mut trace);
+        self.post_hooks(ctx, state, spec, &args, &outcome.result, &changed)
+            .await;
+        let (completed, abort) = apply_effect(state, outcome.effect.take());
+        let mut r = result_of(outcome, tool.is_native() || violated);
+        r.completed = completed;
+        r.abort = abort;
+        r.diff = diff.map(|d| roost_secrets::redact(&d).into_owned());
+        r.trace = trace;
+        Ok(r)
+    }
+
+    /// Take the turn's checkpoint before its first change; a call outside a task has no turn.
+    async fn checkpoint_first_change(&self, ctx: &Ctx<'_>, state: &mut RunState, mutates: bool) {
+        if mutates && !state.checkpointed && ctx.site.is_task() {
+            state.checkpointed = true;
+            self.checkpoint(ctx).await;
+        }
+    }
+
+    /// List the write roots before the call, so its task's checkpoints learn exactly what it changes.
+    fn list_roots(&self, ctx: &Ctx<'_>, roots: &[PathBuf], mutates: bool) -> Option<Listing> {
+        // The lease keeps other calls out of these roots until the call's
+        // changes are read.
+        if !(mutates && ctx.site.is_task() && self.agent.services.checkpoints.is_some()) {
+            return None;
+        }
+        let rels: Vec<RelPath> = roots
+            .iter()
+            .filter_map(|r| RelPath::parse(&r.to_string_lossy()).ok())
+            .collect();
+        TreeStat::take(&ctx.ws, &rels, &[".git"], MAX_LISTED)
+            .ok()
+            .map(|t| (rels, t))
+    }
+
+    /// Run the tool's executor, its access narrowed to where the call is made.
+    async fn execute(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+        tool: &RegisteredTool,
+        call_id: &str,
+        args: &Value,
+        write_roots: &[PathBuf],
+    ) -> Result<Outcome, TaskError> {
+        let access = ctx.site.narrow(&tool.access);
+        tool.executor
+            .run(Invocation {
+                agent: &self.agent.services,
+                ctx,
+                state,
+                call_id,
+                args,
+                write_roots,
+                access: &access,
+            })
+            .await
+    }
+
+    /// Tell the task's checkpoints which paths under the write roots the call changed.
+    async fn record_tree_changes(&self, ctx: &Ctx<'_>, listed: Option<Listing>) {
         if let Some((rels, listed)) = listed
             && let Ok(now) = TreeStat::take(&ctx.ws, &rels, &[".git"], MAX_LISTED)
         {
@@ -124,82 +147,166 @@ impl Dispatch<'_> {
                 self.after_change(ctx, paths).await;
             }
         }
-        drop(lease);
-        let mut trace = call.trace;
-        trace.append(&mut outcome.trace);
-        if mutates && intents::enabled_in(&ctx.ws) {
-            let mut entry = TraceEntry::now(
-                TraceKind::Mutation,
-                &ctx.task.id,
-                state.intent_id(),
-                &state.mode.slug,
-                &spec.name,
-                &args,
-            );
-            entry.files = snapshot::changes(&before, &after);
-            if let Some((files, detail)) = outcome.changed.take() {
-                entry.files.extend(files);
-                entry.detail = Some(detail);
-            }
-            if let Err(e) = &outcome.result {
-                let error = format!("error {}: {}", e.code, e.message);
-                entry.detail = Some(match entry.detail.take() {
-                    Some(d) => format!("{d}; {error}"),
-                    None => error,
-                });
-            }
-            trace.push(entry);
-        }
-        let violation = write_session::violation(&report, &spec.name, state.intent_id());
-        let violated = violation.is_some();
-        if let Some(v) = violation {
-            if intents::enabled_in(&ctx.ws) {
-                let mut entry = TraceEntry::now(
-                    TraceKind::Violation,
-                    &ctx.task.id,
-                    state.intent_id(),
-                    &state.mode.slug,
-                    &spec.name,
-                    &args,
-                );
-                entry.detail = Some(write_session::trace_detail(&report));
-                trace.push(entry);
-            }
-            tracing::warn!(task = %ctx.task.id, tool = %spec.name, "scope violation: {}", v.message);
-            // What the call said is still the model's to read (a command's
-            // output, its exit code).
-            if let Ok(out) = &outcome.result
-                && !out.text.is_empty()
-            {
-                outcome.notes.insert(
-                    0,
-                    format!("What the call returned before its writes outside the scope were undone:\n{}", out.text),
-                );
-            }
-            outcome.result = Err(v);
-            outcome.ui_row = None;
-        }
-        self.post_hooks(ctx, state, spec, &args, &outcome.result, &changed)
-            .await;
-        // What the call changes in the task: mode and intent here, the
-        // rest (completion, stop) for the loop.
-        let (mut completed, mut abort) = (None, None);
-        match outcome.effect.take() {
-            Some(Effect::SwitchMode(mode)) => state.mode = *mode,
-            Some(Effect::SelectIntent(selected)) => state.intent = Some(*selected),
-            Some(Effect::FollowSkill(focus)) => state.skill = focus,
-            Some(Effect::Discover(names)) => state.discovered.extend(names),
-            Some(Effect::Complete(result)) => completed = Some(result),
-            Some(Effect::Abort(reason)) => abort = Some(reason),
-            None => {}
-        }
-        let mut r = result_of(outcome, tool.is_native() || violated);
-        r.completed = completed;
-        r.abort = abort;
-        r.diff = diff.map(|d| roost_secrets::redact(&d).into_owned());
-        r.trace = trace;
-        Ok(r)
     }
+}
+
+/// The write roots as listed before the call: the roots that parse, and their tree.
+type Listing = (Vec<RelPath>, TreeStat);
+
+/// Why a mutating call of a tool installed without write access cannot run.
+fn no_write_grant(tool: &RegisteredTool) -> String {
+    format!(
+        "plugin `{}` was not granted write access at install; `{}` cannot run",
+        tool.provider(),
+        tool.spec.name
+    )
+}
+
+/// Where a mutating call may write: the intent gate's roots, else the whole workspace; none if it does not.
+fn write_roots(mutates: bool, write: Option<&WriteScope>) -> Vec<PathBuf> {
+    if !mutates {
+        return Vec::new();
+    }
+    match write {
+        Some(w) => w.roots.clone(),
+        None => vec![PathBuf::from(".")],
+    }
+}
+
+/// Open the call's write session (lease, then guard) on `roots`; none without roots, `Err` why it cannot run.
+async fn open_session(
+    ctx: &Ctx<'_>,
+    state: &RunState,
+    roots: &[PathBuf],
+    write: Option<WriteScope>,
+) -> Result<Option<WriteSession>, String> {
+    if roots.is_empty() {
+        return Ok(None);
+    }
+    let rule = WriteRule {
+        scope: state.intent.as_ref().map(|(_, s)| s.clone()),
+        approved: write.map(|w| w.approved).unwrap_or_default(),
+        bound: state.bound.clone(),
+    };
+    match WriteSession::open(&ctx.ws, roots, rule, ctx.config.guard_budget).await {
+        Ok(s) => Ok(Some(s)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Snapshot the files a mutating call declares, to diff them after it.
+fn declared_before(ctx: &Ctx<'_>, spec: &ToolSpec, args: &Value, mutates: bool) -> Snapshot {
+    if mutates {
+        snapshot::before(&ctx.ws, spec, args)
+    } else {
+        Vec::new()
+    }
+}
+
+/// Close the write session: what the guard undid, and the lease, held until the changes are read.
+fn close_session(session: Option<WriteSession>) -> (GuardReport, Option<WriteLease>) {
+    match session.map(WriteSession::close) {
+        Some((report, lease)) => (report, Some(lease)),
+        None => (Default::default(), None),
+    }
+}
+
+/// What a call's trace entries name: its task, intent and mode, its tool and arguments.
+struct TraceSubject<'a> {
+    /// The task.
+    ctx: &'a Ctx<'a>,
+    /// Its intent and mode.
+    state: &'a RunState,
+    /// The tool called.
+    spec: &'a ToolSpec,
+    /// The call's arguments.
+    args: &'a Value,
+}
+
+impl TraceSubject<'_> {
+    /// A trace entry of `kind` about the call, stamped now.
+    fn entry(&self, kind: TraceKind) -> TraceEntry {
+        TraceEntry::now(
+            kind,
+            &self.ctx.task.id,
+            self.state.intent_id(),
+            &self.state.mode.slug,
+            &self.spec.name,
+            self.args,
+        )
+    }
+}
+
+/// The mutation entry: the declared files' changes, what else the call changed, and its error.
+fn trace_mutation(
+    subject: &TraceSubject<'_>,
+    (before, after): (&Snapshot, &Snapshot),
+    outcome: &mut Outcome,
+) -> TraceEntry {
+    let mut entry = subject.entry(TraceKind::Mutation);
+    entry.files = snapshot::changes(before, after);
+    if let Some((files, detail)) = outcome.changed.take() {
+        entry.files.extend(files);
+        entry.detail = Some(detail);
+    }
+    if let Err(e) = &outcome.result {
+        let error = format!("error {}: {}", e.code, e.message);
+        entry.detail = Some(match entry.detail.take() {
+            Some(d) => format!("{d}; {error}"),
+            None => error,
+        });
+    }
+    entry
+}
+
+/// Make writes the guard undid the call's error (and a violation entry); whether there were any.
+fn report_violation(
+    subject: &TraceSubject<'_>,
+    report: &GuardReport,
+    outcome: &mut Outcome,
+    trace: &mut Vec<TraceEntry>,
+) -> bool {
+    let (ctx, spec) = (subject.ctx, subject.spec);
+    let Some(v) = write_session::violation(report, &spec.name, subject.state.intent_id()) else {
+        return false;
+    };
+    if intents::enabled_in(&ctx.ws) {
+        let mut entry = subject.entry(TraceKind::Violation);
+        entry.detail = Some(write_session::trace_detail(report));
+        trace.push(entry);
+    }
+    tracing::warn!(task = %ctx.task.id, tool = %spec.name, "scope violation: {}", v.message);
+    // What the call said is still the model's to read (a command's output,
+    // its exit code).
+    if let Ok(out) = &outcome.result
+        && !out.text.is_empty()
+    {
+        outcome.notes.insert(
+            0,
+            format!(
+                "What the call returned before its writes outside the scope were undone:\n{}",
+                out.text
+            ),
+        );
+    }
+    outcome.result = Err(v);
+    outcome.ui_row = None;
+    true
+}
+
+/// Apply the call's effect on the task (mode, intent, skill, tools); completion and stop are the loop's.
+fn apply_effect(state: &mut RunState, effect: Option<Effect>) -> (Option<String>, Option<String>) {
+    let (mut completed, mut abort) = (None, None);
+    match effect {
+        Some(Effect::SwitchMode(mode)) => state.mode = *mode,
+        Some(Effect::SelectIntent(selected)) => state.intent = Some(*selected),
+        Some(Effect::FollowSkill(focus)) => state.skill = focus,
+        Some(Effect::Discover(names)) => state.discovered.extend(names),
+        Some(Effect::Complete(result)) => completed = Some(result),
+        Some(Effect::Abort(reason)) => abort = Some(reason),
+        None => {}
+    }
+    (completed, abort)
 }
 
 /// Most entries listed under a call's write roots to see what it changed.

@@ -7,6 +7,7 @@
 //! assistant message's calls are answered, in order, by the next user
 //! message (a crash mid-call is repaired on resume).
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -462,9 +463,7 @@ impl Agent {
             servers.as_ref(),
             ctx.config.context_window,
         ) {
-            self.store
-                .append_ui(&ctx.task.id, UiRow::say(UiSubtype::Error), &message)?;
-            ctx.events.publish(TaskEvent::Warning { message }).await;
+            ctx.warn(&self.store, message).await?;
         }
         Ok(())
     }
@@ -484,25 +483,73 @@ impl Agent {
         }
     }
 
+    /// The task's loop: set its state up, run again what a resumed task
+    /// was waiting on, then turn by turn prepare a request, stream the
+    /// reply, record it and answer it, until the task ends or reaches
+    /// its turn limit.
     async fn run_turns(
         &self,
         ctx: &Ctx<'_>,
         pending: Option<PendingCalls>,
     ) -> Result<TaskOutcome, TaskError> {
         let id = ctx.task.id.as_str();
-        let modes = ModeSet::load(&ctx.workspace, self.modes_dir.as_deref());
-        for e in &modes.errors {
-            self.store.append_ui(
-                id,
-                UiRow::say(UiSubtype::Error),
-                &format!("invalid mode file: {e}"),
-            )?;
-            ctx.events
-                .publish(TaskEvent::Warning {
-                    message: format!("invalid mode file: {e}"),
-                })
-                .await;
+        let mut state = match self.initial_state(ctx).await? {
+            ControlFlow::Continue(state) => state,
+            ControlFlow::Break(outcome) => return Ok(outcome),
+        };
+        // The request body's parts, kept from turn to turn.
+        let mut request = RequestCache::default();
+        self.restore_intent(ctx, &mut state).await?;
+        let mut history = History::load(&self.store, id)?;
+        let mut tools = TaskTools::new(&self.registry);
+        self.refresh_tools(ctx, &mut tools).await?;
+        if let Some(outcome) = self
+            .rerun_pending_calls(ctx, &mut state, &mut history, &tools, pending)
+            .await?
+        {
+            return Ok(outcome);
         }
+        // Turns are numbered over the task's life, as its checkpoints are
+        // (the replies before this run, plus one): a continuation goes on.
+        let (_, _, before) = self.store.turn_start(id)?;
+        for run_turn in 1..=ctx.config.max_turns {
+            let turn = before.saturating_add(run_turn);
+            if ctx.control.is_cancelled() {
+                return self.cancelled(ctx).await;
+            }
+            // A new turn: its first change takes a checkpoint.
+            state.checkpointed = false;
+            self.take_queued_messages(ctx, &mut history)?;
+            let prepared = self
+                .prepare_request(ctx, &state, &mut tools, &mut history, &mut request)
+                .await?;
+            let (registry, body) = match prepared {
+                ControlFlow::Continue(prepared) => prepared,
+                ControlFlow::Break(outcome) => return Ok(outcome),
+            };
+            let reply = match self.request_reply(ctx, turn, &body, &mut history).await? {
+                ControlFlow::Continue(reply) => reply,
+                ControlFlow::Break(outcome) => return Ok(outcome),
+            };
+            self.record_reply(ctx, turn, &reply, &mut history).await?;
+            if let Some(outcome) = self
+                .answer_reply(ctx, &mut state, &mut history, &registry, &reply.calls)
+                .await?
+            {
+                return Ok(outcome);
+            }
+        }
+        self.pause_at_turn_limit(ctx).await
+    }
+
+    /// The state the task starts its turns with: its mode (the task
+    /// fails when it is not defined) and the write bound it inherited
+    /// (the task fails when it is invalid).
+    async fn initial_state(
+        &self,
+        ctx: &Ctx<'_>,
+    ) -> Result<ControlFlow<TaskOutcome, RunState>, TaskError> {
+        let modes = self.load_modes(ctx).await?;
         let Some(mode) = modes
             .get(&ctx.task.mode)
             .or_else(|| modes.get("code"))
@@ -510,7 +557,8 @@ impl Agent {
         else {
             return self
                 .fail(ctx, &format!("mode `{}` is not defined", ctx.task.mode))
-                .await;
+                .await
+                .map(ControlFlow::Break);
         };
         // A subtask never writes beyond its parent's scope.
         let bound = match ctx.config.inherited.write_bound.as_deref().map(Bound::new) {
@@ -522,10 +570,11 @@ impl Agent {
                         ctx,
                         &format!("the scope this subtask was given is invalid: {e}"),
                     )
-                    .await;
+                    .await
+                    .map(ControlFlow::Break);
             }
         };
-        let mut state = RunState {
+        Ok(ControlFlow::Continue(RunState {
             mistakes: 0,
             repetition: RepetitionDetector::new(ctx.config.repetition_limit),
             modes,
@@ -539,263 +588,310 @@ impl Agent {
             default_command_profile: self.commands.as_ref().map(|c| c.default_profile.clone()),
             checkpointed: false,
             discovered: Default::default(),
+        }))
+    }
+
+    /// The workspace's modes, each invalid mode file reported to the
+    /// user (a UI row and a warning) rather than stopping the task.
+    async fn load_modes(&self, ctx: &Ctx<'_>) -> Result<ModeSet, TaskError> {
+        let modes = ModeSet::load(&ctx.workspace, self.modes_dir.as_deref());
+        for e in &modes.errors {
+            ctx.warn(&self.store, format!("invalid mode file: {e}"))
+                .await?;
+        }
+        Ok(modes)
+    }
+
+    /// A resumed task keeps its intent, if it is still in progress; when
+    /// it cannot, the user and the model are told why.
+    async fn restore_intent(&self, ctx: &Ctx<'_>, state: &mut RunState) -> Result<(), TaskError> {
+        let Some(active) = ctx.task.active_intent.as_deref() else {
+            return Ok(());
         };
-        // The request body's parts, kept from turn to turn.
-        let mut request = RequestCache::default();
-        if let Some(active) = ctx.task.active_intent.as_deref() {
-            // A resumed task keeps its intent, if it is still in progress;
-            // when it cannot, the user and the model are told why.
-            let restored = intents::load(&ctx.workspace)
-                .map_err(|e| e.to_string())
-                .and_then(|all| {
-                    all.into_iter()
-                        .find(|x| x.id == active)
-                        .ok_or_else(|| format!("{active} is no longer in active_intents.yaml"))
-                })
-                .and_then(|intent| {
-                    if intent.status == "IN_PROGRESS" {
-                        Ok(intent)
-                    } else {
-                        Err(format!("{active} is {}, not IN_PROGRESS", intent.status))
-                    }
-                })
-                .and_then(|intent| {
-                    // A subtask holds it narrowed to its bound (or not at all).
-                    let inherited = ctx.config.inherited.intent.as_deref();
-                    intents::bound::hold(&ctx.workspace, intent, state.bound.as_ref(), inherited)
-                        .map_err(|e| e.to_string())
-                });
-            match restored {
-                Ok(pair) => state.intent = Some(pair),
-                Err(why) => {
-                    let msg = format!(
-                        "the task's intent {active} could not be restored: {why}; destructive tools need \
-                         select_active_intent again"
-                    );
-                    self.store
-                        .append_ui(id, UiRow::say(UiSubtype::Error), &msg)?;
-                    ctx.events
-                        .publish(TaskEvent::Warning { message: msg })
-                        .await;
+        let restored = intents::load(&ctx.workspace)
+            .map_err(|e| e.to_string())
+            .and_then(|all| {
+                all.into_iter()
+                    .find(|x| x.id == active)
+                    .ok_or_else(|| format!("{active} is no longer in active_intents.yaml"))
+            })
+            .and_then(|intent| {
+                if intent.status == "IN_PROGRESS" {
+                    Ok(intent)
+                } else {
+                    Err(format!("{active} is {}, not IN_PROGRESS", intent.status))
                 }
-            }
-        }
-        let mut history = History::load(&self.store, id)?;
-        let mut tools = TaskTools::new(&self.registry);
-        self.refresh_tools(ctx, &mut tools).await?;
-
-        if let Some(p) = pending {
-            let outcome = self
-                .run_calls(
-                    ctx,
-                    &mut state,
-                    &mut history,
-                    tools.registry(),
-                    &p.calls,
-                    (p.results, p.results_seq),
-                )
-                .await?;
-            if let Some(outcome) = outcome {
-                return Ok(outcome);
-            }
-        }
-
-        // Turns are numbered over the task's life, as its checkpoints are
-        // (the replies before this run, plus one): a continuation goes on.
-        let (_, _, before) = self.store.turn_start(id)?;
-        for run_turn in 1..=ctx.config.max_turns {
-            let turn = before.saturating_add(run_turn);
-            if ctx.control.is_cancelled() {
-                return self.cancelled(ctx).await;
-            }
-            // A new turn: its first change takes a checkpoint.
-            state.checkpointed = false;
-            // Messages the user queued while the task ran join the
-            // conversation now (Roo's message queue).
-            for text in ctx.control.take_messages() {
-                self.store
-                    .append_ui(id, UiRow::say(UiSubtype::UserMessage), &text)?;
-                history.add_user_text(format!("<user_message>\n{text}\n</user_message>"))?;
-            }
-            // The mode decides the role, the extra instructions and which
-            // tools the model is offered (the gate checks again per call);
-            // a tool that works with intents only where intents are on.
-            let intents_on = intents::enabled_in(&ctx.ws);
-            // Skills added, changed or removed since the last turn.
-            self.refresh_tools(ctx, &mut tools).await?;
-            let registry = Arc::clone(tools.registry());
-            let offered: Vec<&ToolSpec> = registry
-                .iter()
-                .filter(|t| state.mode.offers(&t.spec, t.executor.always_available()))
-                .filter(|t| intents_on || !t.executor.needs_intents())
-                .filter(|t| !t.executor.deferred() || state.discovered.contains(&t.spec.name))
-                .map(|t| &t.spec)
-                .collect();
-            // The tool list changes with the mode (and intents); it is
-            // encoded once per process for each list, not every turn.
-            match registry.encoded_tools(ctx.model()?.wire(), &offered) {
-                Ok(encoded) => request.set_tools(encoded),
-                Err(e) => {
-                    return self
-                        .fail(ctx, &format!("cannot encode the tool list: {e}"))
-                        .await;
-                }
-            }
-            let mut extra: Vec<String> = state
-                .mode
-                .custom_instructions
-                .iter()
-                .map(|c| format!("MODE-SPECIFIC INSTRUCTIONS\n\n{c}"))
-                .collect();
-            extra.extend(
-                Dispatch::over(self, &registry)
-                    .hook_prompts(ctx, &state)
-                    .await,
-            );
-            let skills = skills::prompt::section(
-                &tools.catalog().for_mode(&state.mode.slug).available,
-                skills::prompt::budget(ctx.config.context_window, BYTES_PER_TOKEN),
-            );
-            let system = build(&PromptContext {
-                role: &state.mode.role_definition,
-                mode: &state.mode.slug,
-                workspace: &ctx.workspace,
-                files: &ctx.ws,
-                tools: &offered,
-                skills: skills.as_deref(),
-                extra: &extra,
+            })
+            .and_then(|intent| {
+                // A subtask holds it narrowed to its bound (or not at all).
+                let inherited = ctx.config.inherited.intent.as_deref();
+                intents::bound::hold(&ctx.workspace, intent, state.bound.as_ref(), inherited)
+                    .map_err(|e| e.to_string())
             });
-            let offer = Offer {
-                mode: &state.mode.slug,
-                tools: &offered,
-                registry: &registry,
-            };
-            let body = match self
-                .request_within_window(ctx, &system, &offer, &mut history, &mut request)
-                .await?
-            {
-                Ok(body) => body,
-                Err(RequestProblem::Encode(e)) => {
-                    return self
-                        .fail(ctx, &format!("cannot encode the request: {e}"))
-                        .await;
-                }
-                Err(RequestProblem::NoRoom(message)) => return self.fail(ctx, &message).await,
-            };
-            // Live only, like the streamed text: its UI row is recorded
-            // with the reply.
-            ctx.events.publish(TaskEvent::RequestStarted { turn }).await;
-            // A cancel during streaming drops the stream; the text that
-            // streamed so far is kept, marked as interrupted (as Roo does),
-            // so what the person saw stays in both histories.
-            let partial = std::sync::Mutex::new(String::new());
-            let streamed = tokio::select! {
-                r = self.stream_reply(ctx, &body, &partial) => r,
-                () = ctx.control.cancelled() => {
-                    let text = partial.into_inner().unwrap_or_else(|p| p.into_inner());
-                    self.keep_interrupted_text(ctx, &mut history, &text).await?;
-                    return self.cancelled(ctx).await;
-                }
-            };
-            let reply = match streamed {
-                Ok(r) => r,
-                Err(e) => {
-                    return self
-                        .fail(ctx, &format!("the model request failed: {e}"))
-                        .await;
-                }
-            };
-            let cost = ctx.config.price.cost(&reply.usage);
+        match restored {
+            Ok(pair) => state.intent = Some(pair),
+            Err(why) => {
+                let msg = format!(
+                    "the task's intent {active} could not be restored: {why}; destructive tools need \
+                     select_active_intent again"
+                );
+                ctx.warn(&self.store, msg).await?;
+            }
+        }
+        Ok(())
+    }
 
-            // What the model wrote is recorded with credentials redacted
-            // (the model sees its own calls that way from now on); calls
-            // still run, and hooks still judge, with the arguments as sent.
-            let text = roost_secrets::redact(&reply.text).into_owned();
-            let mut content = Vec::new();
-            if !text.trim().is_empty() {
-                content.push(ContentBlock::Text { text: text.clone() });
-            }
-            // The reply announces the calls it asks for, each with a UI row
-            // showing the call as the history holds it.
-            let mut announce = vec![TaskEvent::MessageFinal { text: text.clone() }];
-            let mut call_rows = Vec::with_capacity(reply.calls.len());
-            for c in &reply.calls {
-                let shown = c.args.as_ref().ok().map(roost_secrets::redact_json);
-                if let Some(args) = &shown {
-                    call_rows.push(serde_json::json!({"tool": c.name, "args": args}).to_string());
-                }
-                content.push(ContentBlock::ToolUse {
-                    id: c.id.clone(),
-                    name: c.name.clone(),
-                    input: shown
-                        .clone()
-                        .unwrap_or_else(|| Value::Object(Default::default())),
-                });
-                announce.push(TaskEvent::ToolCallRequested {
-                    id: c.id.clone(),
-                    tool: c.name.clone(),
-                    args: shown.unwrap_or(Value::Null),
-                });
-            }
-            if content.is_empty() {
-                content.push(ContentBlock::Text {
-                    text: "(empty response)".into(),
-                });
-            }
-            // The request's row, the reply, its UI rows, its usage and its
-            // events are one transaction.
-            let mut step = Step::new()
-                .ui(UiRow::say(UiSubtype::ApiReqStarted), format!("turn {turn}"))
-                .usage(&reply.usage, cost);
-            if !text.trim().is_empty() {
-                step = step.ui(UiRow::say(UiSubtype::Text), text.as_str());
-            }
-            for row in &call_rows {
-                step = step.ui(UiRow::say(UiSubtype::Tool), row.as_str());
-            }
-            history
-                .append_reply(
-                    Message {
-                        role: Role::Assistant,
-                        content,
-                    },
-                    step,
-                    (ctx.events, announce),
-                )
-                .await?;
+    /// Run again the calls a resumed task was waiting on (for a person or
+    /// a subtask) before its next turn. The outcome when that ended the
+    /// task; `None` to go on.
+    async fn rerun_pending_calls(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        history: &mut History,
+        tools: &TaskTools,
+        pending: Option<PendingCalls>,
+    ) -> Result<Option<TaskOutcome>, TaskError> {
+        let Some(p) = pending else {
+            return Ok(None);
+        };
+        self.run_calls(
+            ctx,
+            state,
+            history,
+            tools.registry(),
+            &p.calls,
+            (p.results, p.results_seq),
+        )
+        .await
+    }
 
-            if reply.calls.is_empty() {
-                state.mistakes += 1;
-                history.append(Message::user_text(NO_TOOLS_USED))?;
-                self.store
-                    .append_ui(id, UiRow::say(UiSubtype::Error), "the model used no tool")?;
-                if let Some(outcome) = self.check_mistakes(ctx, &mut state, &mut history).await? {
-                    return Ok(outcome);
-                }
-                continue;
-            }
+    /// Messages the user queued while the task ran join the conversation
+    /// now (Roo's message queue).
+    fn take_queued_messages(&self, ctx: &Ctx<'_>, history: &mut History) -> Result<(), TaskError> {
+        for text in ctx.control.take_messages() {
+            self.store
+                .append_ui(&ctx.task.id, UiRow::say(UiSubtype::UserMessage), &text)?;
+            history.add_user_text(format!("<user_message>\n{text}\n</user_message>"))?;
+        }
+        Ok(())
+    }
 
+    /// The turn's request body, with the registry its calls run against:
+    /// the tools the mode offers now (skills refreshed), the system prompt
+    /// and the history within the window. The task fails when the tools
+    /// or the request cannot be encoded, or the window has no room.
+    async fn prepare_request(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+        tools: &mut TaskTools,
+        history: &mut History,
+        request: &mut RequestCache,
+    ) -> Result<ControlFlow<TaskOutcome, (Arc<Registry>, Bytes)>, TaskError> {
+        let intents_on = intents::enabled_in(&ctx.ws);
+        // Skills added, changed or removed since the last turn.
+        self.refresh_tools(ctx, tools).await?;
+        let registry = Arc::clone(tools.registry());
+        let offered = offered_tools(state, &registry, intents_on);
+        // The tool list changes with the mode (and intents); it is
+        // encoded once per process for each list, not every turn.
+        match registry.encoded_tools(ctx.model()?.wire(), &offered) {
+            Ok(encoded) => request.set_tools(encoded),
+            Err(e) => {
+                return self
+                    .fail(ctx, &format!("cannot encode the tool list: {e}"))
+                    .await
+                    .map(ControlFlow::Break);
+            }
+        }
+        let system = self
+            .system_prompt(ctx, state, tools, &registry, &offered)
+            .await;
+        let offer = Offer {
+            mode: &state.mode.slug,
+            tools: &offered,
+            registry: &registry,
+        };
+        let problem = match self
+            .request_within_window(ctx, &system, &offer, history, request)
+            .await?
+        {
+            Ok(body) => return Ok(ControlFlow::Continue((registry, body))),
+            Err(RequestProblem::Encode(e)) => format!("cannot encode the request: {e}"),
+            Err(RequestProblem::NoRoom(message)) => message,
+        };
+        self.fail(ctx, &problem).await.map(ControlFlow::Break)
+    }
+
+    /// The system prompt for the turn: the mode's role and instructions,
+    /// the hooks' prompts, the skills it may use and the tools offered.
+    async fn system_prompt(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+        tools: &TaskTools,
+        registry: &Registry,
+        offered: &[&ToolSpec],
+    ) -> String {
+        let mut extra: Vec<String> = state
+            .mode
+            .custom_instructions
+            .iter()
+            .map(|c| format!("MODE-SPECIFIC INSTRUCTIONS\n\n{c}"))
+            .collect();
+        extra.extend(
+            Dispatch::over(self, registry)
+                .hook_prompts(ctx, state)
+                .await,
+        );
+        let skills = skills::prompt::section(
+            &tools.catalog().for_mode(&state.mode.slug).available,
+            skills::prompt::budget(ctx.config.context_window, BYTES_PER_TOKEN),
+        );
+        build(&PromptContext {
+            role: &state.mode.role_definition,
+            mode: &state.mode.slug,
+            workspace: &ctx.workspace,
+            files: &ctx.ws,
+            tools: offered,
+            skills: skills.as_deref(),
+            extra: &extra,
+        })
+    }
+
+    /// Stream the turn's reply. A cancel during streaming drops the
+    /// stream and ends the task; the task fails when the request does.
+    async fn request_reply(
+        &self,
+        ctx: &Ctx<'_>,
+        turn: u32,
+        body: &Bytes,
+        history: &mut History,
+    ) -> Result<ControlFlow<TaskOutcome, Reply>, TaskError> {
+        // Live only, like the streamed text: its UI row is recorded
+        // with the reply.
+        ctx.events.publish(TaskEvent::RequestStarted { turn }).await;
+        // A cancel during streaming drops the stream; the text that
+        // streamed so far is kept, marked as interrupted (as Roo does),
+        // so what the person saw stays in both histories.
+        let partial = std::sync::Mutex::new(String::new());
+        let streamed = tokio::select! {
+            r = self.stream_reply(ctx, body, &partial) => r,
+            () = ctx.control.cancelled() => {
+                let text = partial.into_inner().unwrap_or_else(|p| p.into_inner());
+                self.keep_interrupted_text(ctx, history, &text).await?;
+                return self.cancelled(ctx).await.map(ControlFlow::Break);
+            }
+        };
+        match streamed {
+            Ok(reply) => Ok(ControlFlow::Continue(reply)),
+            Err(e) => self
+                .fail(ctx, &format!("the model request failed: {e}"))
+                .await
+                .map(ControlFlow::Break),
+        }
+    }
+
+    /// Record the reply: the request's row, the reply, its UI rows, its
+    /// usage and its events are one transaction.
+    async fn record_reply(
+        &self,
+        ctx: &Ctx<'_>,
+        turn: u32,
+        reply: &Reply,
+        history: &mut History,
+    ) -> Result<(), TaskError> {
+        let cost = ctx.config.price.cost(&reply.usage);
+        // What the model wrote is recorded with credentials redacted
+        // (the model sees its own calls that way from now on); calls
+        // still run, and hooks still judge, with the arguments as sent.
+        let text = roost_secrets::redact(&reply.text).into_owned();
+        let mut content = Vec::new();
+        if !text.trim().is_empty() {
+            content.push(ContentBlock::Text { text: text.clone() });
+        }
+        let mut announce = vec![TaskEvent::MessageFinal { text: text.clone() }];
+        let calls = requested_calls(&reply.calls);
+        content.extend(calls.uses);
+        announce.extend(calls.requested);
+        if content.is_empty() {
+            content.push(ContentBlock::Text {
+                text: "(empty response)".into(),
+            });
+        }
+        let mut step = Step::new()
+            .ui(UiRow::say(UiSubtype::ApiReqStarted), format!("turn {turn}"))
+            .usage(&reply.usage, cost);
+        if !text.trim().is_empty() {
+            step = step.ui(UiRow::say(UiSubtype::Text), text.as_str());
+        }
+        for row in &calls.rows {
+            step = step.ui(UiRow::say(UiSubtype::Tool), row.as_str());
+        }
+        history
+            .append_reply(
+                Message {
+                    role: Role::Assistant,
+                    content,
+                },
+                step,
+                (ctx.events, announce),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Answer the recorded reply: run its calls through the gates (or
+    /// tell the model it used none), then see whether its mistakes need
+    /// the person. The outcome when the task ended; `None` to go on.
+    async fn answer_reply(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        history: &mut History,
+        registry: &Registry,
+        calls: &[AssembledCall],
+    ) -> Result<Option<TaskOutcome>, TaskError> {
+        if calls.is_empty() {
+            self.correct_toolless_reply(ctx, state, history)?;
+        } else {
             let empty = Message {
                 role: Role::User,
                 content: Vec::new(),
             };
             if let Some(outcome) = self
-                .run_calls(
-                    ctx,
-                    &mut state,
-                    &mut history,
-                    &registry,
-                    &reply.calls,
-                    (empty, None),
-                )
+                .run_calls(ctx, state, history, registry, calls, (empty, None))
                 .await?
             {
-                return Ok(outcome);
-            }
-            if let Some(outcome) = self.check_mistakes(ctx, &mut state, &mut history).await? {
-                return Ok(outcome);
+                return Ok(Some(outcome));
             }
         }
+        self.check_mistakes(ctx, state, history).await
+    }
+
+    /// A reply without a tool call is a mistake: the model is told to use
+    /// one (Roo's corrective message), and the user sees it happened.
+    fn correct_toolless_reply(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        history: &mut History,
+    ) -> Result<(), TaskError> {
+        state.mistakes += 1;
+        history.append(Message::user_text(NO_TOOLS_USED))?;
+        self.store.append_ui(
+            &ctx.task.id,
+            UiRow::say(UiSubtype::Error),
+            "the model used no tool",
+        )?;
+        Ok(())
+    }
+
+    /// Pause the task after its last allowed model request; a resume
+    /// continues it.
+    async fn pause_at_turn_limit(&self, ctx: &Ctx<'_>) -> Result<TaskOutcome, TaskError> {
+        let id = ctx.task.id.as_str();
         let reason = format!(
             "paused: reached the limit of {} model requests; `roost resume {}` continues",
             ctx.config.max_turns, id
@@ -1125,11 +1221,7 @@ impl Agent {
                     "the request (~{tokens} tokens) is larger than the context window ({window}) even \
                      after condensing; the model may refuse it"
                 );
-                self.store
-                    .append_ui(id, UiRow::say(UiSubtype::Error), &msg)?;
-                ctx.events
-                    .publish(TaskEvent::Warning { message: msg })
-                    .await;
+                ctx.warn(&self.store, msg).await?;
             }
             return Ok(Ok(Bytes::from(body)));
         }
@@ -1397,6 +1489,63 @@ fn trace_lines(entries: &[TraceEntry]) -> Vec<String> {
         .iter()
         .filter_map(|e| serde_json::to_string(e).ok())
         .collect()
+}
+
+/// The tools the mode offers the model this turn (the gate checks again
+/// per call): one that works with intents only where intents are on, a
+/// deferred one only once discovered.
+fn offered_tools<'r>(
+    state: &RunState,
+    registry: &'r Registry,
+    intents_on: bool,
+) -> Vec<&'r ToolSpec> {
+    registry
+        .iter()
+        .filter(|t| state.mode.offers(&t.spec, t.executor.always_available()))
+        .filter(|t| intents_on || !t.executor.needs_intents())
+        .filter(|t| !t.executor.deferred() || state.discovered.contains(&t.spec.name))
+        .map(|t| &t.spec)
+        .collect()
+}
+
+/// A reply's calls as the history and the front-ends see them.
+struct RequestedCalls {
+    /// The tool_use blocks, arguments redacted.
+    uses: Vec<ContentBlock>,
+    /// The events announcing them.
+    requested: Vec<TaskEvent>,
+    /// The UI row of each call whose arguments decoded.
+    rows: Vec<String>,
+}
+
+/// The reply announces the calls it asks for, each with a UI row showing
+/// the call as the history holds it.
+fn requested_calls(calls: &[AssembledCall]) -> RequestedCalls {
+    let mut out = RequestedCalls {
+        uses: Vec::with_capacity(calls.len()),
+        requested: Vec::with_capacity(calls.len()),
+        rows: Vec::with_capacity(calls.len()),
+    };
+    for c in calls {
+        let shown = c.args.as_ref().ok().map(roost_secrets::redact_json);
+        if let Some(args) = &shown {
+            out.rows
+                .push(serde_json::json!({"tool": c.name, "args": args}).to_string());
+        }
+        out.uses.push(ContentBlock::ToolUse {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            input: shown
+                .clone()
+                .unwrap_or_else(|| Value::Object(Default::default())),
+        });
+        out.requested.push(TaskEvent::ToolCallRequested {
+            id: c.id.clone(),
+            tool: c.name.clone(),
+            args: shown.unwrap_or(Value::Null),
+        });
+    }
+    out
 }
 
 /// Least room (tokens) the conversation needs under the condensing

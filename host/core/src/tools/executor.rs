@@ -240,3 +240,23 @@ pub trait ToolExecutor: Send + Sync {
         None
     }
 }
+
+/// The spec of a host-native tool: it declares no paths, changes nothing
+/// through its arguments (a tool that writes says so on its own spec) and
+/// has no annotations beyond its group.
+pub fn host_spec(
+    name: impl Into<String>,
+    group: ToolGroup,
+    description: impl Into<String>,
+    args_schema: Value,
+) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: description.into(),
+        args_schema,
+        group,
+        destructive: false,
+        path_args: Vec::new(),
+        annotations: Default::default(),
+    }
+}

@@ -21,7 +21,9 @@ mod validate;
 
 pub use access::Access;
 pub use component::ComponentTool;
-pub use executor::{Effect, HOST, Invocation, Needs, Outcome, PreviewCall, ToolExecutor};
+pub use executor::{
+    Effect, HOST, Invocation, Needs, Outcome, PreviewCall, ToolExecutor, host_spec,
+};
 pub use registry::{RegisteredTool, Registry, RegistryError};
 pub use validate::ArgsValidator;
 

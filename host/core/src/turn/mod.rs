@@ -325,6 +325,22 @@ impl Services {
 }
 
 impl Ctx<'_> {
+    /// Tell the person something went wrong without stopping the task: an
+    /// error row in its UI history and a `warning` event, as one step
+    /// (outside a task, the event only).
+    pub async fn warn(&self, store: &Store, message: String) -> Result<(), StoreError> {
+        let step = Step::new().ui(UiRow::say(UiSubtype::Error), message.as_str());
+        self.commit(
+            store,
+            step,
+            vec![TaskEvent::Warning {
+                message: message.clone(),
+            }],
+        )
+        .await
+        .map(drop)
+    }
+
     /// The model the task talks to.
     pub fn model(&self) -> Result<&dyn Provider, TaskError> {
         self.provider.as_deref().ok_or(TaskError::NoModel)

@@ -9,21 +9,25 @@
 //! their hashes, in its result and in the trace.
 
 use std::os::fd::AsFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::commands::proxy::Proxy;
-use crate::commands::{self, CommandHost, Confinement, Ended, Held, Plan, Profile, Verdict};
+use crate::commands::proxy::{Attempt, Proxy};
+use crate::commands::{
+    self, Capture, Captured, CommandHost, Confinement, Ended, Held, Plan, Profile, Verdict,
+};
 use crate::events::TaskEvent;
 use crate::intents::FileChange;
 use crate::tools::HOST;
 use crate::tools::executor::{Invocation, Needs, Outcome, ToolExecutor};
 use crate::turn::{RunState, TaskError};
 use roost_protocol::{ErrorCode, ToolGroup, ToolSpec};
+use roost_sandbox::capability::dirfd::DirFd;
 use roost_sandbox::capability::{RelPath, TreeChange, TreeStat, Workspace};
 
 /// Name of the tool that runs a command.
@@ -254,81 +258,176 @@ impl ToolExecutor for ExecuteCommand {
     }
 
     async fn run(&self, call: Invocation<'_>) -> Result<Outcome, TaskError> {
-        let a = match Args::parse(call.args) {
-            Ok(a) => a,
-            Err(e) => return Ok(Outcome::mistake(e)),
-        };
-        if let Err(why) = self.host.confinement.check() {
-            return Ok(Outcome::error(
-                ErrorCode::PermissionDenied,
-                format!("commands cannot run on this host: {why}"),
-            ));
-        }
-        let profile = match self.profile(call.state) {
-            Ok(p) => p.clone(),
-            Err(e) => return Ok(Outcome::error(ErrorCode::Internal, e.to_string())),
-        };
         let ws = &call.ctx.ws;
-        let cwd_rel = match ws.normalize(a.cwd.as_deref().unwrap_or(".")) {
-            Ok(r) => r,
-            Err(e) => return Ok(Outcome::mistake(format!("`cwd`: {e}"))),
+        // Each step goes on, or ends the call with the outcome it gives.
+        let steps = async {
+            let a = Args::parse(call.args).map_err(|e| Box::new(Outcome::mistake(e)))?;
+            self.check_host()?;
+            let setting = self.setting(&call, &a)?;
+            let opened = WriteRoots::open(ws, &setting, call.write_roots)?;
+            let before = list_write_roots(ws, &opened.roots);
+            let capture = self.start_capture(&call)?;
+            let limit = self.time_limit(&a);
+            let net = self.network(&setting.profile);
+            let cmd = self.sandboxed_command(&a.command, ws, &setting, &opened, &net, limit)?;
+            let (ended, captured, attempts) = self
+                .run_sandboxed(&call, cmd, limit, capture, net.proxy)
+                .await?;
+            let after = list_write_roots(ws, &opened.roots);
+            let (changes, files) = changed_files(ws, &before, &after);
+            let report = Report {
+                line: &a.command,
+                setting: &setting,
+                ended,
+                limit,
+                captured,
+                attempts,
+                changes,
+                files,
+                truncated: after.truncated,
+            };
+            Ok::<_, Box<Outcome>>(report.into_outcome(self.host.warning().is_some()))
         };
-        if ws.dir(&cwd_rel).is_err() {
-            return Ok(Outcome::mistake(format!(
-                "`cwd`: `{}` is not a directory of the workspace",
-                cwd_rel.as_string()
-            )));
-        }
-        let root = ws.host_path().to_path_buf();
-        let cwd = root.join(cwd_rel.to_path());
+        Ok(steps.await.unwrap_or_else(|refused| *refused))
+    }
+}
+
+/// The profile a command runs under and the directory it runs in.
+struct Setting {
+    profile: Profile,
+    /// The working directory, workspace-relative.
+    cwd_rel: RelPath,
+    /// The workspace on the host.
+    root: PathBuf,
+    /// The working directory on the host.
+    cwd: PathBuf,
+}
+
+/// The write roots a command may change, opened by handle: bubblewrap
+/// binds the directories opened here, never a path that could be
+/// swapped meanwhile.
+struct WriteRoots {
+    /// The call's write roots (none under a profile that writes nothing).
+    roots: Vec<RelPath>,
+    /// Their handles, in the same order.
+    dirs: Vec<DirFd>,
+    /// Every writable directory on the host: the roots, then the
+    /// profile's own.
+    writable: Vec<PathBuf>,
+}
+
+impl WriteRoots {
+    /// Open the call's write roots (making those the scope names but that
+    /// do not exist yet, so the command can write there).
+    fn open(ws: &Workspace, setting: &Setting, write_roots: &[PathBuf]) -> Step<Self> {
         let mut roots = Vec::new();
-        // The write roots by handle: bubblewrap binds the directories
-        // opened here, never a path that could be swapped meanwhile.
-        let mut root_dirs = Vec::new();
-        if profile.writes_scope {
-            for r in call.write_roots {
-                let rel = match RelPath::parse(&r.to_string_lossy()) {
-                    Ok(rel) => rel,
-                    Err(e) => return Ok(Outcome::error(ErrorCode::Internal, e.to_string())),
-                };
-                // A root the scope names but that does not exist yet is
-                // made, so the command can write there.
-                match ws.ensure_dir_fd(&rel) {
-                    Ok(d) => root_dirs.push(d),
-                    Err(e) => return Ok(Outcome::error(ErrorCode::Internal, e.to_string())),
-                }
+        let mut dirs = Vec::new();
+        if setting.profile.writes_scope {
+            for r in write_roots {
+                let rel = RelPath::parse(&r.to_string_lossy()).map_err(internal)?;
+                dirs.push(ws.ensure_dir_fd(&rel).map_err(internal)?);
                 roots.push(rel);
             }
         }
-        let mut writable: Vec<PathBuf> = roots.iter().map(|r| root.join(r.to_path())).collect();
-        writable.extend(profile.write.iter().cloned());
-        let mut held: Vec<Held<'_>> = vec![Held {
+        let mut writable: Vec<PathBuf> = roots
+            .iter()
+            .map(|r| setting.root.join(r.to_path()))
+            .collect();
+        writable.extend(setting.profile.write.iter().cloned());
+        Ok(Self {
+            roots,
+            dirs,
+            writable,
+        })
+    }
+
+    /// The directories the sandbox binds by handle: the workspace
+    /// read-only, each write root writable.
+    fn held<'a>(&'a self, ws: &'a Workspace, root: &'a Path) -> Vec<Held<'a>> {
+        let mut held = vec![Held {
             fd: ws.root().as_fd(),
-            at: &root,
+            at: root,
             writable: false,
         }];
-        held.extend(root_dirs.iter().zip(&writable).map(|(d, at)| Held {
+        held.extend(self.dirs.iter().zip(&self.writable).map(|(d, at)| Held {
             fd: d.as_fd(),
             at,
             writable: true,
         }));
-        let before = TreeStat::take(ws, &roots, &[".git"], MAX_LISTED).unwrap_or_default();
-        let mut capture =
-            match self
-                .host
-                .outputs
-                .start(&call.ctx.task.id, call.call_id, self.host.limits)
-            {
-                Ok(c) => c,
-                Err(e) => return Ok(Outcome::error(ErrorCode::Internal, e.to_string())),
-            };
-        let limit = a
-            .timeout_s
-            .map(std::time::Duration::from_secs)
-            .map_or(self.host.timeout, |t| t.min(self.host.timeout));
-        let mut env = self.host.environment(&profile);
-        // The profile's origins, through the host's filtering proxy (the
-        // sandbox has no other way out).
+        held
+    }
+}
+
+/// The command's environment, and the proxy its network goes through
+/// (with the bridge program that serves it inside the sandbox).
+struct Network {
+    env: Vec<(String, String)>,
+    proxy: Option<(Proxy, PathBuf)>,
+}
+
+/// A step's value, or the outcome that ends the call.
+type Step<T> = Result<T, Box<Outcome>>;
+
+/// An internal failure that ends the call.
+fn internal(e: impl std::fmt::Display) -> Box<Outcome> {
+    Box::new(Outcome::error(ErrorCode::Internal, e.to_string()))
+}
+
+impl ExecuteCommand {
+    /// Refuse the call when this host cannot run commands at all.
+    fn check_host(&self) -> Step<()> {
+        self.host.confinement.check().map_err(|why| {
+            Box::new(Outcome::error(
+                ErrorCode::PermissionDenied,
+                format!("commands cannot run on this host: {why}"),
+            ))
+        })
+    }
+
+    /// Resolve the task's profile and the command's working directory.
+    fn setting(&self, call: &Invocation<'_>, a: &Args) -> Step<Setting> {
+        let profile = self.profile(call.state).map_err(internal)?.clone();
+        let ws = &call.ctx.ws;
+        let cwd_rel = ws
+            .normalize(a.cwd.as_deref().unwrap_or("."))
+            .map_err(|e| Box::new(Outcome::mistake(format!("`cwd`: {e}"))))?;
+        if ws.dir(&cwd_rel).is_err() {
+            return Err(Box::new(Outcome::mistake(format!(
+                "`cwd`: `{}` is not a directory of the workspace",
+                cwd_rel.as_string()
+            ))));
+        }
+        let root = ws.host_path().to_path_buf();
+        let cwd = root.join(cwd_rel.to_path());
+        Ok(Setting {
+            profile,
+            cwd_rel,
+            root,
+            cwd,
+        })
+    }
+
+    /// Start keeping the command's output, for the result and for
+    /// `read_command_output`.
+    fn start_capture(&self, call: &Invocation<'_>) -> Step<Capture> {
+        self.host
+            .outputs
+            .start(&call.ctx.task.id, call.call_id, self.host.limits)
+            .map_err(internal)
+    }
+
+    /// The time the command may run: the one asked, at most the host's.
+    fn time_limit(&self, a: &Args) -> Duration {
+        a.timeout_s
+            .map(Duration::from_secs)
+            .map_or(self.host.timeout, |t| t.min(self.host.timeout))
+    }
+
+    /// The environment under `profile`, and the profile's origins
+    /// through the host's filtering proxy (the sandbox has no other way
+    /// out).
+    fn network(&self, profile: &Profile) -> Network {
+        let mut env = self.host.environment(profile);
         let confined = self.host.confinement != Confinement::None;
         let proxy = match (&self.host.bridge, profile.network.is_empty() || !confined) {
             (Some(bridge), false) => {
@@ -357,29 +456,55 @@ impl ToolExecutor for ExecuteCommand {
             env.push(("NO_PROXY".to_owned(), String::new()));
             env.push(("no_proxy".to_owned(), String::new()));
         }
-        let hidden = self.host.hidden_for(&root);
+        Network { env, proxy }
+    }
+
+    /// Plan the sandbox the line runs in and make its command.
+    fn sandboxed_command(
+        &self,
+        line: &str,
+        ws: &Workspace,
+        setting: &Setting,
+        opened: &WriteRoots,
+        net: &Network,
+        limit: Duration,
+    ) -> Step<tokio::process::Command> {
+        let held = opened.held(ws, &setting.root);
+        let hidden = self.host.hidden_for(&setting.root);
         let plan = Plan {
             visible: &[],
-            line: &a.command,
-            cwd: &cwd,
-            workspace: &root,
-            writable: &writable,
-            profile: &profile,
+            line,
+            cwd: &setting.cwd,
+            workspace: &setting.root,
+            writable: &opened.writable,
+            profile: &setting.profile,
             hidden: &hidden,
-            env: &env,
-            proxy: proxy.as_ref().map(|(p, b)| (p.socket(), b.as_path())),
+            env: &net.env,
+            proxy: net.proxy.as_ref().map(|(p, b)| (p.socket(), b.as_path())),
             held: &held,
             binds: &[],
         };
-        let cmd = match self.host.confinement.command(&plan, limit.as_secs()) {
-            Ok(c) => c,
-            Err(e) => {
-                return Ok(Outcome::error(
+        self.host
+            .confinement
+            .command(&plan, limit.as_secs())
+            .map_err(|e| {
+                Box::new(Outcome::error(
                     ErrorCode::PermissionDenied,
                     format!("commands cannot run on this host: {e}"),
-                ));
-            }
-        };
+                ))
+            })
+    }
+
+    /// Run the command to its end, streaming its output live; then stop
+    /// the proxy and keep what the command printed and reached for.
+    async fn run_sandboxed(
+        &self,
+        call: &Invocation<'_>,
+        cmd: tokio::process::Command,
+        limit: Duration,
+        mut capture: Capture,
+        proxy: Option<(Proxy, PathBuf)>,
+    ) -> Step<(Ended, Captured, Vec<Attempt>)> {
         let events = call.ctx.events;
         let call_id = call.call_id.to_owned();
         let ended = commands::run(
@@ -397,30 +522,87 @@ impl ToolExecutor for ExecuteCommand {
         .await;
         let captured = capture.finish();
         let attempts = proxy.map(|(p, _)| p.finish()).unwrap_or_default();
-        let ended = match ended {
-            Ok(e) => e,
-            Err(e) => {
-                return Ok(Outcome::error(
-                    ErrorCode::Internal,
-                    format!("the command could not be started: {e}"),
-                ));
-            }
+        let ended = ended.map_err(|e| {
+            Box::new(Outcome::error(
+                ErrorCode::Internal,
+                format!("the command could not be started: {e}"),
+            ))
+        })?;
+        Ok((ended, captured, attempts))
+    }
+}
+
+/// What lies under the write roots, to see what a command changed.
+fn list_write_roots(ws: &Workspace, roots: &[RelPath]) -> TreeStat {
+    TreeStat::take(ws, roots, &[".git"], MAX_LISTED).unwrap_or_default()
+}
+
+/// The files the command changed, each with its hash after (none when
+/// it was removed).
+fn changed_files(
+    ws: &Workspace,
+    before: &TreeStat,
+    after: &TreeStat,
+) -> (Vec<(String, TreeChange)>, Vec<FileChange>) {
+    let changes = after.changes_since(before);
+    let files = changes
+        .iter()
+        .map(|(path, change)| FileChange {
+            path: path.clone(),
+            sha256_before: None,
+            sha256_after: match change {
+                TreeChange::Removed => None,
+                _ => sha256(ws, path),
+            },
+            lines_changed: 0,
+        })
+        .collect();
+    (changes, files)
+}
+
+/// What a finished command did, for the model and for the trace.
+struct Report<'a> {
+    line: &'a str,
+    setting: &'a Setting,
+    ended: Ended,
+    limit: Duration,
+    captured: Captured,
+    attempts: Vec<Attempt>,
+    changes: Vec<(String, TreeChange)>,
+    files: Vec<FileChange>,
+    /// The listing stopped at its budget.
+    truncated: bool,
+}
+
+impl Report<'_> {
+    /// The call's outcome: the result text (an error when the command was
+    /// killed) and the changed files with their trace line.
+    fn into_outcome(self, unconfined: bool) -> Outcome {
+        let text = self.text();
+        let detail = self.detail(unconfined);
+        let mut outcome = match self.ended {
+            Ended::TimedOut => Outcome::error(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "{text}The command ran past its {} s limit and was killed (with everything it started).",
+                    self.limit.as_secs()
+                ),
+            ),
+            Ended::Cancelled => Outcome::error(
+                ErrorCode::Internal,
+                format!("{text}The task was stopped; the command was killed."),
+            ),
+            Ended::Exited(_) | Ended::Signalled(_) => Outcome::ok(text),
         };
-        let after = TreeStat::take(ws, &roots, &[".git"], MAX_LISTED).unwrap_or_default();
-        let changes = after.changes_since(&before);
-        let files: Vec<FileChange> = changes
-            .iter()
-            .map(|(path, change)| FileChange {
-                path: path.clone(),
-                sha256_before: None,
-                sha256_after: match change {
-                    TreeChange::Removed => None,
-                    _ => sha256(ws, path),
-                },
-                lines_changed: 0,
-            })
-            .collect();
-        let mut text = format!("$ {}\n", a.command);
+        outcome.changed = Some((self.files, detail));
+        outcome
+    }
+
+    /// The result text: the line, its output, how it ended, the files it
+    /// changed and the origins it was refused.
+    fn text(&self) -> String {
+        let (ended, captured) = (self.ended, &self.captured);
+        let mut text = format!("$ {}\n", self.line);
         if captured.text.is_empty() {
             text.push_str("(no output)\n");
         } else {
@@ -431,32 +613,14 @@ impl ToolExecutor for ExecuteCommand {
         }
         text.push_str(&format!(
             "[{ended}; in {}; profile {}; output {} bytes, id {}]\n",
-            cwd_rel.as_string(),
-            profile.name,
+            self.setting.cwd_rel.as_string(),
+            self.setting.profile.name,
             captured.total,
             captured.id
         ));
-        if !changes.is_empty() {
-            text.push_str(&format!("Files changed ({}):\n", changes.len()));
-            for ((path, change), f) in changes.iter().zip(&files).take(MAX_NAMED) {
-                let word = match change {
-                    TreeChange::Created => "created",
-                    TreeChange::Modified => "modified",
-                    TreeChange::Removed => "removed",
-                };
-                match &f.sha256_after {
-                    Some(h) => text.push_str(&format!(
-                        "  {word} {path} sha256:{}\n",
-                        &h[..16.min(h.len())]
-                    )),
-                    None => text.push_str(&format!("  {word} {path}\n")),
-                }
-            }
-            if changes.len() > MAX_NAMED {
-                text.push_str(&format!("  … and {} more\n", changes.len() - MAX_NAMED));
-            }
-        }
-        let refused: Vec<&str> = attempts
+        self.list_changes(&mut text);
+        let refused: Vec<&str> = self
+            .attempts
             .iter()
             .filter(|a| !a.allowed)
             .map(|a| a.origin.as_str())
@@ -464,29 +628,59 @@ impl ToolExecutor for ExecuteCommand {
         if !refused.is_empty() {
             text.push_str(&format!(
                 "Network refused (not in profile `{}`): {}\n",
-                profile.name,
+                self.setting.profile.name,
                 refused.join(", ")
             ));
         }
-        if after.truncated {
+        if self.truncated {
             text.push_str("(more files than the host lists: changes past them are not shown)\n");
         }
+        text
+    }
+
+    /// Name the changed files (the first [`MAX_NAMED`]) with their hashes.
+    fn list_changes(&self, text: &mut String) {
+        let changes = &self.changes;
+        if changes.is_empty() {
+            return;
+        }
+        text.push_str(&format!("Files changed ({}):\n", changes.len()));
+        for ((path, change), f) in changes.iter().zip(&self.files).take(MAX_NAMED) {
+            let word = match change {
+                TreeChange::Created => "created",
+                TreeChange::Modified => "modified",
+                TreeChange::Removed => "removed",
+            };
+            match &f.sha256_after {
+                Some(h) => text.push_str(&format!(
+                    "  {word} {path} sha256:{}\n",
+                    &h[..16.min(h.len())]
+                )),
+                None => text.push_str(&format!("  {word} {path}\n")),
+            }
+        }
+        if changes.len() > MAX_NAMED {
+            text.push_str(&format!("  … and {} more\n", changes.len() - MAX_NAMED));
+        }
+    }
+
+    /// The trace's line: what ran where, how it ended, what it changed
+    /// and reached for.
+    fn detail(&self, unconfined: bool) -> String {
         let mut detail = format!(
-            "command `{}` in {} under profile {}{}: {ended}; {} file(s) changed",
-            a.command,
-            cwd_rel.as_string(),
-            profile.name,
-            if self.host.warning().is_some() {
-                " (unconfined)"
-            } else {
-                ""
-            },
-            changes.len()
+            "command `{}` in {} under profile {}{}: {}; {} file(s) changed",
+            self.line,
+            self.setting.cwd_rel.as_string(),
+            self.setting.profile.name,
+            if unconfined { " (unconfined)" } else { "" },
+            self.ended,
+            self.changes.len()
         );
-        if !attempts.is_empty() {
+        if !self.attempts.is_empty() {
             detail.push_str("; network: ");
             detail.push_str(
-                &attempts
+                &self
+                    .attempts
                     .iter()
                     .map(|a| {
                         format!(
@@ -499,22 +693,7 @@ impl ToolExecutor for ExecuteCommand {
                     .join(", "),
             );
         }
-        let mut outcome = match ended {
-            Ended::TimedOut => Outcome::error(
-                ErrorCode::LimitExceeded,
-                format!(
-                    "{text}The command ran past its {} s limit and was killed (with everything it started).",
-                    limit.as_secs()
-                ),
-            ),
-            Ended::Cancelled => Outcome::error(
-                ErrorCode::Internal,
-                format!("{text}The task was stopped; the command was killed."),
-            ),
-            Ended::Exited(_) | Ended::Signalled(_) => Outcome::ok(text),
-        };
-        outcome.changed = Some((files, detail));
-        Ok(outcome)
+        detail
     }
 }
 

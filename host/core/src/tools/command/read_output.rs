@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::commands::{CommandHost, OutputError, OutputStore};
 use crate::tools::HOST;
 use crate::tools::executor::{Invocation, Needs, Outcome, ToolExecutor};
+use crate::tools::host_spec;
 use crate::turn::{RunState, TaskError};
 use roost_protocol::{ErrorCode, ToolGroup, ToolSpec};
 
@@ -43,10 +44,11 @@ impl PagedOutput {
         outputs: OutputStore,
     ) -> Self {
         Self {
-            spec: ToolSpec {
-                name: name.into(),
-                description: description.into(),
-                args_schema: json!({
+            spec: host_spec(
+                name,
+                group,
+                description,
+                json!({
                     "type": "object",
                     "properties": {
                         "id": {"type": "string", "description": format!("The output's id, as {id_from} gave it.")},
@@ -55,11 +57,7 @@ impl PagedOutput {
                     "required": ["id"],
                     "additionalProperties": false
                 }),
-                group,
-                destructive: false,
-                path_args: vec![],
-                annotations: Default::default(),
-            },
+            ),
             outputs,
         }
     }

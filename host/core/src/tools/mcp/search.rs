@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::tools::HOST;
 use crate::tools::executor::{Effect, Invocation, Needs, Outcome, ToolExecutor};
+use crate::tools::host_spec;
 use crate::turn::{RunState, TaskError};
 use roost_protocol::{ToolGroup, ToolSpec};
 
@@ -35,14 +36,15 @@ struct Args {
 impl SearchTools {
     pub(super) fn new(catalog: Vec<ToolSpec>) -> Self {
         Self {
-            spec: ToolSpec {
-                name: NAME.into(),
-                description: format!(
+            spec: host_spec(
+                NAME,
+                ToolGroup::Mcp,
+                format!(
                     "Find tools of the connected MCP servers ({} in all, too many to list here) by \
                      keywords in their names and descriptions. The tools found are offered from then on.",
                     catalog.len()
                 ),
-                args_schema: json!({
+                json!({
                     "type": "object",
                     "properties": {
                         "query": {"type": "string", "minLength": 1, "maxLength": 500, "description": "Keywords, or a server's name."},
@@ -51,11 +53,7 @@ impl SearchTools {
                     "required": ["query"],
                     "additionalProperties": false
                 }),
-                group: ToolGroup::Mcp,
-                destructive: false,
-                path_args: vec![],
-                annotations: Default::default(),
-            },
+            ),
             catalog,
         }
     }

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use crate::asks::Ask;
 use crate::tools::HOST;
 use crate::tools::executor::{Invocation, Needs, Outcome, ToolExecutor};
+use crate::tools::host_spec;
 use crate::turn::{RunState, TaskError};
 use roost_protocol::{ToolGroup, ToolSpec, UiRow, UiSubtype};
 
@@ -20,26 +21,21 @@ pub(super) struct AskFollowup {
 impl AskFollowup {
     pub(super) fn new() -> Self {
         Self {
-            spec: ToolSpec {
-                    name: NAME.into(),
-                    description:
-                        "Ask the user a question when you need information you cannot get with your tools. \
-                        Offer 2-4 suggested answers, each a complete, actionable answer."
-                            .into(),
-                    args_schema: json!({
-                        "type": "object",
-                        "properties": {
-                            "question": {"type": "string"},
-                            "follow_up": {"type": "array", "items": {"type": "string"}, "maxItems": 6}
-                        },
-                        "required": ["question"],
-                        "additionalProperties": false
-                    }),
-                    group: ToolGroup::Modes,
-                    destructive: false,
-                    path_args: vec![],
-                    annotations: Default::default(),
-                },
+            spec: host_spec(
+                NAME,
+                ToolGroup::Modes,
+                "Ask the user a question when you need information you cannot get with your tools. \
+                        Offer 2-4 suggested answers, each a complete, actionable answer.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "question": {"type": "string"},
+                        "follow_up": {"type": "array", "items": {"type": "string"}, "maxItems": 6}
+                    },
+                    "required": ["question"],
+                    "additionalProperties": false
+                }),
+            ),
         }
     }
 }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use crate::asks::{Ask, CompletionAnswer};
 use crate::tools::HOST;
 use crate::tools::executor::{Effect, Invocation, Needs, Outcome, ToolExecutor};
+use crate::tools::host_spec;
 use crate::turn::{RunState, TaskError};
 use roost_protocol::{ToolGroup, ToolSpec, UiRow, UiSubtype};
 
@@ -21,23 +22,19 @@ pub(super) struct AttemptCompletion {
 impl AttemptCompletion {
     pub(super) fn new() -> Self {
         Self {
-            spec: ToolSpec {
-                    name: NAME.into(),
-                    description: "Present the result of your work to the user once the task is complete and verified. \
+            spec: host_spec(
+                NAME,
+                ToolGroup::Modes,
+                "Present the result of your work to the user once the task is complete and verified. \
                         The user may accept it or reply with feedback, in which case continue working. Do not end the \
-                        result with a question or an offer of further help."
-                        .into(),
-                    args_schema: json!({
-                        "type": "object",
-                        "properties": {"result": {"type": "string", "description": "The final result of the task."}},
-                        "required": ["result"],
-                        "additionalProperties": false
-                    }),
-                    group: ToolGroup::Modes,
-                    destructive: false,
-                    path_args: vec![],
-                    annotations: Default::default(),
-                },
+                        result with a question or an offer of further help.",
+                json!({
+                    "type": "object",
+                    "properties": {"result": {"type": "string", "description": "The final result of the task."}},
+                    "required": ["result"],
+                    "additionalProperties": false
+                }),
+            ),
         }
     }
 }

@@ -28,6 +28,7 @@ use crate::intents::bound::{Bound, overlap, within};
 use crate::store::{Step, Store, TaskRecord, now_ms};
 use crate::tools::HOST;
 use crate::tools::executor::{Invocation, Needs, Outcome, ToolExecutor};
+use crate::tools::host_spec;
 use crate::turn::{ChildSpec, Ctx, RunState, SpawnError, Spawner, TaskError, TaskOutcome};
 use roost_protocol::{
     ErrorCode, GroupRecord, GroupResult, GroupStatus, GroupStrategy, GroupTask, TaskStatus,
@@ -84,18 +85,18 @@ impl Args {
 impl NewParallelTasks {
     pub(super) fn new() -> Self {
         Self {
-            spec: ToolSpec {
-                name: NAME.into(),
-                description: "Run several self-contained subtasks at the same time, each in its own mode. \
+            spec: host_spec(
+                NAME,
+                ToolGroup::Modes,
+                "Run several self-contained subtasks at the same time, each in its own mode. \
                     With strategy `all` (the default) you wait for all of them and get every result (or \
                     error) with its token usage and cost; with `race` you get the first completed result \
                     and the others are aborted. Each subtask may write only inside its `scope` (globs \
                     within what you may write; siblings' scopes must not overlap); one without a scope \
                     only reads. Give each everything it needs in `message`: they do not see your \
                     conversation. Call new_parallel_tasks alone: other calls in the same message are not \
-                    executed."
-                    .into(),
-                args_schema: json!({
+                    executed.",
+                json!({
                     "type": "object",
                     "properties": {
                         "tasks": {
@@ -120,11 +121,7 @@ impl NewParallelTasks {
                     "required": ["tasks"],
                     "additionalProperties": false
                 }),
-                group: ToolGroup::Modes,
-                destructive: false,
-                path_args: vec![],
-                annotations: Default::default(),
-            },
+            ),
         }
     }
 }

@@ -25,6 +25,7 @@ use crate::events::TaskEvent;
 use crate::store::Step;
 use crate::tools::HOST;
 use crate::tools::executor::{Invocation, Needs, Outcome, ToolExecutor};
+use crate::tools::host_spec;
 use crate::turn::{ChildSpec, RunState, SpawnError, TaskError, TaskOutcome};
 use roost_protocol::{TaskStatus, ToolGroup, ToolSpec, UiRow, UiSubtype};
 
@@ -39,16 +40,16 @@ pub(super) struct NewTask {
 impl NewTask {
     pub(super) fn new() -> Self {
         Self {
-            spec: ToolSpec {
-                name: NAME.into(),
-                description: "Delegate a self-contained piece of work to a new subtask in a mode suited to it. \
+            spec: host_spec(
+                NAME,
+                ToolGroup::Modes,
+                "Delegate a self-contained piece of work to a new subtask in a mode suited to it. \
                     You wait while it runs; its result (what it reported with attempt_completion) comes back as \
                     this call's result. Give the subtask everything it needs in `message`: it does not see your \
                     conversation. It may only write where you may. When your todo list has an item for this work, name it in \
                     `message`: it is marked in progress, then done when the subtask completes. Call new_task alone: other calls in the same \
-                    message are not executed."
-                    .into(),
-                args_schema: json!({
+                    message are not executed.",
+                json!({
                     "type": "object",
                     "properties": {
                         "mode": {"type": "string", "description": "Slug of the subtask's mode (e.g. `code`, `architect`, `debug`, `ask`)."},
@@ -58,11 +59,7 @@ impl NewTask {
                     "required": ["mode", "message"],
                     "additionalProperties": false
                 }),
-                group: ToolGroup::Modes,
-                destructive: false,
-                path_args: vec![],
-                annotations: Default::default(),
-            },
+            ),
         }
     }
 }

@@ -9,6 +9,7 @@ use crate::intents::bound::{HoldError, hold};
 use crate::intents::{self, Trace};
 use crate::tools::HOST;
 use crate::tools::executor::{Effect, Invocation, Needs, Outcome, ToolExecutor};
+use crate::tools::host_spec;
 use crate::turn::{RunState, TaskError};
 use roost_protocol::{ErrorCode, ToolGroup, ToolSpec, UiRow, UiSubtype};
 
@@ -23,24 +24,20 @@ pub(super) struct SelectActiveIntent {
 impl SelectActiveIntent {
     pub(super) fn new() -> Self {
         Self {
-            spec: ToolSpec {
-            name: NAME.into(),
-            description: "Select the intent (from .orchestration/active_intents.yaml) this work belongs to, before \
+            spec: host_spec(
+                NAME,
+                ToolGroup::Modes,
+                "Select the intent (from .orchestration/active_intents.yaml) this work belongs to, before \
                 any tool that changes the workspace. Returns the intent's scope, constraints, acceptance criteria \
                 and recent history. Writes are limited to the intent's owned_scope (a subtask starts under its parent's intent, \
-                limited to its own scope)."
-                .into(),
-            args_schema: json!({
-                "type": "object",
-                "properties": {"intent_id": {"type": "string"}},
-                "required": ["intent_id"],
-                "additionalProperties": false
-            }),
-            group: ToolGroup::Modes,
-            destructive: false,
-            path_args: vec![],
-            annotations: Default::default(),
-        },
+                limited to its own scope).",
+                json!({
+                    "type": "object",
+                    "properties": {"intent_id": {"type": "string"}},
+                    "required": ["intent_id"],
+                    "additionalProperties": false
+                }),
+            ),
         }
     }
 }

@@ -7,6 +7,7 @@ use crate::events::TaskEvent;
 use crate::store::Step;
 use crate::tools::HOST;
 use crate::tools::executor::{Effect, Invocation, Needs, Outcome, ToolExecutor};
+use crate::tools::host_spec;
 use crate::turn::{RunState, TaskError};
 use roost_protocol::{ToolGroup, ToolSpec, UiRow, UiSubtype};
 
@@ -21,22 +22,18 @@ pub(super) struct SwitchMode {
 impl SwitchMode {
     pub(super) fn new() -> Self {
         Self {
-            spec: ToolSpec {
-            name: NAME.into(),
-            description: "Ask to switch the task to another mode (for example to `code` to implement a plan, or \
-                `architect` to plan). The user must approve. Give the reason."
-                .into(),
-            args_schema: json!({
-                "type": "object",
-                "properties": {"mode_slug": {"type": "string"}, "reason": {"type": "string"}},
-                "required": ["mode_slug", "reason"],
-                "additionalProperties": false
-            }),
-            group: ToolGroup::Modes,
-            destructive: false,
-            path_args: vec![],
-            annotations: Default::default(),
-        },
+            spec: host_spec(
+                NAME,
+                ToolGroup::Modes,
+                "Ask to switch the task to another mode (for example to `code` to implement a plan, or \
+                `architect` to plan). The user must approve. Give the reason.",
+                json!({
+                    "type": "object",
+                    "properties": {"mode_slug": {"type": "string"}, "reason": {"type": "string"}},
+                    "required": ["mode_slug", "reason"],
+                    "additionalProperties": false
+                }),
+            ),
         }
     }
 }

@@ -7,6 +7,7 @@ use crate::events::TaskEvent;
 use crate::store::{Step, TodoItem, TodoState};
 use crate::tools::HOST;
 use crate::tools::executor::{Invocation, Needs, Outcome, ToolExecutor};
+use crate::tools::host_spec;
 use crate::turn::{RunState, TaskError};
 use roost_protocol::{ToolGroup, ToolSpec, UiSubtype};
 
@@ -21,23 +22,18 @@ pub(super) struct UpdateTodoList {
 impl UpdateTodoList {
     pub(super) fn new() -> Self {
         Self {
-            spec: ToolSpec {
-            name: NAME.into(),
-            description:
+            spec: host_spec(
+                NAME,
+                ToolGroup::Modes,
                 "Replace the task's todo list with a markdown checklist: `[ ]` pending, `[-]` in \
-                progress, `[x]` completed, one item per line. Send the whole list every time."
-                    .into(),
-            args_schema: json!({
-                "type": "object",
-                "properties": {"todos": {"type": "string"}},
-                "required": ["todos"],
-                "additionalProperties": false
-            }),
-            group: ToolGroup::Modes,
-            destructive: false,
-            path_args: vec![],
-            annotations: Default::default(),
-        },
+                progress, `[x]` completed, one item per line. Send the whole list every time.",
+                json!({
+                    "type": "object",
+                    "properties": {"todos": {"type": "string"}},
+                    "required": ["todos"],
+                    "additionalProperties": false
+                }),
+            ),
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::intents::{self, TraceEntry};
 use crate::skills::{Catalog, Skill, SkillFocus};
 use crate::tools::HOST;
 use crate::tools::executor::{Effect, Invocation, Needs, Outcome, ToolExecutor};
+use crate::tools::host_spec;
 use crate::turn::{RunState, TaskError};
 use roost_protocol::{ErrorCode, ToolGroup, ToolSpec, TraceKind};
 use roost_sandbox::capability::RelPath;
@@ -40,13 +41,13 @@ pub(super) struct ReadSkill {
 impl ReadSkill {
     pub(super) fn new(catalog: Arc<Catalog>) -> Self {
         Self {
-            spec: ToolSpec {
-                name: NAME.into(),
-                description: "Load a skill: its instructions (SKILL.md), or with `path` a file inside its folder \
+            spec: host_spec(
+                NAME,
+                ToolGroup::Read,
+                "Load a skill: its instructions (SKILL.md), or with `path` a file inside its folder \
                     (a reference or template its instructions name). Without `name`, list every skill \
-                    available in this mode."
-                    .into(),
-                args_schema: json!({
+                    available in this mode.",
+                json!({
                     "type": "object",
                     "properties": {
                         "name": {"type": "string", "description": "The skill's name, as listed."},
@@ -54,11 +55,7 @@ impl ReadSkill {
                     },
                     "additionalProperties": false
                 }),
-                group: ToolGroup::Read,
-                destructive: false,
-                path_args: vec![],
-                annotations: Default::default(),
-            },
+            ),
             catalog,
         }
     }
