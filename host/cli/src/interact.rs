@@ -12,7 +12,7 @@ use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::render::{painted_diff, short_args};
+use super::paint::{painted_diff, short_args};
 use super::sanitize::{visible, visible_line};
 use roost_core::asks::Ask;
 use roost_core::engine::Approvals;

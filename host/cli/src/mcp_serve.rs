@@ -108,7 +108,7 @@ pub async fn serve(args: McpServeArgs, data_dir: &Path) -> anyhow::Result<ExitCo
                 "roost mcp serve: listening on http://{bound}{} for {grant} (Ctrl-C or SIGTERM stops it)",
                 mcp::MCP_PATH
             );
-            mcp::serve_http(listener, server, options, super::serve::stop_signal()).await?;
+            mcp::serve_http(listener, server, options, super::signals::stop_signal()).await?;
             notice!("roost mcp serve: stopped");
         }
     }

@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 
 use super::interact::Terminal;
 use super::live_tree::{LiveTree, short_id};
+use super::paint::{Style, painted_diff, short_args};
 use super::sanitize::{json_text, visible, visible_line};
 use roost_core::asks::Ask;
 use roost_core::engine::Engine;
@@ -26,44 +27,6 @@ pub enum Format {
     Text,
     /// One JSON object per line.
     Json,
-}
-
-struct Style {
-    color: bool,
-}
-
-impl Style {
-    /// `s` in colour `code`. The control characters of `s` are made visible
-    /// first (a no-op for text already passed through [`visible`] or
-    /// [`visible_line`]), so the only escape codes written are Roost's own.
-    fn paint(&self, code: &str, s: &str) -> String {
-        let s = visible(s);
-        if self.color {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.into_owned()
-        }
-    }
-}
-
-/// The lines of a unified diff with control characters made visible and,
-/// when `color`, additions green, removals red and hunk headers cyan.
-pub fn painted_diff(diff: &str, color: bool) -> Vec<String> {
-    let style = Style { color };
-    diff.lines()
-        .map(|l| {
-            let l = visible_line(l);
-            if l.starts_with('+') && !l.starts_with("+++") {
-                style.paint("32", &l)
-            } else if l.starts_with('-') && !l.starts_with("---") {
-                style.paint("31", &l)
-            } else if l.starts_with("@@") {
-                style.paint("36", &l)
-            } else {
-                l.into_owned()
-            }
-        })
-        .collect()
 }
 
 /// Streamed text lost to a lag is printed whole from the final message:
@@ -755,18 +718,6 @@ pub fn cost_text(cost: f64, tokens: u64) -> Option<String> {
     } else {
         None
     }
-}
-
-/// One line of arguments, cut for display. JSON escapes C0 controls in
-/// strings but not DEL, C1 or bidi controls: those are made visible here.
-pub fn short_args(args: &serde_json::Value) -> String {
-    let s = args.to_string();
-    let s = if s.chars().count() > 120 {
-        format!("{}…", s.chars().take(120).collect::<String>())
-    } else {
-        s
-    };
-    visible_line(&s).into_owned()
 }
 
 #[cfg(test)]

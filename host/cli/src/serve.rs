@@ -156,7 +156,7 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
             visible_line(&hosts.names().join(", "))
         );
     }
-    let shutdown = stop_signal();
+    let shutdown = super::signals::stop_signal();
     roost_server::serve(listener, state, shutdown).await?;
     notice!("roost serve: stopped; interrupted tasks resume with `POST /v1/tasks/{{id}}/resume`");
     Ok(ExitCode::SUCCESS)
@@ -248,19 +248,4 @@ pub fn token(cmd: TokenCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Resolves at SIGINT or SIGTERM (a server's graceful stop).
-pub(crate) async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => {}
-        _ = term.recv() => {}
-    }
 }

@@ -11,10 +11,7 @@ use axum::http::request::Parts;
 use roost_core::store::TokenRecord;
 
 use crate::error::ApiError;
-use crate::state::ServerState;
-
-/// The tenant of the local, unauthenticated server.
-pub const LOCAL_TENANT: &str = "local";
+use crate::state::{LOCAL_TENANT, ServerState};
 
 /// The caller of a request.
 #[derive(Debug, Clone)]

@@ -16,6 +16,9 @@ use tokio::sync::{Semaphore, broadcast};
 
 use crate::error::ApiError;
 
+/// The tenant of the local, unauthenticated server.
+pub const LOCAL_TENANT: &str = "local";
+
 /// How the server runs.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -103,8 +106,7 @@ impl ServerState {
         // A tenant's task runs only beneath its tenant's root, checked at
         // every start on the directory as it is then (not only at `POST
         // /v1/tasks`, which a swapped directory would outlive).
-        let local =
-            (!config.auth).then_some((crate::auth::LOCAL_TENANT, config.local_root.as_path()));
+        let local = (!config.auth).then_some((LOCAL_TENANT, config.local_root.as_path()));
         engine.confine_to_tenant_roots(local);
         let quota = Quota::per_second(config.requests_per_second).allow_burst(config.burst);
         Arc::new(Self {

@@ -30,7 +30,7 @@ pub use process::{Ended, run};
 pub use profile::{Profile, ProfileConfig, ProfileError, Profiles};
 pub use sandbox::{Confinement, Held, Plan};
 
-use crate::config::SecretStore;
+use crate::config::secrets::SecretStore;
 
 /// The `[commands]` table.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -9,9 +9,11 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
-use super::db::{Conn, Dialect, params};
+use super::db::{Conn, DB_NOW, Dialect, params};
 use super::{Store, StoreError, StoreLocation};
 
 /// This store's owner identity: its token and the lock that proves it is
@@ -31,7 +33,7 @@ pub(super) struct Claims {
     /// Tasks this process runs now (a second claim here is refused too).
     held: Mutex<HashSet<String>>,
     /// This host's lease (a shared store).
-    pub(super) host: super::hosts::HostState,
+    pub(super) host: HostState,
 }
 
 /// This process runs a task; dropping it (or dying) releases the claim.
@@ -270,7 +272,7 @@ impl Store {
     pub(super) fn owner_alive(&self, c: &Conn<'_>, token: &str) -> Result<bool, StoreError> {
         match &*self.location {
             StoreLocation::File(path) => Ok(alive(path, token)),
-            StoreLocation::Postgres(_) => super::hosts::alive(c, token),
+            StoreLocation::Postgres(_) => host_alive(c, token),
         }
     }
 }
@@ -313,4 +315,39 @@ pub(super) fn check_fences(c: &Conn<'_>, tasks: &[&str], owner: &str) -> Result<
 /// Clones of a store share its claims.
 pub(super) fn shared() -> Arc<Claims> {
     Arc::new(Claims::default())
+}
+
+/// How long a host's claims outlive its last renewal, unless set.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
+/// What a store knows of its own host.
+#[derive(Debug)]
+pub(super) struct HostState {
+    /// The lease, in ms.
+    pub(super) lease_ms: AtomicI64,
+    /// When the lease was last renewed (this host's clock, ms).
+    pub(super) renewed_at: AtomicI64,
+}
+
+impl Default for HostState {
+    fn default() -> Self {
+        Self {
+            lease_ms: AtomicI64::new(ms(DEFAULT_LEASE)),
+            renewed_at: AtomicI64::new(0),
+        }
+    }
+}
+
+/// `d` in ms, saturating.
+pub(super) fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Whether the host `id` renewed its lease in time (a shared store).
+fn host_alive(c: &Conn<'_>, id: &str) -> Result<bool, StoreError> {
+    Ok(c.opt(
+        &format!("SELECT 1 FROM hosts WHERE id = ?1 AND seen_at + lease_ms > {DB_NOW}"),
+        params![id],
+    )?
+    .is_some())
 }

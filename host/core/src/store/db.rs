@@ -8,232 +8,11 @@
 //! seam as [`Param`]s and come back as [`Row`]s of [`Value`]s, so no
 //! module names a driver's types.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use super::StoreError;
 use super::pg::PgConn;
-
-/// Which database a statement runs on, for the few places their SQL
-/// differs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dialect {
-    /// Embedded SQLite.
-    Sqlite,
-    /// PostgreSQL.
-    Postgres,
-}
-
-/// A value bound to a statement, borrowed from the caller.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Param<'a> {
-    /// SQL NULL.
-    Null,
-    /// An integer.
-    Int(i64),
-    /// A float.
-    Real(f64),
-    /// Text.
-    Text(&'a str),
-}
-
-impl From<i64> for Param<'_> {
-    fn from(v: i64) -> Self {
-        Param::Int(v)
-    }
-}
-
-impl From<&i64> for Param<'_> {
-    fn from(v: &i64) -> Self {
-        Param::Int(*v)
-    }
-}
-
-impl From<u32> for Param<'_> {
-    fn from(v: u32) -> Self {
-        Param::Int(i64::from(v))
-    }
-}
-
-impl From<f64> for Param<'_> {
-    fn from(v: f64) -> Self {
-        Param::Real(v)
-    }
-}
-
-impl From<bool> for Param<'_> {
-    fn from(v: bool) -> Self {
-        Param::Int(i64::from(v))
-    }
-}
-
-impl<'a> From<&'a str> for Param<'a> {
-    fn from(v: &'a str) -> Self {
-        Param::Text(v)
-    }
-}
-
-impl<'a> From<&'a String> for Param<'a> {
-    fn from(v: &'a String) -> Self {
-        Param::Text(v)
-    }
-}
-
-impl<'a> From<&'a &str> for Param<'a> {
-    fn from(v: &'a &str) -> Self {
-        Param::Text(v)
-    }
-}
-
-impl<'a> From<&'a Option<String>> for Param<'a> {
-    fn from(v: &'a Option<String>) -> Self {
-        v.as_deref().map_or(Param::Null, Param::Text)
-    }
-}
-
-impl<'a> From<Option<&'a str>> for Param<'a> {
-    fn from(v: Option<&'a str>) -> Self {
-        v.map_or(Param::Null, Param::Text)
-    }
-}
-
-impl From<Option<i64>> for Param<'_> {
-    fn from(v: Option<i64>) -> Self {
-        v.map_or(Param::Null, Param::Int)
-    }
-}
-
-impl From<&Option<i64>> for Param<'_> {
-    fn from(v: &Option<i64>) -> Self {
-        v.map_or(Param::Null, Param::Int)
-    }
-}
-
-/// `[Param]` from a list of values: `params![id, 3, name]`.
-macro_rules! params {
-    () => { &[] as &[$crate::store::db::Param<'_>] };
-    ($($v:expr),+ $(,)?) => {
-        &[$($crate::store::db::Param::from($v)),+][..]
-    };
-}
-pub(crate) use params;
-
-/// A value read back.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Value {
-    /// SQL NULL.
-    Null,
-    /// An integer.
-    Int(i64),
-    /// A float.
-    Real(f64),
-    /// Text.
-    Text(String),
-}
-
-/// One row of a result.
-#[derive(Debug, Clone)]
-pub(crate) struct Row(pub(crate) Vec<Value>);
-
-impl Row {
-    /// Column `i` as a `T`; a missing column or another type is an error
-    /// (a corrupt or foreign database), never a panic.
-    pub(crate) fn get<T: FromValue>(&self, i: usize) -> Result<T, StoreError> {
-        let v = self.0.get(i).ok_or_else(|| StoreError::Decode {
-            detail: format!("no column {i}"),
-        })?;
-        T::from_value(v).ok_or_else(|| StoreError::Decode {
-            detail: format!("column {i} holds {v:?}, not {}", T::NAME),
-        })
-    }
-
-    /// Column `i` as owned text, taken out of the row.
-    pub(crate) fn take_text(&mut self, i: usize) -> Result<String, StoreError> {
-        match self.0.get_mut(i) {
-            Some(Value::Text(s)) => Ok(std::mem::take(s)),
-            other => Err(StoreError::Decode {
-                detail: format!("column {i} holds {other:?}, not text"),
-            }),
-        }
-    }
-}
-
-/// What a column can be read as.
-pub(crate) trait FromValue: Sized {
-    /// For errors.
-    const NAME: &'static str;
-    /// The value as `Self`, if it is one.
-    fn from_value(v: &Value) -> Option<Self>;
-}
-
-impl FromValue for i64 {
-    const NAME: &'static str = "an integer";
-    fn from_value(v: &Value) -> Option<Self> {
-        match v {
-            Value::Int(i) => Some(*i),
-            _ => None,
-        }
-    }
-}
-
-impl FromValue for u32 {
-    const NAME: &'static str = "a count";
-    fn from_value(v: &Value) -> Option<Self> {
-        match v {
-            Value::Int(i) => u32::try_from(*i).ok(),
-            _ => None,
-        }
-    }
-}
-
-impl FromValue for f64 {
-    const NAME: &'static str = "a number";
-    fn from_value(v: &Value) -> Option<Self> {
-        match v {
-            Value::Real(f) => Some(*f),
-            Value::Int(i) => Some(int_to_f64(*i)),
-            _ => None,
-        }
-    }
-}
-
-impl FromValue for bool {
-    const NAME: &'static str = "a flag";
-    fn from_value(v: &Value) -> Option<Self> {
-        match v {
-            Value::Int(i) => Some(*i != 0),
-            _ => None,
-        }
-    }
-}
-
-impl FromValue for String {
-    const NAME: &'static str = "text";
-    fn from_value(v: &Value) -> Option<Self> {
-        match v {
-            Value::Text(s) => Some(s.clone()),
-            _ => None,
-        }
-    }
-}
-
-impl<T: FromValue> FromValue for Option<T> {
-    const NAME: &'static str = T::NAME;
-    fn from_value(v: &Value) -> Option<Self> {
-        match v {
-            Value::Null => Some(None),
-            v => T::from_value(v).map(Some),
-        }
-    }
-}
-
-/// An integer as a float (counts and costs; exact up to 2^53).
-fn int_to_f64(i: i64) -> f64 {
-    // Lossless for every integer a store holds as a number; the string
-    // route avoids an `as` cast.
-    i.to_string().parse().unwrap_or(0.0)
-}
+pub(crate) use super::sql::{DB_NOW, Dialect, Health, Param, Row, Value, params};
 
 /// A connection (or an open transaction on one) statements run on.
 pub(crate) enum Conn<'c> {
@@ -329,21 +108,6 @@ fn lite_row(r: &rusqlite::Row<'_>, n: usize) -> Result<Row, StoreError> {
         });
     }
     Ok(Row(out))
-}
-
-/// `?N` placeholders as PostgreSQL's `$N` (the store's statements hold no
-/// `?` anywhere else).
-pub(crate) fn pg_placeholders(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len());
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '?' && chars.peek().is_some_and(char::is_ascii_digit) {
-            out.push('$');
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The two SQLite connections of a store: `conn` writes (and does short
@@ -481,9 +245,6 @@ impl Db {
     }
 }
 
-/// Statements a PostgreSQL connection has prepared, by their SQL.
-pub(crate) type StatementCache = RefCell<HashMap<String, tokio_postgres::Statement>>;
-
 /// How long a PostgreSQL outage is waited out before the error reaches
 /// the caller (a task then fails, resumable).
 const OUTAGE_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
@@ -519,43 +280,6 @@ fn outage<T>(
             }
             Err(e) => return Err(e),
         }
-    }
-}
-
-/// What a shared database's clients have seen of it lately: whether it
-/// is down (an outage is being waited out) and when it was last probed.
-#[derive(Debug, Default)]
-pub(crate) struct Health {
-    down: std::sync::atomic::AtomicBool,
-    /// When a probe last ran while down (ms since the epoch).
-    probed_at: std::sync::atomic::AtomicI64,
-}
-
-impl Health {
-    /// How often a front-end's requests may probe a database that is down.
-    pub(crate) const PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
-
-    /// Record whether the database just answered.
-    fn observe(&self, answered: bool) {
-        self.down
-            .store(!answered, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// Whether a probe is due now (and claim it: one caller probes).
-    fn probe_due(&self) -> bool {
-        let now = super::now_ms();
-        let last = self.probed_at.load(std::sync::atomic::Ordering::SeqCst);
-        let every = i64::try_from(Self::PROBE_EVERY.as_millis()).unwrap_or(1000);
-        now - last >= every
-            && self
-                .probed_at
-                .compare_exchange(
-                    last,
-                    now,
-                    std::sync::atomic::Ordering::SeqCst,
-                    std::sync::atomic::Ordering::SeqCst,
-                )
-                .is_ok()
     }
 }
 

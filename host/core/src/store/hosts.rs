@@ -7,50 +7,14 @@
 //! Times here are the database's clock, so hosts with skewed clocks agree
 //! on whose lease ran out.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use std::time::Duration;
 
-use super::db::{Conn, Db, params};
+use super::claims::ms;
+use super::db::{DB_NOW, Db, params};
 use super::{Store, StoreError};
-
-/// How long a host's claims outlive its last renewal, unless set.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
-
-/// The database's clock in ms since the epoch.
-pub(super) const DB_NOW: &str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
-
-/// What a store knows of its own host.
-#[derive(Debug)]
-pub(super) struct HostState {
-    /// The lease, in ms.
-    lease_ms: AtomicI64,
-    /// When the lease was last renewed (this host's clock, ms).
-    renewed_at: AtomicI64,
-}
-
-impl Default for HostState {
-    fn default() -> Self {
-        Self {
-            lease_ms: AtomicI64::new(ms(DEFAULT_LEASE)),
-            renewed_at: AtomicI64::new(0),
-        }
-    }
-}
-
-fn ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Whether the host `id` renewed its lease in time.
-pub(super) fn alive(c: &Conn<'_>, id: &str) -> Result<bool, StoreError> {
-    Ok(c.opt(
-        &format!("SELECT 1 FROM hosts WHERE id = ?1 AND seen_at + lease_ms > {DB_NOW}"),
-        params![id],
-    )?
-    .is_some())
-}
 
 impl Store {
     /// Set how long this host's claims outlive its last renewal (before it

@@ -27,6 +27,7 @@ mod pg;
 mod pgtls;
 mod plugins;
 mod queue;
+mod sql;
 pub mod status;
 mod step;
 mod todos;
@@ -36,9 +37,9 @@ mod tree;
 pub use approvals::SavedApproval;
 pub use asks::StoredAsk;
 pub use checkpoints::CheckpointRecord;
+pub use claims::DEFAULT_LEASE;
 pub use claims::TaskClaim;
 pub use events::StoredEvent;
-pub use hosts::DEFAULT_LEASE;
 pub use inbox::HostRequest;
 pub use listen::Notice;
 pub use manage::TaskFilter;
@@ -456,7 +457,7 @@ impl std::fmt::Display for StoreLocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StoreLocation::File(p) => write!(f, "{}", p.display()),
-            StoreLocation::Postgres(url) => f.write_str(&pg::redacted(url)),
+            StoreLocation::Postgres(url) => f.write_str(&pgtls::redacted(url)),
         }
     }
 }

@@ -16,7 +16,8 @@ use tokio_postgres::types::{IsNull, ToSql, Type};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::StoreError;
-use super::db::{Param, Row, StatementCache, Value, pg_placeholders};
+use super::pgtls::redacted;
+use super::sql::{Health, Param, Row, StatementCache, Value, pg_placeholders};
 
 /// The schema version this build writes; a database at a later one is
 /// refused (a newer Roost wrote it).
@@ -274,30 +275,6 @@ pub(crate) fn transient(e: &StoreError) -> bool {
     }
 }
 
-/// A database URL with its password hidden, for messages and logs.
-pub(crate) fn redacted(url: &str) -> String {
-    // The query holds no secret, and may hold what `tokio-postgres` does
-    // not read ([`super::pgtls`]).
-    let base = url.split('?').next().unwrap_or(url);
-    match base.parse::<Config>() {
-        Ok(c) => {
-            let user = c.get_user().unwrap_or("");
-            let host = c
-                .get_hosts()
-                .first()
-                .map(|h| match h {
-                    tokio_postgres::config::Host::Tcp(h) => h.clone(),
-                    tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
-                })
-                .unwrap_or_default();
-            let port = c.get_ports().first().copied().unwrap_or(5432);
-            let db = c.get_dbname().unwrap_or("");
-            format!("postgres://{user}@{host}:{port}/{db}")
-        }
-        Err(_) => "postgres://…".into(),
-    }
-}
-
 /// One connection and the statements it has prepared.
 pub(crate) struct PgConn {
     client: Client,
@@ -517,7 +494,7 @@ pub(crate) struct Pool {
     /// The URL without its password.
     pub(crate) name: String,
     /// Whether the database answers, as its users have seen lately.
-    pub(crate) health: super::db::Health,
+    pub(crate) health: Health,
     state: Mutex<PoolState>,
     /// Signalled when a connection is returned or closed.
     freed: std::sync::Condvar,
@@ -604,7 +581,7 @@ impl Pool {
             config,
             tls: target.tls,
             name,
-            health: super::db::Health::default(),
+            health: Health::default(),
             state: Mutex::default(),
             freed: std::sync::Condvar::new(),
         })
@@ -664,7 +641,7 @@ impl Pool {
             config: self.config.clone(),
             tls: self.tls.clone(),
             name: self.name.clone(),
-            health: super::db::Health::default(),
+            health: Health::default(),
             state: Mutex::default(),
             freed: std::sync::Condvar::new(),
         }

@@ -32,7 +32,7 @@ pub(crate) fn target(url: &str) -> Result<Target, StoreError> {
 
 fn target_with(url: &str, env_root: Option<String>) -> Result<Target, StoreError> {
     let bad = |detail: String| StoreError::Open {
-        path: super::pg::redacted(url).into(),
+        path: redacted(url).into(),
         detail,
     };
     // A URL without a query has nothing of ours (and `tokio-postgres`
@@ -124,6 +124,30 @@ fn client_config(root: Option<&str>) -> Result<rustls::ClientConfig, String> {
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth())
+}
+
+/// A database URL with its password hidden, for messages and logs.
+pub(crate) fn redacted(url: &str) -> String {
+    // The query holds no secret, and may hold what `tokio-postgres` does
+    // not read (this module).
+    let base = url.split('?').next().unwrap_or(url);
+    match base.parse::<tokio_postgres::Config>() {
+        Ok(c) => {
+            let user = c.get_user().unwrap_or("");
+            let host = c
+                .get_hosts()
+                .first()
+                .map(|h| match h {
+                    tokio_postgres::config::Host::Tcp(h) => h.clone(),
+                    tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+                })
+                .unwrap_or_default();
+            let port = c.get_ports().first().copied().unwrap_or(5432);
+            let db = c.get_dbname().unwrap_or("");
+            format!("postgres://{user}@{host}:{port}/{db}")
+        }
+        Err(_) => "postgres://…".into(),
+    }
 }
 
 #[cfg(test)]

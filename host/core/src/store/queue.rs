@@ -3,8 +3,8 @@
 //! host, with `SELECT … FOR UPDATE SKIP LOCKED`, and only by a host that
 //! has its workspace (one of the roots it advertises).
 
+use super::db::DB_NOW;
 use super::db::params;
-use super::hosts::DB_NOW;
 use super::{Store, StoreError};
 
 /// The statuses of a task whose loop should be running somewhere.

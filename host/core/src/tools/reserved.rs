@@ -5,6 +5,11 @@
 //! prefixes the host reserves for what it will provide itself (subtasks,
 //! commands, MCP bridges).
 
+/// Name of the tool that pages an MCP tool's oversized result.
+pub const READ_MCP_OUTPUT: &str = "read_mcp_output";
+/// Name of the tool that finds deferred MCP tools.
+pub const SEARCH_TOOLS: &str = "search_tools";
+
 /// Tool names only the host may provide besides its native tools' own
 /// ([`super::native::names`]): those of what it will provide itself.
 pub const RESERVED_NAMES: &[&str] = &[
@@ -13,8 +18,8 @@ pub const RESERVED_NAMES: &[&str] = &[
     "read_command_output",
     "use_mcp_tool",
     "access_mcp_resource",
-    super::mcp::READ_MCP_OUTPUT,
-    super::mcp::SEARCH_TOOLS,
+    READ_MCP_OUTPUT,
+    SEARCH_TOOLS,
     "run_slash_command",
     "fetch_instructions",
     "skill",

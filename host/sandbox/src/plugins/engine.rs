@@ -18,7 +18,7 @@ use super::bindings::since_v0_1_0;
 use super::bindings::tool_plugin::roost::plugin::types as wit;
 use super::bindings::tool_plugin::{ToolPluginPre, roost::plugin::host as wit_host};
 use super::cache::{CacheOutcome, ComponentCache};
-use super::compile::Deferred;
+use super::deferred::Deferred;
 use super::error::PluginError;
 use super::http::{EgressHooks, NetworkLog, NetworkReport, Resolve, SystemResolver};
 use super::state::{CallLimiter, CallState, cut};
@@ -268,7 +268,7 @@ pub struct PluginEngine {
     /// from (checked when used).
     pub(super) prebuilt: HashMap<blake3::Hash, Cow<'static, [u8]>>,
     /// Told about each compile (a front-end shows progress).
-    pub(super) compile_watch: Mutex<Option<Arc<dyn super::compile::CompileWatch>>>,
+    pub(super) compile_watch: Mutex<Option<Arc<dyn super::deferred::CompileWatch>>>,
     slots: Arc<Semaphore>,
     config: EngineConfig,
     pooled: bool,

@@ -13,7 +13,7 @@ use super::bindings::mode_hook::ModeHookPre;
 use super::bindings::since_v0_1_0;
 use super::bindings::tool_plugin::roost::plugin::types as wit;
 use super::cache::CacheOutcome;
-use super::compile::Deferred;
+use super::deferred::Deferred;
 use super::engine::{check_header, wrong_world};
 use super::error::PluginError;
 use super::state::{CallState, cut};

@@ -205,7 +205,7 @@ impl EgressHooks {
 
 /// Cut `s` to at most [`MAX_RECORD_TEXT`] bytes on a character boundary.
 fn short(s: &str) -> String {
-    super::state::cut(s, MAX_RECORD_TEXT).to_owned()
+    s[..s.floor_char_boundary(MAX_RECORD_TEXT)].to_owned()
 }
 
 /// The URL of a request as recorded: no query text, no user name or

@@ -9,6 +9,7 @@
 mod bindings;
 mod cache;
 mod compile;
+mod deferred;
 mod engine;
 mod error;
 mod hidden_paths;
@@ -19,7 +20,7 @@ mod special_files;
 mod state;
 
 pub use cache::{CacheOutcome, ComponentCache};
-pub use compile::CompileWatch;
+pub use deferred::CompileWatch;
 pub use engine::{CallReport, EngineConfig, LoadedPlugin, PluginEngine, WIT_VERSIONS};
 pub use error::PluginError;
 pub use hook::{HookCall, HookDecision, LoadedHook};

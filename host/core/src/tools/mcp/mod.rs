@@ -22,10 +22,8 @@ use super::registry::{RegisteredTool, Registry};
 use crate::mcp::WorkspaceMcp;
 use roost_protocol::ToolGroup;
 
-/// Name of the tool that pages an MCP tool's oversized result.
-pub const READ_MCP_OUTPUT: &str = "read_mcp_output";
+pub use super::reserved::{READ_MCP_OUTPUT, SEARCH_TOOLS};
 pub use resource::NAME as ACCESS_MCP_RESOURCE;
-pub use search::NAME as SEARCH_TOOLS;
 
 /// Bytes per token when sizing tool definitions against the window.
 const BYTES_PER_TOKEN: u64 = 4;

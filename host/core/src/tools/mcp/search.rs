@@ -15,7 +15,7 @@ use crate::turn::{RunState, TaskError};
 use roost_protocol::{ToolGroup, ToolSpec};
 
 /// Name of the tool.
-pub const NAME: &str = "search_tools";
+pub const NAME: &str = super::SEARCH_TOOLS;
 /// Most definitions one search returns.
 const MAX_FOUND: usize = 10;
 
