@@ -246,11 +246,7 @@ impl Agent {
         let bound = if intent.is_some() {
             None
         } else {
-            let globs = grant
-                .write()
-                .iter()
-                .map(|w| write_glob(ws, w))
-                .collect::<Result<Vec<_>, _>>()?;
+            let globs: Vec<String> = grant.write().iter().map(|w| write_glob(w)).collect();
             Some(Bound::new(&globs).map_err(|e| DirectError::WriteRoot(e.to_string()))?)
         };
         Ok(RunState {
@@ -298,17 +294,14 @@ fn in_progress(ws: &Workspace, id: &str) -> Result<(Intent, Scope), DirectError>
     Ok((intent, scope))
 }
 
-/// The glob of everything under write root `root`.
-fn write_glob(ws: &Workspace, root: &Path) -> Result<String, DirectError> {
-    let raw = root.to_string_lossy();
-    let rel = ws
-        .normalize(&raw)
-        .map_err(|_| DirectError::WriteRoot(raw.clone().into_owned()))?;
-    Ok(if rel.is_root() {
+/// The glob of everything under write root `root` (workspace-relative
+/// and normalised by the grant: `.` for the whole workspace).
+fn write_glob(root: &Path) -> String {
+    if root == Path::new(".") {
         "**".to_owned()
     } else {
-        format!("{}/**", rel.as_string())
-    })
+        format!("{}/**", root.display())
+    }
 }
 
 /// The record a direct call's context carries: the caller's name where a
