@@ -377,3 +377,41 @@ fn a_kill_between_a_gates_verdict_and_the_result_leaves_each_entry_once() {
     assert_eq!(approved(&after, "protected-paths"), 1, "{after:#?}");
     assert_eq!(approved(&after, "hook-fixture"), 1, "{after:#?}");
 }
+
+/// Bad input at the direct door: an unknown mode, an unknown intent, an
+/// intent not in progress, a host-native tool, arguments that are not an
+/// object — each a clear error, the call not made, nothing written.
+#[test]
+fn a_direct_call_with_bad_input_is_refused_clearly() {
+    let ex = Example::new();
+    let before = std::fs::read_to_string(ex.ws.join("src/auth/session.rs")).expect("read");
+    let call = |extra: &[&str], tool: &str, args: &str| {
+        let o = roost(ex.data())
+            .args(["tool", "call", tool, "--read", "--args", args])
+            .args(extra)
+            .arg("--workspace")
+            .arg(&ex.ws)
+            .output()
+            .expect("runs");
+        assert!(!o.status.success(), "{}", text(&o));
+        text(&o)
+    };
+    let write = r#"{"path":"src/auth/session.rs","content":"x"}"#;
+    let t = call(&["--mode", "no-such-mode"], "write_to_file", write);
+    assert!(
+        t.contains("unknown mode `no-such-mode`") && t.contains("code"),
+        "{t}"
+    );
+    let t = call(&["--intent", "INT-999"], "write_to_file", write);
+    assert!(t.contains("INT-999") && t.contains("no such intent"), "{t}");
+    let t = call(&["--intent", "INT-002"], "write_to_file", write);
+    assert!(t.contains("PENDING") && t.contains("IN_PROGRESS"), "{t}");
+    let t = call(&[], "attempt_completion", r#"{"result":"x"}"#);
+    assert!(t.contains("host-native tool"), "{t}");
+    let t = call(&[], "write_to_file", "[1, 2]");
+    assert!(t.contains("must be a JSON object"), "{t}");
+    assert_eq!(
+        std::fs::read_to_string(ex.ws.join("src/auth/session.rs")).expect("read"),
+        before
+    );
+}
