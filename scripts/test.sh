@@ -43,3 +43,6 @@ if [ ! -f tests/mcp/node_modules/.package-lock.json ] \
 fi
 cargo test --manifest-path plugins/Cargo.toml --target-dir target/wasm-native
 cargo test --workspace "$@"
+# The store without PostgreSQL (a CLI-only build): it still builds, and
+# says why a shared store cannot be opened.
+cargo test -p roost-store --no-default-features

@@ -14,6 +14,7 @@
 pub mod api;
 pub mod asks;
 pub mod checkpoints;
+pub mod conversation;
 pub mod errors;
 pub mod events;
 pub mod groups;

@@ -224,19 +224,7 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, StoreError> {
 /// runtime the worker's other tasks move elsewhere meanwhile, so a slow
 /// database (or one that is down) holds up only the callers that need it.
 fn wait<F: std::future::Future>(f: F) -> F::Output {
-    blocking(|| futures::executor::block_on(f))
-}
-
-/// Run `f`, which blocks this thread; on a worker of a multi-threaded
-/// runtime its other tasks move to another thread meanwhile.
-pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    let multi = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if multi {
-        tokio::task::block_in_place(f)
-    } else {
-        f()
-    }
+    super::db::blocking(|| futures::executor::block_on(f))
 }
 
 /// Run `f` on the database runtime (a listener).
@@ -609,7 +597,7 @@ impl Pool {
                 }
                 None if state.open < MAX_OPEN => break,
                 None => {
-                    state = blocking(|| {
+                    state = super::db::blocking(|| {
                         self.freed
                             .wait_timeout(state, Duration::from_millis(100))
                             .map_or_else(|p| p.into_inner().0, |(g, _)| g)

@@ -395,7 +395,7 @@ mod tests {
             Err(LlmError::Decode(_))
         ));
     }
-    use crate::llm::{Message, ToolDefinition};
+    use crate::{Message, ToolDefinition};
 
     fn run(chunks: &[&str]) -> Result<Vec<StreamEvent>, LlmError> {
         let mut d = Box::new(OpenAiDecoder::new());

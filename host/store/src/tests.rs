@@ -8,6 +8,7 @@ use roost_protocol::{UiRow, UiSubtype};
 #[derive(Debug, Clone, Copy)]
 enum Backend {
     Sqlite,
+    #[cfg(feature = "postgres")]
     Postgres,
 }
 
@@ -31,6 +32,7 @@ fn store_on(b: Backend) -> (Place, Store) {
     let dir = tempfile::tempdir().expect("tempdir");
     let location = match b {
         Backend::Sqlite => StoreLocation::File(dir.path().join("roost.db")),
+        #[cfg(feature = "postgres")]
         Backend::Postgres => StoreLocation::Postgres(
             roost_testpg::shared()
                 .and_then(|pg| pg.fresh_database())
@@ -47,6 +49,7 @@ macro_rules! on_both {
         mod on_sqlite {
             $(#[test] fn $name() { super::$name(super::Backend::Sqlite) })+
         }
+        #[cfg(feature = "postgres")]
         mod on_postgres {
             $(#[test] fn $name() {
                 roost_testpg::skip_without_postgres!();
@@ -727,6 +730,7 @@ async fn answers_land_in_shared_commits_once_on_sqlite() {
     answers_land_in_shared_commits_once_on(Backend::Sqlite).await;
 }
 
+#[cfg(feature = "postgres")]
 #[tokio::test]
 async fn answers_land_in_shared_commits_once_on_postgres() {
     answers_land_in_shared_commits_once_on(Backend::Postgres).await;
@@ -904,6 +908,7 @@ on_both!(
 /// A PostgreSQL store at schema 1 (before hosts were recorded) is migrated
 /// in place and keeps its tasks; one written by a newer Roost is refused
 /// with a clear message, and nothing of it is touched.
+#[cfg(feature = "postgres")]
 #[test]
 fn postgres_schema_1_is_migrated_and_a_newer_one_refused() {
     roost_testpg::skip_without_postgres!();
@@ -944,7 +949,9 @@ fn postgres_schema_1_is_migrated_and_a_newer_one_refused() {
         .expect("connects")
         .batch("UPDATE roost_schema SET version = 999")
         .expect("newer");
-    let e = Store::open_at(&location).err().expect("refused");
+    let Err(e) = Store::open_at(&location) else {
+        panic!("a shared store opened without PostgreSQL")
+    };
     let msg = e.to_string();
     assert!(msg.contains("newer Roost") && msg.contains("999"), "{msg}");
     assert!(!msg.contains("password"), "{msg}");
@@ -952,6 +959,7 @@ fn postgres_schema_1_is_migrated_and_a_newer_one_refused() {
 
 /// A database nobody answers at is a clear error naming it (without a
 /// password), not a hang or a panic.
+#[cfg(feature = "postgres")]
 #[test]
 fn an_unreachable_postgres_is_a_clear_error() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -972,6 +980,7 @@ fn an_unreachable_postgres_is_a_clear_error() {
 
 /// On a shared store a claim is alive while its host renews its lease; once
 /// the lease has run out (the host died) another host takes the task.
+#[cfg(feature = "postgres")]
 #[test]
 fn a_dead_hosts_claims_are_taken_after_its_lease() {
     let (place, a) = store_on(Backend::Postgres);
@@ -998,6 +1007,7 @@ fn a_dead_hosts_claims_are_taken_after_its_lease() {
 /// task over: none of its writes lands — steps alone or in a shared commit
 /// beside another task's (which lands), status changes, replaced messages,
 /// closed questions — and the new owner's history stays as it wrote it.
+#[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_whose_claim_was_taken_over_writes_nothing_more() {
     let (place, a) = store_on(Backend::Postgres);
@@ -1108,6 +1118,7 @@ async fn a_host_whose_claim_was_taken_over_writes_nothing_more() {
 /// it; with another CA, or the system's roots, the server's certificate is
 /// not trusted and nothing is sent; without `sslmode` the connection stays
 /// plain, as before.
+#[cfg(feature = "postgres")]
 #[test]
 fn tls_to_postgres_is_verified() {
     roost_testpg::skip_without_postgres!();
@@ -1165,6 +1176,7 @@ fn tls_to_postgres_is_verified() {
 /// While the database is down a ping fails at once (a server's readiness)
 /// and a write waits for it; once it is back, the write lands and nothing
 /// is lost.
+#[cfg(feature = "postgres")]
 #[test]
 fn a_postgres_outage_is_waited_out() {
     roost_testpg::skip_without_postgres!();
@@ -1189,6 +1201,7 @@ fn a_postgres_outage_is_waited_out() {
 /// What another host can put in the database is checked, never trusted:
 /// an inbox row of an unknown kind is dropped (and logged), only this
 /// host's rows are taken, and notices with malformed payloads are ignored.
+#[cfg(feature = "postgres")]
 #[test]
 fn hostile_rows_and_notices_from_other_hosts_are_ignored() {
     let (place, s) = store_on(Backend::Postgres);
@@ -1252,6 +1265,7 @@ fn hostile_rows_and_notices_from_other_hosts_are_ignored() {
 
 /// Two hosts taking from the work queue at once never take the same task,
 /// and between them take every one.
+#[cfg(feature = "postgres")]
 #[test]
 fn the_work_queue_gives_each_task_to_one_host() {
     let (place, a) = store_on(Backend::Postgres);
@@ -1299,6 +1313,7 @@ fn the_work_queue_gives_each_task_to_one_host() {
 
 /// The tables and columns of a fresh store, as the database itself lists
 /// them (types are each engine's own; their names must agree).
+#[cfg(feature = "postgres")]
 fn schema_of(b: Backend) -> std::collections::BTreeSet<(String, String)> {
     let (_d, s) = store_on(b);
     s.db.run(|c| {
@@ -1322,6 +1337,7 @@ fn schema_of(b: Backend) -> std::collections::BTreeSet<(String, String)> {
 
 /// One schema, two engines: a table or column added to one and forgotten
 /// in the other fails here, not on a team's shared database.
+#[cfg(feature = "postgres")]
 #[test]
 fn the_sqlite_and_postgres_schemas_agree() {
     roost_testpg::skip_without_postgres!();
@@ -1342,4 +1358,19 @@ fn the_sqlite_and_postgres_schemas_agree() {
         only_lite.is_empty() && only_pg.is_empty(),
         "only in SQLite: {only_lite:?}\nonly in PostgreSQL: {only_pg:?}"
     );
+}
+
+/// A build without the `postgres` feature refuses a shared store with the
+/// reason (and never pretends to have opened it).
+#[cfg(not(feature = "postgres"))]
+#[test]
+fn a_build_without_postgres_says_so() {
+    let location = StoreLocation::Postgres("postgres://roost:secret@127.0.0.1:1/roost".into());
+    let Err(e) = Store::open_at(&location) else {
+        panic!("a shared store opened without PostgreSQL")
+    };
+    assert!(e.to_string().contains("built without PostgreSQL"), "{e}");
+    assert!(!location.to_string().contains("secret"), "{location}");
+    let e = Store::migrate(&location).expect_err("refused");
+    assert!(e.to_string().contains("built without PostgreSQL"), "{e}");
 }

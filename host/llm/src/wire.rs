@@ -2,7 +2,7 @@
 //! message on its own, the tool list on its own, and joins the parts with
 //! the system prompt into a body; its `request_json` is that join of
 //! freshly encoded parts. A long task keeps each message's bytes from the
-//! turn it was first sent ([`crate::task`]'s request cache), so a turn
+//! turn it was first sent (the task loop's request cache in `roost-core`), so a turn
 //! copies its history instead of encoding it again: the history of a
 //! 300-turn task is ~600 KiB of JSON to escape, every turn.
 

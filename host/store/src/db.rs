@@ -131,6 +131,13 @@ impl Lite {
 }
 
 /// A store's database.
+#[cfg_attr(
+    not(feature = "postgres"),
+    expect(
+        clippy::large_enum_variant,
+        reason = "the PostgreSQL variant cannot be built without the feature"
+    )
+)]
 pub(crate) enum Db {
     /// An embedded SQLite file.
     Lite(Lite),
@@ -285,5 +292,17 @@ fn outage<T>(
 
 /// Sleep on this thread without holding up a runtime worker's other tasks.
 fn pause(d: std::time::Duration) {
-    super::pg::blocking(|| std::thread::sleep(d));
+    blocking(|| std::thread::sleep(d));
+}
+
+/// Run `f`, which blocks this thread; on a worker of a multi-threaded
+/// runtime its other tasks move to another thread meanwhile.
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
+    }
 }

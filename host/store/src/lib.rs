@@ -11,11 +11,13 @@
 //! returns); only a power loss can drop the last commits, which a
 //! `--durability full` deployment would trade speed for (not yet exposed).
 
+#![forbid(unsafe_code)]
+
 mod approvals;
 mod asks;
 mod checkpoints;
 mod claims;
-pub(crate) mod db;
+pub mod db;
 mod events;
 mod export;
 mod groups;
@@ -23,8 +25,15 @@ mod hosts;
 mod inbox;
 mod listen;
 mod manage;
+#[cfg(feature = "postgres")]
 mod pg;
+#[cfg(not(feature = "postgres"))]
+#[path = "pg_absent.rs"]
+mod pg;
+#[cfg(feature = "postgres")]
 mod pgtls;
+#[cfg(not(feature = "postgres"))]
+use pg as pgtls;
 mod plugins;
 mod queue;
 mod sql;
@@ -57,7 +66,7 @@ use serde::Serialize;
 
 use db::{Conn, Db, Row, params};
 
-use crate::llm::{ContentBlock, Message, Role, Usage};
+use roost_protocol::conversation::{ContentBlock, Message, Role, Usage};
 use roost_protocol::{TaskSettings, UiRow};
 
 const SCHEMA_VERSION: i64 = 11;
@@ -236,6 +245,7 @@ pub enum StoreError {
     #[error("task store: {0}")]
     Sql(#[from] rusqlite::Error),
     /// PostgreSQL failed.
+    #[cfg(feature = "postgres")]
     #[error("task store: {0}")]
     Postgres(#[from] tokio_postgres::Error),
     /// The database cannot be reached (or refuses this Roost).

@@ -1,11 +1,12 @@
 //! The provider-neutral conversation: what the task loop keeps as API
-//! history, what the store persists, and what each provider translates to
-//! its own wire format.
+//! history, what the store persists (so the store needs no model crate),
+//! and what each provider translates to its own wire format.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Who said a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The user (and tool results, as in Anthropic's format).
@@ -16,7 +17,7 @@ pub enum Role {
 
 /// One block of a message, in Anthropic's shape (Roo Code keeps its API
 /// history this way too): text, a tool call, or a tool's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
     /// Plain text.
@@ -46,7 +47,7 @@ pub enum ContentBlock {
 }
 
 /// One message of the API history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Message {
     /// Speaker.
     pub role: Role,
@@ -81,7 +82,7 @@ impl Message {
 }
 
 /// A tool as offered to a model (native function calling).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolDefinition {
     /// Tool name.
     pub name: String,
@@ -91,4 +92,4 @@ pub struct ToolDefinition {
     pub parameters: serde_json::Value,
 }
 
-pub use roost_protocol::task::Usage;
+pub use crate::task::Usage;

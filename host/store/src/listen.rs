@@ -6,11 +6,14 @@
 //! made good by [`Notice::Reconnected`] (read everything again).
 
 use std::sync::Arc;
+#[cfg(feature = "postgres")]
 use std::time::Duration;
 
 use tokio::sync::broadcast;
 
-use super::{Store, StoreError};
+use super::Store;
+#[cfg(feature = "postgres")]
+use super::StoreError;
 
 /// A notification from another host (or this one).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +37,7 @@ pub enum Notice {
 }
 
 impl Notice {
+    #[cfg(feature = "postgres")]
     pub(super) fn parse(channel: &str, payload: &str) -> Option<Self> {
         match channel {
             "roost_events" => {
@@ -79,6 +83,7 @@ impl Store {
 
 /// Keep a connection listening, reconnecting with backoff, until the
 /// store is dropped.
+#[cfg(feature = "postgres")]
 async fn listen(
     pool: super::pg::Pool,
     tx: broadcast::Sender<Notice>,
@@ -126,4 +131,14 @@ async fn listen(
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(5));
     }
+}
+
+/// No listener without a PostgreSQL client (and no pool to listen on).
+#[cfg(not(feature = "postgres"))]
+async fn listen(
+    pool: super::pg::Pool,
+    _: broadcast::Sender<Notice>,
+    _: std::sync::Weak<super::db::Db>,
+) {
+    pool.never()
 }

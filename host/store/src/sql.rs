@@ -4,7 +4,9 @@
 //! Below both backends (`db` dispatches, `pg` speaks PostgreSQL), so
 //! neither imports the other for them.
 
+#[cfg(feature = "postgres")]
 use std::cell::RefCell;
+#[cfg(feature = "postgres")]
 use std::collections::HashMap;
 
 use super::StoreError;
@@ -106,9 +108,9 @@ impl From<&Option<i64>> for Param<'_> {
 
 /// `[Param]` from a list of values: `params![id, 3, name]`.
 macro_rules! params {
-    () => { &[] as &[$crate::store::sql::Param<'_>] };
+    () => { &[] as &[$crate::sql::Param<'_>] };
     ($($v:expr),+ $(,)?) => {
-        &[$($crate::store::sql::Param::from($v)),+][..]
+        &[$($crate::sql::Param::from($v)),+][..]
     };
 }
 pub(crate) use params;
@@ -232,6 +234,7 @@ fn int_to_f64(i: i64) -> f64 {
 /// The database's clock in ms since the epoch (PostgreSQL).
 pub(crate) const DB_NOW: &str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
 
+#[cfg(feature = "postgres")]
 /// `?N` placeholders as PostgreSQL's `$N` (the store's statements hold no
 /// `?` anywhere else).
 pub(crate) fn pg_placeholders(sql: &str) -> String {
@@ -248,6 +251,7 @@ pub(crate) fn pg_placeholders(sql: &str) -> String {
 }
 
 /// Statements a PostgreSQL connection has prepared, by their SQL.
+#[cfg(feature = "postgres")]
 pub(crate) type StatementCache = RefCell<HashMap<String, tokio_postgres::Statement>>;
 
 /// What a shared database's clients have seen of it lately: whether it

@@ -23,8 +23,8 @@ use tokio::sync::oneshot;
 use super::asks::{self, StoredAsk};
 use super::db::{Conn, Dialect, params};
 use super::{Store, StoreError, TaskStatus, TodoItem, now_ms, role_str};
-use crate::llm::{Message, Usage};
 use roost_protocol::UiRow;
+use roost_protocol::conversation::{Message, Usage};
 
 /// Most steps one shared commit takes; the rest wait for the next.
 const MAX_BATCH: usize = 256;

@@ -1,6 +1,6 @@
 //! P4: assembling 1 MiB of tool arguments streamed in 10,000 deltas, against
 //! a naive assembler that re-parses the whole buffer on every delta.
-//! Run: `cargo bench -p roost --bench llm`.
+//! Run: `cargo bench -p roost-llm --bench llm`.
 
 // Benchmark code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -12,7 +12,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::time::Instant;
 
-use roost_core::llm::{ToolCallAssembler, partial_json};
+use roost_llm::{ToolCallAssembler, partial_json};
 
 fn main() {
     let content: String = "fn main() { println!(\"hello\"); }\n"

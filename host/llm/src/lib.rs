@@ -9,6 +9,8 @@
 //! the events of one wire format into [`StreamEvent`]s and assembles tool
 //! calls. Retries with backoff wrap the transport.
 
+#![forbid(unsafe_code)]
+
 pub mod anthropic;
 mod assemble;
 mod error;
@@ -18,7 +20,6 @@ pub mod openai;
 mod retry;
 pub mod schema;
 pub mod scripted;
-mod types;
 pub mod wire;
 
 use std::pin::Pin;
@@ -36,7 +37,7 @@ pub use assemble::{
 pub use error::{LlmError, parse_retry_after};
 pub use http::HttpTransport;
 pub use retry::RetryPolicy;
-pub use types::{ContentBlock, Message, Role, ToolDefinition, Usage};
+pub use roost_protocol::conversation::{ContentBlock, Message, Role, ToolDefinition, Usage};
 pub use wire::{Parts, WireFormat, encode_system};
 
 /// One request to a model.

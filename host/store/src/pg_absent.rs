@@ -1,0 +1,99 @@
+//! The PostgreSQL backend when this Roost was built without it (cargo
+//! feature `postgres` off, a CLI-only build): the same names as
+//! [`pg`](self) with types nobody can construct, so the store's modules
+//! keep one shape and every way to reach a shared database answers with
+//! the reason instead.
+
+use std::convert::Infallible;
+
+use super::StoreError;
+use super::sql::{Health, Param, Row};
+
+/// Why a shared store cannot be opened by this build.
+fn absent() -> StoreError {
+    StoreError::Unavailable(
+        "this Roost was built without PostgreSQL (cargo feature `postgres`); \
+         use a SQLite store or a build with the feature"
+            .into(),
+    )
+}
+
+/// Whether `e` is worth waiting out: never here (no database to wait for).
+pub(crate) fn transient(e: &StoreError) -> bool {
+    let _ = e;
+    false
+}
+
+/// The database runtime does not exist in this build.
+pub(crate) fn spawn(
+    f: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), StoreError> {
+    drop(f);
+    Err(absent())
+}
+
+/// A connection: none can exist.
+pub(crate) struct PgConn {
+    never: Infallible,
+}
+
+impl PgConn {
+    pub(crate) fn exec(&self, _: &str, _: &[Param<'_>]) -> Result<usize, StoreError> {
+        match self.never {}
+    }
+
+    pub(crate) fn query(&self, _: &str, _: &[Param<'_>]) -> Result<Vec<Row>, StoreError> {
+        match self.never {}
+    }
+
+    pub(crate) fn batch(&self, _: &str) -> Result<(), StoreError> {
+        match self.never {}
+    }
+
+    pub(crate) fn begin(&self) -> Result<i64, StoreError> {
+        match self.never {}
+    }
+
+    pub(crate) fn committed(&self, _: i64) -> Result<bool, StoreError> {
+        match self.never {}
+    }
+}
+
+/// A pool: none can exist ([`Pool::new`] refuses).
+pub(crate) struct Pool {
+    /// Whether the database answers.
+    pub(crate) health: Health,
+    never: Infallible,
+}
+
+impl Pool {
+    /// Refused: this build has no PostgreSQL client.
+    pub(crate) fn new(url: &str) -> Result<Self, StoreError> {
+        let _ = url;
+        Err(absent())
+    }
+
+    pub(crate) fn get(&self) -> Result<Box<PgConn>, StoreError> {
+        match self.never {}
+    }
+
+    pub(crate) fn clone_config(&self) -> Self {
+        match self.never {}
+    }
+
+    pub(crate) fn migrate(&self) -> Result<(i64, i64), StoreError> {
+        match self.never {}
+    }
+
+    /// Uninhabited: code behind a pool never runs.
+    pub(crate) fn never(&self) -> ! {
+        match self.never {}
+    }
+}
+
+/// The location without a password (no URL parser in this build: the
+/// scheme alone).
+pub(crate) fn redacted(url: &str) -> String {
+    let _ = url;
+    "postgres://…".into()
+}
