@@ -20,13 +20,12 @@
 //! profiles) every front-end reads; [`install`] holds third-party plugins:
 //! manifests, grants, upgrades.
 
-// No unsafe code but in the modules that say why they need it.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod asks;
 pub mod call;
 pub mod checkpoints;
-pub mod commands;
+pub use roost_commands as commands;
 pub mod config;
 pub mod control;
 pub mod engine;
@@ -35,7 +34,7 @@ pub mod first_party;
 pub mod install;
 pub mod intents;
 pub use roost_llm as llm;
-pub mod mcp;
+pub use roost_mcp as mcp;
 pub mod modes;
 pub mod skills;
 pub use roost_store as store;

@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use super::StoreError;
 use super::pg::PgConn;
-pub(crate) use super::sql::{DB_NOW, Dialect, Health, Param, Row, Value, params};
+pub(crate) use super::sql::{DB_NOW, Dialect, Health, Param, Row, Value, blocking, params};
 
 /// A connection (or an open transaction on one) statements run on.
 pub(crate) enum Conn<'c> {
@@ -293,16 +293,4 @@ fn outage<T>(
 /// Sleep on this thread without holding up a runtime worker's other tasks.
 fn pause(d: std::time::Duration) {
     blocking(|| std::thread::sleep(d));
-}
-
-/// Run `f`, which blocks this thread; on a worker of a multi-threaded
-/// runtime its other tasks move to another thread meanwhile.
-pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    let multi = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if multi {
-        tokio::task::block_in_place(f)
-    } else {
-        f()
-    }
 }

@@ -224,7 +224,7 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, StoreError> {
 /// runtime the worker's other tasks move elsewhere meanwhile, so a slow
 /// database (or one that is down) holds up only the callers that need it.
 fn wait<F: std::future::Future>(f: F) -> F::Output {
-    super::db::blocking(|| futures::executor::block_on(f))
+    super::sql::blocking(|| futures::executor::block_on(f))
 }
 
 /// Run `f` on the database runtime (a listener).
@@ -597,7 +597,7 @@ impl Pool {
                 }
                 None if state.open < MAX_OPEN => break,
                 None => {
-                    state = super::db::blocking(|| {
+                    state = super::sql::blocking(|| {
                         self.freed
                             .wait_timeout(state, Duration::from_millis(100))
                             .map_or_else(|p| p.into_inner().0, |(g, _)| g)

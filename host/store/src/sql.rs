@@ -291,3 +291,15 @@ impl Health {
                 .is_ok()
     }
 }
+
+/// Run `f`, which blocks this thread; on a worker of a multi-threaded
+/// runtime its other tasks move to another thread meanwhile.
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
+    }
+}

@@ -6,7 +6,7 @@
 
 mod probe;
 mod provider;
-pub mod secrets;
+pub use roost_sandbox::secrets;
 
 pub use probe::{Probe, probe};
 pub use provider::{ProviderChoice, RecordedEndpoint, provider};

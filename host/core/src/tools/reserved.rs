@@ -5,8 +5,7 @@
 //! prefixes the host reserves for what it will provide itself (subtasks,
 //! commands, MCP bridges).
 
-/// Name of the tool that pages an MCP tool's oversized result.
-pub const READ_MCP_OUTPUT: &str = "read_mcp_output";
+pub use crate::mcp::READ_MCP_OUTPUT;
 /// Name of the tool that finds deferred MCP tools.
 pub const SEARCH_TOOLS: &str = "search_tools";
 

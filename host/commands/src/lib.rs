@@ -8,6 +8,10 @@
 //! kills its process group ([`process`]) and an output cap whose whole is
 //! kept for paging ([`output`]).
 
+// No unsafe code but in the modules that say why they need it (between
+// fork and exec: rlimits, cgroups, the seccomp filter).
+#![deny(unsafe_code)]
+
 pub mod limits;
 pub mod output;
 pub mod policy;
@@ -30,7 +34,7 @@ pub use process::{Ended, run};
 pub use profile::{Profile, ProfileConfig, ProfileError, Profiles};
 pub use sandbox::{Confinement, Held, Plan};
 
-use crate::config::secrets::SecretStore;
+use roost_sandbox::secrets::SecretStore;
 
 /// The `[commands]` table.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -33,8 +33,8 @@ use super::config::{ServerEntry, Transport};
 use super::limits::{self, ToolInfo};
 use super::runner::{self, PackageRunner};
 use super::stdio::{ChildTransport, Exit, Overflow, StderrTail};
-use crate::commands::proxy::Proxy;
-use crate::commands::{CommandHost, Confinement, Held, Plan, profile};
+use roost_commands::proxy::Proxy;
+use roost_commands::{CommandHost, Confinement, Held, Plan, profile};
 use roost_sandbox::capability::Origin;
 use roost_sandbox::capability::Workspace;
 use std::os::fd::AsFd;
@@ -578,7 +578,7 @@ impl McpServer {
             }
         };
         if proxy.is_some() {
-            let url = format!("http://127.0.0.1:{}", crate::commands::sandbox::PROXY_PORT);
+            let url = format!("http://127.0.0.1:{}", roost_commands::sandbox::PROXY_PORT);
             for k in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
                 vars.push((k.to_owned(), url.clone()));
             }

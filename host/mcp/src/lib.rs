@@ -5,8 +5,10 @@
 //! send is bounded ([`limits`]), package runners (`npx`, `uvx`, …) get a
 //! cache of their own and their registry while they start ([`runner`]),
 //! and the [`McpHub`] keeps each workspace's servers running. Their tools
-//! reach tasks as [`ToolExecutor`](crate::tools::ToolExecutor)s laid over
-//! the registry (`tools::mcp`) and go through the one dispatch.
+//! reach tasks as `roost-core`'s tool executors laid over the registry
+//! (`tools::mcp`) and go through the one dispatch.
+
+#![forbid(unsafe_code)]
 
 pub mod config;
 pub mod hub;
@@ -22,3 +24,7 @@ pub use hub::{McpHub, WorkspaceMcp};
 pub use limits::ToolInfo;
 pub use server::{CallError, McpServer, ServerState, ServerStatus};
 pub use trust::{TrustError, TrustStore};
+
+/// Name of the tool that pages an MCP tool's oversized result (the hub's
+/// output store tells the model to call it; the registry reserves it).
+pub const READ_MCP_OUTPUT: &str = "read_mcp_output";

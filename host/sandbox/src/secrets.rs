@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use roost_sandbox::capability::{NetworkGrant, Origin, SecretValue};
+use crate::capability::{NetworkGrant, Origin, SecretValue};
 
 /// Prefix of the environment variables that hold secrets' values.
 pub const ENV_PREFIX: &str = "ROOST_SECRET_";

@@ -12,7 +12,7 @@ use super::config::{self, McpConfig, ServerEntry, Source};
 use super::limits::ToolInfo;
 use super::server::{McpServer, ServerState, ServerStatus};
 use super::trust::{TrustError, TrustStore};
-use crate::commands::{CommandHost, OutputStore};
+use roost_commands::{CommandHost, OutputStore};
 
 /// A ready server with its tools as a task is offered them.
 pub type ServerTools = (Arc<McpServer>, Vec<ToolInfo>);
@@ -203,11 +203,7 @@ impl McpHub {
             stamp,
             config,
             servers,
-            outputs: OutputStore::named(
-                &self.data_dir,
-                "mcp-output",
-                crate::tools::mcp::READ_MCP_OUTPUT,
-            ),
+            outputs: OutputStore::named(&self.data_dir, "mcp-output", crate::READ_MCP_OUTPUT),
         });
         self.map()
             .insert(workspace.to_path_buf(), Arc::clone(&fresh));

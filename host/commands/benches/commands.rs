@@ -3,7 +3,7 @@
 //! unconfined and under bubblewrap with a workspace profile, on the same
 //! machine in the same sitting. Target: at most 3 ms added.
 //!
-//! `cargo bench -p roost-core --bench commands`
+//! `cargo bench -p roost-commands --bench commands`
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use roost_core::commands::{CommandHost, CommandsConfig, Confinement, Plan, run};
-use roost_core::config::SecretStore;
+use roost_commands::{CommandHost, CommandsConfig, Confinement, Plan, run};
+use roost_sandbox::secrets::SecretStore;
 
 const N: usize = 300;
 
