@@ -48,6 +48,7 @@ mod scope;
 mod served;
 mod server;
 mod session;
+mod session_service;
 mod skills;
 mod snapshots;
 mod sse_server;

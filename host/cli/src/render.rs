@@ -17,6 +17,7 @@ use super::sanitize::{json_text, visible, visible_line};
 use roost_core::asks::Ask;
 use roost_core::engine::Engine;
 use roost_core::events::{Envelope, TaskEvent};
+use roost_core::session::{Owner, Session};
 
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -78,7 +79,7 @@ impl Asker {
         let Some(answer) = self.responder.respond(ask).await else {
             return;
         };
-        if let Err(e) = self.engine.answer(task, ask_id, answer) {
+        if let Err(e) = self.session().answer(task, ask_id, answer) {
             tracing::warn!("answer not taken: {e}");
         }
     }
@@ -86,16 +87,20 @@ impl Asker {
     /// After the display fell behind: answer the open questions it may
     /// have missed (each question is put once).
     async fn answer_missed(&self, task: &str, answered: &mut HashSet<String>) {
-        let Ok(open) = self.engine.pending_asks(task) else {
+        let Ok(open) = self.session().asks(task, false) else {
             return;
         };
-        for stored in open {
-            if let Ok(ask) = serde_json::from_str::<Ask>(&stored.payload)
-                && answered.insert(stored.ask_id.clone())
-            {
-                self.answer(task, &stored.ask_id, &ask).await;
+        for view in open {
+            if answered.insert(view.ask_id.clone()) {
+                self.answer(task, &view.ask_id, &view.ask).await;
             }
         }
+    }
+
+    /// The person at this host's session (every task of the store is
+    /// theirs).
+    fn session(&self) -> Session<'_> {
+        Session::new(&self.engine, Owner::Host)
     }
 }
 

@@ -5,6 +5,7 @@
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use roost_core::engine::EngineError;
+use roost_core::session::SessionError;
 use roost_protocol::{EngineErrorCode, ErrorBody};
 
 /// A refused request.
@@ -129,6 +130,19 @@ impl From<EngineError> for ApiError {
             status,
             body,
             retry_after: None,
+        }
+    }
+}
+
+impl From<SessionError> for ApiError {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::NotFound => Self::not_found("such task"),
+            SessionError::Conflict(m) => {
+                Self::new(StatusCode::CONFLICT, EngineErrorCode::Conflict, m)
+            }
+            SessionError::Invalid(m) => Self::invalid(m),
+            SessionError::Engine(e) => Self::from(e),
         }
     }
 }

@@ -19,7 +19,6 @@ use tokio_stream::wrappers::BroadcastStream;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::ServerState;
-use crate::tasks::owned;
 
 /// The SSE form of `envelope`.
 fn event(envelope: &Envelope) -> Event {
@@ -38,7 +37,6 @@ pub async fn task_events(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let task = owned(&state, &caller, &id)?;
     let after = match headers.get("last-event-id") {
         None => 0,
         Some(v) => v
@@ -48,33 +46,11 @@ pub async fn task_events(
             .filter(|n| *n >= 0)
             .ok_or_else(|| ApiError::invalid("Last-Event-ID is an event's id (a number)"))?,
     };
-    let (past, live) = state.engine.events_after(&task.task.id, after)?;
-    let mut last = past.iter().filter_map(|e| e.seq).max().unwrap_or(after);
-    let past = futures::stream::iter(past.iter().map(event).map(Ok).collect::<Vec<_>>());
-    let live = live
-        .map(|rx| {
-            BroadcastStream::new(rx)
-                // Fell behind: end the stream; the client resumes from its
-                // last id.
-                .take_while(|r| std::future::ready(r.is_ok()))
-                .filter_map(move |r| {
-                    let out = match r {
-                        Ok(env) => match env.seq {
-                            Some(seq) if seq <= last => None,
-                            Some(seq) => {
-                                last = seq;
-                                Some(Ok(event(&env)))
-                            }
-                            None => Some(Ok(event(&env))),
-                        },
-                        Err(_) => None,
-                    };
-                    std::future::ready(out)
-                })
-                .boxed()
-        })
-        .unwrap_or_else(|| futures::stream::empty().boxed());
-    let stream = past.chain(live).take_until(state.stopped());
+    let follow = state.session(&caller).follow(&id, after)?;
+    let stream = follow
+        .into_stream()
+        .map(|env| Ok(event(&env)))
+        .take_until(state.stopped());
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 

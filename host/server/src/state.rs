@@ -10,6 +10,7 @@ use std::time::Duration;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use roost_core::engine::{Engine, ResumeSpec};
 use roost_core::events::{Envelope, TaskEvent};
+use roost_core::session::{Owner, Session};
 use roost_core::store::TaskStatus;
 use roost_core::task::TaskOutcome;
 use tokio::sync::{Semaphore, broadcast};
@@ -147,6 +148,12 @@ impl ServerState {
     /// Whether task `id` waits for a slot on this server.
     pub fn is_queued(&self, id: &str) -> bool {
         self.queue().contains(id)
+    }
+
+    /// The session of `caller`: every request about a task goes through
+    /// it (tenancy, answers, following), as every front-end's does.
+    pub(crate) fn session(&self, caller: &crate::auth::Caller) -> Session<'_> {
+        Session::new(&self.engine, Owner::Tenant(caller.tenant.clone()))
     }
 
     /// Whether this server holds task `id`: scheduled here (waiting for a

@@ -7,6 +7,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use roost_core::engine::{Endpoint, Listed, ResumeSpec, TaskSpec};
+use roost_core::session::Created;
 use roost_core::store::{TaskFilter, TaskStatus};
 use roost_core::task::ApprovalPolicy;
 use roost_protocol::api::{
@@ -24,10 +25,7 @@ use crate::state::ServerState;
 /// The task `id` when it is the caller's (exactly that id: no prefixes,
 /// which would let one tenant probe another's ids).
 pub(crate) fn owned(state: &ServerState, caller: &Caller, id: &str) -> Result<Listed, ApiError> {
-    match state.engine.records().get(id) {
-        Ok(l) if l.task.owner.as_deref() == Some(caller.tenant.as_str()) => Ok(l),
-        _ => Err(ApiError::not_found("such task")),
-    }
+    Ok(state.session(caller).task(id)?)
 }
 
 /// A store error as the API says it.
@@ -75,9 +73,6 @@ pub async fn create(
     caller: Caller,
     Body(req): Body<CreateTask>,
 ) -> Result<(StatusCode, Json<TaskView>), ApiError> {
-    if req.prompt.trim().is_empty() {
-        return Err(ApiError::invalid("the prompt is empty"));
-    }
     let workspace = crate::workspace::resolve(&caller, &req.workspace)?;
     state.check_capacity()?;
     let approval = req.approve.map(|groups| {
@@ -99,12 +94,12 @@ pub async fn create(
     };
     // On a shared store the work queue gives it to a host with room
     // (this one too); else it runs here.
-    let id = if state.engine.is_shared() {
-        state.engine.enqueue_task_for(&spec, &caller.tenant)?
-    } else {
-        let id = state.engine.create_task_for(&spec, &caller.tenant)?;
-        state.schedule(id.clone());
-        id
+    let id = match state.session(&caller).create(&spec)? {
+        Created::Queued(id) => id,
+        Created::Here(id) => {
+            state.schedule(id.clone());
+            id
+        }
     };
     let task = owned(&state, &caller, &id)?;
     Ok((StatusCode::CREATED, Json(view(&state, task))))
@@ -328,16 +323,17 @@ pub async fn post_message(
     Path(id): Path<String>,
     Body(req): Body<PostMessage>,
 ) -> Result<StatusCode, ApiError> {
-    let task = owned(&state, &caller, &id)?;
+    let session = state.session(&caller);
+    let task = session.task(&id)?;
     if req.text.trim().is_empty() {
         return Err(ApiError::invalid("the message is empty"));
     }
     let id = task.task.id;
-    if state.engine.send_message(&id, &req.text).is_ok() {
+    if session.send_message(&id, &req.text)? {
         return Ok(StatusCode::ACCEPTED);
     }
     state.check_capacity()?;
-    let prepared = state.engine.prepare_resume(
+    let prepared = session.resume(
         &id,
         &ResumeSpec {
             message: Some(req.text),
@@ -354,17 +350,9 @@ pub async fn cancel(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let task = owned(&state, &caller, &id)?;
     state
-        .engine
-        .cancel(&task.task.id, "cancelled over the API")
-        .map_err(|_| {
-            ApiError::new(
-                StatusCode::CONFLICT,
-                roost_protocol::EngineErrorCode::Conflict,
-                "the task is not running",
-            )
-        })?;
+        .session(&caller)
+        .cancel(&id, "cancelled over the API")?;
     Ok(StatusCode::ACCEPTED)
 }
 
@@ -375,11 +363,10 @@ pub async fn resume(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<TaskView>), ApiError> {
-    let task = owned(&state, &caller, &id)?;
+    let session = state.session(&caller);
+    session.task(&id)?;
     state.check_capacity()?;
-    let prepared = state
-        .engine
-        .prepare_resume(&task.task.id, &ResumeSpec::default())?;
+    let prepared = session.resume(&id, &ResumeSpec::default())?;
     state.schedule(prepared.id.clone());
     let task = owned(&state, &caller, &prepared.id)?;
     Ok((StatusCode::ACCEPTED, Json(view(&state, task))))
