@@ -765,3 +765,95 @@ pub(crate) fn bad_door_settings_get_a_clear_error() {
         );
     }
 }
+
+/// A line the policy proves read-only runs with the workspace mounted
+/// read-only (no lease, guard or checkpoint), so a judgement that is wrong
+/// makes it fail to write, never write unguarded: the command reads the
+/// workspace, and its own mount table says the workspace is read-only
+/// there, while a mutating line's says read-write — as root and as an
+/// unprivileged user, the workspace unchanged.
+#[test]
+fn a_read_only_line_sees_the_workspace_read_only() {
+    for who in identities() {
+        read_only_as(who);
+    }
+}
+
+fn read_only_as(who: Identity) {
+    let scene = Scene::new();
+    let [ws, etc, _home] = scene.dirs(["ws", "etc", "home"]);
+    std::fs::write(ws.join("src.txt"), "tracked\n").expect("file");
+    let config = etc.join("roost.toml");
+    std::fs::write(&config, "[commands]\nallowed_commands = [\"*\"]\n").expect("config");
+    // The workspace's own line of the command's mount table (its mount
+    // point is the fifth field, its options the sixth).
+    let mounts = format!("grep -F -- ' {} ' /proc/self/mountinfo", ws.display());
+    let turns = vec![
+        command_call(&format!("cat src.txt; {mounts}; echo READ-DONE")),
+        command_call(&format!("{mounts}; touch made.txt; echo WRITE-DONE")),
+        json!({"text": "", "tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]}),
+    ];
+    let script = scene.p("script.json");
+    std::fs::write(&script, json!({ "turns": turns }).to_string()).expect("script");
+    if who == Identity::Nobody {
+        chown_tree(scene.base.path(), NOBODY);
+    }
+    let before = tree_hash(&ws);
+    let mut c = scene.roost(who, &config);
+    c.args([
+        "run",
+        "mounts",
+        "--yes",
+        "--allow-commands",
+        "--json",
+        "--workspace",
+    ])
+    .arg(&ws)
+    .arg("--script")
+    .arg(&script);
+    let out = c.output().expect("roost runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text: String = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "command_output")
+        .filter_map(|v| v["chunk"].as_str().map(str::to_owned))
+        .collect();
+    let ctx = format!(
+        "as {who:?}\n--- command output\n{text}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{ctx}\n--- stdout\n{stdout}");
+    let (read, write) = text
+        .split_once("READ-DONE")
+        .unwrap_or_else(|| panic!("the read ran: {ctx}"));
+    assert!(read.contains("tracked"), "{ctx}");
+    assert!(write.contains("WRITE-DONE"), "{ctx}");
+    // The options of the workspace's mount in each command's table (the
+    // last line for the mount point is the one on top).
+    let options = |table: &str| -> String {
+        table
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                (f.get(4).copied() == ws.to_str())
+                    .then(|| f.get(5).copied().unwrap_or("").to_owned())
+            })
+            .next_back()
+            .unwrap_or_default()
+    };
+    let has = |options: &str, flag: &str| options.split(',').any(|o| o == flag);
+    let (ro, rw) = (options(read), options(write));
+    assert!(
+        has(&ro, "ro"),
+        "the read-only line's workspace: {ro:?}: {ctx}"
+    );
+    assert!(
+        has(&rw, "rw"),
+        "the mutating line's workspace: {rw:?}: {ctx}"
+    );
+    // The mutating line wrote; the read-only one nothing.
+    let mut after = tree_hash(&ws);
+    assert!(after.remove("made.txt").is_some(), "{ctx}");
+    assert_eq!(before, after, "the workspace changed: {ctx}");
+}

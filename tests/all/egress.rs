@@ -455,21 +455,35 @@ async fn run_installed(
     store_secrets: SecretStore,
     calls: Vec<Value>,
 ) -> (String, Arc<roost_core::engine::Engine>, Vec<Value>) {
-    {
-        let store = Store::open(&Store::default_path(data)).expect("store");
-        let plugins = Plugins::new(data, &store, &roost_tests::engine(), Limits::default());
-        let c = plugins
-            .prepare(&egress_plugin_dir(data, network, secrets), None)
-            .expect("prepares");
-        plugins
-            .install(&c, &Plugins::requested(&c))
-            .expect("installs");
-    }
+    install_egress(data, network, secrets);
     let mut turns: Vec<Value> = calls
         .into_iter()
         .map(|args| turn("", vec![call("fetch", args)]))
         .collect();
     turns.push(complete("fetched"));
+    run_installed_turns(data, ws, turns, store_secrets).await
+}
+
+/// Install the egress fixture in `data` with what it asks for.
+fn install_egress(data: &Path, network: &[String], secrets: &[&str]) {
+    let store = Store::open(&Store::default_path(data)).expect("store");
+    let plugins = Plugins::new(data, &store, &roost_tests::engine(), Limits::default());
+    let c = plugins
+        .prepare(&egress_plugin_dir(data, network, secrets), None)
+        .expect("prepares");
+    plugins
+        .install(&c, &Plugins::requested(&c))
+        .expect("installs");
+}
+
+/// [`run_installed`] with the model's whole script: `turns`, the last one
+/// completing (the egress fixture installed beforehand).
+async fn run_installed_turns(
+    data: &Path,
+    ws: &Path,
+    turns: Vec<Value>,
+    store_secrets: SecretStore,
+) -> (String, Arc<roost_core::engine::Engine>, Vec<Value>) {
     let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("script");
     let transport = Arc::new(ScriptedTransport::per_conversation(script));
     let engine = EngineBuilder::new(data)
@@ -808,4 +822,92 @@ fn tool_call_allow_net_and_secret_flags() {
         .expect("run");
     assert!(!o.status.success());
     assert!(text(&o).contains("first-party"), "{}", text(&o));
+}
+
+/// A server on 127.0.0.1 that answers no request until `n` are open, then
+/// answers each with its own path: calls made one after another never get
+/// past the first (it waits out its deadline and fails).
+fn barrier_server(n: usize) -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            let Ok(read_half) = conn.try_clone() else {
+                continue;
+            };
+            let mut reader = BufReader::new(read_half);
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).is_err() || h.trim().is_empty() {
+                    break;
+                }
+            }
+            open.push((conn, path));
+            if open.len() == n {
+                for (mut conn, path) in open.drain(..) {
+                    let reply = roost_tests::http::reply(200, &[], &path);
+                    let _ = conn.write_all(&reply);
+                    let _ = conn.flush();
+                }
+            }
+        }
+    });
+    port
+}
+
+/// The reads of one reply run at the same time, and their results come
+/// back in call order: two fetches of one reply reach a server that
+/// answers neither until both have arrived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reads_of_one_reply_run_together_and_answer_in_call_order() {
+    let port = barrier_server(2);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let origin = format!("http://127.0.0.1:{port}");
+    install_egress(&data, std::slice::from_ref(&origin), &[]);
+    let (id, engine, events) = run_installed_turns(
+        &data,
+        &ws,
+        vec![
+            turn(
+                "",
+                vec![
+                    call("fetch", json!({"url": format!("{origin}/first")})),
+                    call("fetch", json!({"url": format!("{origin}/second")})),
+                ],
+            ),
+            complete("fetched"),
+        ],
+        SecretStore::isolated(),
+    )
+    .await;
+    // The two fetches' results, then the completion's.
+    let results = tool_results(&engine, &id);
+    assert_eq!(results.len(), 3, "{results:?}");
+    for (result, path) in results.iter().zip(["/first", "/second"]) {
+        let out = fetch_output(result);
+        assert_eq!(out["results"][0]["status"], 200, "{out}");
+        assert_eq!(out["results"][0]["body"], path, "{out}");
+    }
+    // The results were announced in call order too.
+    let ids = |kind: &str| -> Vec<&str> {
+        events
+            .iter()
+            .filter(|e| e["event"] == kind && e["tool"] == "fetch")
+            .filter_map(|e| e["id"].as_str())
+            .collect()
+    };
+    let (announced, requested) = (ids("tool_call_result"), ids("tool_call_requested"));
+    assert_eq!(announced.len(), 2, "{events:?}");
+    assert_eq!(announced, requested, "{events:?}");
 }

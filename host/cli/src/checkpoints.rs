@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
+use super::assemble::{ProviderArgs, RunOptions};
 use super::line::outln;
-use super::run::{ProviderArgs, RunOptions};
 use super::sanitize::{visible, visible_line};
 use roost_protocol::RestoreMode;
 
@@ -60,7 +60,8 @@ pub struct RestoreArgs {
 
 /// Run a `roost checkpoints` command.
 pub async fn run(cmd: CheckpointsCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
-    let engine = super::run::engine(data_dir, &ProviderArgs::default(), &RunOptions::default())?;
+    let engine =
+        super::assemble::engine(data_dir, &ProviderArgs::default(), &RunOptions::default())?;
     match cmd {
         CheckpointsCommand::List { task, json } => {
             let (id, list) = engine.checkpoints(&task)?;

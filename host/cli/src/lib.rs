@@ -6,6 +6,7 @@
 #![deny(unsafe_code)]
 
 mod approvals;
+mod assemble;
 mod chat;
 mod checkpoints;
 mod command_bridge;

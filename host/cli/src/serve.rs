@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::run::{ProviderArgs, RunOptions};
+use super::assemble::{ProviderArgs, RunOptions};
 use super::sanitize::visible_line;
 use roost_core::config;
 use roost_core::engine::Tokens;
@@ -103,7 +103,7 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
         allow_commands: args.allow_commands,
         shared_host: true,
     };
-    let engine = super::run::engine(data_dir, &args.provider, &opts)?;
+    let engine = super::assemble::engine(data_dir, &args.provider, &opts)?;
     // The profiles tasks may name (`GET /v1/profiles`, the web UI's list).
     let profiles = roost_server::profiles_of(&config::load(args.provider.config.as_deref())?);
     let local_root = super::workspace_dir(&args.root)?;

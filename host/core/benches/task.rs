@@ -7,9 +7,10 @@
 //! against a component tool call, when the test fixtures are built). P11:
 //! a parallel group of 100 subtasks, 200 ms model latency, 3 turns each.
 //! P12: tasks per second through a shared PostgreSQL store's work queue,
-//! one host against two.
+//! one host against two. P13: replies of 8 `read_file` calls, the reads
+//! run together against one after another.
 //! Run: `cargo bench -p roost-core --bench task` (one of them only: `-- p5`,
-//! `-- p6`, `-- p7`, `-- p8`, `-- p9`, `-- p11`, `-- p12`). With
+//! `-- p6`, `-- p7`, `-- p8`, `-- p9`, `-- p11`, `-- p12`, `-- p13`). With
 //! `ROOST_BENCH_STORE=postgres`, P6 and P8 keep their tasks in a
 //! PostgreSQL started for the run (Debian's `postgresql`) instead of
 //! SQLite.
@@ -52,6 +53,16 @@ fn engine_for(
     data: &std::path::Path,
     turns: serde_json::Value,
 ) -> Arc<Engine> {
+    engine_with(engine, data, turns, TaskConfig::default())
+}
+
+/// [`engine_for`] with task settings `config` (its policy: yes).
+fn engine_with(
+    engine: &Arc<PluginEngine>,
+    data: &std::path::Path,
+    turns: serde_json::Value,
+    config: TaskConfig,
+) -> Arc<Engine> {
     let script: Script = serde_json::from_value(json!({ "turns": turns })).expect("script");
     let transport = Arc::new(ScriptedTransport::new(script));
     EngineBuilder::new(data)
@@ -65,10 +76,68 @@ fn engine_for(
         .config(TaskConfig {
             policy: ApprovalPolicy::yes(),
             max_turns: 10_000,
-            ..TaskConfig::default()
+            ..config
         })
         .build()
         .expect("engine")
+}
+
+/// P13: replies of 8 `read_file` calls each, the reads run together
+/// against one after another (a profile's `parallel_tool_calls = false`):
+/// wall time per turn, and the ratio of the p50s.
+async fn p13(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::Path) {
+    let read = |i: usize| json!({"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + i % 5}});
+    let turns: Vec<serde_json::Value> = (0..100)
+        .map(|t| json!({"text": "ok", "tool_calls": (0..8).map(|i| read(t * 8 + i)).collect::<Vec<_>>(), "usage": {"input_tokens": 10, "output_tokens": 2}}))
+        .chain(std::iter::once(json!({"tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
+        .collect();
+    let mut p50s = Vec::new();
+    for (label, parallel) in [("one after another", false), ("together", true)] {
+        let roost = engine_with(
+            engine,
+            &data.join(format!("p13-{parallel}")),
+            serde_json::Value::Array(turns.clone()),
+            TaskConfig {
+                parallel_reads: parallel,
+                ..TaskConfig::default()
+            },
+        );
+        let id = roost.create_task(&spec(ws)).expect("created");
+        let mut rx = roost.subscribe(&id).expect("subscribed");
+        let collector = tokio::spawn(async move {
+            let mut stamps = Vec::new();
+            while let Ok(ev) = rx.recv().await.map(|e| e.event.clone()) {
+                match ev {
+                    TaskEvent::RequestStarted { .. } => stamps.push(Instant::now()),
+                    TaskEvent::Completed { .. } => break,
+                    _ => {}
+                }
+            }
+            stamps
+        });
+        let (cpu0, _) = usage();
+        let outcome = run_one(&roost, &id).await;
+        let (cpu1, _) = usage();
+        assert!(matches!(outcome, TaskOutcome::Completed { .. }));
+        let stamps = collector.await.expect("join");
+        let mut per_turn: Vec<Duration> = stamps.windows(2).map(|w| w[1] - w[0]).skip(10).collect();
+        per_turn.sort();
+        let p50 = pct(&per_turn, 0.5);
+        println!(
+            "| P13 reply of 8 `read_file`, {label} | {:.0} µs | {:.0} µs | {:.0} µs | {:.0} µs CPU/turn |",
+            p50.as_secs_f64() * 1e6,
+            pct(&per_turn, 0.9).as_secs_f64() * 1e6,
+            pct(&per_turn, 0.99).as_secs_f64() * 1e6,
+            (cpu1 - cpu0) / 101.0 * 1e6
+        );
+        p50s.push(p50.as_secs_f64());
+    }
+    if let [sequential, together] = p50s[..] {
+        println!(
+            "P13: together is {:.2}× faster than one after another (p50 per turn)",
+            sequential / together
+        );
+    }
 }
 
 /// Run one task of `roost` to its end, answering yes.
@@ -906,6 +975,7 @@ fn main() {
     let only_p7 = std::env::args().any(|a| a == "p7");
     let only_p8 = std::env::args().any(|a| a == "p8");
     let only_p5 = std::env::args().any(|a| a == "p5");
+    let only_p13 = std::env::args().any(|a| a == "p13");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -941,6 +1011,11 @@ fn main() {
         }
         if only_p9 {
             p9(&engine, &ws, tmp.path()).await;
+            return;
+        }
+        if only_p13 {
+            println!("| benchmark | p50 | p90 | p99 | CPU |\n|---|---|---|---|---|");
+            p13(&engine, &ws, tmp.path()).await;
             return;
         }
         if only_p12 {

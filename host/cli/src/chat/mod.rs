@@ -16,9 +16,9 @@ use std::sync::Arc;
 use clap::Args;
 use tokio::sync::mpsc;
 
+use super::assemble::{DelegationArgs, ProviderArgs, RunOptions};
 use super::drive::{Drive, Ended};
 use super::interact::Terminal;
-use super::run::{DelegationArgs, ProviderArgs, RunOptions};
 use super::sanitize::visible_line;
 use commands::{Commands, Flow};
 use editor::{Input, LineEditor};
@@ -71,7 +71,7 @@ pub struct Session {
 pub async fn run(args: ChatArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace_dir(&args.workspace)?;
     let config = config::load(args.provider.config.as_deref())?;
-    let engine = super::run::engine(data_dir, &args.provider, &args.options)?;
+    let engine = super::assemble::engine(data_dir, &args.provider, &args.options)?;
     if let Some(hub) = engine.mcp() {
         super::mcp::ask_trust(hub, &workspace)?;
     }

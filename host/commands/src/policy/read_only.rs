@@ -101,10 +101,29 @@ pub(super) fn reads_only(words: &[Word]) -> bool {
     match name {
         "git" => git_reads_only(&words[1..]),
         "find" => args().all(|a| a.is_some_and(|a| !FIND_WRITERS.contains(&a))),
-        "sort" => {
-            args().all(|a| a.is_some_and(|a| !(a.starts_with("-o") || a.starts_with("--output"))))
+        "sort" => args().all(|a| a.is_some_and(|a| !short_or_long(a, 'o', "--output"))),
+        // `uniq IN OUT` writes OUT.
+        "uniq" => {
+            args().all(|a| a.is_some())
+                && args().flatten().filter(|a| !a.starts_with('-')).count() <= 1
         }
+        // `tree -o FILE` writes FILE.
+        "tree" => args().all(|a| a.is_some_and(|a| !short_or_long(a, 'o', "--output"))),
+        // `file -C` compiles a magic file into the working directory.
+        "file" => args().all(|a| a.is_some_and(|a| !short_or_long(a, 'C', "--compile"))),
         _ => READERS.contains(&name),
+    }
+}
+
+/// Whether argument `a` is the short option `short` (alone, in a cluster
+/// like `-uo`, or with its value attached) or the long option `long`.
+fn short_or_long(a: &str, short: char, long: &str) -> bool {
+    if a.starts_with(long) {
+        return true;
+    }
+    match a.strip_prefix('-') {
+        Some(cluster) if !cluster.starts_with('-') => cluster.contains(short),
+        _ => false,
     }
 }
 
@@ -155,6 +174,9 @@ mod tests {
             "find . -name '*.rs'",
             "cat a.txt | sort | uniq -c",
             "timeout 5 cat a.txt",
+            "uniq -c in.txt",
+            "tree -L 2 src",
+            "file src/main.rs",
         ] {
             assert!(read_only(line), "{line}");
         }
@@ -164,6 +186,10 @@ mod tests {
             "echo hi >> notes.md",
             "sed -i s/a/b/ f",
             "sort -o out.txt in.txt",
+            "sort -uo out.txt in.txt",
+            "uniq in.txt out.txt",
+            "tree -o listing.txt",
+            "file -C -m magic",
             "find . -delete",
             "find . -exec rm {} +",
             "git commit -m x",

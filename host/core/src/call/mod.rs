@@ -34,6 +34,7 @@ mod hook_gate;
 pub mod paths;
 mod run;
 mod scope;
+mod together;
 pub mod write_session;
 
 use std::path::PathBuf;
@@ -73,6 +74,82 @@ impl<'a> Dispatch<'a> {
     /// `registry` (the agent's with a task's own laid over them).
     pub fn over(agent: &'a Agent, registry: &'a Registry) -> Self {
         Self { agent, registry }
+    }
+}
+
+impl<'a> Dispatch<'a> {
+    /// One call through the gates: its result when a gate settled it (a
+    /// mistake, a refusal, a denial), else the call ready to run.
+    async fn prepare<'c>(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        call: &'c AssembledCall,
+    ) -> Result<Prepared<'c>, TaskError>
+    where
+        'a: 'c,
+    {
+        let registry: &'a Registry = self.registry;
+        // The reply that asked for the call announced it (event and UI row).
+        let args = match &call.args {
+            Ok(a) => a.clone(),
+            Err(msg) => {
+                return Ok(Prepared::Done(CallResult {
+                    ui_row: Some((UiSubtype::Error, msg.clone())),
+                    ..CallResult::mistake(format!(
+                        "[ERROR] {msg}\nSend the call again with valid JSON arguments."
+                    ))
+                }));
+            }
+        };
+        let Some(tool) = registry.get(&call.name) else {
+            let known: Vec<&str> = registry.iter().map(|t| t.spec.name.as_str()).collect();
+            return Ok(Prepared::Done(CallResult::mistake(format!(
+                "[ERROR] Tool `{}` does not exist. Available tools: {}.",
+                call.name,
+                known.join(", ")
+            ))));
+        };
+        let mut pending = Pending {
+            id: &call.id,
+            tool,
+            args,
+            write: None,
+            approved: false,
+            trace: Vec::new(),
+        };
+        let mut rewritten = false;
+        let mut next = 0;
+        while let Some(&gate) = ORDER.get(next) {
+            next += 1;
+            // After a rewrite only the gates that judge arguments run again.
+            if rewritten && matches!(gate, Gate::Repetition | Gate::Hooks) {
+                continue;
+            }
+            let verdict = match self.judge(gate, ctx, state, &mut pending).await {
+                Err(TaskError::NoPerson(why)) => Verdict::refuse(CallResult::refused(why)),
+                v => v?,
+            };
+            match verdict {
+                Verdict::Proceed => {}
+                Verdict::Approved => pending.approved = true,
+                Verdict::Rewrite { args, approved } => {
+                    pending.args = args;
+                    pending.approved |= approved;
+                    if !rewritten {
+                        rewritten = true;
+                        next = 0;
+                    }
+                }
+                Verdict::Ask(ask) => {
+                    if let Some(refused) = self.put(ctx, state, &mut pending, ask).await? {
+                        return Ok(Prepared::Done(refused.traced(pending.trace)));
+                    }
+                }
+                Verdict::Refuse(r) => return Ok(Prepared::Done((*r).traced(pending.trace))),
+            }
+        }
+        Ok(Prepared::Ready(pending))
     }
 }
 
@@ -293,6 +370,14 @@ struct Pending<'c> {
     trace: Vec<TraceEntry>,
 }
 
+/// What the gates made of a call.
+enum Prepared<'c> {
+    /// Its result: a gate settled it.
+    Done(CallResult),
+    /// Past every gate, ready to run.
+    Ready(Pending<'c>),
+}
+
 impl Dispatch<'_> {
     /// One call through the gates, then its write session, its executor
     /// and the after stage.
@@ -302,66 +387,10 @@ impl Dispatch<'_> {
         state: &mut RunState,
         call: &AssembledCall,
     ) -> Result<CallResult, TaskError> {
-        // The reply that asked for the call announced it (event and UI row).
-        let args = match &call.args {
-            Ok(a) => a.clone(),
-            Err(msg) => {
-                return Ok(CallResult {
-                    ui_row: Some((UiSubtype::Error, msg.clone())),
-                    ..CallResult::mistake(format!(
-                        "[ERROR] {msg}\nSend the call again with valid JSON arguments."
-                    ))
-                });
-            }
-        };
-        let Some(tool) = self.registry.get(&call.name) else {
-            let known: Vec<&str> = self.registry.iter().map(|t| t.spec.name.as_str()).collect();
-            return Ok(CallResult::mistake(format!(
-                "[ERROR] Tool `{}` does not exist. Available tools: {}.",
-                call.name,
-                known.join(", ")
-            )));
-        };
-        let mut pending = Pending {
-            id: &call.id,
-            tool,
-            args,
-            write: None,
-            approved: false,
-            trace: Vec::new(),
-        };
-        let mut rewritten = false;
-        let mut next = 0;
-        while let Some(&gate) = ORDER.get(next) {
-            next += 1;
-            // After a rewrite only the gates that judge arguments run again.
-            if rewritten && matches!(gate, Gate::Repetition | Gate::Hooks) {
-                continue;
-            }
-            let verdict = match self.judge(gate, ctx, state, &mut pending).await {
-                Err(TaskError::NoPerson(why)) => Verdict::refuse(CallResult::refused(why)),
-                v => v?,
-            };
-            match verdict {
-                Verdict::Proceed => {}
-                Verdict::Approved => pending.approved = true,
-                Verdict::Rewrite { args, approved } => {
-                    pending.args = args;
-                    pending.approved |= approved;
-                    if !rewritten {
-                        rewritten = true;
-                        next = 0;
-                    }
-                }
-                Verdict::Ask(ask) => {
-                    if let Some(refused) = self.put(ctx, state, &mut pending, ask).await? {
-                        return Ok(refused.traced(pending.trace));
-                    }
-                }
-                Verdict::Refuse(r) => return Ok((*r).traced(pending.trace)),
-            }
+        match self.prepare(ctx, state, call).await? {
+            Prepared::Done(r) => Ok(r),
+            Prepared::Ready(pending) => self.run(ctx, state, pending).await,
         }
-        self.run(ctx, state, pending).await
     }
 
     /// Put a gate's question about `call` to a person: a yes (or an

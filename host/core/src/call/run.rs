@@ -26,6 +26,29 @@ use crate::turn::{Ctx, RunState, TaskError};
 use roost_protocol::{ErrorCode, TraceKind, UiSubtype};
 use roost_sandbox::capability::{GuardReport, RelPath, TreeStat, WriteLease};
 
+/// A call past its gates whose write session (when it mutates) is open:
+/// what its executor needs, and what its after stage compares.
+pub(super) struct Begun<'c> {
+    /// The model's call id.
+    id: &'c str,
+    /// The tool and what runs it.
+    tool: &'c RegisteredTool,
+    /// Its final arguments.
+    args: Value,
+    /// The gates' trace entries.
+    trace: Vec<TraceEntry>,
+    /// Whether it may change the workspace.
+    mutates: bool,
+    /// Where it may write (none for a read).
+    roots: Vec<PathBuf>,
+    /// Its lease and guard.
+    session: Option<WriteSession>,
+    /// Its declared files before it ran.
+    before: Snapshot,
+    /// The write roots' tree before it ran (for the checkpoints).
+    listed: Option<Listing>,
+}
+
 impl Dispatch<'_> {
     /// Run `call` (past every gate) and turn its outcome into its result.
     pub(super) async fn run(
@@ -34,23 +57,89 @@ impl Dispatch<'_> {
         state: &mut RunState,
         call: Pending<'_>,
     ) -> Result<CallResult, TaskError> {
-        let tool = call.tool;
-        let spec = &tool.spec;
-        let args = call.args;
+        let begun = match self.begin(ctx, state, call).await {
+            Ok(begun) => begun,
+            Err(refused) => return Ok(refused),
+        };
+        let ran = self.execute_begun(ctx, state, &begun).await;
+        self.end(ctx, state, begun, ran).await
+    }
+
+    /// Before the executor: the turn's checkpoint before its first change,
+    /// the write session, the declared files and the roots' tree. `Err`
+    /// is the call's result when it cannot run.
+    pub(super) async fn begin<'c>(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        call: Pending<'c>,
+    ) -> Result<Begun<'c>, CallResult> {
+        let Pending {
+            id,
+            tool,
+            args,
+            write,
+            trace,
+            ..
+        } = call;
         let mutates = tool.executor.mutates(state, &args);
         // A tool whose grant forbids writing never runs a mutating call.
         if mutates && !tool.access.write {
-            return Ok(CallResult::refused(no_write_grant(tool)));
+            return Err(CallResult::refused(no_write_grant(tool)).traced(trace));
         }
-        let roots = write_roots(mutates, call.write.as_ref());
+        let roots = write_roots(mutates, write.as_ref());
         self.checkpoint_first_change(ctx, state, mutates).await;
-        let session = match open_session(ctx, state, &roots, call.write).await {
+        let session = match open_session(ctx, state, &roots, write).await {
             Ok(session) => session,
-            Err(why) => return Ok(CallResult::refused(why)),
+            Err(why) => return Err(CallResult::refused(why).traced(trace)),
         };
-        let before = declared_before(ctx, spec, &args, mutates);
+        let before = declared_before(ctx, &tool.spec, &args, mutates);
         let listed = self.list_roots(ctx, &roots, mutates);
-        let ran = self.execute(ctx, state, tool, call.id, &args, &roots).await;
+        Ok(Begun {
+            id,
+            tool,
+            args,
+            trace,
+            mutates,
+            roots,
+            session,
+            before,
+            listed,
+        })
+    }
+
+    /// The executor of a begun call (the task's state read-only: calls
+    /// that run together share it).
+    pub(super) async fn execute_begun(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &RunState,
+        b: &Begun<'_>,
+    ) -> Result<Outcome, TaskError> {
+        self.execute(ctx, state, b.tool, b.id, &b.args, &b.roots)
+            .await
+    }
+
+    /// After the executor: the guard's report, the diff, the trace, the
+    /// post-tool hooks and the call's effect on the task.
+    pub(super) async fn end(
+        &self,
+        ctx: &Ctx<'_>,
+        state: &mut RunState,
+        b: Begun<'_>,
+        ran: Result<Outcome, TaskError>,
+    ) -> Result<CallResult, TaskError> {
+        let Begun {
+            tool,
+            args,
+            trace: gates,
+            mutates,
+            session,
+            before,
+            listed,
+            ..
+        } = b;
+        let spec = &tool.spec;
         // The guard runs whatever became of the call.
         let (report, lease) = close_session(session);
         let mut outcome = ran?;
@@ -68,7 +157,7 @@ impl Dispatch<'_> {
             args: &args,
         };
         // The gates' entries first, then the executor's, then the after stage's.
-        let mut trace = call.trace;
+        let mut trace = gates;
         trace.append(&mut outcome.trace);
         if mutates && intents::enabled_in(&ctx.ws) {
             trace.push(trace_mutation(&subject, (&before, &after), &mut outcome));

@@ -207,6 +207,9 @@ pub struct Profile {
     /// At least this many seconds between two requests to this profile
     /// (Roo's `rateLimitSeconds`).
     pub rate_limit_seconds: Option<f64>,
+    /// Whether the reads of one reply run at the same time (default
+    /// true); `false` runs every call of a reply one after another.
+    pub parallel_tool_calls: Option<bool>,
 }
 
 impl Profile {
@@ -234,6 +237,9 @@ impl Profile {
         }
         if let Some(p) = self.price {
             config.price = p;
+        }
+        if let Some(parallel) = self.parallel_tool_calls {
+            config.parallel_reads = parallel;
         }
     }
 }

@@ -909,7 +909,8 @@ impl Agent {
     }
 
     /// Run the calls of one assistant message through the gates, in
-    /// order, appending each result to `results` (the user message that
+    /// order (consecutive reads that may run together at once: see
+    /// [`together`]), appending each result to `results` (the user message that
     /// answers them, at `seq` once stored). The outcome when the task
     /// ended (completed, aborted); `None` to go on.
     async fn run_calls(
@@ -928,8 +929,26 @@ impl Agent {
         // A call that must be alone in its message (the task waited on
         // it): the ones after it are not run.
         let mut alone: Option<&str> = None;
+        // Results of reads that ran together, for the calls after the first.
+        let mut ahead = std::collections::VecDeque::new();
         for (index, call) in calls.iter().enumerate() {
-            let r = if completed.is_some() || abort.is_some() {
+            let group =
+                if ahead.is_empty() && completed.is_none() && abort.is_none() && alone.is_none() {
+                    together(ctx, state, registry, &calls[index..])
+                } else {
+                    Vec::new()
+                };
+            let r = if let Some(r) = ahead.pop_front() {
+                r
+            } else if group.len() > 1 {
+                let mut results = Dispatch::over(self, registry)
+                    .handle_together(ctx, state, &group)
+                    .await?
+                    .into_iter();
+                let first = results.next();
+                ahead.extend(results);
+                first.unwrap_or_else(|| CallResult::error("[ERROR] the call did not run"))
+            } else if completed.is_some() || abort.is_some() {
                 CallResult::error(
                     "Not executed: an earlier call in the same message ended the task.",
                 )
@@ -1643,4 +1662,24 @@ fn no_room(
         largest = largest.join(", "),
         task = tokens(task),
     )
+}
+
+/// The calls at the start of `rest` that may run together (the reads of a
+/// reply whose tools say so), where the task's profile lets reads run at
+/// once; fewer than two run as ever, one by one.
+fn together<'c>(
+    ctx: &Ctx<'_>,
+    state: &RunState,
+    registry: &Registry,
+    rest: &'c [AssembledCall],
+) -> Vec<&'c AssembledCall> {
+    if !ctx.config.parallel_reads {
+        return Vec::new();
+    }
+    rest.iter()
+        .take_while(|c| match (&c.args, registry.get(&c.name)) {
+            (Ok(args), Some(tool)) => tool.executor.concurrent(state, args),
+            _ => false,
+        })
+        .collect()
 }

@@ -7,13 +7,15 @@
 
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use super::executor::{Invocation, Outcome, PreviewCall, ToolExecutor};
 use super::preview;
 use crate::events::TaskEvent;
 use crate::intents::{self, TraceEntry, redact_record};
 use crate::store::Step;
-use crate::turn::TaskError;
-use roost_protocol::{TraceKind, UiRow, UiSubtype};
+use crate::turn::{RunState, TaskError};
+use roost_protocol::{ErrorCode, ToolError, TraceKind, UiRow, UiSubtype};
 use roost_sandbox::capability::Grant;
 use roost_sandbox::plugins::{LoadedPlugin, NetworkRecord, NetworkReport};
 use roost_sandbox::tool::ToolSpec;
@@ -43,6 +45,12 @@ impl ToolExecutor for ComponentTool {
 
     fn component(&self) -> Option<&Arc<LoadedPlugin>> {
         Some(&self.plugin)
+    }
+
+    /// A read runs beside the other reads of its message (each call has
+    /// an instance and a sandbox of its own).
+    fn concurrent(&self, state: &RunState, args: &Value) -> bool {
+        !self.mutates(state, args)
     }
 
     /// An edit is dry-run by the component itself against copies of the
@@ -76,11 +84,24 @@ impl ToolExecutor for ComponentTool {
         for r in c.write_roots {
             grant = grant.write(r);
         }
-        let report = c
-            .agent
-            .engine
-            .call_with_report(&self.plugin, &self.spec.name, &c.args.to_string(), &grant)
+        // On a runtime worker of its own: the reads of one message run in
+        // parallel (each in its own instance), not interleaved on one.
+        let (engine, plugin) = (Arc::clone(&c.agent.engine), Arc::clone(&self.plugin));
+        let (name, args) = (self.spec.name.clone(), c.args.to_string());
+        let called =
+            tokio::spawn(
+                async move { engine.call_with_report(&plugin, &name, &args, &grant).await },
+            )
             .await;
+        let report = match called {
+            Ok(report) => report,
+            Err(e) => {
+                return Ok(Outcome::of(Err(ToolError {
+                    code: ErrorCode::Internal,
+                    message: format!("the call's worker stopped: {e}"),
+                })));
+            }
+        };
         let mut outcome = Outcome::of(report.result);
         let refusals = record_network(&c, &self.spec, report.network, &mut outcome).await?;
         // The model learns why a request failed: the plugin only got an

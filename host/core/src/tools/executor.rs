@@ -217,6 +217,14 @@ pub trait ToolExecutor: Send + Sync {
         self.spec().destructive
     }
 
+    /// Whether this call may run at the same time as the other calls of
+    /// its message that may: a read that changes nothing and whose result
+    /// steers nothing (a component tool's read). Its gates still run in
+    /// call order, and its result is recorded in call order.
+    fn concurrent(&self, _state: &RunState, _args: &Value) -> bool {
+        false
+    }
+
     /// What the approval gate must get for this call: by default approval
     /// under the tool's group.
     fn needs(&self, _state: &RunState, _args: &Value) -> Needs {

@@ -70,6 +70,10 @@ pub struct TaskConfig {
     /// What the task inherited from the tasks above it (nothing for a
     /// root task).
     pub inherited: Inherited,
+    /// Whether the reads of one reply (calls whose tools say they may run
+    /// together) run at the same time; their results are recorded in
+    /// call order either way (a profile's `parallel_tool_calls`).
+    pub parallel_reads: bool,
 }
 
 /// How far and wide a tree of tasks may delegate (`[delegation]` in the
@@ -141,6 +145,7 @@ impl Default for TaskConfig {
             guard_budget: GuardBudget::default(),
             delegation: Delegation::default(),
             inherited: Inherited::default(),
+            parallel_reads: true,
         }
     }
 }
