@@ -61,7 +61,7 @@ impl Dispatch<'_> {
             Ok(begun) => begun,
             Err(refused) => return Ok(refused),
         };
-        let ran = self.execute_begun(ctx, state, &begun).await;
+        let ran = self.execute_begun(ctx, state, &begun, false).await;
         self.end(ctx, state, begun, ran).await
     }
 
@@ -108,15 +108,29 @@ impl Dispatch<'_> {
         })
     }
 
-    /// The executor of a begun call (the task's state read-only: calls
-    /// that run together share it).
+    /// The executor of a begun call, its access narrowed to where the
+    /// call is made (the task's state read-only: calls that run together
+    /// share it; `alongside` when they do).
     pub(super) async fn execute_begun(
         &self,
         ctx: &Ctx<'_>,
         state: &RunState,
         b: &Begun<'_>,
+        alongside: bool,
     ) -> Result<Outcome, TaskError> {
-        self.execute(ctx, state, b.tool, b.id, &b.args, &b.roots)
+        let access = ctx.site.narrow(&b.tool.access);
+        b.tool
+            .executor
+            .run(Invocation {
+                agent: &self.agent.services,
+                ctx,
+                state,
+                call_id: b.id,
+                args: &b.args,
+                write_roots: &b.roots,
+                access: &access,
+                alongside,
+            })
             .await
     }
 
@@ -196,30 +210,6 @@ impl Dispatch<'_> {
         TreeStat::take(&ctx.ws, &rels, &[".git"], MAX_LISTED)
             .ok()
             .map(|t| (rels, t))
-    }
-
-    /// Run the tool's executor, its access narrowed to where the call is made.
-    async fn execute(
-        &self,
-        ctx: &Ctx<'_>,
-        state: &RunState,
-        tool: &RegisteredTool,
-        call_id: &str,
-        args: &Value,
-        write_roots: &[PathBuf],
-    ) -> Result<Outcome, TaskError> {
-        let access = ctx.site.narrow(&tool.access);
-        tool.executor
-            .run(Invocation {
-                agent: &self.agent.services,
-                ctx,
-                state,
-                call_id,
-                args,
-                write_roots,
-                access: &access,
-            })
-            .await
     }
 
     /// Tell the task's checkpoints which paths under the write roots the call changed.

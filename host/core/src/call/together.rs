@@ -50,7 +50,7 @@ impl Dispatch<'_> {
         let slots = futures::future::join_all(slots.into_iter().map(|slot| async move {
             match slot {
                 Slot::Begun(b) => {
-                    let ran = self.execute_begun(ctx, shared, &b).await;
+                    let ran = self.execute_begun(ctx, shared, &b, true).await;
                     Slot::Ran(Box::new((*b, ran)))
                 }
                 other => other,
@@ -68,7 +68,7 @@ impl Dispatch<'_> {
                 Slot::Alone(p) => self.run(ctx, state, p).await?,
                 // Every begun call ran above.
                 Slot::Begun(b) => {
-                    let ran = self.execute_begun(ctx, state, &b).await;
+                    let ran = self.execute_begun(ctx, state, &b, false).await;
                     self.end(ctx, state, *b, ran).await?
                 }
             });

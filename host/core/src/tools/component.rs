@@ -84,23 +84,29 @@ impl ToolExecutor for ComponentTool {
         for r in c.write_roots {
             grant = grant.write(r);
         }
-        // On a runtime worker of its own: the reads of one message run in
-        // parallel (each in its own instance), not interleaved on one.
-        let (engine, plugin) = (Arc::clone(&c.agent.engine), Arc::clone(&self.plugin));
-        let (name, args) = (self.spec.name.clone(), c.args.to_string());
-        let called =
-            tokio::spawn(
-                async move { engine.call_with_report(&plugin, &name, &args, &grant).await },
-            )
+        let report = if c.alongside {
+            // On a runtime worker of its own: the reads of one message run
+            // in parallel (each in its own instance), not interleaved on one.
+            let (engine, plugin) = (Arc::clone(&c.agent.engine), Arc::clone(&self.plugin));
+            let (name, args) = (self.spec.name.clone(), c.args.to_string());
+            let called = tokio::spawn(async move {
+                engine.call_with_report(&plugin, &name, &args, &grant).await
+            })
             .await;
-        let report = match called {
-            Ok(report) => report,
-            Err(e) => {
-                return Ok(Outcome::of(Err(ToolError {
-                    code: ErrorCode::Internal,
-                    message: format!("the call's worker stopped: {e}"),
-                })));
+            match called {
+                Ok(report) => report,
+                Err(e) => {
+                    return Ok(Outcome::of(Err(ToolError {
+                        code: ErrorCode::Internal,
+                        message: format!("the call's worker stopped: {e}"),
+                    })));
+                }
             }
+        } else {
+            c.agent
+                .engine
+                .call_with_report(&self.plugin, &self.spec.name, &c.args.to_string(), &grant)
+                .await
         };
         let mut outcome = Outcome::of(report.result);
         let refusals = record_network(&c, &self.spec, report.network, &mut outcome).await?;

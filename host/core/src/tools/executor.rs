@@ -56,6 +56,9 @@ pub struct Invocation<'a> {
     pub write_roots: &'a [PathBuf],
     /// The most the call may be granted.
     pub access: &'a Access,
+    /// Whether other calls of its message run at the same time (a
+    /// component call then takes a runtime worker of its own).
+    pub alongside: bool,
 }
 
 /// A call's dry run, for the person deciding on it.
