@@ -759,6 +759,34 @@ fn front_ends_reach_the_sandbox_only_through_the_engine() {
     }
 }
 
+/// The server reaches tasks only through the engine and its sessions: no
+/// source of `roost-server` imports the store or takes the engine's
+/// services (`Engine::agent()`), so tenancy, replay and answers are never
+/// decided a second time beside the session service.
+#[test]
+fn the_server_reaches_tasks_only_through_the_engine_and_its_sessions() {
+    fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("a source folder").flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                sources(&p, out);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../host/server/src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    assert!(files.len() > 10, "{files:?}");
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("source");
+        for door in ["roost_core::store", ".agent()", "roost_store"] {
+            assert!(!text.contains(door), "{} uses `{door}`", f.display());
+        }
+    }
+}
+
 /// Every crate of the host and the SDK refuses unsafe code at its root
 /// (`forbid`, or `deny` where a module needs it), and each module that
 /// allows it says why in the line above.

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::sanitize::{json_text, visible, visible_line};
+use roost_core::engine::TaskRecord;
 use roost_core::engine::{Listed, Records};
-use roost_core::store::TaskRecord;
 
 /// `roost history`.
 #[derive(Debug, Subcommand)]

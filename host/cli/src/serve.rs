@@ -218,7 +218,7 @@ pub fn token(cmd: TokenCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
             } else {
                 outln!("{:<12}  {:<16} {:<9} ROOT", "ID", "TENANT", "STATE");
             }
-            let now = roost_core::store::now_ms();
+            let now = roost_core::engine::now_ms();
             for t in all {
                 let state = if t.revoked_at.is_some() {
                     "revoked"

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
-use roost_core::store::TokenRecord;
+use roost_core::engine::TokenRecord;
 
 use crate::error::ApiError;
 use crate::state::{LOCAL_TENANT, ServerState};

@@ -74,20 +74,7 @@ pub async fn trace(
 
 /// `GET /v1/tools`: the tools a task may be offered.
 pub async fn tools(State(state): State<Arc<ServerState>>, _caller: Caller) -> Json<Vec<ToolView>> {
-    Json(
-        state
-            .engine
-            .agent()
-            .registry
-            .iter()
-            .map(|t| ToolView {
-                name: t.spec.name.clone(),
-                group: t.spec.group,
-                provider: t.provider().to_owned(),
-                description: t.spec.description.clone(),
-            })
-            .collect(),
-    )
+    Json(state.engine.tools())
 }
 
 /// `GET /v1/plugins`: the installed plugins.

@@ -34,7 +34,7 @@ impl ServerState {
     pub(crate) fn roots(&self) -> Vec<String> {
         let mut roots = vec![self.config.local_root.display().to_string()];
         if let Ok(tokens) = self.engine.tokens().list() {
-            let now = roost_core::store::now_ms();
+            let now = roost_core::engine::now_ms();
             for t in tokens {
                 if t.valid_at(now)
                     && std::path::Path::new(&t.root).is_dir()

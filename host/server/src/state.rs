@@ -11,8 +11,8 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use roost_core::engine::{Engine, ResumeSpec};
 use roost_core::events::{Envelope, TaskEvent};
 use roost_core::session::{Owner, Session};
-use roost_core::store::TaskStatus;
 use roost_core::task::TaskOutcome;
+use roost_protocol::TaskStatus;
 use tokio::sync::{Semaphore, broadcast};
 
 use crate::error::ApiError;

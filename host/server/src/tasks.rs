@@ -6,10 +6,11 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use roost_core::engine::TaskFilter;
 use roost_core::engine::{Endpoint, Listed, ResumeSpec, TaskSpec};
 use roost_core::session::Created;
-use roost_core::store::{TaskFilter, TaskStatus};
 use roost_core::task::ApprovalPolicy;
+use roost_protocol::TaskStatus;
 use roost_protocol::api::{
     ApiMessageView, CheckpointDiff, CreateTask, PostMessage, RestoreCheckpoint, TaskList, TaskView,
     TodoView, UiMessageView,
@@ -29,7 +30,7 @@ pub(crate) fn owned(state: &ServerState, caller: &Caller, id: &str) -> Result<Li
 }
 
 /// A store error as the API says it.
-fn store(e: roost_core::store::StoreError) -> ApiError {
+fn store(e: roost_core::engine::StoreError) -> ApiError {
     ApiError::from(roost_core::engine::EngineError::from(e))
 }
 

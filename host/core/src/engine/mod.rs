@@ -23,6 +23,9 @@ pub use endpoints::{ConfigEndpoints, Endpoints, OneEndpoint, describe as describ
 pub use error::EngineError;
 pub use records::{Listed, Page, Records};
 pub use roost_protocol::task::{Endpoint, TaskSpec};
+// The store's types the engine's API speaks (records, tokens, listings):
+// a front-end names them here and never imports the store.
+pub use crate::store::{StoreError, TaskFilter, TaskRecord, TokenRecord, now_ms};
 pub use tokens::{NewToken, TokenError, Tokens};
 
 use std::collections::{HashMap, VecDeque};
@@ -34,7 +37,7 @@ use crate::asks::Answer;
 use crate::config::RecordedEndpoint;
 use crate::events::{Envelope, EventBus, Subscription, TaskEvent, recorded_after};
 use crate::llm::Role;
-use crate::store::{HostRequest, StoreError, StoredAsk, TaskRecord};
+use crate::store::{HostRequest, StoredAsk};
 use crate::task::{
     Agent, ApprovalPolicy, Control, Creation, Responder, TaskError, TaskOutcome, WorkspaceCheck,
     answer_asks,
@@ -140,6 +143,20 @@ impl Engine {
     /// The services the tasks run with.
     pub fn agent(&self) -> &Agent {
         &self.agent
+    }
+
+    /// The tools a task may be offered, as a front-end lists them.
+    pub fn tools(&self) -> Vec<roost_protocol::api::ToolView> {
+        self.agent
+            .registry
+            .iter()
+            .map(|t| roost_protocol::api::ToolView {
+                name: t.spec.name.clone(),
+                group: t.spec.group,
+                provider: t.provider().to_owned(),
+                description: t.spec.description.clone(),
+            })
+            .collect()
     }
 
     /// The store's records, read-only.
