@@ -31,7 +31,9 @@ pub async fn list(
     Query(q): Query<AsksQuery>,
 ) -> Result<Json<Vec<AskView>>, ApiError> {
     Ok(Json(
-        state.session(&caller).asks(&id, q.tree.unwrap_or(false))?,
+        state
+            .session(&caller.tenant)
+            .asks(&id, q.tree.unwrap_or(false))?,
     ))
 }
 
@@ -44,7 +46,7 @@ pub async fn decide(
     Path((id, ask_id)): Path<(String, String)>,
     Body(decision): Body<Decision>,
 ) -> Result<Json<AskAnswered>, ApiError> {
-    let session = state.session(&caller);
+    let session = state.session(&caller.tenant);
     let decided = session.decide(&id, &ask_id, decision.clone())?;
     let now = owned(&state, &caller, &id)?;
     Ok(Json(AskAnswered {

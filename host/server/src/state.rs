@@ -150,10 +150,10 @@ impl ServerState {
         self.queue().contains(id)
     }
 
-    /// The session of `caller`: every request about a task goes through
+    /// The session of `tenant`: every request about a task goes through
     /// it (tenancy, answers, following), as every front-end's does.
-    pub(crate) fn session(&self, caller: &crate::auth::Caller) -> Session<'_> {
-        Session::new(&self.engine, Owner::Tenant(caller.tenant.clone()))
+    pub(crate) fn session(&self, tenant: &str) -> Session<'_> {
+        Session::new(&self.engine, Owner::Tenant(tenant.to_owned()))
     }
 
     /// Whether this server holds task `id`: scheduled here (waiting for a

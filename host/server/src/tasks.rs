@@ -26,7 +26,7 @@ use crate::state::ServerState;
 /// The task `id` when it is the caller's (exactly that id: no prefixes,
 /// which would let one tenant probe another's ids).
 pub(crate) fn owned(state: &ServerState, caller: &Caller, id: &str) -> Result<Listed, ApiError> {
-    Ok(state.session(caller).task(id)?)
+    Ok(state.session(&caller.tenant).task(id)?)
 }
 
 /// A store error as the API says it.
@@ -95,7 +95,7 @@ pub async fn create(
     };
     // On a shared store the work queue gives it to a host with room
     // (this one too); else it runs here.
-    let id = match state.session(&caller).create(&spec)? {
+    let id = match state.session(&caller.tenant).create(&spec)? {
         Created::Queued(id) => id,
         Created::Here(id) => {
             state.schedule(id.clone());
@@ -324,7 +324,7 @@ pub async fn post_message(
     Path(id): Path<String>,
     Body(req): Body<PostMessage>,
 ) -> Result<StatusCode, ApiError> {
-    let session = state.session(&caller);
+    let session = state.session(&caller.tenant);
     let task = session.task(&id)?;
     if req.text.trim().is_empty() {
         return Err(ApiError::invalid("the message is empty"));
@@ -352,7 +352,7 @@ pub async fn cancel(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     state
-        .session(&caller)
+        .session(&caller.tenant)
         .cancel(&id, "cancelled over the API")?;
     Ok(StatusCode::ACCEPTED)
 }
@@ -364,7 +364,7 @@ pub async fn resume(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<TaskView>), ApiError> {
-    let session = state.session(&caller);
+    let session = state.session(&caller.tenant);
     session.task(&id)?;
     state.check_capacity()?;
     let prepared = session.resume(&id, &ResumeSpec::default())?;
