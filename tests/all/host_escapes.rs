@@ -759,12 +759,12 @@ fn front_ends_reach_the_sandbox_only_through_the_engine() {
     }
 }
 
-/// The server reaches tasks only through the engine and its sessions: no
-/// source of `roost-server` imports the store or takes the engine's
-/// services (`Engine::agent()`), so tenancy, replay and answers are never
-/// decided a second time beside the session service.
+/// The front-ends reach tasks only through the engine and its sessions: no
+/// source of `roost-server` or of the CLI imports the store or takes the
+/// engine's services (`Engine::agent()`), so tenancy, replay and answers
+/// are never decided a second time beside the session service.
 #[test]
-fn the_server_reaches_tasks_only_through_the_engine_and_its_sessions() {
+fn front_ends_reach_tasks_only_through_the_engine_and_its_sessions() {
     fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).expect("a source folder").flatten() {
             let p = entry.path();
@@ -775,10 +775,11 @@ fn the_server_reaches_tasks_only_through_the_engine_and_its_sessions() {
             }
         }
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../host/server/src");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files = Vec::new();
-    sources(&root, &mut files);
-    assert!(files.len() > 10, "{files:?}");
+    sources(&root.join("host/server/src"), &mut files);
+    sources(&root.join("host/cli/src"), &mut files);
+    assert!(files.len() > 40, "{files:?}");
     for f in files {
         let text = std::fs::read_to_string(&f).expect("source");
         for door in ["roost_core::store", ".agent()", "roost_store"] {

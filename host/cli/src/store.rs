@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use clap::Subcommand;
 use roost_core::config;
-use roost_core::store::{Store, StoreLocation};
+use roost_core::engine::{Records, StoreLocation};
 
 use super::line::outln;
 
@@ -68,7 +68,7 @@ pub fn run(cmd: StoreCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let at = location_default(data_dir);
     match cmd {
         StoreCommand::Migrate => {
-            let (from, to) = Store::migrate(&at)?;
+            let (from, to) = Records::migrate(&at)?;
             if from == to {
                 outln!("{at}: schema {to}, up to date");
             } else {

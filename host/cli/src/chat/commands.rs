@@ -12,9 +12,9 @@ use super::super::interact::{LineSource, Read};
 use super::super::sanitize::{visible, visible_line};
 use super::Session;
 use roost_core::asks::Ask;
+use roost_core::engine::{TodoState, UiMessage};
 use roost_core::events::{Envelope, TaskEvent};
 use roost_core::llm::Role;
-use roost_core::store::{TodoState, UiMessage};
 use roost_protocol::{Checkpoint, RestoreMode, UiSubtype};
 
 /// What the session does after a command.

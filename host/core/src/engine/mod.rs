@@ -25,7 +25,10 @@ pub use records::{Listed, Page, Records};
 pub use roost_protocol::task::{Endpoint, TaskSpec};
 // The store's types the engine's API speaks (records, tokens, listings):
 // a front-end names them here and never imports the store.
-pub use crate::store::{StoreError, TaskFilter, TaskRecord, TokenRecord, now_ms};
+pub use crate::store::{
+    StoreError, StoreLocation, TaskFilter, TaskRecord, TodoItem, TodoState, TokenRecord, UiMessage,
+    now_ms,
+};
 pub use tokens::{NewToken, TokenError, Tokens};
 
 use std::collections::{HashMap, VecDeque};

@@ -51,6 +51,13 @@ impl Records {
         Ok(Self::new(Store::open_at(location)?))
     }
 
+    /// Bring the store at `location` to this Roost's schema: `(from, to)`
+    /// versions (`roost store migrate`). A store written by a newer Roost is
+    /// refused.
+    pub fn migrate(location: &StoreLocation) -> Result<(i64, i64), StoreError> {
+        Store::migrate(location)
+    }
+
     /// Whether the store answers now (a server's readiness).
     pub fn ping(&self) -> Result<(), StoreError> {
         self.store.ping()
