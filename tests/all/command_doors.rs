@@ -55,6 +55,16 @@ fn control_connect(path: &Path, count: &AtomicUsize) {
     }
 }
 
+/// What the commands of a `--json` run printed, from its event lines.
+fn command_output(stdout: &str) -> String {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "command_output")
+        .filter_map(|v| v["chunk"].as_str().map(str::to_owned))
+        .collect()
+}
+
 fn command_call(line: &str) -> Value {
     json!({"text": "", "tool_calls": [{"name": "execute_command", "args": {"command": line}}]})
 }
@@ -211,12 +221,7 @@ fn attack_as(who: Identity) {
     let out = c.output().expect("roost runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let text: String = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["event"] == "command_output")
-        .filter_map(|v| v["chunk"].as_str().map(str::to_owned))
-        .collect();
+    let text = command_output(&stdout);
     let ctx = format!("as {who:?}\n--- command output\n{text}\n--- stderr\n{stderr}");
     assert!(out.status.success(), "{ctx}\n--- stdout\n{stdout}");
 
@@ -813,12 +818,7 @@ fn read_only_as(who: Identity) {
     .arg(&script);
     let out = c.output().expect("roost runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let text: String = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["event"] == "command_output")
-        .filter_map(|v| v["chunk"].as_str().map(str::to_owned))
-        .collect();
+    let text = command_output(&stdout);
     let ctx = format!(
         "as {who:?}\n--- command output\n{text}\n--- stderr\n{}",
         String::from_utf8_lossy(&out.stderr)

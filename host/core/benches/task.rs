@@ -103,18 +103,7 @@ async fn p13(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
             },
         );
         let id = roost.create_task(&spec(ws)).expect("created");
-        let mut rx = roost.subscribe(&id).expect("subscribed");
-        let collector = tokio::spawn(async move {
-            let mut stamps = Vec::new();
-            while let Ok(ev) = rx.recv().await.map(|e| e.event.clone()) {
-                match ev {
-                    TaskEvent::RequestStarted { .. } => stamps.push(Instant::now()),
-                    TaskEvent::Completed { .. } => break,
-                    _ => {}
-                }
-            }
-            stamps
-        });
+        let collector = request_stamps(&roost, &id);
         let (cpu0, _) = usage();
         let outcome = run_one(&roost, &id).await;
         let (cpu1, _) = usage();
@@ -152,6 +141,23 @@ async fn run_one(roost: &Arc<Engine>, id: &str) -> TaskOutcome {
         o = &mut wait => o.expect("runs"),
         () = &mut answering => wait.await.expect("runs"),
     }
+}
+
+/// When each model request of task `id` started, until it completes
+/// (subscribed before it starts).
+fn request_stamps(roost: &Arc<Engine>, id: &str) -> tokio::task::JoinHandle<Vec<Instant>> {
+    let mut rx = roost.subscribe(id).expect("subscribed");
+    tokio::spawn(async move {
+        let mut stamps = Vec::new();
+        while let Ok(ev) = rx.recv().await.map(|e| e.event.clone()) {
+            match ev {
+                TaskEvent::RequestStarted { .. } => stamps.push(Instant::now()),
+                TaskEvent::Completed { .. } => break,
+                _ => {}
+            }
+        }
+        stamps
+    })
 }
 
 fn spec(ws: &std::path::Path) -> TaskSpec {
@@ -211,18 +217,7 @@ async fn p5(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
             .collect();
         let roost = engine_for(engine, &data.join("p5"), serde_json::Value::Array(turns));
         let id = roost.create_task(&spec(ws)).expect("created");
-        let mut rx = roost.subscribe(&id).expect("subscribed");
-        let collector = tokio::spawn(async move {
-            let mut stamps = Vec::new();
-            while let Ok(ev) = rx.recv().await.map(|e| e.event.clone()) {
-                match ev {
-                    TaskEvent::RequestStarted { .. } => stamps.push(Instant::now()),
-                    TaskEvent::Completed { .. } => break,
-                    _ => {}
-                }
-            }
-            stamps
-        });
+        let collector = request_stamps(&roost, &id);
         let (cpu0, _) = usage();
         let started = Instant::now();
         let outcome = run_one(&roost, &id).await;
