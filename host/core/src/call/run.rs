@@ -1,9 +1,10 @@
 //! A call once every gate has passed, the same for every kind of tool: a
 //! [`write_session`](super::write_session) when the call mutates (a lease
 //! on its write roots and a guard that undoes what its scope does not
-//! allow), the executor, then the after stage — what the guard undid, the
-//! diff of the declared files, the mutation trace, the mode's post-tool
-//! hooks, and the result as the model and the front-ends get it.
+//! allow) and its [`ChangeSet`], the executor, then the after stage — what
+//! the guard undid, what the call changed (one account for the diff, the
+//! checkpoint, the mutation trace and the mode's post-tool hooks), and the
+//! result as the model and the front-ends get it.
 //!
 //! The order of durable writes is explicit: a call's trace entries are
 //! recorded with its result, in the step that makes the result durable,
@@ -14,17 +15,16 @@
 
 use std::path::PathBuf;
 
-use serde_json::Value;
-
+use super::change_set::{ChangeSet, Settled};
 use super::write_session::{self, WriteRule, WriteSession};
 use super::{CallResult, Dispatch, Pending, WriteScope};
 use crate::events::TaskEvent;
 use crate::intents::{self, TraceEntry};
-use crate::tools::snapshot::{self, Snapshot};
 use crate::tools::{Effect, Invocation, Outcome, RegisteredTool, ToolError, ToolSpec};
 use crate::turn::{Ctx, RunState, TaskError};
 use roost_protocol::{ErrorCode, TraceKind, UiSubtype};
-use roost_sandbox::capability::{GuardReport, RelPath, TreeStat, WriteLease};
+use roost_sandbox::capability::{GuardReport, WriteLease};
+use serde_json::Value;
 
 /// A call past its gates whose write session (when it mutates) is open:
 /// what its executor needs, and what its after stage compares.
@@ -43,10 +43,8 @@ pub(super) struct Begun<'c> {
     roots: Vec<PathBuf>,
     /// Its lease and guard.
     session: Option<WriteSession>,
-    /// Its declared files before it ran.
-    before: Snapshot,
-    /// The write roots' tree before it ran (for the checkpoints).
-    listed: Option<Listing>,
+    /// What it changes, as it was before it ran.
+    changes: ChangeSet,
 }
 
 impl Dispatch<'_> {
@@ -93,8 +91,11 @@ impl Dispatch<'_> {
             Ok(session) => session,
             Err(why) => return Err(CallResult::refused(why).traced(trace)),
         };
-        let before = declared_before(ctx, &tool.spec, &args, mutates);
-        let listed = self.list_roots(ctx, &roots, mutates);
+        let changes = if mutates {
+            ChangeSet::before(&ctx.ws, &tool.spec, &args, &roots)
+        } else {
+            ChangeSet::none()
+        };
         Ok(Begun {
             id,
             tool,
@@ -103,8 +104,7 @@ impl Dispatch<'_> {
             mutates,
             roots,
             session,
-            before,
-            listed,
+            changes,
         })
     }
 
@@ -128,6 +128,7 @@ impl Dispatch<'_> {
                 call_id: b.id,
                 args: &b.args,
                 write_roots: &b.roots,
+                changes: &b.changes,
                 access: &access,
                 alongside,
             })
@@ -149,19 +150,19 @@ impl Dispatch<'_> {
             trace: gates,
             mutates,
             session,
-            before,
-            listed,
+            changes,
             ..
         } = b;
         let spec = &tool.spec;
         // The guard runs whatever became of the call.
         let (report, lease) = close_session(session);
         let mut outcome = ran?;
-        let after = snapshot::after(&ctx.ws, &before);
-        snapshot::restore_modes(&ctx.ws, &before, &after);
-        let diff = snapshot::diff(&before, &after);
-        let changed = snapshot::changed(&before, &after);
-        self.record_tree_changes(ctx, listed).await;
+        let changes = changes.settle(&ctx.ws);
+        let diff = changes.diff();
+        let changed = changes.paths();
+        if mutates && ctx.site.is_task() && !changed.is_empty() {
+            self.after_change(ctx, changed.clone()).await;
+        }
         // What the call changed is read: other calls may write there now.
         drop(lease);
         let subject = TraceSubject {
@@ -174,7 +175,7 @@ impl Dispatch<'_> {
         let mut trace = gates;
         trace.append(&mut outcome.trace);
         if mutates && intents::enabled_in(&ctx.ws) {
-            trace.push(trace_mutation(&subject, (&before, &after), &mut outcome));
+            trace.push(trace_mutation(&subject, &changes, &mut outcome));
         }
         let violated = report_violation(&subject, &report, &mut outcome, &mut trace);
         self.post_hooks(ctx, state, spec, &args, &outcome.result, &changed)
@@ -195,42 +196,7 @@ impl Dispatch<'_> {
             self.checkpoint(ctx).await;
         }
     }
-
-    /// List the write roots before the call, so its task's checkpoints learn exactly what it changes.
-    fn list_roots(&self, ctx: &Ctx<'_>, roots: &[PathBuf], mutates: bool) -> Option<Listing> {
-        // The lease keeps other calls out of these roots until the call's
-        // changes are read.
-        if !(mutates && ctx.site.is_task() && self.agent.services.checkpoints.is_some()) {
-            return None;
-        }
-        let rels: Vec<RelPath> = roots
-            .iter()
-            .filter_map(|r| RelPath::parse(&r.to_string_lossy()).ok())
-            .collect();
-        TreeStat::take(&ctx.ws, &rels, &[".git"], MAX_LISTED)
-            .ok()
-            .map(|t| (rels, t))
-    }
-
-    /// Tell the task's checkpoints which paths under the write roots the call changed.
-    async fn record_tree_changes(&self, ctx: &Ctx<'_>, listed: Option<Listing>) {
-        if let Some((rels, listed)) = listed
-            && let Ok(now) = TreeStat::take(&ctx.ws, &rels, &[".git"], MAX_LISTED)
-        {
-            let paths: Vec<String> = now
-                .changes_since(&listed)
-                .into_iter()
-                .map(|(p, _)| p)
-                .collect();
-            if !paths.is_empty() {
-                self.after_change(ctx, paths).await;
-            }
-        }
-    }
 }
-
-/// The write roots as listed before the call: the roots that parse, and their tree.
-type Listing = (Vec<RelPath>, TreeStat);
 
 /// Why a mutating call of a tool installed without write access cannot run.
 fn no_write_grant(tool: &RegisteredTool) -> String {
@@ -273,15 +239,6 @@ async fn open_session(
     }
 }
 
-/// Snapshot the files a mutating call declares, to diff them after it.
-fn declared_before(ctx: &Ctx<'_>, spec: &ToolSpec, args: &Value, mutates: bool) -> Snapshot {
-    if mutates {
-        snapshot::before(&ctx.ws, spec, args)
-    } else {
-        Vec::new()
-    }
-}
-
 /// Close the write session: what the guard undid, and the lease, held until the changes are read.
 fn close_session(session: Option<WriteSession>) -> (GuardReport, Option<WriteLease>) {
     match session.map(WriteSession::close) {
@@ -319,15 +276,12 @@ impl TraceSubject<'_> {
 /// The mutation entry: the declared files' changes, what else the call changed, and its error.
 fn trace_mutation(
     subject: &TraceSubject<'_>,
-    (before, after): (&Snapshot, &Snapshot),
+    changes: &Settled,
     outcome: &mut Outcome,
 ) -> TraceEntry {
     let mut entry = subject.entry(TraceKind::Mutation);
-    entry.files = snapshot::changes(before, after);
-    if let Some((files, detail)) = outcome.changed.take() {
-        entry.files.extend(files);
-        entry.detail = Some(detail);
-    }
+    entry.files = changes.trace_files();
+    entry.detail = outcome.detail.take();
     if let Err(e) = &outcome.result {
         let error = format!("error {}: {}", e.code, e.message);
         entry.detail = Some(match entry.detail.take() {
@@ -387,9 +341,6 @@ fn apply_effect(state: &mut RunState, effect: Option<Effect>) -> (Option<String>
     }
     (completed, abort)
 }
-
-/// Most entries listed under a call's write roots to see what it changed.
-const MAX_LISTED: usize = 200_000;
 
 impl Dispatch<'_> {
     /// The turn's checkpoint, before its first change (a failure is

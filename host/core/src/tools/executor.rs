@@ -14,7 +14,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::access::Access;
-use crate::intents::{FileChange, Intent, Scope, TraceEntry};
+use crate::call::change_set::ChangeSet;
+use crate::intents::{Intent, Scope, TraceEntry};
 use crate::modes::Mode;
 use crate::skills::SkillFocus;
 use crate::turn::{Ctx, RunState, Services, TaskError};
@@ -54,6 +55,9 @@ pub struct Invocation<'a> {
     /// The workspace-relative directories the call may write (its write
     /// session's roots); empty for a call that does not mutate.
     pub write_roots: &'a [PathBuf],
+    /// What the call changes, as it was before it ran: an executor that
+    /// reports the files it changed asks it once its work is done.
+    pub changes: &'a ChangeSet,
     /// The most the call may be granted.
     pub access: &'a Access,
     /// Whether other calls of its message run at the same time (a
@@ -112,9 +116,9 @@ pub struct Outcome {
     /// Tokens and cost spent on the call's behalf (a subtask's), added to
     /// the task's totals in the step that records the result.
     pub spent: Option<(Usage, f64)>,
-    /// What the call changed beyond its declared paths (a command's
-    /// files), with a line for the mutation trace.
-    pub changed: Option<(Vec<FileChange>, String)>,
+    /// The mutation trace's line about the call (what a command ran and
+    /// how it ended); the files it changed are the dispatch's to find.
+    pub detail: Option<String>,
     /// The requests it sent out (a component's), credentials redacted:
     /// a caller outside a task shows them.
     pub network: Vec<NetworkRecord>,
@@ -150,7 +154,7 @@ impl Outcome {
             notes: Vec::new(),
             trace: Vec::new(),
             spent: None,
-            changed: None,
+            detail: None,
             network: Vec::new(),
         }
     }

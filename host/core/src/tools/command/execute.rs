@@ -15,30 +15,25 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
+use crate::call::change_set::TreeChanges;
 use crate::commands::proxy::{Attempt, Proxy};
 use crate::commands::{
     self, Capture, Captured, CommandHost, Confinement, Ended, Held, Plan, Profile, Verdict,
 };
 use crate::events::TaskEvent;
-use crate::intents::FileChange;
 use crate::tools::HOST;
 use crate::tools::executor::{Invocation, Needs, Outcome, ToolExecutor};
 use crate::turn::{RunState, TaskError};
 use roost_protocol::{ErrorCode, ToolGroup, ToolSpec};
 use roost_sandbox::capability::dirfd::DirFd;
-use roost_sandbox::capability::{RelPath, TreeChange, TreeStat, Workspace};
+use roost_sandbox::capability::{RelPath, TreeChange, Workspace};
 
 /// Name of the tool that runs a command.
 pub const NAME: &str = "execute_command";
 
-/// Most entries listed under the write roots to see what a command changed.
-const MAX_LISTED: usize = 200_000;
 /// Most changed files named in a result.
 const MAX_NAMED: usize = 200;
-/// Largest file hashed.
-const MAX_HASHED: u64 = 1 << 30;
 
 /// The `execute_command` tool.
 pub(super) struct ExecuteCommand {
@@ -181,20 +176,6 @@ fn lexical_join(cwd: &str, path: &str) -> Option<String> {
     })
 }
 
-/// The SHA-256 of the workspace file `rel`, when it is a regular file
-/// small enough.
-fn sha256(ws: &Workspace, rel: &str) -> Option<String> {
-    let rel = RelPath::parse(rel).ok()?;
-    let mut f = ws.open_file(&rel).ok()??;
-    let size = f.metadata().ok()?.len();
-    if size > MAX_HASHED {
-        return None;
-    }
-    let mut h = Sha256::new();
-    std::io::copy(&mut f, &mut h).ok()?;
-    Some(format!("{:x}", h.finalize()))
-}
-
 #[async_trait::async_trait]
 impl ToolExecutor for ExecuteCommand {
     fn spec(&self) -> &ToolSpec {
@@ -265,7 +246,6 @@ impl ToolExecutor for ExecuteCommand {
             self.check_host()?;
             let setting = self.setting(&call, &a)?;
             let opened = WriteRoots::open(ws, &setting, call.write_roots)?;
-            let before = list_write_roots(ws, &opened.roots);
             let capture = self.start_capture(&call)?;
             let limit = self.time_limit(&a);
             let net = self.network(&setting.profile);
@@ -273,8 +253,6 @@ impl ToolExecutor for ExecuteCommand {
             let (ended, captured, attempts) = self
                 .run_sandboxed(&call, cmd, limit, capture, net.proxy)
                 .await?;
-            let after = list_write_roots(ws, &opened.roots);
-            let (changes, files) = changed_files(ws, &before, &after);
             let report = Report {
                 line: &a.command,
                 setting: &setting,
@@ -282,9 +260,7 @@ impl ToolExecutor for ExecuteCommand {
                 limit,
                 captured,
                 attempts,
-                changes,
-                files,
-                truncated: after.truncated,
+                changes: call.changes.tree(ws),
             };
             Ok::<_, Box<Outcome>>(report.into_outcome(self.host.warning().is_some()))
         };
@@ -307,9 +283,8 @@ struct Setting {
 /// binds the directories opened here, never a path that could be
 /// swapped meanwhile.
 struct WriteRoots {
-    /// The call's write roots (none under a profile that writes nothing).
-    roots: Vec<RelPath>,
-    /// Their handles, in the same order.
+    /// The handles of the call's write roots (none under a profile that
+    /// writes nothing).
     dirs: Vec<DirFd>,
     /// Every writable directory on the host: the roots, then the
     /// profile's own.
@@ -320,25 +295,17 @@ impl WriteRoots {
     /// Open the call's write roots (making those the scope names but that
     /// do not exist yet, so the command can write there).
     fn open(ws: &Workspace, setting: &Setting, write_roots: &[PathBuf]) -> Step<Self> {
-        let mut roots = Vec::new();
         let mut dirs = Vec::new();
+        let mut writable = Vec::new();
         if setting.profile.writes_scope {
             for r in write_roots {
                 let rel = RelPath::parse(&r.to_string_lossy()).map_err(internal)?;
                 dirs.push(ws.ensure_dir_fd(&rel).map_err(internal)?);
-                roots.push(rel);
+                writable.push(setting.root.join(rel.to_path()));
             }
         }
-        let mut writable: Vec<PathBuf> = roots
-            .iter()
-            .map(|r| setting.root.join(r.to_path()))
-            .collect();
         writable.extend(setting.profile.write.iter().cloned());
-        Ok(Self {
-            roots,
-            dirs,
-            writable,
-        })
+        Ok(Self { dirs, writable })
     }
 
     /// The directories the sandbox binds by handle: the workspace
@@ -532,34 +499,6 @@ impl ExecuteCommand {
     }
 }
 
-/// What lies under the write roots, to see what a command changed.
-fn list_write_roots(ws: &Workspace, roots: &[RelPath]) -> TreeStat {
-    TreeStat::take(ws, roots, &[".git"], MAX_LISTED).unwrap_or_default()
-}
-
-/// The files the command changed, each with its hash after (none when
-/// it was removed).
-fn changed_files(
-    ws: &Workspace,
-    before: &TreeStat,
-    after: &TreeStat,
-) -> (Vec<(String, TreeChange)>, Vec<FileChange>) {
-    let changes = after.changes_since(before);
-    let files = changes
-        .iter()
-        .map(|(path, change)| FileChange {
-            path: path.clone(),
-            sha256_before: None,
-            sha256_after: match change {
-                TreeChange::Removed => None,
-                _ => sha256(ws, path),
-            },
-            lines_changed: 0,
-        })
-        .collect();
-    (changes, files)
-}
-
 /// What a finished command did, for the model and for the trace.
 struct Report<'a> {
     line: &'a str,
@@ -568,10 +507,8 @@ struct Report<'a> {
     limit: Duration,
     captured: Captured,
     attempts: Vec<Attempt>,
-    changes: Vec<(String, TreeChange)>,
-    files: Vec<FileChange>,
-    /// The listing stopped at its budget.
-    truncated: bool,
+    /// What changed under its write roots.
+    changes: &'a TreeChanges,
 }
 
 impl Report<'_> {
@@ -594,7 +531,7 @@ impl Report<'_> {
             ),
             Ended::Exited(_) | Ended::Signalled(_) => Outcome::ok(text),
         };
-        outcome.changed = Some((self.files, detail));
+        outcome.detail = Some(detail);
         outcome
     }
 
@@ -632,7 +569,7 @@ impl Report<'_> {
                 refused.join(", ")
             ));
         }
-        if self.truncated {
+        if self.changes.truncated {
             text.push_str("(more files than the host lists: changes past them are not shown)\n");
         }
         text
@@ -640,12 +577,12 @@ impl Report<'_> {
 
     /// Name the changed files (the first [`MAX_NAMED`]) with their hashes.
     fn list_changes(&self, text: &mut String) {
-        let changes = &self.changes;
+        let changes = &self.changes.changes;
         if changes.is_empty() {
             return;
         }
         text.push_str(&format!("Files changed ({}):\n", changes.len()));
-        for ((path, change), f) in changes.iter().zip(&self.files).take(MAX_NAMED) {
+        for ((path, change), f) in changes.iter().zip(&self.changes.files).take(MAX_NAMED) {
             let word = match change {
                 TreeChange::Created => "created",
                 TreeChange::Modified => "modified",
@@ -674,7 +611,7 @@ impl Report<'_> {
             self.setting.profile.name,
             if unconfined { " (unconfined)" } else { "" },
             self.ended,
-            self.changes.len()
+            self.changes.changes.len()
         );
         if !self.attempts.is_empty() {
             detail.push_str("; network: ");

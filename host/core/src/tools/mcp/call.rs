@@ -179,14 +179,11 @@ impl ToolExecutor for McpTool {
             Outcome::ok(text)
         };
         if self.mutates(call.state, call.args) {
-            outcome.changed = Some((
-                Vec::new(),
-                format!(
-                    "MCP server `{}` tool `{}`: result {total} bytes{}",
-                    self.server.name(),
-                    self.info.name,
-                    if is_error { " (an error)" } else { "" }
-                ),
+            outcome.detail = Some(format!(
+                "MCP server `{}` tool `{}`: result {total} bytes{}",
+                self.server.name(),
+                self.info.name,
+                if is_error { " (an error)" } else { "" }
             ));
         }
         Ok(outcome)
