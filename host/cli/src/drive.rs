@@ -13,6 +13,7 @@ use super::interact::Terminal;
 use super::render::{self, Asker, Format};
 use super::sanitize::visible_line;
 use roost_core::engine::{Engine, describe_endpoint};
+use roost_core::session::{Owner, Session};
 use roost_core::task::TaskOutcome;
 
 /// How a driven run ended.
@@ -65,6 +66,7 @@ impl Drive<'_> {
         }
         let events = engine.events(id)?;
         let (stop, stopped) = tokio::sync::oneshot::channel();
+        let display = Session::new(engine, Owner::Host).display();
         let asker = Asker {
             engine: Arc::clone(engine),
             responder: Arc::new(terminal),
@@ -74,6 +76,7 @@ impl Drive<'_> {
             format,
             stopped,
             Some(asker),
+            display,
         ));
         // Both handlers are installed before the task starts, so a signal
         // that comes early is not missed.

@@ -18,6 +18,7 @@ use roost_core::asks::Ask;
 use roost_core::engine::Engine;
 use roost_core::events::{Envelope, TaskEvent};
 use roost_core::session::{Owner, Session};
+use roost_protocol::display::{CallContent, Display, DisplayItem, Ending, Note};
 
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -111,6 +112,7 @@ pub async fn render(
     format: Format,
     mut stop: oneshot::Receiver<()>,
     asker: Option<Asker>,
+    mut display: Display,
 ) {
     let style = Style {
         color: std::io::stdout().is_terminal(),
@@ -123,13 +125,6 @@ pub async fn render(
     let mut catch_up = CatchUp::default();
     let mut missed = false;
     let mut answered = HashSet::new();
-    let mut previewed = HashSet::new();
-    // What the display already said about a call: the output a command
-    // streamed, and a denial (its error result repeats it for the model).
-    let mut streamed: HashMap<String, String> = HashMap::new();
-    let mut denied: HashSet<String> = HashSet::new();
-    // Each call's tool, to name it where an event gives only the call id.
-    let mut called: HashMap<String, String> = HashMap::new();
     // Subtasks the task follows (theirs and their own subtasks' events
     // come through it), with their modes.
     let mut children: HashMap<String, String> = HashMap::new();
@@ -186,6 +181,12 @@ pub async fn render(
             _ => None,
         };
         let ev = &envelope.event;
+        // What the event shows, decided once for every front-end (the
+        // display remembers what it already showed).
+        let items = match format {
+            Format::Text => display.items(&envelope),
+            Format::Json => Vec::new(),
+        };
         if let TaskEvent::SubtaskStarted { child_id, mode, .. } = ev {
             children.insert(child_id.clone(), mode.clone());
         }
@@ -214,115 +215,16 @@ pub async fn render(
             if child.is_none() && matches!(ev, TaskEvent::RequestStarted { .. }) {
                 spinning = spin_ok;
             }
-            // A change the person approved from its preview is not shown
-            // a second time with the result.
-            if let TaskEvent::AskRequired {
-                ask:
-                    Ask::Tool {
-                        preview: Some(p), ..
-                    }
-                    | Ask::Scope {
-                        preview: Some(p), ..
-                    },
-                ..
-            } = ev
-            {
-                previewed.insert(p.clone());
-            }
-            match ev {
-                TaskEvent::CommandOutput { id, chunk } => {
-                    keep_tail(streamed.entry(id.clone()).or_default(), chunk);
-                }
-                TaskEvent::ToolCallDenied { id, .. } => {
-                    denied.insert(id.clone());
-                }
-                TaskEvent::ToolCallRequested { id, tool, .. } => {
-                    called.insert(id.clone(), tool.clone());
-                }
-                _ => {}
-            }
-            let result_seen = match ev {
-                TaskEvent::ToolCallResult { id, result, .. } => {
-                    let was_denied = denied.remove(id);
-                    let output = streamed.remove(id);
-                    if was_denied && result.is_err() {
-                        Some(None)
-                    } else {
-                        output.map(Some)
-                    }
-                }
-                _ => None,
-            };
-            let mut text = match (child, ev, result_seen) {
-                // The denial was shown; its error result is for the model.
-                (_, _, Some(None)) => String::new(),
-                // A command's output was shown as it came: the rest of its
-                // result (exit status, files changed), whole.
-                (
-                    child,
-                    TaskEvent::ToolCallResult {
-                        result: Ok(text),
-                        diff,
-                        ..
-                    },
-                    Some(Some(output)),
-                ) => {
-                    let rest = after_output(text, &output);
-                    let mut shown = String::new();
-                    for l in rest.lines().filter(|l| !l.trim().is_empty()) {
-                        shown.push_str(&format!("  {}\n", style.paint("2", &visible_line(l))));
-                    }
-                    if let Some(d) = diff {
-                        for l in painted_diff(d, style.color) {
-                            shown.push_str(&format!("  {l}\n"));
-                        }
-                    }
-                    match child {
-                        Some(mode) => tagged(&shown, mode, &envelope.task_id, &style),
-                        None => shown,
-                    }
-                }
-                (child, TaskEvent::ToolCallDenied { id, feedback }, _) => {
-                    let line = denied_text(
-                        called.get(id).map(String::as_str),
-                        feedback.as_deref(),
-                        &style,
-                    );
-                    match child {
-                        Some(mode) => tagged(&line, mode, &envelope.task_id, &style),
-                        None => line,
-                    }
-                }
-                (Some(mode), _, _) => child_text(ev, mode, &envelope.task_id, &style),
-                (
-                    None,
-                    TaskEvent::ToolCallResult {
-                        id,
-                        tool,
-                        result,
-                        diff: Some(d),
-                    },
-                    _,
-                ) if previewed.remove(d) => text_of(
-                    &TaskEvent::ToolCallResult {
-                        id: id.clone(),
-                        tool: tool.clone(),
-                        result: result.clone(),
-                        diff: None,
-                    },
-                    &style,
-                ),
-                (None, _, _) => text_of(ev, &style),
-            };
+            let mut text: String = items
+                .iter()
+                .map(|item| match child {
+                    Some(mode) => child_text(item, mode, &envelope.task_id, &style),
+                    None => item_text(item, &style),
+                })
+                .collect();
             // What is not the model's streamed text starts on a line of
             // its own.
-            if !text.is_empty()
-                && !matches!(
-                    ev,
-                    TaskEvent::MessagePartial { .. } | TaskEvent::CommandOutput { .. }
-                )
-                && super::line::stdout_mid_line()
-            {
+            if !text.is_empty() && !items.iter().all(streams) && super::line::stdout_mid_line() {
                 text.insert(0, '\n');
             }
             if !text.is_empty() {
@@ -352,144 +254,43 @@ pub async fn render(
     }
 }
 
-/// What the text format prints for one event (empty for nothing). Text from
-/// the model, tools, hooks and the file system is made visible with
-/// [`visible`] / [`visible_line`] before it is painted, so it cannot drive
-/// the terminal; only Roost's own colour codes are escape sequences.
-fn text_of(ev: &TaskEvent, style: &Style) -> String {
+/// What the text format prints for one display item (empty for nothing).
+/// Text from the model, tools, hooks and the file system is made visible
+/// with [`visible`] / [`visible_line`] before it is painted, so it cannot
+/// drive the terminal; only Roost's own colour codes are escape sequences.
+fn item_text(item: &DisplayItem, style: &Style) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     // Writing to a String cannot fail.
-    let _ = match ev {
-        // The header (with the endpoint) is printed by the driver.
-        TaskEvent::TaskCreated { .. } => Ok(()),
-        TaskEvent::MessagePartial { delta } => write!(out, "{}", visible(delta)),
-        TaskEvent::MessageFinal { text } => {
+    let _ = match item {
+        DisplayItem::MessageChunk { text } => write!(out, "{}", visible(text)),
+        // Its chunks were shown; a reply is whole after a lag (see `CatchUp`).
+        DisplayItem::MessageDone { text, .. } => {
             if text.is_empty() {
                 Ok(())
             } else {
                 writeln!(out)
             }
         }
-        TaskEvent::ToolCallRequested { tool, args, .. } => writeln!(
+        DisplayItem::Call { call } => writeln!(
             out,
             "{} {}",
-            style.paint("1;36", &format!("⏺ {}", visible_line(tool))),
-            style.paint("2", &short_args(args))
+            style.paint("1;36", &format!("⏺ {}", visible_line(&call.tool))),
+            style.paint("2", &short_args(&call.args))
         ),
-        TaskEvent::ToolCallDenied { feedback, .. } => {
-            write!(out, "{}", denied_text(None, feedback.as_deref(), style))
-        }
-        TaskEvent::HookDecided {
-            hook,
-            decision,
-            detail,
-            ..
-        } => writeln!(
-            out,
-            "{}",
-            style.paint(
-                "35",
-                &format!(
-                    "  ⚑ hook {}: {}: {}",
-                    visible_line(hook),
-                    decision.as_str(),
-                    visible_line(detail)
-                )
-            )
-        ),
-        // The todo list was just shown by `TodosUpdated`: not twice.
-        TaskEvent::ToolCallResult {
-            tool,
-            result: Ok(_),
-            ..
-        } if tool == roost_core::task::native::UPDATE_TODO_LIST => Ok(()),
-        TaskEvent::ToolCallResult { result, diff, .. } => {
-            match result {
-                Ok(text) => {
-                    let lines: Vec<&str> = text.lines().collect();
-                    for l in lines.iter().take(6) {
-                        let _ = writeln!(out, "  {}", style.paint("2", &visible_line(l)));
-                    }
-                    if lines.len() > 6 {
-                        let _ = writeln!(
-                            out,
-                            "  {}",
-                            style.paint("2", &format!("… {} more lines", lines.len() - 6))
-                        );
-                    }
-                }
-                Err(e) => {
-                    let _ = writeln!(
-                        out,
-                        "  {}",
-                        style.paint(
-                            "31",
-                            &format!("error [{}]: {}", e.code, visible(&e.message))
-                        )
-                    );
-                }
-            }
-            if let Some(d) = diff {
-                for l in painted_diff(d, style.color) {
-                    let _ = writeln!(out, "  {l}");
-                }
+        DisplayItem::CallUpdate { content, .. } => {
+            for c in content {
+                out.push_str(&content_text(c, style));
             }
             Ok(())
         }
-        TaskEvent::CheckpointSaved { checkpoint } => writeln!(
-            out,
-            "{}",
-            style.paint(
-                "2",
-                &format!("◆ checkpoint {} (turn {})", checkpoint.id, checkpoint.turn)
-            )
-        ),
-        // A running command's output, as it comes.
-        TaskEvent::CommandOutput { chunk, .. } => {
-            write!(out, "{}", style.paint("2", &visible(chunk)))
-        }
-        TaskEvent::Retrying {
-            attempt,
-            delay_ms,
-            reason,
-        } => writeln!(
-            out,
-            "{}",
-            style.paint(
-                "33",
-                &format!(
-                    "  retrying (attempt {attempt} failed: {}) in {delay_ms} ms",
-                    visible_line(reason)
-                )
-            )
-        ),
-        TaskEvent::SkillLoaded {
-            skill,
-            path,
-            origin,
-        } => writeln!(
-            out,
-            "{}",
-            style.paint(
-                "36",
-                &format!(
-                    "  ✦ skill {} ({}){}",
-                    visible_line(skill),
-                    visible_line(origin),
-                    path.as_deref()
-                        .map(|p| format!(": {}", visible_line(p)))
-                        .unwrap_or_default()
-                )
-            )
-        ),
-        TaskEvent::TodosUpdated { markdown } => writeln!(
+        DisplayItem::Plan { markdown, .. } => writeln!(
             out,
             "{}\n{}",
             style.paint("1", "Todo list:"),
             visible(markdown)
         ),
-        TaskEvent::AskRequired {
+        DisplayItem::Question {
             ask: Ask::Completion { result },
             ..
         } => writeln!(
@@ -498,117 +299,227 @@ fn text_of(ev: &TaskEvent, style: &Style) -> String {
             style.paint("1;32", "✔ Result:"),
             visible(result)
         ),
-        TaskEvent::Completed { usage, cost, .. } => writeln!(
-            out,
-            "{}",
-            style.paint(
-                "2",
-                &format!(
-                    "completed · tokens in {} out {} (cache read {} write {}){}",
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.cache_read_tokens,
-                    usage.cache_write_tokens,
-                    cost_text(
-                        *cost,
-                        usage.input_tokens.saturating_add(usage.output_tokens)
-                    )
-                    .map(|c| format!(" · {c}"))
-                    .unwrap_or_default()
+        // The asker puts the other questions.
+        DisplayItem::Question { .. } | DisplayItem::ModeChanged { .. } => Ok(()),
+        DisplayItem::Note { note } => write!(out, "{}", note_text(note, style)),
+        DisplayItem::Ended { ending } => write!(out, "{}", ending_text(ending, style)),
+    };
+    out
+}
+
+/// Whether `item` is streamed text (the model's reply, a command's output)
+/// that goes on the line it is on.
+fn streams(item: &DisplayItem) -> bool {
+    match item {
+        DisplayItem::MessageChunk { .. } => true,
+        DisplayItem::CallUpdate { content, .. } => content
+            .iter()
+            .all(|c| matches!(c, CallContent::Output { .. })),
+        _ => false,
+    }
+}
+
+/// What a call showed, indented under it.
+fn content_text(content: &CallContent, style: &Style) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    match content {
+        // A running command's output, as it comes.
+        CallContent::Output { chunk } => {
+            let _ = write!(out, "{}", style.paint("2", &visible(chunk)));
+        }
+        // A command's output was shown as it came: the rest of its
+        // result (exit status, files changed), whole.
+        CallContent::Result {
+            text,
+            after_output: true,
+        } => {
+            for l in text.lines().filter(|l| !l.trim().is_empty()) {
+                let _ = writeln!(out, "  {}", style.paint("2", &visible_line(l)));
+            }
+        }
+        CallContent::Result { text, .. } => {
+            let lines: Vec<&str> = text.lines().collect();
+            for l in lines.iter().take(6) {
+                let _ = writeln!(out, "  {}", style.paint("2", &visible_line(l)));
+            }
+            if lines.len() > 6 {
+                let _ = writeln!(
+                    out,
+                    "  {}",
+                    style.paint("2", &format!("… {} more lines", lines.len() - 6))
+                );
+            }
+        }
+        CallContent::Diff { diff } => {
+            for l in painted_diff(diff, style.color) {
+                let _ = writeln!(out, "  {l}");
+            }
+        }
+        CallContent::Error { error } => {
+            let _ = writeln!(
+                out,
+                "  {}",
+                style.paint(
+                    "31",
+                    &format!("error [{}]: {}", error.code, visible(&error.message))
                 )
-            )
+            );
+        }
+        CallContent::Denied { tool, feedback } => {
+            out = denied_text(
+                Some(tool.as_str()).filter(|t| !t.is_empty()),
+                feedback.as_deref(),
+                style,
+            );
+        }
+        CallContent::Hook {
+            hook,
+            decision,
+            detail,
+        } => {
+            let _ = writeln!(
+                out,
+                "{}",
+                style.paint(
+                    "35",
+                    &format!(
+                        "  ⚑ hook {}: {}: {}",
+                        visible_line(hook),
+                        decision.as_str(),
+                        visible_line(detail)
+                    )
+                )
+            );
+        }
+    }
+    out
+}
+
+/// A note beside the conversation, in one line.
+fn note_text(note: &Note, style: &Style) -> String {
+    let (colour, line) = match note {
+        Note::Checkpoint { checkpoint } => (
+            "2",
+            format!("◆ checkpoint {} (turn {})", checkpoint.id, checkpoint.turn),
+        ),
+        Note::Retrying {
+            attempt,
+            delay_ms,
+            reason,
+        } => (
+            "33",
+            format!(
+                "  retrying (attempt {attempt} failed: {}) in {delay_ms} ms",
+                visible_line(reason)
+            ),
+        ),
+        Note::Skill {
+            skill,
+            path,
+            origin,
+        } => (
+            "36",
+            format!(
+                "  ✦ skill {} ({}){}",
+                visible_line(skill),
+                visible_line(origin),
+                path.as_deref()
+                    .map(|p| format!(": {}", visible_line(p)))
+                    .unwrap_or_default()
+            ),
         ),
         // A problem the task met that did not stop it (a skill skipped, an
         // MCP server unusable): one line each.
-        TaskEvent::Warning { message } => writeln!(
-            out,
-            "{}",
-            style.paint("33", &format!("warning: {}", visible_line(message)))
-        ),
-        TaskEvent::Aborted { reason } => writeln!(
-            out,
-            "{}",
-            style.paint("33", &format!("aborted: {}", visible(reason)))
-        ),
-        TaskEvent::Failed { error } => writeln!(
-            out,
-            "{}",
-            style.paint("31", &format!("failed: {}", visible(error)))
-        ),
-        TaskEvent::Paused { reason } => {
-            writeln!(out, "{}", style.paint("33", &visible(reason)))
-        }
-        TaskEvent::SubtaskStarted {
+        Note::Warning { message } => ("33", format!("warning: {}", visible_line(message))),
+        Note::SubtaskStarted {
             child_id,
             mode,
             message,
-        } => writeln!(
-            out,
-            "{} {}",
-            style.paint(
-                "1;35",
-                &format!("⤷ subtask {} · {}", short_id(child_id), visible_line(mode))
-            ),
-            style.paint("2", &visible_line(first_line(message)))
-        ),
-        TaskEvent::SubtaskFinished {
+        } => {
+            return format!(
+                "{} {}\n",
+                style.paint(
+                    "1;35",
+                    &format!("⤷ subtask {} · {}", short_id(child_id), visible_line(mode))
+                ),
+                style.paint("2", &visible_line(first_line(message)))
+            );
+        }
+        Note::SubtaskFinished {
             child_id,
             status,
             result,
-            ..
-        } => writeln!(
-            out,
-            "{} {}",
-            style.paint(
-                "1;35",
-                &format!("⤶ subtask {} {status}:", short_id(child_id))
-            ),
-            visible_line(first_line(result))
-        ),
-        TaskEvent::GroupStarted {
+        } => {
+            return format!(
+                "{} {}\n",
+                style.paint(
+                    "1;35",
+                    &format!("⤶ subtask {} {status}:", short_id(child_id))
+                ),
+                visible_line(first_line(result))
+            );
+        }
+        Note::GroupStarted {
             group_id,
             strategy,
             children,
-        } => writeln!(
-            out,
-            "{}",
-            style.paint(
-                "1;35",
-                &format!(
-                    "⤷ parallel group {} · {children} subtasks · {}",
-                    short_id(group_id),
-                    strategy.as_str()
-                )
-            )
+        } => (
+            "1;35",
+            format!(
+                "⤷ parallel group {} · {children} subtasks · {}",
+                short_id(group_id),
+                strategy.as_str()
+            ),
         ),
-        TaskEvent::GroupFinished {
+        Note::GroupFinished {
             group_id,
             status,
             cost,
-            ..
-        } => writeln!(
-            out,
-            "{}",
-            style.paint(
-                "1;35",
-                &format!(
-                    "⤶ parallel group {} {}{}",
-                    short_id(group_id),
-                    serde_json::to_value(status)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
-                    if *cost > 0.0 {
-                        format!(" (${cost:.4})")
-                    } else {
-                        String::new()
-                    }
-                )
-            )
+        } => (
+            "1;35",
+            format!(
+                "⤶ parallel group {} {}{}",
+                short_id(group_id),
+                serde_json::to_value(status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                if *cost > 0.0 {
+                    format!(" (${cost:.4})")
+                } else {
+                    String::new()
+                }
+            ),
         ),
-        _ => Ok(()),
     };
-    out
+    format!("{}\n", style.paint(colour, &line))
+}
+
+/// How the run ended, in one line.
+fn ending_text(ending: &Ending, style: &Style) -> String {
+    let (colour, line) = match ending {
+        Ending::Completed { usage, cost, .. } => (
+            "2",
+            format!(
+                "completed · tokens in {} out {} (cache read {} write {}){}",
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                cost_text(
+                    *cost,
+                    usage.input_tokens.saturating_add(usage.output_tokens)
+                )
+                .map(|c| format!(" · {c}"))
+                .unwrap_or_default()
+            ),
+        ),
+        Ending::Aborted { reason } => ("33", format!("aborted: {}", visible(reason))),
+        Ending::Failed { error } => ("31", format!("failed: {}", visible(error))),
+        Ending::Paused { reason } => ("33", visible(reason).into_owned()),
+    };
+    format!("{}\n", style.paint(colour, &line))
 }
 
 /// A text's first line.
@@ -616,20 +527,16 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
 }
 
-/// What the text format prints for an event of a subtask the driven task
+/// What the text format prints for an item of a subtask the driven task
 /// follows: its replies whole (not streamed), its calls, results and
 /// questions, each line under `[child <id> · <mode>]`.
-fn child_text(ev: &TaskEvent, mode: &str, child: &str, style: &Style) -> String {
-    let body = match ev {
-        TaskEvent::MessagePartial { .. }
-        | TaskEvent::ToolCallPartial { .. }
-        | TaskEvent::RequestStarted { .. }
-        | TaskEvent::TaskCreated { .. }
-        | TaskEvent::TaskStarted { .. } => return String::new(),
-        TaskEvent::MessageFinal { text } if !text.trim().is_empty() => {
+fn child_text(item: &DisplayItem, mode: &str, child: &str, style: &Style) -> String {
+    let body = match item {
+        DisplayItem::MessageChunk { .. } => return String::new(),
+        DisplayItem::MessageDone { text, .. } if !text.trim().is_empty() => {
             format!("{}\n", visible(text.trim_end()))
         }
-        other => text_of(other, style),
+        other => item_text(other, style),
     };
     tagged(&body, mode, child, style)
 }
@@ -664,50 +571,6 @@ fn tagged(body: &str, mode: &str, child: &str, style: &Style) -> String {
         .collect()
 }
 
-/// Most of a command's streamed output kept to find where its result
-/// goes on: a long output keeps its end (the result ends the output with
-/// it), so the display's memory stays bounded.
-const STREAMED_KEPT: usize = 64 * 1024;
-
-/// Append `chunk` to `kept`, dropping the oldest text beyond
-/// [`STREAMED_KEPT`] bytes.
-fn keep_tail(kept: &mut String, chunk: &str) {
-    kept.push_str(chunk);
-    if kept.len() > STREAMED_KEPT {
-        let mut from = kept.len() - STREAMED_KEPT / 4;
-        while !kept.is_char_boundary(from) {
-            from += 1;
-        }
-        kept.drain(..from);
-    }
-}
-
-/// What a command's result says beyond the `output` already shown as it
-/// streamed: the result holds the output whole, or (a long one) its head
-/// and tail; what follows it is the exit status and the files changed.
-fn after_output<'a>(result: &'a str, output: &str) -> &'a str {
-    let out = output.trim_end();
-    if out.is_empty() {
-        return result;
-    }
-    if let Some(at) = result.find(out) {
-        return result.get(at + out.len()..).unwrap_or_default();
-    }
-    // Cut in the middle: the result ends the output with its last line.
-    let Some(last) = out.lines().last() else {
-        return result;
-    };
-    let mut after = None;
-    let mut at = 0;
-    for line in result.split_inclusive('\n') {
-        at += line.len();
-        if line.trim_end_matches(['\n', '\r']) == last {
-            after = Some(at);
-        }
-    }
-    after.and_then(|a| result.get(a..)).unwrap_or(result)
-}
-
 /// A task's cost for people: dollars when a price is known; "no price
 /// known" when tokens were spent at no price (a model without one in the
 /// config); nothing when nothing was spent.
@@ -728,28 +591,6 @@ pub fn cost_text(cost: f64, tokens: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// What follows a command's output in its result, whether the result
-    /// holds the output whole or only its head and tail.
-    #[test]
-    fn the_rest_of_a_result_follows_its_output() {
-        let result = "$ seq 3\n1\n2\n3\n[exit code 0]\nFiles changed (1):\n  created a\n";
-        assert_eq!(
-            after_output(result, "1\n2\n3\n"),
-            "\n[exit code 0]\nFiles changed (1):\n  created a\n"
-        );
-        let cut = "$ seq 9\n1\n[… 5 lines …]\n9\n[exit code 0]\n";
-        assert_eq!(
-            after_output(cut, "1\n2\n3\n4\n5\n6\n7\n8\n9\n"),
-            "[exit code 0]\n"
-        );
-        assert_eq!(after_output("x\n", ""), "x\n");
-        let mut kept = String::new();
-        for _ in 0..100 {
-            keep_tail(&mut kept, &"é".repeat(1000));
-        }
-        assert!(kept.len() <= STREAMED_KEPT && kept.ends_with('é'));
-    }
 
     /// A display that fell behind prints the final message whole, made
     /// visible; one that kept up prints nothing extra.
@@ -866,6 +707,20 @@ mod tests {
         ]
     }
 
+    /// What the text format prints for `ev` alone.
+    fn event_text(ev: &TaskEvent, style: &Style) -> String {
+        let mut display = Display::default();
+        display
+            .items(&Envelope {
+                task_id: "t1".into(),
+                seq: None,
+                event: ev.clone(),
+            })
+            .iter()
+            .map(|item| item_text(item, style))
+            .collect()
+    }
+
     /// No control character but `\n`, and no bidi control.
     fn assert_inert(s: &str) {
         assert!(
@@ -879,7 +734,7 @@ mod tests {
     fn untrusted_text_is_shown_not_interpreted() {
         let style = Style { color: false };
         for ev in events() {
-            let text = text_of(&ev, &style);
+            let text = event_text(&ev, &style);
             assert!(!text.is_empty(), "{ev:?}");
             assert_inert(&text);
             assert!(text.contains("\\e[2J"), "{ev:?}: {text}");
@@ -891,11 +746,11 @@ mod tests {
         let style = Style { color: true };
         let colour = regex::Regex::new(r"\x1b\[[0-9;]*m").expect("regex");
         for ev in events() {
-            let text = text_of(&ev, &style);
+            let text = event_text(&ev, &style);
             assert_inert(&colour.replace_all(&text, ""));
             assert!(text.contains("\\e[2J"), "{ev:?}: {text}");
         }
-        let painted = text_of(
+        let painted = event_text(
             &TaskEvent::Failed {
                 error: "boom".into(),
             },
@@ -914,12 +769,12 @@ mod tests {
             diff: Some("@@ -1 +1 @@\n-old\n+new".into()),
         };
         assert_eq!(
-            text_of(&ev, &style),
+            event_text(&ev, &style),
             "  1 | héllo\t🦀\n  @@ -1 +1 @@\n  -old\n  +new\n"
         );
         let ev = TaskEvent::MessagePartial {
             delta: "Hi,\nthere".into(),
         };
-        assert_eq!(text_of(&ev, &style), "Hi,\nthere");
+        assert_eq!(event_text(&ev, &style), "Hi,\nthere");
     }
 }

@@ -2,7 +2,8 @@
 //! and its engine say to each other, and nothing else: a task's spec and
 //! status, its events in their envelope (task id, per-task seq), the
 //! questions it asks a person and their answers, tool specs, results and
-//! error codes, and the kinds of what a task records. Plain data (serde,
+//! error codes, the kinds of what a task records, and how its events are
+//! shown to a person ([`display`]). Plain data (serde,
 //! with a JSON Schema from schemars); no wasmtime, no SQL, so a front-end
 //! can depend on it alone.
 //!
@@ -15,11 +16,13 @@ pub mod api;
 pub mod asks;
 pub mod checkpoints;
 pub mod conversation;
+pub mod display;
 pub mod errors;
 pub mod events;
 pub mod groups;
 pub mod records;
 pub mod task;
+pub mod todos;
 pub mod tool;
 
 pub use asks::{Answer, Approval, Ask, CompletionAnswer};
@@ -32,6 +35,7 @@ pub use task::{
     ApprovalPolicy, DelegationLimits, Endpoint, Grant, Inherited, TaskSettings, TaskSpec,
     TaskStatus, Usage,
 };
+pub use todos::{TodoItem, TodoState};
 pub use tool::{ErrorCode, ToolAnnotations, ToolError, ToolGroup, ToolOutput, ToolSpec};
 
 use schemars::JsonSchema;
@@ -63,6 +67,8 @@ struct Protocol {
     task_list: api::TaskList,
     decision: api::Decision,
     ask_view: api::AskView,
+    display_item: display::DisplayItem,
+    todo_item: TodoItem,
 }
 
 /// The JSON Schema of the whole protocol, pretty-printed, as committed

@@ -388,7 +388,9 @@ async fn flush(batch: &mut Vec<TaskEvent>) {
     // Closed: the renderer draws what is queued and returns.
     drop(tx);
     let (_stop, stop) = tokio::sync::oneshot::channel();
-    super::super::render::render(rx, super::super::render::Format::Text, stop, None).await;
+    // History is drawn as text only: no tool's kind or locations needed.
+    let display = roost_protocol::display::Display::default();
+    super::super::render::render(rx, super::super::render::Format::Text, stop, None, display).await;
 }
 
 /// The checkpoint taken in the turn whose request row is `row`: the one

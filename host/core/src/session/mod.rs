@@ -9,6 +9,7 @@ pub mod asks;
 pub mod follow;
 
 use crate::engine::{Engine, EngineError, Listed, Prepared, ResumeSpec, TaskSpec};
+use roost_protocol::display::Display;
 use roost_protocol::{EngineErrorCode, ErrorBody};
 
 pub use asks::Decided;
@@ -114,6 +115,13 @@ impl<'e> Session<'e> {
     /// Who this session acts for.
     pub fn owner(&self) -> &Owner {
         &self.owner
+    }
+
+    /// How this engine's events are shown to a person: the one mapping
+    /// from events to display items every front-end that shows a task
+    /// uses (the CLI's text, an editor's), knowing the engine's tools.
+    pub fn display(&self) -> Display {
+        Display::new(self.engine.agent().registry.iter().map(|t| &t.spec))
     }
 
     /// Task `id` when it is this owner's: exactly that id for a tenant (no
