@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::asks::Ask;
-use crate::task::{DelegationLimits, TaskStatus, Usage};
+use crate::task::{DelegationLimits, TaskRecord};
 use crate::tool::ToolGroup;
 
 /// `POST /v1/tasks`.
@@ -33,17 +33,13 @@ pub struct CreateTask {
     pub delegation: Option<DelegationLimits>,
 }
 
-/// A task as the API shows it.
+/// A task as the API shows it: its record, and where it stands on this
+/// server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskView {
-    /// Its id.
-    pub id: String,
-    /// The task that started it.
-    pub parent_id: Option<String>,
-    /// The first task of its tree.
-    pub root_id: String,
-    /// Where it stands.
-    pub status: TaskStatus,
+    /// Its record.
+    #[serde(flatten)]
+    pub task: TaskRecord,
     /// It says it runs, but no process holds it: a crash or a kill
     /// stopped it (resume it). A task the server has just created, or
     /// holds waiting for a slot, is not interrupted.
@@ -53,28 +49,6 @@ pub struct TaskView {
     /// for a host to take it from the work queue.
     #[serde(default)]
     pub queued: bool,
-    /// Mode slug.
-    pub mode: String,
-    /// Workspace (host path).
-    pub workspace: String,
-    /// The first prompt.
-    pub prompt: String,
-    /// Provider, model and base URL it talks to.
-    pub provider: String,
-    /// Model id.
-    pub model: String,
-    /// API base URL.
-    pub base_url: String,
-    /// Config profile.
-    pub profile: String,
-    /// Created (ms since the epoch).
-    pub created_at: i64,
-    /// Last changed (ms since the epoch).
-    pub updated_at: i64,
-    /// Tokens used.
-    pub usage: Usage,
-    /// Cost in dollars.
-    pub cost: f64,
 }
 
 /// `GET /v1/tasks`.
@@ -89,7 +63,7 @@ pub struct TaskList {
 
 /// A row of a task's UI history (Roo's say/ask messages).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct UiMessageView {
+pub struct UiMessage {
     /// Order within the task.
     pub seq: i64,
     /// Time (ms since the epoch).
@@ -113,15 +87,6 @@ pub struct ApiMessageView {
     pub content: Value,
     /// Left out of requests (condensed or truncated), kept.
     pub hidden: bool,
-}
-
-/// One item of a task's todo list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct TodoView {
-    /// What to do.
-    pub text: String,
-    /// `pending`, `in_progress` or `completed`.
-    pub state: String,
 }
 
 /// `POST /v1/tasks/{id}/messages`: a message for the task's next turn

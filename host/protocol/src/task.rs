@@ -10,6 +10,49 @@ use serde::{Deserialize, Serialize};
 
 use crate::tool::ToolGroup;
 
+/// A task as the store keeps it and every front-end sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskRecord {
+    /// UUID v7.
+    pub id: String,
+    /// Task that started this one.
+    pub parent_id: Option<String>,
+    /// First task of the tree.
+    pub root_id: String,
+    /// Mode slug.
+    pub mode: String,
+    /// Workspace path.
+    pub workspace: String,
+    /// Status.
+    pub status: TaskStatus,
+    /// The user's first prompt.
+    pub prompt: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// Base URL of the provider's API the task was created with (empty for
+    /// the scripted provider).
+    pub base_url: String,
+    /// Config profile the task was created with (empty: none).
+    pub profile: String,
+    /// Created (ms since epoch).
+    pub created_at: i64,
+    /// Last change (ms since epoch).
+    pub updated_at: i64,
+    /// Token totals.
+    pub usage: Usage,
+    /// Cost in USD.
+    pub cost: f64,
+    /// Active intent id.
+    pub active_intent: Option<String>,
+    /// The settings the task runs with (approval policy, turn limit); none
+    /// for a task recorded before they were (it runs with the engine's).
+    pub settings: Option<TaskSettings>,
+    /// Who it belongs to (a server's tenant; `None` for a local user).
+    pub owner: Option<String>,
+}
+
 /// Where a task is in its life (Roo Code's status machine).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -10,8 +10,7 @@ use axum::Router;
 use axum::routing::{MethodRouter, get, post};
 use roost_protocol::api::{
     AskAnswered, AskView, CheckpointDiff, CreateTask, Decision, Health, Me, ModeView, PluginView,
-    PostMessage, ProfileView, RestoreCheckpoint, TaskList, TaskView, TodoView, ToolView,
-    UiMessageView,
+    PostMessage, ProfileView, RestoreCheckpoint, TaskList, TaskView, ToolView, UiMessage,
 };
 use roost_protocol::{Checkpoint, Envelope, ErrorBody, GroupRecord, RestoreReport};
 use schemars::JsonSchema;
@@ -167,7 +166,7 @@ fn routes() -> Vec<Route> {
             handler: get(tasks::messages),
             doc: Doc {
                 summary: "The task's UI history (Roo's say/ask rows)",
-                ok: (200, Some(array::<UiMessageView>)),
+                ok: (200, Some(array::<UiMessage>)),
                 ..DEFAULTS
             },
         },
@@ -198,7 +197,7 @@ fn routes() -> Vec<Route> {
             handler: get(tasks::todos),
             doc: Doc {
                 summary: "The task's todo list",
-                ok: (200, Some(array::<TodoView>)),
+                ok: (200, Some(array::<roost_protocol::TodoItem>)),
                 ..DEFAULTS
             },
         },

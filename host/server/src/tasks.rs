@@ -10,12 +10,12 @@ use roost_core::engine::TaskFilter;
 use roost_core::engine::{Endpoint, Listed, ResumeSpec, TaskSpec};
 use roost_core::session::Created;
 use roost_core::task::ApprovalPolicy;
-use roost_protocol::TaskStatus;
 use roost_protocol::api::{
     ApiMessageView, CheckpointDiff, CreateTask, PostMessage, RestoreCheckpoint, TaskList, TaskView,
-    TodoView, UiMessageView,
+    UiMessage,
 };
 use roost_protocol::{Checkpoint, GroupRecord, RestoreReport};
+use roost_protocol::{TaskStatus, TodoItem};
 use serde::Deserialize;
 
 use crate::auth::Caller;
@@ -50,21 +50,7 @@ pub(crate) fn view(state: &ServerState, listed: Listed) -> TaskView {
     TaskView {
         queued: state.is_queued(&t.id) || in_work_queue,
         interrupted: unclaimed && !in_work_queue,
-        id: t.id,
-        parent_id: t.parent_id,
-        root_id: t.root_id,
-        status: t.status,
-        mode: t.mode,
-        workspace: t.workspace,
-        prompt: t.prompt,
-        provider: t.provider,
-        model: t.model,
-        base_url: t.base_url,
-        profile: t.profile,
-        created_at: t.created_at,
-        updated_at: t.updated_at,
-        usage: t.usage,
-        cost: t.cost,
+        task: t,
     }
 }
 
@@ -247,23 +233,14 @@ pub async fn messages(
     State(state): State<Arc<ServerState>>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Vec<UiMessageView>>, ApiError> {
+) -> Result<Json<Vec<UiMessage>>, ApiError> {
     let task = owned(&state, &caller, &id)?;
-    let rows = state
-        .engine
-        .records()
-        .ui_messages(&task.task.id)
-        .map_err(store)?;
     Ok(Json(
-        rows.into_iter()
-            .map(|m| UiMessageView {
-                seq: m.seq,
-                ts: m.ts,
-                kind: m.kind,
-                subtype: m.subtype,
-                text: m.text,
-            })
-            .collect(),
+        state
+            .engine
+            .records()
+            .ui_messages(&task.task.id)
+            .map_err(store)?,
     ))
 }
 
@@ -299,20 +276,10 @@ pub async fn todos(
     State(state): State<Arc<ServerState>>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Vec<TodoView>>, ApiError> {
+) -> Result<Json<Vec<TodoItem>>, ApiError> {
     let task = owned(&state, &caller, &id)?;
-    let items = state.engine.records().todos(&task.task.id).map_err(store)?;
     Ok(Json(
-        items
-            .into_iter()
-            .map(|t| TodoView {
-                text: t.text,
-                state: serde_json::to_value(t.state)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-            })
-            .collect(),
+        state.engine.records().todos(&task.task.id).map_err(store)?,
     ))
 }
 

@@ -62,7 +62,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
-use serde::Serialize;
 
 use db::{Conn, Db, Row, params};
 
@@ -316,48 +315,8 @@ pub enum StoreError {
     },
 }
 
-/// A task as stored.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TaskRecord {
-    /// UUID v7.
-    pub id: String,
-    /// Task that started this one.
-    pub parent_id: Option<String>,
-    /// First task of the tree.
-    pub root_id: String,
-    /// Mode slug.
-    pub mode: String,
-    /// Workspace path.
-    pub workspace: String,
-    /// Status.
-    pub status: TaskStatus,
-    /// The user's first prompt.
-    pub prompt: String,
-    /// Provider name.
-    pub provider: String,
-    /// Model id.
-    pub model: String,
-    /// Base URL of the provider's API the task was created with (empty for
-    /// the scripted provider).
-    pub base_url: String,
-    /// Config profile the task was created with (empty: none).
-    pub profile: String,
-    /// Created (ms since epoch).
-    pub created_at: i64,
-    /// Last change (ms since epoch).
-    pub updated_at: i64,
-    /// Token totals.
-    pub usage: Usage,
-    /// Cost in USD.
-    pub cost: f64,
-    /// Active intent id.
-    pub active_intent: Option<String>,
-    /// The settings the task runs with (approval policy, turn limit); none
-    /// for a task recorded before they were (it runs with the engine's).
-    pub settings: Option<TaskSettings>,
-    /// Who it belongs to (a server's tenant; `None` for a local user).
-    pub owner: Option<String>,
-}
+/// A task as stored: the protocol's record.
+pub use roost_protocol::task::TaskRecord;
 
 /// What is needed to create a task.
 #[derive(Debug, Clone)]
@@ -386,20 +345,8 @@ pub struct NewTask {
     pub owner: Option<String>,
 }
 
-/// A UI message: what a front-end shows, in Roo's say/ask shape.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct UiMessage {
-    /// Order within the task.
-    pub seq: i64,
-    /// Time (ms since epoch).
-    pub ts: i64,
-    /// `say` or `ask`.
-    pub kind: String,
-    /// Roo's say/ask type (`text`, `tool`, `error`, `completion_result`…).
-    pub subtype: String,
-    /// Content.
-    pub text: String,
-}
+/// A UI message: the protocol's row of a task's UI history.
+pub use roost_protocol::api::UiMessage;
 
 /// An API message with its position and visibility.
 #[derive(Debug, Clone, PartialEq)]
