@@ -785,6 +785,23 @@ fn front_ends_reach_tasks_only_through_the_engine_and_its_sessions() {
         for door in ["roost_core::store", ".agent()", "roost_store"] {
             assert!(!text.contains(door), "{} uses `{door}`", f.display());
         }
+        // Creating, resuming, starting, waiting for and stopping a task
+        // go through a session (its owner checked), never around it.
+        for around in [
+            ".create_task(",
+            ".create_task_for(",
+            ".enqueue_task_for(",
+            ".prepare_resume(",
+            "engine.start(",
+            "engine.wait(",
+            "engine.cancel(",
+        ] {
+            assert!(
+                !text.contains(around),
+                "{} drives a task around the session service: `{around}`",
+                f.display()
+            );
+        }
     }
 }
 

@@ -61,12 +61,13 @@ impl Drive<'_> {
             interrupts,
         } = self;
         let format = if json { Format::Json } else { Format::Text };
+        let session = Session::new(engine, Owner::Host);
         if !json {
-            header(engine, id);
+            header(&session, id);
         }
-        let events = engine.events(id)?;
+        let events = session.live(id)?;
         let (stop, stopped) = tokio::sync::oneshot::channel();
-        let display = Session::new(engine, Owner::Host).display();
+        let display = session.display();
         let asker = Asker {
             engine: Arc::clone(engine),
             responder: Arc::new(terminal),
@@ -85,7 +86,7 @@ impl Drive<'_> {
         let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
         let mut typed = interrupts;
         let mut signalled = None;
-        engine.start(id)?;
+        session.start(id)?;
         let outcome = loop {
             let typed_interrupt = async {
                 match typed.as_mut() {
@@ -94,7 +95,7 @@ impl Drive<'_> {
                 }
             };
             let got = tokio::select! {
-                o = engine.wait(id) => break o?,
+                o = session.wait(id) => break o?,
                 _ = interrupt.recv() => Signal::Interrupt,
                 Some(()) = typed_interrupt => Signal::Interrupt,
                 _ = terminate.recv(), if signalled.is_none() => Signal::Terminate,
@@ -113,9 +114,9 @@ impl Drive<'_> {
                 signalled = Some(got);
                 if got == Signal::Interrupt {
                     notice!("cancelling after the current step (Ctrl-C again leaves at once)…");
-                    engine.cancel(id, "interrupted (Ctrl-C)")?;
+                    session.cancel(id, "interrupted (Ctrl-C)")?;
                 } else {
-                    engine.cancel(id, "interrupted (SIGTERM)")?;
+                    session.cancel(id, "interrupted (SIGTERM)")?;
                 }
             }
         };
@@ -127,10 +128,11 @@ impl Drive<'_> {
 
 /// The task's header: id, mode, endpoint and workspace, before anything
 /// it does.
-fn header(engine: &Engine, id: &str) {
-    let Ok(t) = engine.records().find(id) else {
+fn header(session: &Session<'_>, id: &str) {
+    let Ok(listed) = session.task(id) else {
         return;
     };
+    let t = listed.task;
     let endpoint = endpoint_text(&t.provider, &t.base_url, &t.model);
     let line = format!(
         "task {} · mode {} · {} · {}",

@@ -13,6 +13,7 @@ use super::drive::{Drive, Ended, Signal};
 use super::interact::Terminal;
 use super::sanitize::visible_line;
 use roost_core::engine::{Engine, ResumeSpec, TaskSpec};
+use roost_core::session::{Owner, Session};
 use roost_core::task::TaskOutcome;
 
 /// `roost run`.
@@ -141,7 +142,7 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     if let Some(hub) = engine.mcp() {
         super::mcp::ask_trust(hub, &workspace)?;
     }
-    let id = engine.create_task(&TaskSpec {
+    let created = Session::new(&engine, Owner::Host).create(&TaskSpec {
         prompt,
         workspace: workspace.clone(),
         mode: args.mode.clone().unwrap_or_else(|| "code".to_owned()),
@@ -150,7 +151,7 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         delegation: args.delegation.limits(),
         endpoint: args.provider.endpoint(),
     })?;
-    drive_to_end(&engine, &id, &args.options, &workspace).await
+    drive_to_end(&engine, created.id(), &args.options, &workspace).await
 }
 
 /// `roost resume`: the task continues with the settings and endpoint it
@@ -168,7 +169,8 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
             "which task? `roost resume ID` (an id or its prefix: `roost history list` shows them), or `roost resume --last` for the most recent unfinished one"
         ),
     };
-    let prepared = engine.prepare_resume(
+    let session = Session::new(&engine, Owner::Host);
+    let prepared = session.resume(
         &id,
         &ResumeSpec {
             endpoint: args.provider.endpoint(),
@@ -185,6 +187,6 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
             visible_line(change)
         );
     }
-    let workspace = PathBuf::from(engine.records().find(&prepared.id)?.workspace);
+    let workspace = PathBuf::from(session.task(&prepared.id)?.task.workspace);
     drive_to_end(&engine, &prepared.id, &args.options, &workspace).await
 }

@@ -201,10 +201,11 @@ impl ServerState {
             let permit = Arc::clone(&this.slots).acquire_owned().await;
             this.queue().remove(&id);
             if let Ok(_permit) = permit {
-                match this.engine.start(&id) {
+                let session = this.session(&owner);
+                match session.start(&id) {
                     // The slot is the task's until it ends.
                     Ok(()) => {
-                        let _ = this.engine.wait(&id).await;
+                        let _ = session.wait(&id).await;
                     }
                     Err(e) => tracing::error!(task = %id, "cannot start: {e}"),
                 }
@@ -246,10 +247,12 @@ impl ServerState {
             })
             .cloned()
             .collect();
+        // The server itself stops them: it acts as the host, not a tenant.
+        let host = Session::new(&self.engine, Owner::Host);
         for id in &working {
-            let _ = self.engine.cancel(id, SHUTDOWN_REASON);
+            let _ = host.cancel(id, SHUTDOWN_REASON);
         }
-        let all = futures::future::join_all(working.iter().map(|id| self.engine.wait(id)));
+        let all = futures::future::join_all(working.iter().map(|id| host.wait(id)));
         if tokio::time::timeout(bound, all).await.is_err() {
             tracing::warn!("some tasks did not stop within {bound:?}; they resume as interrupted");
         }
@@ -290,8 +293,8 @@ impl ServerState {
                 continue;
             }
             match self
-                .engine
-                .prepare_resume(&l.task.id, &ResumeSpec::default())
+                .session(l.task.owner.as_deref().unwrap_or_default())
+                .resume(&l.task.id, &ResumeSpec::default())
             {
                 Ok(p) => {
                     self.schedule(p.id);

@@ -25,6 +25,7 @@ use editor::{Input, LineEditor};
 use roost_core::config::{self, Config};
 use roost_core::engine::{Engine, Records, ResumeSpec, TaskSpec};
 use roost_core::modes::ModeSet;
+use roost_core::session::{self, Owner};
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
 use roost_protocol::DelegationLimits;
 
@@ -157,20 +158,23 @@ impl Session {
     /// Send `text`: a new task, or the current task's next message.
     async fn send(&mut self, text: String) -> anyhow::Result<Flow> {
         let id = match self.task.clone() {
-            None => self.engine.create_task(&TaskSpec {
-                prompt: text,
-                workspace: self.workspace.clone(),
-                mode: self.mode.clone(),
-                approval: self.policy.clone(),
-                max_turns: self.options.max_turns,
-                delegation: self.delegation,
-                endpoint: self.provider.endpoint(),
-            })?,
+            None => session::Session::new(&self.engine, Owner::Host)
+                .create(&TaskSpec {
+                    prompt: text,
+                    workspace: self.workspace.clone(),
+                    mode: self.mode.clone(),
+                    approval: self.policy.clone(),
+                    max_turns: self.options.max_turns,
+                    delegation: self.delegation,
+                    endpoint: self.provider.endpoint(),
+                })?
+                .id()
+                .to_owned(),
             Some(id) => {
                 let approval = self.policy_for(&id)?;
                 let mode = std::mem::take(&mut self.mode_changed).then(|| self.mode.clone());
-                self.engine
-                    .prepare_resume(
+                session::Session::new(&self.engine, Owner::Host)
+                    .resume(
                         &id,
                         &ResumeSpec {
                             endpoint: self.provider.endpoint(),

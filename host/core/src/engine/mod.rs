@@ -143,8 +143,17 @@ impl Engine {
         };
     }
 
-    /// The services the tasks run with.
+    /// The services the tasks run with: the engine's own, and its tests'
+    /// and benches' (feature `test-support`). A front-end goes through
+    /// sessions and the engine's methods, never around them.
+    #[cfg(feature = "test-support")]
     pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    /// The services the tasks run with (the engine's own).
+    #[cfg(not(feature = "test-support"))]
+    pub(crate) fn agent(&self) -> &Agent {
         &self.agent
     }
 

@@ -9,6 +9,8 @@ pub mod asks;
 pub mod follow;
 
 use crate::engine::{Engine, EngineError, Listed, Prepared, ResumeSpec, TaskSpec};
+use crate::events::EventBus;
+use crate::task::TaskOutcome;
 use roost_protocol::display::Display;
 use roost_protocol::{EngineErrorCode, ErrorBody};
 
@@ -136,8 +138,14 @@ impl<'e> Session<'e> {
         match found {
             Ok(l) if self.owner.owns(&l) => Ok(l),
             Ok(_) => Err(SessionError::NotFound),
+            // A tenant learns nothing of the id; the host is told what the
+            // store found (which prefix matched nothing, or too much).
             Err(e) => match EngineError::from(e) {
-                e if e.code() == EngineErrorCode::NotFound => Err(SessionError::NotFound),
+                e if e.code() == EngineErrorCode::NotFound
+                    && matches!(self.owner, Owner::Tenant(_)) =>
+                {
+                    Err(SessionError::NotFound)
+                }
                 e => Err(SessionError::Engine(e)),
             },
         }
@@ -169,6 +177,26 @@ impl<'e> Session<'e> {
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Start task `id` (created or prepared in this engine).
+    pub fn start(&self, id: &str) -> Result<(), SessionError> {
+        let task = self.task(id)?;
+        Ok(self.engine.start(&task.task.id)?)
+    }
+
+    /// Wait for the run of task `id` in this engine to end.
+    pub async fn wait(&self, id: &str) -> Result<TaskOutcome, SessionError> {
+        let task = self.task(id)?;
+        Ok(self.engine.wait(&task.task.id).await?)
+    }
+
+    /// The live events of task `id` while it is in this engine (created,
+    /// prepared or running), for a front-end that renders them as they
+    /// come; [`Session::follow`] replays what it missed.
+    pub fn live(&self, id: &str) -> Result<EventBus, SessionError> {
+        let task = self.task(id)?;
+        Ok(self.engine.events(&task.task.id)?)
     }
 
     /// Prepare task `id` to continue from its history (the front-end
