@@ -41,8 +41,9 @@ pub struct ChangeSet {
 pub struct TreeChanges {
     /// Each changed path and how, in path order.
     pub changes: Vec<(String, TreeChange)>,
-    /// The same paths with their hashes after (none when removed or too
-    /// large), in the same order.
+    /// The same paths with their hashes after (none when removed, too
+    /// large, or declared: a declared file's account is its snapshot), in
+    /// the same order.
     pub files: Vec<FileChange>,
     /// The listing stopped at its budget: changes past it are not seen.
     pub truncated: bool,
@@ -96,6 +97,8 @@ impl ChangeSet {
             }
         };
         let changes = now.changes_since(before);
+        // A declared file's hashes come from its snapshot: not read twice.
+        let declared: BTreeSet<&str> = self.declared.iter().map(|(p, _)| p.as_str()).collect();
         let files = changes
             .iter()
             .map(|(path, change)| FileChange {
@@ -103,6 +106,7 @@ impl ChangeSet {
                 sha256_before: None,
                 sha256_after: match change {
                     TreeChange::Removed => None,
+                    _ if declared.contains(path.as_str()) => None,
                     _ => sha256(ws, path),
                 },
                 lines_changed: 0,
