@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use roost_core::llm::{ContentBlock, Role};
 use roost_core::store::Store;
-use roost_core::task::TaskStatus;
+use roost_core::task::{TaskOutcome, TaskStatus};
 
 /// Kills that must land while the task is running.
 const WANTED: usize = 22;
@@ -73,6 +73,33 @@ fn kill_after(cmd: &mut Command, delay: Duration, span: &mut Duration) -> Vec<se
     let _ = child.wait();
     let _ = reader.join();
     rx.try_iter().collect()
+}
+
+/// Every task of `tasks` the store says completed or failed has that
+/// ending in its event log, whatever instant the kill of run `n` hit.
+fn assert_ended_in_log(data: &Path, tasks: &[roost_core::store::TaskRecord], n: usize) {
+    let records = roost_core::engine::Records::open(&roost_core::store::StoreLocation::File(
+        Store::default_path(data),
+    ))
+    .expect("records");
+    for t in tasks {
+        let ended = match t.status {
+            TaskStatus::Completed => records
+                .outcome(&t.id)
+                .expect("outcome")
+                .is_some_and(|o| matches!(o, TaskOutcome::Completed { .. })),
+            TaskStatus::Failed => records
+                .outcome(&t.id)
+                .expect("outcome")
+                .is_some_and(|o| matches!(o, TaskOutcome::Failed { .. })),
+            _ => continue,
+        };
+        assert!(
+            ended,
+            "run {n}: task {} is {:?} in the store but its log never says how it ended",
+            t.id, t.status
+        );
+    }
 }
 
 fn tool_results(store: &Store, id: &str) -> Vec<String> {
@@ -195,6 +222,7 @@ fn sigkill_at_random_points_loses_nothing_and_resume_finishes() {
                 "run {run}: result of {call} was announced but lost"
             );
         }
+        assert_ended_in_log(&data, std::slice::from_ref(&task), run);
         drop(store);
         // Edits are atomic: a file the task writes is its old content or
         // its new one after any kill, never empty or torn.
@@ -408,6 +436,11 @@ fn sigkill_in_a_tree_of_subtasks_loses_nothing_and_resume_completes_it() {
                 "run {n}: result of {call} of {owner} was announced but lost"
             );
         }
+        // A task the store says completed has its ending in its log (the
+        // status and the ending are one step: a parent waiting on a child
+        // reads the ending).
+        let tree = store.tree(&root).expect("tree");
+        assert_ended_in_log(&data, &tree, n);
         if task.status == TaskStatus::Completed {
             continue;
         }

@@ -997,13 +997,29 @@ impl Agent {
             });
             let last = index + 1 == calls.len();
             let status = (last && completed.is_some()).then_some(TaskStatus::Completed);
-            // Announced in the same transaction, published once durable.
-            let announce = TaskEvent::ToolCallResult {
+            // Announced in the same transaction, published once durable:
+            // the result, and the ending when this step completes the task
+            // (a kill between the two would leave a task the store says is
+            // completed and whose log never says how it ended).
+            let mut announce = vec![TaskEvent::ToolCallResult {
                 id: call.id.clone(),
                 tool: call.name.clone(),
                 result: r.event_result(),
                 diff: r.diff.clone(),
-            };
+            }];
+            if let (Some(_), Some(result)) = (status, &completed) {
+                let t = self.store.get_task(id)?;
+                let (mut usage, mut cost) = (t.usage, t.cost);
+                if let Some((spent, spent_cost)) = &r.spent {
+                    usage.add(spent);
+                    cost += *spent_cost;
+                }
+                announce.push(TaskEvent::Completed {
+                    result: result.clone(),
+                    usage,
+                    cost,
+                });
+            }
             results_seq = Some(
                 history
                     .record_result(
@@ -1015,7 +1031,7 @@ impl Agent {
                             trace: trace_lines(&r.trace),
                             spent: r.spent.as_ref(),
                         },
-                        (ctx.events, vec![announce]),
+                        (ctx.events, announce),
                     )
                     .await?,
             );
@@ -1023,14 +1039,7 @@ impl Agent {
             self.flush_trace(ctx, false)?;
         }
         if let Some(result) = completed {
-            let t = self.store.get_task(id)?;
-            ctx.events
-                .publish(TaskEvent::Completed {
-                    result: result.clone(),
-                    usage: t.usage,
-                    cost: t.cost,
-                })
-                .await;
+            // Its ending was announced with the last result.
             return Ok(Some(TaskOutcome::Completed { result }));
         }
         if let Some(reason) = abort {
