@@ -7,6 +7,7 @@
 // Test code: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acp;
 mod approvals;
 mod bad_plugins;
 mod chat_commands;

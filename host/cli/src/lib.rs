@@ -5,6 +5,7 @@
 // No unsafe code but in the modules that say why they need it.
 #![deny(unsafe_code)]
 
+mod acp;
 mod approvals;
 mod assemble;
 mod chat;
@@ -102,6 +103,9 @@ pub enum Command {
     Config(doctor::ConfigCommand),
     /// Serve the engine over HTTP: a REST API, live events, tenants.
     Serve(serve::ServeArgs),
+    /// Be an agent inside an editor (Zed, JetBrains, Neovim) over the
+    /// Agent Client Protocol on stdio.
+    Acp(acp::AcpArgs),
     /// Tokens of `roost serve`: create, list, revoke.
     #[command(subcommand)]
     Token(serve::TokenCommand),
@@ -350,6 +354,7 @@ pub fn main() -> ExitCode {
             Command::Doctor(args) => doctor::run(args, &data_dir).await,
             Command::Config(cmd) => doctor::config(cmd, config.as_deref()),
             Command::Serve(args) => serve::serve(args, &data_dir).await,
+            Command::Acp(args) => acp::acp(args, &data_dir).await,
             Command::Token(cmd) => serve::token(cmd, &data_dir),
             Command::Store(cmd) => store::run(cmd, &data_dir),
             Command::Modes(cmd) => modes::run(cmd),

@@ -7,12 +7,17 @@
 //! other tenants cannot see. Every route answers only requests that name
 //! the server in their `Host` ([`host_check`]: no DNS rebinding).
 //!
+//! The crate holds Roost's other front-ends too, each apart from its
+//! transport: [`mcp`] (`roost mcp serve`) and [`acp`] (`roost acp`, an
+//! editor's agent over the Agent Client Protocol).
+//!
 //! Imports `roost-core` and `roost-protocol`, never the sandbox (Cargo
 //! keeps it so: it is not a dependency): the server is one more front-end
 //! of the engine, like the CLI.
 
 #![forbid(unsafe_code)]
 
+pub mod acp;
 mod api;
 mod asks;
 mod auth;

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 #[derive(Debug)]
 pub struct RepetitionDetector {
     limit: usize,
-    recent: VecDeque<String>,
+    recent: VecDeque<(String, serde_json::Value)>,
 }
 
 impl RepetitionDetector {
@@ -21,7 +21,9 @@ impl RepetitionDetector {
 
     /// Record a call; true when it is the `limit`-th identical one in a row.
     pub fn record(&mut self, tool: &str, args: &serde_json::Value) -> bool {
-        let key = format!("{tool}\u{0}{args}");
+        // The arguments compared as values: the same call with its keys in
+        // another order is the same call.
+        let key = (tool.to_owned(), args.clone());
         if self.recent.back().is_some_and(|k| *k != key) {
             self.recent.clear();
         }
@@ -48,5 +50,12 @@ mod tests {
         assert!(!r.record("a", &json!({"x": 1})));
         assert!(!r.record("a", &json!({"x": 2})));
         assert!(!r.record("b", &json!({"x": 2})));
+        // Keys in another order: the same call.
+        assert!(!r.record("c", &json!({"x": 1, "y": 2})));
+        assert!(!r.record(
+            "c",
+            &serde_json::from_str(r#"{"y": 2, "x": 1}"#).unwrap_or_default()
+        ));
+        assert!(r.record("c", &json!({"x": 1, "y": 2})));
     }
 }

@@ -1,0 +1,223 @@
+//! `roost acp`: Roost as an Agent Client Protocol agent over stdio, for
+//! the editors that speak it (Zed, the JetBrains IDEs, Neovim's plugins).
+//! One more front-end over the session service: an ACP session is a Roost
+//! task of the host's own (`Owner::Host`), created by its first prompt and
+//! continued by the next; its events reach the editor through the one
+//! display mapping (`roost_protocol::display`), and every question a task
+//! asks becomes `session/request_permission` — answered, or denied when
+//! the editor does not answer in time (never a hang). Standard output
+//! carries only ACP messages; logs go to standard error.
+
+mod history;
+mod sessions;
+mod turn;
+pub mod updates;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
+    CancelNotification, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    LoadSessionRequest, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    SessionCapabilities, SessionListCapabilities, SessionMode, SessionModeState,
+    SetSessionModeRequest, SetSessionModeResponse,
+};
+use agent_client_protocol::{Agent, Error, Stdio};
+use roost_core::engine::Engine;
+use roost_core::modes::ModeSet;
+use roost_protocol::{ApprovalPolicy, Endpoint};
+
+use sessions::Sessions;
+
+/// How `roost acp` runs tasks.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// A directory every session's `cwd` must lie within (none: any
+    /// directory Roost can open).
+    pub root: Option<PathBuf>,
+    /// The mode a session starts in.
+    pub mode: String,
+    /// The model endpoint tasks use (the config's default when empty).
+    pub endpoint: Endpoint,
+    /// How long an editor has to answer a permission request before the
+    /// call is denied.
+    pub ask_timeout: Duration,
+    /// Where the global modes file is (a session's workspace adds its own).
+    pub modes_dir: Option<PathBuf>,
+    /// What runs without asking (none: the engine's default, and the
+    /// workspace's saved approvals).
+    pub approval: Option<ApprovalPolicy>,
+    /// The most turns a prompt's run takes before it pauses.
+    pub max_turns: Option<u32>,
+}
+
+/// Why `roost acp` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum AcpError {
+    /// The connection with the editor failed.
+    #[error("the ACP connection failed: {0}")]
+    Connection(#[from] Error),
+}
+
+/// What every handler shares.
+pub(crate) struct Acp {
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) settings: Settings,
+    pub(crate) sessions: Sessions,
+}
+
+/// Serve the Agent Client Protocol on standard input and output until the
+/// editor closes the connection.
+pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpError> {
+    let acp = Arc::new(Acp {
+        engine,
+        settings,
+        sessions: Sessions::default(),
+    });
+    let (a2, a3, a4, a5, a6, a7) = (
+        Arc::clone(&acp),
+        Arc::clone(&acp),
+        Arc::clone(&acp),
+        Arc::clone(&acp),
+        Arc::clone(&acp),
+        Arc::clone(&acp),
+    );
+    Agent
+        .v1()
+        .name("roost")
+        .on_receive_request(
+            async move |req: InitializeRequest, responder, _cx| responder.respond(initialize(&req)),
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |_req: AuthenticateRequest, responder, _cx| {
+                // The API key comes from the environment or the config:
+                // nothing to do here.
+                responder.respond(AuthenticateResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: NewSessionRequest, responder, _cx| match a2.new_session(&req) {
+                Ok(r) => responder.respond(r),
+                Err(e) => responder.respond_with_error(e),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ListSessionsRequest, responder, _cx| match history::list(&a6, &req) {
+                Ok(r) => responder.respond(r),
+                Err(e) => responder.respond_with_error(e),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: LoadSessionRequest, responder, cx| match history::load(&a7, &cx, &req)
+            {
+                Ok(r) => responder.respond(r),
+                Err(e) => responder.respond_with_error(e),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionModeRequest, responder, _cx| match a3.sessions.set_mode(
+                &req.session_id.0,
+                &req.mode_id.0,
+                a3.settings.modes_dir.as_deref(),
+            ) {
+                Ok(()) => responder.respond(SetSessionModeResponse::new()),
+                Err(e) => responder.respond_with_error(e),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: PromptRequest, responder, cx| {
+                // The turn runs beside the dispatch loop: it asks the
+                // editor for permissions, whose answers that loop routes.
+                let acp = Arc::clone(&a4);
+                tokio::spawn(async move {
+                    let answered = match turn::run(&acp, &cx, req).await {
+                        Ok(r) => responder.respond(r),
+                        Err(e) => responder.respond_with_error(e),
+                    };
+                    if let Err(e) = answered {
+                        tracing::warn!("the prompt's response was not sent: {e}");
+                    }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |n: CancelNotification, _cx| {
+                a5.cancel(&n.session_id.0);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await?;
+    Ok(())
+}
+
+/// What Roost says it can do.
+fn initialize(_req: &InitializeRequest) -> InitializeResponse {
+    InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(
+            AgentCapabilities::new()
+                .load_session(true)
+                .prompt_capabilities(PromptCapabilities::new())
+                .session_capabilities(
+                    SessionCapabilities::new().list(SessionListCapabilities::new()),
+                ),
+        )
+        .auth_methods(vec![AuthMethod::Agent(
+            AuthMethodAgent::new("api-key", "API key").description(
+                "The model's API key comes from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, …) or Roost's config; no login is needed."
+                    .to_owned(),
+            ),
+        )])
+        .agent_info(Implementation::new("roost", env!("CARGO_PKG_VERSION")))
+}
+
+impl Acp {
+    /// `session/new`: a session in `cwd`, checked like any workspace.
+    fn new_session(&self, req: &NewSessionRequest) -> Result<NewSessionResponse, Error> {
+        let workspace = sessions::workspace(&req.cwd, self.settings.root.as_deref())?;
+        let mode = self.settings.mode.clone();
+        let modes = self.modes(&workspace, &mode);
+        let id = self.sessions.open(workspace, mode);
+        Ok(NewSessionResponse::new(id).modes(modes))
+    }
+
+    /// The modes of `workspace`, `current` the session's.
+    pub(crate) fn modes(&self, workspace: &std::path::Path, current: &str) -> SessionModeState {
+        let modes = ModeSet::load(workspace, self.settings.modes_dir.as_deref())
+            .iter()
+            .map(|m| {
+                SessionMode::new(m.slug.clone(), m.name.clone())
+                    .description(m.description.clone().or_else(|| m.when_to_use.clone()))
+            })
+            .collect();
+        SessionModeState::new(current.to_owned(), modes)
+    }
+
+    /// `session/cancel`: stop the session's task after its current step.
+    fn cancel(&self, session: &str) {
+        if let Some(task) = self.sessions.task(session) {
+            let s =
+                roost_core::session::Session::new(&self.engine, roost_core::session::Owner::Host);
+            if let Err(e) = s.cancel(&task, "cancelled by the editor") {
+                tracing::info!(task = %task, "cancel: {e}");
+            }
+        }
+    }
+}
+
+/// An ACP error with Roost's words.
+pub(crate) fn invalid(message: impl Into<String>) -> Error {
+    Error::invalid_params().data(serde_json::Value::String(message.into()))
+}

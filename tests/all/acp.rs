@@ -1,0 +1,744 @@
+//! `roost acp` driven by the ACP SDK's client role from another process:
+//! a scripted model's task streams to the editor as updates, every write
+//! is a `session/request_permission` whose answer holds (a rejection
+//! writes nothing; an editor that never answers gets a denial, not a
+//! hang), and hostile frames get errors while the agent goes on.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
+    PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
+    StopReason, TextContent, ToolCallStatus, ToolKind,
+};
+use agent_client_protocol::v1::schema::{InitializeResponse, NewSessionResponse, SessionId};
+use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client, Error as AcpError};
+use serde_json::{Value, json};
+
+/// How the test's editor answers permission requests.
+#[derive(Debug, Clone, Copy)]
+enum Editor {
+    /// Picks the option of this kind.
+    Picks(PermissionOptionKind),
+    /// Shows nothing and never answers.
+    Silent,
+}
+
+/// What the editor saw of a session.
+#[derive(Debug, Default)]
+struct Seen {
+    updates: Vec<SessionUpdate>,
+    asked: Vec<RequestPermissionRequest>,
+}
+
+/// A scripted model's transcript in `dir`.
+fn script(dir: &Path, turns: Value) -> PathBuf {
+    let path = dir.join("script.json");
+    std::fs::write(&path, json!({ "turns": turns }).to_string()).expect("script");
+    path
+}
+
+/// `roost acp` on `data` for the workspaces under `root`, replaying
+/// `script`, with these extra arguments.
+fn agent(data: &Path, root: &Path, script: &Path, extra: &[&str]) -> AcpAgent {
+    let config = data.join("none.toml");
+    std::fs::create_dir_all(data).expect("data");
+    std::fs::write(&config, "").expect("config");
+    let mut args: Vec<String> = vec![
+        "--data-dir".into(),
+        data.display().to_string(),
+        "acp".into(),
+        "--script".into(),
+        script.display().to_string(),
+        "--approve".into(),
+        "read".into(),
+        "--workspace".into(),
+        root.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    AcpAgent::new(
+        AcpAgentConfig::new(env!("CARGO_BIN_EXE_roost"))
+            .args(args)
+            .env("ROOST_CONFIG", config.display().to_string()),
+    )
+}
+
+/// Run `prompts` in one new session of `agent` in `workspace`, answering
+/// as `editor` does: what the editor saw, and each prompt's stop reason.
+async fn drive(
+    agent: AcpAgent,
+    workspace: &Path,
+    prompts: &[&str],
+    editor: Editor,
+) -> (Seen, Vec<StopReason>) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let (on_update, on_ask) = (Arc::clone(&seen), Arc::clone(&seen));
+    let workspace = workspace.to_path_buf();
+    let prompts: Vec<String> = prompts.iter().map(|p| (*p).to_owned()).collect();
+    let run = Client
+        .v1()
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx| {
+                on_update.lock().unwrap().updates.push(n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |req: RequestPermissionRequest, responder, _cx| {
+                let option = match editor {
+                    Editor::Picks(kind) => req
+                        .options
+                        .iter()
+                        .find(|o| o.kind == kind)
+                        .map(|o| o.option_id.clone()),
+                    Editor::Silent => None,
+                };
+                on_ask.lock().unwrap().asked.push(req);
+                match option {
+                    Some(id) => responder.respond(RequestPermissionResponse::new(
+                        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id)),
+                    )),
+                    None => {
+                        // Never answered: held until the test ends.
+                        tokio::spawn(async move {
+                            let _held = responder;
+                            std::future::pending::<()>().await;
+                        });
+                        Ok(())
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(agent, async move |cx: ConnectionTo<Agent>| {
+            let init = initialize(&cx).await?;
+            assert_eq!(init.protocol_version, ProtocolVersion::V1);
+            assert!(
+                !init.auth_methods.is_empty(),
+                "the ACP registry lists agents with authMethods"
+            );
+            let session = new_session(&cx, &workspace).await?;
+            let modes = session.modes.expect("modes");
+            assert_eq!(&*modes.current_mode_id.0, "code");
+            assert!(
+                modes
+                    .available_modes
+                    .iter()
+                    .any(|m| &*m.id.0 == "architect")
+            );
+            let mut stops = Vec::new();
+            for p in prompts {
+                let r = cx
+                    .send_request(prompt(&session.session_id, &p))
+                    .block_task()
+                    .await?;
+                stops.push(r.stop_reason);
+            }
+            Ok(stops)
+        });
+    let stops = bounded(run).await.expect("the ACP session ran");
+    let seen = Arc::try_unwrap(seen)
+        .map(|m| m.into_inner().unwrap())
+        .unwrap_or_else(|s| std::mem::take(&mut *s.lock().unwrap()));
+    (seen, stops)
+}
+
+/// `initialize` at protocol v1.
+async fn initialize(cx: &ConnectionTo<Agent>) -> Result<InitializeResponse, AcpError> {
+    cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+        .block_task()
+        .await
+}
+
+/// A new session in `ws`.
+async fn new_session(cx: &ConnectionTo<Agent>, ws: &Path) -> Result<NewSessionResponse, AcpError> {
+    cx.send_request(NewSessionRequest::new(ws.to_path_buf()))
+        .block_task()
+        .await
+}
+
+/// A prompt of `words` to session `id`.
+fn prompt(id: &SessionId, words: &str) -> PromptRequest {
+    PromptRequest::new(
+        id.clone(),
+        vec![ContentBlock::Text(TextContent::new(words.to_owned()))],
+    )
+}
+
+/// `run`, failing the test (rather than hanging CI) if `roost acp` stops
+/// answering; a bound on a broken run, not a timing assertion.
+async fn bounded<T>(run: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(300), run)
+        .await
+        .expect("roost acp stopped answering")
+}
+
+/// The tool calls the editor was shown, with their last status.
+fn calls(updates: &[SessionUpdate]) -> Vec<(String, ToolKind, Option<ToolCallStatus>)> {
+    let mut calls: Vec<(String, String, ToolKind, Option<ToolCallStatus>)> = Vec::new();
+    for u in updates {
+        match u {
+            SessionUpdate::ToolCall(c) => calls.push((
+                c.tool_call_id.0.to_string(),
+                c.title.clone(),
+                c.kind,
+                Some(c.status),
+            )),
+            SessionUpdate::ToolCallUpdate(u) => {
+                if let Some(c) = calls.iter_mut().find(|c| *c.0 == *u.tool_call_id.0)
+                    && let Some(s) = u.fields.status
+                {
+                    c.3 = Some(s);
+                }
+            }
+            _ => {}
+        }
+    }
+    calls.into_iter().map(|(_, t, k, s)| (t, k, s)).collect()
+}
+
+/// The reply text the editor was shown.
+fn said(updates: &[SessionUpdate]) -> String {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::AgentMessageChunk(c) => match &c.content {
+                ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+fn writing_script(dir: &Path) -> PathBuf {
+    script(
+        dir,
+        json!([
+            {"text": "Reading first.", "tool_calls": [{"name": "read_file", "args": {"path": "a.txt"}}], "chunk_size": 4},
+            {"text": "Now the plan.", "tool_calls": [{"name": "update_todo_list", "args": {"todos": "[x] read a\n[-] write b"}}]},
+            {"text": "Writing.", "tool_calls": [{"name": "write_to_file", "args": {"path": "b.txt", "content": "bee\n"}}]},
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "wrote b.txt"}}]},
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "still done"}}]}
+        ]),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_runs_a_task_and_answers_its_permission() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let script = writing_script(dir.path());
+    let (seen, stops) = drive(
+        agent(&dir.path().join("data"), dir.path(), &script, &[]),
+        &ws,
+        &["write b.txt", "thanks, that is all"],
+        Editor::Picks(PermissionOptionKind::AllowOnce),
+    )
+    .await;
+    // The result ends the turn (its review is the next prompt), twice.
+    assert_eq!(stops, vec![StopReason::EndTurn, StopReason::EndTurn]);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("b.txt")).expect("b"),
+        "bee\n"
+    );
+    let shown = calls(&seen.updates);
+    assert_eq!(
+        shown,
+        vec![
+            (
+                "read_file a.txt".to_owned(),
+                ToolKind::Read,
+                Some(ToolCallStatus::Completed)
+            ),
+            (
+                "update_todo_list".to_owned(),
+                ToolKind::Think,
+                Some(ToolCallStatus::Completed)
+            ),
+            (
+                "write_to_file b.txt".to_owned(),
+                ToolKind::Edit,
+                Some(ToolCallStatus::Completed)
+            ),
+            // Reviewed by the second prompt.
+            (
+                "attempt_completion".to_owned(),
+                ToolKind::Think,
+                Some(ToolCallStatus::Completed)
+            ),
+            // Its review is the person's next prompt: it waits for it.
+            (
+                "attempt_completion".to_owned(),
+                ToolKind::Think,
+                Some(ToolCallStatus::Pending)
+            ),
+        ],
+        "{:#?}",
+        seen.updates
+    );
+    let text = said(&seen.updates);
+    assert!(
+        text.contains("Reading first.") && text.contains("wrote b.txt"),
+        "{text}"
+    );
+    assert!(
+        seen.updates
+            .iter()
+            .any(|u| matches!(u, SessionUpdate::Plan(p) if p.entries.len() == 2)),
+        "{:#?}",
+        seen.updates
+    );
+    // The write, and only the write, was asked, with all four answers.
+    assert_eq!(seen.asked.len(), 1, "{:#?}", seen.asked);
+    let kinds: Vec<PermissionOptionKind> = seen.asked[0].options.iter().map(|o| o.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            PermissionOptionKind::AllowOnce,
+            PermissionOptionKind::AllowAlways,
+            PermissionOptionKind::RejectOnce,
+            PermissionOptionKind::RejectAlways
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_write_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let before = roost_tests::tree_hash(&ws);
+    let script = writing_script(dir.path());
+    let (seen, stops) = drive(
+        agent(&dir.path().join("data"), dir.path(), &script, &[]),
+        &ws,
+        &["write b.txt"],
+        Editor::Picks(PermissionOptionKind::RejectOnce),
+    )
+    .await;
+    assert_eq!(stops, vec![StopReason::EndTurn]);
+    assert_eq!(roost_tests::tree_hash(&ws), before, "nothing was written");
+    let write = calls(&seen.updates)
+        .into_iter()
+        .find(|c| c.0.starts_with("write_to_file"))
+        .expect("the write was shown");
+    assert_eq!(write.2, Some(ToolCallStatus::Failed));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_that_never_answers_gets_a_denial_not_a_hang() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let before = roost_tests::tree_hash(&ws);
+    let script = writing_script(dir.path());
+    let (seen, stops) = drive(
+        agent(
+            &dir.path().join("data"),
+            dir.path(),
+            &script,
+            &["--ask-timeout", "1"],
+        ),
+        &ws,
+        &["write b.txt"],
+        Editor::Silent,
+    )
+    .await;
+    assert_eq!(stops, vec![StopReason::EndTurn]);
+    assert_eq!(seen.asked.len(), 1);
+    assert_eq!(roost_tests::tree_hash(&ws), before, "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_prompt_stops_the_task_and_the_next_prompt_resumes_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    // The model stalls mid-reply until the person stops it.
+    let script = script(
+        dir.path(),
+        json!([
+            {"text": "Working on it, slowly and carefully, one step at a time, and then some more words.", "chunk_size": 8, "stall_after": 20},
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "done after all"}}]}
+        ]),
+    );
+    let streaming = Arc::new(tokio::sync::Notify::new());
+    let on_update = Arc::clone(&streaming);
+    let said_first = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&said_first);
+    let run = Client
+        .v1()
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx| {
+                if matches!(n.update, SessionUpdate::AgentMessageChunk(_)) {
+                    on_update.notify_one();
+                }
+                kept.lock().unwrap().push(n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(
+            agent(&dir.path().join("data"), dir.path(), &script, &[]),
+            async move |cx: ConnectionTo<Agent>| {
+                initialize(&cx).await?;
+                let id = new_session(&cx, &ws).await?.session_id;
+                let first = cx.send_request(prompt(&id, "do it")).block_task();
+                let cancel = async {
+                    streaming.notified().await;
+                    cx.send_notification(
+                        agent_client_protocol::v1::schema::CancelNotification::new(id.clone()),
+                    )
+                };
+                let (first, cancelled) = tokio::join!(first, cancel);
+                cancelled?;
+                let second = cx.send_request(prompt(&id, "go on")).block_task().await?;
+                Ok(vec![first?.stop_reason, second.stop_reason])
+            },
+        );
+    let stops = bounded(run).await.expect("the ACP session ran");
+    assert_eq!(stops, vec![StopReason::Cancelled, StopReason::EndTurn]);
+    let text = said(&said_first.lock().unwrap());
+    assert!(text.contains("done after all"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_roost_acp_lists_the_session_and_load_replays_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let data = dir.path().join("data");
+    let first = writing_script(dir.path());
+    let (_, stops) = drive(
+        agent(&data, dir.path(), &first, &[]),
+        &ws,
+        &["write b.txt"],
+        Editor::Picks(PermissionOptionKind::AllowOnce),
+    )
+    .await;
+    assert_eq!(stops, vec![StopReason::EndTurn]);
+    // Another process on the same store (the scripted model goes on where
+    // the history stands): the editor reopens the session.
+    let later = first.clone();
+    let replayed = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&replayed);
+    let ws2 = ws.clone();
+    let run = Client
+        .v1()
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx| {
+                kept.lock().unwrap().push(n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(
+            agent(&data, dir.path(), &later, &[]),
+            async move |cx: ConnectionTo<Agent>| {
+                let init = initialize(&cx).await?;
+                assert!(init.agent_capabilities.load_session);
+                let listed = cx
+                    .send_request(ListSessionsRequest::new())
+                    .block_task()
+                    .await?;
+                assert_eq!(listed.sessions.len(), 1, "{listed:?}");
+                let session = &listed.sessions[0];
+                assert_eq!(session.title.as_deref(), Some("write b.txt"));
+                assert_eq!(session.cwd, ws2.canonicalize().expect("canonical"));
+                let loaded = cx
+                    .send_request(LoadSessionRequest::new(
+                        session.session_id.clone(),
+                        ws2.clone(),
+                    ))
+                    .block_task()
+                    .await?;
+                assert!(loaded.modes.is_some());
+                let r = cx
+                    .send_request(prompt(&session.session_id, "one more thing"))
+                    .block_task()
+                    .await?;
+                Ok(r.stop_reason)
+            },
+        );
+    let stop = bounded(run).await.expect("the ACP session ran");
+    assert_eq!(stop, StopReason::EndTurn);
+    let updates = replayed.lock().unwrap();
+    // The history came back: the reply, the calls with their outcomes,
+    // then the new turn.
+    let text = said(&updates);
+    assert!(
+        text.contains("Reading first.")
+            && text.contains("wrote b.txt")
+            && text.contains("still done"),
+        "{text}"
+    );
+    let replayed_calls = calls(&updates);
+    assert!(
+        replayed_calls
+            .iter()
+            .any(|c| c.0 == "write_to_file b.txt" && c.2 == Some(ToolCallStatus::Completed)),
+        "{replayed_calls:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sessions_run_at_once_each_with_its_own_task() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+    for ws in [&one, &two] {
+        std::fs::create_dir_all(ws).expect("ws");
+        std::fs::write(ws.join("a.txt"), format!("{}\n", ws.display())).expect("a");
+    }
+    let script = script(
+        dir.path(),
+        json!([
+            {"text": "Reading.", "tool_calls": [{"name": "read_file", "args": {"path": "a.txt"}}]},
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "read it"}}]}
+        ]),
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&seen);
+    let run = Client
+        .v1()
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx| {
+                kept.lock()
+                    .unwrap()
+                    .push((n.session_id.0.to_string(), n.update));
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(
+            agent(&dir.path().join("data"), dir.path(), &script, &[]),
+            async move |cx: ConnectionTo<Agent>| {
+                initialize(&cx).await?;
+                let a = new_session(&cx, &one).await?.session_id;
+                let b = new_session(&cx, &two).await?.session_id;
+                let (ra, rb) = tokio::join!(
+                    cx.send_request(prompt(&a, "read a.txt")).block_task(),
+                    cx.send_request(prompt(&b, "read a.txt")).block_task()
+                );
+                Ok((a, ra?.stop_reason, b, rb?.stop_reason))
+            },
+        );
+    let (a, stop_a, b, stop_b) = bounded(run).await.expect("the ACP session ran");
+    assert_eq!((stop_a, stop_b), (StopReason::EndTurn, StopReason::EndTurn));
+    assert_ne!(a, b);
+    let seen = seen.lock().unwrap();
+    for id in [&a, &b] {
+        let own: Vec<SessionUpdate> = seen
+            .iter()
+            .filter(|(s, _)| *s == *id.0)
+            .map(|(_, u)| u.clone())
+            .collect();
+        let shown = calls(&own);
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        assert_eq!(shown[0].0, "read_file a.txt");
+        assert!(said(&own).contains("read it"));
+    }
+}
+
+/// A line-by-line JSON-RPC peer of `roost acp`, for frames no SDK sends.
+struct Raw {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Raw {
+    fn start(data: &Path, script: &Path, extra: &[&str]) -> Self {
+        std::fs::create_dir_all(data).expect("data");
+        let config = data.join("none.toml");
+        std::fs::write(&config, "").expect("config");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_roost"))
+            .arg("--data-dir")
+            .arg(data)
+            .args(["acp", "--script"])
+            .arg(script)
+            .args(extra)
+            .env("ROOST_CONFIG", &config)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("roost acp starts");
+        let input = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, output) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                // Standard output carries only ACP messages: every line is JSON.
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"));
+                if tx.send(v).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            child,
+            input,
+            output,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        self.input.write_all(line.as_bytes()).expect("write");
+        self.input.write_all(b"\n").expect("write");
+        self.input.flush().expect("flush");
+    }
+
+    /// The response to request `id` (notifications before it are skipped).
+    fn response(&self, id: i64) -> Value {
+        loop {
+            let v = self
+                .output
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("roost acp answers");
+            if v.get("id") == Some(&json!(id)) && v.get("method").is_none() {
+                return v;
+            }
+        }
+    }
+
+    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
+        self.response(id)
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn hostile_frames_get_errors_and_the_agent_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("root");
+    let inside = root.join("project");
+    std::fs::create_dir_all(&inside).expect("ws");
+    let outside = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&outside).expect("outside");
+    let script = script(dir.path(), json!([]));
+    let root_arg = root.display().to_string();
+    let mut acp = Raw::start(
+        &dir.path().join("data"),
+        &script,
+        &["--workspace", &root_arg],
+    );
+    // A frame that is not JSON, then one that is not JSON-RPC: the agent
+    // goes on.
+    acp.send("{ this is not json");
+    acp.send("[1, 2, 3]");
+    // A response to a request the agent never sent.
+    acp.send(r#"{"jsonrpc": "2.0", "id": 999, "result": {"outcome": {"outcome": "cancelled"}}}"#);
+    let init = acp.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    // An unknown method.
+    let unknown = acp.request(2, "session/teleport", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    // Workspaces: relative, outside the root, a file, missing; then one inside.
+    for (id, cwd) in [
+        (3, "relative/dir".to_owned()),
+        (4, outside.display().to_string()),
+        (5, inside.join("missing").display().to_string()),
+        (6, "/".to_owned()),
+    ] {
+        let r = acp.request(id, "session/new", json!({"cwd": cwd, "mcpServers": []}));
+        assert!(r.get("error").is_some(), "{cwd}: {r}");
+    }
+    let made = acp.request(7, "session/new", json!({"cwd": inside, "mcpServers": []}));
+    let session = made["result"]["sessionId"]
+        .as_str()
+        .expect("a session")
+        .to_owned();
+    // Prompts that cannot run: another session's id, an empty prompt, an image.
+    let r = acp.request(
+        8,
+        "session/prompt",
+        json!({"sessionId": "roost-not-a-session", "prompt": [{"type": "text", "text": "hi"}]}),
+    );
+    assert!(r.get("error").is_some(), "{r}");
+    let r = acp.request(
+        9,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "  "}]}),
+    );
+    assert!(r.get("error").is_some(), "{r}");
+    let r = acp.request(
+        10,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}),
+    );
+    assert!(r.get("error").is_some(), "{r}");
+    // A 50 MB prompt.
+    let huge = "x".repeat(50 << 20);
+    let r = acp.request(
+        18,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": huge}]}),
+    );
+    assert!(
+        r["error"]["data"]
+            .as_str()
+            .is_some_and(|d| d.contains("at most")),
+        "{}",
+        r.to_string().chars().take(300).collect::<String>()
+    );
+    // A mode that does not exist.
+    let r = acp.request(
+        11,
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "no-such-mode"}),
+    );
+    assert!(r.get("error").is_some(), "{r}");
+    // Loading what is not a session here, listing outside the root.
+    for (id, params) in [
+        (
+            13,
+            json!({"sessionId": "01a21fce-0000-7000-8000-000000000000", "cwd": inside, "mcpServers": []}),
+        ),
+        (
+            14,
+            json!({"sessionId": "", "cwd": inside, "mcpServers": []}),
+        ),
+        (
+            15,
+            json!({"sessionId": session, "cwd": outside, "mcpServers": []}),
+        ),
+    ] {
+        let r = acp.request(id, "session/load", params.clone());
+        assert!(r.get("error").is_some(), "{params}: {r}");
+    }
+    let r = acp.request(16, "session/list", json!({"cwd": outside}));
+    assert!(r.get("error").is_some(), "{r}");
+    let r = acp.request(17, "session/list", json!({}));
+    assert_eq!(r["result"]["sessions"], json!([]), "{r}");
+    // Still serving.
+    let again = acp.request(12, "session/new", json!({"cwd": inside, "mcpServers": []}));
+    assert!(again["result"]["sessionId"].is_string(), "{again}");
+}
