@@ -555,8 +555,11 @@ async fn two_sessions_run_at_once_each_with_its_own_task() {
 /// A line-by-line JSON-RPC peer of `roost acp`, for frames no SDK sends.
 struct Raw {
     child: std::process::Child,
-    input: std::process::ChildStdin,
+    /// Standard input, until the test hangs up.
+    input: Option<std::process::ChildStdin>,
     output: std::sync::mpsc::Receiver<Value>,
+    /// Messages read while waiting for another.
+    stash: Vec<Value>,
 }
 
 impl Raw {
@@ -592,28 +595,53 @@ impl Raw {
         });
         Self {
             child,
-            input,
+            input: Some(input),
             output,
+            stash: Vec::new(),
         }
     }
 
     fn send(&mut self, line: &str) {
-        self.input.write_all(line.as_bytes()).expect("write");
-        self.input.write_all(b"\n").expect("write");
-        self.input.flush().expect("flush");
+        let input = self.input.as_mut().expect("not hung up");
+        input.write_all(line.as_bytes()).expect("write");
+        input.write_all(b"\n").expect("write");
+        input.flush().expect("flush");
     }
 
-    /// The response to request `id` (notifications before it are skipped).
-    fn response(&self, id: i64) -> Value {
+    /// The first message `wanted` picks, read or stashed (the others are
+    /// kept for later).
+    fn next(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.stash.iter().position(&wanted) {
+            return self.stash.remove(i);
+        }
         loop {
             let v = self
                 .output
                 .recv_timeout(std::time::Duration::from_secs(60))
                 .expect("roost acp answers");
-            if v.get("id") == Some(&json!(id)) && v.get("method").is_none() {
+            if wanted(&v) {
                 return v;
             }
+            self.stash.push(v);
         }
+    }
+
+    /// The response to request `id`.
+    fn response(&mut self, id: i64) -> Value {
+        self.next(|v| v.get("id") == Some(&json!(id)) && v.get("method").is_none())
+    }
+
+    /// The next `session/update` of this kind.
+    fn update(&mut self, kind: &str) -> Value {
+        self.next(|v| {
+            v["method"] == "session/update" && v["params"]["update"]["sessionUpdate"] == kind
+        })
+    }
+
+    /// Close standard input (the editor went away) and wait for the exit.
+    fn hang_up(&mut self) -> std::process::ExitStatus {
+        drop(self.input.take());
+        self.child.wait().expect("roost acp exits")
     }
 
     fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
@@ -741,4 +769,140 @@ fn hostile_frames_get_errors_and_the_agent_goes_on() {
     // Still serving.
     let again = acp.request(12, "session/new", json!({"cwd": inside, "mcpServers": []}));
     assert!(again["result"]["sessionId"].is_string(), "{again}");
+}
+
+/// A model that stalls mid-reply until the person stops it, then completes.
+fn stalling_script(dir: &Path) -> PathBuf {
+    script(
+        dir,
+        json!([
+            {"text": "Working on it, slowly and carefully, one step at a time, and then some more words.", "chunk_size": 8, "stall_after": 20},
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "done after all"}}]}
+        ]),
+    )
+}
+
+/// The tasks of the store in `data`.
+fn tasks_in(data: &Path) -> Vec<roost_core::store::TaskRecord> {
+    roost_core::store::Store::open(&roost_core::store::Store::default_path(data))
+        .expect("store")
+        .list_tasks(10)
+        .expect("tasks")
+}
+
+#[test]
+fn closing_a_session_stops_its_task_and_load_brings_it_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let script = stalling_script(dir.path());
+    let root = dir.path().display().to_string();
+    let mut acp = Raw::start(&dir.path().join("data"), &script, &["--workspace", &root]);
+    let init = acp.request(1, "initialize", json!({"protocolVersion": 1}));
+    assert!(
+        init["result"]["agentCapabilities"]["sessionCapabilities"]["close"].is_object(),
+        "{init}"
+    );
+    let made = acp.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
+    let session = made["result"]["sessionId"]
+        .as_str()
+        .expect("session")
+        .to_owned();
+    acp.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "do it"}]}})
+        .to_string(),
+    );
+    // The reply streams, then the editor closes the session mid-turn.
+    acp.update("agent_message_chunk");
+    let closed = acp.request(4, "session/close", json!({"sessionId": session}));
+    assert_eq!(closed["result"], json!({}), "{closed}");
+    let first = acp.response(3);
+    assert_eq!(first["result"]["stopReason"], "cancelled", "{first}");
+    // The task stopped where it stood, resumable; the session is gone.
+    let tasks = tasks_in(&dir.path().join("data"));
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0].status, roost_core::task::TaskStatus::Aborted);
+    let r = acp.request(
+        5,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "go on"}]}),
+    );
+    assert!(
+        r["error"]["data"]
+            .as_str()
+            .is_some_and(|d| d.contains("no session")),
+        "{r}"
+    );
+    let r = acp.request(6, "session/close", json!({"sessionId": session}));
+    assert!(r.get("error").is_some(), "closed twice: {r}");
+    // Loaded again, it goes on from its history.
+    let task = tasks[0].id.clone();
+    let loaded = acp.request(
+        7,
+        "session/load",
+        json!({"sessionId": task, "cwd": ws, "mcpServers": []}),
+    );
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let again = acp.request(
+        8,
+        "session/prompt",
+        json!({"sessionId": task, "prompt": [{"type": "text", "text": "go on"}]}),
+    );
+    assert_eq!(again["result"]["stopReason"], "end_turn", "{again}");
+    // Its result waits for the person's review (the next prompt).
+    let done = tasks_in(&dir.path().join("data"));
+    assert_eq!(
+        done[0].status,
+        roost_core::task::TaskStatus::WaitingForInput
+    );
+}
+
+#[test]
+fn an_editor_that_goes_away_mid_turn_leaves_the_task_aborted_and_resumable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let script = stalling_script(dir.path());
+    let root = dir.path().display().to_string();
+    let data = dir.path().join("data");
+    let mut acp = Raw::start(&data, &script, &["--workspace", &root]);
+    acp.request(1, "initialize", json!({"protocolVersion": 1}));
+    let made = acp.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
+    let session = made["result"]["sessionId"]
+        .as_str()
+        .expect("session")
+        .to_owned();
+    acp.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "do it"}]}})
+        .to_string(),
+    );
+    acp.update("agent_message_chunk");
+    // The editor closes the pipe while the model is mid-reply.
+    let status = acp.hang_up();
+    assert!(status.success(), "{status}");
+    let tasks = tasks_in(&data);
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(
+        tasks[0].status,
+        roost_core::task::TaskStatus::Aborted,
+        "stopped by the agent, not left running by a dead process"
+    );
+    // A later `roost acp` continues it.
+    let mut later = Raw::start(&data, &script, &["--workspace", &root]);
+    later.request(1, "initialize", json!({"protocolVersion": 1}));
+    let id = tasks[0].id.clone();
+    let loaded = later.request(
+        2,
+        "session/load",
+        json!({"sessionId": id, "cwd": ws, "mcpServers": []}),
+    );
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let r = later.request(
+        3,
+        "session/prompt",
+        json!({"sessionId": id, "prompt": [{"type": "text", "text": "go on"}]}),
+    );
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
 }

@@ -20,14 +20,16 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    LoadSessionRequest, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    SessionCapabilities, SessionListCapabilities, SessionMode, SessionModeState,
+    CancelNotification, CloseSessionRequest, CloseSessionResponse, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, LoadSessionRequest,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, SessionCapabilities,
+    SessionCloseCapabilities, SessionListCapabilities, SessionMode, SessionModeState,
     SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::{Agent, Error, Stdio};
 use roost_core::engine::Engine;
 use roost_core::modes::ModeSet;
+use roost_core::session::{Owner, Session};
 use roost_protocol::{ApprovalPolicy, Endpoint};
 
 use sessions::Sessions;
@@ -77,7 +79,8 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
         settings,
         sessions: Sessions::default(),
     });
-    let (a2, a3, a4, a5, a6, a7) = (
+    let (a2, a3, a4, a5, a6, a7, a8) = (
+        Arc::clone(&acp),
         Arc::clone(&acp),
         Arc::clone(&acp),
         Arc::clone(&acp),
@@ -85,7 +88,7 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
         Arc::clone(&acp),
         Arc::clone(&acp),
     );
-    Agent
+    let connected = Agent
         .v1()
         .name("roost")
         .on_receive_request(
@@ -151,6 +154,17 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |req: CloseSessionRequest, responder, _cx| {
+                // The session's task stops (resumable) and the session
+                // is gone; `session/load` brings it back.
+                match a8.close(&req.session_id.0).await {
+                    Ok(()) => responder.respond(CloseSessionResponse::new()),
+                    Err(e) => responder.respond_with_error(e),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_notification(
             async move |n: CancelNotification, _cx| {
                 a5.cancel(&n.session_id.0);
@@ -159,7 +173,12 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
             agent_client_protocol::on_receive_notification!(),
         )
         .connect_to(Stdio::new())
-        .await?;
+        .await;
+    // The editor went away (or the connection failed): no one is left to
+    // approve or read, so every running task stops where it stands —
+    // aborted, resumable, nothing half-written — before the process ends.
+    acp.close_all().await;
+    connected?;
     Ok(())
 }
 
@@ -171,7 +190,9 @@ fn initialize(_req: &InitializeRequest) -> InitializeResponse {
                 .load_session(true)
                 .prompt_capabilities(PromptCapabilities::new())
                 .session_capabilities(
-                    SessionCapabilities::new().list(SessionListCapabilities::new()),
+                    SessionCapabilities::new()
+                        .list(SessionListCapabilities::new())
+                        .close(SessionCloseCapabilities::new()),
                 ),
         )
         .auth_methods(vec![AuthMethod::Agent(
@@ -208,11 +229,50 @@ impl Acp {
     /// `session/cancel`: stop the session's task after its current step.
     fn cancel(&self, session: &str) {
         if let Some(task) = self.sessions.task(session) {
-            let s =
-                roost_core::session::Session::new(&self.engine, roost_core::session::Owner::Host);
-            if let Err(e) = s.cancel(&task, "cancelled by the editor") {
-                tracing::info!(task = %task, "cancel: {e}");
-            }
+            self.stop(&task, "cancelled by the editor");
+        }
+    }
+
+    /// Ask `task` to stop for `reason` (it may have ended already).
+    fn stop(&self, task: &str, reason: &str) {
+        let s = Session::new(&self.engine, Owner::Host);
+        if let Err(e) = s.cancel(task, reason) {
+            tracing::info!(task = %task, "cancel: {e}");
+        }
+    }
+
+    /// Stop `task` if it runs here, and wait until it has stopped.
+    async fn stop_and_wait(&self, task: &str, reason: &str) {
+        let s = Session::new(&self.engine, Owner::Host);
+        if s.live(task).is_err() {
+            return;
+        }
+        self.stop(task, reason);
+        if let Err(e) = s.wait(task).await {
+            tracing::info!(task = %task, "after the cancel: {e}");
+        }
+    }
+
+    /// `session/close`: the session's task stops (aborted, resumable) and
+    /// the session is forgotten.
+    async fn close(&self, session: &str) -> Result<(), Error> {
+        let task = self.sessions.with(session, |s| s.task.clone())?;
+        if let Some(task) = task {
+            self.stop_and_wait(&task, "the editor closed the session")
+                .await;
+        }
+        self.sessions.forget(session);
+        Ok(())
+    }
+
+    /// The editor is gone: stop every session's task and wait for each.
+    async fn close_all(&self) {
+        let tasks = self.sessions.tasks();
+        for task in &tasks {
+            self.stop(task, "the editor disconnected");
+        }
+        for task in &tasks {
+            self.stop_and_wait(task, "the editor disconnected").await;
         }
     }
 }

@@ -91,6 +91,19 @@ impl Sessions {
         self.lock().get(id).and_then(|s| s.task.clone())
     }
 
+    /// Every session's task.
+    pub(crate) fn tasks(&self) -> Vec<String> {
+        self.lock()
+            .values()
+            .filter_map(|s| s.task.clone())
+            .collect()
+    }
+
+    /// Forget session `id` (closed).
+    pub(crate) fn forget(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
     /// Switch session `id` to mode `mode` (one its workspace has).
     pub(crate) fn set_mode(
         &self,
