@@ -15,7 +15,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
     PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
-    StopReason, TextContent, ToolCallStatus, ToolKind,
+    StopReason, TextContent, ToolCallContent, ToolCallStatus, ToolKind,
 };
 use agent_client_protocol::v1::schema::{InitializeResponse, NewSessionResponse, SessionId};
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client, Error as AcpError};
@@ -298,8 +298,46 @@ async fn an_editor_runs_a_task_and_answers_its_permission() {
         "{:#?}",
         seen.updates
     );
-    // The write, and only the write, was asked, with all four answers.
+    // The write, and only the write, was asked, with all four answers,
+    // its change shown as the editor's diff of the file's absolute path.
     assert_eq!(seen.asked.len(), 1, "{:#?}", seen.asked);
+    let asked = seen.asked[0]
+        .tool_call
+        .fields
+        .content
+        .clone()
+        .unwrap_or_default();
+    let b = ws.canonicalize().expect("canonical").join("b.txt");
+    assert!(
+        matches!(&asked[..], [ToolCallContent::Diff(d)] if d.path == b && d.old_text.is_none() && d.new_text == "bee\n"),
+        "{asked:#?}"
+    );
+    // It is the write's call (named where the file is), and its diff stays
+    // when the call's result comes.
+    let write = seen
+        .updates
+        .iter()
+        .find_map(|u| match u {
+            SessionUpdate::ToolCall(c) if c.locations.iter().any(|l| l.path == b) => {
+                Some(c.tool_call_id.clone())
+            }
+            _ => None,
+        })
+        .expect("the write's call names b.txt");
+    assert_eq!(seen.asked[0].tool_call.tool_call_id, write);
+    let last = seen
+        .updates
+        .iter()
+        .rev()
+        .find_map(|u| match u {
+            SessionUpdate::ToolCallUpdate(u) if u.tool_call_id == write => u.fields.content.clone(),
+            _ => None,
+        })
+        .unwrap_or_default();
+    assert!(
+        matches!(&last[..], [ToolCallContent::Diff(d), ToolCallContent::Content(_)] if d.path == b),
+        "{last:#?}"
+    );
     let kinds: Vec<PermissionOptionKind> = seen.asked[0].options.iter().map(|o| o.kind).collect();
     assert_eq!(
         kinds,

@@ -100,7 +100,7 @@ pub(crate) fn load(
         .map_err(|e| invalid(e.to_string()))?
         .past;
     let mut display = session.display();
-    let mut updates = Updates::default();
+    let mut updates = Updates::new(&workspace);
     for env in recorded.iter().filter(|e| e.task_id == id) {
         for item in display.items(env) {
             for update in updates.of(&item) {

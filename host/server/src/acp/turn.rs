@@ -108,7 +108,7 @@ async fn turn(
             let created = session
                 .create(&TaskSpec {
                     prompt: words,
-                    workspace,
+                    workspace: workspace.clone(),
                     mode,
                     approval: acp.settings.approval.clone(),
                     max_turns: acp.settings.max_turns,
@@ -175,7 +175,7 @@ async fn turn(
         session: &session,
         root: &id,
         display: session.display(),
-        updates: Updates::default(),
+        updates: Updates::new(&workspace),
         pending: Vec::new(),
         held,
     }
@@ -384,9 +384,14 @@ impl Follow<'_> {
             .unwrap_or_else(|| format!("ask-{tool}"));
         let mut fields = ToolCallUpdateFields::new().title(title);
         if let Some(p) = preview {
-            fields = fields.content(vec![ToolCallContent::from(text(format!(
-                "```diff\n{p}```"
-            )))]);
+            // An edit's preview as the editor's diff; any other as text.
+            let diffs = self.updates.diffs(&p);
+            self.updates.keep_diffs(&call, &diffs);
+            fields = fields.content(if diffs.is_empty() {
+                vec![ToolCallContent::from(text(p))]
+            } else {
+                diffs.into_iter().map(ToolCallContent::Diff).collect()
+            });
         }
         let mut options = vec![PermissionOption::new(
             "allow_once",
