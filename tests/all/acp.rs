@@ -222,7 +222,8 @@ fn writing_script(dir: &Path) -> PathBuf {
     script(
         dir,
         json!([
-            {"text": "Reading first.", "tool_calls": [{"name": "read_file", "args": {"path": "a.txt"}}], "chunk_size": 4},
+            {"text": "Reading first.", "tool_calls": [{"name": "read_file", "args": {"path": "a.txt"}}], "chunk_size": 4,
+             "usage": {"input_tokens": 1200, "output_tokens": 300, "cache_read_tokens": 500, "cache_write_tokens": 0}},
             {"text": "Now the plan.", "tool_calls": [{"name": "update_todo_list", "args": {"todos": "[x] read a\n[-] write b"}}]},
             {"text": "Writing.", "tool_calls": [{"name": "write_to_file", "args": {"path": "b.txt", "content": "bee\n"}}]},
             {"tool_calls": [{"name": "attempt_completion", "args": {"result": "wrote b.txt"}}]},
@@ -298,6 +299,18 @@ async fn an_editor_runs_a_task_and_answers_its_permission() {
         "{:#?}",
         seen.updates
     );
+    // How full the context is after each request (the first one's
+    // prompt, cached and not, and its reply, of the default window).
+    let usage: Vec<(u64, u64)> = seen
+        .updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::UsageUpdate(u) => Some((u.used, u.size)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage.first(), Some(&(2000, 128_000)), "{usage:?}");
+    assert_eq!(usage.len(), 5, "one per model request: {usage:?}");
     // The write, and only the write, was asked, with all four answers,
     // its change shown as the editor's diff of the file's absolute path.
     assert_eq!(seen.asked.len(), 1, "{:#?}", seen.asked);

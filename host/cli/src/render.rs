@@ -300,7 +300,9 @@ fn item_text(item: &DisplayItem, style: &Style) -> String {
             visible(result)
         ),
         // The asker puts the other questions.
-        DisplayItem::Question { .. } | DisplayItem::ModeChanged { .. } => Ok(()),
+        DisplayItem::Question { .. }
+        | DisplayItem::ModeChanged { .. }
+        | DisplayItem::Usage { .. } => Ok(()),
         DisplayItem::Note { note } => write!(out, "{}", note_text(note, style)),
         DisplayItem::Ended { ending } => write!(out, "{}", ending_text(ending, style)),
     };

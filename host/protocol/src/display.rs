@@ -287,6 +287,15 @@ pub enum DisplayItem {
         /// What is asked.
         ask: Ask,
     },
+    /// What a model request used: how full the context is, what it cost.
+    Usage {
+        /// The request's tokens.
+        usage: Usage,
+        /// Its cost in USD.
+        cost: f64,
+        /// The model's context window, in tokens.
+        context_window: u64,
+    },
     /// The task changed mode.
     ModeChanged {
         /// The new mode.
@@ -384,6 +393,15 @@ impl Display {
             TaskEvent::MessageFinal { text } => vec![DisplayItem::MessageDone {
                 text: text.clone(),
                 streamed: self.streaming.remove(task),
+            }],
+            TaskEvent::RequestUsage {
+                usage,
+                cost,
+                context_window,
+            } => vec![DisplayItem::Usage {
+                usage: *usage,
+                cost: *cost,
+                context_window: *context_window,
             }],
             TaskEvent::ToolCallRequested { id, tool, args } => {
                 vec![DisplayItem::Call {
@@ -790,7 +808,9 @@ mod tests {
                 TaskEvent::ToolCallRequested {
                     id: "c2".into(),
                     tool: "write_to_file".into(),
-                    args: serde_json::json!({"path": "a.txt", "content": "x"}),
+                    // Keys sorted: the snapshot reads the same whether or not the
+                    // build keeps JSON objects in insertion order.
+                    args: serde_json::json!({"content": "x", "path": "a.txt"}),
                 },
                 TaskEvent::AskRequired {
                     ask_id: "a1".into(),

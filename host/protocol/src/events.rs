@@ -74,6 +74,16 @@ pub enum TaskEvent {
         /// Assistant text of the message.
         text: String,
     },
+    /// What the model request that wrote the message used (durable with
+    /// it): how full the context is, what it cost.
+    RequestUsage {
+        /// The request's tokens (prompt tokens exclude cached ones).
+        usage: Usage,
+        /// Its cost in USD.
+        cost: f64,
+        /// The model's context window, in tokens.
+        context_window: u64,
+    },
     /// The model asked for a tool call.
     ToolCallRequested {
         /// Call id.

@@ -75,7 +75,30 @@ struct Protocol {
 /// in `docs/protocol.schema.json`.
 pub fn schema() -> String {
     let schema = schemars::schema_for!(Protocol);
-    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    sorted_pretty(&serde_json::to_value(&schema).unwrap_or_default())
+}
+
+/// `value` pretty-printed with every object's keys sorted, then a newline:
+/// a committed document reads the same whether the build's JSON objects
+/// keep insertion order (`serde_json/preserve_order`, which a dependency
+/// may turn on) or not.
+pub fn sorted_pretty(value: &serde_json::Value) -> String {
+    fn sorted(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                serde_json::Value::Object(
+                    keys.into_iter()
+                        .filter_map(|k| m.get(k).map(|v| (k.clone(), sorted(v))))
+                        .collect(),
+                )
+            }
+            serde_json::Value::Array(a) => serde_json::Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&sorted(value)).unwrap_or_default();
     text.push('\n');
     text
 }

@@ -516,7 +516,7 @@ mod tests {
     /// `ROOST_WRITE_OPENAPI=1 cargo test -p roost-server`.
     #[test]
     fn the_committed_openapi_document_matches_the_code() {
-        let doc = serde_json::to_string_pretty(&openapi()).expect("json") + "\n";
+        let doc = roost_protocol::sorted_pretty(&openapi());
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openapi.json");
         if std::env::var_os("ROOST_WRITE_OPENAPI").is_some() {
             std::fs::write(&path, &doc).expect("write docs/openapi.json");

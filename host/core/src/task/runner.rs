@@ -811,7 +811,14 @@ impl Agent {
         if !text.trim().is_empty() {
             content.push(ContentBlock::Text { text: text.clone() });
         }
-        let mut announce = vec![TaskEvent::MessageFinal { text: text.clone() }];
+        let mut announce = vec![
+            TaskEvent::MessageFinal { text: text.clone() },
+            TaskEvent::RequestUsage {
+                usage: reply.usage,
+                cost,
+                context_window: ctx.config.context_window,
+            },
+        ];
         let calls = requested_calls(&reply.calls);
         content.extend(calls.uses);
         announce.extend(calls.requested);

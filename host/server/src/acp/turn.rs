@@ -102,6 +102,11 @@ async fn turn(
             s.task.clone(),
         )
     })?;
+    // What the task cost before this turn (the editor shows the total).
+    let spent = task
+        .as_deref()
+        .and_then(|id| session.task(id).ok())
+        .map_or(0.0, |l| l.task.cost);
     let mut held = None;
     let (id, rx) = match task {
         None => {
@@ -175,7 +180,7 @@ async fn turn(
         session: &session,
         root: &id,
         display: session.display(),
-        updates: Updates::new(&workspace),
+        updates: Updates::new(&workspace).spent(spent),
         pending: Vec::new(),
         held,
     }

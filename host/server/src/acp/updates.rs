@@ -12,9 +12,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, CurrentModeUpdate, Diff, Plan, PlanEntry, PlanEntryPriority,
+    ContentBlock, ContentChunk, Cost, CurrentModeUpdate, Diff, Plan, PlanEntry, PlanEntryPriority,
     PlanEntryStatus, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use roost_protocol::display::{
     CallContent, CallKind, CallStatus, CallView, DisplayItem, Ending, Note,
@@ -66,6 +66,8 @@ pub struct Updates {
     workspace: PathBuf,
     /// Each open call's content so far.
     calls: HashMap<String, Kept>,
+    /// What the session's task has cost so far, in USD.
+    spent: f64,
 }
 
 /// What a call has shown.
@@ -83,7 +85,14 @@ impl Updates {
         Self {
             workspace: workspace.into(),
             calls: HashMap::new(),
+            spent: 0.0,
         }
+    }
+
+    /// The task had cost `spent` USD before these updates.
+    pub fn spent(mut self, spent: f64) -> Self {
+        self.spent = spent;
+        self
     }
 
     /// Call `id` showed `diffs` (in a permission request): later updates
@@ -167,6 +176,23 @@ impl Updates {
                 // Approvals are asked with `session/request_permission`.
                 None => Vec::new(),
             },
+            DisplayItem::Usage {
+                usage,
+                cost,
+                context_window,
+            } => {
+                self.spent += cost;
+                // What the context holds after the reply: the prompt
+                // (cached or not) and the reply.
+                let used = usage
+                    .input_tokens
+                    .saturating_add(usage.cache_read_tokens)
+                    .saturating_add(usage.cache_write_tokens)
+                    .saturating_add(usage.output_tokens);
+                vec![SessionUpdate::UsageUpdate(
+                    UsageUpdate::new(used, *context_window).cost(Cost::new(self.spent, "USD")),
+                )]
+            }
             DisplayItem::ModeChanged { mode } => vec![SessionUpdate::CurrentModeUpdate(
                 CurrentModeUpdate::new(mode.clone()),
             )],
