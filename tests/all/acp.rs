@@ -126,7 +126,12 @@ async fn drive(
             );
             let session = new_session(&cx, &workspace).await?;
             let modes = session.modes.expect("modes");
-            assert_eq!(&*modes.current_mode_id.0, "code");
+            assert!(
+                modes
+                    .available_modes
+                    .iter()
+                    .any(|m| m.id == modes.current_mode_id)
+            );
             assert!(
                 modes
                     .available_modes
@@ -956,4 +961,89 @@ fn an_editor_that_goes_away_mid_turn_leaves_the_task_aborted_and_resumable() {
         json!({"sessionId": id, "prompt": [{"type": "text", "text": "go on"}]}),
     );
     assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subtasks_calls_stream_as_nested_calls_and_its_question_is_the_editors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let path = dir.path().join("script.json");
+    std::fs::write(
+        &path,
+        json!({
+            "turns": [
+                {"text": "Delegating.", "tool_calls": [{"name": "new_task", "args": {"mode": "code", "message": "CHILD: read a"}}]},
+                {"tool_calls": [{"name": "attempt_completion", "args": {"result": "the child read it"}}]},
+                {"tool_calls": [{"name": "attempt_completion", "args": {"result": "still done"}}]}
+            ],
+            "tasks": [{"message": "CHILD: read a", "turns": [
+                {"tool_calls": [{"name": "read_file", "args": {"path": "a.txt"}}]},
+                {"tool_calls": [{"name": "ask_followup_question", "args": {"question": "Which part of a.txt?"}}]},
+                {"tool_calls": [{"name": "attempt_completion", "args": {"result": "read all of a.txt"}}]}
+            ]}]
+        })
+        .to_string(),
+    )
+    .expect("script");
+    let (seen, stops) = drive(
+        agent(
+            &dir.path().join("data"),
+            dir.path(),
+            &path,
+            &["--mode", "orchestrator"],
+        ),
+        &ws,
+        &["read a through a child", "all of it", "thanks"],
+        Editor::Picks(PermissionOptionKind::AllowOnce),
+    )
+    .await;
+    // The child's question ended the first turn and the editor showed it;
+    // the second prompt answered it, and the task's result ended the second.
+    assert_eq!(
+        stops,
+        vec![
+            StopReason::EndTurn,
+            StopReason::EndTurn,
+            StopReason::EndTurn
+        ]
+    );
+    let text = said(&seen.updates);
+    assert!(text.contains("Which part of a.txt?"), "{text}");
+    let shown = calls(&seen.updates);
+    assert!(
+        shown.iter().any(|c| c.0 == "↳ read_file a.txt"
+            && c.1 == ToolKind::Read
+            && c.2 == Some(ToolCallStatus::Completed)),
+        "{shown:#?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|c| c.0.starts_with("new_task") && c.2 == Some(ToolCallStatus::Completed)),
+        "{shown:#?}"
+    );
+    // The child's calls have ids of their own: none is the parent's.
+    let ids: Vec<String> = seen
+        .updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::ToolCall(c) => Some(c.tool_call_id.0.to_string()),
+            _ => None,
+        })
+        .collect();
+    let unique: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    assert!(text.contains("the child read it"), "{text}");
+    // The child's result was the editor's to accept (a permission), not a
+    // message that ends the turn.
+    assert!(
+        seen.asked
+            .iter()
+            .any(|a| a.tool_call.fields.title.as_deref()
+                == Some("A subtask finished: accept its result?")),
+        "{:#?}",
+        seen.asked
+    );
 }

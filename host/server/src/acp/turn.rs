@@ -19,6 +19,7 @@ use agent_client_protocol::{Client, Error};
 use roost_core::engine::{ResumeSpec, TaskSpec};
 use roost_core::events::{Envelope, TaskEvent};
 use roost_core::session::{Owner, Session};
+use roost_protocol::display::DisplayItem;
 use roost_protocol::{Answer, Ask, Grant, TaskStatus};
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
@@ -132,10 +133,10 @@ async fn turn(
                 .task(&id)
                 .is_ok_and(|l| l.task.status == TaskStatus::WaitingForInput);
             // A question the task waits on here is answered by the words.
-            let open = session
-                .asks(&id, true)
-                .ok()
-                .and_then(|asks| asks.into_iter().find(|a| ends_turn(&a.ask)));
+            let open = session.asks(&id, true).ok().and_then(|asks| {
+                asks.into_iter()
+                    .find(|a| ends_turn(&a.ask, a.task_id != id))
+            });
             match (open, session.live(&id)) {
                 (Some(open), Ok(bus)) => {
                     let rx = bus.subscribe();
@@ -188,12 +189,16 @@ async fn turn(
     .await
 }
 
-/// Whether `ask` is answered by a person's words, so it ends the turn.
-fn ends_turn(ask: &Ask) -> bool {
-    matches!(
-        ask,
-        Ask::Followup { .. } | Ask::Completion { .. } | Ask::Guidance { .. }
-    )
+/// Whether `ask` is answered by a person's words, so it ends the turn: a
+/// question, a request for guidance, the review of the session's result.
+/// A subtask's result is accepted or not (Roo's "finish subtask"), as a
+/// permission.
+fn ends_turn(ask: &Ask, subtask: bool) -> bool {
+    match ask {
+        Ask::Followup { .. } | Ask::Guidance { .. } => true,
+        Ask::Completion { .. } => !subtask,
+        Ask::Tool { .. } | Ask::Scope { .. } | Ask::Hook { .. } => false,
+    }
 }
 
 /// Following a task through one turn.
@@ -240,15 +245,21 @@ impl Follow<'_> {
         }
     }
 
-    /// Send what `env` shows (the session's own task; a subtask's calls
-    /// and replies stay in the subtask).
+    /// Send what `env` shows: all of the session's own task; of a subtask
+    /// (or a parallel group's child, or theirs) its calls and questions.
     fn show(&mut self, env: &Envelope) -> Result<(), Error> {
         let items = self.display.items(env);
-        if env.task_id != self.root {
-            return Ok(());
-        }
-        for item in &items {
-            for update in self.updates.of(item) {
+        let nested = env.task_id != self.root;
+        for item in items {
+            let item = if nested {
+                match nested_item(&env.task_id, item) {
+                    Some(item) => item,
+                    None => continue,
+                }
+            } else {
+                item
+            };
+            for update in self.updates.of(&item) {
                 self.cx
                     .send_notification(SessionNotification::new(self.sid.to_owned(), update))?;
             }
@@ -296,7 +307,7 @@ impl Follow<'_> {
         ask_id: &str,
         ask: &Ask,
     ) -> Result<Option<StopReason>, Error> {
-        if ends_turn(ask) {
+        if ends_turn(ask, task != self.root) {
             let Some(words) = self.held.take() else {
                 return Ok(Some(StopReason::EndTurn));
             };
@@ -365,7 +376,16 @@ impl Follow<'_> {
                 false,
             ),
             // Not approvals: answered by words (see `ends_turn`).
-            Ask::Followup { .. } | Ask::Completion { .. } | Ask::Guidance { .. } => {
+            // A subtask's result: accepted, it goes back to the task that
+            // started the subtask.
+            Ask::Completion { result } => (
+                "attempt_completion".to_owned(),
+                "A subtask finished: accept its result?".to_owned(),
+                Some(result.clone()),
+                false,
+            ),
+            // Not approvals: answered by words (see `ends_turn`).
+            Ask::Followup { .. } | Ask::Guidance { .. } => {
                 return Answer::No { feedback: None };
             }
         };
@@ -385,7 +405,13 @@ impl Follow<'_> {
             .pending
             .iter()
             .find(|(t, _, name)| t == task && name == &tool)
-            .map(|(_, c, _)| c.clone())
+            .map(|(t, c, _)| {
+                if t == self.root {
+                    c.clone()
+                } else {
+                    nested_id(t, c)
+                }
+            })
             .unwrap_or_else(|| format!("ask-{tool}"));
         let mut fields = ToolCallUpdateFields::new().title(title);
         if let Some(p) = preview {
@@ -490,4 +516,39 @@ fn stop_of(outcome: &roost_core::task::TaskOutcome) -> StopReason {
         TaskOutcome::Aborted { .. } => StopReason::Cancelled,
         TaskOutcome::Failed { .. } => StopReason::Refusal,
     }
+}
+
+/// A subtask's item as its session shows it: its calls as calls of the
+/// session (marked, their ids scoped by the subtask: two tasks may both
+/// have a `call_0_0`), and its questions (its result is a permission); its reply, plan and usage stay
+/// in the subtask (its result comes back as the delegating call's).
+fn nested_item(task: &str, item: DisplayItem) -> Option<DisplayItem> {
+    match item {
+        DisplayItem::Call { mut call } => {
+            call.id = nested_id(task, &call.id);
+            call.title = format!("↳ {}", call.title);
+            Some(DisplayItem::Call { call })
+        }
+        DisplayItem::CallUpdate {
+            id,
+            status,
+            content,
+        } => Some(DisplayItem::CallUpdate {
+            id: nested_id(task, &id),
+            status,
+            content,
+        }),
+        // Its result is a permission, not a message.
+        DisplayItem::Question {
+            ask: Ask::Completion { .. },
+            ..
+        } => None,
+        DisplayItem::Question { .. } => Some(item),
+        _ => None,
+    }
+}
+
+/// The session's id of call `call` of subtask `task`.
+fn nested_id(task: &str, call: &str) -> String {
+    format!("{task}/{call}")
 }
