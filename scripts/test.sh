@@ -18,6 +18,11 @@ if ! command -v st >/dev/null 2>&1; then
   python3 -m pip install --quiet --user schemathesis==4.32.5 \
     || python3 -m pip install --quiet --break-system-packages --user schemathesis==4.32.5
 fi
+# `roost acp`'s second client is the ACP Python SDK.
+if ! python3 -c 'import acp' >/dev/null 2>&1; then
+  python3 -m pip install --quiet --user agent-client-protocol==0.12.1 \
+    || python3 -m pip install --quiet --break-system-packages --user agent-client-protocol==0.12.1
+fi
 # Commands run under bubblewrap; checkpoints keep a shadow git repository.
 MISSING=""
 command -v chromedriver >/dev/null 2>&1 || MISSING="$MISSING chromium chromium-driver"

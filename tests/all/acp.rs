@@ -1047,3 +1047,82 @@ async fn a_subtasks_calls_stream_as_nested_calls_and_its_question_is_the_editors
         seen.asked
     );
 }
+
+/// A second client: the ACP Python SDK (`tests/acp/client.py`), which
+/// checks every message it receives against the protocol's schema.
+#[test]
+fn the_python_sdk_client_runs_a_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("data");
+    let config = data.join("none.toml");
+    std::fs::write(&config, "").expect("config");
+    let script = writing_script(dir.path());
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/acp/client.py");
+    let out = Command::new("python3")
+        .arg(&client)
+        .arg(env!("CARGO_BIN_EXE_roost"))
+        .arg(&data)
+        .arg(&ws)
+        .arg(&script)
+        .arg(&config)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).expect("the client's JSON");
+    assert_eq!(seen["protocol_version"], 1, "{seen}");
+    assert_eq!(seen["auth_methods"][0]["id"], "api-key", "{seen}");
+    assert_eq!(seen["load_session"], true);
+    assert!(
+        seen["modes"]
+            .as_array()
+            .is_some_and(|m| m.contains(&json!("code")))
+    );
+    assert_eq!(seen["stops"], json!(["end_turn", "end_turn"]));
+    assert_eq!(
+        seen["asked"],
+        json!([{"title": "Run write_to_file?", "options": ["allow_once", "allow_always", "reject_once", "reject_always"]}])
+    );
+    let kinds: std::collections::BTreeSet<&str> = seen["updates"]
+        .as_array()
+        .expect("updates")
+        .iter()
+        .filter_map(|u| u["sessionUpdate"].as_str())
+        .collect();
+    for kind in [
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "plan",
+        "usage_update",
+    ] {
+        assert!(kinds.contains(kind), "{kind} missing: {kinds:?}");
+    }
+    let diff = seen["updates"]
+        .as_array()
+        .expect("updates")
+        .iter()
+        .flat_map(|u| u["content"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["type"] == "diff")
+        .expect("the write's diff");
+    assert_eq!(diff["newText"], "bee\n");
+    assert!(
+        diff["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with('/') && p.ends_with("/ws/b.txt")),
+        "{diff}"
+    );
+    assert_eq!(seen["listed"].as_array().map(Vec::len), Some(1), "{seen}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("b.txt")).expect("b"),
+        "bee\n"
+    );
+}
