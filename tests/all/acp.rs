@@ -1126,3 +1126,67 @@ fn the_python_sdk_client_runs_a_session() {
         "bee\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_commands_are_offered_and_undo_takes_back_the_last_messages_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let before = roost_tests::tree_hash(&ws);
+    let script = writing_script(dir.path());
+    let (seen, stops) = drive(
+        agent(&dir.path().join("data"), dir.path(), &script, &[]),
+        &ws,
+        &[
+            "write b.txt",
+            "/checkpoints",
+            "/undo",
+            "/undo",
+            "/mode architect",
+        ],
+        Editor::Picks(PermissionOptionKind::AllowOnce),
+    )
+    .await;
+    assert_eq!(stops, vec![StopReason::EndTurn; 5]);
+    let offered: Vec<String> = seen
+        .updates
+        .iter()
+        .find_map(|u| match u {
+            SessionUpdate::AvailableCommandsUpdate(a) => Some(
+                a.available_commands
+                    .iter()
+                    .map(|c| c.name.clone())
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .expect("the commands were offered");
+    assert_eq!(offered, ["undo", "checkpoints", "mode"]);
+    let text = said(&seen.updates);
+    assert!(text.contains("/undo goes back here"), "{text}");
+    // The write, then the undo: asked with what goes back, allowed.
+    assert_eq!(seen.asked.len(), 2, "{:#?}", seen.asked);
+    assert!(
+        seen.asked[1]
+            .tool_call
+            .fields
+            .title
+            .as_deref()
+            .is_some_and(|t| t.starts_with("Undo: back to checkpoint")),
+        "{:#?}",
+        seen.asked[1]
+    );
+    assert!(text.contains("removed b.txt"), "{text}");
+    // The files are as they were before the message; a second undo has
+    // nothing left to take back.
+    assert_eq!(roost_tests::tree_hash(&ws), before);
+    assert!(text.contains("undone already"), "{text}");
+    assert!(
+        seen.updates.iter().any(
+            |u| matches!(u, SessionUpdate::CurrentModeUpdate(m) if &*m.current_mode_id.0 == "architect")
+        ),
+        "{:#?}",
+        seen.updates
+    );
+}

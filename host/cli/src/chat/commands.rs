@@ -14,7 +14,6 @@ use super::Session;
 use roost_core::asks::Ask;
 use roost_core::engine::{TodoState, UiMessage};
 use roost_core::events::{Envelope, TaskEvent};
-use roost_core::llm::Role;
 use roost_protocol::{Checkpoint, RestoreMode, UiSubtype};
 
 /// What the session does after a command.
@@ -423,54 +422,6 @@ fn first_line(text: &str) -> &str {
 
 /// Assistant replies in task `id`'s conversation now: a checkpoint of a
 /// later turn was undone (the conversation went back before it).
-fn replies(session: &Session, id: &str) -> anyhow::Result<u32> {
-    let n = session
-        .records()
-        .api_messages(id)?
-        .iter()
-        .filter(|m| m.message.role == Role::Assistant)
-        .count();
-    Ok(u32::try_from(n).unwrap_or(u32::MAX))
-}
-
-/// The checkpoint `/undo` goes back to: the first one taken after the
-/// person's last message whose turns changed files (and are still in the
-/// conversation), so one `/undo` takes back everything one message did.
-fn undo_target(
-    session: &Session,
-    id: &str,
-    list: &[Checkpoint],
-) -> anyhow::Result<Option<Checkpoint>> {
-    let now = replies(session, id)?;
-    let live: Vec<&Checkpoint> = list.iter().filter(|c| c.turn <= now).collect();
-    // When each of the person's messages came, oldest first.
-    let mut said = Vec::new();
-    let mut started = false;
-    for row in session.records().ui_messages(id)? {
-        match UiSubtype::parse(&row.subtype) {
-            Some(UiSubtype::ApiReqStarted) => started = true,
-            Some(UiSubtype::Text) if !started && said.is_empty() => said.push(row.ts),
-            Some(UiSubtype::UserMessage) => said.push(row.ts),
-            _ => {}
-        }
-    }
-    if said.is_empty() {
-        said.push(i64::MIN);
-    }
-    let mut until = i64::MAX;
-    for &from in said.iter().rev() {
-        let first = live
-            .iter()
-            .filter(|c| c.created_at >= from && c.created_at < until)
-            .min_by_key(|c| c.id);
-        if let Some(c) = first {
-            return Ok(Some((*c).clone()));
-        }
-        until = from;
-    }
-    Ok(None)
-}
-
 /// `YYYY-MM-DD HH:MM:SS` (UTC) for a time in ms since the epoch.
 fn when(ms: i64) -> String {
     let t =
@@ -512,13 +463,14 @@ impl SlashCommand for Undo {
             outln!("nothing to undo: no task yet");
             return Ok(Flow::Continue);
         };
-        let (id, list) = session.engine.checkpoints(&id)?;
+        let plan = session.engine.undo_plan(&id)?;
+        let (id, list) = (plan.id.clone(), &plan.checkpoints);
         let target = match wanted {
             Some(n) => match list.iter().find(|c| c.id == n) {
                 Some(c) => c.clone(),
                 None => anyhow::bail!("the task has no checkpoint {n} (/checkpoints lists them)"),
             },
-            None => match undo_target(session, &id, &list)? {
+            None => match plan.target.clone() {
                 Some(c) => c,
                 None => {
                     outln!(
@@ -600,16 +552,15 @@ impl SlashCommand for Checkpoints {
             outln!("no task yet: type a message to start one");
             return Ok(Flow::Continue);
         };
-        let (id, list) = session.engine.checkpoints(&id)?;
-        if list.is_empty() {
+        let plan = session.engine.undo_plan(&id)?;
+        if plan.checkpoints.is_empty() {
             outln!("the task has no checkpoints (it changed no files yet)");
             return Ok(Flow::Continue);
         }
-        let now = replies(session, &id)?;
-        let next = undo_target(session, &id, &list)?.map(|c| c.id);
+        let next = plan.target.as_ref().map(|c| c.id);
         outln!("{:>4}  {:<5} TAKEN (UTC)", "ID", "TURN");
-        for c in &list {
-            let note = if c.turn > now {
+        for c in &plan.checkpoints {
+            let note = if plan.undone(c) {
                 "undone"
             } else if Some(c.id) == next {
                 "← /undo goes back here"

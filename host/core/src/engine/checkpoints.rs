@@ -10,6 +10,28 @@ use crate::intents::{self, Trace, TraceEntry};
 use roost_protocol::{Checkpoint, RestoreMode, RestoreReport, TraceKind, UiRow, UiSubtype};
 use roost_sandbox::capability::Workspace;
 
+/// A task's checkpoints as an undo sees them (`/undo` in a chat, in an
+/// editor).
+#[derive(Debug, Clone)]
+pub struct UndoPlan {
+    /// The task's full id.
+    pub id: String,
+    /// Its checkpoints, oldest first.
+    pub checkpoints: Vec<Checkpoint>,
+    /// How many replies of the model its conversation holds now.
+    pub replies: u32,
+    /// The checkpoint an undo goes back to; none when nothing is left.
+    pub target: Option<Checkpoint>,
+}
+
+impl UndoPlan {
+    /// Whether `c`'s turn was taken back already (the conversation no
+    /// longer reaches it).
+    pub fn undone(&self, c: &Checkpoint) -> bool {
+        c.turn > self.replies
+    }
+}
+
 impl Engine {
     /// Task `task`'s workspace, opened as its starts open it (beneath its
     /// tenant's root on a server): a diff or a restore never follows a
@@ -42,6 +64,56 @@ impl Engine {
             .map(|c| c.view)
             .collect();
         Ok((task.id, list))
+    }
+
+    /// Task `id`'s checkpoints as an undo sees them (an unambiguous prefix
+    /// will do): which are undone already, and the one an undo goes back to.
+    pub fn undo_plan(&self, id: &str) -> Result<UndoPlan, EngineError> {
+        let (id, checkpoints) = self.checkpoints(id)?;
+        let store = &self.agent.store;
+        let replies = store
+            .load_api(&id, true)?
+            .iter()
+            .filter(|m| m.message.role == crate::llm::Role::Assistant)
+            .count();
+        let replies = u32::try_from(replies).unwrap_or(u32::MAX);
+        // When each of the person's messages came, oldest first.
+        let mut said = Vec::new();
+        let mut started = false;
+        for row in store.load_ui(&id)? {
+            match UiSubtype::parse(&row.subtype) {
+                Some(UiSubtype::ApiReqStarted) => started = true,
+                Some(UiSubtype::Text) if !started && said.is_empty() => said.push(row.ts),
+                Some(UiSubtype::UserMessage) => said.push(row.ts),
+                _ => {}
+            }
+        }
+        if said.is_empty() {
+            said.push(i64::MIN);
+        }
+        // The first checkpoint after the person's last message whose turns
+        // changed files (and are still in the conversation): one undo takes
+        // back everything one message did.
+        let live: Vec<&Checkpoint> = checkpoints.iter().filter(|c| c.turn <= replies).collect();
+        let mut target = None;
+        let mut until = i64::MAX;
+        for &from in said.iter().rev() {
+            let first = live
+                .iter()
+                .filter(|c| c.created_at >= from && c.created_at < until)
+                .min_by_key(|c| c.id);
+            if let Some(c) = first {
+                target = Some((*c).clone());
+                break;
+            }
+            until = from;
+        }
+        Ok(UndoPlan {
+            id,
+            checkpoints,
+            replies,
+            target,
+        })
     }
 
     /// What changed in task `id`'s workspace since its checkpoint `cp`.

@@ -10,6 +10,7 @@
 mod approvals;
 mod builder;
 mod checkpoints;
+pub use checkpoints::UndoPlan;
 mod delegation;
 mod endpoints;
 mod error;

@@ -108,6 +108,10 @@ pub(crate) fn load(
             }
         }
     }
+    cx.send_notification(SessionNotification::new(
+        id.clone(),
+        super::commands::available(),
+    ))?;
     acp.sessions
         .adopt(&id, workspace.clone(), listed.task.mode.clone());
     Ok(LoadSessionResponse::new().modes(acp.modes(&workspace, &listed.task.mode)))

@@ -8,6 +8,7 @@
 //! the editor does not answer in time (never a hang). Standard output
 //! carries only ACP messages; logs go to standard error.
 
+mod commands;
 mod history;
 mod sessions;
 mod turn;
@@ -24,7 +25,7 @@ use agent_client_protocol::v1::schema::{
     InitializeRequest, InitializeResponse, ListSessionsRequest, LoadSessionRequest,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, SessionCapabilities,
     SessionCloseCapabilities, SessionListCapabilities, SessionMode, SessionModeState,
-    SetSessionModeRequest, SetSessionModeResponse,
+    SessionNotification, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::{Agent, Error, Stdio};
 use roost_core::engine::Engine;
@@ -104,8 +105,13 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: NewSessionRequest, responder, _cx| match a2.new_session(&req) {
-                Ok(r) => responder.respond(r),
+            async move |req: NewSessionRequest, responder, cx| match a2.new_session(&req) {
+                Ok(r) => {
+                    let id = r.session_id.clone();
+                    responder.respond(r)?;
+                    // Roost's slash commands, once the editor knows the session.
+                    cx.send_notification(SessionNotification::new(id, commands::available()))
+                }
                 Err(e) => responder.respond_with_error(e),
             },
             agent_client_protocol::on_receive_request!(),

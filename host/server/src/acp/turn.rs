@@ -44,7 +44,12 @@ pub(crate) async fn run(
             Ok(())
         }
     })??;
-    let ended = turn(acp, cx, &sid, words).await;
+    let ended = match super::commands::parse(&words) {
+        Some((name, args)) => super::commands::run(acp, cx, &sid, name, args)
+            .await
+            .map(|()| PromptResponse::new(StopReason::EndTurn)),
+        None => turn(acp, cx, &sid, words).await,
+    };
     let _ = acp.sessions.with(&sid, |s| s.busy = false);
     ended
 }
