@@ -223,6 +223,14 @@ fn said(updates: &[SessionUpdate]) -> String {
         .collect()
 }
 
+/// A workspace in `dir` holding `a.txt`.
+fn workspace_with_a(dir: &Path) -> PathBuf {
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    ws
+}
+
 fn writing_script(dir: &Path) -> PathBuf {
     script(
         dir,
@@ -240,9 +248,7 @@ fn writing_script(dir: &Path) -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_editor_runs_a_task_and_answers_its_permission() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).expect("ws");
-    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let ws = workspace_with_a(dir.path());
     let script = writing_script(dir.path());
     let (seen, stops) = drive(
         agent(&dir.path().join("data"), dir.path(), &script, &[]),
@@ -371,9 +377,7 @@ async fn an_editor_runs_a_task_and_answers_its_permission() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_write_writes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).expect("ws");
-    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let ws = workspace_with_a(dir.path());
     let before = roost_tests::tree_hash(&ws);
     let script = writing_script(dir.path());
     let (seen, stops) = drive(
@@ -395,9 +399,7 @@ async fn a_rejected_write_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_editor_that_never_answers_gets_a_denial_not_a_hang() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).expect("ws");
-    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let ws = workspace_with_a(dir.path());
     let before = roost_tests::tree_hash(&ws);
     let script = writing_script(dir.path());
     let (seen, stops) = drive(
@@ -473,9 +475,7 @@ async fn a_cancelled_prompt_stops_the_task_and_the_next_prompt_resumes_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_later_roost_acp_lists_the_session_and_load_replays_it() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).expect("ws");
-    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let ws = workspace_with_a(dir.path());
     let data = dir.path().join("data");
     let first = writing_script(dir.path());
     let (_, stops) = drive(
@@ -966,9 +966,7 @@ fn an_editor_that_goes_away_mid_turn_leaves_the_task_aborted_and_resumable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subtasks_calls_stream_as_nested_calls_and_its_question_is_the_editors() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).expect("ws");
-    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let ws = workspace_with_a(dir.path());
     let path = dir.path().join("script.json");
     std::fs::write(
         &path,
@@ -1053,9 +1051,7 @@ async fn a_subtasks_calls_stream_as_nested_calls_and_its_question_is_the_editors
 #[test]
 fn the_python_sdk_client_runs_a_session() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).expect("ws");
-    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let ws = workspace_with_a(dir.path());
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).expect("data");
     let config = data.join("none.toml");
@@ -1130,9 +1126,7 @@ fn the_python_sdk_client_runs_a_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slash_commands_are_offered_and_undo_takes_back_the_last_messages_write() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).expect("ws");
-    std::fs::write(ws.join("a.txt"), "ay\n").expect("a");
+    let ws = workspace_with_a(dir.path());
     let before = roost_tests::tree_hash(&ws);
     let script = writing_script(dir.path());
     let (seen, stops) = drive(
