@@ -1184,3 +1184,22 @@ async fn slash_commands_are_offered_and_undo_takes_back_the_last_messages_write(
         seen.updates
     );
 }
+
+/// A client that asks for a newer protocol (the v2 draft, or one that does
+/// not exist) is answered with v1, the version Roost speaks: the client
+/// decides whether to go on, and this one does.
+#[test]
+fn a_client_asking_for_a_newer_protocol_is_answered_v1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = workspace_with_a(dir.path());
+    let script = script(dir.path(), json!([]));
+    let root = dir.path().display().to_string();
+    let mut acp = Raw::start(&dir.path().join("data"), &script, &["--workspace", &root]);
+    let init = acp.request(1, "initialize", json!({"protocolVersion": 2}));
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    let made = acp.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
+    assert!(made["result"]["sessionId"].is_string(), "{made}");
+    let mut again = Raw::start(&dir.path().join("data2"), &script, &["--workspace", &root]);
+    let init = again.request(1, "initialize", json!({"protocolVersion": 65535}));
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+}
