@@ -694,6 +694,39 @@ impl Raw {
         })
     }
 
+    /// Open a session in `ws` (request `id`) and send it a prompt (request
+    /// `id + 1`, not waited for): the session's id.
+    fn prompt_in_new_session(&mut self, id: i64, ws: &Path) -> String {
+        let made = self.request(id, "session/new", json!({"cwd": ws, "mcpServers": []}));
+        let session = made["result"]["sessionId"]
+            .as_str()
+            .expect("session")
+            .to_owned();
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id + 1, "method": "session/prompt",
+                    "params": {"sessionId": session, "prompt": [{"type": "text", "text": "do it"}]}})
+            .to_string(),
+        );
+        session
+    }
+
+    /// Load session `task` in `ws` (requests `id` and `id + 1`) and prompt
+    /// it to go on: the turn ends `end_turn`.
+    fn load_and_go_on(&mut self, id: i64, task: &str, ws: &Path) {
+        let loaded = self.request(
+            id,
+            "session/load",
+            json!({"sessionId": task, "cwd": ws, "mcpServers": []}),
+        );
+        assert!(loaded.get("result").is_some(), "{loaded}");
+        let r = self.request(
+            id + 1,
+            "session/prompt",
+            json!({"sessionId": task, "prompt": [{"type": "text", "text": "go on"}]}),
+        );
+        assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    }
+
     /// Close standard input (the editor went away) and wait for the exit.
     fn hang_up(&mut self) -> std::process::ExitStatus {
         drop(self.input.take());
@@ -859,16 +892,7 @@ fn closing_a_session_stops_its_task_and_load_brings_it_back() {
         init["result"]["agentCapabilities"]["sessionCapabilities"]["close"].is_object(),
         "{init}"
     );
-    let made = acp.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
-    let session = made["result"]["sessionId"]
-        .as_str()
-        .expect("session")
-        .to_owned();
-    acp.send(
-        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "do it"}]}})
-        .to_string(),
-    );
+    let session = acp.prompt_in_new_session(2, &ws);
     // The reply streams, then the editor closes the session mid-turn.
     acp.update("agent_message_chunk");
     let closed = acp.request(4, "session/close", json!({"sessionId": session}));
@@ -893,19 +917,7 @@ fn closing_a_session_stops_its_task_and_load_brings_it_back() {
     let r = acp.request(6, "session/close", json!({"sessionId": session}));
     assert!(r.get("error").is_some(), "closed twice: {r}");
     // Loaded again, it goes on from its history.
-    let task = tasks[0].id.clone();
-    let loaded = acp.request(
-        7,
-        "session/load",
-        json!({"sessionId": task, "cwd": ws, "mcpServers": []}),
-    );
-    assert!(loaded.get("result").is_some(), "{loaded}");
-    let again = acp.request(
-        8,
-        "session/prompt",
-        json!({"sessionId": task, "prompt": [{"type": "text", "text": "go on"}]}),
-    );
-    assert_eq!(again["result"]["stopReason"], "end_turn", "{again}");
+    acp.load_and_go_on(7, &tasks[0].id, &ws);
     // Its result waits for the person's review (the next prompt).
     let done = tasks_in(&dir.path().join("data"));
     assert_eq!(
@@ -924,16 +936,7 @@ fn an_editor_that_goes_away_mid_turn_leaves_the_task_aborted_and_resumable() {
     let data = dir.path().join("data");
     let mut acp = Raw::start(&data, &script, &["--workspace", &root]);
     acp.request(1, "initialize", json!({"protocolVersion": 1}));
-    let made = acp.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
-    let session = made["result"]["sessionId"]
-        .as_str()
-        .expect("session")
-        .to_owned();
-    acp.send(
-        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "do it"}]}})
-        .to_string(),
-    );
+    let session = acp.prompt_in_new_session(2, &ws);
     acp.update("agent_message_chunk");
     // The editor closes the pipe while the model is mid-reply.
     let status = acp.hang_up();
@@ -948,19 +951,7 @@ fn an_editor_that_goes_away_mid_turn_leaves_the_task_aborted_and_resumable() {
     // A later `roost acp` continues it.
     let mut later = Raw::start(&data, &script, &["--workspace", &root]);
     later.request(1, "initialize", json!({"protocolVersion": 1}));
-    let id = tasks[0].id.clone();
-    let loaded = later.request(
-        2,
-        "session/load",
-        json!({"sessionId": id, "cwd": ws, "mcpServers": []}),
-    );
-    assert!(loaded.get("result").is_some(), "{loaded}");
-    let r = later.request(
-        3,
-        "session/prompt",
-        json!({"sessionId": id, "prompt": [{"type": "text", "text": "go on"}]}),
-    );
-    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    later.load_and_go_on(2, &tasks[0].id, &ws);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
