@@ -936,7 +936,7 @@ fn an_editor_that_goes_away_mid_turn_leaves_the_task_aborted_and_resumable() {
     let data = dir.path().join("data");
     let mut acp = Raw::start(&data, &script, &["--workspace", &root]);
     acp.request(1, "initialize", json!({"protocolVersion": 1}));
-    let session = acp.prompt_in_new_session(2, &ws);
+    acp.prompt_in_new_session(2, &ws);
     acp.update("agent_message_chunk");
     // The editor closes the pipe while the model is mid-reply.
     let status = acp.hang_up();
