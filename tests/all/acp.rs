@@ -620,15 +620,23 @@ struct Raw {
 
 impl Raw {
     fn start(data: &Path, script: &Path, extra: &[&str]) -> Self {
+        let script = script.display().to_string();
+        let mut args = vec!["--script", script.as_str()];
+        args.extend_from_slice(extra);
+        Self::configured(data, "", &args)
+    }
+
+    /// `roost acp` with config file `config` and these arguments.
+    fn configured(data: &Path, config: &str, args: &[&str]) -> Self {
         std::fs::create_dir_all(data).expect("data");
-        let config = data.join("none.toml");
-        std::fs::write(&config, "").expect("config");
+        let config_file = data.join("config.toml");
+        std::fs::write(&config_file, config).expect("config");
+        let config = config_file;
         let mut child = Command::new(env!("CARGO_BIN_EXE_roost"))
             .arg("--data-dir")
             .arg(data)
-            .args(["acp", "--script"])
-            .arg(script)
-            .args(extra)
+            .arg("acp")
+            .args(args)
             .env("ROOST_CONFIG", &config)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -1193,4 +1201,94 @@ fn a_client_asking_for_a_newer_protocol_is_answered_v1() {
     let mut again = Raw::start(&dir.path().join("data2"), &script, &["--workspace", &root]);
     let init = again.request(1, "initialize", json!({"protocolVersion": 65535}));
     assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+}
+
+#[test]
+fn the_model_selector_offers_the_configs_profiles_and_a_choice_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = workspace_with_a(dir.path());
+    let script_of = |name: &str| {
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(
+            &path,
+            json!({"turns": [{"text": format!("from {name}"), "tool_calls": [
+                {"name": "attempt_completion", "args": {"result": name}}]}]})
+            .to_string(),
+        )
+        .expect("script");
+        path.display().to_string()
+    };
+    let config = format!(
+        "default_profile = \"one\"\n[profiles.one]\nprovider = \"scripted\"\nscript = \"{}\"\n[profiles.two]\nprovider = \"scripted\"\nmodel = \"second\"\nscript = \"{}\"\n",
+        script_of("one"),
+        script_of("two")
+    );
+    let root = dir.path().display().to_string();
+    let data = dir.path().join("data");
+    let mut acp = Raw::configured(&data, &config, &["--workspace", &root]);
+    acp.request(1, "initialize", json!({"protocolVersion": 1}));
+    let made = acp.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
+    let option = &made["result"]["configOptions"][0];
+    assert_eq!(option["id"], "profile", "{made}");
+    assert_eq!(option["category"], "model", "{made}");
+    assert_eq!(option["currentValue"], "one", "{made}");
+    let names: Vec<&str> = option["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .filter_map(|o| o["value"].as_str())
+        .collect();
+    assert_eq!(names, ["one", "two"]);
+    let session = made["result"]["sessionId"].as_str().expect("id").to_owned();
+    // Hostile choices: another option, a profile that does not exist, a
+    // boolean for a select.
+    for (id, params) in [
+        (
+            3,
+            json!({"sessionId": session, "configId": "temperature", "value": "hot"}),
+        ),
+        (
+            4,
+            json!({"sessionId": session, "configId": "profile", "value": "three"}),
+        ),
+        (
+            5,
+            json!({"sessionId": session, "configId": "profile", "type": "boolean", "value": true}),
+        ),
+        (
+            6,
+            json!({"sessionId": "roost-nope", "configId": "profile", "value": "two"}),
+        ),
+    ] {
+        let r = acp.request(id, "session/set_config_option", params.clone());
+        assert!(r.get("error").is_some(), "{params}: {r}");
+    }
+    let chosen = acp.request(
+        7,
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "profile", "value": "two"}),
+    );
+    assert_eq!(
+        chosen["result"]["configOptions"][0]["currentValue"], "two",
+        "{chosen}"
+    );
+    let r = acp.request(
+        8,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}),
+    );
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    // The task ran on the chosen profile.
+    let tasks = tasks_in(&data);
+    assert_eq!(tasks[0].profile, "two");
+    let said: String = acp
+        .stash
+        .iter()
+        .filter(|v| v["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|v| v["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert!(
+        said.contains("from two") && !said.contains("from one"),
+        "{said}"
+    );
 }

@@ -25,6 +25,13 @@ pub trait Endpoints: Send + Sync {
         recorded: Option<RecordedEndpoint<'_>>,
         scripted_start: usize,
     ) -> Result<(Arc<dyn Provider>, Profile), ConfigError>;
+
+    /// The named profiles a person may choose between (an editor's model
+    /// selector), in name order, each with one line saying what it is;
+    /// and the one used when none is chosen. None for a single endpoint.
+    fn profiles(&self) -> (Vec<(String, String)>, Option<String>) {
+        (Vec::new(), None)
+    }
 }
 
 /// The endpoints of a config file: its profiles, its default profile, and
@@ -70,6 +77,23 @@ impl Endpoints for ConfigEndpoints {
             scripted_start,
             &self.limiters,
         )
+    }
+
+    fn profiles(&self) -> (Vec<(String, String)>, Option<String>) {
+        let named = self
+            .config
+            .profiles
+            .iter()
+            .map(|(name, p)| {
+                let about = [p.provider.as_deref(), p.model.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(" · ");
+                (name.clone(), about)
+            })
+            .collect();
+        (named, self.config.default_profile.clone())
     }
 }
 

@@ -527,6 +527,13 @@ impl Engine {
             .ok_or_else(|| EngineError::NotHere(id.to_owned()))
     }
 
+    /// The config's named profiles a person may choose a task's model by,
+    /// with one line each, and the default one (see
+    /// [`Endpoints::profiles`]).
+    pub fn profiles(&self) -> (Vec<(String, String)>, Option<String>) {
+        self.endpoints.profiles()
+    }
+
     /// Ask a task to stop for `reason`: its current tool call finishes, its
     /// history is repaired, it ends `aborted` (and stays resumable).
     pub fn cancel(&self, id: &str, reason: &str) -> Result<(), EngineError> {

@@ -114,5 +114,7 @@ pub(crate) fn load(
     ))?;
     acp.sessions
         .adopt(&id, workspace.clone(), listed.task.mode.clone());
-    Ok(LoadSessionResponse::new().modes(acp.modes(&workspace, &listed.task.mode)))
+    Ok(LoadSessionResponse::new()
+        .modes(acp.modes(&workspace, &listed.task.mode))
+        .config_options(acp.config_options(None)))
 }

@@ -9,6 +9,7 @@
 //! carries only ACP messages; logs go to standard error.
 
 mod commands;
+mod config;
 mod history;
 mod sessions;
 mod turn;
@@ -25,7 +26,8 @@ use agent_client_protocol::v1::schema::{
     InitializeRequest, InitializeResponse, ListSessionsRequest, LoadSessionRequest,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, SessionCapabilities,
     SessionCloseCapabilities, SessionListCapabilities, SessionMode, SessionModeState,
-    SessionNotification, SetSessionModeRequest, SetSessionModeResponse,
+    SessionNotification, SetSessionConfigOptionRequest, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::{Agent, Error, Stdio};
 use roost_core::engine::Engine;
@@ -80,7 +82,8 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
         settings,
         sessions: Sessions::default(),
     });
-    let (a2, a3, a4, a5, a6, a7, a8) = (
+    let (a2, a3, a4, a5, a6, a7, a8, a9) = (
+        Arc::clone(&acp),
         Arc::clone(&acp),
         Arc::clone(&acp),
         Arc::clone(&acp),
@@ -161,6 +164,15 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
+            async move |req: SetSessionConfigOptionRequest, responder, _cx| match a9
+                .set_config_option(&req)
+            {
+                Ok(r) => responder.respond(r),
+                Err(e) => responder.respond_with_error(e),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
             async move |req: CloseSessionRequest, responder, _cx| {
                 // The session's task stops (resumable) and the session
                 // is gone; `session/load` brings it back.
@@ -217,7 +229,9 @@ impl Acp {
         let mode = self.settings.mode.clone();
         let modes = self.modes(&workspace, &mode);
         let id = self.sessions.open(workspace, mode);
-        Ok(NewSessionResponse::new(id).modes(modes))
+        Ok(NewSessionResponse::new(id)
+            .modes(modes)
+            .config_options(self.config_options(None)))
     }
 
     /// The modes of `workspace`, `current` the session's.

@@ -24,6 +24,10 @@ pub(crate) struct AcpSession {
     pub(crate) mode_changed: bool,
     /// Its task, once the first prompt made one.
     pub(crate) task: Option<String>,
+    /// The model profile the person chose (none: `roost acp`'s).
+    pub(crate) profile: Option<String>,
+    /// Whether the profile changed since the task last ran.
+    pub(crate) profile_changed: bool,
     /// Tools the person rejected for the rest of the session.
     pub(crate) rejected: HashSet<String>,
     /// A prompt runs.
@@ -51,6 +55,8 @@ impl Sessions {
                 mode,
                 mode_changed: false,
                 task: None,
+                profile: None,
+                profile_changed: false,
                 rejected: HashSet::new(),
                 busy: false,
             },
@@ -68,6 +74,8 @@ impl Sessions {
                 mode,
                 mode_changed: false,
                 task: Some(id.to_owned()),
+                profile: None,
+                profile_changed: false,
                 rejected: HashSet::new(),
                 busy: false,
             },

@@ -100,14 +100,18 @@ async fn turn(
     words: String,
 ) -> Result<PromptResponse, Error> {
     let session = Session::new(&acp.engine, Owner::Host);
-    let (workspace, mode, mode_changed, task) = acp.sessions.with(sid, |s| {
-        (
-            s.workspace.clone(),
-            s.mode.clone(),
-            std::mem::take(&mut s.mode_changed),
-            s.task.clone(),
-        )
-    })?;
+    let (workspace, mode, mode_changed, task, profile, profile_changed) =
+        acp.sessions.with(sid, |s| {
+            (
+                s.workspace.clone(),
+                s.mode.clone(),
+                std::mem::take(&mut s.mode_changed),
+                s.task.clone(),
+                s.profile.clone(),
+                std::mem::take(&mut s.profile_changed),
+            )
+        })?;
+    let endpoint = acp.endpoint(profile.as_deref());
     // What the task cost before this turn (the editor shows the total).
     let spent = task
         .as_deref()
@@ -124,7 +128,7 @@ async fn turn(
                     approval: acp.settings.approval.clone(),
                     max_turns: acp.settings.max_turns,
                     delegation: Default::default(),
-                    endpoint: acp.settings.endpoint.clone(),
+                    endpoint: endpoint.clone(),
                 })
                 .map_err(refused)?;
             let id = created.id().to_owned();
@@ -164,7 +168,13 @@ async fn turn(
                         .resume(
                             &id,
                             &ResumeSpec {
-                                endpoint: acp.settings.endpoint.clone(),
+                                // A profile chosen since the task last ran
+                                // is the one it goes on with.
+                                endpoint: if profile_changed {
+                                    endpoint.clone()
+                                } else {
+                                    acp.settings.endpoint.clone()
+                                },
                                 approval: acp.settings.approval.clone(),
                                 max_turns: acp.settings.max_turns,
                                 message,
