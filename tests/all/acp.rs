@@ -1134,6 +1134,7 @@ async fn slash_commands_are_offered_and_undo_takes_back_the_last_messages_write(
         &[
             "write b.txt",
             "/checkpoints",
+            "/undo banana",
             "/undo",
             "/undo",
             "/mode architect",
@@ -1141,7 +1142,7 @@ async fn slash_commands_are_offered_and_undo_takes_back_the_last_messages_write(
         Editor::Picks(PermissionOptionKind::AllowOnce),
     )
     .await;
-    assert_eq!(stops, vec![StopReason::EndTurn; 5]);
+    assert_eq!(stops, vec![StopReason::EndTurn; 6]);
     let offered: Vec<String> = seen
         .updates
         .iter()
@@ -1158,6 +1159,8 @@ async fn slash_commands_are_offered_and_undo_takes_back_the_last_messages_write(
     assert_eq!(offered, ["undo", "checkpoints", "mode"]);
     let text = said(&seen.updates);
     assert!(text.contains("/undo goes back here"), "{text}");
+    // Not a checkpoint: said so, nothing asked, nothing undone.
+    assert!(text.contains("No checkpoint `banana`"), "{text}");
     // The write, then the undo: asked with what goes back, allowed.
     assert_eq!(seen.asked.len(), 2, "{:#?}", seen.asked);
     assert!(
