@@ -19,6 +19,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::schema::{InitializeResponse, NewSessionResponse, SessionId};
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client, Error as AcpError};
+use roost_tests::identity::{Identity, NOBODY, chown_tree, identities, runnable_by_anyone};
 use serde_json::{Value, json};
 
 /// How the test's editor answers permission requests.
@@ -628,11 +629,22 @@ impl Raw {
 
     /// `roost acp` with config file `config` and these arguments.
     fn configured(data: &Path, config: &str, args: &[&str]) -> Self {
+        Self::configured_as(Identity::Caller, data, config, args)
+    }
+
+    /// [`Raw::configured`] run as `who` (its data directory given to
+    /// them).
+    fn configured_as(who: Identity, data: &Path, config: &str, args: &[&str]) -> Self {
         std::fs::create_dir_all(data).expect("data");
         let config_file = data.join("config.toml");
         std::fs::write(&config_file, config).expect("config");
+        if who == Identity::Nobody {
+            chown_tree(data, NOBODY);
+        }
         let config = config_file;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_roost"))
+        let roost = runnable_by_anyone(Path::new(env!("CARGO_BIN_EXE_roost")));
+        let mut child = who
+            .command(&roost)
             .arg("--data-dir")
             .arg(data)
             .arg("acp")
@@ -739,6 +751,40 @@ impl Raw {
     fn hang_up(&mut self) -> std::process::ExitStatus {
         drop(self.input.take());
         self.child.wait().expect("roost acp exits")
+    }
+
+    /// Send request `id` and answer every permission request that comes
+    /// before its response with the option `choose` picks (none: the
+    /// request is cancelled): the response, and the permission requests.
+    fn request_answering(
+        &mut self,
+        id: i64,
+        method: &str,
+        params: Value,
+        choose: impl Fn(&Value) -> Option<&'static str>,
+    ) -> (Value, Vec<Value>) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
+        let mut asked = Vec::new();
+        loop {
+            let v = self.next(|v| {
+                v["method"] == "session/request_permission"
+                    || (v.get("id") == Some(&json!(id)) && v.get("method").is_none())
+            });
+            if v.get("method").is_none() {
+                return (v, asked);
+            }
+            let outcome = match choose(&v["params"]) {
+                Some(option) => json!({"outcome": "selected", "optionId": option}),
+                None => json!({"outcome": "cancelled"}),
+            };
+            self.send(
+                &json!({"jsonrpc": "2.0", "id": v["id"], "result": {"outcome": outcome}})
+                    .to_string(),
+            );
+            asked.push(v);
+        }
     }
 
     fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
@@ -1294,4 +1340,298 @@ fn the_model_selector_offers_the_configs_profiles_and_a_choice_holds() {
         said.contains("from two") && !said.contains("from one"),
         "{said}"
     );
+}
+
+/// A value the editor hands its MCP server (a token in `env`): it reaches
+/// the server, and nothing else — not the person's screen, not the store.
+const EDITOR_SECRET: &str = "editor-t0ken-4f9a";
+
+/// An editor's MCP server, as ACP's `mcpServers` gives it: the tests'
+/// hostile server in `mode`, run from `script`, with a token in `env`.
+fn editor_server(name: &str, script: &Path, mode: &str) -> Value {
+    json!({"name": name, "command": "node", "args": [script, mode],
+           "env": [{"name": "EDITOR_TOKEN", "value": EDITOR_SECRET}]})
+}
+
+/// Every file under `dir` that holds `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let Ok(meta) = path.symlink_metadata() else {
+            continue;
+        };
+        if meta.is_dir() {
+            found.extend(files_holding(&path, needle));
+        } else if meta.is_file()
+            && std::fs::read(&path)
+                .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// The editor's MCP servers join the session's task — and its subtask —
+/// only once the person trusts them, and run in Roost's sandbox: the
+/// hostile server, started for a subtask, can neither write outside the
+/// workspace nor reach the host's network; the workspace, a canary beside
+/// it and the store are as they were (the editor's token is named to the
+/// person, never shown, and never stored). "Always" is remembered for the
+/// workspace: a later `roost acp` asks only about a server it has not
+/// trusted, and a server the person turned down is not offered (the model
+/// is told why) and not asked about again in that session. As root and
+/// as an unprivileged user.
+#[test]
+fn the_editors_mcp_servers_are_trusted_first_and_sandboxed() {
+    for who in identities() {
+        eprintln!("as {who:?}");
+        editors_mcp_servers_as(who);
+    }
+}
+
+fn editors_mcp_servers_as(who: Identity) {
+    let ws = roost_tests::TestWorkspace::new();
+    ws.write("a.txt", "alpha\n");
+    let servers = ws.root().join("servers");
+    std::fs::create_dir_all(&servers).expect("servers dir");
+    let hostile = servers.join("hostile.mjs");
+    std::fs::copy(roost_tests::mcp_script("hostile.mjs"), &hostile).expect("copy");
+    let canary = ws.root().join("canary.txt");
+    std::fs::write(&canary, "canary\n").expect("canary");
+    let target = ws.root().join("escaped.txt");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let data = ws.root().join("data");
+    let first = ws.root().join("first.json");
+    std::fs::write(
+        &first,
+        json!({
+            "turns": [
+                {"text": "Delegating.", "tool_calls": [{"name": "new_task", "args": {"mode": "code", "message": "CHILD: escape"}}]},
+                {"tool_calls": [{"name": "attempt_completion", "args": {"result": "parent done"}}]}
+            ],
+            "tasks": [{"message": "CHILD: escape", "turns": [
+                {"tool_calls": [{"name": "mcp__escape__escape", "args": {"path": target, "port": port}}]},
+                {"tool_calls": [{"name": "mcp__escape__escape", "args": {"path": canary, "port": port}}]},
+                {"tool_calls": [{"name": "attempt_completion", "args": {"result": "child done"}}]}
+            ]}]
+        })
+        .to_string(),
+    )
+    .expect("script");
+    let second = ws.root().join("second.json");
+    std::fs::write(
+        &second,
+        json!({"turns": [
+            {"tool_calls": [{"name": "mcp__echoer__echo", "args": {"message": "hi"}}]},
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "one"}}]},
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "two"}}]}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    if who == Identity::Nobody {
+        chown_tree(ws.root(), NOBODY);
+    }
+    let before = roost_tests::tree_hash(&ws.path());
+    let root = ws.root().display().to_string();
+    let first_path = first.display().to_string();
+    let mut acp = Raw::configured_as(
+        who,
+        &data,
+        "",
+        &[
+            "--script",
+            &first_path,
+            "--workspace",
+            &root,
+            "--mode",
+            "orchestrator",
+        ],
+    );
+    let init = acp.request(1, "initialize", json!({"protocolVersion": 1}));
+    let mcp = &init["result"]["agentCapabilities"]["mcpCapabilities"];
+    assert_eq!((&mcp["http"], &mcp["sse"]), (&json!(true), &json!(true)));
+    let escape = editor_server("escape", &hostile, "escape");
+    let made = acp.request(
+        2,
+        "session/new",
+        json!({"cwd": ws.path(), "mcpServers": [escape]}),
+    );
+    let session = made["result"]["sessionId"].as_str().expect("id").to_owned();
+    let (done, asked) = acp.request_answering(
+        3,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+        |p| {
+            let title = p["toolCall"]["title"].as_str().unwrap_or_default();
+            Some(if title.contains("MCP server `escape`") {
+                "allow_always"
+            } else {
+                "allow_once"
+            })
+        },
+    );
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    // Asked first, shown the whole entry: the token by name, not value.
+    let trust = &asked[0]["params"];
+    let shown = trust.to_string();
+    assert!(
+        shown.contains("MCP server `escape`") && shown.contains("EDITOR_TOKEN"),
+        "{shown}"
+    );
+    assert!(!shown.contains(EDITOR_SECRET), "{shown}");
+    // The subtask called it, inside the sandbox: its write beside the
+    // workspace landed in the sandbox's own private /tmp (the server
+    // believes it wrote), never on the host.
+    let streamed: String = acp.stash.iter().map(Value::to_string).collect();
+    assert!(
+        streamed.contains("↳ mcp__escape__escape") && streamed.contains("network: failed"),
+        "{streamed}"
+    );
+    assert!(!target.exists(), "the editor's server wrote outside");
+    listener.set_nonblocking(true).expect("nonblocking");
+    assert!(
+        listener.accept().is_err(),
+        "the editor's server reached the host's network"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&canary).expect("canary"),
+        "canary\n"
+    );
+    assert_eq!(roost_tests::tree_hash(&ws.path()), before);
+    drop(acp);
+    // The token is in no file Roost keeps; the trust is, by fingerprint.
+    assert_eq!(files_holding(&data, EDITOR_SECRET), Vec::<PathBuf>::new());
+    let trusted = std::fs::read_to_string(data.join("mcp-trust.json")).expect("trust");
+    assert!(trusted.contains("client:escape"), "{trusted}");
+
+    // A later `roost acp`: the trusted server is not asked about again;
+    // another one is, and turned down it is not offered.
+    let second_path = second.display().to_string();
+    let mut acp = Raw::configured_as(
+        who,
+        &data,
+        "",
+        &["--script", &second_path, "--workspace", &root],
+    );
+    acp.request(1, "initialize", json!({"protocolVersion": 1}));
+    let made = acp.request(
+        2,
+        "session/new",
+        json!({"cwd": ws.path(), "mcpServers": [
+            editor_server("escape", &hostile, "escape"),
+            editor_server("echoer", &hostile, "tools"),
+        ]}),
+    );
+    let session = made["result"]["sessionId"].as_str().expect("id").to_owned();
+    let (done, asked) = acp.request_answering(
+        3,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "echo"}]}),
+        |p| {
+            let title = p["toolCall"]["title"].as_str().unwrap_or_default();
+            Some(if title.contains("MCP server") {
+                "reject_once"
+            } else {
+                "allow_once"
+            })
+        },
+    );
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let titles: Vec<&str> = asked
+        .iter()
+        .filter_map(|a| a["params"]["toolCall"]["title"].as_str())
+        .filter(|t| t.contains("MCP server"))
+        .collect();
+    assert_eq!(titles.len(), 1, "{titles:?}");
+    assert!(titles[0].contains("`echoer`"), "{titles:?}");
+    let streamed: String = acp.stash.iter().map(Value::to_string).collect();
+    assert!(!streamed.contains("echo: hi"), "{streamed}");
+    assert!(
+        streamed.contains("MCP server `echoer` from the editor is not started"),
+        "the task is told why: {streamed}"
+    );
+    // The same session does not ask again.
+    let (done, asked) = acp.request_answering(
+        4,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "again"}]}),
+        |_| Some("allow_once"),
+    );
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert!(
+        asked.iter().all(|a| !a.to_string().contains("MCP server")),
+        "{asked:?}"
+    );
+}
+
+/// Hostile `mcpServers`: each malformed list refuses the session with the
+/// reason, and the agent goes on; a server named as one of the
+/// workspace's own is left out, and the editor is told.
+#[test]
+fn malformed_editor_mcp_servers_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = workspace_with_a(dir.path());
+    std::fs::create_dir_all(ws.join(".roo")).expect(".roo");
+    std::fs::write(
+        ws.join(".roo/mcp.json"),
+        json!({"mcpServers": {"mine": {"command": "node", "args": ["x.js"]}}}).to_string(),
+    )
+    .expect("mcp.json");
+    let script = script(dir.path(), json!([]));
+    let root = dir.path().display().to_string();
+    let mut acp = Raw::start(&dir.path().join("data"), &script, &["--workspace", &root]);
+    acp.request(1, "initialize", json!({"protocolVersion": 1}));
+    let stdio = |name: &str, command: &str| json!({"name": name, "command": command, "args": [], "env": []});
+    let many: Vec<Value> = (0..65)
+        .map(|i| stdio(&format!("s{i}"), "/bin/true"))
+        .collect();
+    let cases = [
+        (json!([stdio("", "/bin/true")]), "name"),
+        (
+            json!([stdio("a", "/bin/true"), stdio("a", "/bin/false")]),
+            "two MCP servers",
+        ),
+        (json!([stdio("a", " ")]), "command"),
+        (
+            json!([{"type": "http", "name": "h", "url": "file:///etc/passwd", "headers": []}]),
+            "not an http(s) URL",
+        ),
+        (
+            json!([{"name": "e", "command": "/bin/true", "args": [],
+                    "env": [{"name": "K", "value": "1"}, {"name": "K", "value": "2"}]}]),
+            "given twice",
+        ),
+        (json!(many), "at most 64"),
+        (json!([{"name": "odd", "args": []}]), ""),
+        (json!("not a list"), ""),
+    ];
+    for (i, (servers, why)) in cases.iter().enumerate() {
+        let id = i64::try_from(i).expect("small") + 10;
+        let r = acp.request(id, "session/new", json!({"cwd": ws, "mcpServers": servers}));
+        let error = r.get("error").unwrap_or_else(|| panic!("{servers}: {r}"));
+        assert!(error.to_string().contains(why), "{why}: {error}");
+    }
+    // A name the workspace's configuration holds is left out, said so.
+    let made = acp.request(
+        30,
+        "session/new",
+        json!({"cwd": ws, "mcpServers": [stdio("mine", "/bin/true"), stdio("theirs", "/bin/true")]}),
+    );
+    assert!(made["result"]["sessionId"].is_string(), "{made}");
+    let told = acp.update("agent_message_chunk");
+    assert!(
+        told.to_string()
+            .contains("MCP server `mine` from the editor is not used"),
+        "{told}"
+    );
+    // The agent goes on.
+    let made = acp.request(31, "session/new", json!({"cwd": ws, "mcpServers": []}));
+    assert!(made["result"]["sessionId"].is_string(), "{made}");
 }

@@ -15,9 +15,7 @@ use super::sanitize::{json_text, visible_line};
 use roost_core::commands::CommandHost;
 use roost_core::config::{self, Config};
 use roost_core::mcp::trust::disclosure;
-use roost_core::mcp::{
-    ConfigIssue, McpHub, ServerEntry, ServerState, ServerStatus, Source, WorkspaceMcp,
-};
+use roost_core::mcp::{ConfigIssue, McpHub, ServerEntry, ServerState, ServerStatus, WorkspaceMcp};
 
 /// `roost mcp …`
 #[derive(Debug, Subcommand)]
@@ -230,10 +228,7 @@ pub(crate) fn print(
         outln!(
             "{} ({}, {}) — {}",
             visible_line(&s.name),
-            match e.source {
-                Source::Global => "global",
-                Source::Project => "project",
-            },
+            e.source.as_str(),
             visible_line(&e.summary()),
             visible_line(&state)
         );

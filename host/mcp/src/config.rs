@@ -33,6 +33,27 @@ pub enum Source {
     Global,
     /// A workspace file: started only once the user trusts it there.
     Project,
+    /// A front-end's session (an editor's ACP `mcpServers`): held in
+    /// memory only — its values never reach the store — and started only
+    /// once the user trusts it in the workspace, as a project's.
+    Client,
+}
+
+impl Source {
+    /// Whether an entry from here starts only once the user trusts it in
+    /// the workspace.
+    pub fn needs_trust(&self) -> bool {
+        !matches!(self, Self::Global)
+    }
+
+    /// Its name in listings and cache keys.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Global => "global",
+            Self::Project => "project",
+            Self::Client => "client",
+        }
+    }
 }
 
 /// How Roost reaches a server.
@@ -119,6 +140,15 @@ impl ServerEntry {
             "entry": self.written,
         });
         blake3::hash(v.to_string().as_bytes()).to_hex().to_string()
+    }
+
+    /// The name its trust is recorded under: a client's server never
+    /// shares a project server's trust, whatever their names.
+    pub fn trust_name(&self) -> String {
+        match self.source {
+            Source::Client => format!("client:{}", self.name),
+            _ => self.name.clone(),
+        }
     }
 
     /// One line saying how it is reached, as written (`stdio: node x.js`,
@@ -382,9 +412,44 @@ fn entry(
         let path = e.path().to_string();
         ((path != ".").then_some(path), e.into_inner().to_string())
     })?;
+    entry_of(file, name, written, source)
+}
+
+/// Where a front-end's entries say they come from.
+pub const CLIENT_FILE: &str = "(the editor's session)";
+
+/// A server a front-end hands in for its session (an editor's ACP
+/// `mcpServers`), checked as a file's entry is. Its values are taken as
+/// they are: `${env:…}` is not expanded (the editor gives values, never
+/// Roost's own environment).
+pub fn client_entry(name: &str, written: Written) -> Result<ServerEntry, String> {
+    valid_name(name)?;
+    entry_of(Path::new(CLIENT_FILE), name, written, Source::Client).map_err(
+        |(field, m)| match field {
+            Some(f) => format!("`{f}`: {m}"),
+            None => m,
+        },
+    )
+}
+
+fn entry_of(
+    file: &Path,
+    name: &str,
+    written: Written,
+    source: Source,
+) -> Result<ServerEntry, (Option<String>, String)> {
     let raw = &written;
     let field = |f: &str, m: String| (Some(f.to_owned()), m);
     let mut vars = Vec::new();
+    // A front-end's values are literal; a file's may name host variables.
+    let expand = source != Source::Client;
+    let substitute = |s: &str, f: &str, vars: &mut Vec<HostVar>| {
+        if expand {
+            substitute(s, f, vars)
+        } else {
+            Ok(s.to_owned())
+        }
+    };
     let kind = raw.kind.as_deref().map(str::to_ascii_lowercase);
     let transport = match (kind.as_deref(), &raw.command, &raw.url) {
         (Some("stdio") | None, Some(command), None) => {
@@ -625,5 +690,36 @@ mod tests {
         );
         assert!(substitute("${env:ROOST_SURELY_UNSET_VAR_123}", "url", &mut vars).is_err());
         assert!(substitute("${env:PATH", "url", &mut vars).is_err());
+    }
+
+    #[test]
+    fn a_clients_values_are_literal_and_its_trust_its_own() {
+        let written: Written = serde_json::from_value(serde_json::json!({
+            "type": "stdio", "command": "node", "args": ["${env:PATH}"],
+            "env": {"TOKEN": "${env:PATH}"}
+        }))
+        .expect("written");
+        let e = client_entry("fs", written).expect("an entry");
+        // The editor's values are taken as given: no host variable leaks.
+        match &e.transport {
+            Transport::Stdio { args, env, .. } => {
+                assert_eq!(args, &["${env:PATH}"]);
+                assert_eq!(env["TOKEN"], "${env:PATH}");
+            }
+            Transport::Http { .. } => panic!("stdio expected"),
+        }
+        assert!(e.host_vars.is_empty());
+        assert_eq!(e.source, Source::Client);
+        assert_eq!(e.trust_name(), "client:fs");
+        assert!(e.source.needs_trust() && !Source::Global.needs_trust());
+        let bad: Written =
+            serde_json::from_value(serde_json::json!({"url": "ftp://x"})).expect("written");
+        assert!(client_entry("x", bad).is_err());
+        let empty = Written {
+            kind: None,
+            command: Some("node".into()),
+            ..serde_json::from_value(serde_json::json!({})).expect("written")
+        };
+        assert!(client_entry("", empty).is_err());
     }
 }

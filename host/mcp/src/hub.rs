@@ -125,6 +125,75 @@ impl WorkspaceMcp {
     }
 }
 
+impl WorkspaceMcp {
+    /// These servers with a front-end session's own beside them: what a
+    /// task of that session is offered. A session server whose name the
+    /// workspace's configuration already uses is left out (the
+    /// configuration's holds the name, as a project entry holds a global
+    /// one's).
+    pub fn joined(&self, session: &SessionMcp) -> WorkspaceMcp {
+        let mut servers = self.servers.clone();
+        for (name, s) in &session.servers {
+            servers.entry(name.clone()).or_insert_with(|| Arc::clone(s));
+        }
+        WorkspaceMcp {
+            workspace: self.workspace.clone(),
+            stamp: self.stamp.clone(),
+            config: self.config.clone(),
+            servers,
+            outputs: self.outputs.clone(),
+        }
+    }
+}
+
+/// The MCP servers a front-end hands in for one session (an editor's
+/// `mcpServers`): held in memory for that session only — never written
+/// to the store — trusted as a project's are, and stopped when the last
+/// holder lets go. The session's tasks (and their subtasks) are offered
+/// them beside the workspace's own.
+#[derive(Debug)]
+pub struct SessionMcp {
+    workspace: PathBuf,
+    servers: BTreeMap<String, Arc<McpServer>>,
+}
+
+impl SessionMcp {
+    /// The entries not trusted yet in the workspace, nor for this session.
+    pub fn untrusted(&self) -> Vec<ServerEntry> {
+        self.servers
+            .values()
+            .filter(|s| s.state() == ServerState::Untrusted)
+            .map(|s| s.entry.clone())
+            .collect()
+    }
+
+    /// Trust the server `name` for this session only: it starts when a
+    /// task first needs it.
+    pub fn allow(&self, name: &str) {
+        if let Some(s) = self.servers.get(name) {
+            s.allow();
+        }
+    }
+
+    /// The servers, by name.
+    pub fn servers(&self) -> &BTreeMap<String, Arc<McpServer>> {
+        &self.servers
+    }
+
+    /// The workspace they run for.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+}
+
+impl Drop for SessionMcp {
+    fn drop(&mut self) {
+        for s in self.servers.values() {
+            s.stop();
+        }
+    }
+}
+
 /// The MCP servers of every workspace this process has seen.
 #[derive(Debug)]
 pub struct McpHub {
@@ -210,10 +279,51 @@ impl McpHub {
         fresh
     }
 
+    /// A front-end session's own servers in `workspace` (built with
+    /// [`config::client_entry`]), each waiting for trust unless the user
+    /// trusted that very entry there before; none is started yet. The
+    /// names the workspace's configuration uses are left out, each with a
+    /// line saying so.
+    pub fn session_servers(
+        &self,
+        workspace: &Path,
+        entries: Vec<ServerEntry>,
+    ) -> (Arc<SessionMcp>, Vec<String>) {
+        let taken = self.config(workspace);
+        let mut servers = BTreeMap::new();
+        let mut problems = Vec::new();
+        for entry in entries {
+            if taken.servers.contains_key(&entry.name) {
+                problems.push(format!(
+                    "MCP server `{}` from the editor is not used: this workspace's MCP configuration has a server of that name",
+                    entry.name
+                ));
+                continue;
+            }
+            let state = self.initial_state(workspace, &entry);
+            let name = entry.name.clone();
+            servers.insert(
+                name,
+                McpServer::new(
+                    entry,
+                    workspace.to_path_buf(),
+                    self.data_dir.clone(),
+                    Arc::clone(&self.sandbox),
+                    state,
+                ),
+            );
+        }
+        let session = SessionMcp {
+            workspace: workspace.to_path_buf(),
+            servers,
+        };
+        (Arc::new(session), problems)
+    }
+
     fn initial_state(&self, workspace: &Path, entry: &ServerEntry) -> ServerState {
         if entry.disabled {
             ServerState::Disabled
-        } else if entry.source == Source::Project && !self.trust.is_trusted(workspace, entry) {
+        } else if entry.source.needs_trust() && !self.trust.is_trusted(workspace, entry) {
             ServerState::Untrusted
         } else {
             ServerState::Idle
@@ -261,10 +371,8 @@ impl McpHub {
         workspace: &Path,
         entries: &[ServerEntry],
     ) -> Result<(), TrustError> {
-        let project: Vec<&ServerEntry> = entries
-            .iter()
-            .filter(|e| e.source == Source::Project)
-            .collect();
+        let project: Vec<&ServerEntry> =
+            entries.iter().filter(|e| e.source.needs_trust()).collect();
         self.trust.trust(workspace, &project)?;
         // Read again: trusted servers become startable.
         self.map().remove(workspace);

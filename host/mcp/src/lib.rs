@@ -19,8 +19,10 @@ pub mod stdio;
 pub mod tls;
 pub mod trust;
 
-pub use config::{ConfigIssue, HostVar, McpConfig, ServerEntry, Source, Transport, Written};
-pub use hub::{McpHub, WorkspaceMcp};
+pub use config::{
+    ConfigIssue, HostVar, McpConfig, ServerEntry, Source, Transport, Written, client_entry,
+};
+pub use hub::{McpHub, SessionMcp, WorkspaceMcp};
 pub use limits::ToolInfo;
 pub use server::{CallError, McpServer, ServerState, ServerStatus};
 pub use trust::{TrustError, TrustStore};

@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 
 use roost_sandbox::capability::Origin;
 
-use super::config::{ServerEntry, Source};
+use super::config::ServerEntry;
 
 /// The directory under the data dir that holds every runner's cache.
 pub const CACHE_DIR: &str = "mcp-cache";
@@ -202,10 +202,7 @@ fn npmrc_registry(home: &Path) -> Option<String> {
 /// under `data_dir`: one per source, workspace and name (a project's
 /// server never shares a global one's).
 pub fn cache_dir(data_dir: &Path, workspace: &Path, entry: &ServerEntry) -> PathBuf {
-    let source = match entry.source {
-        Source::Global => "global",
-        Source::Project => "project",
-    };
+    let source = entry.source.as_str();
     let mut h = blake3::Hasher::new();
     h.update(source.as_bytes());
     h.update(b"\0");
@@ -240,6 +237,7 @@ pub fn cache_env(home: &Path) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Source;
 
     fn entry(command: &str, args: &[&str]) -> ServerEntry {
         let mut out = super::super::config::McpConfig::default();

@@ -794,6 +794,16 @@ impl McpServer {
         }
     }
 
+    /// A server waiting for trust may start from now on (the person
+    /// trusted it for the session that holds it); any other stays as it
+    /// is.
+    pub fn allow(&self) {
+        let mut i = lock(&self.inner);
+        if i.state == ServerState::Untrusted {
+            i.state = ServerState::Idle;
+        }
+    }
+
     /// Stop it (the process with its sandbox).
     pub fn stop(&self) {
         let mut i = lock(&self.inner);

@@ -75,7 +75,7 @@ impl TrustStore {
     pub fn is_trusted(&self, workspace: &Path, entry: &ServerEntry) -> bool {
         self.read()
             .get(&key(workspace))
-            .and_then(|m| m.get(&entry.name))
+            .and_then(|m| m.get(&entry.trust_name()))
             .is_some_and(|f| *f == entry.fingerprint())
     }
 
@@ -85,7 +85,7 @@ impl TrustStore {
         let mut all = self.read();
         let m = all.entry(key(workspace)).or_default();
         for e in entries {
-            m.insert(e.name.clone(), e.fingerprint());
+            m.insert(e.trust_name(), e.fingerprint());
         }
         let io = |source| TrustError::Io {
             path: self.path.clone(),
@@ -127,6 +127,19 @@ pub fn disclosure(entry: &ServerEntry) -> Vec<String> {
         watch_paths,
     } = &entry.written;
     let mut out = Vec::new();
+    // An editor's values are its own secrets (API keys, tokens): named,
+    // never shown.
+    let client = entry.source == super::config::Source::Client;
+    let shown = |v: &str| {
+        if client {
+            format!(
+                "(a value from the editor, {} characters)",
+                v.chars().count()
+            )
+        } else {
+            v.to_owned()
+        }
+    };
     let stdio = command.is_some();
     let kind = kind
         .as_deref()
@@ -166,11 +179,11 @@ pub fn disclosure(entry: &ServerEntry) -> Vec<String> {
             out.push("env: nothing of its own (a scrubbed environment)".to_owned());
         }
         for (k, v) in env {
-            out.push(format!("env: {k}={v}"));
+            out.push(format!("env: {k}={}", shown(v)));
         }
     }
     for (k, v) in headers {
-        out.push(format!("header: {k}: {v}"));
+        out.push(format!("header: {k}: {}", shown(v)));
     }
     if stdio {
         out.push(match profile {

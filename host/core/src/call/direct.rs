@@ -186,6 +186,7 @@ impl Agent {
             ws,
             events: &events,
             control: &control,
+            session_mcp: None,
         };
         let call = AssembledCall {
             id: format!("direct-{}", uuid::Uuid::now_v7()),

@@ -123,9 +123,11 @@ impl Spawner for Engine {
             model: &parent.model,
             profile: &parent.profile,
         };
-        let setup = self
+        let mut setup = self
             .setup(&Endpoint::default(), Some(recorded), 0, &settings)
             .map_err(refused)?;
+        // The servers the parent's session handed in are its children's.
+        setup.session_mcp = self.session_mcp_of(&parent.id);
         let todos = match child.todos.as_deref().map(parse_todos).transpose() {
             Ok(t) => t,
             Err(message) => {
@@ -178,7 +180,16 @@ impl Spawner for Engine {
             return Ok(None);
         }
         match self.prepare_resume(id, &ResumeSpec::default()) {
-            Ok(_) => {}
+            Ok(_) => {
+                // A resumed child gets its parent's session servers again.
+                if let Some(servers) = task
+                    .parent_id
+                    .as_deref()
+                    .and_then(|p| self.session_mcp_of(p))
+                {
+                    self.attach_session_mcp(id, servers).map_err(refused)?;
+                }
+            }
             // Another front-end resumed it meanwhile.
             Err(EngineError::AlreadyStarted(_)) => {
                 return Ok(self.subscribe(id).ok());

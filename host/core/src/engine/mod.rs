@@ -89,6 +89,9 @@ struct Running {
     setup: Option<TaskSetup>,
     /// Whether starting it resumes stored history (else it is new).
     resume: bool,
+    /// The MCP servers its front-end's session handed in (its subtasks
+    /// get them too).
+    session_mcp: Option<Arc<crate::mcp::SessionMcp>>,
     outcome: watch::Sender<Option<TaskOutcome>>,
 }
 
@@ -218,6 +221,7 @@ impl Engine {
             Running {
                 events: events.clone(),
                 control: control.clone(),
+                session_mcp: setup.session_mcp.clone(),
                 setup: Some(setup),
                 resume,
                 outcome,
@@ -243,7 +247,39 @@ impl Engine {
             provider,
             config: config.with_settings(settings),
             spawner: self.spawner(),
+            session_mcp: None,
         })
+    }
+
+    /// Offer a created (or prepared) task the MCP servers its front-end's
+    /// session handed in (an editor's), beside its workspace's, from its
+    /// start on; the subtasks it starts get them too. Refused once it
+    /// runs.
+    pub fn attach_session_mcp(
+        &self,
+        id: &str,
+        servers: Arc<crate::mcp::SessionMcp>,
+    ) -> Result<(), EngineError> {
+        let mut tasks = self.lock();
+        let r = tasks
+            .running
+            .get_mut(id)
+            .ok_or_else(|| EngineError::NotHere(id.to_owned()))?;
+        let setup = r
+            .setup
+            .as_mut()
+            .ok_or_else(|| EngineError::AlreadyStarted(id.to_owned()))?;
+        setup.session_mcp = Some(Arc::clone(&servers));
+        r.session_mcp = Some(servers);
+        Ok(())
+    }
+
+    /// The session MCP servers task `id` runs with here, if any.
+    fn session_mcp_of(&self, id: &str) -> Option<Arc<crate::mcp::SessionMcp>> {
+        self.lock()
+            .running
+            .get(id)
+            .and_then(|r| r.session_mcp.clone())
     }
 
     /// The settings `spec` asks for, the engine's defaults where it is

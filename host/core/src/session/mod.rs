@@ -185,6 +185,17 @@ impl<'e> Session<'e> {
         Ok(self.engine.start(&task.task.id)?)
     }
 
+    /// Offer task `id` (created or prepared, not started) the MCP servers
+    /// this front-end's session handed in, beside its workspace's.
+    pub fn attach_mcp(
+        &self,
+        id: &str,
+        servers: std::sync::Arc<crate::mcp::SessionMcp>,
+    ) -> Result<(), SessionError> {
+        let task = self.task(id)?;
+        Ok(self.engine.attach_session_mcp(&task.task.id, servers)?)
+    }
+
     /// Wait for the run of task `id` in this engine to end.
     pub async fn wait(&self, id: &str) -> Result<TaskOutcome, SessionError> {
         let task = self.task(id)?;

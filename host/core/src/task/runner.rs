@@ -175,6 +175,7 @@ impl Agent {
             spawner: setup.spawner,
             events,
             control,
+            session_mcp: setup.session_mcp,
         };
         self.run(&ctx, None).await
     }
@@ -250,6 +251,7 @@ impl Agent {
             spawner: setup.spawner,
             events,
             control,
+            session_mcp: setup.session_mcp,
         };
         self.run(&ctx, pending).await
     }
@@ -453,7 +455,14 @@ impl Agent {
         let catalog = self.skills.catalog(&ctx.workspace);
         // The workspace's MCP servers, started when first needed (and
         // again after a crash, once its pause is over).
-        let servers = self.mcp.as_ref().map(|hub| hub.servers(&ctx.workspace));
+        let servers = self.mcp.as_ref().map(|hub| {
+            let own = hub.servers(&ctx.workspace);
+            // A front-end session's servers join its tasks' (only theirs).
+            match &ctx.session_mcp {
+                Some(session) => Arc::new(own.joined(session)),
+                None => own,
+            }
+        });
         if let Some(s) = &servers {
             s.start().await;
         }

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::mcp::{ServerState, WorkspaceMcp};
+use crate::mcp::{ServerState, Source, WorkspaceMcp};
 use crate::skills::Catalog;
 use crate::tools::{Registry, mcp, skill};
 
@@ -72,6 +72,12 @@ impl TaskTools {
             );
             for s in servers.servers.values() {
                 match s.state() {
+                    ServerState::Untrusted if s.entry.source == Source::Client => {
+                        problems.push(format!(
+                            "MCP server `{}` from the editor is not started: the person did not trust it",
+                            s.name()
+                        ));
+                    }
                     ServerState::Untrusted => problems.push(format!(
                         "MCP server `{}` of this workspace is not started: project servers run only once \
                          trusted (`roost mcp trust --workspace {} {}`)",

@@ -205,6 +205,9 @@ pub struct TaskSetup {
     pub config: TaskConfig,
     /// The engine running it.
     pub spawner: SpawnHandle,
+    /// The MCP servers its front-end's session handed in (an editor's),
+    /// offered beside the workspace's.
+    pub session_mcp: Option<Arc<crate::mcp::SessionMcp>>,
 }
 
 /// Where a call is made: in a task, or for a caller outside any task.
@@ -273,6 +276,9 @@ pub struct Ctx<'a> {
     pub events: &'a EventBus,
     /// Cancellation and queued messages from outside.
     pub control: &'a Control,
+    /// The MCP servers its front-end's session handed in (see
+    /// [`TaskSetup::session_mcp`]).
+    pub session_mcp: Option<Arc<crate::mcp::SessionMcp>>,
 }
 
 impl Services {

@@ -10,16 +10,16 @@ use std::sync::Arc;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentChunk,
-    CurrentModeUpdate, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionNotification, SessionUpdate, ToolCallContent, ToolCallUpdate,
-    ToolCallUpdateFields, UnstructuredCommandInput,
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, CurrentModeUpdate,
+    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
+    SessionNotification, SessionUpdate, ToolCallContent, ToolCallUpdate, ToolCallUpdateFields,
+    UnstructuredCommandInput,
 };
 use agent_client_protocol::{Client, Error};
 use roost_protocol::{Checkpoint, RestoreMode};
 
 use super::Acp;
-use super::updates::text;
+use super::updates::{said, text};
 
 /// The commands an editor offers.
 pub(crate) fn available() -> SessionUpdate {
@@ -67,10 +67,7 @@ pub(crate) async fn run(
 }
 
 fn say(cx: &ConnectionTo<Client>, sid: &str, words: String) -> Result<(), Error> {
-    cx.send_notification(SessionNotification::new(
-        sid.to_owned(),
-        SessionUpdate::AgentMessageChunk(ContentChunk::new(text(words))),
-    ))
+    cx.send_notification(SessionNotification::new(sid.to_owned(), said(words)))
 }
 
 /// `/mode SLUG`.

@@ -112,8 +112,15 @@ pub(crate) fn load(
         id.clone(),
         super::commands::available(),
     ))?;
+    let (mcp, left_out) = super::mcp::session_servers(acp, &workspace, &req.mcp_servers)?;
+    for line in left_out {
+        cx.send_notification(SessionNotification::new(
+            id.clone(),
+            super::updates::said(line),
+        ))?;
+    }
     acp.sessions
-        .adopt(&id, workspace.clone(), listed.task.mode.clone());
+        .adopt(&id, workspace.clone(), listed.task.mode.clone(), mcp);
     Ok(LoadSessionResponse::new()
         .modes(acp.modes(&workspace, &listed.task.mode))
         .config_options(acp.config_options(None)))

@@ -11,6 +11,7 @@
 mod commands;
 mod config;
 mod history;
+mod mcp;
 mod sessions;
 mod turn;
 pub mod updates;
@@ -24,9 +25,9 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
     CancelNotification, CloseSessionRequest, CloseSessionResponse, Implementation,
     InitializeRequest, InitializeResponse, ListSessionsRequest, LoadSessionRequest,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, SessionCapabilities,
-    SessionCloseCapabilities, SessionListCapabilities, SessionMode, SessionModeState,
-    SessionNotification, SetSessionConfigOptionRequest, SetSessionModeRequest,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities, SessionMode,
+    SessionModeState, SessionNotification, SetSessionConfigOptionRequest, SetSessionModeRequest,
     SetSessionModeResponse,
 };
 use agent_client_protocol::{Agent, Error, Stdio};
@@ -109,10 +110,17 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
         )
         .on_receive_request(
             async move |req: NewSessionRequest, responder, cx| match a2.new_session(&req) {
-                Ok(r) => {
+                Ok((r, notes)) => {
                     let id = r.session_id.clone();
                     responder.respond(r)?;
-                    // Roost's slash commands, once the editor knows the session.
+                    // Roost's slash commands, once the editor knows the
+                    // session; and the editor's MCP servers left out.
+                    for note in notes {
+                        cx.send_notification(SessionNotification::new(
+                            id.clone(),
+                            updates::said(note),
+                        ))?;
+                    }
                     cx.send_notification(SessionNotification::new(id, commands::available()))
                 }
                 Err(e) => responder.respond_with_error(e),
@@ -207,6 +215,9 @@ fn initialize(_req: &InitializeRequest) -> InitializeResponse {
             AgentCapabilities::new()
                 .load_session(true)
                 .prompt_capabilities(PromptCapabilities::new())
+                // The editor's MCP servers, over every transport Roost's
+                // MCP client speaks (stdio always).
+                .mcp_capabilities(McpCapabilities::new().http(true).sse(true))
                 .session_capabilities(
                     SessionCapabilities::new()
                         .list(SessionListCapabilities::new())
@@ -223,15 +234,21 @@ fn initialize(_req: &InitializeRequest) -> InitializeResponse {
 }
 
 impl Acp {
-    /// `session/new`: a session in `cwd`, checked like any workspace.
-    fn new_session(&self, req: &NewSessionRequest) -> Result<NewSessionResponse, Error> {
+    /// `session/new`: a session in `cwd`, checked like any workspace,
+    /// with the editor's MCP servers; and a line for each server left out.
+    fn new_session(
+        &self,
+        req: &NewSessionRequest,
+    ) -> Result<(NewSessionResponse, Vec<String>), Error> {
         let workspace = sessions::workspace(&req.cwd, self.settings.root.as_deref())?;
+        let (mcp, left_out) = mcp::session_servers(self, &workspace, &req.mcp_servers)?;
         let mode = self.settings.mode.clone();
         let modes = self.modes(&workspace, &mode);
-        let id = self.sessions.open(workspace, mode);
-        Ok(NewSessionResponse::new(id)
+        let id = self.sessions.open(workspace, mode, mcp);
+        let response = NewSessionResponse::new(id)
             .modes(modes)
-            .config_options(self.config_options(None)))
+            .config_options(self.config_options(None));
+        Ok((response, left_out))
     }
 
     /// The modes of `workspace`, `current` the session's.

@@ -4,10 +4,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use agent_client_protocol::Error;
 use roost_core::engine::workspace_key;
+use roost_core::mcp::SessionMcp;
 use roost_core::modes::ModeSet;
 use roost_core::task::PinnedWorkspace;
 
@@ -32,6 +33,32 @@ pub(crate) struct AcpSession {
     pub(crate) rejected: HashSet<String>,
     /// A prompt runs.
     pub(crate) busy: bool,
+    /// The MCP servers the editor handed in for it.
+    pub(crate) mcp: Option<Arc<SessionMcp>>,
+    /// Those the person was asked about (once per session).
+    pub(crate) mcp_asked: HashSet<String>,
+}
+
+impl AcpSession {
+    fn new(
+        workspace: PathBuf,
+        mode: String,
+        task: Option<String>,
+        mcp: Option<Arc<SessionMcp>>,
+    ) -> Self {
+        Self {
+            workspace,
+            mode,
+            mode_changed: false,
+            task,
+            profile: None,
+            profile_changed: false,
+            rejected: HashSet::new(),
+            busy: false,
+            mcp,
+            mcp_asked: HashSet::new(),
+        }
+    }
 }
 
 /// Every session of the connection, by id.
@@ -45,40 +72,32 @@ impl Sessions {
         self.all.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A new session in `workspace`, in `mode`: its id.
-    pub(crate) fn open(&self, workspace: PathBuf, mode: String) -> String {
+    /// A new session in `workspace`, in `mode`, with the editor's MCP
+    /// servers `mcp`: its id.
+    pub(crate) fn open(
+        &self,
+        workspace: PathBuf,
+        mode: String,
+        mcp: Option<Arc<SessionMcp>>,
+    ) -> String {
         let id = format!("roost-{}", uuid::Uuid::now_v7());
-        self.lock().insert(
-            id.clone(),
-            AcpSession {
-                workspace,
-                mode,
-                mode_changed: false,
-                task: None,
-                profile: None,
-                profile_changed: false,
-                rejected: HashSet::new(),
-                busy: false,
-            },
-        );
+        self.lock()
+            .insert(id.clone(), AcpSession::new(workspace, mode, None, mcp));
         id
     }
 
     /// Session `id` again, for task `id` in `workspace` (a loaded
     /// session's id is its task's).
-    pub(crate) fn adopt(&self, id: &str, workspace: PathBuf, mode: String) {
+    pub(crate) fn adopt(
+        &self,
+        id: &str,
+        workspace: PathBuf,
+        mode: String,
+        mcp: Option<Arc<SessionMcp>>,
+    ) {
         self.lock().insert(
             id.to_owned(),
-            AcpSession {
-                workspace,
-                mode,
-                mode_changed: false,
-                task: Some(id.to_owned()),
-                profile: None,
-                profile_changed: false,
-                rejected: HashSet::new(),
-                busy: false,
-            },
+            AcpSession::new(workspace, mode, Some(id.to_owned()), mcp),
         );
     }
 

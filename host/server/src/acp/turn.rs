@@ -112,6 +112,9 @@ async fn turn(
             )
         })?;
     let endpoint = acp.endpoint(profile.as_deref());
+    // The editor's MCP servers not trusted yet are asked about first.
+    super::mcp::trust(acp, cx, sid).await?;
+    let mcp = acp.sessions.with(sid, |s| s.mcp.clone())?;
     // What the task cost before this turn (the editor shows the total).
     let spent = task
         .as_deref()
@@ -133,6 +136,11 @@ async fn turn(
                 .map_err(refused)?;
             let id = created.id().to_owned();
             acp.sessions.with(sid, |s| s.task = Some(id.clone()))?;
+            if let Some(servers) = &mcp {
+                session
+                    .attach_mcp(&id, Arc::clone(servers))
+                    .map_err(refused)?;
+            }
             let rx = session.live(&id).map_err(refused)?.subscribe();
             session.start(&id).map_err(refused)?;
             (id, rx)
@@ -182,6 +190,11 @@ async fn turn(
                             },
                         )
                         .map_err(refused)?;
+                    if let Some(servers) = &mcp {
+                        session
+                            .attach_mcp(&id, Arc::clone(servers))
+                            .map_err(refused)?;
+                    }
                     let rx = session.live(&id).map_err(refused)?.subscribe();
                     session.start(&id).map_err(refused)?;
                     (id, rx)

@@ -30,6 +30,11 @@ pub(crate) fn text(t: impl Into<String>) -> ContentBlock {
     ContentBlock::Text(TextContent::new(t))
 }
 
+/// Words of the agent's own, as a message chunk.
+pub(crate) fn said(words: impl Into<String>) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(ContentChunk::new(text(words)))
+}
+
 /// The ACP kind of a call.
 pub(crate) fn kind(k: CallKind) -> ToolKind {
     match k {
