@@ -1635,3 +1635,151 @@ fn malformed_editor_mcp_servers_are_refused_with_the_reason() {
     let made = acp.request(31, "session/new", json!({"cwd": ws, "mcpServers": []}));
     assert!(made["result"]["sessionId"].is_string(), "{made}");
 }
+
+impl Raw {
+    /// Send request `id`, answering every request the agent makes before
+    /// its response with what `serve` returns for it (its `result`): the
+    /// response, and the agent's requests.
+    fn request_serving(
+        &mut self,
+        id: i64,
+        method: &str,
+        params: Value,
+        mut serve: impl FnMut(&Value) -> Value,
+    ) -> (Value, Vec<Value>) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
+        let mut asked = Vec::new();
+        loop {
+            let v = self.next(|v| {
+                (v.get("method").is_some() && v.get("id").is_some())
+                    || (v.get("id") == Some(&json!(id)) && v.get("method").is_none())
+            });
+            if v.get("method").is_none() {
+                return (v, asked);
+            }
+            let result = serve(&v);
+            self.send(&json!({"jsonrpc": "2.0", "id": v["id"], "result": result}).to_string());
+            asked.push(v);
+        }
+    }
+}
+
+/// An editor that offers `fs/read_text_file`: a read shows the person's
+/// unsaved text beside the disk's, and the editor is asked only about the
+/// files the read was allowed — never a path outside the workspace or a
+/// `.rooignore`d one, never a directory — and is never asked to write.
+/// A buffer equal to the disk adds nothing; a file the editor holds
+/// unsaved that is not on disk is said so.
+#[test]
+fn unsaved_buffers_are_read_through_the_editor_and_only_those_a_read_may_see() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = workspace_with_a(dir.path());
+    std::fs::write(ws.join("b.txt"), "bravo\n").expect("b");
+    std::fs::write(ws.join("secret.txt"), "hidden\n").expect("secret");
+    std::fs::write(ws.join(".rooignore"), "secret.txt\n").expect("rooignore");
+    std::fs::write(dir.path().join("outside.txt"), "outside\n").expect("outside");
+    let read = |path: &str| json!({"tool_calls": [{"name": "read_file", "args": {"path": path}}]});
+    let script = script(
+        dir.path(),
+        json!([
+            read("a.txt"),
+            read("../outside.txt"),
+            read("secret.txt"),
+            read("b.txt"),
+            {"tool_calls": [{"name": "list_files", "args": {"path": "."}}]},
+            read("draft.txt"),
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "read"}}]}
+        ]),
+    );
+    let root = dir.path().display().to_string();
+    let data = dir.path().join("data");
+    let mut acp = Raw::start(&data, &script, &["--workspace", &root, "--approve", "read"]);
+    acp.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}}),
+    );
+    let made = acp.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
+    let session = made["result"]["sessionId"].as_str().expect("id").to_owned();
+    let a = ws.join("a.txt");
+    let draft = ws.join("draft.txt");
+    let (done, asked) = acp.request_serving(
+        3,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "read"}]}),
+        |req| {
+            let path = PathBuf::from(req["params"]["path"].as_str().unwrap_or_default());
+            if path == a {
+                json!({"content": "alpha EDITED in the editor\n"})
+            } else if path == draft {
+                json!({"content": "a draft never saved\n"})
+            } else {
+                // Zed answers with the disk's text for a file it holds
+                // no buffer of.
+                json!({"content": std::fs::read_to_string(&path).unwrap_or_default()})
+            }
+        },
+    );
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let methods: Vec<&str> = asked.iter().filter_map(|r| r["method"].as_str()).collect();
+    assert!(
+        methods.iter().all(|m| *m == "fs/read_text_file"),
+        "{methods:?}"
+    );
+    let paths: Vec<PathBuf> = asked
+        .iter()
+        .filter_map(|r| r["params"]["path"].as_str().map(PathBuf::from))
+        .collect();
+    assert_eq!(paths, [a.clone(), ws.join("b.txt"), draft.clone()]);
+    assert!(
+        asked
+            .iter()
+            .all(|r| r["params"]["sessionId"] == session.as_str())
+    );
+    // What the model was told, in the task's history.
+    let tasks = tasks_in(&data);
+    let store = roost_core::store::Store::open(&roost_core::store::Store::default_path(&data))
+        .expect("store");
+    let history = format!("{:?}", store.load_api(&tasks[0].id, true).expect("history"));
+    assert!(
+        history.contains("unsaved changes to `a.txt`")
+            && history.contains("1 | alpha EDITED in the editor"),
+        "{history}"
+    );
+    assert!(!history.contains("unsaved changes to `b.txt`"), "{history}");
+    assert!(
+        history.contains("`draft.txt` is not on disk: the editor holds it unsaved"),
+        "{history}"
+    );
+    // The disk is untouched.
+    assert_eq!(std::fs::read_to_string(&a).expect("a"), "ay\n");
+    assert!(!draft.exists());
+
+    // An editor that does not offer `fs/read_text_file` is never asked.
+    let quiet = dir.path().join("quiet.json");
+    std::fs::write(
+        &quiet,
+        json!({"turns": [read("a.txt"),
+            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "read"}}]}]})
+        .to_string(),
+    )
+    .expect("script");
+    let mut acp = Raw::start(
+        &dir.path().join("data2"),
+        &quiet,
+        &["--workspace", &root, "--approve", "read"],
+    );
+    acp.request(1, "initialize", json!({"protocolVersion": 1}));
+    let made = acp.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
+    let session = made["result"]["sessionId"].as_str().expect("id").to_owned();
+    let (done, asked) = acp.request_serving(
+        3,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "read"}]}),
+        |_| json!({"content": "never asked"}),
+    );
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert!(asked.is_empty(), "{asked:?}");
+}

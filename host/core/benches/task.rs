@@ -678,7 +678,7 @@ async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
         spawner: Default::default(),
         events: &events,
         control: &control,
-        session_mcp: None,
+        lent: Default::default(),
     };
     let dispatch = Dispatch::new(agent);
     // The note-taker skill (tests/fixtures), when its component is built:

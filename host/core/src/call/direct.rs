@@ -186,7 +186,7 @@ impl Agent {
             ws,
             events: &events,
             control: &control,
-            session_mcp: None,
+            lent: Default::default(),
         };
         let call = AssembledCall {
             id: format!("direct-{}", uuid::Uuid::now_v7()),

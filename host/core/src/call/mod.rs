@@ -27,6 +27,7 @@
 //! the trace entries, post-tool hooks, the result).
 
 mod agent;
+mod buffers;
 pub mod change_set;
 pub mod direct;
 pub(crate) mod gates;

@@ -178,6 +178,9 @@ impl Dispatch<'_> {
             trace.push(trace_mutation(&subject, &changes, &mut outcome));
         }
         let violated = report_violation(&subject, &report, &mut outcome, &mut trace);
+        if !mutates && ctx.site.narrow(&tool.access).read {
+            self.unsaved_buffers(ctx, spec, &args, &mut outcome).await;
+        }
         self.post_hooks(ctx, state, spec, &args, &outcome.result, &changed)
             .await;
         let (completed, abort) = apply_effect(state, outcome.effect.take());

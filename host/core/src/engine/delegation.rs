@@ -126,8 +126,8 @@ impl Spawner for Engine {
         let mut setup = self
             .setup(&Endpoint::default(), Some(recorded), 0, &settings)
             .map_err(refused)?;
-        // The servers the parent's session handed in are its children's.
-        setup.session_mcp = self.session_mcp_of(&parent.id);
+        // What the parent's session lent it is its children's too.
+        setup.lent = self.lent_to(&parent.id);
         let todos = match child.todos.as_deref().map(parse_todos).transpose() {
             Ok(t) => t,
             Err(message) => {
@@ -181,13 +181,9 @@ impl Spawner for Engine {
         }
         match self.prepare_resume(id, &ResumeSpec::default()) {
             Ok(_) => {
-                // A resumed child gets its parent's session servers again.
-                if let Some(servers) = task
-                    .parent_id
-                    .as_deref()
-                    .and_then(|p| self.session_mcp_of(p))
-                {
-                    self.attach_session_mcp(id, servers).map_err(refused)?;
+                // A resumed child is lent what its parent was, again.
+                if let Some(parent) = task.parent_id.as_deref() {
+                    self.lend(id, self.lent_to(parent)).map_err(refused)?;
                 }
             }
             // Another front-end resumed it meanwhile.

@@ -46,7 +46,7 @@ use crate::task::{
     Agent, ApprovalPolicy, Control, Creation, Responder, TaskError, TaskOutcome, WorkspaceCheck,
     answer_asks,
 };
-use crate::turn::{SpawnHandle, Spawner, TaskSetup};
+use crate::turn::{Lent, SpawnHandle, Spawner, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
 
 /// Outcomes of finished tasks kept for a late [`Engine::wait`]; older ones
@@ -89,9 +89,8 @@ struct Running {
     setup: Option<TaskSetup>,
     /// Whether starting it resumes stored history (else it is new).
     resume: bool,
-    /// The MCP servers its front-end's session handed in (its subtasks
-    /// get them too).
-    session_mcp: Option<Arc<crate::mcp::SessionMcp>>,
+    /// What its front-end's session lent it (its subtasks get it too).
+    lent: Lent,
     outcome: watch::Sender<Option<TaskOutcome>>,
 }
 
@@ -221,7 +220,7 @@ impl Engine {
             Running {
                 events: events.clone(),
                 control: control.clone(),
-                session_mcp: setup.session_mcp.clone(),
+                lent: setup.lent.clone(),
                 setup: Some(setup),
                 resume,
                 outcome,
@@ -247,19 +246,14 @@ impl Engine {
             provider,
             config: config.with_settings(settings),
             spawner: self.spawner(),
-            session_mcp: None,
+            lent: Lent::default(),
         })
     }
 
-    /// Offer a created (or prepared) task the MCP servers its front-end's
-    /// session handed in (an editor's), beside its workspace's, from its
-    /// start on; the subtasks it starts get them too. Refused once it
-    /// runs.
-    pub fn attach_session_mcp(
-        &self,
-        id: &str,
-        servers: Arc<crate::mcp::SessionMcp>,
-    ) -> Result<(), EngineError> {
+    /// Lend a created (or prepared) task what its front-end's session
+    /// holds (an editor's MCP servers and buffers), from its start on; the
+    /// subtasks it starts are lent it too. Refused once it runs.
+    pub fn lend(&self, id: &str, lent: Lent) -> Result<(), EngineError> {
         let mut tasks = self.lock();
         let r = tasks
             .running
@@ -269,17 +263,18 @@ impl Engine {
             .setup
             .as_mut()
             .ok_or_else(|| EngineError::AlreadyStarted(id.to_owned()))?;
-        setup.session_mcp = Some(Arc::clone(&servers));
-        r.session_mcp = Some(servers);
+        setup.lent = lent.clone();
+        r.lent = lent;
         Ok(())
     }
 
-    /// The session MCP servers task `id` runs with here, if any.
-    fn session_mcp_of(&self, id: &str) -> Option<Arc<crate::mcp::SessionMcp>> {
+    /// What task `id`, running here, was lent (nothing when it is not).
+    fn lent_to(&self, id: &str) -> Lent {
         self.lock()
             .running
             .get(id)
-            .and_then(|r| r.session_mcp.clone())
+            .map(|r| r.lent.clone())
+            .unwrap_or_default()
     }
 
     /// The settings `spec` asks for, the engine's defaults where it is

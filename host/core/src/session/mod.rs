@@ -185,15 +185,11 @@ impl<'e> Session<'e> {
         Ok(self.engine.start(&task.task.id)?)
     }
 
-    /// Offer task `id` (created or prepared, not started) the MCP servers
-    /// this front-end's session handed in, beside its workspace's.
-    pub fn attach_mcp(
-        &self,
-        id: &str,
-        servers: std::sync::Arc<crate::mcp::SessionMcp>,
-    ) -> Result<(), SessionError> {
+    /// Lend task `id` (created or prepared, not started) what this
+    /// front-end's session holds: its MCP servers, its buffers.
+    pub fn lend(&self, id: &str, lent: crate::turn::Lent) -> Result<(), SessionError> {
         let task = self.task(id)?;
-        Ok(self.engine.attach_session_mcp(&task.task.id, servers)?)
+        Ok(self.engine.lend(&task.task.id, lent)?)
     }
 
     /// Wait for the run of task `id` in this engine to end.

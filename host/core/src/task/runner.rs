@@ -175,7 +175,7 @@ impl Agent {
             spawner: setup.spawner,
             events,
             control,
-            session_mcp: setup.session_mcp,
+            lent: setup.lent,
         };
         self.run(&ctx, None).await
     }
@@ -251,7 +251,7 @@ impl Agent {
             spawner: setup.spawner,
             events,
             control,
-            session_mcp: setup.session_mcp,
+            lent: setup.lent,
         };
         self.run(&ctx, pending).await
     }
@@ -458,7 +458,7 @@ impl Agent {
         let servers = self.mcp.as_ref().map(|hub| {
             let own = hub.servers(&ctx.workspace);
             // A front-end session's servers join its tasks' (only theirs).
-            match &ctx.session_mcp {
+            match &ctx.lent.mcp {
                 Some(session) => Arc::new(own.joined(session)),
                 None => own,
             }

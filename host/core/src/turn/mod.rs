@@ -6,6 +6,7 @@
 //! policies ([`TaskConfig`]), and the errors that stop a task ([`TaskError`]).
 
 pub mod config;
+mod lent;
 mod repetition;
 mod spawner;
 
@@ -13,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use config::{Delegation, Price, TaskConfig};
+pub use lent::{EditorBuffers, Lent};
 pub use repetition::RepetitionDetector;
 pub use spawner::{ChildSpec, SpawnError, SpawnHandle, Spawner};
 
@@ -205,9 +207,9 @@ pub struct TaskSetup {
     pub config: TaskConfig,
     /// The engine running it.
     pub spawner: SpawnHandle,
-    /// The MCP servers its front-end's session handed in (an editor's),
-    /// offered beside the workspace's.
-    pub session_mcp: Option<Arc<crate::mcp::SessionMcp>>,
+    /// What its front-end's session lends it (an editor's MCP servers
+    /// and buffers).
+    pub lent: Lent,
 }
 
 /// Where a call is made: in a task, or for a caller outside any task.
@@ -276,9 +278,8 @@ pub struct Ctx<'a> {
     pub events: &'a EventBus,
     /// Cancellation and queued messages from outside.
     pub control: &'a Control,
-    /// The MCP servers its front-end's session handed in (see
-    /// [`TaskSetup::session_mcp`]).
-    pub session_mcp: Option<Arc<crate::mcp::SessionMcp>>,
+    /// What its front-end's session lends it (see [`TaskSetup::lent`]).
+    pub lent: Lent,
 }
 
 impl Services {

@@ -8,6 +8,7 @@
 //! the editor does not answer in time (never a hang). Standard output
 //! carries only ACP messages; logs go to standard error.
 
+mod buffers;
 mod commands;
 mod config;
 mod history;
@@ -73,6 +74,9 @@ pub(crate) struct Acp {
     pub(crate) engine: Arc<Engine>,
     pub(crate) settings: Settings,
     pub(crate) sessions: Sessions,
+    /// Whether the editor offers `fs/read_text_file` (its unsaved
+    /// buffers), as it said in `initialize`.
+    pub(crate) reads_buffers: std::sync::atomic::AtomicBool,
 }
 
 /// Serve the Agent Client Protocol on standard input and output until the
@@ -82,8 +86,10 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
         engine,
         settings,
         sessions: Sessions::default(),
+        reads_buffers: std::sync::atomic::AtomicBool::new(false),
     });
-    let (a2, a3, a4, a5, a6, a7, a8, a9) = (
+    let (a2, a3, a4, a5, a6, a7, a8, a9, a10) = (
+        Arc::clone(&acp),
         Arc::clone(&acp),
         Arc::clone(&acp),
         Arc::clone(&acp),
@@ -97,7 +103,13 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
         .v1()
         .name("roost")
         .on_receive_request(
-            async move |req: InitializeRequest, responder, _cx| responder.respond(initialize(&req)),
+            async move |req: InitializeRequest, responder, _cx| {
+                a10.reads_buffers.store(
+                    req.client_capabilities.fs.read_text_file,
+                    std::sync::atomic::Ordering::Release,
+                );
+                responder.respond(initialize(&req))
+            },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(

@@ -19,11 +19,13 @@ use agent_client_protocol::{Client, Error};
 use roost_core::engine::{ResumeSpec, TaskSpec};
 use roost_core::events::{Envelope, TaskEvent};
 use roost_core::session::{Owner, Session};
+use roost_core::turn::{EditorBuffers, Lent};
 use roost_protocol::display::DisplayItem;
 use roost_protocol::{Answer, Ask, Grant, TaskStatus};
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 
+use super::buffers::Buffers;
 use super::updates::{Updates, text};
 use super::{Acp, invalid};
 
@@ -114,7 +116,16 @@ async fn turn(
     let endpoint = acp.endpoint(profile.as_deref());
     // The editor's MCP servers not trusted yet are asked about first.
     super::mcp::trust(acp, cx, sid).await?;
-    let mcp = acp.sessions.with(sid, |s| s.mcp.clone())?;
+    // What the session lends its task: the editor's MCP servers, and its
+    // unsaved buffers when it offers them.
+    let lent = Lent {
+        mcp: acp.sessions.with(sid, |s| s.mcp.clone())?,
+        buffers: acp
+            .reads_buffers
+            .load(std::sync::atomic::Ordering::Acquire)
+            .then(|| Arc::new(Buffers::new(cx.clone(), sid)) as Arc<dyn EditorBuffers>),
+    };
+    let lends = lent.mcp.is_some() || lent.buffers.is_some();
     // What the task cost before this turn (the editor shows the total).
     let spent = task
         .as_deref()
@@ -136,10 +147,8 @@ async fn turn(
                 .map_err(refused)?;
             let id = created.id().to_owned();
             acp.sessions.with(sid, |s| s.task = Some(id.clone()))?;
-            if let Some(servers) = &mcp {
-                session
-                    .attach_mcp(&id, Arc::clone(servers))
-                    .map_err(refused)?;
+            if lends {
+                session.lend(&id, lent.clone()).map_err(refused)?;
             }
             let rx = session.live(&id).map_err(refused)?.subscribe();
             session.start(&id).map_err(refused)?;
@@ -190,10 +199,8 @@ async fn turn(
                             },
                         )
                         .map_err(refused)?;
-                    if let Some(servers) = &mcp {
-                        session
-                            .attach_mcp(&id, Arc::clone(servers))
-                            .map_err(refused)?;
+                    if lends {
+                        session.lend(&id, lent.clone()).map_err(refused)?;
                     }
                     let rx = session.live(&id).map_err(refused)?.subscribe();
                     session.start(&id).map_err(refused)?;
