@@ -1245,6 +1245,12 @@ fn a_client_asking_for_a_newer_protocol_is_answered_v1() {
     let mut acp = Raw::start(&dir.path().join("data"), &script, &["--workspace", &root]);
     let init = acp.request(1, "initialize", json!({"protocolVersion": 2}));
     assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    // Roost says it keeps its own sandbox, and what it uses of the editor.
+    let note = &init["result"]["_meta"]["roost"];
+    assert!(
+        note["sandbox"].is_string() && note["clientTerminal"].is_string(),
+        "{init}"
+    );
     let made = acp.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
     assert!(made["result"]["sessionId"].is_string(), "{made}");
     let mut again = Raw::start(&dir.path().join("data2"), &script, &["--workspace", &root]);
@@ -1782,4 +1788,43 @@ fn unsaved_buffers_are_read_through_the_editor_and_only_those_a_read_may_see() {
     );
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     assert!(asked.is_empty(), "{asked:?}");
+}
+
+/// `session/load` of a session this connection opened and has not
+/// prompted yet (nothing recorded): it is taken up as it stands, in its
+/// own workspace only; its next prompt runs as the first would have.
+#[test]
+fn a_session_not_prompted_yet_loads_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = workspace_with_a(dir.path());
+    let other = dir.path().join("other");
+    std::fs::create_dir_all(&other).expect("other");
+    let script = script(
+        dir.path(),
+        json!([{"text": "hello", "tool_calls": [
+            {"name": "attempt_completion", "args": {"result": "hello"}}]}]),
+    );
+    let root = dir.path().display().to_string();
+    let mut acp = Raw::start(&dir.path().join("data"), &script, &["--workspace", &root]);
+    acp.request(1, "initialize", json!({"protocolVersion": 1}));
+    let made = acp.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
+    let session = made["result"]["sessionId"].as_str().expect("id").to_owned();
+    let elsewhere = acp.request(
+        3,
+        "session/load",
+        json!({"sessionId": session, "cwd": other, "mcpServers": []}),
+    );
+    assert!(elsewhere.get("error").is_some(), "{elsewhere}");
+    let loaded = acp.request(
+        4,
+        "session/load",
+        json!({"sessionId": session, "cwd": ws, "mcpServers": []}),
+    );
+    assert!(loaded["result"]["modes"].is_object(), "{loaded}");
+    let r = acp.request(
+        5,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}),
+    );
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
 }

@@ -79,6 +79,45 @@ pub(crate) fn load(
     req: &LoadSessionRequest,
 ) -> Result<LoadSessionResponse, Error> {
     let id = req.session_id.0.to_string();
+    // A session of this connection not prompted yet has nothing recorded:
+    // it is taken up again as it stands.
+    let fresh = acp
+        .sessions
+        .with(&id, |s| {
+            s.task
+                .is_none()
+                .then(|| (s.workspace.clone(), s.mode.clone(), s.profile.clone()))
+        })
+        .ok()
+        .flatten();
+    if let Some((workspace, mode, profile)) = fresh {
+        let cwd = sessions::workspace(&req.cwd, acp.settings.root.as_deref())?;
+        if cwd != workspace {
+            return Err(invalid(format!(
+                "session `{id}` is in {}, not in {}",
+                workspace.display(),
+                cwd.display()
+            )));
+        }
+        let (mcp, left_out) = super::mcp::session_servers(acp, &workspace, &req.mcp_servers)?;
+        acp.sessions.with(&id, |s| {
+            s.mcp = mcp;
+            s.mcp_asked.clear();
+        })?;
+        for line in left_out {
+            cx.send_notification(SessionNotification::new(
+                id.clone(),
+                super::updates::said(line),
+            ))?;
+        }
+        cx.send_notification(SessionNotification::new(
+            id.clone(),
+            super::commands::available(),
+        ))?;
+        return Ok(LoadSessionResponse::new()
+            .modes(acp.modes(&workspace, &mode))
+            .config_options(acp.config_options(profile.as_deref())));
+    }
     let session = Session::new(&acp.engine, Owner::Host);
     let unknown = || invalid(format!("no session `{id}` to load"));
     let listed = session.task(&id).map_err(|_| unknown())?;

@@ -243,6 +243,23 @@ fn initialize(_req: &InitializeRequest) -> InitializeResponse {
             ),
         )])
         .agent_info(Implementation::new("roost", env!("CARGO_PKG_VERSION")))
+        .meta(sandbox_note())
+}
+
+/// What Roost tells the editor of its sandbox (the protocol has no field
+/// for it): every tool runs in Roost's own; the editor's `fs` is only
+/// read, for unsaved buffers, and its terminals are never used.
+fn sandbox_note() -> agent_client_protocol::v1::schema::Meta {
+    let mut meta = agent_client_protocol::v1::schema::Meta::new();
+    meta.insert(
+        "roost".to_owned(),
+        serde_json::json!({
+            "sandbox": "Every tool, command and MCP server runs in Roost's own sandbox, within what the task's intent grants.",
+            "clientFs": "read only: fs/read_text_file, for unsaved buffers of files a read may see; never fs/write_text_file",
+            "clientTerminal": "never used: commands run in Roost's command sandbox"
+        }),
+    );
+    meta
 }
 
 impl Acp {
