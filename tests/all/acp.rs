@@ -1828,3 +1828,219 @@ fn a_session_not_prompted_yet_loads_again() {
     );
     assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
 }
+
+/// Draft protocol v2 behind `--acp-version 2`: a v2 client's prompt is
+/// answered at once with its message id (echoed as a `user_message`), the
+/// turn runs between a `running` and an `idle` state with its stop reason,
+/// calls are `tool_call_update`s (the write's diff as v2's changes and
+/// patch), the plan a `plan_update`, the write a v2 permission request
+/// whose answer holds; the mode is a config option; a refused prompt is an
+/// error before anything runs; and a v1 client of the same process still
+/// gets v1.
+#[test]
+fn draft_v2_runs_a_session_with_state_updates_and_v1_clients_still_get_v1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = workspace_with_a(dir.path());
+    let script = writing_script(dir.path());
+    let root = dir.path().display().to_string();
+    let data = dir.path().join("data");
+    let mut acp = Raw::start(
+        &data,
+        &script,
+        &[
+            "--workspace",
+            &root,
+            "--approve",
+            "read",
+            "--acp-version",
+            "2",
+        ],
+    );
+    let init = acp.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    let mcp = &init["result"]["capabilities"]["session"]["mcp"];
+    assert!(
+        mcp["http"].is_object() && mcp["stdio"].is_object(),
+        "{init}"
+    );
+    assert!(
+        init["result"]["authMethods"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{init}"
+    );
+    let made = acp.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
+    let session = made["result"]["sessionId"].as_str().expect("id").to_owned();
+    let options = made["result"]["configOptions"].as_array().expect("options");
+    let mode = options
+        .iter()
+        .find(|o| o["configId"] == "mode")
+        .expect("the mode option");
+    assert_eq!(mode["currentValue"], "code", "{made}");
+    assert_eq!(
+        made["result"]["availableCommands"][0]["name"], "undo",
+        "{made}"
+    );
+    // Refused before anything runs: an error, no turn.
+    let empty = acp.request(
+        3,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "  "}]}),
+    );
+    assert!(empty.get("error").is_some(), "{empty}");
+
+    let (taken, asked) = acp.request_answering(
+        4,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "write b"}]}),
+        |_| Some("allow_once"),
+    );
+    let message = taken["result"]["messageId"]
+        .as_str()
+        .expect("a message id")
+        .to_owned();
+    assert!(asked.is_empty(), "answered before the turn runs: {asked:?}");
+    // The turn, up to its idle state (permissions answered on the way).
+    let mut updates = Vec::new();
+    let mut permissions = Vec::new();
+    loop {
+        let v = acp.next(|v| {
+            v["method"] == "session/request_permission" || v["method"] == "session/update"
+        });
+        if v["method"] == "session/request_permission" {
+            acp.send(
+                &json!({"jsonrpc": "2.0", "id": v["id"],
+                        "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}})
+                .to_string(),
+            );
+            permissions.push(v);
+            continue;
+        }
+        let u = v["params"]["update"].clone();
+        let idle = u["sessionUpdate"] == "state_update" && u["state"] == "idle";
+        updates.push(u);
+        if idle {
+            break;
+        }
+    }
+    let kinds: Vec<&str> = updates
+        .iter()
+        .filter_map(|u| u["sessionUpdate"].as_str())
+        .collect();
+    assert_eq!(updates[0]["sessionUpdate"], "user_message", "{kinds:?}");
+    assert_eq!(updates[0]["messageId"], message.as_str());
+    assert_eq!(updates[1]["state"], "running", "{kinds:?}");
+    assert_eq!(
+        updates.last().expect("idle")["stopReason"],
+        "end_turn",
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&"plan_update") && kinds.contains(&"agent_message_chunk"),
+        "{kinds:?}"
+    );
+    assert!(
+        !kinds.contains(&"tool_call") && !kinds.contains(&"plan"),
+        "v1 kinds: {kinds:?}"
+    );
+    let write = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["content"][0]["type"] == "diff")
+        .expect("the write's diff");
+    assert_eq!(
+        write["content"][0]["changes"][0]["operation"], "add",
+        "{write}"
+    );
+    assert!(
+        write["content"][0]["patch"]["text"]
+            .as_str()
+            .is_some_and(|p| p.contains("+bee")),
+        "{write}"
+    );
+    assert_eq!(permissions.len(), 1, "{permissions:?}");
+    let p = &permissions[0]["params"];
+    assert_eq!(p["subject"]["type"], "tool_call", "{p}");
+    assert!(
+        p["title"]
+            .as_str()
+            .is_some_and(|t| t.contains("write_to_file")),
+        "{p}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("b.txt")).expect("written"),
+        "bee\n"
+    );
+
+    // The mode as a config option.
+    let set = acp.request(
+        5,
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "mode", "type": "id", "value": "architect"}),
+    );
+    let mode = set["result"]["configOptions"]
+        .as_array()
+        .and_then(|o| o.iter().find(|o| o["configId"] == "mode"))
+        .unwrap_or_else(|| panic!("the mode option: {set}"));
+    assert_eq!(mode["currentValue"], "architect", "{set}");
+    let bad = acp.request(
+        6,
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "mode", "type": "id", "value": "no-such-mode"}),
+    );
+    assert!(bad.get("error").is_some(), "{bad}");
+
+    drop(acp);
+
+    // A later v2 process lists the session and resumes it: its history
+    // replayed, then where it stands.
+    let mut later = Raw::start(
+        &data,
+        &script,
+        &["--workspace", &root, "--acp-version", "2"],
+    );
+    later.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}),
+    );
+    let listed = later.request(2, "session/list", json!({}));
+    let task = listed["result"]["sessions"][0]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a session: {listed}"))
+        .to_owned();
+    let resumed = later.request(
+        3,
+        "session/resume",
+        json!({"sessionId": task, "cwd": ws, "mcpServers": []}),
+    );
+    assert!(resumed["result"]["configOptions"].is_array(), "{resumed}");
+    let replayed: Vec<Value> = later
+        .stash
+        .iter()
+        .filter(|v| v["method"] == "session/update")
+        .map(|v| v["params"]["update"].clone())
+        .collect();
+    assert!(
+        replayed
+            .iter()
+            .any(|u| u["sessionUpdate"] == "tool_call_update"),
+        "{replayed:?}"
+    );
+    let last = later.update("state_update");
+    assert_eq!(last["params"]["update"]["state"], "idle", "{last}");
+
+    // A v1 client of a v2-offering `roost acp` gets v1.
+    let mut old = Raw::start(
+        &dir.path().join("data1"),
+        &script,
+        &["--workspace", &root, "--acp-version", "2"],
+    );
+    let init = old.request(1, "initialize", json!({"protocolVersion": 1}));
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    let made = old.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
+    assert!(made["result"]["modes"].is_object(), "{made}");
+}

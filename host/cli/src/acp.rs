@@ -25,6 +25,10 @@ pub struct AcpArgs {
     /// the call is denied (an editor that shows no UI never hangs a task).
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub ask_timeout: u64,
+    /// The newest protocol version offered: 1, or 2 for the draft v2
+    /// (a client asking for v1 still gets v1).
+    #[arg(long, value_name = "VERSION", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub acp_version: u8,
     /// Model selection.
     #[command(flatten)]
     pub provider: ProviderArgs,
@@ -48,6 +52,7 @@ pub async fn acp(args: AcpArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             modes_dir: config::default_path().parent().map(Path::to_path_buf),
             approval,
             max_turns: args.options.max_turns,
+            draft_v2: args.acp_version == 2,
         },
     )
     .await?;

@@ -8,17 +8,16 @@
 
 use std::sync::Arc;
 
-use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, CurrentModeUpdate,
-    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionNotification, SessionUpdate, ToolCallContent, ToolCallUpdate, ToolCallUpdateFields,
-    UnstructuredCommandInput,
+    PermissionOption, PermissionOptionKind, RequestPermissionRequest, SessionUpdate,
+    ToolCallContent, ToolCallUpdate, ToolCallUpdateFields, UnstructuredCommandInput,
 };
-use agent_client_protocol::{Client, Error};
 use roost_protocol::{Checkpoint, RestoreMode};
 
 use super::Acp;
+use super::editor::Editor;
 use super::updates::{said, text};
 
 /// The commands an editor offers.
@@ -53,35 +52,35 @@ pub(crate) fn parse(words: &str) -> Option<(&str, &str)> {
 /// as the reply.
 pub(crate) async fn run(
     acp: &Arc<Acp>,
-    cx: &ConnectionTo<Client>,
+    ed: &Editor,
     sid: &str,
     name: &str,
     args: &str,
 ) -> Result<(), Error> {
     let said = match name {
-        "mode" => mode(acp, cx, sid, args)?,
+        "mode" => mode(acp, ed, sid, args)?,
         "checkpoints" => checkpoints(acp, sid),
-        _ => undo(acp, cx, sid, args).await,
+        _ => undo(acp, ed, sid, args).await,
     };
-    say(cx, sid, said)
+    say(ed, sid, said)
 }
 
-fn say(cx: &ConnectionTo<Client>, sid: &str, words: String) -> Result<(), Error> {
-    cx.send_notification(SessionNotification::new(sid.to_owned(), said(words)))
+fn say(ed: &Editor, sid: &str, words: String) -> Result<(), Error> {
+    ed.notify(sid, said(words))
 }
 
 /// `/mode SLUG`.
-fn mode(acp: &Acp, cx: &ConnectionTo<Client>, sid: &str, slug: &str) -> Result<String, Error> {
+fn mode(acp: &Acp, ed: &Editor, sid: &str, slug: &str) -> Result<String, Error> {
     if slug.is_empty() {
         let now = acp.sessions.with(sid, |s| s.mode.clone())?;
         return Ok(format!("mode: {now} (/mode SLUG switches)"));
     }
     acp.sessions
         .set_mode(sid, slug, acp.settings.modes_dir.as_deref())?;
-    cx.send_notification(SessionNotification::new(
-        sid.to_owned(),
+    ed.notify(
+        sid,
         SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(slug.to_owned())),
-    ))?;
+    )?;
     Ok(format!("mode: {slug} (from your next message)"))
 }
 
@@ -115,7 +114,7 @@ fn checkpoints(acp: &Acp, sid: &str) -> String {
 /// `/undo [N]`: what goes back is shown and the editor asked; the task
 /// stops first if it waits on a question here (the next prompt goes on
 /// from the checkpoint).
-async fn undo(acp: &Arc<Acp>, cx: &ConnectionTo<Client>, sid: &str, args: &str) -> String {
+async fn undo(acp: &Arc<Acp>, ed: &Editor, sid: &str, args: &str) -> String {
     let Some(task) = acp.sessions.task(sid) else {
         return "Nothing to undo: no task yet.".to_owned();
     };
@@ -151,7 +150,7 @@ async fn undo(acp: &Arc<Acp>, cx: &ConnectionTo<Client>, sid: &str, args: &str) 
         "Undo: back to checkpoint {} (before turn {}) — the files as they were then, and the conversation without that turn and those after it?",
         target.id, target.turn
     );
-    if !allowed(acp, cx, sid, &title, &diff).await {
+    if !allowed(acp, ed, sid, &title, &diff).await {
         return "Not undone.".to_owned();
     }
     acp.stop_and_wait(&plan.id, "undone from the editor").await;
@@ -182,7 +181,7 @@ async fn undo(acp: &Arc<Acp>, cx: &ConnectionTo<Client>, sid: &str, args: &str) 
 
 /// Whether the editor allows `title` (with `diff` shown); no answer in
 /// time is a no.
-async fn allowed(acp: &Acp, cx: &ConnectionTo<Client>, sid: &str, title: &str, diff: &str) -> bool {
+async fn allowed(acp: &Acp, ed: &Editor, sid: &str, title: &str, diff: &str) -> bool {
     let mut fields = ToolCallUpdateFields::new().title(title.to_owned());
     if !diff.trim().is_empty() {
         fields = fields.content(vec![ToolCallContent::from(text(diff.to_owned()))]);
@@ -195,15 +194,7 @@ async fn allowed(acp: &Acp, cx: &ConnectionTo<Client>, sid: &str, title: &str, d
             PermissionOption::new("reject_once", "Keep", PermissionOptionKind::RejectOnce),
         ],
     );
-    let asked = tokio::time::timeout(
-        acp.settings.ask_timeout,
-        cx.send_request(request).block_task(),
-    )
-    .await;
-    matches!(
-        asked,
-        Ok(Ok(r)) if matches!(&r.outcome, RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == "allow_once")
-    )
+    ed.ask(request, acp.settings.ask_timeout).await.chosen() == Some("allow_once")
 }
 
 #[cfg(test)]

@@ -6,15 +6,14 @@
 use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 
-use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    SessionInfo, SessionNotification,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, SessionInfo,
 };
-use agent_client_protocol::{Client, Error};
 use roost_core::engine::Listed;
 use roost_core::session::{Owner, Session};
 
+use super::editor::Editor;
 use super::updates::Updates;
 use super::{Acp, invalid, sessions};
 
@@ -75,7 +74,7 @@ pub(crate) fn list(acp: &Acp, req: &ListSessionsRequest) -> Result<ListSessionsR
 /// as updates before the response; its next prompt continues the task.
 pub(crate) fn load(
     acp: &Acp,
-    cx: &ConnectionTo<Client>,
+    ed: &Editor,
     req: &LoadSessionRequest,
 ) -> Result<LoadSessionResponse, Error> {
     let id = req.session_id.0.to_string();
@@ -105,15 +104,9 @@ pub(crate) fn load(
             s.mcp_asked.clear();
         })?;
         for line in left_out {
-            cx.send_notification(SessionNotification::new(
-                id.clone(),
-                super::updates::said(line),
-            ))?;
+            ed.notify(&id, super::updates::said(line))?;
         }
-        cx.send_notification(SessionNotification::new(
-            id.clone(),
-            super::commands::available(),
-        ))?;
+        ed.notify(&id, super::commands::available())?;
         return Ok(LoadSessionResponse::new()
             .modes(acp.modes(&workspace, &mode))
             .config_options(acp.config_options(profile.as_deref())));
@@ -143,20 +136,14 @@ pub(crate) fn load(
     for env in recorded.iter().filter(|e| e.task_id == id) {
         for item in display.items(env) {
             for update in updates.of(&item) {
-                cx.send_notification(SessionNotification::new(id.clone(), update))?;
+                ed.notify(&id, update)?;
             }
         }
     }
-    cx.send_notification(SessionNotification::new(
-        id.clone(),
-        super::commands::available(),
-    ))?;
+    ed.notify(&id, super::commands::available())?;
     let (mcp, left_out) = super::mcp::session_servers(acp, &workspace, &req.mcp_servers)?;
     for line in left_out {
-        cx.send_notification(SessionNotification::new(
-            id.clone(),
-            super::updates::said(line),
-        ))?;
+        ed.notify(&id, super::updates::said(line))?;
     }
     acp.sessions
         .adopt(&id, workspace.clone(), listed.task.mode.clone(), mcp);

@@ -12,14 +12,14 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{
-    McpServer, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
-    RequestPermissionRequest, ToolCallContent, ToolCallUpdate, ToolCallUpdateFields,
+    McpServer, PermissionOption, PermissionOptionKind, RequestPermissionRequest, ToolCallContent,
+    ToolCallUpdate, ToolCallUpdateFields,
 };
-use agent_client_protocol::{Client, Error};
 use roost_core::mcp::{SessionMcp, Written, client_entry, trust::disclosure};
 
+use super::editor::Editor;
 use super::updates::text;
 use super::{Acp, invalid};
 
@@ -157,7 +157,7 @@ fn written(server: &McpServer) -> Result<(String, Written), Error> {
 /// in the workspace (recorded as `roost mcp trust` records it), or not
 /// started. No answer in time is a no; a server is asked about once per
 /// session.
-pub(crate) async fn trust(acp: &Acp, cx: &ConnectionTo<Client>, sid: &str) -> Result<(), Error> {
+pub(crate) async fn trust(acp: &Acp, ed: &Editor, sid: &str) -> Result<(), Error> {
     let (servers, asked) = acp
         .sessions
         .with(sid, |s| (s.mcp.clone(), s.mcp_asked.clone()))?;
@@ -199,19 +199,8 @@ pub(crate) async fn trust(acp: &Acp, cx: &ConnectionTo<Client>, sid: &str) -> Re
                 ),
             ],
         );
-        let asked = tokio::time::timeout(
-            acp.settings.ask_timeout,
-            cx.send_request(request).block_task(),
-        )
-        .await;
-        let chosen = match &asked {
-            Ok(Ok(r)) => match &r.outcome {
-                RequestPermissionOutcome::Selected(s) => Some(s.option_id.0.to_string()),
-                _ => None,
-            },
-            _ => None,
-        };
-        match chosen.as_deref() {
+        let asked = ed.ask(request, acp.settings.ask_timeout).await;
+        match asked.chosen() {
             Some("allow_once") => servers.allow(&entry.name),
             Some("allow_always") => {
                 if let Some(hub) = acp.engine.mcp()

@@ -6,16 +6,20 @@
 //! display mapping (`roost_protocol::display`), and every question a task
 //! asks becomes `session/request_permission` — answered, or denied when
 //! the editor does not answer in time (never a hang). Standard output
-//! carries only ACP messages; logs go to standard error.
+//! carries only ACP messages; logs go to standard error. Protocol v1;
+//! draft v2 beside it with `--acp-version 2` (`v2`), the client's
+//! `initialize` choosing.
 
 mod buffers;
 mod commands;
 mod config;
+mod editor;
 mod history;
 mod mcp;
 mod sessions;
 mod turn;
 pub mod updates;
+mod v2;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,7 +35,7 @@ use agent_client_protocol::v1::schema::{
     SessionModeState, SessionNotification, SetSessionConfigOptionRequest, SetSessionModeRequest,
     SetSessionModeResponse,
 };
-use agent_client_protocol::{Agent, Error, Stdio};
+use agent_client_protocol::{Agent, ConnectTo, Error, Stdio};
 use roost_core::engine::Engine;
 use roost_core::modes::ModeSet;
 use roost_core::session::{Owner, Session};
@@ -59,6 +63,9 @@ pub struct Settings {
     pub approval: Option<ApprovalPolicy>,
     /// The most turns a prompt's run takes before it pauses.
     pub max_turns: Option<u32>,
+    /// Offer draft protocol v2 beside v1 (`--acp-version 2`): a client
+    /// asking for v2 gets it, any other v1.
+    pub draft_v2: bool,
 }
 
 /// Why `roost acp` stopped.
@@ -77,6 +84,8 @@ pub(crate) struct Acp {
     /// Whether the editor offers `fs/read_text_file` (its unsaved
     /// buffers), as it said in `initialize`.
     pub(crate) reads_buffers: std::sync::atomic::AtomicBool,
+    /// Each v2 session's message ids for the turn under way.
+    pub(crate) v2_ids: v2::Turns,
 }
 
 /// Serve the Agent Client Protocol on standard input and output until the
@@ -87,6 +96,7 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
         settings,
         sessions: Sessions::default(),
         reads_buffers: std::sync::atomic::AtomicBool::new(false),
+        v2_ids: v2::Turns::default(),
     });
     let (a2, a3, a4, a5, a6, a7, a8, a9, a10) = (
         Arc::clone(&acp),
@@ -99,7 +109,7 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
         Arc::clone(&acp),
         Arc::clone(&acp),
     );
-    let connected = Agent
+    let v1 = Agent
         .v1()
         .name("roost")
         .on_receive_request(
@@ -147,8 +157,11 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: LoadSessionRequest, responder, cx| match history::load(&a7, &cx, &req)
-            {
+            async move |req: LoadSessionRequest, responder, cx| match history::load(
+                &a7,
+                &editor::Editor::V1(cx.clone()),
+                &req,
+            ) {
                 Ok(r) => responder.respond(r),
                 Err(e) => responder.respond_with_error(e),
             },
@@ -171,7 +184,8 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
                 // editor for permissions, whose answers that loop routes.
                 let acp = Arc::clone(&a4);
                 tokio::spawn(async move {
-                    let answered = match turn::run(&acp, &cx, req).await {
+                    let answered = match turn::run(&acp, &editor::Editor::V1(cx.clone()), req).await
+                    {
                         Ok(r) => responder.respond(r),
                         Err(e) => responder.respond_with_error(e),
                     };
@@ -209,9 +223,18 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),
-        )
-        .connect_to(Stdio::new())
-        .await;
+        );
+    let connected = if acp.settings.draft_v2 {
+        // The client's `initialize` picks the version.
+        Agent
+            .protocol_router()
+            .with_v1(v1)
+            .with_v2(v2::agent(&acp))
+            .connect_to(Stdio::new())
+            .await
+    } else {
+        v1.connect_to(Stdio::new()).await
+    };
     // The editor went away (or the connection failed): no one is left to
     // approve or read, so every running task stops where it stands —
     // aborted, resumable, nothing half-written — before the process ends.
@@ -249,7 +272,7 @@ fn initialize(_req: &InitializeRequest) -> InitializeResponse {
 /// What Roost tells the editor of its sandbox (the protocol has no field
 /// for it): every tool runs in Roost's own; the editor's `fs` is only
 /// read, for unsaved buffers, and its terminals are never used.
-fn sandbox_note() -> agent_client_protocol::v1::schema::Meta {
+pub(crate) fn sandbox_note() -> agent_client_protocol::v1::schema::Meta {
     let mut meta = agent_client_protocol::v1::schema::Meta::new();
     meta.insert(
         "roost".to_owned(),

@@ -9,35 +9,41 @@
 
 use std::sync::Arc;
 
-use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{
     ContentBlock, PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, StopReason,
-    ToolCallContent, ToolCallUpdate, ToolCallUpdateFields,
+    RequestPermissionRequest, StopReason, ToolCallContent, ToolCallUpdate, ToolCallUpdateFields,
 };
-use agent_client_protocol::{Client, Error};
 use roost_core::engine::{ResumeSpec, TaskSpec};
 use roost_core::events::{Envelope, TaskEvent};
 use roost_core::session::{Owner, Session};
-use roost_core::turn::{EditorBuffers, Lent};
+use roost_core::turn::Lent;
 use roost_protocol::display::DisplayItem;
 use roost_protocol::{Answer, Ask, Grant, TaskStatus};
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::buffers::Buffers;
+use super::editor::{Asked, Editor};
 use super::updates::{Updates, text};
 use super::{Acp, invalid};
 
 /// Run one prompt of session `req.session_id` to the end of its turn.
 pub(crate) async fn run(
     acp: &Arc<Acp>,
-    cx: &ConnectionTo<Client>,
+    ed: &Editor,
     req: PromptRequest,
 ) -> Result<PromptResponse, Error> {
+    let (sid, words) = take(acp, &req)?;
+    go(acp, ed, &sid, words).await
+}
+
+/// Take the prompt `req` or refuse it, before anything runs: its words
+/// (text and links within the bound), and no other prompt running in its
+/// session (one at a time). Returns the session and the words; the
+/// session is busy until [`go`] ends.
+pub(crate) fn take(acp: &Acp, req: &PromptRequest) -> Result<(String, String), Error> {
     let sid = req.session_id.0.to_string();
     let words = prompt_text(&req.prompt)?;
-    // One prompt at a time in a session.
     acp.sessions.with(&sid, |s| {
         if s.busy {
             Err(invalid("a prompt is already running in this session"))
@@ -46,13 +52,24 @@ pub(crate) async fn run(
             Ok(())
         }
     })??;
+    Ok((sid, words))
+}
+
+/// Run the words of a prompt [`take`]n in session `sid`: a slash command,
+/// or the session's task, to the end of its turn.
+pub(crate) async fn go(
+    acp: &Arc<Acp>,
+    ed: &Editor,
+    sid: &str,
+    words: String,
+) -> Result<PromptResponse, Error> {
     let ended = match super::commands::parse(&words) {
-        Some((name, args)) => super::commands::run(acp, cx, &sid, name, args)
+        Some((name, args)) => super::commands::run(acp, ed, sid, name, args)
             .await
             .map(|()| PromptResponse::new(StopReason::EndTurn)),
-        None => turn(acp, cx, &sid, words).await,
+        None => turn(acp, ed, sid, words).await,
     };
-    let _ = acp.sessions.with(&sid, |s| s.busy = false);
+    let _ = acp.sessions.with(sid, |s| s.busy = false);
     ended
 }
 
@@ -97,7 +114,7 @@ fn refused(e: impl std::fmt::Display) -> Error {
 /// Start or continue the session's task with `words`, then follow it.
 async fn turn(
     acp: &Arc<Acp>,
-    cx: &ConnectionTo<Client>,
+    ed: &Editor,
     sid: &str,
     words: String,
 ) -> Result<PromptResponse, Error> {
@@ -115,15 +132,15 @@ async fn turn(
         })?;
     let endpoint = acp.endpoint(profile.as_deref());
     // The editor's MCP servers not trusted yet are asked about first.
-    super::mcp::trust(acp, cx, sid).await?;
+    super::mcp::trust(acp, ed, sid).await?;
     // What the session lends its task: the editor's MCP servers, and its
     // unsaved buffers when it offers them.
     let lent = Lent {
         mcp: acp.sessions.with(sid, |s| s.mcp.clone())?,
-        buffers: acp
-            .reads_buffers
-            .load(std::sync::atomic::Ordering::Acquire)
-            .then(|| Arc::new(Buffers::new(cx.clone(), sid)) as Arc<dyn EditorBuffers>),
+        buffers: ed.buffers(
+            sid,
+            acp.reads_buffers.load(std::sync::atomic::Ordering::Acquire),
+        ),
     };
     let lends = lent.mcp.is_some() || lent.buffers.is_some();
     // What the task cost before this turn (the editor shows the total).
@@ -211,7 +228,7 @@ async fn turn(
     };
     Follow {
         acp,
-        cx,
+        ed,
         sid,
         session: &session,
         root: &id,
@@ -239,7 +256,7 @@ fn ends_turn(ask: &Ask, subtask: bool) -> bool {
 /// Following a task through one turn.
 struct Follow<'a> {
     acp: &'a Arc<Acp>,
-    cx: &'a ConnectionTo<Client>,
+    ed: &'a Editor,
     sid: &'a str,
     session: &'a Session<'a>,
     /// The session's task (its subtasks' events come through it too).
@@ -295,8 +312,7 @@ impl Follow<'_> {
                 item
             };
             for update in self.updates.of(&item) {
-                self.cx
-                    .send_notification(SessionNotification::new(self.sid.to_owned(), update))?;
+                self.ed.notify(self.sid, update)?;
             }
         }
         Ok(())
@@ -489,9 +505,8 @@ impl Follow<'_> {
             options,
         );
         let timeout = self.acp.settings.ask_timeout;
-        let asked = tokio::time::timeout(timeout, self.cx.send_request(request).block_task()).await;
-        let outcome = match asked {
-            Err(_) => {
+        let chosen = match self.ed.ask(request, timeout).await {
+            Asked::TimedOut => {
                 return Answer::No {
                     feedback: Some(format!(
                         "Denied: the editor did not answer the permission request within {} s.",
@@ -499,45 +514,43 @@ impl Follow<'_> {
                     )),
                 };
             }
-            Ok(Err(e)) => {
+            Asked::Failed(e) => {
                 return Answer::No {
                     feedback: Some(format!("Denied: the editor could not be asked ({e}).")),
                 };
             }
-            Ok(Ok(response)) => response.outcome,
-        };
-        match outcome {
-            RequestPermissionOutcome::Selected(s) => match s.option_id.0.as_ref() {
-                "allow_once" => Answer::Yes,
-                "allow_always" if always => {
-                    let grant = Grant::Tool(tool);
-                    let workspace = self
-                        .acp
-                        .sessions
-                        .with(self.sid, |s| s.workspace.clone())
-                        .ok();
-                    if let Some(ws) = workspace
-                        && let Err(e) = self.acp.engine.approvals().save(&ws, &grant)
-                    {
-                        tracing::warn!("the approval was not saved: {e}");
-                    }
-                    Answer::Always { grant }
-                }
-                "reject_always" if always => {
-                    let _ = self.acp.sessions.with(self.sid, |s| {
-                        s.rejected.insert(tool.clone());
-                    });
-                    Answer::No { feedback: None }
-                }
-                "reject_once" => Answer::No { feedback: None },
-                other => Answer::No {
-                    feedback: Some(format!(
-                        "Denied: the editor chose `{other}`, which is not an option Roost offered."
-                    )),
-                },
-            },
             // The prompt was cancelled while the question was open.
-            _ => Answer::No { feedback: None },
+            Asked::Cancelled => return Answer::No { feedback: None },
+            Asked::Chosen(option) => option,
+        };
+        match chosen.as_str() {
+            "allow_once" => Answer::Yes,
+            "allow_always" if always => {
+                let grant = Grant::Tool(tool);
+                let workspace = self
+                    .acp
+                    .sessions
+                    .with(self.sid, |s| s.workspace.clone())
+                    .ok();
+                if let Some(ws) = workspace
+                    && let Err(e) = self.acp.engine.approvals().save(&ws, &grant)
+                {
+                    tracing::warn!("the approval was not saved: {e}");
+                }
+                Answer::Always { grant }
+            }
+            "reject_always" if always => {
+                let _ = self.acp.sessions.with(self.sid, |s| {
+                    s.rejected.insert(tool.clone());
+                });
+                Answer::No { feedback: None }
+            }
+            "reject_once" => Answer::No { feedback: None },
+            other => Answer::No {
+                feedback: Some(format!(
+                    "Denied: the editor chose `{other}`, which is not an option Roost offered."
+                )),
+            },
         }
     }
 }
