@@ -2044,3 +2044,112 @@ fn draft_v2_runs_a_session_with_state_updates_and_v1_clients_still_get_v1() {
     let made = old.request(2, "session/new", json!({"cwd": ws, "mcpServers": []}));
     assert!(made["result"]["modes"].is_object(), "{made}");
 }
+
+/// The SDK's own v2 client role drives `roost acp --acp-version 2`: it
+/// negotiates v2, and every update and request Roost sends parses as the
+/// SDK's v2 types (an invalid one would fail the connection here); the
+/// write's permission is answered and the turn ends idle, `end_turn`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdks_v2_client_runs_a_prompt_to_its_idle_state() {
+    use agent_client_protocol::v2::InitializeOutcome;
+    use agent_client_protocol::v2::schema as v2s;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = workspace_with_a(dir.path());
+    let script = writing_script(dir.path());
+    let agent = agent(
+        &dir.path().join("data"),
+        dir.path(),
+        &script,
+        &["--acp-version", "2"],
+    );
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let asked = Arc::new(Mutex::new(0usize));
+    let on_ask = Arc::clone(&asked);
+    let workspace = ws.clone();
+    let updates = bounded(
+        Client
+            .v2()
+            .on_receive_notification(
+                async move |n: v2s::UpdateSessionNotification, _cx| {
+                    let _ = tx.send(n.update);
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_notification!(),
+            )
+            .on_receive_request(
+                async move |_req: v2s::RequestPermissionRequest, responder, _cx| {
+                    *on_ask.lock().unwrap() += 1;
+                    responder.respond(v2s::RequestPermissionResponse::new(
+                        v2s::RequestPermissionOutcome::Selected(
+                            v2s::SelectedPermissionOutcome::new("allow_once"),
+                        ),
+                    ))
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .connect_with(
+                agent,
+                async move |cx: agent_client_protocol::v2::ConnectionTo<Agent>| {
+                    let outcome = cx
+                        .send_initialize(v2s::InitializeRequest::new(
+                            ProtocolVersion::V2,
+                            v2s::Implementation::new("roost-tests", "1"),
+                        ))
+                        .block_task()
+                        .await?;
+                    let InitializeOutcome::Initialized(init) = outcome else {
+                        panic!("v2 is offered: {outcome:?}");
+                    };
+                    assert_eq!(init.protocol_version, ProtocolVersion::V2);
+                    let made = cx
+                        .send_request(v2s::NewSessionRequest::new(workspace))
+                        .block_task()
+                        .await?;
+                    cx.send_request(v2s::PromptRequest::new(
+                        made.session_id.clone(),
+                        vec![v2s::ContentBlock::Text(v2s::TextContent::new("write b"))],
+                    ))
+                    .block_task()
+                    .await?;
+                    let mut seen = Vec::new();
+                    while let Some(u) = rx.recv().await {
+                        let idle = matches!(
+                            &u,
+                            v2s::SessionUpdate::StateUpdate(v2s::StateUpdate::Idle(_))
+                        );
+                        seen.push(u);
+                        if idle {
+                            break;
+                        }
+                    }
+                    Ok(seen)
+                },
+            ),
+    )
+    .await
+    .expect("the v2 session runs");
+    let Some(v2s::SessionUpdate::StateUpdate(v2s::StateUpdate::Idle(idle))) = updates.last() else {
+        panic!("ends idle: {updates:?}");
+    };
+    assert!(
+        matches!(idle.stop_reason, Some(v2s::StopReason::EndTurn)),
+        "{idle:?}"
+    );
+    assert!(
+        updates
+            .iter()
+            .any(|u| matches!(u, v2s::SessionUpdate::ToolCallUpdate(_))),
+        "{updates:?}"
+    );
+    assert!(
+        updates
+            .iter()
+            .any(|u| matches!(u, v2s::SessionUpdate::PlanUpdate(_))),
+        "{updates:?}"
+    );
+    assert_eq!(*asked.lock().unwrap(), 1);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("b.txt")).expect("written"),
+        "bee\n"
+    );
+}
