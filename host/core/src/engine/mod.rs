@@ -100,6 +100,20 @@ struct Tasks {
     finished: VecDeque<(String, TaskOutcome)>,
 }
 
+impl Tasks {
+    /// Task `id`, held here and not started yet.
+    fn unstarted(&mut self, id: &str) -> Result<&mut Running, EngineError> {
+        let r = self
+            .running
+            .get_mut(id)
+            .ok_or_else(|| EngineError::NotHere(id.to_owned()))?;
+        if r.setup.is_none() {
+            return Err(EngineError::AlreadyStarted(id.to_owned()));
+        }
+        Ok(r)
+    }
+}
+
 /// Runs tasks concurrently on the current tokio runtime.
 pub struct Engine {
     agent: Arc<Agent>,
@@ -255,15 +269,10 @@ impl Engine {
     /// subtasks it starts are lent it too. Refused once it runs.
     pub fn lend(&self, id: &str, lent: Lent) -> Result<(), EngineError> {
         let mut tasks = self.lock();
-        let r = tasks
-            .running
-            .get_mut(id)
-            .ok_or_else(|| EngineError::NotHere(id.to_owned()))?;
-        let setup = r
-            .setup
-            .as_mut()
-            .ok_or_else(|| EngineError::AlreadyStarted(id.to_owned()))?;
-        setup.lent = lent.clone();
+        let r = tasks.unstarted(id)?;
+        if let Some(setup) = r.setup.as_mut() {
+            setup.lent = lent.clone();
+        }
         r.lent = lent;
         Ok(())
     }
@@ -464,10 +473,7 @@ impl Engine {
     pub fn start(&self, id: &str) -> Result<(), EngineError> {
         let (events, control, resume, setup) = {
             let mut tasks = self.lock();
-            let r = tasks
-                .running
-                .get_mut(id)
-                .ok_or_else(|| EngineError::NotHere(id.to_owned()))?;
+            let r = tasks.unstarted(id)?;
             let setup = r
                 .setup
                 .take()

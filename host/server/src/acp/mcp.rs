@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{
-    McpServer, PermissionOption, PermissionOptionKind, RequestPermissionRequest, ToolCallContent,
-    ToolCallUpdate, ToolCallUpdateFields,
+    HttpHeader, McpServer, PermissionOption, PermissionOptionKind, RequestPermissionRequest,
+    ToolCallContent, ToolCallUpdate, ToolCallUpdateFields,
 };
 use roost_core::mcp::{SessionMcp, Written, client_entry, trust::disclosure};
 
@@ -85,17 +85,6 @@ fn written(server: &McpServer) -> Result<(String, Written), Error> {
         allow_network: Vec::new(),
         watch_paths: Vec::new(),
     };
-    let pairs = |what: &str, name: &str, list: Vec<(String, String)>| {
-        let mut out = BTreeMap::new();
-        for (k, v) in list {
-            if out.insert(k.clone(), v).is_some() {
-                return Err(invalid(format!(
-                    "MCP server `{name}`: {what} `{k}` is given twice"
-                )));
-            }
-        }
-        Ok(out)
-    };
     let name = match server {
         McpServer::Stdio(s) => {
             let command = s.command.to_str().ok_or_else(|| {
@@ -117,32 +106,8 @@ fn written(server: &McpServer) -> Result<(String, Written), Error> {
             )?;
             s.name.clone()
         }
-        McpServer::Http(h) => {
-            w.kind = Some("streamable-http".into());
-            w.url = Some(h.url.clone());
-            w.headers = pairs(
-                "header",
-                &h.name,
-                h.headers
-                    .iter()
-                    .map(|e| (e.name.clone(), e.value.clone()))
-                    .collect(),
-            )?;
-            h.name.clone()
-        }
-        McpServer::Sse(h) => {
-            w.kind = Some("sse".into());
-            w.url = Some(h.url.clone());
-            w.headers = pairs(
-                "header",
-                &h.name,
-                h.headers
-                    .iter()
-                    .map(|e| (e.name.clone(), e.value.clone()))
-                    .collect(),
-            )?;
-            h.name.clone()
-        }
+        McpServer::Http(h) => remote(&mut w, "streamable-http", &h.name, &h.url, &h.headers)?,
+        McpServer::Sse(h) => remote(&mut w, "sse", &h.name, &h.url, &h.headers)?,
         _ => {
             return Err(invalid(
                 "an MCP server over a transport Roost does not take (stdio, http and sse)",
@@ -150,6 +115,45 @@ fn written(server: &McpServer) -> Result<(String, Written), Error> {
         }
     };
     Ok((name, w))
+}
+
+/// A server at a URL (`kind`: streamable HTTP or SSE) written into `w`:
+/// its name.
+fn remote(
+    w: &mut Written,
+    kind: &str,
+    name: &str,
+    url: &str,
+    headers: &[HttpHeader],
+) -> Result<String, Error> {
+    w.kind = Some(kind.to_owned());
+    w.url = Some(url.to_owned());
+    w.headers = pairs(
+        "header",
+        name,
+        headers
+            .iter()
+            .map(|e| (e.name.clone(), e.value.clone()))
+            .collect(),
+    )?;
+    Ok(name.to_owned())
+}
+
+/// `list` as a map, refusing a `what` (variable, header) given twice.
+fn pairs(
+    what: &str,
+    name: &str,
+    list: Vec<(String, String)>,
+) -> Result<BTreeMap<String, String>, Error> {
+    let mut out = BTreeMap::new();
+    for (k, v) in list {
+        if out.insert(k.clone(), v).is_some() {
+            return Err(invalid(format!(
+                "MCP server `{name}`: {what} `{k}` is given twice"
+            )));
+        }
+    }
+    Ok(out)
 }
 
 /// Ask the person about each of session `sid`'s servers not trusted yet
