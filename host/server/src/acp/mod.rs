@@ -159,7 +159,7 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
         .on_receive_request(
             async move |req: LoadSessionRequest, responder, cx| match history::load(
                 &a7,
-                &editor::Editor::V1(cx.clone()),
+                &editor::Editor::v1(&cx),
                 &req,
             ) {
                 Ok(r) => responder.respond(r),
@@ -184,8 +184,7 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
                 // editor for permissions, whose answers that loop routes.
                 let acp = Arc::clone(&a4);
                 tokio::spawn(async move {
-                    let answered = match turn::run(&acp, &editor::Editor::V1(cx.clone()), req).await
-                    {
+                    let answered = match turn::run(&acp, &editor::Editor::v1(&cx), req).await {
                         Ok(r) => responder.respond(r),
                         Err(e) => responder.respond_with_error(e),
                     };

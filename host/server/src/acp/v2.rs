@@ -19,11 +19,12 @@ use agent_client_protocol::v1::schema as v1;
 use agent_client_protocol::v2::ConnectionTo;
 use agent_client_protocol::v2::schema as v2;
 use agent_client_protocol::{Agent, Client, Error};
+use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::editor::{Asked, Editor};
+use super::editor::{Asked, Editor, Link};
 use super::{Acp, invalid};
 
 /// The editor over a v2 connection.
@@ -141,9 +142,12 @@ impl V2Editor {
         self.cx
             .send_notification(v2::UpdateSessionNotification::new(sid.to_owned(), update))
     }
+}
 
-    /// Send session `sid` the v1 `update` in v2's shape.
-    pub(crate) fn notify(&self, sid: &str, update: v1::SessionUpdate) -> Result<(), Error> {
+/// The editor over v2: each v1 update converted (a mode change becomes
+/// the mode option's change), each permission request in v2's shape.
+impl Link for V2Editor {
+    fn notify(&self, sid: &str, update: v1::SessionUpdate) -> Result<(), Error> {
         // A mode change is the mode option's change in v2.
         if matches!(update, v1::SessionUpdate::CurrentModeUpdate(_)) {
             let Some(acp) = self.acp.upgrade() else {
@@ -165,31 +169,33 @@ impl V2Editor {
         }
     }
 
-    /// Ask the v1 `request` in v2's shape.
-    pub(crate) async fn ask(
+    fn ask(
         &self,
         request: v1::RequestPermissionRequest,
         timeout: Duration,
-    ) -> Asked {
-        let request = match permission_v2(&request) {
-            Ok(r) => r,
-            Err(e) => return Asked::Failed(e.to_string()),
-        };
-        match tokio::time::timeout(timeout, self.cx.send_request(request).block_task()).await {
-            Err(_) => Asked::TimedOut,
-            Ok(Err(e)) => Asked::Failed(e.to_string()),
-            Ok(Ok(r)) => match r.outcome {
-                v2::RequestPermissionOutcome::Selected(s) => {
-                    Asked::Chosen(s.option_id.0.to_string())
-                }
-                _ => Asked::Cancelled,
-            },
-        }
+    ) -> BoxFuture<'static, Asked> {
+        let cx = self.cx.clone();
+        Box::pin(async move {
+            let request = match permission_v2(&request) {
+                Ok(r) => r,
+                Err(e) => return Asked::Failed(e.to_string()),
+            };
+            match tokio::time::timeout(timeout, cx.send_request(request).block_task()).await {
+                Err(_) => Asked::TimedOut,
+                Ok(Err(e)) => Asked::Failed(e.to_string()),
+                Ok(Ok(r)) => match r.outcome {
+                    v2::RequestPermissionOutcome::Selected(s) => {
+                        Asked::Chosen(s.option_id.0.to_string())
+                    }
+                    _ => Asked::Cancelled,
+                },
+            }
+        })
     }
 }
 
 /// A v1 session update in v2's shape (a mode change excepted: see
-/// [`V2Editor::notify`]).
+/// `V2Editor`'s `notify`).
 fn update_v2(update: &v1::SessionUpdate, ids: &Ids, sid: &str) -> Result<v2::SessionUpdate, Error> {
     let mut v =
         serde_json::to_value(update).map_err(|e| Error::internal_error().data(e.to_string()))?;
@@ -392,7 +398,7 @@ pub(crate) fn agent(acp: &Arc<Acp>) -> impl agent_client_protocol::ConnectTo<Cli
                 )?;
                 let acp = Arc::clone(&a2);
                 tokio::spawn(async move {
-                    let ended = super::turn::go(&acp, &Editor::V2(ed.clone()), &sid, words).await;
+                    let ended = super::turn::go(&acp, &Editor::new(ed.clone()), &sid, words).await;
                     if let Err(e) = ed.send(&sid, idle(ended.map(|r| r.stop_reason))) {
                         tracing::warn!("the turn's end was not sent: {e}");
                     }
@@ -434,7 +440,7 @@ pub(crate) fn agent(acp: &Arc<Acp>) -> impl agent_client_protocol::ConnectTo<Cli
                             "mcpServers": servers,
                         }))
                     })
-                    .and_then(|r| super::history::load(&a4, &Editor::V2(ed.clone()), &r));
+                    .and_then(|r| super::history::load(&a4, &Editor::new(ed.clone()), &r));
                 match resumed.and_then(|_| {
                     Ok(v2::ResumeSessionResponse::new()
                         .config_options(a4.options_v2(&sid)?)
