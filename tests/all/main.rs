@@ -54,4 +54,5 @@ mod skills;
 mod snapshots;
 mod sse_server;
 mod task_loop;
+mod telemetry;
 mod web_ui;

@@ -240,6 +240,7 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
 pub mod harness;
 pub mod http;
 pub mod identity;
+pub mod otlp;
 
 pub mod user {
     use std::collections::VecDeque;

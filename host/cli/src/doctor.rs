@@ -116,6 +116,14 @@ pub async fn run(args: DoctorArgs, data_dir: &Path) -> anyhow::Result<ExitCode> 
             say(Mark::Bad, "task store", &e.to_string());
         }
     }
+    // Where traces go (the standard OpenTelemetry variables).
+    say(
+        Mark::Ok,
+        "telemetry",
+        roost_core::telemetry::TelemetryConfig::from_env()
+            .describe()
+            .trim_start_matches("telemetry: "),
+    );
     let cache = data_dir.join("cache").join("components");
     let (files, bytes) = dir_size(&cache);
     say(

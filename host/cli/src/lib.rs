@@ -2,6 +2,9 @@
 //! parsing, terminal interaction and rendering. This is the binary's edge:
 //! errors are `anyhow` here and become a message plus a non-zero exit code.
 
+// The task loop's futures (spans around every call) nest deeper than
+// rustc's default layout limit.
+#![recursion_limit = "256"]
 // No unsafe code but in the modules that say why they need it.
 #![deny(unsafe_code)]
 
@@ -340,6 +343,19 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Traces go where the standard OpenTelemetry variables say (nowhere
+    // by default); every command's tasks are in them.
+    let telemetry = rt.block_on(async {
+        match roost_core::telemetry::Telemetry::start(
+            &roost_core::telemetry::TelemetryConfig::from_env(),
+        ) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                line::notice!("warning: telemetry is off: {e}");
+                None
+            }
+        }
+    });
     let result = rt.block_on(async {
         let Some(command) = cli.command else {
             return chat::run(cli.chat, &data_dir).await;
@@ -373,6 +389,10 @@ pub fn main() -> ExitCode {
             }
         }
     });
+    // What is queued is sent (bounded by the exporter's timeout).
+    if let Some(t) = telemetry {
+        rt.block_on(async { tokio::task::spawn_blocking(move || t.shutdown()).await.ok() });
+    }
     // Do not wait for blocking-pool threads (a store commit, a listing)
     // to wind down: their work is done or no longer wanted.
     rt.shutdown_background();

@@ -679,6 +679,7 @@ async fn p9(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
         events: &events,
         control: &control,
         lent: Default::default(),
+        trace: Default::default(),
     };
     let dispatch = Dispatch::new(agent);
     // The note-taker skill (tests/fixtures), when its component is built:

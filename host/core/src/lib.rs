@@ -43,5 +43,6 @@ pub mod session;
 pub mod skills;
 pub use roost_store as store;
 pub mod task;
+pub mod telemetry;
 pub mod tools;
 pub mod turn;

@@ -187,6 +187,7 @@ impl Agent {
             events: &events,
             control: &control,
             lent: Default::default(),
+            trace: opentelemetry::Context::new(),
         };
         let call = AssembledCall {
             id: format!("direct-{}", uuid::Uuid::now_v7()),

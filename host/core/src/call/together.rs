@@ -33,6 +33,8 @@ impl Dispatch<'_> {
         state: &mut RunState,
         calls: &[&AssembledCall],
     ) -> Result<Vec<CallResult>, TaskError> {
+        // Each call's span covers the group it runs in.
+        let mut spans: Vec<_> = calls.iter().map(|c| self.tool_span(ctx, c)).collect();
         let mut slots = Vec::with_capacity(calls.len());
         for call in calls {
             slots.push(match self.prepare(ctx, state, call).await? {
@@ -72,6 +74,9 @@ impl Dispatch<'_> {
                     self.end(ctx, state, *b, ran).await?
                 }
             });
+        }
+        for (span, r) in spans.iter_mut().zip(&results) {
+            super::ended(span, r);
         }
         Ok(results)
     }

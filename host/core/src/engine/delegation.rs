@@ -128,6 +128,11 @@ impl Spawner for Engine {
             .map_err(refused)?;
         // What the parent's session lent it is its children's too.
         setup.lent = self.lent_to(&parent.id);
+        // Its run's span is a child of the parent's `new_task` call (the
+        // context the call runs in).
+        if crate::telemetry::spans::enabled() {
+            setup.trace_parent = Some(opentelemetry::Context::current());
+        }
         let todos = match child.todos.as_deref().map(parse_todos).transpose() {
             Ok(t) => t,
             Err(message) => {

@@ -261,6 +261,7 @@ impl Engine {
             config: config.with_settings(settings),
             spawner: self.spawner(),
             lent: Lent::default(),
+            trace_parent: None,
         })
     }
 

@@ -11,6 +11,9 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::telemetry::spans::{self, OpenSpan};
+use opentelemetry::KeyValue;
+
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
@@ -165,6 +168,13 @@ impl Agent {
         // other open of its path during the run must reach it.
         let ws = check.open(&self.store, &task)?;
         let _pin = ws.pin();
+        let span = spans::invoke_agent(
+            setup.trace_parent.as_ref(),
+            &task.id,
+            &task.mode,
+            setup.provider.name(),
+            setup.provider.model(),
+        );
         let ctx = Ctx {
             ws,
             workspace: PathBuf::from(&task.workspace),
@@ -176,8 +186,9 @@ impl Agent {
             events,
             control,
             lent: setup.lent,
+            trace: span.context(),
         };
-        self.run(&ctx, None).await
+        ended(span, self.run(&ctx, None).await)
     }
 
     /// Continue task `id` from its history (after a crash, Ctrl-C or
@@ -241,6 +252,13 @@ impl Agent {
             .publish(TaskEvent::TaskStarted { resumed: true })
             .await;
         let _claim = claim;
+        let span = spans::invoke_agent(
+            setup.trace_parent.as_ref(),
+            &task.id,
+            &task.mode,
+            setup.provider.name(),
+            setup.provider.model(),
+        );
         let ctx = Ctx {
             ws,
             workspace: PathBuf::from(&task.workspace),
@@ -252,8 +270,9 @@ impl Agent {
             events,
             control,
             lent: setup.lent,
+            trace: span.context(),
         };
-        self.run(&ctx, pending).await
+        ended(span, self.run(&ctx, pending).await)
     }
 
     /// The calls of the last assistant message still waiting for a person
@@ -785,6 +804,10 @@ impl Agent {
         // streamed so far is kept, marked as interrupted (as Roo does),
         // so what the person saw stays in both histories.
         let partial = std::sync::Mutex::new(String::new());
+        let mut span = match ctx.model() {
+            Ok(p) => spans::chat(&ctx.trace, p.name(), p.model()),
+            Err(_) => spans::chat(&ctx.trace, "none", "none"),
+        };
         let streamed = tokio::select! {
             r = self.stream_reply(ctx, body, &partial) => r,
             () = ctx.control.cancelled() => {
@@ -793,6 +816,37 @@ impl Agent {
                 return self.cancelled(ctx).await.map(ControlFlow::Break);
             }
         };
+        match &streamed {
+            Ok(reply) => span.set([
+                KeyValue::new(
+                    "gen_ai.usage.input_tokens",
+                    i64::try_from(reply.usage.input_tokens).unwrap_or(i64::MAX),
+                ),
+                KeyValue::new(
+                    "gen_ai.usage.output_tokens",
+                    i64::try_from(reply.usage.output_tokens).unwrap_or(i64::MAX),
+                ),
+                KeyValue::new(
+                    "gen_ai.usage.cache_read.input_tokens",
+                    i64::try_from(reply.usage.cache_read_tokens).unwrap_or(i64::MAX),
+                ),
+                KeyValue::new(
+                    "gen_ai.response.finish_reasons",
+                    opentelemetry::Value::Array(
+                        vec![opentelemetry::StringValue::from(
+                            if reply.calls.is_empty() {
+                                "stop"
+                            } else {
+                                "tool_calls"
+                            },
+                        )]
+                        .into(),
+                    ),
+                ),
+            ]),
+            Err(e) => span.fail("model_request", &e.to_string()),
+        }
+        drop(span);
         match streamed {
             Ok(reply) => Ok(ControlFlow::Continue(reply)),
             Err(e) => self
@@ -1524,6 +1578,28 @@ impl Agent {
             }
         }
         Err(LlmError::TruncatedStream)
+    }
+}
+
+/// Write how a run ended on its `invoke_agent` span.
+fn ended(
+    mut span: OpenSpan,
+    outcome: Result<TaskOutcome, TaskError>,
+) -> Result<TaskOutcome, TaskError> {
+    match &outcome {
+        Ok(TaskOutcome::Failed { error }) => span.fail("task_failed", error),
+        Err(e) => span.fail("task_error", &e.to_string()),
+        Ok(o) => span.set([KeyValue::new("roost.task.outcome", outcome_name(o))]),
+    }
+    outcome
+}
+
+fn outcome_name(o: &TaskOutcome) -> &'static str {
+    match o {
+        TaskOutcome::Completed { .. } => "completed",
+        TaskOutcome::Paused { .. } => "paused",
+        TaskOutcome::Aborted { .. } => "aborted",
+        TaskOutcome::Failed { .. } => "failed",
     }
 }
 

@@ -210,6 +210,9 @@ pub struct TaskSetup {
     /// What its front-end's session lends it (an editor's MCP servers
     /// and buffers).
     pub lent: Lent,
+    /// The span its run's trace continues (a subtask's: its parent's
+    /// `new_task` call); none: a trace of its own.
+    pub trace_parent: Option<opentelemetry::Context>,
 }
 
 /// Where a call is made: in a task, or for a caller outside any task.
@@ -280,6 +283,9 @@ pub struct Ctx<'a> {
     pub control: &'a Control,
     /// What its front-end's session lends it (see [`TaskSetup::lent`]).
     pub lent: Lent,
+    /// Its run's span, the parent of its model requests and calls (an
+    /// empty context when telemetry is off).
+    pub trace: opentelemetry::Context,
 }
 
 impl Services {

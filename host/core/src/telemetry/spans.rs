@@ -1,0 +1,172 @@
+//! The spans, in the GenAI semantic conventions (development status):
+//! names and attributes in one place, so the instrumented code says what
+//! happened and this module says how it is written down.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use opentelemetry::global::{self, BoxedSpan, BoxedTracer};
+use opentelemetry::trace::{Span, SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::{Context, KeyValue};
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+static CONTENT: AtomicBool = AtomicBool::new(false);
+
+/// Turn span-making on or off (off: nothing is built at all).
+pub(super) fn set_enabled(on: bool, content: bool) {
+    ENABLED.store(on, Ordering::Release);
+    CONTENT.store(on && content, Ordering::Release);
+}
+
+/// Whether spans are made.
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Acquire)
+}
+
+/// Whether message content goes on spans (opted in).
+pub fn content() -> bool {
+    CONTENT.load(Ordering::Acquire)
+}
+
+fn tracer() -> BoxedTracer {
+    global::tracer("roost")
+}
+
+/// A span being recorded, with the context that makes it its children's
+/// parent; nothing at all when telemetry is off.
+pub struct OpenSpan {
+    span: Option<BoxedSpan>,
+    cx: Context,
+}
+
+impl OpenSpan {
+    fn off() -> Self {
+        Self {
+            span: None,
+            cx: Context::current(),
+        }
+    }
+
+    fn start(name: String, kind: SpanKind, parent: &Context, attrs: Vec<KeyValue>) -> Self {
+        if !enabled() {
+            return Self::off();
+        }
+        let span = tracer()
+            .span_builder(name)
+            .with_kind(kind)
+            .with_attributes(attrs)
+            .start_with_context(&tracer(), parent);
+        let cx = parent.with_remote_span_context(span.span_context().clone());
+        Self {
+            span: Some(span),
+            cx,
+        }
+    }
+
+    /// The context whose parent this span is (for work done under it).
+    pub fn context(&self) -> Context {
+        self.cx.clone()
+    }
+
+    /// Add attributes.
+    pub fn set(&mut self, attrs: impl IntoIterator<Item = KeyValue>) {
+        if let Some(s) = &mut self.span {
+            s.set_attributes(attrs);
+        }
+    }
+
+    /// Record an event (a refusal, a hook's verdict) with its attributes.
+    pub fn event(&mut self, name: &'static str, attrs: Vec<KeyValue>) {
+        if let Some(s) = &mut self.span {
+            s.add_event(name, attrs);
+        }
+    }
+
+    /// End as failed, with the error's type and message (secrets
+    /// redacted).
+    pub fn fail(&mut self, error_type: &str, message: &str) {
+        if let Some(s) = &mut self.span {
+            s.set_attribute(KeyValue::new("error.type", error_type.to_owned()));
+            s.set_status(Status::error(roost_secrets::redact(message).into_owned()));
+        }
+    }
+}
+
+impl Drop for OpenSpan {
+    fn drop(&mut self) {
+        if let Some(s) = &mut self.span {
+            s.end();
+        }
+    }
+}
+
+/// `invoke_agent {mode}`: one run of a task, under `parent` (a subtask's
+/// parent call; none: a root of its own trace).
+pub fn invoke_agent(
+    parent: Option<&Context>,
+    task: &str,
+    mode: &str,
+    provider: &str,
+    model: &str,
+) -> OpenSpan {
+    if !enabled() {
+        return OpenSpan::off();
+    }
+    let root = Context::new();
+    OpenSpan::start(
+        format!("invoke_agent {mode}"),
+        SpanKind::Internal,
+        parent.unwrap_or(&root),
+        vec![
+            KeyValue::new("gen_ai.operation.name", "invoke_agent"),
+            KeyValue::new("gen_ai.agent.name", mode.to_owned()),
+            KeyValue::new("gen_ai.agent.id", task.to_owned()),
+            KeyValue::new("gen_ai.conversation.id", task.to_owned()),
+            KeyValue::new("gen_ai.provider.name", provider.to_owned()),
+            KeyValue::new("gen_ai.request.model", model.to_owned()),
+        ],
+    )
+}
+
+/// `chat {model}`: one model request under `parent` (its task's run).
+pub fn chat(parent: &Context, provider: &str, model: &str) -> OpenSpan {
+    if !enabled() {
+        return OpenSpan::off();
+    }
+    OpenSpan::start(
+        format!("chat {model}"),
+        SpanKind::Client,
+        parent,
+        vec![
+            KeyValue::new("gen_ai.operation.name", "chat"),
+            KeyValue::new("gen_ai.provider.name", provider.to_owned()),
+            KeyValue::new("gen_ai.request.model", model.to_owned()),
+        ],
+    )
+}
+
+/// `execute_tool {tool}`: one call of any kind under `parent`; `kind` is
+/// Roost's (component, native, skill, mcp, command, subtask).
+pub fn execute_tool(parent: &Context, tool: &str, call_id: &str, kind: &str) -> OpenSpan {
+    if !enabled() {
+        return OpenSpan::off();
+    }
+    OpenSpan::start(
+        format!("execute_tool {tool}"),
+        SpanKind::Internal,
+        parent,
+        vec![
+            KeyValue::new("gen_ai.operation.name", "execute_tool"),
+            KeyValue::new("gen_ai.tool.name", tool.to_owned()),
+            KeyValue::new("gen_ai.tool.call.id", call_id.to_owned()),
+            KeyValue::new(
+                "gen_ai.tool.type",
+                if kind == "mcp" || kind == "component" {
+                    "extension"
+                } else {
+                    "function"
+                },
+            ),
+            KeyValue::new("roost.tool.kind", kind.to_owned()),
+        ],
+    )
+}
