@@ -292,3 +292,67 @@ async fn content_is_captured_only_when_opted_in_and_without_secrets() {
         "the key left Roost"
     );
 }
+
+/// `roost serve` continues an incoming `traceparent`: the task's spans
+/// are in the caller's trace; a malformed header is ignored (the task's
+/// trace is its own) and the task runs all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roost_serve_continues_the_callers_trace() {
+    let receiver = Receiver::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ws, script) = workspace(dir.path());
+    std::fs::write(
+        &script,
+        json!({"turns": [{"tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]}]})
+            .to_string(),
+    )
+    .expect("script");
+    let mut cmd = crate::cli::roost(&dir.path().join("data"));
+    cmd.args(["serve", "--no-auth", "--root"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.http.as_str())
+        // Batches leave every 50 ms (the default is 5 s).
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .env_remove("OTEL_SDK_DISABLED");
+    let server = crate::served::Served::start(cmd, &dir.path().join("serve.log"));
+    let client = reqwest::Client::new();
+    server.ready(&client).await;
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let caller = "00f067aa0ba902b7";
+    // (The run's own span, a child of `caller`, is sent when the run ends.)
+    for header in [
+        format!("00-{trace}-{caller}-01"),
+        "00-nonsense-01".to_owned(),
+    ] {
+        let made = client
+            .post(format!("{}/tasks", server.base))
+            .header("traceparent", header.as_str())
+            .json(&json!({"prompt": "hi", "workspace": "."}))
+            .send()
+            .await
+            .expect("create");
+        assert!(made.status().is_success(), "{header}: {}", server.log());
+    }
+    // Each task now waits for its result to be reviewed: its run's span
+    // is open, its model request's is sent — in the caller's trace for
+    // the first, in a trace of its own for the second.
+    let spans = receiver
+        .wait_for(|s| s.iter().filter(|s| s.name.starts_with("chat ")).count() == 2)
+        .await;
+    let chats: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat "))
+        .collect();
+    assert_eq!(
+        chats.iter().filter(|s| s.trace_id == trace).count(),
+        1,
+        "the caller's trace: {spans:#?}"
+    );
+    assert_eq!(
+        chats.iter().filter(|s| s.trace_id != trace).count(),
+        1,
+        "a trace of its own: {spans:#?}"
+    );
+}

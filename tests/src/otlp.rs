@@ -192,15 +192,19 @@ impl Receiver {
     }
 
     /// Wait until `done` holds of the spans received (each arrival is
-    /// looked at; no timer).
+    /// looked at); a bound only ends a test that would otherwise hang.
     pub async fn wait_for(&self, done: impl Fn(&[ReceivedSpan]) -> bool) -> Vec<ReceivedSpan> {
-        loop {
-            let changed = self.store.changed.notified();
-            let spans = self.spans();
-            if done(&spans) {
-                return spans;
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(300), async {
+            loop {
+                let changed = self.store.changed.notified();
+                let spans = self.spans();
+                if done(&spans) {
+                    return spans;
+                }
+                changed.await;
             }
-            changed.await;
-        }
+        })
+        .await;
+        waited.unwrap_or_else(|_| panic!("the spans never came: {:#?}", self.spans()))
     }
 }

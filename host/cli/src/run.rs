@@ -150,6 +150,8 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
         max_turns: args.options.max_turns,
         delegation: args.delegation.limits(),
         endpoint: args.provider.endpoint(),
+        // Run from a traced job (CI), the task's trace continues it.
+        traceparent: std::env::var("TRACEPARENT").ok(),
     })?;
     drive_to_end(&engine, created.id(), &args.options, &workspace).await
 }

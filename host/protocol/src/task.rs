@@ -303,6 +303,10 @@ pub struct TaskSpec {
     /// The model endpoint; the engine's default when empty.
     #[serde(default)]
     pub endpoint: Endpoint,
+    /// The W3C `traceparent` its trace continues (a front-end's incoming
+    /// request's); none, or one that is not valid: a trace of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// The settings a task runs with, as recorded with it (a resumed task gets

@@ -58,6 +58,7 @@ pub(crate) fn view(state: &ServerState, listed: Listed) -> TaskView {
 pub async fn create(
     State(state): State<Arc<ServerState>>,
     caller: Caller,
+    headers: axum::http::HeaderMap,
     Body(req): Body<CreateTask>,
 ) -> Result<(StatusCode, Json<TaskView>), ApiError> {
     let workspace = crate::workspace::resolve(&caller, &req.workspace)?;
@@ -78,6 +79,12 @@ pub async fn create(
             profile: req.profile,
             ..Endpoint::default()
         },
+        // The caller's trace, continued (W3C trace context; an invalid
+        // header is ignored).
+        traceparent: headers
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
     };
     // On a shared store the work queue gives it to a host with room
     // (this one too); else it runs here.

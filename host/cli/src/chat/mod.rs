@@ -167,6 +167,7 @@ impl Session {
                     max_turns: self.options.max_turns,
                     delegation: self.delegation,
                     endpoint: self.provider.endpoint(),
+                    traceparent: None,
                 })?
                 .id()
                 .to_owned(),

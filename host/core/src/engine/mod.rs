@@ -351,7 +351,12 @@ impl Engine {
             self.approvals()
                 .widen(&spec.workspace, &mut settings.approval)?;
         }
-        let setup = self.setup(&spec.endpoint, None, 0, &settings)?;
+        let mut setup = self.setup(&spec.endpoint, None, 0, &settings)?;
+        // A front-end's incoming trace is the one its task continues.
+        setup.trace_parent = spec
+            .traceparent
+            .as_deref()
+            .and_then(crate::telemetry::spans::remote_parent);
         let mode = if spec.mode.is_empty() {
             "code"
         } else {

@@ -99,6 +99,20 @@ impl Drop for OpenSpan {
     }
 }
 
+/// The context a W3C `traceparent` names, as a remote parent; `None` when
+/// telemetry is off or the header is not valid (then the task's trace is
+/// its own, as W3C says an invalid header is ignored).
+pub fn remote_parent(traceparent: &str) -> Option<Context> {
+    use opentelemetry::propagation::TextMapPropagator;
+    if !enabled() || traceparent.len() > 128 {
+        return None;
+    }
+    let mut carrier = std::collections::HashMap::new();
+    carrier.insert("traceparent".to_owned(), traceparent.to_owned());
+    let cx = opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&carrier);
+    cx.span().span_context().is_valid().then_some(cx)
+}
+
 /// `invoke_agent {mode}`: one run of a task, under `parent` (a subtask's
 /// parent call; none: a root of its own trace).
 pub fn invoke_agent(

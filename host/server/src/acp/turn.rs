@@ -160,6 +160,7 @@ async fn turn(
                     max_turns: acp.settings.max_turns,
                     delegation: Default::default(),
                     endpoint: endpoint.clone(),
+                    traceparent: None,
                 })
                 .map_err(refused)?;
             let id = created.id().to_owned();
