@@ -168,13 +168,7 @@ impl Agent {
         // other open of its path during the run must reach it.
         let ws = check.open(&self.store, &task)?;
         let _pin = ws.pin();
-        let span = spans::invoke_agent(
-            setup.trace_parent.as_ref(),
-            &task.id,
-            &task.mode,
-            setup.provider.name(),
-            setup.provider.model(),
-        );
+        let span = agent_span(&task, &setup);
         let ctx = Ctx {
             ws,
             workspace: PathBuf::from(&task.workspace),
@@ -252,13 +246,7 @@ impl Agent {
             .publish(TaskEvent::TaskStarted { resumed: true })
             .await;
         let _claim = claim;
-        let span = spans::invoke_agent(
-            setup.trace_parent.as_ref(),
-            &task.id,
-            &task.mode,
-            setup.provider.name(),
-            setup.provider.model(),
-        );
+        let span = agent_span(&task, &setup);
         let ctx = Ctx {
             ws,
             workspace: PathBuf::from(&task.workspace),
@@ -1579,6 +1567,17 @@ impl Agent {
         }
         Err(LlmError::TruncatedStream)
     }
+}
+
+/// The `invoke_agent` span of a run of `task` with `setup`.
+fn agent_span(task: &TaskRecord, setup: &TaskSetup) -> OpenSpan {
+    spans::invoke_agent(
+        setup.trace_parent.as_ref(),
+        &task.id,
+        &task.mode,
+        setup.provider.name(),
+        setup.provider.model(),
+    )
 }
 
 /// Write how a run ended on its `invoke_agent` span.
