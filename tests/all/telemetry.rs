@@ -69,6 +69,23 @@ async fn output(mut cmd: Command) -> Output {
         .expect("joined")
 }
 
+/// [`run`], which must succeed, then the spans of both runs (the task's
+/// and its subtask's) once `receiver` has them.
+async fn traced(
+    receiver: &Receiver,
+    dir: &Path,
+    ws: &Path,
+    script: &Path,
+    vars: &[(&str, &str)],
+) -> (Output, Vec<ReceivedSpan>) {
+    let o = run(dir, ws, script, vars).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let spans = receiver
+        .wait_for(|s| named(s, "invoke_agent code").len() == 2)
+        .await;
+    (o, spans)
+}
+
 fn named<'a>(spans: &'a [ReceivedSpan], name: &str) -> Vec<&'a ReceivedSpan> {
     spans.iter().filter(|s| s.name == name).collect()
 }
@@ -78,18 +95,15 @@ async fn a_task_is_one_trace_of_genai_spans_over_http() {
     let receiver = Receiver::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (ws, script) = workspace(dir.path());
-    let o = run(
+    // The process flushed before it exited; every span is in.
+    let (o, spans) = traced(
+        &receiver,
         dir.path(),
         &ws,
         &script,
         &[("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.http.as_str())],
     )
     .await;
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // The process flushed before it exited; every span is in.
-    let spans = receiver
-        .wait_for(|s| named(s, "invoke_agent code").len() == 2)
-        .await;
     let task_id = String::from_utf8_lossy(&o.stdout)
         .lines()
         .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -169,7 +183,8 @@ async fn over_grpc_too_and_nothing_when_disabled() {
     let receiver = Receiver::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (ws, script) = workspace(dir.path());
-    let o = run(
+    let (_, spans) = traced(
+        &receiver,
         dir.path(),
         &ws,
         &script,
@@ -180,10 +195,6 @@ async fn over_grpc_too_and_nothing_when_disabled() {
         ],
     )
     .await;
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let spans = receiver
-        .wait_for(|s| named(s, "invoke_agent code").len() == 2)
-        .await;
     assert!(
         spans.iter().all(|s| s.service == "roost-grpc-test"),
         "{spans:#?}"
@@ -259,7 +270,8 @@ async fn content_is_captured_only_when_opted_in_and_without_secrets() {
     let (ws, script) = workspace(dir.path());
     let key = format!("sk-proj-{}", "Zx9".repeat(10));
     std::fs::write(ws.join("a.txt"), format!("alpha\nkey = {key}\n")).expect("a");
-    let o = run(
+    let (_, spans) = traced(
+        &receiver,
         dir.path(),
         &ws,
         &script,
@@ -269,10 +281,6 @@ async fn content_is_captured_only_when_opted_in_and_without_secrets() {
         ],
     )
     .await;
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let spans = receiver
-        .wait_for(|s| named(s, "invoke_agent code").len() == 2)
-        .await;
     let read = spans
         .iter()
         .find(|s| s.name == "execute_tool read_file")

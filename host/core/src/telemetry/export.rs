@@ -14,7 +14,7 @@ use opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProces
 use opentelemetry_sdk::trace::{BatchConfigBuilder, SdkTracerProvider, SpanData, SpanExporter};
 
 use super::TelemetryError;
-use super::config::{Protocol, Target, TelemetryConfig};
+use super::config::{Protocol, Target};
 
 /// Most spans waiting to be sent; more are dropped.
 const MAX_QUEUE: usize = 4096;
@@ -22,10 +22,7 @@ const MAX_QUEUE: usize = 4096;
 const MAX_BATCH: usize = 512;
 
 /// The provider sending spans to `target`.
-pub(super) fn provider(
-    config: &TelemetryConfig,
-    target: &Target,
-) -> Result<SdkTracerProvider, TelemetryError> {
+pub(super) fn provider(target: &Target) -> Result<SdkTracerProvider, TelemetryError> {
     let built = match target.protocol {
         Protocol::HttpProtobuf => opentelemetry_otlp::SpanExporter::builder()
             .with_http()
@@ -56,7 +53,6 @@ pub(super) fn provider(
     if !named {
         resource = resource.with_service_name("roost");
     }
-    let _ = config;
     Ok(SdkTracerProvider::builder()
         .with_span_processor(processor)
         .with_resource(

@@ -41,7 +41,7 @@ impl Telemetry {
                 described: config.describe(),
             });
         };
-        let provider = export::provider(config, &target)?;
+        let provider = export::provider(&target)?;
         opentelemetry::global::set_tracer_provider(provider.clone());
         spans::set_enabled(true, config.capture_content);
         Ok(Self {

@@ -50,11 +50,12 @@ impl OpenSpan {
         if !enabled() {
             return Self::off();
         }
-        let span = tracer()
+        let tracer = tracer();
+        let span = tracer
             .span_builder(name)
             .with_kind(kind)
             .with_attributes(attrs)
-            .start_with_context(&tracer(), parent);
+            .start_with_context(&tracer, parent);
         let cx = parent.with_remote_span_context(span.span_context().clone());
         Self {
             span: Some(span),
