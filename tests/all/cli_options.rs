@@ -38,19 +38,7 @@ fn serve_one_task(server: &Served, settled: impl Fn(&Value, &Value) -> bool) -> 
     rt.block_on(async {
         let client = reqwest::Client::new();
         server.ready(&client).await;
-        let body: Value = client
-            .post(format!("{}/tasks", server.base))
-            .json(&json!({"prompt": "hi", "workspace": "."}))
-            .send()
-            .await
-            .expect("create")
-            .json()
-            .await
-            .expect("json");
-        let id = body["id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{body}"))
-            .to_owned();
+        let id = server.create(&client, "hi").await;
         let json = |text: String| serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
         for _ in 0..600 {
             let asks = json(

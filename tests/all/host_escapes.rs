@@ -584,6 +584,10 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
             "the new plugin folder the user names",
         ),
         (
+            "cli/src/serve.rs",
+            "the metrics token file the operator names (`--metrics-token-file`)",
+        ),
+        (
             "core/src/install/mod.rs",
             "the plugin source the user names, and the plugins dir in the data dir",
         ),

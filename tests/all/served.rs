@@ -62,6 +62,24 @@ impl Served {
         panic!("serve did not start: {}", self.log());
     }
 
+    /// `POST /tasks` of `prompt` in the root workspace (`--no-auth`): the
+    /// new task's id.
+    pub(crate) async fn create(&self, client: &reqwest::Client, prompt: &str) -> String {
+        let body: serde_json::Value = client
+            .post(format!("{}/tasks", self.base))
+            .json(&serde_json::json!({"prompt": prompt, "workspace": "."}))
+            .send()
+            .await
+            .expect("create")
+            .json()
+            .await
+            .expect("json");
+        body["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{body}"))
+            .to_owned()
+    }
+
     /// `GET path` as `token` (none: `--no-auth`), its body as text.
     pub(crate) async fn get(
         &self,

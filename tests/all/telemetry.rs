@@ -86,6 +86,49 @@ async fn traced(
     (o, spans)
 }
 
+/// `roost run` sends its metrics too, flushed at exit: the GenAI token
+/// and duration histograms and Roost's counters.
+async fn metrics_of_the_run(receiver: &Receiver) {
+    let points = receiver
+        .wait_for_points(|p| p.iter().any(|p| p.name == "roost.tasks"))
+        .await;
+    let point = |name: &str, key: &str, value: &str| {
+        points
+            .iter()
+            .find(|p| p.name == name && p.attr(key) == Some(value))
+            .unwrap_or_else(|| panic!("{name} with {key}={value}: {points:#?}"))
+    };
+    assert!(point("gen_ai.client.token.usage", "gen_ai.token.type", "input").value >= 1.0);
+    assert!(point("gen_ai.client.token.usage", "gen_ai.token.type", "output").value >= 1.0);
+    assert!(
+        point(
+            "gen_ai.client.operation.duration",
+            "gen_ai.operation.name",
+            "chat"
+        )
+        .value
+            >= 4.0
+    );
+    assert!(
+        point(
+            "gen_ai.execute_tool.duration",
+            "gen_ai.tool.name",
+            "read_file"
+        )
+        .value
+            >= 2.0
+    );
+    assert!(point("gen_ai.invoke_agent.duration", "gen_ai.agent.name", "code").value >= 2.0);
+    assert!(point("roost.sandbox.calls", "roost.tool.kind", "component").value >= 2.0);
+    assert!(
+        points
+            .iter()
+            .any(|p| p.name == "roost.refusals" && p.attr("roost.refusal.code").is_some()),
+        "{points:#?}"
+    );
+    assert!(point("roost.tasks", "roost.task.status", "completed").value >= 2.0);
+}
+
 fn named<'a>(spans: &'a [ReceivedSpan], name: &str) -> Vec<&'a ReceivedSpan> {
     spans.iter().filter(|s| s.name == name).collect()
 }
@@ -176,6 +219,20 @@ async fn a_task_is_one_trace_of_genai_spans_over_http() {
         .find(|s| s.parent_span_id == delegate.span_id)
         .unwrap_or_else(|| panic!("the subtask under new_task: {spans:#?}"));
     tool("read_file", &child.span_id);
+    assert_eq!(read.attr("roost.tool.kind"), Some("component"));
+    assert_eq!(read.attr("gen_ai.tool.type"), Some("extension"));
+    assert_eq!(delegate.attr("roost.tool.kind"), Some("subtask"));
+    assert_eq!(delegate.attr("gen_ai.tool.type"), Some("function"));
+    // The model's answer: its id, its model, its time to a first chunk.
+    assert!(
+        chats.iter().all(|c| c
+            .attr("gen_ai.response.id")
+            .is_some_and(|i| i.starts_with("chatcmpl-scripted-"))
+            && c.attr("gen_ai.response.model") == Some("scripted")
+            && c.attr("gen_ai.response.time_to_first_chunk").is_some()),
+        "{chats:#?}"
+    );
+    metrics_of_the_run(&receiver).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,8 +284,8 @@ async fn over_grpc_too_and_nothing_when_disabled() {
     let text = String::from_utf8_lossy(&said.stdout);
     assert!(
         text.contains(&format!(
-            "traces to {}/v1/traces over OTLP/HTTP",
-            receiver.http
+            "traces to {http}/v1/traces, metrics to {http}/v1/metrics over OTLP/HTTP",
+            http = receiver.http
         )),
         "{text}"
     );
@@ -254,10 +311,34 @@ async fn an_unreachable_collector_costs_the_task_nothing_and_is_said_once() {
     assert!(stdout.contains("\"completed\""), "{stdout}");
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(
-        stderr.matches("telemetry: spans cannot be sent").count(),
+        stderr.matches("telemetry: cannot send to").count(),
         1,
         "{stderr}"
     );
+}
+
+/// A malformed endpoint turns telemetry off with a warning that says why;
+/// the task runs all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_endpoint_is_said_and_costs_the_task_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ws, script) = workspace(dir.path());
+    for bad in ["http://[::1", "not a url at all"] {
+        let o = run(
+            dir.path(),
+            &ws,
+            &script,
+            &[("OTEL_EXPORTER_OTLP_ENDPOINT", bad)],
+        )
+        .await;
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("\"completed\""),
+            "{bad}"
+        );
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains("telemetry is off"), "{bad}: {stderr}");
+    }
 }
 
 /// Opted in (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`),
@@ -363,4 +444,323 @@ async fn roost_serve_continues_the_callers_trace() {
         1,
         "a trace of its own: {spans:#?}"
     );
+}
+
+/// `roost serve` with a person answering over the API: a task that reads,
+/// makes an edit the person approves, is refused a write outside the
+/// workspace, runs a command, calls an MCP tool and delegates is one trace
+/// — each call's span with who approved it, the command's profile and
+/// exit code, and the trace context the command (`TRACEPARENT`) and the
+/// MCP server (`params._meta`) got, which name the very span of their
+/// call. `/metrics` serves the metrics as Prometheus reads them (loopback:
+/// no token); they go over OTLP too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_task_tree_is_one_trace_with_the_sandboxs_decisions() {
+    let receiver = Receiver::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("a.txt"), "alpha\n").expect("a");
+    let xdg = dir.path().join("xdg");
+    std::fs::create_dir_all(xdg.join("roost")).expect("config dir");
+    std::fs::write(
+        xdg.join("roost/mcp_settings.json"),
+        json!({"mcpServers": {"traced": {
+            "command": "node",
+            "args": [roost_tests::mcp_script("hostile.mjs"), "traced"],
+            "timeout": 10,
+            "alwaysAllow": ["meta"]
+        }}})
+        .to_string(),
+    )
+    .expect("mcp settings");
+    let script = dir.path().join("script.json");
+    let call =
+        |name: &str, args: serde_json::Value| json!({"tool_calls": [{"name": name, "args": args}]});
+    std::fs::write(
+        &script,
+        json!({
+            "turns": [
+                call("read_file", json!({"path": "a.txt"})),
+                call("write_to_file", json!({"path": "b.txt", "content": "beta\n"})),
+                call("write_to_file", json!({"path": "../outside.txt", "content": "x"})),
+                call("execute_command", json!({"command": "echo tp=$TRACEPARENT"})),
+                call("mcp__traced__meta", json!({})),
+                call("new_task", json!({"mode": "code", "message": "CHILD: read a"})),
+                call("attempt_completion", json!({"result": "done"}))
+            ],
+            "tasks": [{"message": "CHILD: read a", "turns": [
+                call("read_file", json!({"path": "a.txt"})),
+                call("attempt_completion", json!({"result": "child done"}))
+            ]}]
+        })
+        .to_string(),
+    )
+    .expect("script");
+    let mut cmd = crate::cli::roost(&dir.path().join("data"));
+    cmd.args([
+        "serve",
+        "--no-auth",
+        "--allow-commands",
+        "--metrics",
+        "--root",
+    ])
+    .arg(&ws)
+    .arg("--script")
+    .arg(&script)
+    .env("XDG_CONFIG_HOME", &xdg)
+    .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.http.as_str())
+    .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+    .env("OTEL_METRIC_EXPORT_INTERVAL", "200")
+    .env_remove("OTEL_SDK_DISABLED");
+    let server = crate::served::Served::start(cmd, &dir.path().join("serve.log"));
+    let client = reqwest::Client::new();
+    server.ready(&client).await;
+    let id = server.create(&client, "do it all").await;
+    // The person: yes to every question, until the task completes (a
+    // bounded number of looks).
+    let mut approved = 0;
+    let mut settled = false;
+    for _ in 0..2400 {
+        let task: serde_json::Value =
+            serde_json::from_str(&server.get(&client, &format!("/tasks/{id}"), None).await)
+                .expect("task");
+        match task["status"].as_str() {
+            Some("completed") => {
+                settled = true;
+                break;
+            }
+            Some("failed" | "aborted") => panic!("{task}\n{}", server.log()),
+            _ => {}
+        }
+        // Every task of the tree asks (the subtask too).
+        let listed: serde_json::Value =
+            serde_json::from_str(&server.get(&client, "/tasks", None).await).expect("tasks");
+        for t in listed["tasks"].as_array().into_iter().flatten() {
+            let Some(tid) = t["id"].as_str() else {
+                continue;
+            };
+            let body = server
+                .get(&client, &format!("/tasks/{tid}/asks"), None)
+                .await;
+            let asks: serde_json::Value = serde_json::from_str(&body).expect("asks");
+            for ask in asks.as_array().into_iter().flatten() {
+                let decision = if ask["kind"] == "completion" {
+                    "accept"
+                } else {
+                    approved += 1;
+                    "approve"
+                };
+                let ask_id = ask["ask_id"].as_str().expect("ask id");
+                client
+                    .post(format!("{}/tasks/{tid}/asks/{ask_id}", server.base))
+                    .json(&json!({ "decision": decision }))
+                    .send()
+                    .await
+                    .expect("answer");
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(settled, "the task never completed: {}", server.log());
+    assert!(approved >= 2, "the edit and the command were asked");
+
+    // `/metrics`, as Prometheus parses it.
+    let page = client
+        .get(format!("{}/metrics", server.base.trim_end_matches("/v1")))
+        .send()
+        .await
+        .expect("metrics");
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .is_ok_and(|c| c.starts_with("text/plain")),
+    );
+    let text = page.text().await.expect("text");
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
+        .expect("the Prometheus text format");
+    let sample = |prefix: &str, label: Option<(&str, &str)>| {
+        scrape
+            .samples
+            .iter()
+            .find(|s| {
+                s.metric.starts_with(prefix)
+                    && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v))
+            })
+            .unwrap_or_else(|| panic!("{prefix} {label:?} in:\n{text}"))
+    };
+    let counted = |s: &prometheus_parse::Sample| match &s.value {
+        prometheus_parse::Value::Counter(v)
+        | prometheus_parse::Value::Gauge(v)
+        | prometheus_parse::Value::Untyped(v) => *v,
+        prometheus_parse::Value::Histogram(h) => h.last().map_or(0.0, |c| c.count),
+        prometheus_parse::Value::Summary(_) => 0.0,
+    };
+    assert!(
+        counted(sample(
+            "roost_sandbox_calls",
+            Some(("roost_tool_kind", "command"))
+        )) >= 1.0
+    );
+    assert!(
+        counted(sample(
+            "roost_sandbox_calls",
+            Some(("roost_tool_kind", "mcp"))
+        )) >= 1.0
+    );
+    assert!(counted(sample("roost_refusals", None)) >= 1.0);
+    assert!(
+        counted(sample(
+            "roost_tasks",
+            Some(("roost_task_status", "completed"))
+        )) >= 2.0
+    );
+    // A histogram's samples: `_bucket`s, `_sum` and `_count`.
+    let count = scrape
+        .samples
+        .iter()
+        .find(|s| {
+            s.metric.starts_with("gen_ai_client_token_usage")
+                && s.metric.ends_with("_count")
+                && s.labels.get("gen_ai_token_type") == Some("input")
+        })
+        .unwrap_or_else(|| panic!("the token histogram's count in:\n{text}"));
+    assert!(counted(count) >= 7.0, "{count:?}");
+    sample(
+        "gen_ai_execute_tool_duration",
+        Some(("gen_ai_tool_name", "execute_command")),
+    );
+    sample("roost_serve_queue_depth", None);
+    sample("roost_serve_tasks_running", None);
+    assert!(!text.contains(&id), "no task ids on the page");
+    assert!(
+        !text.contains(&ws.display().to_string()),
+        "no paths on the page"
+    );
+
+    // The trace: every span of the tree.
+    let spans = receiver
+        .wait_for(|s| named(s, "invoke_agent code").len() == 2)
+        .await;
+    let trace = &spans[0].trace_id;
+    assert!(spans.iter().all(|s| &s.trace_id == trace), "{spans:#?}");
+    let root = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent code" && s.parent_span_id.is_empty())
+        .unwrap_or_else(|| panic!("a root: {spans:#?}"));
+    let tool = |name: &str| {
+        spans
+            .iter()
+            .find(|s| s.name == format!("execute_tool {name}") && s.parent_span_id == root.span_id)
+            .unwrap_or_else(|| panic!("execute_tool {name}: {spans:#?}"))
+    };
+    let writes: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "execute_tool write_to_file")
+        .collect();
+    assert!(
+        writes
+            .iter()
+            .any(|w| w.attr("roost.approval") == Some("person") && w.status != 2),
+        "the approved edit: {writes:#?}"
+    );
+    assert!(
+        writes
+            .iter()
+            .any(|w| w.status == 2 && w.events.iter().any(|e| e == "roost.refusal")),
+        "the refused write: {writes:#?}"
+    );
+    let command = tool("execute_command");
+    assert_eq!(command.attr("roost.tool.kind"), Some("command"));
+    assert_eq!(command.attr("roost.approval"), Some("person"));
+    assert_eq!(command.attr("roost.command.exit_code"), Some("0"));
+    assert!(
+        command.attr("roost.command.profile").is_some(),
+        "{command:#?}"
+    );
+    let mcp = tool("mcp__traced__meta");
+    assert_eq!(mcp.attr("roost.tool.kind"), Some("mcp"));
+    assert_eq!(mcp.attr("gen_ai.tool.type"), Some("extension"));
+    let delegate = tool("new_task");
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.name == "invoke_agent code" && s.parent_span_id == delegate.span_id),
+        "the subtask under new_task: {spans:#?}"
+    );
+    // What the command and the MCP server were given names their call.
+    let history = server
+        .get(&client, &format!("/tasks/{id}/api-messages"), None)
+        .await;
+    assert!(
+        history.contains(&format!("tp=00-{trace}-{}-01", command.span_id)),
+        "the command's TRACEPARENT: {history}"
+    );
+    assert!(
+        history.contains(&format!("00-{trace}-{}-01", mcp.span_id)),
+        "the MCP server's _meta.traceparent: {history}"
+    );
+    // And the metrics went over OTLP too.
+    receiver
+        .wait_for_points(|p| p.iter().any(|p| p.name == "roost.serve.tasks.running"))
+        .await;
+}
+
+/// `/metrics` off loopback needs a token: without one the server does not
+/// start; with one, a scrape without it (or with another) is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_token_gated_off_loopback() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let mut open = crate::cli::roost(&dir.path().join("data"));
+    open.args(["serve", "--metrics", "--listen", "0.0.0.0:0", "--root"])
+        .arg(&ws);
+    let refused = output(open).await;
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("refusing to serve /metrics"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let token_file = dir.path().join("metrics.token");
+    let token = "m".repeat(32);
+    std::fs::write(&token_file, format!("{token}\n")).expect("token");
+    let mut cmd = crate::cli::roost(&dir.path().join("data"));
+    cmd.args(["serve", "--no-auth", "--metrics", "--metrics-token-file"])
+        .arg(&token_file)
+        .arg("--root")
+        .arg(&ws);
+    let server = crate::served::Served::start(cmd, &dir.path().join("serve.log"));
+    let client = reqwest::Client::new();
+    server.ready(&client).await;
+    let url = format!("{}/metrics", server.base.trim_end_matches("/v1"));
+    for wrong in [None, Some("not-the-token"), Some("")] {
+        let mut req = client.get(&url);
+        if let Some(t) = wrong {
+            req = req.bearer_auth(t);
+        }
+        let r = req.send().await.expect("metrics");
+        assert_eq!(r.status(), 401, "{wrong:?}");
+    }
+    let r = client
+        .get(&url)
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("metrics");
+    assert_eq!(r.status(), 200);
+    // Without --metrics there is no page.
+    drop(server);
+    let mut plain = crate::cli::roost(&dir.path().join("data"));
+    plain.args(["serve", "--no-auth", "--root"]).arg(&ws);
+    let server = crate::served::Served::start(plain, &dir.path().join("plain.log"));
+    server.ready(&client).await;
+    let r = client
+        .get(format!("{}/metrics", server.base.trim_end_matches("/v1")))
+        .send()
+        .await
+        .expect("metrics");
+    assert_eq!(r.status(), 404);
 }

@@ -1,12 +1,19 @@
 //! A real OTLP receiver for the telemetry tests: it listens on 127.0.0.1
-//! over HTTP (`POST /v1/traces`, protobuf) and gRPC (the collector's trace
-//! service), decodes each request with `opentelemetry-proto`'s types, and
-//! keeps every span it got, flattened for assertions. Tests wait on what
-//! arrives, never on time.
+//! over HTTP (`POST /v1/traces` and `/v1/metrics`, protobuf) and gRPC (the
+//! collector's trace and metrics services), decodes each request with
+//! `opentelemetry-proto`'s types, and keeps every span and metric point it
+//! got, flattened for assertions. Tests wait on what arrives, never on
+//! time.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::{
+    MetricsService, MetricsServiceServer,
+};
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };
@@ -45,6 +52,24 @@ impl ReceivedSpan {
     }
 }
 
+/// One metric data point as received.
+#[derive(Debug, Clone)]
+pub struct ReceivedPoint {
+    /// The metric's name.
+    pub name: String,
+    /// The point's attributes, each as text.
+    pub attributes: BTreeMap<String, String>,
+    /// A sum's or gauge's value; a histogram's count.
+    pub value: f64,
+}
+
+impl ReceivedPoint {
+    /// Attribute `key`, if set.
+    pub fn attr(&self, key: &str) -> Option<&str> {
+        self.attributes.get(key).map(String::as_str)
+    }
+}
+
 fn text(v: Option<&opentelemetry_proto::tonic::common::v1::AnyValue>) -> String {
     match v.and_then(|v| v.value.as_ref()) {
         Some(AnyValue::StringValue(s)) => s.clone(),
@@ -74,10 +99,57 @@ fn hex(bytes: &[u8]) -> String {
 #[derive(Default)]
 struct Store {
     spans: Mutex<Vec<ReceivedSpan>>,
+    points: Mutex<Vec<ReceivedPoint>>,
     changed: tokio::sync::Notify,
 }
 
 impl Store {
+    fn take_metrics(&self, req: &ExportMetricsServiceRequest) {
+        use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+        use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value;
+        let number = |v: &Option<Value>| match v {
+            Some(Value::AsDouble(d)) => *d,
+            #[allow(clippy::cast_precision_loss)] // test counts are small
+            Some(Value::AsInt(i)) => *i as f64,
+            None => 0.0,
+        };
+        let mut points = self.points.lock().unwrap_or_else(|p| p.into_inner());
+        for rm in &req.resource_metrics {
+            for sm in &rm.scope_metrics {
+                for m in &sm.metrics {
+                    let mut push = |a: &[KeyValue], value: f64| {
+                        points.push(ReceivedPoint {
+                            name: m.name.clone(),
+                            attributes: attrs(a),
+                            value,
+                        });
+                    };
+                    match &m.data {
+                        Some(Data::Sum(s)) => {
+                            for p in &s.data_points {
+                                push(&p.attributes, number(&p.value));
+                            }
+                        }
+                        Some(Data::Gauge(g)) => {
+                            for p in &g.data_points {
+                                push(&p.attributes, number(&p.value));
+                            }
+                        }
+                        Some(Data::Histogram(h)) => {
+                            for p in &h.data_points {
+                                #[allow(clippy::cast_precision_loss)] // test counts are small
+                                push(&p.attributes, p.count as f64);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        drop(points);
+        self.changed.notify_waiters();
+    }
+
     fn take(&self, req: &ExportTraceServiceRequest) {
         let mut spans = self.spans.lock().unwrap_or_else(|p| p.into_inner());
         for rs in &req.resource_spans {
@@ -120,6 +192,19 @@ impl TraceService for Grpc {
     }
 }
 
+struct GrpcMetrics(Arc<Store>);
+
+#[tonic::async_trait]
+impl MetricsService for GrpcMetrics {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportMetricsServiceRequest>,
+    ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+        self.0.take_metrics(request.get_ref());
+        Ok(tonic::Response::new(ExportMetricsServiceResponse::default()))
+    }
+}
+
 /// A receiver listening on two ports of 127.0.0.1.
 pub struct Receiver {
     /// Its OTLP/HTTP base URL (`OTEL_EXPORTER_OTLP_ENDPOINT`).
@@ -138,29 +223,54 @@ impl Receiver {
             .expect("bind");
         let http_url = format!("http://{}", http.local_addr().expect("addr"));
         let for_http = Arc::clone(&store);
-        let app = axum::Router::new().route(
-            "/v1/traces",
-            axum::routing::post(move |body: axum::body::Bytes| {
-                let store = Arc::clone(&for_http);
-                async move {
-                    match ExportTraceServiceRequest::decode(body) {
-                        Ok(req) => {
-                            store.take(&req);
-                            (
-                                axum::http::StatusCode::OK,
-                                [("content-type", "application/x-protobuf")],
-                                ExportTraceServiceResponse::default().encode_to_vec(),
-                            )
+        let for_metrics = Arc::clone(&store);
+        let app = axum::Router::new()
+            .route(
+                "/v1/metrics",
+                axum::routing::post(move |body: axum::body::Bytes| {
+                    let store = Arc::clone(&for_metrics);
+                    async move {
+                        match ExportMetricsServiceRequest::decode(body) {
+                            Ok(req) => {
+                                store.take_metrics(&req);
+                                (
+                                    axum::http::StatusCode::OK,
+                                    [("content-type", "application/x-protobuf")],
+                                    ExportMetricsServiceResponse::default().encode_to_vec(),
+                                )
+                            }
+                            Err(_) => (
+                                axum::http::StatusCode::BAD_REQUEST,
+                                [("content-type", "text/plain")],
+                                b"not an ExportMetricsServiceRequest".to_vec(),
+                            ),
                         }
-                        Err(_) => (
-                            axum::http::StatusCode::BAD_REQUEST,
-                            [("content-type", "text/plain")],
-                            b"not an ExportTraceServiceRequest".to_vec(),
-                        ),
                     }
-                }
-            }),
-        );
+                }),
+            )
+            .route(
+                "/v1/traces",
+                axum::routing::post(move |body: axum::body::Bytes| {
+                    let store = Arc::clone(&for_http);
+                    async move {
+                        match ExportTraceServiceRequest::decode(body) {
+                            Ok(req) => {
+                                store.take(&req);
+                                (
+                                    axum::http::StatusCode::OK,
+                                    [("content-type", "application/x-protobuf")],
+                                    ExportTraceServiceResponse::default().encode_to_vec(),
+                                )
+                            }
+                            Err(_) => (
+                                axum::http::StatusCode::BAD_REQUEST,
+                                [("content-type", "text/plain")],
+                                b"not an ExportTraceServiceRequest".to_vec(),
+                            ),
+                        }
+                    }
+                }),
+            );
         tokio::spawn(async move {
             let _ = axum::serve(http, app).await;
         });
@@ -169,9 +279,11 @@ impl Receiver {
             .expect("bind");
         let grpc_url = format!("http://{}", grpc.local_addr().expect("addr"));
         let service = TraceServiceServer::new(Grpc(Arc::clone(&store)));
+        let metrics = MetricsServiceServer::new(GrpcMetrics(Arc::clone(&store)));
         tokio::spawn(async move {
             let _ = tonic::transport::Server::builder()
                 .add_service(service)
+                .add_service(metrics)
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(grpc))
                 .await;
         });
@@ -189,6 +301,34 @@ impl Receiver {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Every metric point received so far.
+    pub fn points(&self) -> Vec<ReceivedPoint> {
+        self.store
+            .points
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Wait until `done` holds of the metric points received.
+    pub async fn wait_for_points(
+        &self,
+        done: impl Fn(&[ReceivedPoint]) -> bool,
+    ) -> Vec<ReceivedPoint> {
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(300), async {
+            loop {
+                let changed = self.store.changed.notified();
+                let points = self.points();
+                if done(&points) {
+                    return points;
+                }
+                changed.await;
+            }
+        })
+        .await;
+        waited.unwrap_or_else(|_| panic!("the metrics never came: {:#?}", self.points()))
     }
 
     /// Wait until `done` holds of the spans received (each arrival is

@@ -116,11 +116,12 @@ pub async fn run(args: DoctorArgs, data_dir: &Path) -> anyhow::Result<ExitCode> 
             say(Mark::Bad, "task store", &e.to_string());
         }
     }
-    // Where traces go (the standard OpenTelemetry variables).
+    // Where traces go (the standard OpenTelemetry variables over the
+    // config's `[telemetry]`).
     say(
         Mark::Ok,
         "telemetry",
-        roost_core::telemetry::TelemetryConfig::from_env()
+        super::telemetry_config(args.config.as_deref(), false)
             .describe()
             .trim_start_matches("telemetry: "),
     );

@@ -320,6 +320,22 @@ fn init_logging() {
     }
 }
 
+/// Where telemetry goes: the standard variables over the config file's
+/// `[telemetry]` table (a config that cannot be read is the command's to
+/// report; telemetry then follows the variables alone); `prometheus`:
+/// keep metrics for `roost serve --metrics`.
+fn telemetry_config(
+    config: Option<&std::path::Path>,
+    prometheus: bool,
+) -> roost_core::telemetry::TelemetryConfig {
+    let mut t = roost_core::telemetry::TelemetryConfig::from_env();
+    if let Ok(file) = roost_core::config::load(config) {
+        t = t.with_table(&file.telemetry, |k| std::env::var_os(k).is_some());
+    }
+    t.prometheus = prometheus;
+    t
+}
+
 /// Parse the command line, run it, and turn the outcome into an exit code.
 pub fn main() -> ExitCode {
     // Inside a command's sandbox, before anything else.
@@ -346,9 +362,10 @@ pub fn main() -> ExitCode {
     // Traces go where the standard OpenTelemetry variables say (nowhere
     // by default); every command's tasks are in them.
     let telemetry = rt.block_on(async {
-        match roost_core::telemetry::Telemetry::start(
-            &roost_core::telemetry::TelemetryConfig::from_env(),
-        ) {
+        match roost_core::telemetry::Telemetry::start(&telemetry_config(
+            config.as_deref(),
+            matches!(&cli.command, Some(Command::Serve(a)) if a.metrics),
+        )) {
             Ok(t) => Some(t),
             Err(e) => {
                 line::notice!("warning: telemetry is off: {e}");
@@ -369,7 +386,10 @@ pub fn main() -> ExitCode {
             Command::Checkpoints(cmd) => checkpoints::run(cmd, &data_dir).await,
             Command::Doctor(args) => doctor::run(args, &data_dir).await,
             Command::Config(cmd) => doctor::config(cmd, config.as_deref()),
-            Command::Serve(args) => serve::serve(args, &data_dir).await,
+            Command::Serve(args) => {
+                let scrape = telemetry.as_ref().and_then(|t| t.scrape());
+                serve::serve(args, &data_dir, scrape).await
+            }
             Command::Acp(args) => acp::acp(args, &data_dir).await,
             Command::Token(cmd) => serve::token(cmd, &data_dir),
             Command::Store(cmd) => store::run(cmd, &data_dir),

@@ -61,6 +61,15 @@ pub struct ServeArgs {
     /// host resumes them.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub lease: std::time::Duration,
+    /// Serve the metrics on `/metrics` in the Prometheus text format
+    /// (token usage, durations, sandboxed calls, refusals, tasks, queue).
+    #[arg(long)]
+    pub metrics: bool,
+    /// The bearer token a scrape of `/metrics` must bring, read from this
+    /// file (required off loopback; Prometheus: `authorization:
+    /// credentials_file`).
+    #[arg(long, value_name = "FILE", requires = "metrics")]
+    pub metrics_token_file: Option<PathBuf>,
     /// Model selection (the default endpoint of tasks that name no
     /// profile).
     #[command(flatten)]
@@ -93,7 +102,30 @@ pub enum TokenCommand {
 }
 
 /// `roost serve`.
-pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+pub async fn serve(
+    args: ServeArgs,
+    data_dir: &Path,
+    scrape: Option<roost_core::telemetry::Scrape>,
+) -> anyhow::Result<ExitCode> {
+    let metrics = match (args.metrics, scrape) {
+        (false, _) => None,
+        (true, None) => {
+            anyhow::bail!("--metrics: the metrics could not be set up (see the warning above)")
+        }
+        (true, Some(scrape)) => {
+            let token =
+                match &args.metrics_token_file {
+                    Some(f) => Some(std::fs::read_to_string(f).with_context(|| {
+                        format!("cannot read the metrics token {}", f.display())
+                    })?),
+                    None => None,
+                };
+            if token.as_deref().is_some_and(|t| t.trim().len() < 16) {
+                anyhow::bail!("--metrics-token-file: the token must be at least 16 characters");
+            }
+            Some(roost_server::MetricsPage::new(scrape, token.as_deref()))
+        }
+    };
     let opts = RunOptions {
         yes: false,
         approve: None,
@@ -120,6 +152,7 @@ pub async fn serve(args: ServeArgs, data_dir: &Path) -> anyhow::Result<ExitCode>
             allowed_hosts: args.allowed_hosts.clone(),
             modes_dir: config::default_path().parent().map(Path::to_path_buf),
             profiles,
+            metrics,
             ..ServerConfig::default()
         },
     );

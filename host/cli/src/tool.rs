@@ -197,6 +197,7 @@ async fn call(c: CallArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             },
             network: dev_network(&c, &secrets, &agent)?,
             guard_budget: budget,
+            traceparent: None,
         })
         .await
         .map_err(|e| anyhow::anyhow!("{}", visible(&e.to_string())))?;

@@ -13,7 +13,9 @@
 //! `-- p6`, `-- p7`, `-- p8`, `-- p9`, `-- p11`, `-- p12`, `-- p13`). With
 //! `ROOST_BENCH_STORE=postgres`, P6 and P8 keep their tasks in a
 //! PostgreSQL started for the run (Debian's `postgresql`) instead of
-//! SQLite.
+//! SQLite. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans and metrics are
+//! exported there as `roost` exports them (`scripts/otlp-sink.py` is a
+//! local receiver that takes them).
 
 // Benchmark code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -978,6 +980,15 @@ fn main() {
         .build()
         .expect("runtime");
     rt.block_on(async {
+        // Telemetry as `roost` sets it up: on when the standard variables
+        // name a collector (P5 and P6 with export on), else off and free.
+        let telemetry = roost_core::telemetry::Telemetry::start(
+            &roost_core::telemetry::TelemetryConfig::from_env(),
+        )
+        .expect("telemetry");
+        if telemetry.is_on() {
+            eprintln!("{}", telemetry.describe());
+        }
         // ROOST_BENCH_KEEP=1 keeps the data (stores, caches) for a look
         // afterwards; its path is printed.
         let mut tmp = tempfile::tempdir().expect("tempdir");

@@ -88,6 +88,8 @@ pub struct AnthropicDecoder {
     tool_blocks: BTreeSet<u32>,
     stop_reason: Option<String>,
     stopped: bool,
+    response_id: Option<String>,
+    response_model: Option<String>,
 }
 
 impl WireDecoder for AnthropicDecoder {
@@ -106,6 +108,8 @@ impl WireDecoder for AnthropicDecoder {
         match kind {
             "ping" | "content_block_stop" => {}
             "message_start" => {
+                self.response_id = crate::label(&v["message"]["id"]);
+                self.response_model = crate::label(&v["message"]["model"]);
                 let u = &v["message"]["usage"];
                 let n = |k: &str| u[k].as_u64().unwrap_or(0);
                 out.push(StreamEvent::Usage(Usage {
@@ -190,6 +194,8 @@ impl WireDecoder for AnthropicDecoder {
         Ok(StreamEvent::Done {
             calls,
             stop_reason: self.stop_reason,
+            response_id: self.response_id,
+            response_model: self.response_model,
         })
     }
 }

@@ -50,6 +50,21 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// The error's kind as a short stable name (a span's and a metric's
+    /// `error.type`): never its message, which may quote a server.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Http { .. } => "http",
+            Self::Connection(_) => "connection",
+            Self::Unreachable(_) => "unreachable",
+            Self::TruncatedStream => "truncated_stream",
+            Self::Decode(_) => "decode",
+            Self::Provider(_) => "provider",
+            Self::Config(_) => "config",
+            Self::GaveUp { .. } => "gave_up",
+        }
+    }
+
     /// Whether trying again may help: 429, 5xx, connection errors and
     /// overloaded/rate-limit error events.
     pub fn is_retryable(&self) -> bool {

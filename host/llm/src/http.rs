@@ -33,6 +33,17 @@ impl HttpTransport {
     }
 }
 
+/// The current trace context as W3C headers (`traceparent`), so the
+/// provider's side of a request can join the task's trace; none unless
+/// telemetry installed a propagator.
+fn trace_headers() -> std::collections::HashMap<String, String> {
+    let mut headers = std::collections::HashMap::new();
+    opentelemetry::global::get_text_map_propagator(|p| {
+        p.inject_context(&opentelemetry::Context::current(), &mut headers);
+    });
+    headers
+}
+
 #[async_trait::async_trait]
 impl Transport for HttpTransport {
     async fn send(&self, body: &bytes::Bytes) -> Result<ByteStream, LlmError> {
@@ -43,6 +54,9 @@ impl Transport for HttpTransport {
             .header("content-type", "application/json")
             .header("accept", "text/event-stream");
         for (k, v) in &self.headers {
+            req = req.header(k, v);
+        }
+        for (k, v) in trace_headers() {
             req = req.header(k, v);
         }
         let resp = req.send().await.map_err(|e| {

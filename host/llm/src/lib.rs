@@ -91,7 +91,22 @@ pub enum StreamEvent {
         calls: Vec<AssembledCall>,
         /// Why the model stopped.
         stop_reason: Option<String>,
+        /// The provider's id of the response, when it gave one.
+        response_id: Option<String>,
+        /// The model that answered, when the provider said.
+        response_model: Option<String>,
     },
+}
+
+/// Most characters kept of a provider's response id or model name (they
+/// are labels, not content; a hostile server's megabyte is cut).
+pub const MAX_LABEL: usize = 200;
+
+/// `v` as a label: a string, cut to [`MAX_LABEL`] characters.
+pub(crate) fn label(v: &serde_json::Value) -> Option<String> {
+    v.as_str()
+        .filter(|s| !s.is_empty())
+        .map(|s| s.chars().take(MAX_LABEL).collect())
 }
 
 /// A reply as a stream of events; ends after `Done` or an error.

@@ -217,6 +217,8 @@ pub struct OpenAiDecoder {
     finish_reason: Option<String>,
     done: bool,
     generated_ids: u32,
+    response_id: Option<String>,
+    response_model: Option<String>,
 }
 
 impl OpenAiDecoder {
@@ -288,6 +290,12 @@ impl WireDecoder for OpenAiDecoder {
                 .unwrap_or_else(|| err.to_string());
             return Err(LlmError::Provider(msg));
         }
+        if self.response_id.is_none() {
+            self.response_id = crate::label(&v["id"]);
+        }
+        if self.response_model.is_none() {
+            self.response_model = crate::label(&v["model"]);
+        }
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
             out.push(StreamEvent::Usage(usage_of(u)));
         }
@@ -340,6 +348,8 @@ impl WireDecoder for OpenAiDecoder {
         Ok(StreamEvent::Done {
             calls,
             stop_reason: self.finish_reason,
+            response_id: self.response_id,
+            response_model: self.response_model,
         })
     }
 }

@@ -349,7 +349,7 @@ pub fn render(turn: &Turn, turn_index: usize) -> Vec<String> {
     let size = turn.chunk_size.unwrap_or(16).max(1);
     let id = format!("chatcmpl-scripted-{turn_index}");
     let mut frames = vec![frame(
-        &json!({"id": id, "choices": [{"index": 0, "delta": {"role": "assistant"}}]}),
+        &json!({"id": id, "model": "scripted", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}),
     )];
     for piece in chunks(&turn.text, size) {
         frames.push(frame(

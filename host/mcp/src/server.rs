@@ -766,7 +766,10 @@ impl McpServer {
         self.ensure_started().await;
         let peer = self.peer()?;
         let timeout = self.entry.timeout;
-        let req = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let mut req = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        if let Some(meta) = trace_meta() {
+            req.meta = Some(meta);
+        }
         let res = tokio::time::timeout(timeout, peer.call_tool(req)).await;
         match res {
             Err(_) => Err(CallError::Timeout(self.entry.name.clone(), timeout)),
@@ -1054,4 +1057,22 @@ pub fn describe(state: &ServerState) -> String {
         ServerState::Restarting(why) => format!("it stopped ({why}) and is being restarted"),
         ServerState::Failed(why) => format!("it failed: {why}"),
     }
+}
+
+/// The current trace context as a request's `_meta` (`traceparent`, as
+/// the MCP tracing convention puts it), so the server's side of a call can
+/// join the task's trace; none unless telemetry installed a propagator.
+fn trace_meta() -> Option<rmcp::model::RequestMetaObject> {
+    let mut carrier = std::collections::HashMap::new();
+    opentelemetry::global::get_text_map_propagator(|p| {
+        p.inject_context(&opentelemetry::Context::current(), &mut carrier);
+    });
+    if carrier.is_empty() {
+        return None;
+    }
+    let mut meta = rmcp::model::RequestMetaObject::new();
+    for (k, v) in carrier {
+        meta.insert(k, Value::String(v));
+    }
+    Some(meta)
 }

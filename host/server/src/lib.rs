@@ -28,6 +28,7 @@ mod extract;
 pub mod host_check;
 mod limits;
 pub mod mcp;
+mod metrics;
 mod queue;
 mod state;
 mod tasks;
@@ -42,6 +43,7 @@ use axum::Router;
 pub use api::openapi;
 pub use catalog::profiles_of;
 pub use error::ApiError;
+pub use metrics::MetricsPage;
 pub use state::{ServerConfig, ServerState};
 
 /// Why the server did not start.
@@ -52,6 +54,11 @@ pub enum ServeError {
         "refusing to listen on {0} without authentication: --no-auth is only for loopback addresses (127.0.0.1, ::1)"
     )]
     OpenToTheNetwork(SocketAddr),
+    /// `/metrics` off loopback without a token.
+    #[error(
+        "refusing to serve /metrics on {0} without a token: give --metrics-token-file, or listen on a loopback address"
+    )]
+    OpenMetrics(SocketAddr),
     /// An allowed host that is not a host.
     #[error(transparent)]
     BadHost(#[from] host_check::BadHost),
@@ -65,7 +72,11 @@ pub enum ServeError {
 /// document and the web UI).
 pub fn router(state: Arc<ServerState>, hosts: host_check::AllowedHosts) -> Router {
     let v1 = api::v1().fallback(error::not_found);
-    Router::new()
+    let mut router = Router::new();
+    if state.config.metrics.is_some() {
+        router = router.route("/metrics", axum::routing::get(metrics::page));
+    }
+    router
         .nest("/v1", v1)
         .merge(ui::routes(state.config.auth))
         .fallback(error::not_found)
@@ -89,6 +100,9 @@ pub fn router(state: Arc<ServerState>, hosts: host_check::AllowedHosts) -> Route
 pub fn check_exposure(addr: SocketAddr, state: &ServerState) -> Result<(), ServeError> {
     if !state.config.auth && !addr.ip().is_loopback() {
         return Err(ServeError::OpenToTheNetwork(addr));
+    }
+    if state.config.metrics.as_ref().is_some_and(|m| !m.gated()) && !addr.ip().is_loopback() {
+        return Err(ServeError::OpenMetrics(addr));
     }
     host_check::AllowedHosts::check(&state.config.allowed_hosts)?;
     Ok(())
@@ -120,6 +134,7 @@ pub async fn serve(
     let addr = listener.local_addr().map_err(ServeError::Serve)?;
     check_exposure(addr, &state)?;
     let hosts = allowed_hosts(addr, &state)?;
+    metrics::observe(&state);
     let stopping = Arc::clone(&state);
     let signal = async move {
         shutdown.await;

@@ -51,6 +51,9 @@ pub struct ServerConfig {
     /// The model profiles tasks may name (`GET /v1/profiles`;
     /// [`crate::profiles_of`] a config's).
     pub profiles: Vec<roost_protocol::api::ProfileView>,
+    /// `/metrics` in the Prometheus text format (`--metrics`), and the
+    /// token a scrape must bring (none: loopback only).
+    pub metrics: Option<crate::metrics::MetricsPage>,
 }
 
 impl Default for ServerConfig {
@@ -67,6 +70,7 @@ impl Default for ServerConfig {
             allowed_hosts: Vec::new(),
             modes_dir: None,
             profiles: Vec::new(),
+            metrics: None,
         }
     }
 }
@@ -120,6 +124,20 @@ impl ServerState {
             engine,
             config,
         })
+    }
+
+    /// How busy the server is: tasks waiting for a slot, and running.
+    pub(crate) fn load(&self) -> roost_core::telemetry::metrics::ServeLoad {
+        let queued = self.queue().len();
+        let running = self
+            .config
+            .max_running
+            .max(1)
+            .saturating_sub(self.slots.available_permits());
+        roost_core::telemetry::metrics::ServeLoad {
+            queued: u64::try_from(queued).unwrap_or(u64::MAX),
+            running: u64::try_from(running).unwrap_or(u64::MAX),
+        }
     }
 
     /// Refuse a new task when the queue is full (`503`, retryable).

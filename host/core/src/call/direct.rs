@@ -59,6 +59,8 @@ pub struct DirectCall<'a> {
     pub network: Option<NetworkGrant>,
     /// How long the write guard may spend undoing what it must.
     pub guard_budget: GuardBudget,
+    /// The caller's W3C `traceparent`, whose trace the call's span joins.
+    pub traceparent: Option<&'a str>,
 }
 
 /// Why a direct call was not made.
@@ -187,7 +189,11 @@ impl Agent {
             events: &events,
             control: &control,
             lent: Default::default(),
-            trace: opentelemetry::Context::new(),
+            // A caller's trace, continued (an MCP client's `traceparent`).
+            trace: c
+                .traceparent
+                .and_then(crate::telemetry::spans::remote_parent)
+                .unwrap_or_default(),
         };
         let call = AssembledCall {
             id: format!("direct-{}", uuid::Uuid::now_v7()),

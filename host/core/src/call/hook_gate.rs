@@ -99,6 +99,20 @@ impl Dispatch<'_> {
                 ControlFlow::Continue(decision) => decision,
                 ControlFlow::Break(refusal) => return Ok(refusal),
             };
+            crate::telemetry::spans::note_event("roost.hook", || {
+                vec![
+                    opentelemetry::KeyValue::new("roost.hook.name", name.clone()),
+                    opentelemetry::KeyValue::new(
+                        "roost.hook.verdict",
+                        match &decision {
+                            HookDecision::Allow => "allow",
+                            HookDecision::Deny(_) => "deny",
+                            HookDecision::Ask(_) => "ask",
+                            HookDecision::Rewrite(_) => "rewrite",
+                        },
+                    ),
+                ]
+            });
             match decision {
                 HookDecision::Allow => {}
                 HookDecision::Deny(reason) => {

@@ -33,6 +33,7 @@ pub mod direct;
 pub(crate) mod gates;
 pub mod grant;
 mod hook_gate;
+mod observed;
 pub mod paths;
 mod run;
 mod scope;
@@ -48,7 +49,6 @@ use crate::events::TaskEvent;
 use crate::intents::TraceEntry;
 use crate::llm::AssembledCall;
 use crate::store::Step;
-use crate::telemetry::spans::{self, OpenSpan};
 use crate::tools::{ErrorCode, Needs, PreviewCall, RegisteredTool, Registry, ToolError};
 use crate::turn::{Ctx, RunState, TaskError};
 pub use agent::Agent;
@@ -374,65 +374,11 @@ struct Pending<'c> {
     trace: Vec<TraceEntry>,
 }
 
-/// What a call's span says of it before it runs: the intent it works
-/// under, and (opted in only) its arguments, secrets redacted.
-fn call_attributes(state: &RunState, call: &AssembledCall) -> Vec<opentelemetry::KeyValue> {
-    use opentelemetry::KeyValue;
-    if !spans::enabled() {
-        return Vec::new();
-    }
-    let mut attrs = Vec::new();
-    if let Some(intent) = state.intent_id() {
-        attrs.push(KeyValue::new("roost.intent.id", intent.to_owned()));
-    }
-    if spans::content() {
-        let args = match &call.args {
-            Ok(v) => roost_secrets::redact_json(v).to_string(),
-            Err(_) => roost_secrets::redact(&call.raw_args).into_owned(),
-        };
-        attrs.push(KeyValue::new("gen_ai.tool.call.arguments", args));
-    }
-    attrs
-}
-
-/// Write how a call ended on its span: an error's code and message, and a
-/// refusal's event; its result's size (and, opted in, the result itself,
-/// secrets redacted).
-fn ended(span: &mut OpenSpan, r: &CallResult) {
-    use opentelemetry::KeyValue;
-    if !spans::enabled() {
-        return;
-    }
-    span.set([KeyValue::new(
-        "roost.result.bytes",
-        i64::try_from(r.content.len()).unwrap_or(i64::MAX),
-    )]);
-    if spans::content() {
-        span.set([KeyValue::new(
-            "gen_ai.tool.call.result",
-            roost_secrets::redact(&r.content).into_owned(),
-        )]);
-    }
-    if r.is_error {
-        let code = r
-            .error
-            .as_ref()
-            .map_or_else(|| "refused".to_owned(), |e| e.code.to_string());
-        let first = r.content.lines().next().unwrap_or_default();
-        if !r.mistake {
-            span.event(
-                "roost.refusal",
-                vec![
-                    KeyValue::new("roost.refusal.code", code.clone()),
-                    KeyValue::new(
-                        "roost.refusal.message",
-                        roost_secrets::redact(first).into_owned(),
-                    ),
-                ],
-            );
-        }
-        span.fail(&code, first);
-    }
+/// Say on the call's span who let it run: the task's approval `policy`
+/// (its auto-approvals and the saved ones) or a `person` (asked by the
+/// gate, or by a hook).
+fn approved_by(who: &'static str) {
+    crate::telemetry::spans::note(|| vec![opentelemetry::KeyValue::new("roost.approval", who)]);
 }
 
 /// What the gates made of a call.
@@ -452,29 +398,23 @@ impl Dispatch<'_> {
         state: &mut RunState,
         call: &AssembledCall,
     ) -> Result<CallResult, TaskError> {
-        let mut span = self.tool_span(ctx, call);
-        span.set(call_attributes(state, call));
+        let mut observed = self.observe(ctx, state, call);
+        let mut ran = false;
         let handled = async {
             match self.prepare(ctx, state, call).await? {
                 Prepared::Done(r) => Ok(r),
-                Prepared::Ready(pending) => self.run(ctx, state, pending).await,
+                Prepared::Ready(pending) => {
+                    ran = true;
+                    self.run(ctx, state, pending).await
+                }
             }
         }
-        .with_context(span.context())
+        .with_context(observed.context())
         .await;
         if let Ok(r) = &handled {
-            ended(&mut span, r);
+            observed.ended(r, ran);
         }
         handled
-    }
-
-    /// The `execute_tool` span of `call` (nothing when telemetry is off).
-    fn tool_span(&self, ctx: &Ctx<'_>, call: &AssembledCall) -> OpenSpan {
-        let kind = self
-            .registry
-            .get(&call.name)
-            .map_or("unknown", |t| t.provider());
-        spans::execute_tool(&ctx.trace, &call.name, &call.id, kind)
     }
 
     /// Put a gate's question about `call` to a person: a yes (or an
@@ -500,6 +440,7 @@ impl Dispatch<'_> {
             Approval::Deny { feedback } => Some(feedback),
         };
         let Some(feedback) = feedback else {
+            approved_by("person");
             call.approved = true;
             ctx.events
                 .publish(TaskEvent::ToolCallApproved {
@@ -647,6 +588,7 @@ impl Dispatch<'_> {
         let (group, person_only) = group;
         let covered = person_only.is_none() && state.policy.covers(&spec.name, group);
         if call.approved || covered {
+            approved_by(if call.approved { "person" } else { "policy" });
             ctx.events
                 .publish(TaskEvent::ToolCallApproved {
                     id: call.id.to_owned(),
@@ -675,6 +617,7 @@ impl Dispatch<'_> {
         // interruption (a subtask's start, run again to follow it): the
         // answer holds.
         if self.approved_before(ctx, call.id, &ask) {
+            approved_by("person");
             return Verdict::Proceed;
         }
         Verdict::Ask(ask)

@@ -156,6 +156,21 @@ impl Dispatch<'_> {
         let spec = &tool.spec;
         // The guard runs whatever became of the call.
         let (report, lease) = close_session(session);
+        if report.violated() {
+            crate::telemetry::spans::note(|| {
+                let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+                vec![
+                    opentelemetry::KeyValue::new(
+                        "roost.write_guard.undone",
+                        n(report.reverted.len()),
+                    ),
+                    opentelemetry::KeyValue::new(
+                        "roost.write_guard.not_undone",
+                        n(report.failed.len()),
+                    ),
+                ]
+            });
+        }
         let mut outcome = ran?;
         let changes = changes.settle(&ctx.ws);
         let diff = changes.diff();

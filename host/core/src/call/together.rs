@@ -6,6 +6,8 @@
 //! order. A call the gates turned into one that may not run together
 //! (a hook's rewrite) runs on its own, in its place.
 
+use opentelemetry::context::FutureExt as _;
+
 use super::run::Begun;
 use super::{CallResult, Dispatch, Pending, Prepared};
 use crate::llm::AssembledCall;
@@ -34,10 +36,14 @@ impl Dispatch<'_> {
         calls: &[&AssembledCall],
     ) -> Result<Vec<CallResult>, TaskError> {
         // Each call's span covers the group it runs in.
-        let mut spans: Vec<_> = calls.iter().map(|c| self.tool_span(ctx, c)).collect();
+        let mut observed: Vec<_> = calls.iter().map(|c| self.observe(ctx, state, c)).collect();
         let mut slots = Vec::with_capacity(calls.len());
-        for call in calls {
-            slots.push(match self.prepare(ctx, state, call).await? {
+        for (call, o) in calls.iter().zip(&observed) {
+            let prepared = self
+                .prepare(ctx, state, call)
+                .with_context(o.context())
+                .await?;
+            slots.push(match prepared {
                 Prepared::Done(r) => Slot::Done(r),
                 Prepared::Ready(p) if p.tool.executor.concurrent(state, &p.args) => {
                     match self.begin(ctx, state, p).await {
@@ -48,15 +54,19 @@ impl Dispatch<'_> {
                 Prepared::Ready(p) => Slot::Alone(p),
             });
         }
+        let ran: Vec<bool> = slots.iter().map(|s| !matches!(s, Slot::Done(_))).collect();
         let shared: &RunState = state;
-        let slots = futures::future::join_all(slots.into_iter().map(|slot| async move {
-            match slot {
-                Slot::Begun(b) => {
-                    let ran = self.execute_begun(ctx, shared, &b, true).await;
-                    Slot::Ran(Box::new((*b, ran)))
+        let slots = futures::future::join_all(slots.into_iter().zip(&observed).map(|(slot, o)| {
+            async move {
+                match slot {
+                    Slot::Begun(b) => {
+                        let ran = self.execute_begun(ctx, shared, &b, true).await;
+                        Slot::Ran(Box::new((*b, ran)))
+                    }
+                    other => other,
                 }
-                other => other,
             }
+            .with_context(o.context())
         }))
         .await;
         let mut results = Vec::with_capacity(slots.len());
@@ -75,8 +85,8 @@ impl Dispatch<'_> {
                 }
             });
         }
-        for (span, r) in spans.iter_mut().zip(&results) {
-            super::ended(span, r);
+        for ((o, r), ran) in observed.iter_mut().zip(&results).zip(ran) {
+            o.ended(r, ran);
         }
         Ok(results)
     }

@@ -90,6 +90,10 @@ pub struct Config {
     /// `postgres://` URL that several hosts share (`--store` and
     /// `ROOST_STORE_URL` come first). Default: `roost.db` in the data dir.
     pub store: Option<String>,
+    /// Where traces and metrics go (`[telemetry]`; the standard
+    /// `OTEL_*` variables win over it).
+    #[serde(default)]
+    pub telemetry: crate::telemetry::TelemetryTable,
     /// The file this config was read from (none: defaults): Roost's own,
     /// so hidden from every command and MCP server wherever it lies.
     #[serde(skip)]

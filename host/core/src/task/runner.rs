@@ -11,6 +11,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::telemetry::metrics;
 use crate::telemetry::spans::{self, OpenSpan};
 use opentelemetry::KeyValue;
 
@@ -89,6 +90,18 @@ struct Reply {
     text: String,
     calls: Vec<AssembledCall>,
     usage: Usage,
+    /// What the provider said of its answer (for the `chat` span).
+    said: Said,
+}
+
+/// What a provider said of an answer besides its content.
+#[derive(Debug, Default)]
+struct Said {
+    stop_reason: Option<String>,
+    response_id: Option<String>,
+    response_model: Option<String>,
+    /// From the request to its first chunk of text or call.
+    first_chunk: Option<std::time::Duration>,
 }
 
 impl Agent {
@@ -169,6 +182,7 @@ impl Agent {
         let ws = check.open(&self.store, &task)?;
         let _pin = ws.pin();
         let span = agent_span(&task, &setup);
+        let started = std::time::Instant::now();
         let ctx = Ctx {
             ws,
             workspace: PathBuf::from(&task.workspace),
@@ -182,7 +196,8 @@ impl Agent {
             lent: setup.lent,
             trace: span.context(),
         };
-        ended(span, self.run(&ctx, None).await)
+        let outcome = self.run(&ctx, None).await;
+        ended(span, &ctx.task.mode, started, outcome)
     }
 
     /// Continue task `id` from its history (after a crash, Ctrl-C or
@@ -247,6 +262,7 @@ impl Agent {
             .await;
         let _claim = claim;
         let span = agent_span(&task, &setup);
+        let started = std::time::Instant::now();
         let ctx = Ctx {
             ws,
             workspace: PathBuf::from(&task.workspace),
@@ -260,7 +276,8 @@ impl Agent {
             lent: setup.lent,
             trace: span.context(),
         };
-        ended(span, self.run(&ctx, pending).await)
+        let outcome = self.run(&ctx, pending).await;
+        ended(span, &ctx.task.mode, started, outcome)
     }
 
     /// The calls of the last assistant message still waiting for a person
@@ -792,47 +809,42 @@ impl Agent {
         // streamed so far is kept, marked as interrupted (as Roo does),
         // so what the person saw stays in both histories.
         let partial = std::sync::Mutex::new(String::new());
-        let mut span = match ctx.model() {
-            Ok(p) => spans::chat(&ctx.trace, p.name(), p.model()),
-            Err(_) => spans::chat(&ctx.trace, "none", "none"),
+        let (provider, model) = match ctx.model() {
+            Ok(p) => (p.name(), p.model()),
+            Err(_) => ("none", "none"),
         };
+        let mut span = spans::chat(&ctx.trace, provider, model);
+        let started = std::time::Instant::now();
         let streamed = tokio::select! {
-            r = self.stream_reply(ctx, body, &partial) => r,
+            r = opentelemetry::context::FutureExt::with_context(
+                self.stream_reply(ctx, body, &partial),
+                span.context(),
+            ) => r,
             () = ctx.control.cancelled() => {
                 let text = partial.into_inner().unwrap_or_else(|p| p.into_inner());
                 self.keep_interrupted_text(ctx, history, &text).await?;
                 return self.cancelled(ctx).await.map(ControlFlow::Break);
             }
         };
+        let took = started.elapsed();
         match &streamed {
-            Ok(reply) => span.set([
-                KeyValue::new(
-                    "gen_ai.usage.input_tokens",
-                    i64::try_from(reply.usage.input_tokens).unwrap_or(i64::MAX),
-                ),
-                KeyValue::new(
-                    "gen_ai.usage.output_tokens",
-                    i64::try_from(reply.usage.output_tokens).unwrap_or(i64::MAX),
-                ),
-                KeyValue::new(
-                    "gen_ai.usage.cache_read.input_tokens",
-                    i64::try_from(reply.usage.cache_read_tokens).unwrap_or(i64::MAX),
-                ),
-                KeyValue::new(
-                    "gen_ai.response.finish_reasons",
-                    opentelemetry::Value::Array(
-                        vec![opentelemetry::StringValue::from(
-                            if reply.calls.is_empty() {
-                                "stop"
-                            } else {
-                                "tool_calls"
-                            },
-                        )]
-                        .into(),
-                    ),
-                ),
-            ]),
-            Err(e) => span.fail("model_request", &e.to_string()),
+            Ok(reply) => {
+                chat_ended(&mut span, reply);
+                metrics::model_request(
+                    provider,
+                    model,
+                    took,
+                    Some((
+                        reply.usage.input_tokens + reply.usage.cache_read_tokens,
+                        reply.usage.output_tokens,
+                    )),
+                    None,
+                );
+            }
+            Err(e) => {
+                span.fail(e.kind(), &e.to_string());
+                metrics::model_request(provider, model, took, None, Some(e.kind()));
+            }
         }
         drop(span);
         match streamed {
@@ -1508,6 +1520,7 @@ impl Agent {
         let events = ctx.events;
         let offset = *made;
         *made += 1;
+        let requested = std::time::Instant::now();
         let mut stream = ctx
             .model()
             .map_err(|e| LlmError::Config(e.to_string()))?
@@ -1516,8 +1529,18 @@ impl Agent {
         let mut text = String::new();
         let mut usage = Usage::default();
         let mut names: Vec<(u32, String, String)> = Vec::new();
+        let mut first_chunk = None;
         while let Some(ev) = stream.next().await {
-            match ev? {
+            let ev = ev?;
+            if first_chunk.is_none()
+                && matches!(
+                    ev,
+                    StreamEvent::TextDelta(_) | StreamEvent::ToolCallStarted { .. }
+                )
+            {
+                first_chunk = Some(requested.elapsed());
+            }
+            match ev {
                 StreamEvent::TextDelta(d) => {
                     text.push_str(&d);
                     partial
@@ -1562,7 +1585,24 @@ impl Agent {
                         })
                         .await;
                 }
-                StreamEvent::Done { calls, .. } => return Ok(Reply { text, calls, usage }),
+                StreamEvent::Done {
+                    calls,
+                    stop_reason,
+                    response_id,
+                    response_model,
+                } => {
+                    return Ok(Reply {
+                        text,
+                        calls,
+                        usage,
+                        said: Said {
+                            stop_reason,
+                            response_id,
+                            response_model,
+                            first_chunk,
+                        },
+                    });
+                }
             }
         }
         Err(LlmError::TruncatedStream)
@@ -1580,16 +1620,69 @@ fn agent_span(task: &TaskRecord, setup: &TaskSetup) -> OpenSpan {
     )
 }
 
-/// Write how a run ended on its `invoke_agent` span.
+/// Write what a model's answer said on its `chat` span: usage, finish
+/// reason, the response's id and model, and the time to its first chunk.
+fn chat_ended(span: &mut OpenSpan, reply: &Reply) {
+    if !spans::enabled() {
+        return;
+    }
+    let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let finish = reply.said.stop_reason.clone().unwrap_or_else(|| {
+        if reply.calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        }
+        .to_owned()
+    });
+    span.set([
+        KeyValue::new("gen_ai.usage.input_tokens", n(reply.usage.input_tokens)),
+        KeyValue::new("gen_ai.usage.output_tokens", n(reply.usage.output_tokens)),
+        KeyValue::new(
+            "gen_ai.usage.cache_read.input_tokens",
+            n(reply.usage.cache_read_tokens),
+        ),
+        KeyValue::new(
+            "gen_ai.usage.cache_creation.input_tokens",
+            n(reply.usage.cache_write_tokens),
+        ),
+        KeyValue::new(
+            "gen_ai.response.finish_reasons",
+            opentelemetry::Value::Array(vec![opentelemetry::StringValue::from(finish)].into()),
+        ),
+    ]);
+    if let Some(id) = &reply.said.response_id {
+        span.set([KeyValue::new("gen_ai.response.id", id.clone())]);
+    }
+    if let Some(m) = &reply.said.response_model {
+        span.set([KeyValue::new("gen_ai.response.model", m.clone())]);
+    }
+    if let Some(t) = reply.said.first_chunk {
+        span.set([KeyValue::new(
+            "gen_ai.response.time_to_first_chunk",
+            t.as_secs_f64(),
+        )]);
+    }
+}
+
+/// Write how a run (in `mode`, since `started`) ended on its
+/// `invoke_agent` span and in the metrics.
 fn ended(
     mut span: OpenSpan,
+    mode: &str,
+    started: std::time::Instant,
     outcome: Result<TaskOutcome, TaskError>,
 ) -> Result<TaskOutcome, TaskError> {
+    let status = match &outcome {
+        Ok(o) => outcome_name(o),
+        Err(_) => "error",
+    };
     match &outcome {
         Ok(TaskOutcome::Failed { error }) => span.fail("task_failed", error),
         Err(e) => span.fail("task_error", &e.to_string()),
-        Ok(o) => span.set([KeyValue::new("roost.task.outcome", outcome_name(o))]),
+        Ok(_) => span.set([KeyValue::new("roost.task.outcome", status)]),
     }
+    metrics::run_ended(mode, status, started.elapsed());
     outcome
 }
 

@@ -1,18 +1,22 @@
 //! OpenTelemetry: every task a trace in the GenAI semantic conventions —
 //! `invoke_agent {mode}` per task run, `chat {model}` per model request,
-//! `execute_tool {tool}` per call of any kind — exported over OTLP
-//! (HTTP/protobuf or gRPC) when the standard variables say where, and free
-//! when they do not (no provider is installed: every span is the API's
-//! no-op). Export is batched in the background with a bounded queue: a
-//! task never waits on the collector, and an unreachable one costs dropped
-//! spans and one warning.
+//! `execute_tool {tool}` per call of any kind — and the GenAI and Roost
+//! metrics, exported over OTLP (HTTP/protobuf or gRPC) when the standard
+//! variables (or the config's `[telemetry]` table) say where, kept for
+//! `/metrics` when `roost serve --metrics` asks, and free when neither
+//! (no provider is installed: every span and record is a no-op). Export
+//! is batched in the background with a bounded queue: a task never waits
+//! on the collector, and an unreachable one costs dropped data and one
+//! warning.
 
 mod config;
 mod export;
+pub mod metrics;
 pub mod spans;
 
-pub use config::{Protocol, TelemetryConfig};
+pub use config::{Protocol, TelemetryConfig, TelemetryTable};
 
+use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 
 /// Why telemetry could not be set up.
@@ -23,29 +27,88 @@ pub enum TelemetryError {
     Exporter(String),
 }
 
-/// The process's telemetry: where spans go, and the provider that sends
-/// them (none: off).
+/// The process's telemetry: where spans and metrics go, and the providers
+/// that send them (none: off).
 pub struct Telemetry {
-    provider: Option<SdkTracerProvider>,
+    tracer: Option<SdkTracerProvider>,
+    meter: Option<SdkMeterProvider>,
+    scrape: Option<Scrape>,
     described: String,
 }
 
+/// The metrics as a Prometheus scrape reads them (`roost serve --metrics`).
+#[derive(Clone)]
+pub struct Scrape {
+    registry: prometheus::Registry,
+}
+
+impl std::fmt::Debug for Scrape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scrape")
+    }
+}
+
+impl Scrape {
+    /// The metrics now, in the Prometheus text exposition format.
+    pub fn text(&self) -> String {
+        use prometheus::Encoder;
+        let mut out = Vec::new();
+        if let Err(e) = prometheus::TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+            tracing::warn!("metrics: cannot be written as text: {e}");
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// The content type of [`Scrape::text`].
+    pub const CONTENT_TYPE: &'static str = "text/plain; version=0.0.4; charset=utf-8";
+}
+
 impl Telemetry {
-    /// Telemetry as `config` says: off, or spans batched to its collector
-    /// (installed as the process's tracer provider). Needs a tokio runtime
-    /// when on.
+    /// Telemetry as `config` says: off, or spans batched and metrics read
+    /// to its collector, and metrics kept for a scrape when asked
+    /// (installed as the process's providers). Needs a tokio runtime when
+    /// on.
     pub fn start(config: &TelemetryConfig) -> Result<Self, TelemetryError> {
-        let Some(target) = config.target() else {
-            return Ok(Self {
-                provider: None,
-                described: config.describe(),
-            });
+        let target = config.target();
+        // The exporters' HTTP stack takes the process's TLS provider.
+        if target.is_some() {
+            roost_mcp::tls::install();
+        }
+        let said = export::Said::new(target.as_ref().map_or("", |t| t.endpoint.as_str()));
+        let tracer = match &target {
+            Some(t) => Some(export::tracer_provider(t, config, &said)?),
+            None => None,
         };
-        let provider = export::provider(&target)?;
-        opentelemetry::global::set_tracer_provider(provider.clone());
-        spans::set_enabled(true, config.capture_content);
+        let scrape = config.prometheus.then(|| Scrape {
+            registry: prometheus::Registry::new(),
+        });
+        let metered = target.as_ref().is_some_and(|t| t.metrics.is_some()) || scrape.is_some();
+        let meter = if metered {
+            Some(export::meter_provider(
+                target.as_ref(),
+                scrape.as_ref().map(|s| &s.registry),
+                config,
+                &said,
+            )?)
+        } else {
+            None
+        };
+        if let Some(p) = &tracer {
+            opentelemetry::global::set_tracer_provider(p.clone());
+            // What Roost calls (providers, MCP servers) gets `traceparent`.
+            opentelemetry::global::set_text_map_propagator(
+                opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+            );
+            spans::set_enabled(true, config.capture_content);
+        }
+        if let Some(p) = &meter {
+            opentelemetry::global::set_meter_provider(p.clone());
+            metrics::install();
+        }
         Ok(Self {
-            provider: Some(provider),
+            tracer,
+            meter,
+            scrape,
             described: config.describe(),
         })
     }
@@ -57,16 +120,26 @@ impl Telemetry {
 
     /// Whether spans are exported.
     pub fn is_on(&self) -> bool {
-        self.provider.is_some()
+        self.tracer.is_some()
+    }
+
+    /// The metrics for a Prometheus scrape, when asked for at start.
+    pub fn scrape(&self) -> Option<Scrape> {
+        self.scrape.clone()
     }
 
     /// Send what is queued and stop (at the process's end).
     pub fn shutdown(self) {
-        if let Some(p) = self.provider {
+        if let Some(p) = self.tracer {
             spans::set_enabled(false, false);
             if let Err(e) = p.shutdown() {
                 tracing::debug!("telemetry shutdown: {e}");
             }
+        }
+        if let Some(p) = self.meter
+            && let Err(e) = p.shutdown()
+        {
+            tracing::debug!("metrics shutdown: {e}");
         }
     }
 }

@@ -4,8 +4,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use opentelemetry::global::{self, BoxedSpan, BoxedTracer};
-use opentelemetry::trace::{Span, SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::global::{self, BoxedTracer};
+use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -31,19 +31,16 @@ fn tracer() -> BoxedTracer {
     global::tracer("roost")
 }
 
-/// A span being recorded, with the context that makes it its children's
-/// parent; nothing at all when telemetry is off.
+/// A span being recorded, held in the context that makes it its
+/// children's parent (so work done under it can add to it, [`note`]);
+/// nothing at all when telemetry is off.
 pub struct OpenSpan {
-    span: Option<BoxedSpan>,
-    cx: Context,
+    cx: Option<Context>,
 }
 
 impl OpenSpan {
     fn off() -> Self {
-        Self {
-            span: None,
-            cx: Context::current(),
-        }
+        Self { cx: None }
     }
 
     fn start(name: String, kind: SpanKind, parent: &Context, attrs: Vec<KeyValue>) -> Self {
@@ -56,48 +53,90 @@ impl OpenSpan {
             .with_kind(kind)
             .with_attributes(attrs)
             .start_with_context(&tracer, parent);
-        let cx = parent.with_remote_span_context(span.span_context().clone());
         Self {
-            span: Some(span),
-            cx,
+            cx: Some(parent.with_span(span)),
         }
     }
 
     /// The context whose parent this span is (for work done under it).
     pub fn context(&self) -> Context {
-        self.cx.clone()
+        self.cx.clone().unwrap_or_else(Context::current)
     }
 
     /// Add attributes.
     pub fn set(&mut self, attrs: impl IntoIterator<Item = KeyValue>) {
-        if let Some(s) = &mut self.span {
-            s.set_attributes(attrs);
+        if let Some(cx) = &self.cx {
+            cx.span().set_attributes(attrs);
         }
     }
 
     /// Record an event (a refusal, a hook's verdict) with its attributes.
     pub fn event(&mut self, name: &'static str, attrs: Vec<KeyValue>) {
-        if let Some(s) = &mut self.span {
-            s.add_event(name, attrs);
+        if let Some(cx) = &self.cx {
+            cx.span().add_event(name, attrs);
         }
     }
 
     /// End as failed, with the error's type and message (secrets
     /// redacted).
     pub fn fail(&mut self, error_type: &str, message: &str) {
-        if let Some(s) = &mut self.span {
-            s.set_attribute(KeyValue::new("error.type", error_type.to_owned()));
-            s.set_status(Status::error(roost_secrets::redact(message).into_owned()));
+        if let Some(cx) = &self.cx {
+            let span = cx.span();
+            span.set_attribute(KeyValue::new("error.type", error_type.to_owned()));
+            span.set_status(Status::error(roost_secrets::redact(message).into_owned()));
         }
     }
 }
 
 impl Drop for OpenSpan {
     fn drop(&mut self) {
-        if let Some(s) = &mut self.span {
-            s.end();
+        if let Some(cx) = &self.cx {
+            cx.span().end();
         }
     }
+}
+
+/// Add attributes to the span the current work is done under (a tool
+/// call's, from its gates and executor); nothing when telemetry is off.
+pub fn note(attrs: impl FnOnce() -> Vec<KeyValue>) {
+    if enabled() {
+        let cx = Context::current();
+        let span = cx.span();
+        if span.is_recording() {
+            span.set_attributes(attrs());
+        }
+    }
+}
+
+/// Record an event on the span the current work is done under.
+pub fn note_event(name: &'static str, attrs: impl FnOnce() -> Vec<KeyValue>) {
+    if enabled() {
+        let cx = Context::current();
+        let span = cx.span();
+        if span.is_recording() {
+            span.add_event(name, attrs());
+        }
+    }
+}
+
+/// The W3C `traceparent` of the current span, for what Roost calls (a
+/// provider's HTTP request, an MCP server, a command); `None` when
+/// telemetry is off or nothing is being traced.
+pub fn traceparent() -> Option<String> {
+    if !enabled() {
+        return None;
+    }
+    let cx = Context::current();
+    let span = cx.span();
+    let sc = span.span_context();
+    sc.is_valid().then(|| {
+        format!(
+            "00-{}-{}-{:02x}",
+            sc.trace_id(),
+            sc.span_id(),
+            sc.trace_flags().to_u8()
+        )
+    })
 }
 
 /// The context a W3C `traceparent` names, as a remote parent; `None` when
@@ -160,8 +199,15 @@ pub fn chat(parent: &Context, provider: &str, model: &str) -> OpenSpan {
 }
 
 /// `execute_tool {tool}`: one call of any kind under `parent`; `kind` is
-/// Roost's (component, native, skill, mcp, command, subtask).
-pub fn execute_tool(parent: &Context, tool: &str, call_id: &str, kind: &str) -> OpenSpan {
+/// Roost's (component, native, skill, mcp, command, subtask), `tool_type`
+/// the conventions' (`extension`, `function`).
+pub fn execute_tool(
+    parent: &Context,
+    tool: &str,
+    call_id: &str,
+    kind: &'static str,
+    tool_type: &'static str,
+) -> OpenSpan {
     if !enabled() {
         return OpenSpan::off();
     }
@@ -173,15 +219,8 @@ pub fn execute_tool(parent: &Context, tool: &str, call_id: &str, kind: &str) -> 
             KeyValue::new("gen_ai.operation.name", "execute_tool"),
             KeyValue::new("gen_ai.tool.name", tool.to_owned()),
             KeyValue::new("gen_ai.tool.call.id", call_id.to_owned()),
-            KeyValue::new(
-                "gen_ai.tool.type",
-                if kind == "mcp" || kind == "component" {
-                    "extension"
-                } else {
-                    "function"
-                },
-            ),
-            KeyValue::new("roost.tool.kind", kind.to_owned()),
+            KeyValue::new("gen_ai.tool.type", tool_type),
+            KeyValue::new("roost.tool.kind", kind),
         ],
     )
 }

@@ -39,6 +39,10 @@ impl ToolExecutor for ComponentTool {
         &self.spec
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Component
+    }
+
     fn provider(&self) -> &str {
         self.plugin.name()
     }

@@ -25,6 +25,48 @@ use roost_sandbox::plugins::{LoadedPlugin, NetworkRecord};
 /// Name shown as the provider of host-native tools.
 pub const HOST: &str = "host";
 
+/// What kind of thing runs a tool: telemetry's `roost.tool.kind` (and,
+/// from it, `gen_ai.tool.type`), so a dashboard can tell a sandboxed
+/// component from an MCP server or a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind {
+    /// The host runs it itself.
+    Native,
+    /// A WebAssembly component.
+    Component,
+    /// An MCP server's tool (or the host's way to one).
+    Mcp,
+    /// A skill's instructions or script.
+    Skill,
+    /// A native command under the OS sandbox.
+    Command,
+    /// A delegation to subtasks.
+    Subtask,
+}
+
+impl ToolKind {
+    /// The kind's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Native => "native",
+            Self::Component => "component",
+            Self::Mcp => "mcp",
+            Self::Skill => "skill",
+            Self::Command => "command",
+            Self::Subtask => "subtask",
+        }
+    }
+
+    /// `gen_ai.tool.type`: `extension` for what a third party provides
+    /// (a component, an MCP server), `function` for the rest.
+    pub fn gen_ai_type(self) -> &'static str {
+        match self {
+            Self::Component | Self::Mcp => "extension",
+            _ => "function",
+        }
+    }
+}
+
 /// What a call needs from the approval gate before it may run.
 #[derive(Debug)]
 pub enum Needs {
@@ -188,6 +230,11 @@ pub trait ToolExecutor: Send + Sync {
     /// Who provides it: [`HOST`](super::HOST), a plugin's name, an MCP
     /// server's.
     fn provider(&self) -> &str;
+
+    /// What kind of thing runs it (for telemetry).
+    fn kind(&self) -> ToolKind {
+        ToolKind::Native
+    }
 
     /// Whether every mode offers it whatever its groups (the host-native
     /// tools that talk to the person or steer the task).

@@ -22,7 +22,7 @@ mod validate;
 pub use access::Access;
 pub use component::ComponentTool;
 pub use executor::{
-    Effect, HOST, Invocation, Needs, Outcome, PreviewCall, ToolExecutor, host_spec,
+    Effect, HOST, Invocation, Needs, Outcome, PreviewCall, ToolExecutor, ToolKind, host_spec,
 };
 pub use registry::{RegisteredTool, Registry, RegistryError};
 pub use validate::ArgsValidator;

@@ -103,6 +103,11 @@ impl RegisteredTool {
         self.executor.provider()
     }
 
+    /// What kind of thing runs the tool.
+    pub fn kind(&self) -> super::ToolKind {
+        self.executor.kind()
+    }
+
     /// The component plugin that runs the tool, if one does.
     pub fn component(&self) -> Option<&Arc<LoadedPlugin>> {
         self.executor.component()

@@ -112,6 +112,29 @@ fn caller(context: &RequestContext<RoleServer>) -> String {
     }
 }
 
+/// The trace a call continues: its `params._meta.traceparent` (the MCP
+/// convention, over any transport), else its HTTP request's `traceparent`
+/// header. Checked where it is used; an invalid one is ignored.
+fn traceparent(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<String> {
+    let from_meta = request
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("traceparent"))
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned);
+    from_meta.or_else(|| {
+        context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.headers.get("traceparent"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    })
+}
+
 impl ServerHandler for RoostMcp {
     #[allow(deprecated)] // logging: see `set_level`
     fn get_info(&self) -> ServerConfig {
@@ -160,9 +183,16 @@ impl ServerHandler for RoostMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller(&context);
-        tools::call(&self.shared, &request.name, request.arguments, &caller)
-            .await
-            .map(Into::into)
+        let parent = traceparent(&request, &context);
+        tools::call(
+            &self.shared,
+            &request.name,
+            request.arguments,
+            &caller,
+            parent.as_deref(),
+        )
+        .await
+        .map(Into::into)
     }
 
     async fn list_resources(

@@ -59,6 +59,7 @@ pub(super) async fn call(
     name: &str,
     args: Option<JsonObject>,
     caller: &str,
+    traceparent: Option<&str>,
 ) -> Result<CallToolResult, ErrorData> {
     if shared
         .agent
@@ -83,6 +84,7 @@ pub(super) async fn call(
             limits: config.limits,
             network: None,
             guard_budget: config.guard_budget,
+            traceparent,
         })
         .await;
     Ok(match outcome {

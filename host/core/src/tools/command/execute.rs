@@ -182,6 +182,10 @@ impl ToolExecutor for ExecuteCommand {
         &self.spec
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Command
+    }
+
     fn provider(&self) -> &str {
         HOST
     }
@@ -395,6 +399,11 @@ impl ExecuteCommand {
     /// out).
     fn network(&self, profile: &Profile) -> Network {
         let mut env = self.host.environment(profile);
+        // The command continues the call's trace (W3C's variable for a
+        // process's parent context).
+        if let Some(parent) = crate::telemetry::spans::traceparent() {
+            env.push(("TRACEPARENT".to_owned(), parent));
+        }
         let confined = self.host.confinement != Confinement::None;
         let proxy = match (&self.host.bridge, profile.network.is_empty() || !confined) {
             (Some(bridge), false) => {
@@ -515,6 +524,22 @@ impl Report<'_> {
     /// The call's outcome: the result text (an error when the command was
     /// killed) and the changed files with their trace line.
     fn into_outcome(self, unconfined: bool) -> Outcome {
+        crate::telemetry::spans::note(|| {
+            let mut attrs = vec![
+                opentelemetry::KeyValue::new(
+                    "roost.command.profile",
+                    self.setting.profile.name.clone(),
+                ),
+                opentelemetry::KeyValue::new("roost.command.ended", self.ended.to_string()),
+            ];
+            if let Ended::Exited(code) = self.ended {
+                attrs.push(opentelemetry::KeyValue::new(
+                    "roost.command.exit_code",
+                    i64::from(code),
+                ));
+            }
+            attrs
+        });
         let text = self.text();
         let detail = self.detail(unconfined);
         let mut outcome = match self.ended {

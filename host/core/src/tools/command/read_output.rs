@@ -81,6 +81,10 @@ impl ToolExecutor for PagedOutput {
         &self.spec
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Command
+    }
+
     fn provider(&self) -> &str {
         HOST
     }

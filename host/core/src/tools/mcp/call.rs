@@ -135,6 +135,10 @@ impl ToolExecutor for McpTool {
         &self.spec
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Mcp
+    }
+
     fn provider(&self) -> &str {
         &self.provider
     }

@@ -109,6 +109,10 @@ impl ToolExecutor for AccessMcpResource {
         &self.spec
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Mcp
+    }
+
     fn provider(&self) -> &str {
         HOST
     }

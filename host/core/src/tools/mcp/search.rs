@@ -95,6 +95,10 @@ impl ToolExecutor for SearchTools {
         &self.spec
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Mcp
+    }
+
     fn provider(&self) -> &str {
         HOST
     }

@@ -460,6 +460,10 @@ impl ToolExecutor for NewParallelTasks {
         &self.spec
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Subtask
+    }
+
     fn provider(&self) -> &str {
         HOST
     }

@@ -70,6 +70,10 @@ impl ToolExecutor for NewTask {
         &self.spec
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Subtask
+    }
+
     fn provider(&self) -> &str {
         HOST
     }

@@ -67,6 +67,10 @@ impl ToolExecutor for ReadSkill {
         &self.spec
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Skill
+    }
+
     fn provider(&self) -> &str {
         HOST
     }

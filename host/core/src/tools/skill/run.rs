@@ -62,6 +62,10 @@ impl ToolExecutor for RunSkill {
         &self.spec
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Skill
+    }
+
     fn provider(&self) -> &str {
         HOST
     }
