@@ -166,8 +166,16 @@ struct HttpServer {
 impl HttpServer {
     /// Start it on `addr` and wait for the line saying where it listens.
     fn start(fx: &Fixture, addr: &str, extra: &[&str]) -> Self {
+        Self::start_with(fx, addr, extra, &[])
+    }
+
+    /// [`HttpServer::start`] with these variables set.
+    fn start_with(fx: &Fixture, addr: &str, extra: &[&str], vars: &[(&str, &str)]) -> Self {
         let mut c = fx.roost(&["--write", "out", "--http", addr]);
-        c.args(extra).stdin(Stdio::null()).stderr(Stdio::piped());
+        c.args(extra)
+            .envs(vars.iter().copied())
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped());
         let mut child = c.spawn().unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let port = loop {
@@ -593,4 +601,70 @@ fn off_loopback_http_needs_a_token_and_checks_it() {
     assert_eq!(status(None), 401);
     assert_eq!(status(Some("Bearer wrong")), 401);
     assert_eq!(status(Some("Bearer s3cret-t0ken")), 200);
+}
+
+/// `roost mcp serve` continues its caller's trace: a call whose
+/// `params._meta.traceparent` names a span has its `execute_tool` span in
+/// that trace, under that span; a malformed one is ignored (the call is
+/// a trace of its own) and the call runs all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_continues_the_callers_trace() {
+    let receiver = roost_tests::otlp::Receiver::start().await;
+    let fx = Fixture::new();
+    let server = HttpServer::start_with(
+        &fx,
+        "127.0.0.1:0",
+        &[],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.http.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+        ],
+    );
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let transport = StreamableHttpClientTransport::from_uri(server.url());
+    let client = ().serve(transport).await.unwrap();
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let caller = "00f067aa0ba902b7";
+    for parent in [
+        format!("00-{trace}-{caller}-01"),
+        "00-not-a-trace-01".to_owned(),
+        "x".repeat(10_000),
+    ] {
+        let mut meta = rmcp::model::RequestMetaObject::new();
+        meta.insert("traceparent".into(), Value::String(parent));
+        let mut req = CallToolRequestParams::new("read_file")
+            .with_arguments(args(json!({"path": "README.md"})));
+        req.meta = Some(meta);
+        let r = client.call_tool(req).await.unwrap();
+        assert!(text_of(&r).contains("# MCP fixture"), "{}", text_of(&r));
+    }
+    let spans = receiver
+        .wait_for(|s| {
+            s.iter()
+                .filter(|s| s.name == "execute_tool read_file")
+                .count()
+                == 3
+        })
+        .await;
+    let reads: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "execute_tool read_file")
+        .collect();
+    assert_eq!(
+        reads
+            .iter()
+            .filter(|s| s.trace_id == trace && s.parent_span_id == caller)
+            .count(),
+        1,
+        "{reads:#?}"
+    );
+    assert_eq!(
+        reads
+            .iter()
+            .filter(|s| s.trace_id != trace && s.parent_span_id.is_empty())
+            .count(),
+        2,
+        "{reads:#?}"
+    );
+    client.cancel().await.unwrap();
 }

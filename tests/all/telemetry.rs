@@ -194,7 +194,9 @@ async fn a_task_is_one_trace_of_genai_spans_over_http() {
         spans
             .iter()
             .all(|s| s.attr("gen_ai.tool.call.arguments").is_none()
-                && s.attr("gen_ai.tool.call.result").is_none()),
+                && s.attr("gen_ai.tool.call.result").is_none()
+                && s.attr("gen_ai.input.messages").is_none()
+                && s.attr("gen_ai.output.messages").is_none()),
         "{spans:#?}"
     );
     assert!(read.attr("roost.result.bytes").is_some(), "{read:#?}");
@@ -375,6 +377,24 @@ async fn content_is_captured_only_when_opted_in_and_without_secrets() {
     assert!(
         result.contains("alpha") && result.contains("[REDACTED"),
         "{result}"
+    );
+    // The model's requests and answers too, the key redacted there as
+    // well.
+    let chats: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat "))
+        .collect();
+    assert!(
+        chats.iter().any(|c| c
+            .attr("gen_ai.input.messages")
+            .is_some_and(|m| m.contains("read a and delegate"))),
+        "{chats:#?}"
+    );
+    assert!(
+        chats.iter().any(|c| c
+            .attr("gen_ai.output.messages")
+            .is_some_and(|m| m.contains("read_file"))),
+        "{chats:#?}"
     );
     assert!(
         spans.iter().all(|s| !format!("{s:?}").contains(&key)),
@@ -763,4 +783,73 @@ async fn metrics_are_token_gated_off_loopback() {
         .await
         .expect("metrics");
     assert_eq!(r.status(), 404);
+}
+
+/// A resumed task's run links to its earlier run: the first `roost run`
+/// pauses at its turn limit, `roost resume` runs it again in another
+/// process and another trace, its `invoke_agent` span linked to the first
+/// run's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_task_links_to_its_earlier_run() {
+    let receiver = Receiver::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ws, script) = workspace(dir.path());
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"tool_calls": [{"name": "read_file", "args": {"path": "a.txt"}}]},
+            {"tool_calls": [{"name": "read_file", "args": {"path": "a.txt"}}]}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    let endpoint = [("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.http.as_str())];
+    let mut first = crate::cli::roost(&dir.path().join("data"));
+    first
+        .args(["run", "read a", "--yes", "--json", "--max-turns", "1"])
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .envs(endpoint);
+    // It pauses at its turn limit.
+    let o = output(first).await;
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("paused"),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut again = crate::cli::roost(&dir.path().join("data"));
+    again
+        .args(["resume", "--last", "--yes", "--json"])
+        .arg("--script")
+        .arg(&script)
+        .envs(endpoint);
+    let o = output(again).await;
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("task_started"),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let spans = receiver
+        .wait_for(|s| named(s, "invoke_agent code").len() == 2)
+        .await;
+    let runs = named(&spans, "invoke_agent code");
+    let (earlier, later) = match runs.iter().position(|r| r.links.is_empty()) {
+        Some(0) => (runs[0], runs[1]),
+        Some(_) => (runs[1], runs[0]),
+        None => panic!("the first run links to nothing: {runs:#?}"),
+    };
+    assert_ne!(earlier.trace_id, later.trace_id, "two traces");
+    assert_eq!(
+        later.links,
+        vec![(earlier.trace_id.clone(), earlier.span_id.clone())],
+        "{runs:#?}"
+    );
+    assert_eq!(
+        earlier.attr("gen_ai.conversation.id"),
+        later.attr("gen_ai.conversation.id")
+    );
 }

@@ -39,6 +39,8 @@ pub struct ReceivedSpan {
     pub attributes: BTreeMap<String, String>,
     /// Its events' names.
     pub events: Vec<String>,
+    /// Its links: (trace id, span id), hex.
+    pub links: Vec<(String, String)>,
     /// Its status code (0 unset, 1 ok, 2 error).
     pub status: i32,
     /// The `service.name` of the resource it came with.
@@ -168,6 +170,11 @@ impl Store {
                         parent_span_id: hex(&s.parent_span_id),
                         attributes: attrs(&s.attributes),
                         events: s.events.iter().map(|e| e.name.clone()).collect(),
+                        links: s
+                            .links
+                            .iter()
+                            .map(|l| (hex(&l.trace_id), hex(&l.span_id)))
+                            .collect(),
                         status: s.status.as_ref().map_or(0, |st| st.code),
                         service: service.clone(),
                     });

@@ -325,6 +325,12 @@ pub struct TaskSettings {
     /// subtask); they only narrow the engine's.
     #[serde(default, skip_serializing_if = "DelegationLimits::is_empty")]
     pub delegation: DelegationLimits,
+    /// The W3C `traceparent` of the task's latest traced run (its
+    /// `invoke_agent` span), when telemetry is on: the next run — a
+    /// resume — links to it, so a task's runs can be followed across
+    /// traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 /// Bounds on a tree of tasks set for one task (absent: the engine's). A

@@ -661,6 +661,8 @@ impl Dispatch<'_> {
         state.policy.grant(grant);
         let mut settings = ctx.config.settings();
         settings.approval = state.policy.clone();
+        // The run's trace stays recorded for the next run's link.
+        settings.trace = ctx.task.settings.as_ref().and_then(|s| s.trace.clone());
         self.store.set_settings(&ctx.task.id, &settings)?;
         tracing::info!(task = %ctx.task.id, "approved for the rest of the task: {}", grant.describe());
         Ok(())

@@ -127,10 +127,18 @@ pub(crate) fn strings(key: &'static str, values: impl Iterator<Item = String>) -
 /// secrets redacted); its trace entries' kinds (an approval, a hook's
 /// verdict, a mutation) as events.
 fn ended(span: &mut OpenSpan, r: &CallResult, refused: Option<&str>) {
-    span.set([KeyValue::new(
-        "roost.result.bytes",
-        i64::try_from(r.content.len()).unwrap_or(i64::MAX),
-    )]);
+    let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+    span.set([KeyValue::new("roost.result.bytes", n(r.content.len()))]);
+    if !r.network.is_empty() {
+        span.set([KeyValue::new("roost.network.requests", n(r.network.len()))]);
+    }
+    if r.error
+        .as_ref()
+        .is_some_and(|e| e.code == crate::tools::ErrorCode::LimitExceeded)
+    {
+        // A time, memory, size or fuel limit of the sandbox stopped it.
+        span.set([KeyValue::new("roost.sandbox.limit_hit", true)]);
+    }
     if spans::content() {
         span.set([KeyValue::new(
             "gen_ai.tool.call.result",

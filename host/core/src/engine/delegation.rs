@@ -116,6 +116,7 @@ impl Spawner for Engine {
             inherited: child.inherited.clone(),
             // The tree's bounds are its root's, all the way down.
             delegation: theirs.delegation,
+            trace: None,
         };
         let recorded = RecordedEndpoint {
             provider: &parent.provider,

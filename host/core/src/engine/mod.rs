@@ -296,6 +296,7 @@ impl Engine {
             max_turns: spec.max_turns.unwrap_or(defaults.max_turns),
             inherited: defaults.inherited,
             delegation: spec.delegation,
+            trace: None,
         }
     }
 

@@ -181,7 +181,8 @@ impl Agent {
         // other open of its path during the run must reach it.
         let ws = check.open(&self.store, &task)?;
         let _pin = ws.pin();
-        let span = agent_span(&task, &setup);
+        let mut task = task;
+        let span = self.agent_span(&mut task, &setup);
         let started = std::time::Instant::now();
         let ctx = Ctx {
             ws,
@@ -261,7 +262,8 @@ impl Agent {
             .publish(TaskEvent::TaskStarted { resumed: true })
             .await;
         let _claim = claim;
-        let span = agent_span(&task, &setup);
+        let mut task = task;
+        let span = self.agent_span(&mut task, &setup);
         let started = std::time::Instant::now();
         let ctx = Ctx {
             ws,
@@ -814,6 +816,9 @@ impl Agent {
             Err(_) => ("none", "none"),
         };
         let mut span = spans::chat(&ctx.trace, provider, model);
+        if spans::content() {
+            span.set([KeyValue::new("gen_ai.input.messages", input_messages(body))]);
+        }
         let started = std::time::Instant::now();
         let streamed = tokio::select! {
             r = opentelemetry::context::FutureExt::with_context(
@@ -1609,15 +1614,28 @@ impl Agent {
     }
 }
 
-/// The `invoke_agent` span of a run of `task` with `setup`.
-fn agent_span(task: &TaskRecord, setup: &TaskSetup) -> OpenSpan {
-    spans::invoke_agent(
-        setup.trace_parent.as_ref(),
-        &task.id,
-        &task.mode,
-        setup.provider.name(),
-        setup.provider.model(),
-    )
+impl Agent {
+    /// The `invoke_agent` span of a run of `task` with `setup`, linked to
+    /// the task's previous traced run; its own `traceparent` is recorded
+    /// with the task's settings (and in `task`), for the next run's link.
+    fn agent_span(&self, task: &mut TaskRecord, setup: &TaskSetup) -> OpenSpan {
+        let earlier = task.settings.as_ref().and_then(|s| s.trace.clone());
+        let span = spans::invoke_agent(
+            setup.trace_parent.as_ref(),
+            earlier.as_deref(),
+            &task.id,
+            &task.mode,
+            setup.provider.name(),
+            setup.provider.model(),
+        );
+        if let (Some(tp), Some(settings)) = (span.traceparent(), task.settings.as_mut()) {
+            settings.trace = Some(tp);
+            if let Err(e) = self.store.set_settings(&task.id, settings) {
+                tracing::debug!(task = %task.id, "the run's trace context is not recorded: {e}");
+            }
+        }
+        span
+    }
 }
 
 /// Write what a model's answer said on its `chat` span: usage, finish
@@ -1654,6 +1672,22 @@ fn chat_ended(span: &mut OpenSpan, reply: &Reply) {
     if let Some(id) = &reply.said.response_id {
         span.set([KeyValue::new("gen_ai.response.id", id.clone())]);
     }
+    if spans::content() {
+        let calls: Vec<_> = reply
+            .calls
+            .iter()
+            .map(|c| serde_json::json!({"type": "tool_call", "id": c.id, "name": c.name}))
+            .collect();
+        let mut parts = vec![serde_json::json!({
+            "type": "text",
+            "content": roost_secrets::redact(&reply.text),
+        })];
+        parts.extend(calls);
+        span.set([KeyValue::new(
+            "gen_ai.output.messages",
+            serde_json::json!([{"role": "assistant", "parts": parts}]).to_string(),
+        )]);
+    }
     if let Some(m) = &reply.said.response_model {
         span.set([KeyValue::new("gen_ai.response.model", m.clone())]);
     }
@@ -1663,6 +1697,26 @@ fn chat_ended(span: &mut OpenSpan, reply: &Reply) {
             t.as_secs_f64(),
         )]);
     }
+}
+
+/// Most characters of a request's messages kept on its span (opted in).
+const MAX_CONTENT: usize = 64 * 1024;
+
+/// The messages of request `body`, secrets redacted, at most
+/// [`MAX_CONTENT`] characters (the head: the system prompt and the task's
+/// start), for `gen_ai.input.messages` when content is opted in.
+fn input_messages(body: &Bytes) -> String {
+    let messages = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("messages").cloned())
+        .unwrap_or(Value::Null);
+    let text = roost_secrets::redact_json(&messages).to_string();
+    if text.len() <= MAX_CONTENT {
+        return text;
+    }
+    let mut cut: String = text.chars().take(MAX_CONTENT).collect();
+    cut.push_str("…[truncated]");
+    cut
 }
 
 /// Write how a run (in `mode`, since `started`) ended on its

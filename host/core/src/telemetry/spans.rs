@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use opentelemetry::global::{self, BoxedTracer};
-use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::trace::{Link, SpanContext, SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -44,6 +44,16 @@ impl OpenSpan {
     }
 
     fn start(name: String, kind: SpanKind, parent: &Context, attrs: Vec<KeyValue>) -> Self {
+        Self::linked(name, kind, parent, attrs, Vec::new())
+    }
+
+    fn linked(
+        name: String,
+        kind: SpanKind,
+        parent: &Context,
+        attrs: Vec<KeyValue>,
+        links: Vec<Link>,
+    ) -> Self {
         if !enabled() {
             return Self::off();
         }
@@ -52,6 +62,7 @@ impl OpenSpan {
             .span_builder(name)
             .with_kind(kind)
             .with_attributes(attrs)
+            .with_links(links)
             .start_with_context(&tracer, parent);
         Self {
             cx: Some(parent.with_span(span)),
@@ -61,6 +72,13 @@ impl OpenSpan {
     /// The context whose parent this span is (for work done under it).
     pub fn context(&self) -> Context {
         self.cx.clone().unwrap_or_else(Context::current)
+    }
+
+    /// Its W3C `traceparent` (none when telemetry is off).
+    pub fn traceparent(&self) -> Option<String> {
+        let cx = self.cx.as_ref()?;
+        let span = cx.span();
+        w3c(span.span_context())
     }
 
     /// Add attributes.
@@ -128,7 +146,11 @@ pub fn traceparent() -> Option<String> {
     }
     let cx = Context::current();
     let span = cx.span();
-    let sc = span.span_context();
+    w3c(span.span_context())
+}
+
+/// `sc` as a W3C `traceparent`, when it is valid.
+fn w3c(sc: &SpanContext) -> Option<String> {
     sc.is_valid().then(|| {
         format!(
             "00-{}-{}-{:02x}",
@@ -154,9 +176,11 @@ pub fn remote_parent(traceparent: &str) -> Option<Context> {
 }
 
 /// `invoke_agent {mode}`: one run of a task, under `parent` (a subtask's
-/// parent call; none: a root of its own trace).
+/// parent call; none: a root of its own trace), linked to `earlier` (the
+/// `traceparent` of the task's previous run, when it was traced).
 pub fn invoke_agent(
     parent: Option<&Context>,
+    earlier: Option<&str>,
     task: &str,
     mode: &str,
     provider: &str,
@@ -166,7 +190,17 @@ pub fn invoke_agent(
         return OpenSpan::off();
     }
     let root = Context::new();
-    OpenSpan::start(
+    let links = earlier
+        .and_then(remote_parent)
+        .map(|cx| {
+            vec![Link::new(
+                cx.span().span_context().clone(),
+                vec![KeyValue::new("roost.link", "earlier_run")],
+                0,
+            )]
+        })
+        .unwrap_or_default();
+    OpenSpan::linked(
         format!("invoke_agent {mode}"),
         SpanKind::Internal,
         parent.unwrap_or(&root),
@@ -178,6 +212,7 @@ pub fn invoke_agent(
             KeyValue::new("gen_ai.provider.name", provider.to_owned()),
             KeyValue::new("gen_ai.request.model", model.to_owned()),
         ],
+        links,
     )
 }
 

@@ -158,6 +158,7 @@ impl TaskConfig {
             max_turns: self.max_turns,
             inherited: self.inherited.clone(),
             delegation: DelegationLimits::default(),
+            trace: None,
         }
     }
 

@@ -119,10 +119,12 @@ fn traceparent(
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> Option<String> {
+    // rmcp hands a request's `_meta` to the handler in its context.
     let from_meta = request
         .meta
         .as_ref()
         .and_then(|m| m.get("traceparent"))
+        .or_else(|| context.meta.get("traceparent"))
         .and_then(serde_json::Value::as_str)
         .map(str::to_owned);
     from_meta.or_else(|| {
