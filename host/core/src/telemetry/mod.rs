@@ -95,6 +95,7 @@ impl Telemetry {
         };
         if let Some(p) = &tracer {
             opentelemetry::global::set_tracer_provider(p.clone());
+            spans::set_tracer(p);
             // What Roost calls (providers, MCP servers) gets `traceparent`.
             opentelemetry::global::set_text_map_propagator(
                 opentelemetry_sdk::propagation::TraceContextPropagator::new(),

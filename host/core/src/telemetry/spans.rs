@@ -4,7 +4,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use opentelemetry::global::{self, BoxedTracer};
 use opentelemetry::trace::{Link, SpanContext, SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 
@@ -27,8 +26,15 @@ pub fn content() -> bool {
     CONTENT.load(Ordering::Acquire)
 }
 
-fn tracer() -> BoxedTracer {
-    global::tracer("roost")
+/// The tracer spans are made with: the installed provider's, made once
+/// (not a lookup of the global provider and a new scope per span).
+static TRACER: std::sync::OnceLock<opentelemetry_sdk::trace::SdkTracer> =
+    std::sync::OnceLock::new();
+
+/// Make spans with `provider`'s tracer from now on.
+pub(super) fn set_tracer(provider: &opentelemetry_sdk::trace::SdkTracerProvider) {
+    use opentelemetry::trace::TracerProvider as _;
+    let _ = TRACER.set(provider.tracer("roost"));
 }
 
 /// A span being recorded, held in the context that makes it its
@@ -54,16 +60,15 @@ impl OpenSpan {
         attrs: Vec<KeyValue>,
         links: Vec<Link>,
     ) -> Self {
-        if !enabled() {
+        let Some(tracer) = TRACER.get().filter(|_| enabled()) else {
             return Self::off();
-        }
-        let tracer = tracer();
+        };
         let span = tracer
             .span_builder(name)
             .with_kind(kind)
             .with_attributes(attrs)
             .with_links(links)
-            .start_with_context(&tracer, parent);
+            .start_with_context(tracer, parent);
         Self {
             cx: Some(parent.with_span(span)),
         }
