@@ -30,6 +30,7 @@ mod limits;
 pub mod mcp;
 mod metrics;
 mod queue;
+mod scrape;
 mod state;
 mod tasks;
 mod ui;
@@ -74,7 +75,7 @@ pub fn router(state: Arc<ServerState>, hosts: host_check::AllowedHosts) -> Route
     let v1 = api::v1().fallback(error::not_found);
     let mut router = Router::new();
     if state.config.metrics.is_some() {
-        router = router.route("/metrics", axum::routing::get(metrics::page));
+        router = router.route("/metrics", axum::routing::get(scrape::page));
     }
     router
         .nest("/v1", v1)
@@ -134,7 +135,7 @@ pub async fn serve(
     let addr = listener.local_addr().map_err(ServeError::Serve)?;
     check_exposure(addr, &state)?;
     let hosts = allowed_hosts(addr, &state)?;
-    metrics::observe(&state);
+    scrape::observe(&state);
     let stopping = Arc::clone(&state);
     let signal = async move {
         shutdown.await;
