@@ -695,6 +695,7 @@ async fn a_served_task_tree_is_one_trace_with_the_sandboxs_decisions() {
     assert_eq!(command.attr("roost.tool.kind"), Some("command"));
     assert_eq!(command.attr("roost.approval"), Some("person"));
     assert_eq!(command.attr("roost.command.exit_code"), Some("0"));
+    assert_eq!(command.attr("roost.grant.read"), Some("."));
     assert!(
         command.attr("roost.command.profile").is_some(),
         "{command:#?}"
@@ -852,4 +853,61 @@ async fn a_resumed_task_links_to_its_earlier_run() {
         earlier.attr("gen_ai.conversation.id"),
         later.attr("gen_ai.conversation.id")
     );
+}
+
+/// A provider's HTTP request carries the trace context of its model
+/// request: each request to a real OpenAI-compatible server on 127.0.0.1
+/// names its own `chat` span (W3C `traceparent`), in the task's trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_providers_request_carries_its_chat_spans_traceparent() {
+    use roost_core::llm::scripted::{Turn, render};
+    let receiver = Receiver::start().await;
+    let turns: Vec<Turn> = [
+        json!({"tool_calls": [{"name": "read_file", "args": {"path": "a.txt"}}]}),
+        json!({"tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]}),
+    ]
+    .into_iter()
+    .map(|t| serde_json::from_value(t).expect("turn"))
+    .collect();
+    let served = std::sync::atomic::AtomicUsize::new(0);
+    let server = roost_tests::http::Server::start(move |_| {
+        let n = served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let turn = &turns[n.min(turns.len() - 1)];
+        roost_tests::http::reply(
+            200,
+            &[("content-type", "text/event-stream")],
+            &render(turn, n).concat(),
+        )
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ws, _) = workspace(dir.path());
+    let mut cmd = crate::cli::roost(&dir.path().join("data"));
+    cmd.args(["run", "read a", "--yes", "--json", "--provider", "openai"])
+        .args(["--model", "test-model", "--base-url"])
+        .arg(server.base())
+        .arg("--workspace")
+        .arg(&ws)
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.http.as_str())
+        .env_remove("OTEL_SDK_DISABLED");
+    let o = output(cmd).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let spans = receiver
+        .wait_for(|s| !named(s, "invoke_agent code").is_empty())
+        .await;
+    let chats: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "chat test-model")
+        .collect();
+    let requests = server.received();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    for r in &requests {
+        let parent = r.header("traceparent").unwrap_or_else(|| panic!("{r:?}"));
+        assert!(
+            chats
+                .iter()
+                .any(|c| parent == format!("00-{}-{}-01", c.trace_id, c.span_id)),
+            "{parent} names no chat span: {chats:#?}"
+        );
+    }
 }

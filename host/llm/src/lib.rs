@@ -275,8 +275,9 @@ pub fn run(
 ) -> EventStream {
     let (mut tx, rx) = mpsc::channel::<Result<StreamEvent, LlmError>>(64);
     // The body as sent: bytes, not a tree of values kept alive while the
-    // model thinks (ten thousand tasks wait at once).
-    tokio::spawn(async move {
+    // model thinks (ten thousand tasks wait at once). The request goes
+    // out in the caller's trace context (its `traceparent`).
+    let driven = async move {
         let mut attempt = 0u32;
         let bytes = loop {
             attempt += 1;
@@ -315,7 +316,10 @@ pub fn run(
         if let Err(e) = result {
             let _ = tx.send(Err(e)).await;
         }
-    });
+    };
+    tokio::spawn(opentelemetry::context::FutureExt::with_current_context(
+        driven,
+    ));
     Box::pin(rx)
 }
 

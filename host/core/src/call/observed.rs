@@ -13,7 +13,7 @@ use crate::llm::AssembledCall;
 use crate::telemetry::metrics;
 use crate::telemetry::spans::{self, OpenSpan};
 use crate::tools::ToolKind;
-use crate::turn::{Ctx, RunState};
+use crate::turn::{Ctx, RunState, Site};
 
 /// One call's span and what its metrics need.
 pub(super) struct Observed<'c> {
@@ -45,6 +45,17 @@ impl Dispatch<'_> {
             kind.gen_ai_type(),
         );
         span.set(call_attributes(state, call));
+        if spans::enabled() {
+            // What it may read, as its write roots are: workspace-relative.
+            let reads = match &ctx.site {
+                Site::Task => true,
+                Site::Direct(d) => d.read,
+            };
+            span.set([strings(
+                "roost.grant.read",
+                reads.then(|| ".".to_owned()).into_iter(),
+            )]);
+        }
         Observed {
             span,
             tool: &call.name,
