@@ -55,6 +55,10 @@ pub(crate) fn take(acp: &Acp, req: &PromptRequest) -> Result<(String, String), E
     Ok((sid, words))
 }
 
+/// Longest a prompt waits for a cancelled run of its task to leave the
+/// engine before resuming it.
+const WIND_DOWN: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Run the words of a prompt [`take`]n in session `sid`: a slash command,
 /// or the session's task, to the end of its turn.
 pub(crate) async fn go(
@@ -192,7 +196,14 @@ async fn turn(
                 // Not running here (stopped, or run by another process):
                 // it goes on from its history. A question it waited on is
                 // asked again, and the words answer it then.
-                _ => {
+                (_, live) => {
+                    // A cancelled run says so before it has left the
+                    // engine: a prompt right after the cancel waits for it
+                    // to wind down (bounded) rather than find it "started
+                    // already".
+                    if live.is_ok() {
+                        let _ = tokio::time::timeout(WIND_DOWN, session.wait(&id)).await;
+                    }
                     let message = if waiting {
                         held = Some(words);
                         None
