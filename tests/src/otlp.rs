@@ -237,21 +237,10 @@ impl Receiver {
                 axum::routing::post(move |body: axum::body::Bytes| {
                     let store = Arc::clone(&for_metrics);
                     async move {
-                        match ExportMetricsServiceRequest::decode(body) {
-                            Ok(req) => {
-                                store.take_metrics(&req);
-                                (
-                                    axum::http::StatusCode::OK,
-                                    [("content-type", "application/x-protobuf")],
-                                    ExportMetricsServiceResponse::default().encode_to_vec(),
-                                )
-                            }
-                            Err(_) => (
-                                axum::http::StatusCode::BAD_REQUEST,
-                                [("content-type", "text/plain")],
-                                b"not an ExportMetricsServiceRequest".to_vec(),
-                            ),
-                        }
+                        export::<ExportMetricsServiceRequest, ExportMetricsServiceResponse>(
+                            &body,
+                            |r| store.take_metrics(r),
+                        )
                     }
                 }),
             )
@@ -260,21 +249,10 @@ impl Receiver {
                 axum::routing::post(move |body: axum::body::Bytes| {
                     let store = Arc::clone(&for_http);
                     async move {
-                        match ExportTraceServiceRequest::decode(body) {
-                            Ok(req) => {
-                                store.take(&req);
-                                (
-                                    axum::http::StatusCode::OK,
-                                    [("content-type", "application/x-protobuf")],
-                                    ExportTraceServiceResponse::default().encode_to_vec(),
-                                )
-                            }
-                            Err(_) => (
-                                axum::http::StatusCode::BAD_REQUEST,
-                                [("content-type", "text/plain")],
-                                b"not an ExportTraceServiceRequest".to_vec(),
-                            ),
-                        }
+                        export::<ExportTraceServiceRequest, ExportTraceServiceResponse>(
+                            &body,
+                            |r| store.take(r),
+                        )
                     }
                 }),
             );
@@ -324,34 +302,61 @@ impl Receiver {
         &self,
         done: impl Fn(&[ReceivedPoint]) -> bool,
     ) -> Vec<ReceivedPoint> {
+        self.until(|| self.points(), done, "the metrics").await
+    }
+
+    /// Wait until `done` holds of what `read` gives (looked at on each
+    /// arrival); a bound only ends a test that would otherwise hang.
+    async fn until<T: std::fmt::Debug>(
+        &self,
+        read: impl Fn() -> Vec<T>,
+        done: impl Fn(&[T]) -> bool,
+        what: &str,
+    ) -> Vec<T> {
         let waited = tokio::time::timeout(std::time::Duration::from_secs(300), async {
             loop {
                 let changed = self.store.changed.notified();
-                let points = self.points();
-                if done(&points) {
-                    return points;
+                let got = read();
+                if done(&got) {
+                    return got;
                 }
                 changed.await;
             }
         })
         .await;
-        waited.unwrap_or_else(|_| panic!("the metrics never came: {:#?}", self.points()))
+        waited.unwrap_or_else(|_| panic!("{what} never came: {:#?}", read()))
     }
 
     /// Wait until `done` holds of the spans received (each arrival is
     /// looked at); a bound only ends a test that would otherwise hang.
     pub async fn wait_for(&self, done: impl Fn(&[ReceivedSpan]) -> bool) -> Vec<ReceivedSpan> {
-        let waited = tokio::time::timeout(std::time::Duration::from_secs(300), async {
-            loop {
-                let changed = self.store.changed.notified();
-                let spans = self.spans();
-                if done(&spans) {
-                    return spans;
-                }
-                changed.await;
-            }
-        })
-        .await;
-        waited.unwrap_or_else(|_| panic!("the spans never came: {:#?}", self.spans()))
+        self.until(|| self.spans(), done, "the spans").await
+    }
+}
+
+/// Decode an OTLP/HTTP export body as `Req`, hand it to `take`, and answer
+/// as a collector does (an empty `Resp`; a body that is not one: 400).
+fn export<Req: Message + Default, Resp: Message + Default>(
+    body: &[u8],
+    take: impl FnOnce(&Req),
+) -> (
+    axum::http::StatusCode,
+    [(&'static str, &'static str); 1],
+    Vec<u8>,
+) {
+    match Req::decode(body) {
+        Ok(req) => {
+            take(&req);
+            (
+                axum::http::StatusCode::OK,
+                [("content-type", "application/x-protobuf")],
+                Resp::default().encode_to_vec(),
+            )
+        }
+        Err(e) => (
+            axum::http::StatusCode::BAD_REQUEST,
+            [("content-type", "text/plain")],
+            format!("not an OTLP export request: {e}").into_bytes(),
+        ),
     }
 }

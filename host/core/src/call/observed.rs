@@ -33,10 +33,14 @@ impl Dispatch<'_> {
         state: &RunState,
         call: &'c AssembledCall,
     ) -> Observed<'c> {
-        let kind = self
-            .registry
-            .get(&call.name)
-            .map_or(ToolKind::Native, |t| t.kind());
+        // Looked up only when something records it.
+        let kind = if spans::enabled() || metrics::enabled() {
+            self.registry
+                .get(&call.name)
+                .map_or(ToolKind::Native, |t| t.kind())
+        } else {
+            ToolKind::Native
+        };
         let mut span = spans::execute_tool(
             &ctx.trace,
             &call.name,

@@ -55,6 +55,11 @@ static INSTRUMENTS: OnceLock<Instruments> = OnceLock::new();
 /// `roost serve`'s gauges, kept for as long as the process runs.
 static SERVE_GAUGES: OnceLock<[ObservableGauge<u64>; 2]> = OnceLock::new();
 
+/// Whether metrics are recorded.
+pub fn enabled() -> bool {
+    INSTRUMENTS.get().is_some()
+}
+
 fn meter() -> Meter {
     opentelemetry::global::meter("roost")
 }
