@@ -417,6 +417,30 @@ mod tests {
         Ok(out)
     }
 
+    /// A response's id and model are kept as labels: the first given, cut
+    /// to `MAX_LABEL` characters (a hostile server's megabyte is not),
+    /// and a non-string one is no label.
+    #[test]
+    fn response_id_and_model_are_bounded_labels() {
+        let huge = "i".repeat(1 << 20);
+        let first = json!({"id": huge, "model": 7, "choices": [{"delta": {"content": "hi"}}]});
+        let later = json!({"id": "other", "model": "m-2", "choices": [{"delta": {}, "finish_reason": "stop"}]});
+        let ev = run(&[&first.to_string(), &later.to_string()]).expect("decodes");
+        let Some(StreamEvent::Done {
+            response_id,
+            response_model,
+            ..
+        }) = ev.last()
+        else {
+            panic!("no done")
+        };
+        assert_eq!(
+            response_id.as_ref().map(|i| i.chars().count()),
+            Some(crate::MAX_LABEL)
+        );
+        assert_eq!(response_model.as_deref(), Some("m-2"));
+    }
+
     #[test]
     fn repeated_ids_and_names_do_not_duplicate() {
         let ev = run(&[
