@@ -10,6 +10,7 @@
 mod acp;
 mod approvals;
 mod bad_plugins;
+mod capability_properties;
 mod chat_commands;
 mod checkpoints;
 mod cli;

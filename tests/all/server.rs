@@ -632,6 +632,39 @@ async fn tenants_are_apart_and_hostile_requests_get_4xx_with_a_code() {
         (404, Some("not_found")),
         "{v}"
     );
+    // A route called with a method it does not take: an error body like
+    // every other, and the methods it takes (the http_api fuzz target
+    // found a bare 405 with no body).
+    let r = s
+        .client
+        .patch(format!("{}/v1/tasks", s.base))
+        .header("authorization", format!("Bearer {a}"))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(r.status().as_u16(), 405);
+    let allow = r
+        .headers()
+        .get("allow")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
+    let v: Value = r.json().await.expect("a JSON error body");
+    assert_eq!(v["code"], "invalid_request", "{v}");
+    // Path parameters that do not decode: the same (the fuzz target
+    // found axum's plain-text 400 for a checkpoint that is not a number).
+    for path in [
+        format!("/v1/tasks/{id}/checkpoints/x/diff"),
+        "/v1/tasks/%FF".to_owned(),
+    ] {
+        let (status, v) = s.call("GET", &path, Some(&a), None).await;
+        assert_eq!(
+            (status, v["code"].as_str()),
+            (400, Some("invalid_request")),
+            "{path}: {v}"
+        );
+    }
     let r = s
         .client
         .get(format!("{}/v1/tasks/{id}/events", s.base))

@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+/// Longest error body kept for messages.
+const MAX_ERROR_BODY: usize = 2000;
+
 /// Why a model request or stream failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LlmError {
@@ -100,4 +103,57 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
         when.duration_since(std::time::SystemTime::now())
             .unwrap_or(Duration::ZERO),
     )
+}
+
+/// A provider's error body (outside input: any bytes a server or proxy
+/// sends) in one line: a JSON error's message, an HTML page's title, else
+/// the first line of the text, cut.
+pub fn summarise_body(text: &str, html: bool) -> String {
+    let trimmed = text.trim();
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(trimmed) {
+        let message = v
+            .pointer("/error/message")
+            .or_else(|| v.get("error"))
+            .or_else(|| v.get("message"))
+            .and_then(serde_json::Value::as_str);
+        if let Some(m) = message {
+            return cut(m, MAX_ERROR_BODY);
+        }
+        return cut(trimmed, MAX_ERROR_BODY);
+    }
+    let looks_html = html || trimmed.starts_with('<');
+    if looks_html {
+        let lower = trimmed.to_ascii_lowercase();
+        let title = lower.find("<title>").and_then(|start| {
+            let from = start + "<title>".len();
+            lower[from..]
+                .find("</title>")
+                .and_then(|len| trimmed.get(from..from + len))
+        });
+        return match title.map(str::trim).filter(|t| !t.is_empty()) {
+            Some(t) => format!("an HTML page (\"{}\")", cut(t, 120)),
+            None => "an HTML page".to_owned(),
+        };
+    }
+    let first = trimmed.lines().next().unwrap_or("");
+    cut(first, 300)
+}
+
+/// `s` on one line (control characters — line breaks, escapes — made
+/// spaces: a message the provider wrote over lines, or a hostile one that
+/// would move the cursor) and cut to at most `max` bytes on a character
+/// boundary (`…` added).
+fn cut(s: &str, max: usize) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
 }

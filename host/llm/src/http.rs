@@ -4,10 +4,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use super::{ByteStream, LlmError, Transport, parse_retry_after};
-
-/// Longest error body kept for messages.
-const MAX_ERROR_BODY: usize = 2000;
+use super::{ByteStream, LlmError, Transport, parse_retry_after, summarise_body};
 
 /// POSTs JSON to one endpoint with the given headers.
 pub struct HttpTransport {
@@ -165,51 +162,6 @@ fn mentions_model(body: &str) -> bool {
     body.to_ascii_lowercase().contains("model")
 }
 
-/// An error body in one line: a JSON error's message, an HTML page's
-/// title, else the first line of the text, cut.
-fn summarise_body(text: &str, html: bool) -> String {
-    let trimmed = text.trim();
-    if let Ok(v) = serde_json::from_str::<serde_json::Value>(trimmed) {
-        let message = v
-            .pointer("/error/message")
-            .or_else(|| v.get("error"))
-            .or_else(|| v.get("message"))
-            .and_then(serde_json::Value::as_str);
-        if let Some(m) = message {
-            return cut(m, MAX_ERROR_BODY);
-        }
-        return cut(trimmed, MAX_ERROR_BODY);
-    }
-    let looks_html = html || trimmed.starts_with('<');
-    if looks_html {
-        let lower = trimmed.to_ascii_lowercase();
-        let title = lower.find("<title>").and_then(|start| {
-            let from = start + "<title>".len();
-            lower[from..]
-                .find("</title>")
-                .and_then(|len| trimmed.get(from..from + len))
-        });
-        return match title.map(str::trim).filter(|t| !t.is_empty()) {
-            Some(t) => format!("an HTML page (\"{}\")", cut(t, 120)),
-            None => "an HTML page".to_owned(),
-        };
-    }
-    let first = trimmed.lines().next().unwrap_or("");
-    cut(first, 300)
-}
-
-/// `s` cut to at most `max` bytes on a character boundary (`…` added).
-fn cut(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
-
 /// Whether the connection was refused: nothing listens at the address
 /// (as opposed to a timeout or a dropped connection, which may pass).
 fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
@@ -323,6 +275,15 @@ mod tests {
             "model \"x\" not found, try pulling it first"
         );
         assert_eq!(summarise_body("line one\nline two", false), "line one");
+        // A JSON message over lines, or with escapes, is one line too
+        // (found by the error_body fuzz target).
+        assert_eq!(
+            summarise_body(
+                r#"{"error":{"message":"model\nnot \u001b[31mfound"}}"#,
+                false
+            ),
+            "model not  [31mfound"
+        );
         let long = "é".repeat(400);
         assert!(summarise_body(&long, false).chars().count() <= 151);
     }

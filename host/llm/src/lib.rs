@@ -34,7 +34,7 @@ use futures::{SinkExt, Stream, StreamExt};
 pub use assemble::{
     AssembledCall, ToolCallAssembler, partial as partial_json, strict as strict_json,
 };
-pub use error::{LlmError, parse_retry_after};
+pub use error::{LlmError, parse_retry_after, summarise_body};
 pub use http::HttpTransport;
 pub use retry::RetryPolicy;
 pub use roost_protocol::conversation::{ContentBlock, Message, Role, ToolDefinition, Usage};

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use roost_protocol::api::{AskAnswered, AskView, Decision};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::extract::{Body, Query};
+use crate::extract::{Body, Path, Query};
 use crate::state::ServerState;
 use crate::tasks::owned;
 use serde::Deserialize;

@@ -162,3 +162,13 @@ impl IntoResponse for ApiError {
 pub async fn not_found() -> ApiError {
     ApiError::not_found("such route")
 }
+
+/// A route that exists, called with a method it does not take (axum
+/// adds the `Allow` header); the body is an error like every other.
+pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        EngineErrorCode::InvalidRequest,
+        format!("{} does not take {method}", uri.path()),
+    )
+}

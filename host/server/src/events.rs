@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::{Stream, StreamExt};
@@ -18,6 +18,7 @@ use tokio_stream::wrappers::BroadcastStream;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::extract::Path;
 use crate::state::ServerState;
 
 /// The SSE form of `envelope`.

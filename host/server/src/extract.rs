@@ -57,3 +57,18 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
         }
     }
 }
+
+/// Path parameters (a task id, a checkpoint number): one that does not
+/// decode (`%FF`, a checkpoint that is not a number) is an API error too.
+pub struct Path<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(v)) => Ok(Self(v)),
+            Err(e) => Err(ApiError::invalid(e.body_text())),
+        }
+    }
+}

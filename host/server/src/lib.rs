@@ -72,7 +72,9 @@ pub enum ServeError {
 /// is one of `hosts` (every route: the API, its event streams, its
 /// document and the web UI).
 pub fn router(state: Arc<ServerState>, hosts: host_check::AllowedHosts) -> Router {
-    let v1 = api::v1().fallback(error::not_found);
+    let v1 = api::v1()
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed);
     let mut router = Router::new();
     if state.config.metrics.is_some() {
         router = router.route("/metrics", axum::routing::get(scrape::page));

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use roost_core::engine::TaskFilter;
 use roost_core::engine::{Endpoint, Listed, ResumeSpec, TaskSpec};
@@ -20,7 +20,7 @@ use serde::Deserialize;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::extract::{Body, Query};
+use crate::extract::{Body, Path, Query};
 use crate::state::ServerState;
 
 /// The task `id` when it is the caller's (exactly that id: no prefixes,

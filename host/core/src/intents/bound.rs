@@ -149,9 +149,10 @@ impl Bound {
         })
     }
 
-    /// Whether the workspace-relative `rel` may be written.
+    /// Whether the workspace-relative `rel` (normalised; a path that
+    /// climbs or is absolute is in no scope) may be written.
     pub fn allows(&self, rel: &str) -> bool {
-        self.set.is_match(rel.trim_start_matches("./"))
+        super::normalised(rel).is_some_and(|rel| self.set.is_match(rel))
     }
 
     /// Whether everything under the workspace-relative directory `dir` may

@@ -155,6 +155,13 @@ fn globset(owner: &str, globs: &[String]) -> Result<GlobSet, IntentError> {
     })
 }
 
+/// `rel` without a leading `./`, when it is a normalised workspace-relative
+/// path (no `..` component, not absolute): the only paths a scope judges.
+pub(crate) fn normalised(rel: &str) -> Option<&str> {
+    let rel = rel.trim_start_matches("./");
+    (!rel.starts_with('/') && !rel.split('/').any(|c| c == "..")).then_some(rel)
+}
+
 /// What an active intent lets a call write.
 #[derive(Debug, Clone)]
 pub struct Scope {
@@ -210,15 +217,20 @@ impl Scope {
     }
 
     /// Whether a workspace-relative path may be written under this intent
-    /// (in `owned_scope`, or exempted by `.intentignore`).
+    /// (in `owned_scope`, or exempted by `.intentignore`). The path must be
+    /// normalised ([`Workspace::normalize`](roost_sandbox::capability::Workspace::normalize)):
+    /// one that climbs (`src/../x`) or is absolute is in no scope (a glob
+    /// would match its words, not the place it names).
     pub fn allows(&self, rel: &str) -> bool {
-        let rel = rel.trim_start_matches("./");
+        let Some(rel) = normalised(rel) else {
+            return false;
+        };
         self.owned.is_match(rel) || self.ignored.is_match(rel)
     }
 
-    /// Whether `.intentignore` exempts the path.
+    /// Whether `.intentignore` exempts the (normalised) path.
     pub fn ignored(&self, rel: &str) -> bool {
-        self.ignored.is_match(rel.trim_start_matches("./"))
+        normalised(rel).is_some_and(|rel| self.ignored.is_match(rel))
     }
 
     /// Whether everything under the workspace-relative directory `dir` is
@@ -364,6 +376,10 @@ mod tests {
     fn globs_mean_what_users_think() {
         let (_d, s) = scope_of(&["src/*.rs"]);
         assert!(s.allows("src/lib.rs"));
+        // A path that climbs is in no scope, whatever its words match
+        // (found by the intents fuzz target: `src/auth/**` matched
+        // `src/auth/../../x`).
+        assert!(!s.allows("src/../src/lib.rs") && !s.allows("/src/lib.rs"));
         assert!(!s.allows("src/auth/session.rs"), "* crosses /");
         assert!(!s.allows("src/new/deep/x.rs"), "* crosses /");
         let (_d, s) = scope_of(&["*.yaml"]);

@@ -335,12 +335,22 @@ impl DirFd {
     }
 
     /// Open the regular file `name` to append, creating it (mode 0644)
-    /// when missing.
+    /// when missing. A file with other hard links is refused: its other
+    /// name may lie anywhere on the filesystem (appending writes in place,
+    /// so it would write there too).
     pub fn open_append(&self, name: &OsStr) -> std::io::Result<File> {
-        regular(self.open_with(
+        use std::os::unix::fs::MetadataExt;
+        let f = regular(self.open_with(
             name,
             OpenOptions::new().append(true).create(true).mode(0o644),
-        )?)
+        )?)?;
+        if f.metadata()?.nlink() > 1 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "it has other hard links (another place's file): not written in place",
+            ));
+        }
+        Ok(f)
     }
 
     /// Create the new regular file `name` (it must not exist) with `bytes`

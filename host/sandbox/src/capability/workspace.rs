@@ -528,14 +528,30 @@ impl Workspace {
     }
 
     /// Set the permission bits of the regular file at `rel` (symlinks
-    /// inside the workspace followed, none out).
+    /// inside the workspace followed, none out). A file with other hard
+    /// links is refused: the mode is the inode's, and its other name may
+    /// lie outside the workspace.
     pub fn set_mode(&self, rel: &RelPath, mode: u32) -> Result<(), WorkspaceError> {
+        use std::os::unix::fs::MetadataExt;
         let Some(f) = self.open_file(rel)? else {
             return Err(WorkspaceError::Io {
                 path: rel.as_string(),
                 cause: std::io::Error::from(std::io::ErrorKind::NotFound),
             });
         };
+        let links = f
+            .metadata()
+            .map_err(|e| WorkspaceError::io(rel, e))?
+            .nlink();
+        if links > 1 {
+            return Err(WorkspaceError::io(
+                rel,
+                std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    "it has other hard links (another place's file): its mode is not changed",
+                ),
+            ));
+        }
         rustix::fs::fchmod(&f, rustix::fs::Mode::from_raw_mode(mode & 0o7777))
             .map_err(|e| WorkspaceError::io(rel, std::io::Error::from(e)))
     }
@@ -1031,6 +1047,16 @@ mod tests {
         );
         assert!(ws.append_strict("outlink", b"x").is_err());
         assert!(ws.append_strict("srclink/log", b"x").is_err());
+        // A hard link to a file outside (found by the capability
+        // properties: the append wrote through it).
+        std::fs::hard_link(
+            d.path().join("outside.txt"),
+            ws.host_path().join("hardlink"),
+        )
+        .expect("hard link");
+        assert!(ws.append_strict("hardlink", b"x").is_err());
+        let hardlink = RelPath::parse("hardlink").expect("p");
+        assert!(ws.set_mode(&hardlink, 0o777).is_err());
         assert_eq!(
             std::fs::read_to_string(d.path().join("outside.txt")).expect("read"),
             "secret"

@@ -67,8 +67,9 @@ impl McpTool {
 }
 
 /// The text of a `tools/call` result (a JSON object as the protocol has
-/// it), and whether the server calls it an error.
-pub(super) fn result_text(result: &Value) -> (String, bool) {
+/// it: what a server sent, outside input), and whether the server calls it
+/// an error.
+pub fn result_text(result: &Value) -> (String, bool) {
     let is_error = result
         .get("isError")
         .and_then(Value::as_bool)

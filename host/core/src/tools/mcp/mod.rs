@@ -23,6 +23,7 @@ use crate::mcp::WorkspaceMcp;
 use roost_protocol::ToolGroup;
 
 pub use super::reserved::{READ_MCP_OUTPUT, SEARCH_TOOLS};
+pub use call::result_text;
 pub use resource::NAME as ACCESS_MCP_RESOURCE;
 
 /// Bytes per token when sizing tool definitions against the window.

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Run every fuzz target (fuzz/fuzz_targets/) for SECONDS each (default 10)
+# on its corpus: fuzz/corpus/<target> (grown, not committed) over the
+# committed seeds in fuzz/seeds/<target>. Stops with the crash's input in
+# fuzz/artifacts/<target>/ and its log in fuzz/logs/<target>.log.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]
+#
+# cargo fuzz (libFuzzer) on the project's own stable toolchain: without a
+# sanitizer (`-s none`: the code under test is safe Rust; no nightly to
+# fetch), with coverage instrumentation and debug assertions. A `--dev`
+# build by default (what CI builds, quickest to compile); ROOST_FUZZ_RELEASE=1
+# builds optimised for long campaigns. command_policy_bash needs bubblewrap
+# and strace (it runs bash as its oracle).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH="${1:-10}"
+shift || true
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  cargo install cargo-fuzz --version 0.13.2 --locked
+fi
+if [ "${ROOST_FUZZ_RELEASE:-0}" = 1 ]; then
+  BUILD=(--release --debug-assertions); PROFILE=release
+else
+  BUILD=(--dev); PROFILE=debug
+fi
+cargo fuzz build "${BUILD[@]}" -s none --fuzz-dir fuzz
+TARGETS=("$@")
+if [ ${#TARGETS[@]} -eq 0 ]; then
+  mapfile -t TARGETS < <(cargo fuzz list --fuzz-dir fuzz)
+fi
+mkdir -p fuzz/logs
+failed=0
+for t in "${TARGETS[@]}"; do
+  mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t" "fuzz/seeds/$t"
+  log="fuzz/logs/$t.log"
+  if ROOST_FUZZ_STATS="fuzz/logs/$t.stats" \
+    "fuzz/target/x86_64-unknown-linux-gnu/$PROFILE/$t" "fuzz/corpus/$t" "fuzz/seeds/$t" \
+    -max_total_time="$SECONDS_EACH" -timeout=60 -rss_limit_mb=4096 \
+    -artifact_prefix="fuzz/artifacts/$t/" -print_final_stats=1 >"$log" 2>&1; then
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
+    echo "fuzz $t: ${runs:-?} runs in ${SECONDS_EACH}s, ${cov:-cov: ?}, no crash"
+  else
+    echo "fuzz $t: FAILED (input in fuzz/artifacts/$t/, log $log):"
+    grep -A12 -m1 -E 'panicked at|ERROR: libFuzzer' "$log" || tail -20 "$log"
+    failed=1
+  fi
+done
+exit "$failed"
