@@ -24,7 +24,9 @@ if [ "${ROOST_FUZZ_RELEASE:-0}" = 1 ]; then
 else
   BUILD=(--dev); PROFILE=debug
 fi
-cargo fuzz build "${BUILD[@]}" -s none --fuzz-dir fuzz
+# Into the main target directory: the host side of the build (build
+# scripts, proc macros, the precompiling wasmtime) is the tests' own.
+cargo fuzz build "${BUILD[@]}" -s none --fuzz-dir fuzz --target-dir target
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
   mapfile -t TARGETS < <(cargo fuzz list --fuzz-dir fuzz)
@@ -35,7 +37,7 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t" "fuzz/seeds/$t"
   log="fuzz/logs/$t.log"
   if ROOST_FUZZ_STATS="fuzz/logs/$t.stats" \
-    "fuzz/target/x86_64-unknown-linux-gnu/$PROFILE/$t" "fuzz/corpus/$t" "fuzz/seeds/$t" \
+    "target/x86_64-unknown-linux-gnu/$PROFILE/$t" "fuzz/corpus/$t" "fuzz/seeds/$t" \
     -max_total_time="$SECONDS_EACH" -timeout=60 -rss_limit_mb=4096 \
     -artifact_prefix="fuzz/artifacts/$t/" -print_final_stats=1 >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

@@ -227,13 +227,13 @@ pub fn run(data: &[u8]) {
     }
     let o = oracle();
     let judged = JUDGED.fetch_add(1, Ordering::Relaxed) + 1;
-    let verdict = o.rules.judge(&line).verdict;
-    if verdict != Verdict::Allowed {
-        return;
-    }
-    let ran = RAN.fetch_add(1, Ordering::Relaxed) + 1;
-    if judged.is_multiple_of(1000) || ran.is_multiple_of(1000) {
+    let allowed = o.rules.judge(&line).verdict == Verdict::Allowed;
+    let ran = RAN.fetch_add(u64::from(allowed), Ordering::Relaxed) + u64::from(allowed);
+    if judged.is_multiple_of(1000) {
         record(judged, ran);
+    }
+    if !allowed {
+        return;
     }
     let Some(commands) = trace(&o.dir, &line) else {
         return;

@@ -138,35 +138,9 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// Everything outside the workspace, as (path, kind, content, mode).
-fn outside_state(base: &Path) -> BTreeMap<PathBuf, (String, Vec<u8>, u32)> {
-    use std::os::unix::fs::MetadataExt;
-    let mut out = BTreeMap::new();
-    let mut todo = vec![base.join("outside")];
-    while let Some(p) = todo.pop() {
-        let Ok(md) = std::fs::symlink_metadata(&p) else {
-            continue;
-        };
-        let kind = if md.is_dir() {
-            "dir"
-        } else if md.is_file() {
-            "file"
-        } else {
-            "other"
-        };
-        let content = if md.is_file() {
-            std::fs::read(&p).unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        out.insert(p.clone(), (kind.to_owned(), content, md.mode()));
-        if md.is_dir()
-            && let Ok(rd) = std::fs::read_dir(&p)
-        {
-            todo.extend(rd.flatten().map(|e| e.path()));
-        }
-    }
-    out
+/// Everything outside the workspace, as [`tree_state`] has it.
+fn outside_state(base: &Path) -> BTreeMap<String, (char, Vec<u8>, u32)> {
+    tree_state(base, "outside")
 }
 
 /// A plant, as a process in the workspace would make it (errors are part
@@ -650,17 +624,18 @@ fn change() -> impl Strategy<Value = Change> {
     ]
 }
 
-/// The tree under `src/`: path → (kind, content or link target, mode).
-fn tree_state(ws: &Path) -> BTreeMap<String, (char, Vec<u8>, u32)> {
+/// The tree under `base/under`, never following a link: path (relative
+/// to `base`) → (kind, content or link target, permission bits).
+fn tree_state(base: &Path, under: &str) -> BTreeMap<String, (char, Vec<u8>, u32)> {
     use std::os::unix::fs::MetadataExt;
     let mut out = BTreeMap::new();
-    let mut todo = vec![ws.join("src")];
+    let mut todo = vec![base.join(under)];
     while let Some(p) = todo.pop() {
         let Ok(md) = std::fs::symlink_metadata(&p) else {
             continue;
         };
         let rel = p
-            .strip_prefix(ws)
+            .strip_prefix(base)
             .map(|r| r.to_string_lossy().into_owned())
             .unwrap_or_default();
         let (kind, body) = if md.file_type().is_symlink() {
@@ -671,8 +646,10 @@ fn tree_state(ws: &Path) -> BTreeMap<String, (char, Vec<u8>, u32)> {
                 todo.extend(rd.flatten().map(|e| e.path()));
             }
             ('d', Vec::new())
-        } else {
+        } else if md.is_file() {
             ('f', std::fs::read(&p).unwrap_or_default())
+        } else {
+            ('o', Vec::new())
         };
         out.insert(rel, (kind, body, md.mode() & 0o7777));
     }
@@ -717,7 +694,7 @@ fn guard_case(pre: &[usize], changes: &[Change]) -> Result<(), String> {
     let ws = Workspace::open(&ws_path).map_err(|e| e.to_string())?;
     let allows = |rel: &str| rel.ends_with(".rs");
     let r = rule(&allows);
-    let before = tree_state(&ws_path);
+    let before = tree_state(&ws_path, "src");
     let guard = WriteGuard::arm(&ws, &[PathBuf::from("src")], &r, GuardBudget::default())
         .map_err(|e| e.to_string())?;
     for c in changes {
@@ -727,7 +704,7 @@ fn guard_case(pre: &[usize], changes: &[Change]) -> Result<(), String> {
     if !report.failed.is_empty() {
         return Err(format!("the guard failed to restore: {report:?}"));
     }
-    let after = tree_state(&ws_path);
+    let after = tree_state(&ws_path, "src");
     let outside = |p: &str| !allows(p);
     for (p, was) in before.iter().filter(|(p, _)| outside(p)) {
         // Below an in-scope directory the call may remove the directory

@@ -60,19 +60,28 @@ fn bin_dir() -> Result<PathBuf, Error> {
         .ok_or_else(|| Error("no initdb under /usr/lib/postgresql/*/bin or on PATH".into()))
 }
 
-/// The `postgres` user's ids, when this process is root.
+/// The ids the server runs as when this process is root (PostgreSQL
+/// refuses to run as root): the `postgres` user's, or `nobody`'s where the
+/// package's user is missing (a machine whose image has the binaries but
+/// not the user the package's install script makes).
 fn server_user() -> Result<Option<(u32, u32)>, Error> {
     // SAFETY-free check: root's home is the tell-tale, but `id -u` is the truth.
     let me = run_out(Command::new("id").arg("-u"))?;
     if me.trim() != "0" {
         return Ok(None);
     }
-    let uid = run_out(Command::new("id").args(["-u", "postgres"]))?;
-    let gid = run_out(Command::new("id").args(["-g", "postgres"]))?;
+    let user = ["postgres", "nobody"]
+        .into_iter()
+        .find(|u| run_out(Command::new("id").args(["-u", u])).is_ok())
+        .ok_or_else(|| {
+            Error("neither a `postgres` nor a `nobody` user to run the server as".into())
+        })?;
+    let uid = run_out(Command::new("id").args(["-u", user]))?;
+    let gid = run_out(Command::new("id").args(["-g", user]))?;
     let parse = |s: &str| {
         s.trim()
             .parse::<u32>()
-            .map_err(|e| Error(format!("id of user postgres: {e}")))
+            .map_err(|e| Error(format!("id of user {user}: {e}")))
     };
     Ok(Some((parse(&uid)?, parse(&gid)?)))
 }
