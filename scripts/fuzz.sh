@@ -10,8 +10,11 @@
 # sanitizer (`-s none`: the code under test is safe Rust; no nightly to
 # fetch), with coverage instrumentation and debug assertions. A `--dev`
 # build by default (what CI builds, quickest to compile); ROOST_FUZZ_RELEASE=1
-# builds optimised for long campaigns. command_policy_bash needs bubblewrap
-# and strace (it runs bash as its oracle).
+# builds optimised for long campaigns (16 codegen units: cargo fuzz's one
+# unit would make the optimised build of wasmtime and Cranelift take most of
+# an hour on two cores). ROOST_FUZZ_SEED fixes libFuzzer's random seed (CI
+# sets it, so a smoke run mutates the same way each time). command_policy_bash
+# needs bubblewrap and strace (it runs bash as its oracle).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH="${1:-10}"
@@ -20,7 +23,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --version 0.13.2 --locked
 fi
 if [ "${ROOST_FUZZ_RELEASE:-0}" = 1 ]; then
-  BUILD=(--release --debug-assertions); PROFILE=release
+  BUILD=(--release --debug-assertions --codegen-units 16); PROFILE=release
 else
   BUILD=(--dev); PROFILE=debug
 fi
@@ -32,6 +35,8 @@ if [ ${#TARGETS[@]} -eq 0 ]; then
   mapfile -t TARGETS < <(cargo fuzz list --fuzz-dir fuzz)
 fi
 mkdir -p fuzz/logs
+SEED=()
+if [ -n "${ROOST_FUZZ_SEED:-}" ]; then SEED=(-seed="$ROOST_FUZZ_SEED"); fi
 failed=0
 for t in "${TARGETS[@]}"; do
   mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t" "fuzz/seeds/$t"
@@ -39,7 +44,7 @@ for t in "${TARGETS[@]}"; do
   if ROOST_FUZZ_STATS="fuzz/logs/$t.stats" \
     "target/x86_64-unknown-linux-gnu/$PROFILE/$t" "fuzz/corpus/$t" "fuzz/seeds/$t" \
     -max_total_time="$SECONDS_EACH" -timeout=60 -rss_limit_mb=4096 \
-    -artifact_prefix="fuzz/artifacts/$t/" -print_final_stats=1 >"$log" 2>&1; then
+    -artifact_prefix="fuzz/artifacts/$t/" -print_final_stats=1 "${SEED[@]}" >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
     echo "fuzz $t: ${runs:-?} runs in ${SECONDS_EACH}s, ${cov:-cov: ?}, no crash"

@@ -51,6 +51,12 @@ const MAX_NESTING: usize = 16;
 /// more is not judged by the rules: a person decides.
 const MAX_BRACES: usize = 6;
 
+/// How deep a line may nest parentheses before it is left to a person
+/// unread: the parser backtracks exponentially on unclosed ones (`((` × 12
+/// took 5.7 s in a debug build, × 14 took 87 s; found by the
+/// command_policy fuzz targets). Everyday lines nest two or three deep.
+const MAX_PARENS: usize = 12;
+
 /// One rule of `allowed_commands` or `denied_commands`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Rule {
@@ -171,7 +177,17 @@ impl CommandRules {
 
     /// Judge a whole line.
     pub fn judge(&self, line: &str) -> Judgement {
-        let analysis = analyse(line);
+        // The shell parser is another project's: should it panic on some
+        // line, that line is for a person, and the host goes on.
+        let analysis = match std::panic::catch_unwind(|| analyse(line)) {
+            Ok(analysis) => analysis,
+            Err(_) => {
+                tracing::warn!("the shell parser panicked on a command line; left for a person");
+                let mut analysis = Analysis::default();
+                analysis.opaque("the shell parser could not read it");
+                analysis
+            }
+        };
         let mut unlisted = Vec::new();
         for c in &analysis.commands {
             match self.judge_one(&c.words) {
@@ -344,6 +360,53 @@ fn expanding_heredoc(text: &str) -> Option<&str> {
     None
 }
 
+/// A number in the text too large for the parser, if there is one.
+/// brush-parser 0.4 unwraps numbers it reads: a redirection's descriptor
+/// into an `i32` (`99999999999>x`), a brace sequence's ends into an `i64`
+/// (`{1..99999999999999999999}`), a directory-stack tilde into a `usize`
+/// (`~+99999999999999999999`), and panics on a larger one (the first two
+/// found by the command_policy_bash fuzz target). Runs of digits are looked
+/// at wherever they are: a false alarm only sends the line to a person.
+fn oversized_number(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
+    let mut start = None;
+    for (i, b) in bytes
+        .iter()
+        .enumerate()
+        .chain(std::iter::once((bytes.len(), &b' ')))
+    {
+        if b.is_ascii_digit() {
+            start.get_or_insert(i);
+            continue;
+        }
+        if let Some(from) = start.take() {
+            let digits = text.get(from..i).unwrap_or_default();
+            let fd = matches!(b, b'<' | b'>') && digits.parse::<i32>().is_err();
+            if fd || digits.parse::<i64>().is_err() {
+                return Some(digits);
+            }
+        }
+    }
+    None
+}
+
+/// The deepest nesting of parentheses in the text, counted on the bytes
+/// (quotes too: a false alarm only sends the line to a person).
+fn paren_depth(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for b in text.bytes() {
+        match b {
+            b'(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 fn analyse(line: &str) -> Analysis {
     let mut a = Analysis::default();
     a.script(line, 0);
@@ -389,6 +452,16 @@ impl Analysis {
         if let Some(delimiter) = expanding_heredoc(text) {
             self.opaque(format!(
                 "its here-document delimiter `{delimiter}` holds an expansion, which the rules do not read"
+            ));
+            return;
+        }
+        if paren_depth(text) > MAX_PARENS {
+            self.opaque("it nests parentheses deeper than the rules read");
+            return;
+        }
+        if let Some(number) = oversized_number(text) {
+            self.opaque(format!(
+                "it holds the number `{number}`, larger than the rules read"
             ));
             return;
         }
@@ -798,6 +871,64 @@ mod tests {
         }
         assert_eq!(rules.judge("cat <<EOF\nhi\nEOF").verdict, Verdict::Allowed);
         assert_eq!(rules.judge("cat <<< $x").verdict, Verdict::Allowed);
+    }
+
+    /// A number too large for the parser (a descriptor beyond `i32`, a
+    /// brace sequence or a tilde beyond 64 bits) is for a person: the
+    /// parser panicked on them.
+    #[test]
+    fn an_oversized_number_is_for_a_person() {
+        let rules = CommandRules::new(&["echo".to_owned()], &["rm".to_owned()]).expect("rules");
+        for line in [
+            "echo 99999999999>x",
+            "echo hi 2147483648<x",
+            "echo a&&3000000000>>x",
+            "echo {1..99999999999999999999}",
+            "echo ~+99999999999999999999",
+            "echo ~-99999999999999999999/x",
+        ] {
+            assert!(
+                matches!(
+                    rules.judge(line).verdict,
+                    Verdict::Unjudged { ref reason } if reason.contains("larger than the rules read")
+                ),
+                "{line}"
+            );
+        }
+        assert_eq!(rules.judge("echo hi 2>x").verdict, Verdict::Allowed);
+        assert_eq!(rules.judge("echo 2147483647 x").verdict, Verdict::Allowed);
+        assert_eq!(
+            rules.judge("echo 1700000000000 {1..3}").verdict,
+            Verdict::Allowed
+        );
+    }
+
+    /// A line of deeply nested parentheses is judged at once, for a
+    /// person (the parser backtracked exponentially on them).
+    #[test]
+    fn deeply_nested_parentheses_are_for_a_person() {
+        let rules = CommandRules::new(&["echo".to_owned()], &["rm".to_owned()]).expect("rules");
+        for line in [
+            format!("echo a; {}", "((".repeat(14)),
+            format!("echo {}", "( ".repeat(40)),
+            format!("((((((echo{}", "(".repeat(40)),
+        ] {
+            assert!(
+                matches!(
+                    rules.judge(&line).verdict,
+                    Verdict::Unjudged { ref reason } if reason.contains("parentheses")
+                ),
+                "{line}"
+            );
+        }
+        assert_eq!(
+            rules.judge("(echo a) && (echo b); echo '(('").verdict,
+            Verdict::Allowed
+        );
+        assert_eq!(
+            rules.judge("(echo $(echo $(echo a)))").verdict,
+            Verdict::Allowed
+        );
     }
 
     /// A word of many unmatched braces is judged at once, for a person
