@@ -117,6 +117,32 @@ for i, line in enumerate(["echo " + "{" * 19, "a<<$(  x${", "echo 99999999999>x"
     seed("command_policy", f"found-{i}", rules + NUL + denied + NUL + b"npm" + NUL + line.encode())
     seed("command_policy_bash", f"found-{i}", b"\x00" + line.encode())
 
+# `roost acp`: what an editor sends after the handshake (`$S` is the
+# session's id); the first byte picks v1 (0x01) or the draft v2 router (0x11),
+# 0x00 sends the handshake itself.
+def rpc(i, method, params):
+    return json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+
+
+ACP = [
+    [rpc(3, "session/prompt", {"sessionId": "$S", "prompt": [{"type": "text", "text": "read it"}]})],
+    [rpc(3, "session/set_mode", {"sessionId": "$S", "modeId": "architect"}),
+     rpc(4, "session/set_mode", {"sessionId": "$S", "modeId": "no-such-mode"})],
+    [rpc(3, "session/set_config_option", {"sessionId": "$S", "configId": "profile", "value": "replay"})],
+    [rpc(3, "session/list", {}), rpc(4, "session/list", {"cwd": "/"})],
+    [rpc(3, "session/load", {"sessionId": "$S", "cwd": "/", "mcpServers": []})],
+    [rpc(3, "session/close", {"sessionId": "$S"}), rpc(4, "session/prompt", {"sessionId": "$S", "prompt": []})],
+    [json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "$S"}}),
+     json.dumps({"jsonrpc": "2.0", "id": 999, "result": {"outcome": {"outcome": "cancelled"}}}), "[1, 2, 3]", "{"],
+    [rpc(3, "session/new", {"cwd": "/tmp", "mcpServers": [{"name": "x", "command": "/bin/true", "args": [], "env": []}]})],
+    [rpc(3, "session/prompt", {"sessionId": "$S", "prompt": [{"type": "resource_link", "uri": "file:///etc/passwd", "name": "p"}]})],
+]
+for i, lines in enumerate(ACP):
+    body = ("\n".join(lines) + "\n").encode()
+    seed("acp", f"v1-{i}", b"\x01" + body)
+    seed("acp", f"v2-{i}", b"\x11" + body)
+seed("acp", "raw", b"\x00" + (rpc(1, "initialize", {"protocolVersion": 1}) + "\n" + rpc(2, "session/new", {"cwd": "/", "mcpServers": []}) + "\n").encode())
+
 # The HTTP API: a task made, read, listed, answered, cancelled.
 for i, (method, pick, who, fill, query, body) in enumerate([
     (1, 0, 0, "", "", '{"workspace":"ws","prompt":"hi"}'),

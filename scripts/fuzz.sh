@@ -12,7 +12,8 @@
 # build by default (what CI builds, quickest to compile); ROOST_FUZZ_RELEASE=1
 # builds optimised for long campaigns (16 codegen units: cargo fuzz's one
 # unit would make the optimised build of wasmtime and Cranelift take most of
-# an hour on two cores). ROOST_FUZZ_SEED fixes libFuzzer's random seed (CI
+# an hour on two cores). ROOST_FUZZ_RUNS bounds each target's executions
+# as well as its seconds. ROOST_FUZZ_SEED fixes libFuzzer's random seed (CI
 # sets it, so a smoke run mutates the same way each time). command_policy_bash
 # needs bubblewrap and strace (it runs bash as its oracle).
 set -euo pipefail
@@ -37,6 +38,9 @@ fi
 mkdir -p fuzz/logs
 SEED=()
 if [ -n "${ROOST_FUZZ_SEED:-}" ]; then SEED=(-seed="$ROOST_FUZZ_SEED"); fi
+# A campaign's bound on executions too (whichever comes first; the issue's
+# is 10 million or an hour).
+if [ -n "${ROOST_FUZZ_RUNS:-}" ]; then SEED+=(-runs="$ROOST_FUZZ_RUNS"); fi
 failed=0
 for t in "${TARGETS[@]}"; do
   mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t" "fuzz/seeds/$t"
@@ -47,7 +51,8 @@ for t in "${TARGETS[@]}"; do
     -artifact_prefix="fuzz/artifacts/$t/" -print_final_stats=1 "${SEED[@]}" >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
-    echo "fuzz $t: ${runs:-?} runs in ${SECONDS_EACH}s, ${cov:-cov: ?}, no crash"
+    took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
+    echo "fuzz $t: ${runs:-?} runs in ${took:-$SECONDS_EACH}s, ${cov:-cov: ?}, no crash"
   else
     echo "fuzz $t: FAILED (input in fuzz/artifacts/$t/, log $log):"
     grep -A12 -m1 -E 'panicked at|ERROR: libFuzzer' "$log" || tail -20 "$log"

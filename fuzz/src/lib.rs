@@ -5,6 +5,7 @@
 //! runs them all. A crash is fixed where the bug is, with a regression
 //! test in the ordinary suite.
 
+pub mod acp;
 pub mod command_policy;
 pub mod command_policy_bash;
 pub mod config_toml;

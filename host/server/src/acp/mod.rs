@@ -91,6 +91,17 @@ pub(crate) struct Acp {
 /// Serve the Agent Client Protocol on standard input and output until the
 /// editor closes the connection.
 pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpError> {
+    serve_on(engine, settings, Stdio::new()).await
+}
+
+/// Serve the Agent Client Protocol over `transport` until the editor
+/// closes it: what `serve` does on stdio, here on any byte stream (the fuzz
+/// target drives it in process).
+pub async fn serve_on(
+    engine: Arc<Engine>,
+    settings: Settings,
+    transport: impl ConnectTo<Agent> + 'static,
+) -> Result<(), AcpError> {
     let acp = Arc::new(Acp {
         engine,
         settings,
@@ -229,10 +240,10 @@ pub async fn serve(engine: Arc<Engine>, settings: Settings) -> Result<(), AcpErr
             .protocol_router()
             .with_v1(v1)
             .with_v2(v2::agent(&acp))
-            .connect_to(Stdio::new())
+            .connect_to(transport)
             .await
     } else {
-        v1.connect_to(Stdio::new()).await
+        v1.connect_to(transport).await
     };
     // The editor went away (or the connection failed): no one is left to
     // approve or read, so every running task stops where it stands —
