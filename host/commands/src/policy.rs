@@ -334,9 +334,10 @@ fn options() -> ParserOptions {
 /// the parser, if one is not: its delimiter holds a `$` or a backtick, or
 /// it has none. Bash takes an expanding delimiter literally and refuses a
 /// missing one, but brush's tokenizer (0.4) loops on both, allocating
-/// without end (`a<<$(  x${`, and `$(x<<` followed by two spaces: found by
-/// the command_policy_bash fuzz target, 1.4 GB in 30 s and 1.8 GB in one
-/// allocation).
+/// without end (`a<<$(  x${`; `$(x<<` and `a<<'' ` followed by spaces:
+/// found by the command_policy_bash fuzz target, 1.4 GB in 30 s, 1.8 GB in
+/// one allocation). A delimiter empty once unquoted (`<<''`, which bash
+/// reads as "until an empty line") counts as none.
 fn unread_heredoc(text: &str) -> Option<String> {
     let mut rest = text;
     while let Some(at) = rest.find("<<") {
@@ -355,7 +356,8 @@ fn unread_heredoc(text: &str) -> Option<String> {
             .find(|c: char| c.is_whitespace() || ";&|<>()".contains(c))
             .unwrap_or(word.len());
         let delimiter = word.get(..end).unwrap_or_default();
-        if delimiter.is_empty() {
+        // Empty once its quotes are taken away (`<<''`) counts as none.
+        if delimiter.replace(['\'', '"', '\\'], "").is_empty() {
             return Some("it has a here-document without a delimiter".to_owned());
         }
         if delimiter.contains(['$', '`']) {
@@ -875,7 +877,14 @@ mod tests {
                 "{line}"
             );
         }
-        for line in ["a<<<$(b<<  ", "echo $(cat <<    ", "cat <<", "cat <<- ;"] {
+        for line in [
+            "a<<<$(b<<  ",
+            "echo $(cat <<    ",
+            "cat <<",
+            "cat <<- ;",
+            "a<<'' ",
+            "a<<\"\"  ",
+        ] {
             assert!(
                 matches!(
                     rules.judge(line).verdict,
