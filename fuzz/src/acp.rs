@@ -16,8 +16,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use agent_client_protocol::ByteStreams;
-use roost_core::config::Config;
-use roost_core::engine::{Engine, EngineBuilder};
+use roost_core::engine::Engine;
 use roost_protocol::Endpoint;
 use roost_server::acp::{Settings, serve_on};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
@@ -48,27 +47,8 @@ fn world() -> &'static World {
         if let Err(e) = std::fs::write(&canary, "canary\n") {
             panic!("cannot plant the canary: {e}");
         }
-        let script = dir.join("script.json");
         let turns = r#"{"model":"m","turns":[{"text":"reading","tool_calls":[{"name":"read_file","args":{"path":"../../canary.md"}}]},{"text":"done","tool_calls":[{"name":"attempt_completion","args":{"result":"ok"}}]}]}"#;
-        if let Err(e) = std::fs::write(&script, turns) {
-            panic!("cannot write the script: {e}");
-        }
-        let toml = format!(
-            "default_profile = \"replay\"\n[profiles.replay]\nprovider = \"scripted\"\nscript = \"{}\"\n",
-            script.display()
-        );
-        let path = dir.join("config.toml");
-        if let Err(e) = std::fs::write(&path, toml) {
-            panic!("cannot write the config: {e}");
-        }
-        let cfg: Config = match roost_core::config::load(Some(&path)) {
-            Ok(c) => c,
-            Err(e) => panic!("the fuzz config does not load: {e}"),
-        };
-        let engine = match EngineBuilder::from_config(&dir.join("data"), &cfg).build() {
-            Ok(e) => e,
-            Err(e) => panic!("no engine: {e}"),
-        };
+        let (_, engine) = crate::peer::scripted_engine(&dir, turns);
         World {
             engine,
             root,
@@ -181,24 +161,8 @@ pub fn run(data: &[u8]) {
             eprintln!("agent: {}", String::from_utf8_lossy(line));
         }
     }
-    for line in out.iter().filter(|l| !l.is_empty()) {
-        let v: serde_json::Value = match serde_json::from_slice(line) {
-            Ok(v) => v,
-            Err(e) => panic!(
-                "the agent wrote a line that is not JSON ({e}): {:?}",
-                String::from_utf8_lossy(line)
-            ),
-        };
-        assert_eq!(
-            v.get("jsonrpc").and_then(|j| j.as_str()),
-            Some("2.0"),
-            "{v}"
-        );
-    }
-    match std::fs::read_to_string(&w.canary) {
-        Ok(s) => assert_eq!(s, "canary\n", "a file outside the root changed"),
-        Err(e) => panic!("the canary outside the root is gone: {e}"),
-    }
+    crate::peer::assert_json_rpc(out.iter().map(Vec::as_slice));
+    crate::peer::assert_canary(&w.canary);
 }
 
 /// How long the editor waits for the agent's next line once its own are

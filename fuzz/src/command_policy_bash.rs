@@ -242,11 +242,8 @@ pub fn run(data: &[u8]) {
         if words.is_empty() {
             continue;
         }
-        let as_line = shell_words::join(&words);
-        let v = o.rules.judge(&as_line).verdict;
-        assert_eq!(
-            v,
-            Verdict::Allowed,
+        assert!(
+            o.rules.allows_command(&words),
             "the judge allowed {line:?}, but bash ran {words:?}, which the rules do not allow"
         );
     }

@@ -12,8 +12,6 @@ use std::sync::OnceLock;
 
 use axum::body::Body;
 use http_body_util::BodyExt;
-use roost_core::config::Config;
-use roost_core::engine::EngineBuilder;
 use roost_server::{ServerConfig, ServerState};
 use tower::ServiceExt;
 
@@ -34,27 +32,8 @@ fn world() -> &'static World {
 
 async fn build() -> World {
     let dir = crate::scratch::fresh("http");
-    let script = dir.join("script.json");
     let turns = r#"{"model":"m","turns":[{"text":"done","tool_calls":[{"name":"attempt_completion","args":{"result":"ok"}}]}]}"#;
-    if let Err(e) = std::fs::write(&script, turns) {
-        panic!("cannot write the script: {e}");
-    }
-    let toml = format!(
-        "default_profile = \"replay\"\n[profiles.replay]\nprovider = \"scripted\"\nscript = \"{}\"\n",
-        script.display()
-    );
-    let path = dir.join("config.toml");
-    if let Err(e) = std::fs::write(&path, toml) {
-        panic!("cannot write the config: {e}");
-    }
-    let cfg: Config = match roost_core::config::load(Some(&path)) {
-        Ok(c) => c,
-        Err(e) => panic!("the fuzz config does not load: {e}"),
-    };
-    let engine = match EngineBuilder::from_config(&dir.join("data"), &cfg).build() {
-        Ok(e) => e,
-        Err(e) => panic!("no engine: {e}"),
-    };
+    let (cfg, engine) = crate::peer::scripted_engine(&dir, turns);
     let mut tokens = Vec::new();
     for name in ["alice", "bob"] {
         let root = dir.join(format!("root-{name}"));

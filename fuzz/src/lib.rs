@@ -17,6 +17,7 @@ pub mod mcp_client;
 pub mod mcp_config;
 pub mod mcp_server;
 pub mod modes;
+pub mod peer;
 pub mod plugin_manifest;
 pub mod scratch;
 pub mod skill_manifest;

@@ -90,22 +90,6 @@ pub fn run(data: &[u8]) {
         let _ = serving.await;
         out
     });
-    for line in out.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-        let v: serde_json::Value = match serde_json::from_slice(line) {
-            Ok(v) => v,
-            Err(e) => panic!(
-                "the server wrote a line that is not JSON ({e}): {:?}",
-                String::from_utf8_lossy(line)
-            ),
-        };
-        assert_eq!(
-            v.get("jsonrpc").and_then(|j| j.as_str()),
-            Some("2.0"),
-            "{v}"
-        );
-    }
-    match std::fs::read_to_string(&w.canary) {
-        Ok(s) => assert_eq!(s, "canary\n", "a file outside the grant changed"),
-        Err(e) => panic!("the canary outside the grant is gone: {e}"),
-    }
+    crate::peer::assert_json_rpc(out.split(|b| *b == b'\n'));
+    crate::peer::assert_canary(&w.canary);
 }
