@@ -913,6 +913,30 @@ mod tests {
         assert_eq!(rules.judge("cat <<< $x").verdict, Verdict::Allowed);
     }
 
+    /// One command as it ran is asked of the rules alone: its words are
+    /// not parsed again (an argument that would send a line to a person
+    /// does not matter here).
+    #[test]
+    fn a_command_as_it_ran_is_asked_of_the_rules() {
+        let rules = CommandRules::new(
+            &["echo".to_owned(), "git status".to_owned()],
+            &["rm".to_owned()],
+        )
+        .expect("rules");
+        let argv = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        assert!(rules.allows_command(&argv(&[
+            "echo",
+            "66666666666666666666666",
+            "((((((((((((((("
+        ])));
+        assert!(rules.allows_command(&argv(&["git", "status", "--short"])));
+        assert!(!rules.allows_command(&argv(&["git", "push"])));
+        assert!(!rules.allows_command(&argv(&["./git", "status"])));
+        assert!(!rules.allows_command(&argv(&["rm", "-rf", "x"])));
+        assert!(!rules.allows_command(&argv(&["/bin/rm", "x"])));
+        assert!(!rules.allows_command(&[]));
+    }
+
     /// A number too large for the parser (a descriptor beyond `i32`, a
     /// brace sequence or a tilde beyond 64 bits) is for a person: the
     /// parser panicked on them.
