@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Run every fuzz target (fuzz/fuzz_targets/) for SECONDS each (default 10)
 # on its corpus: fuzz/corpus/<target> (grown, not committed) over the
-# committed seeds in fuzz/seeds/<target>. Stops with the crash's input in
+# committed seeds in fuzz/seeds/<target> and what earlier campaigns kept,
+# fuzz/kept/<target> (committed, minimised: every input that reached new
+# coverage; refresh with `scripts/fuzz.sh --keep`). Stops with the crash's input in
 # fuzz/artifacts/<target>/ and its log in fuzz/logs/<target>.log.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
@@ -18,6 +20,8 @@
 # needs bubblewrap and strace (it runs bash as its oracle).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+KEEP=0
+if [ "${1:-}" = "--keep" ]; then KEEP=1; shift; fi
 SECONDS_EACH="${1:-10}"
 shift || true
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -42,11 +46,23 @@ if [ -n "${ROOST_FUZZ_SEED:-}" ]; then SEED=(-seed="$ROOST_FUZZ_SEED"); fi
 # is 10 million or an hour).
 if [ -n "${ROOST_FUZZ_RUNS:-}" ]; then SEED+=(-runs="$ROOST_FUZZ_RUNS"); fi
 failed=0
+if [ "$KEEP" = 1 ]; then
+  # Merge what the campaigns grew into fuzz/kept: the smallest set of
+  # inputs that reaches the same coverage.
+  for t in "${TARGETS[@]}"; do
+    mkdir -p "fuzz/kept/$t.new"
+    "target/x86_64-unknown-linux-gnu/$PROFILE/$t" -merge=1 -timeout=60 -rss_limit_mb=4096 \
+      "fuzz/kept/$t.new" "fuzz/kept/$t" "fuzz/corpus/$t" "fuzz/seeds/$t" >"fuzz/logs/$t.merge.log" 2>&1
+    rm -rf "fuzz/kept/$t" && mv "fuzz/kept/$t.new" "fuzz/kept/$t"
+    echo "kept $t: $(find "fuzz/kept/$t" -type f | wc -l) inputs"
+  done
+  exit 0
+fi
 for t in "${TARGETS[@]}"; do
-  mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t" "fuzz/seeds/$t"
+  mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t" "fuzz/seeds/$t" "fuzz/kept/$t"
   log="fuzz/logs/$t.log"
   if ROOST_FUZZ_STATS="fuzz/logs/$t.stats" \
-    "target/x86_64-unknown-linux-gnu/$PROFILE/$t" "fuzz/corpus/$t" "fuzz/seeds/$t" \
+    "target/x86_64-unknown-linux-gnu/$PROFILE/$t" "fuzz/corpus/$t" "fuzz/kept/$t" "fuzz/seeds/$t" \
     -max_total_time="$SECONDS_EACH" -timeout=60 -rss_limit_mb=4096 \
     -artifact_prefix="fuzz/artifacts/$t/" -print_final_stats=1 "${SEED[@]}" >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
