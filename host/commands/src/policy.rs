@@ -415,12 +415,13 @@ fn oversized_number(text: &str) -> Option<&str> {
     None
 }
 
-/// How many expansions of a subscript (`${name[`) the text holds.
+/// How many expansions of a subscript (`${name[`, `${ name[`) the text
+/// holds.
 fn subscripted_expansions(text: &str) -> usize {
     text.match_indices("${")
         .filter(|(at, _)| {
             text.get(at + 2..).is_some_and(|rest| {
-                rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || "_#!".contains(c))
+                rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || "_#! \t".contains(c))
                     .starts_with('[')
             })
         })
@@ -973,6 +974,8 @@ mod tests {
         let lines = [
             format!("echo {}", "${a[}".repeat(12)),
             format!("echo a[{}", "${a[} ".repeat(4)),
+            // 14 s in an optimised build (the campaign's last find).
+            "while[[trap.alias${aliasexportenv[[BASH_ENV=>(trap. aliasshopt${ alias[aliasBASH_ENV=coproc$0$0./}finddone[[$0$0$0}exportaliasshopt${aliasexportenv[[BASH_ENV=>(trap. aliasshopt${ alias[aliasBASH_ENV=coproc$0$0./}finddone[[$0$0$0}finddone[[then.$0-c".to_owned(),
         ];
         assert_for_a_person(&rules, &lines, "subscripted expansions");
         assert_for_a_person(&rules, &["echo ${a[0]}${a[1]}"], "subscript");
