@@ -347,7 +347,7 @@ fn options() -> ParserOptions {
 
 /// Why a here-document (`<<WORD`, `<<-WORD`) in the text is not handed to
 /// the parser, if one is not: its delimiter holds a `$` or a backtick, or
-/// it has none. Bash takes an expanding delimiter literally and refuses a
+/// it has none, or it lies in a `$(` the line never closes. Bash takes an expanding delimiter literally and refuses a
 /// missing one, but brush's tokenizer (0.4) loops on both, allocating
 /// without end (`a<<$(  x${`; `$(x<<` and `a<<'' ` followed by spaces:
 /// found by the command_policy_bash fuzz target, 1.4 GB in 30 s, 1.8 GB in
@@ -380,6 +380,12 @@ fn unread_heredoc(text: &str) -> Option<String> {
             return Some(format!(
                 "its here-document delimiter `{delimiter}` holds an expansion, which the rules do not read"
             ));
+        }
+        // A here-document in a `$(` the line never closes: a parse error
+        // for bash, and an endless allocation for brush's tokenizer
+        // (`$(g <<   h `: 4 GB, the campaign's last find).
+        if text.matches("$(").count() > text.matches(')').count() {
+            return Some("it has a here-document inside an unclosed `$(`".to_owned());
         }
     }
     None
@@ -932,6 +938,12 @@ mod tests {
             "a<<\"\"  ",
         ];
         assert_for_a_person(&rules, &missing, "without a delimiter");
+        let unclosed = [
+            "$(g <<   h ",
+            "sort<<<$(f $(g <<   h<< w  $0~ ",
+            "sort<<<$(findelsesortsh -cprintf!!$(findelsesortsh -cprintf!!!!!!$0 !!!!$0              hashhash<<             hashhash<< headwcls       $0$0fi$0$0 $0~ ",
+        ];
+        assert_for_a_person(&rules, &unclosed, "unclosed");
         assert_eq!(rules.judge("cat <<EOF\nhi\nEOF").verdict, Verdict::Allowed);
         assert_eq!(
             rules.judge("echo $((1 << 2)) $((1<<2))").verdict,
