@@ -113,7 +113,7 @@ for i, line in enumerate([
     seed("command_policy_bash", f"line-{i}", b"\x00" + line.encode())
 
 # What the judge's fuzzing found (each also a test in host/commands).
-for i, line in enumerate(["echo " + "{" * 19, "a<<$(  x${", "echo 99999999999>x", "echo a; " + "((" * 16, "echo ~+99999999999999999999 {1..99999999999999999999}", "a<<<$(b<<  ", "a<<'' ", "cat <<<<<<<<in$((  x", "echo " + "${a[}" * 6, "$(g <<   h "]):
+for i, line in enumerate(["echo " + "{" * 19, "a<<$(  x${", "echo 99999999999>x", "echo a; " + "((" * 16, "echo ~+99999999999999999999 {1..99999999999999999999}", "a<<<$(b<<  ", "a<<'' ", "cat <<<<<<<<in$((  x", "echo " + "${a[}" * 6, "$(g <<   h ", "echo a\0; rm x"]):
     seed("command_policy", f"found-{i}", rules + NUL + denied + NUL + b"npm" + NUL + line.encode())
     seed("command_policy_bash", f"found-{i}", b"\x00" + line.encode())
 

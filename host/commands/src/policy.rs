@@ -497,6 +497,13 @@ impl Analysis {
             self.opaque(why);
             return;
         }
+        if text.contains('\0') {
+            // No shell sees past a NUL (a command line is a C string), and
+            // brush's tokenizer panicked on one (the command_policy
+            // campaign): what would run is not what is read.
+            self.opaque("it holds a NUL character, where a shell's command line ends");
+            return;
+        }
         if subscripted_expansions(text) > MAX_SUBSCRIPTED {
             // Subscripts are for a person anyway (`${a[…]}` can run code);
             // the parser is exponential in unclosed ones (`${a[}` × 4 took
@@ -995,6 +1002,15 @@ mod tests {
             rules.judge("echo ${a}${b}${c}[x]").verdict,
             Verdict::Allowed
         );
+    }
+
+    /// A line holding a NUL is for a person, unparsed (no shell reads past
+    /// it; the tokenizer panicked on one).
+    #[test]
+    fn a_line_with_a_nul_is_for_a_person() {
+        let rules = CommandRules::new(&["echo".to_owned()], &["rm".to_owned()]).expect("rules");
+        let found = "\0$(nbui\n\0\u{90}\0< st&args\nsh -c\n\0rmcat <<EOF&&&&&& <EOF&&&&&&&\"]\"\0&&\"Z\"x)\nEOF";
+        assert_for_a_person(&rules, &[found, "echo a\0; rm x"], "NUL");
     }
 
     /// A number too large for the parser (a descriptor beyond `i32`, a
