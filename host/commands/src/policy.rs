@@ -30,6 +30,7 @@
 //! guarantee, the rules a convenience.
 
 mod read_only;
+mod unreadable;
 mod variables;
 mod wrappers;
 
@@ -50,17 +51,6 @@ const MAX_NESTING: usize = 16;
 /// command_policy_bash fuzz target: 16 braces took minutes). A word with
 /// more is not judged by the rules: a person decides.
 const MAX_BRACES: usize = 6;
-
-/// How deep a line may nest parentheses before it is left to a person
-/// unread: the parser backtracks exponentially on unclosed ones (`((` × 12
-/// took 5.7 s in a debug build, × 14 took 87 s; found by the
-/// command_policy fuzz targets). Everyday lines nest two or three deep.
-const MAX_PARENS: usize = 12;
-
-/// How many expansions of a subscript (`${name[`) a line may have before
-/// it is left to a person unparsed (the parser is exponential in unclosed
-/// subscripts).
-const MAX_SUBSCRIPTED: usize = 2;
 
 /// One rule of `allowed_commands` or `denied_commands`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -345,112 +335,6 @@ fn options() -> ParserOptions {
     ParserOptions::default()
 }
 
-/// Why a here-document (`<<WORD`, `<<-WORD`) in the text is not handed to
-/// the parser, if one is not: its delimiter holds a `$` or a backtick, or
-/// it has none, or it lies in a `$(` the line never closes. Bash takes an expanding delimiter literally and refuses a
-/// missing one, but brush's tokenizer (0.4) loops on both, allocating
-/// without end (`a<<$(  x${`; `$(x<<` and `a<<'' ` followed by spaces:
-/// found by the command_policy_bash fuzz target, 1.4 GB in 30 s, 1.8 GB in
-/// one allocation). A delimiter empty once unquoted (`<<''`, which bash
-/// reads as "until an empty line") counts as none.
-fn unread_heredoc(text: &str) -> Option<String> {
-    let mut rest = text;
-    while let Some(at) = rest.find("<<") {
-        let after = rest.get(at + 2..).unwrap_or_default();
-        rest = after;
-        if let Some(string) = after.strip_prefix('<') {
-            // `<<<`, a here-string: its word is an ordinary word; what
-            // follows may be another operator (`<<<<<x` is `<<<` `<<x`).
-            rest = string;
-            continue;
-        }
-        let word = after
-            .strip_prefix('-')
-            .unwrap_or(after)
-            .trim_start_matches([' ', '\t']);
-        let end = word
-            .find(|c: char| c.is_whitespace() || ";&|<>()".contains(c))
-            .unwrap_or(word.len());
-        let delimiter = word.get(..end).unwrap_or_default();
-        // Empty once its quotes are taken away (`<<''`) counts as none.
-        if delimiter.replace(['\'', '"', '\\'], "").is_empty() {
-            return Some("it has a here-document without a delimiter".to_owned());
-        }
-        if delimiter.contains(['$', '`']) {
-            return Some(format!(
-                "its here-document delimiter `{delimiter}` holds an expansion, which the rules do not read"
-            ));
-        }
-        // A here-document in a `$(` the line never closes: a parse error
-        // for bash, and an endless allocation for brush's tokenizer
-        // (`$(g <<   h `: 4 GB, the campaign's last find).
-        if text.matches("$(").count() > text.matches(')').count() {
-            return Some("it has a here-document inside an unclosed `$(`".to_owned());
-        }
-    }
-    None
-}
-
-/// A number in the text too large for the parser, if there is one.
-/// brush-parser 0.4 unwraps numbers it reads: a redirection's descriptor
-/// into an `i32` (`99999999999>x`), a brace sequence's ends into an `i64`
-/// (`{1..99999999999999999999}`), a directory-stack tilde into a `usize`
-/// (`~+99999999999999999999`), and panics on a larger one (the first two
-/// found by the command_policy_bash fuzz target). Runs of digits are looked
-/// at wherever they are: a false alarm only sends the line to a person.
-fn oversized_number(text: &str) -> Option<&str> {
-    let bytes = text.as_bytes();
-    let mut start = None;
-    for (i, b) in bytes
-        .iter()
-        .enumerate()
-        .chain(std::iter::once((bytes.len(), &b' ')))
-    {
-        if b.is_ascii_digit() {
-            start.get_or_insert(i);
-            continue;
-        }
-        if let Some(from) = start.take() {
-            let digits = text.get(from..i).unwrap_or_default();
-            let fd = matches!(b, b'<' | b'>') && digits.parse::<i32>().is_err();
-            if fd || digits.parse::<i64>().is_err() {
-                return Some(digits);
-            }
-        }
-    }
-    None
-}
-
-/// How many expansions of a subscript (`${name[`, `${ name[`) the text
-/// holds.
-fn subscripted_expansions(text: &str) -> usize {
-    text.match_indices("${")
-        .filter(|(at, _)| {
-            text.get(at + 2..).is_some_and(|rest| {
-                rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || "_#! \t".contains(c))
-                    .starts_with('[')
-            })
-        })
-        .count()
-}
-
-/// The deepest nesting of parentheses in the text, counted on the bytes
-/// (quotes too: a false alarm only sends the line to a person).
-fn paren_depth(text: &str) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
-    for b in text.bytes() {
-        match b {
-            b'(' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b')' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
-}
-
 fn analyse(line: &str) -> Analysis {
     let mut a = Analysis::default();
     a.script(line, 0);
@@ -493,33 +377,8 @@ impl Analysis {
             self.opaque("it nests too deeply to judge");
             return;
         }
-        if let Some(why) = unread_heredoc(text) {
+        if let Some(why) = unreadable::why(text) {
             self.opaque(why);
-            return;
-        }
-        if text.contains('\0') {
-            // No shell sees past a NUL (a command line is a C string), and
-            // brush's tokenizer panicked on one (the command_policy
-            // campaign): what would run is not what is read.
-            self.opaque("it holds a NUL character, where a shell's command line ends");
-            return;
-        }
-        if subscripted_expansions(text) > MAX_SUBSCRIPTED {
-            // Subscripts are for a person anyway (`${a[…]}` can run code);
-            // the parser is exponential in unclosed ones (`${a[}` × 4 took
-            // 1.2 s optimised, a 200-byte line 46 s: found by the
-            // command_policy_bash campaign), so such a line is not parsed.
-            self.opaque("it has subscripted expansions, which the rules do not read");
-            return;
-        }
-        if paren_depth(text) > MAX_PARENS {
-            self.opaque("it nests parentheses deeper than the rules read");
-            return;
-        }
-        if let Some(number) = oversized_number(text) {
-            self.opaque(format!(
-                "it holds the number `{number}`, larger than the rules read"
-            ));
             return;
         }
         let mut parser = Parser::new(std::io::Cursor::new(text.as_bytes()), &options());
