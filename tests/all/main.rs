@@ -33,6 +33,7 @@ mod fs_tools;
 mod hooks;
 mod host_escapes;
 mod limits;
+mod line_reader;
 mod llm_providers;
 mod mcp_client;
 mod mcp_conformance;

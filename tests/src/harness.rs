@@ -176,6 +176,10 @@ impl Harness {
         if let Some(bridge) = &self.command_bridge {
             b = b.command_bridge(bridge.clone());
         }
+        // As `roost` does: each command line read in a bounded child.
+        if let Some(roost) = roost_binary() {
+            b = b.line_reader(roost);
+        }
         if self.config_dir.is_some() {
             b = b.modes_dir(self.config_dir.clone());
         }
@@ -343,4 +347,13 @@ pub fn assert_pairing(store: &Store, id: &str) {
             }
         }
     }
+}
+
+/// The `roost` binary the tests run with (cargo builds a package's
+/// binaries before its integration tests: `target/<profile>/roost`, beside
+/// the tests' own `deps/`).
+pub fn roost_binary() -> Option<PathBuf> {
+    let me = std::env::current_exe().ok()?;
+    let roost = me.parent()?.parent()?.join("roost");
+    roost.is_file().then_some(roost)
 }

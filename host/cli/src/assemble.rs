@@ -218,9 +218,10 @@ pub fn engine(
     if opts.shared_host {
         builder = builder.shared_host();
     }
-    // This binary serves a command's network inside its sandbox.
+    // This binary serves a command's network inside its sandbox, and
+    // reads each command line in a bounded process of its own.
     if let Ok(me) = std::env::current_exe() {
-        builder = builder.command_bridge(me);
+        builder = builder.command_bridge(me.clone()).line_reader(me);
     }
     let engine = builder.build()?;
     if let Some(w) = engine.commands_warning() {

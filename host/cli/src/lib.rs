@@ -343,6 +343,12 @@ pub fn main() -> ExitCode {
     if args.get(1).is_some_and(|a| a == command_bridge::NAME) {
         return command_bridge::run(args.get(2..).unwrap_or_default());
     }
+    if args
+        .get(1)
+        .is_some_and(|a| a == roost_core::commands::policy::isolated::NAME)
+    {
+        return roost_core::commands::policy::isolated::serve(args.get(2..).unwrap_or_default());
+    }
     let cli = parse();
     init_logging();
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);

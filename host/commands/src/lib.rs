@@ -21,15 +21,16 @@ pub mod proxy;
 pub mod sandbox;
 pub mod seccomp;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Deserialize;
 
 pub use limits::{CgroupSupport, Limits, LimitsConfig, cgroup_support};
 pub use output::{Capture, Captured, OutputError, OutputLimits, OutputStore};
-pub use policy::{CommandRules, Judgement, Verdict};
+pub use policy::{CommandRules, Judgement, LineReader, ReadBounds, Verdict};
 pub use process::{Ended, run};
 pub use profile::{Profile, ProfileConfig, ProfileError, Profiles};
 pub use sandbox::{Confinement, Held, Plan};
@@ -105,6 +106,12 @@ pub struct CommandHost {
     /// The program that serves the filtering proxy inside a sandbox
     /// (`roost __command-bridge`); without it, commands get no network.
     pub bridge: Option<PathBuf>,
+    /// Where lines are read (`roost __read-line`, bounded, in a process
+    /// of its own); without it, in the host's own process.
+    pub reader: Option<LineReader>,
+    /// The last lines judged: a call is judged for its approval and for
+    /// its lease, and a line is read once.
+    judged: Arc<Mutex<VecDeque<(String, Judgement)>>>,
     /// On a shared host, every tenant's workspace roots as they are now:
     /// all but the command's own are hidden from it, wherever they lie.
     pub tenant_roots: Option<TenantRoots>,
@@ -165,6 +172,8 @@ impl CommandHost {
             hidden,
             secrets,
             bridge: None,
+            reader: None,
+            judged: Arc::default(),
             tenant_roots: None,
         })
     }
@@ -182,6 +191,29 @@ impl CommandHost {
             );
         }
         hidden
+    }
+
+    /// The rules' judgement of `line`, read by the host's reader (in a
+    /// child within bounds) where it has one.
+    pub fn judge(&self, line: &str) -> Judgement {
+        /// Lines remembered.
+        const KEPT: usize = 16;
+        let mut judged = self.judged.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, j)) = judged.iter().find(|(l, _)| l == line) {
+            return j.clone();
+        }
+        // Read without the lock: another call's line need not wait.
+        drop(judged);
+        let j = match &self.reader {
+            Some(reader) => self.rules.judge_read(line, reader),
+            None => self.rules.judge(line),
+        };
+        judged = self.judged.lock().unwrap_or_else(|p| p.into_inner());
+        if judged.len() >= KEPT {
+            judged.pop_front();
+        }
+        judged.push_back((line.to_owned(), j.clone()));
+        j
     }
 
     /// A warning for every start when commands run unconfined.

@@ -24,11 +24,17 @@
 //! redirections name the files the line writes, which must lie inside the
 //! write scope.
 //!
+//! The parser is another project's: lines known to trouble it are left to
+//! a person unread (`policy/unreadable.rs`), and a host reads every line in
+//! a bounded process of its own (`policy/isolated.rs`), so one it cannot
+//! take costs a person's decision, not the host.
+//!
 //! This is a judge of the line, not of what programs do: a script, a
 //! Makefile, a program's own configuration or its arguments (`git -c`,
 //! `make CC=…`) can still run anything; the sandbox's write scope is the
 //! guarantee, the rules a convenience.
 
+pub mod isolated;
 mod read_only;
 mod unreadable;
 mod variables;
@@ -40,6 +46,9 @@ use brush_parser::ast::{
 };
 use brush_parser::word::{self, WordPiece, WordPieceWithSource};
 use brush_parser::{Parser, ParserOptions};
+use serde::{Deserialize, Serialize};
+
+pub use isolated::{LineReader, ReadBounds};
 
 /// Deepest nesting of substitutions and compound commands looked into; a
 /// line nested deeper is not judged by the rules.
@@ -180,19 +189,21 @@ impl CommandRules {
         matches!(self.judge_one(&words), One::Allowed)
     }
 
-    /// Judge a whole line.
+    /// Judge a whole line, read in this process (see
+    /// [`CommandRules::judge_read`] for a host that serves others).
     pub fn judge(&self, line: &str) -> Judgement {
-        // The shell parser is another project's: should it panic on some
-        // line, that line is for a person, and the host goes on.
-        let analysis = match std::panic::catch_unwind(|| analyse(line)) {
-            Ok(analysis) => analysis,
-            Err(_) => {
-                tracing::warn!("the shell parser panicked on a command line; left for a person");
-                let mut analysis = Analysis::default();
-                analysis.opaque("the shell parser could not read it");
-                analysis
-            }
-        };
+        self.judged(analysed(line))
+    }
+
+    /// Judge a whole line, read by `reader`: in a process of its own,
+    /// within bounds, so a line the shell parser cannot take costs a
+    /// person's decision, not the host.
+    pub fn judge_read(&self, line: &str, reader: &LineReader) -> Judgement {
+        self.judged(reader.analyse(line))
+    }
+
+    /// The verdict on a line read into `analysis`.
+    fn judged(&self, analysis: Analysis) -> Judgement {
         let mut unlisted = Vec::new();
         for c in &analysis.commands {
             match self.judge_one(&c.words) {
@@ -229,6 +240,18 @@ impl CommandRules {
             verdict,
             written: analysis.written,
             read_only,
+        }
+    }
+}
+
+/// A line read in this process; should the shell parser (another
+/// project's) panic on it, the line is for a person and the host goes on.
+fn analysed(line: &str) -> Analysis {
+    match std::panic::catch_unwind(|| analyse(line)) {
+        Ok(analysis) => analysis,
+        Err(_) => {
+            tracing::warn!("the shell parser panicked on a command line; left for a person");
+            Analysis::unread("the shell parser could not read it")
         }
     }
 }
@@ -280,7 +303,7 @@ pub struct Judgement {
 /// One word of a command: its value after quote removal when that is
 /// known before the line runs (one word, as written: no glob, no brace
 /// expansion, no parameter).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Word {
     text: Option<String>,
     raw: String,
@@ -305,7 +328,7 @@ impl Word {
 }
 
 /// One command of a line.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Simple {
     words: Vec<Word>,
 }
@@ -322,7 +345,7 @@ impl Simple {
 
 /// Every command a line runs, the files it writes, and what could not be
 /// pinned down.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct Analysis {
     commands: Vec<Simple>,
     written: Vec<String>,
@@ -360,6 +383,13 @@ fn analyse(line: &str) -> Analysis {
 }
 
 impl Analysis {
+    /// A line left unread, for a person (why).
+    fn unread(why: impl Into<String>) -> Self {
+        let mut a = Self::default();
+        a.opaque(why);
+        a
+    }
+
     fn opaque(&mut self, why: impl Into<String>) {
         self.opaque.push(why.into());
     }

@@ -62,6 +62,63 @@ pub fn program(unix_sockets: bool) -> Result<BpfProgram, SeccompError> {
         .map_err(|e: seccompiler::BackendError| SeccompError(e.to_string()))
 }
 
+/// The filter for a line's reader (`policy::isolated`), for the process
+/// that installs it: it computes, so it keeps memory, its pipes, signals'
+/// return, its exit and a signal to itself (an allocation that fails
+/// aborts: SIGABRT); every other call fails (`EPERM`): it opens,
+/// connects, runs and signals nothing else.
+pub fn reader_program() -> Result<BpfProgram, SeccompError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| SeccompError(format!("{}: {e}", std::env::consts::ARCH)))?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = [
+        libc::SYS_read,
+        libc::SYS_write,
+        libc::SYS_brk,
+        libc::SYS_mmap,
+        libc::SYS_munmap,
+        libc::SYS_mremap,
+        libc::SYS_madvise,
+        libc::SYS_mprotect,
+        libc::SYS_futex,
+        libc::SYS_sched_yield,
+        libc::SYS_getrandom,
+        libc::SYS_clock_gettime,
+        libc::SYS_rt_sigreturn,
+        libc::SYS_rt_sigprocmask,
+        libc::SYS_sigaltstack,
+        libc::SYS_close,
+        libc::SYS_exit,
+        libc::SYS_exit_group,
+        libc::SYS_getpid,
+        libc::SYS_gettid,
+        libc::SYS_rt_sigaction,
+    ]
+    .into_iter()
+    .map(|call| (call, Vec::new()))
+    .collect();
+    let itself = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        u64::from(std::process::id()),
+    )
+    .map_err(|e| SeccompError(e.to_string()))?;
+    rules.insert(
+        libc::SYS_tgkill,
+        vec![SeccompRule::new(vec![itself]).map_err(|e| SeccompError(e.to_string()))?],
+    );
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Errno(libc::EPERM.unsigned_abs()),
+        SeccompAction::Allow,
+        arch,
+    )
+    .map_err(|e| SeccompError(e.to_string()))?;
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| SeccompError(e.to_string()))
+}
+
 /// The filter as the bytes bubblewrap reads from `--seccomp FD`: the
 /// kernel's `struct sock_filter` array, native-endian.
 pub fn bytes(program: &BpfProgram) -> Vec<u8> {
@@ -111,5 +168,20 @@ mod tests {
             "the socket rule adds instructions"
         );
         assert_eq!(bytes(&strict).len(), strict.len() * 8);
+    }
+
+    /// Under the reader's filter a process runs nothing: `execve` fails.
+    #[test]
+    fn under_the_readers_filter_nothing_runs() {
+        use std::os::unix::process::CommandExt;
+        let filter = reader_program().expect("filter");
+        let mut c = std::process::Command::new("/bin/true");
+        // SAFETY: between fork and exec, only the filter's installation
+        // (two system calls on a program made before the fork).
+        unsafe {
+            c.pre_exec(move || apply(&filter).map_err(|e| std::io::Error::other(e.to_string())));
+        }
+        let refused = c.status().expect_err("execve is refused");
+        assert_eq!(refused.raw_os_error(), Some(libc::EPERM));
     }
 }

@@ -14,8 +14,19 @@ const MAX_PARENS: usize = 12;
 /// subscripts).
 const MAX_SUBSCRIPTED: usize = 2;
 
+/// The longest line judged: a line runs as one argument (`bash -c
+/// LINE`), and Linux takes no argument longer than 128 KiB
+/// (`MAX_ARG_STRLEN`, with its NUL), so a longer line could not run.
+pub(super) const MAX_LINE: usize = 128 * 1024 - 1;
+
 /// Why `text` is not handed to the parser, if it is not.
 pub(super) fn why(text: &str) -> Option<String> {
+    if text.len() > MAX_LINE {
+        return Some(format!(
+            "it is longer than a command line may be ({} bytes; Linux runs none over 128 KiB)",
+            text.len()
+        ));
+    }
     if let Some(why) = unread_heredoc(text) {
         return Some(why);
     }

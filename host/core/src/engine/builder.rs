@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::{ConfigEndpoints, Endpoints, Engine, OneEndpoint};
 use crate::checkpoints::Checkpoints;
-use crate::commands::{CommandHost, CommandsConfig, ProfileConfig};
+use crate::commands::{CommandHost, CommandsConfig, LineReader, ProfileConfig};
 use crate::config::{Config, Profile, SecretStore};
 use crate::first_party;
 use crate::install::{Plugins, Trust};
@@ -71,6 +71,7 @@ pub struct EngineBuilder {
     /// stdio servers run in it.
     sandbox_settings: (CommandsConfig, BTreeMap<String, ProfileConfig>),
     command_bridge: Option<PathBuf>,
+    line_reader: Option<PathBuf>,
     checkpoints: bool,
     /// Where the task store is (default: `roost.db` in the data dir).
     store: Option<StoreLocation>,
@@ -103,6 +104,7 @@ impl EngineBuilder {
             commands: None,
             sandbox_settings: Default::default(),
             command_bridge: None,
+            line_reader: None,
             checkpoints: true,
             store: None,
             own_files: Vec::new(),
@@ -205,6 +207,15 @@ impl EngineBuilder {
     /// sandbox (the `roost` binary itself: `roost __command-bridge`).
     pub fn command_bridge(mut self, program: PathBuf) -> Self {
         self.command_bridge = Some(program);
+        self
+    }
+
+    /// The program that reads a command line in a process of its own,
+    /// bounded (the `roost` binary itself: `roost __read-line`); without
+    /// it, lines are read in the host's process, where a line the shell
+    /// parser cannot take would stall it.
+    pub fn line_reader(mut self, program: PathBuf) -> Self {
+        self.line_reader = Some(program);
         self
     }
 
@@ -377,6 +388,7 @@ impl EngineBuilder {
                     self.secrets.clone(),
                 )?;
                 host.bridge = self.command_bridge.clone();
+                host.reader = self.line_reader.clone().map(LineReader::new);
                 if shared_host {
                     host.profiles = host.profiles.confined_reads();
                     host.tenant_roots = Some(tenant_roots(&store));
@@ -419,6 +431,7 @@ impl EngineBuilder {
                 }
             };
             host.bridge = self.command_bridge.clone();
+            host.reader = self.line_reader.clone().map(LineReader::new);
             if shared_host {
                 host.profiles = host.profiles.confined_reads();
                 host.tenant_roots = Some(tenant_roots(&store));

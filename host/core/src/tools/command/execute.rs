@@ -203,7 +203,7 @@ impl ToolExecutor for ExecuteCommand {
             return false;
         }
         match Args::parse(args) {
-            Ok(a) => !self.host.rules.judge(&a.command).read_only,
+            Ok(a) => !self.host.judge(&a.command).read_only,
             Err(_) => true,
         }
     }
@@ -213,7 +213,7 @@ impl ToolExecutor for ExecuteCommand {
             Ok(a) => a,
             Err(e) => return Needs::Refused(Box::new(Outcome::mistake(e))),
         };
-        let judged = self.host.rules.judge(&a.command);
+        let judged = self.host.judge(&a.command);
         if let Verdict::Denied { command, rule } = &judged.verdict {
             return Needs::Refused(Box::new(Outcome::error(
                 ErrorCode::PermissionDenied,
