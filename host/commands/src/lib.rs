@@ -205,7 +205,14 @@ impl CommandHost {
         // Read without the lock: another call's line need not wait.
         drop(judged);
         let j = match &self.reader {
-            Some(reader) => self.rules.judge_read(line, reader),
+            // Reading waits on a child (up to its wall bound): on a
+            // runtime's worker, the worker's other tasks move on first.
+            Some(reader) => match tokio::runtime::Handle::try_current() {
+                Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                    tokio::task::block_in_place(|| self.rules.judge_read(line, reader))
+                }
+                _ => self.rules.judge_read(line, reader),
+            },
             None => self.rules.judge(line),
         };
         judged = self.judged.lock().unwrap_or_else(|p| p.into_inner());
