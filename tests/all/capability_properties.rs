@@ -656,7 +656,10 @@ fn tree_state(base: &Path, under: &str) -> BTreeMap<String, (char, Vec<u8>, u32)
     out
 }
 
-fn apply(ws: &Path, c: &Change) {
+/// One change a call makes; its links point at `canary`, a file outside
+/// the workspace (never a system file: the tests run as root, and the
+/// call writes through its links).
+fn apply(ws: &Path, canary: &Path, c: &Change) {
     let at = |i: usize| ws.join(TREE[i]);
     let _ = match c {
         Change::Write(i) => std::fs::write(at(*i), b"written by the call\n"),
@@ -666,7 +669,7 @@ fn apply(ws: &Path, c: &Change) {
             std::fs::remove_file(at(*i)).or_else(|_| std::fs::remove_dir_all(at(*i)))
         }
         Change::Mkdir(i) => std::fs::create_dir_all(at(*i)),
-        Change::Symlink(i) => std::os::unix::fs::symlink("/etc/passwd", at(*i)),
+        Change::Symlink(i) => std::os::unix::fs::symlink(canary, at(*i)),
         Change::HardLink(i, j) => std::fs::hard_link(at(*i), at(*j)),
         Change::Rename(i, j) => std::fs::rename(at(*i), at(*j)),
         Change::Chmod(i) => {
@@ -682,6 +685,9 @@ fn guard_case(pre: &[usize], changes: &[Change]) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let ws_path = dir.path().to_path_buf();
     std::fs::create_dir_all(ws_path.join("src")).map_err(|e| e.to_string())?;
+    let outside = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let canary = outside.path().join("canary");
+    std::fs::write(&canary, b"canary\n").map_err(|e| e.to_string())?;
     for &i in pre {
         let p = ws_path.join(TREE[i]);
         if TREE[i].contains('.') {
@@ -698,11 +704,19 @@ fn guard_case(pre: &[usize], changes: &[Change]) -> Result<(), String> {
     let guard = WriteGuard::arm(&ws, &[PathBuf::from("src")], &r, GuardBudget::default())
         .map_err(|e| e.to_string())?;
     for c in changes {
-        apply(&ws_path, c);
+        apply(&ws_path, &canary, c);
     }
+    // What the call left in the canary (it may write through a link);
+    // the guard, restoring, must never follow one out.
+    let called = std::fs::read(&canary).map_err(|e| e.to_string())?;
     let report = guard.check(&r);
     if !report.failed.is_empty() {
         return Err(format!("the guard failed to restore: {report:?}"));
+    }
+    if std::fs::read(&canary).map_err(|e| e.to_string())? != called {
+        return Err(format!(
+            "the guard wrote through a link out of the workspace ({report:?})"
+        ));
     }
     let after = tree_state(&ws_path, "src");
     let outside = |p: &str| !allows(p);

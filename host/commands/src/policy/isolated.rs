@@ -123,6 +123,11 @@ impl LineReader {
         let mut child = command
             .spawn()
             .map_err(|e| format!("its reader ({}) cannot start: {e}", self.program.display()))?;
+        tracing::debug!(
+            pid = child.id(),
+            bytes = line.len(),
+            "reading a command line in a bounded child"
+        );
         let deadline = Instant::now() + self.bounds.wall;
         let ended = self
             .exchange(&mut child, line.as_bytes(), deadline)
