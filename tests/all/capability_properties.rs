@@ -39,6 +39,13 @@ fn config(cases: u32) -> Config {
     {
         c.cases = n;
     }
+    // Another fixed seed: a long campaign split across processes.
+    if let Some(seed) = std::env::var("PROPTEST_RNG_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        c.rng_seed = RngSeed::Fixed(seed);
+    }
     c
 }
 
