@@ -27,8 +27,6 @@ pub struct SeccompError(String);
 /// The filter for a command: Unix sockets refused unless `unix_sockets`,
 /// `io_uring` always.
 pub fn program(unix_sockets: bool) -> Result<BpfProgram, SeccompError> {
-    let arch = TargetArch::try_from(std::env::consts::ARCH)
-        .map_err(|e| SeccompError(format!("{}: {e}", std::env::consts::ARCH)))?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     if !unix_sockets {
         let unix = SeccompCondition::new(
@@ -50,16 +48,11 @@ pub fn program(unix_sockets: bool) -> Result<BpfProgram, SeccompError> {
     ] {
         rules.insert(call, Vec::new());
     }
-    let filter = SeccompFilter::new(
+    compile(
         rules,
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EACCES.unsigned_abs()),
-        arch,
     )
-    .map_err(|e| SeccompError(e.to_string()))?;
-    filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| SeccompError(e.to_string()))
 }
 
 /// The filter for a line's reader (`policy::isolated`), for the process
@@ -68,8 +61,6 @@ pub fn program(unix_sockets: bool) -> Result<BpfProgram, SeccompError> {
 /// aborts: SIGABRT); every other call fails (`EPERM`): it opens,
 /// connects, runs and signals nothing else.
 pub fn reader_program() -> Result<BpfProgram, SeccompError> {
-    let arch = TargetArch::try_from(std::env::consts::ARCH)
-        .map_err(|e| SeccompError(format!("{}: {e}", std::env::consts::ARCH)))?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = [
         libc::SYS_read,
         libc::SYS_write,
@@ -107,13 +98,24 @@ pub fn reader_program() -> Result<BpfProgram, SeccompError> {
         libc::SYS_tgkill,
         vec![SeccompRule::new(vec![itself]).map_err(|e| SeccompError(e.to_string()))?],
     );
-    let filter = SeccompFilter::new(
+    compile(
         rules,
         SeccompAction::Errno(libc::EPERM.unsigned_abs()),
         SeccompAction::Allow,
-        arch,
     )
-    .map_err(|e| SeccompError(e.to_string()))?;
+}
+
+/// `rules` as a program for this machine: a call no rule matches gets
+/// `otherwise`, one a rule matches gets `matched`.
+fn compile(
+    rules: BTreeMap<i64, Vec<SeccompRule>>,
+    otherwise: SeccompAction,
+    matched: SeccompAction,
+) -> Result<BpfProgram, SeccompError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| SeccompError(format!("{}: {e}", std::env::consts::ARCH)))?;
+    let filter = SeccompFilter::new(rules, otherwise, matched, arch)
+        .map_err(|e| SeccompError(e.to_string()))?;
     filter
         .try_into()
         .map_err(|e: seccompiler::BackendError| SeccompError(e.to_string()))
