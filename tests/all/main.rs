@@ -42,6 +42,7 @@ mod mcp_serve;
 mod one_door;
 mod parallel;
 mod plugin_install;
+mod plugin_registry;
 mod plugin_templates;
 mod postgres;
 mod sandbox;

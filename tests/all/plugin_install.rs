@@ -42,20 +42,20 @@ pub(crate) fn plugin_dir(
     dir
 }
 
-fn ok(o: &Output) -> String {
+pub(crate) fn ok(o: &Output) -> String {
     let t = text(o);
     assert!(o.status.success(), "{t}");
     t
 }
 
-fn refused(o: &Output) -> String {
+pub(crate) fn refused(o: &Output) -> String {
     let t = text(o);
     assert!(!o.status.success(), "accepted: {t}");
     t
 }
 
 /// Installed plugins: names in `roost plugin list --json`.
-fn installed(data: &Path) -> Vec<String> {
+pub(crate) fn installed(data: &Path) -> Vec<String> {
     let o = roost(data)
         .args(["plugin", "list", "--json"])
         .output()
@@ -69,7 +69,7 @@ fn installed(data: &Path) -> Vec<String> {
 }
 
 /// Files under the data dir's plugin folder.
-fn plugin_files(data: &Path) -> Vec<PathBuf> {
+pub(crate) fn plugin_files(data: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![data.join("plugins")];
     while let Some(d) = stack.pop() {
@@ -86,7 +86,7 @@ fn plugin_files(data: &Path) -> Vec<PathBuf> {
 
 /// Run a scripted task that reads `notes.txt` and writes `out.txt` with
 /// the plugin's tools; the NDJSON events.
-fn run_task(data: &Path, ws: &Path) -> String {
+pub(crate) fn run_task(data: &Path, ws: &Path) -> String {
     let script = data.join("script.json");
     std::fs::write(
         &script,
@@ -108,7 +108,7 @@ fn run_task(data: &Path, ws: &Path) -> String {
     ok(&o)
 }
 
-fn result_of<'a>(events: &'a str, tool: &str) -> &'a str {
+pub(crate) fn result_of<'a>(events: &'a str, tool: &str) -> &'a str {
     events
         .lines()
         .find(|l| l.contains("\"tool_call_result\"") && l.contains(&format!("\"tool\":\"{tool}\"")))

@@ -241,6 +241,7 @@ pub mod harness;
 pub mod http;
 pub mod identity;
 pub mod otlp;
+pub mod registry;
 
 pub mod user {
     use std::collections::VecDeque;

@@ -405,7 +405,7 @@ pub fn main() -> ExitCode {
             Command::Intents(IntentsCommand::List(args)) => intents::list(args),
             Command::Trace(args) => intents::trace(args),
             Command::Tool(cmd) => tool::run(cmd, &data_dir).await,
-            Command::Plugin(cmd) => plugin::run(cmd, &data_dir),
+            Command::Plugin(cmd) => plugin::run(cmd, &data_dir).await,
             Command::Completions { shell } => {
                 let mut cmd = cli_command();
                 let mut script = Vec::new();

@@ -1,4 +1,5 @@
-//! `roost plugin`: install, list, inspect, upgrade, enable, disable and
+//! `roost plugin`: install (from a path or an OCI registry), list,
+//! inspect, check for and install upgrades, publish, enable, disable and
 //! remove third-party tool plugins. What a plugin asks for is shown before
 //! anything is recorded; a person says yes at the terminal, or `--yes`.
 
@@ -14,7 +15,7 @@ use super::sanitize::{json_text, visible_line};
 use super::template;
 use roost_core::config;
 use roost_core::engine::EngineBuilder;
-use roost_core::install::{self, Candidate, Installed, Plugins, Signer, ToolSummary};
+use roost_core::install::{self, Candidate, Installed, Plugins, Signer, Source, ToolSummary};
 use roost_sandbox::capability::Limits;
 
 /// `roost plugin …` with its config file.
@@ -31,10 +32,12 @@ pub struct PluginArgs {
 /// `roost plugin …`
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
-    /// Verify and install a plugin (a folder with plugin.toml, a plugin.toml, or a .wasm).
+    /// Verify and install a plugin: a folder with plugin.toml, a
+    /// plugin.toml, a .tar.gz or a .wasm, or `oci://REGISTRY/REPO:TAG`
+    /// (or `@sha256:DIGEST`) from an OCI registry.
     Install {
-        /// Where the plugin is.
-        source: PathBuf,
+        /// Where the plugin is: a path or an `oci://` reference.
+        source: String,
         /// Grant what it asks for without asking.
         #[arg(short = 'y', long)]
         yes: bool,
@@ -73,14 +76,34 @@ pub enum PluginCommand {
     Upgrade {
         /// Plugin name.
         name: String,
-        /// Where the new version is.
-        source: PathBuf,
+        /// Where the new version is (default: where it was installed from;
+        /// for a registry, its tag resolved again).
+        source: Option<String>,
+        /// Upgrade from another source than the one it was installed
+        /// from (another registry or repository, or a path for a registry
+        /// plugin).
+        #[arg(long)]
+        switch_source: bool,
         /// Approve what it asks for beyond the grant without asking.
         #[arg(short = 'y', long)]
         yes: bool,
         /// Refuse it unless it is signed by a trusted key.
         #[arg(long)]
         require_signed: bool,
+    },
+    /// Installed registry plugins whose tag now names another version.
+    Outdated {
+        /// Print as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Push a plugin (a folder with plugin.toml) to an OCI registry at a
+    /// tag, with the logins of Docker's config (`docker login`).
+    Publish {
+        /// The plugin folder.
+        dir: PathBuf,
+        /// Where: `oci://REGISTRY/REPOSITORY:TAG`.
+        reference: String,
     },
     /// Remove a plugin and its component.
     Remove {
@@ -100,7 +123,7 @@ pub enum PluginCommand {
 }
 
 /// Run a `roost plugin` command.
-pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
+pub async fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     if let PluginCommand::New { name, lang, dir } = &args.command {
         let dir = dir.clone().unwrap_or_else(|| PathBuf::from(name));
         let lang = template::Lang::parse(lang)?;
@@ -123,7 +146,9 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let ceiling = plugins.ceiling();
     match cmd {
         PluginCommand::Install { source, yes, .. } => {
-            let c = plugins.prepare(&source, None)?;
+            let source = Source::parse(&source)?;
+            let fetched = plugins.fetch(&source).await?;
+            let c = plugins.prepare_fetched(&source, fetched, None)?;
             let requested = Plugins::requested(&c);
             show_candidate(&c, &install::describe(&requested, &ceiling));
             if !confirm("Install it with these capabilities?", yes)? {
@@ -170,10 +195,21 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
             }
         }
         PluginCommand::Upgrade {
-            name, source, yes, ..
+            name,
+            source,
+            yes,
+            switch_source,
+            ..
         } => {
             let old = plugins.get(&name)?;
-            let c = plugins.prepare(&source, Some(&name))?;
+            let source = match source {
+                Some(s) => Source::parse(&s)?,
+                None => install::upgrade_source(&old)?,
+            };
+            // Before fetching anything from another source.
+            install::check_source(&old, &source, switch_source)?;
+            let fetched = plugins.fetch(&source).await?;
+            let c = plugins.prepare_fetched(&source, fetched, Some(&name))?;
             let requested = Plugins::requested(&c);
             show_candidate(&c, &install::describe(&requested, &ceiling));
             let wider = install::widening(&old.granted, &requested, &ceiling);
@@ -192,13 +228,34 @@ pub fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
                     );
                 }
             }
-            let p = plugins.upgrade(&name, &c, &requested)?;
+            let p = plugins.upgrade(&name, &c, &requested, switch_source)?;
             outln!(
                 "upgraded {} {} → {}",
                 visible_line(p.name()),
                 visible_line(&old.manifest.plugin.version),
                 visible_line(&p.manifest.plugin.version)
             );
+        }
+        PluginCommand::Outdated { json } => {
+            let rows = plugins.outdated().await?;
+            if json {
+                outln!("{}", json_text(&serde_json::to_string(&rows)?));
+            } else if rows.is_empty() {
+                outln!("no plugins installed from a registry");
+            } else {
+                for r in &rows {
+                    outln!(
+                        "{:<20} {:<40} {}",
+                        visible_line(&r.name),
+                        visible_line(&r.source),
+                        visible_line(&r.status())
+                    );
+                }
+            }
+        }
+        PluginCommand::Publish { dir, reference } => {
+            let (reference, digest) = plugins.publish(&dir, &reference).await?;
+            outln!("published {reference}@{digest}");
         }
         PluginCommand::Remove { name } => {
             plugins.remove(&name)?;
@@ -234,6 +291,10 @@ fn show_candidate(c: &Candidate, capabilities: &[String]) {
     if !c.has_manifest {
         outln!("  (no plugin.toml: named after the file, asking for the defaults)");
     }
+    outln!("from: {}", visible_line(&c.source.recorded()));
+    if let Some(d) = &c.digest {
+        outln!("digest: {}", visible_line(d));
+    }
     match &c.signer {
         Signer::Trusted(name) => outln!("signed by: {} (a trusted key)", visible_line(name)),
         Signer::Unknown => outln!("signed by: a key you do not trust"),
@@ -261,6 +322,12 @@ fn inspect(p: &Installed, ceiling: &Limits) {
         visible_line(&a.wit_version)
     );
     outln!("sha256: {}", p.sha256);
+    if !p.source.is_empty() {
+        outln!("from: {}", visible_line(&p.source));
+    }
+    if !p.digest.is_empty() {
+        outln!("digest: {}", visible_line(&p.digest));
+    }
     outln!("size: {} bytes", p.size);
     outln!(
         "installed: {}",
@@ -311,6 +378,8 @@ fn summary_json(p: &Installed) -> serde_json::Value {
         "world": p.manifest.plugin.world,
         "signer": p.signer,
         "wit_version": p.manifest.plugin.wit_version,
+        "source": p.source,
+        "digest": p.digest,
         "tools": p.tools,
     })
 }

@@ -68,7 +68,7 @@ use db::{Conn, Db, Row, params};
 use roost_protocol::conversation::{ContentBlock, Message, Role, Usage};
 use roost_protocol::{TaskSettings, UiRow};
 
-const SCHEMA_VERSION: i64 = 11;
+const SCHEMA_VERSION: i64 = 12;
 
 /// The tasks; `k` is the integer key the [`LOG_TABLES`] use.
 const TASKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tasks (
@@ -128,7 +128,9 @@ CREATE TABLE IF NOT EXISTS plugins (
     enabled INTEGER NOT NULL,
     size INTEGER NOT NULL,
     installed_at INTEGER NOT NULL,
-    signer TEXT NOT NULL DEFAULT ''
+    signer TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL DEFAULT '',
+    digest TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS claims (
     task_id TEXT PRIMARY KEY REFERENCES tasks(id),
@@ -1104,6 +1106,15 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
     // recorded events, and no claim (lock files of version 3 are ignored).
     if !has_column(conn, "tasks", "k")? {
         key_log_tables(conn)?;
+    }
+    // Version 12 records where each plugin came from (its source and,
+    // from a registry, the manifest digest); older installs were local.
+    for col in ["source", "digest"] {
+        if !has_column(conn, "plugins", col)? {
+            conn.execute_batch(&format!(
+                "ALTER TABLE plugins ADD COLUMN {col} TEXT NOT NULL DEFAULT ''"
+            ))?;
+        }
     }
     Ok(())
 }

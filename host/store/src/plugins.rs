@@ -27,10 +27,15 @@ pub struct PluginRecord {
     pub installed_at: i64,
     /// Who signed it (a trusted key's name; empty: unsigned).
     pub signer: String,
+    /// Where it was installed from, as the user named it (a folder, or
+    /// `oci://REGISTRY/REPOSITORY:TAG`): what an upgrade fetches again.
+    pub source: String,
+    /// The registry manifest's digest it was installed at (`sha256:…`;
+    /// empty for a local source): what `outdated` compares a tag with.
+    pub digest: String,
 }
 
-const COLUMNS: &str =
-    "name, version, manifest, sha256, granted, tools, enabled, size, installed_at, signer";
+const COLUMNS: &str = "name, version, manifest, sha256, granted, tools, enabled, size, installed_at, signer, source, digest";
 
 fn row(mut r: Row) -> Result<PluginRecord, StoreError> {
     Ok(PluginRecord {
@@ -44,6 +49,8 @@ fn row(mut r: Row) -> Result<PluginRecord, StoreError> {
         size: r.get(7)?,
         installed_at: r.get(8)?,
         signer: r.take_text(9)?,
+        source: r.take_text(10)?,
+        digest: r.take_text(11)?,
     })
 }
 
@@ -53,11 +60,11 @@ impl Store {
         self.db.run(|c| {
             c.exec(
                 &format!(
-                    "INSERT INTO plugins ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+                    "INSERT INTO plugins ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
                      ON CONFLICT (name) DO UPDATE SET version = excluded.version, manifest = excluded.manifest, \
                      sha256 = excluded.sha256, granted = excluded.granted, tools = excluded.tools, \
                      enabled = excluded.enabled, size = excluded.size, installed_at = excluded.installed_at, \
-                     signer = excluded.signer"
+                     signer = excluded.signer, source = excluded.source, digest = excluded.digest"
                 ),
                 params![
                     &p.name,
@@ -69,7 +76,9 @@ impl Store {
                     i64::from(p.enabled),
                     p.size,
                     now_ms(),
-                    &p.signer
+                    &p.signer,
+                    &p.source,
+                    &p.digest
                 ],
             )
         })?;

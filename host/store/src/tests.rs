@@ -778,11 +778,18 @@ fn every_record_kind_round_trips(b: Backend) {
         size: 10,
         installed_at: 0,
         signer: String::new(),
+        source: "oci://127.0.0.1:5000/p:1".into(),
+        digest: format!("sha256:{}", "0".repeat(64)),
     };
     s.put_plugin(&p).expect("put");
     p.version = "2".into();
     s.put_plugin(&p).expect("replace");
-    assert_eq!(s.get_plugin("p").expect("get").expect("found").version, "2");
+    let got = s.get_plugin("p").expect("get").expect("found");
+    assert_eq!(got.version, "2");
+    assert_eq!(
+        (got.source.as_str(), got.digest.as_str()),
+        (p.source.as_str(), p.digest.as_str())
+    );
     assert!(s.set_plugin_enabled("p", false).expect("disable"));
     assert!(!s.list_plugins().expect("list")[0].enabled);
     assert!(s.delete_plugin("p").expect("delete"));

@@ -180,6 +180,60 @@ pub struct PluginPolicy {
     /// Refuse plugins without a valid signature by a trusted key.
     #[serde(default)]
     pub require_signed: bool,
+    /// Registries (`host:port`) reached over plain HTTP (a registry on
+    /// this machine, say); every other is HTTPS.
+    #[serde(default)]
+    pub insecure_registries: Vec<String>,
+    /// How long a registry may take (`[plugins.transfer]`).
+    #[serde(default)]
+    pub transfer: TransferLimits,
+}
+
+/// `[plugins.transfer]`: when a registry transfer is cut off.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TransferLimits {
+    /// A registry may send nothing for this many seconds.
+    pub stall_secs: u64,
+    /// After this many seconds a transfer is judged by its rate.
+    pub grace_secs: u64,
+    /// The rate (bytes a second) a transfer must average after the grace.
+    pub min_bytes_per_sec: u64,
+}
+
+impl Default for TransferLimits {
+    fn default() -> Self {
+        let o = roost_registry::Options::default();
+        Self {
+            stall_secs: o.stall.as_secs(),
+            grace_secs: o.grace.as_secs(),
+            min_bytes_per_sec: o.min_rate,
+        }
+    }
+}
+
+impl PluginPolicy {
+    /// How registries are reached: these settings, and the logins in
+    /// Docker's config (`docker login`; a config that does not read is
+    /// a warning, and no login).
+    pub fn registry_options(&self) -> roost_registry::Options {
+        let credentials = roost_registry::Credentials::docker_config_path()
+            .map(|p| {
+                roost_registry::Credentials::from_docker_config(&p).unwrap_or_else(|e| {
+                    tracing::warn!("registry logins not read: {e}");
+                    roost_registry::Credentials::none()
+                })
+            })
+            .unwrap_or_default();
+        roost_registry::Options {
+            insecure: self.insecure_registries.clone(),
+            credentials,
+            stall: std::time::Duration::from_secs(self.transfer.stall_secs.max(1)),
+            grace: std::time::Duration::from_secs(self.transfer.grace_secs),
+            min_rate: self.transfer.min_bytes_per_sec,
+            ..roost_registry::Options::default()
+        }
+    }
 }
 
 /// One provider profile.

@@ -66,6 +66,8 @@ pub struct EngineBuilder {
     installed: bool,
     secrets: SecretStore,
     trust: Trust,
+    /// How registries are reached (plugin installs from `oci://`).
+    registry: roost_registry::Options,
     commands: Option<(CommandsConfig, BTreeMap<String, ProfileConfig>)>,
     /// The command sandbox's settings even where commands are off: MCP
     /// stdio servers run in it.
@@ -101,6 +103,7 @@ impl EngineBuilder {
             installed: false,
             secrets: SecretStore::from_env(),
             trust: Trust::default(),
+            registry: roost_registry::Options::default(),
             commands: None,
             sandbox_settings: Default::default(),
             command_bridge: None,
@@ -170,6 +173,7 @@ impl EngineBuilder {
             keys: config.plugins.trusted_keys.clone(),
             require_signed: config.plugins.require_signed,
         };
+        b.registry = config.plugins.registry_options();
         b.checkpoints = config.checkpoints.enabled.unwrap_or(true);
         b.own_files.extend(config.source.iter().cloned());
         b.store = Some(StoreLocation::resolve(
@@ -235,7 +239,8 @@ impl EngineBuilder {
         Ok(
             Plugins::new(&self.data_dir, &store, &engine, self.config.limits)
                 .with_trust(self.trust)
-                .with_secrets(self.secrets),
+                .with_secrets(self.secrets)
+                .with_registry(self.registry),
         )
     }
 

@@ -7,10 +7,14 @@
 
 mod archive;
 pub mod manifest;
+mod registry;
 pub mod signature;
+pub mod source;
 
 pub use manifest::{Capabilities, LimitRequest, Manifest, ManifestError, ReadAccess};
+pub use registry::{Outdated, check_source, upgrade_source};
 pub use signature::{Signer, Trust};
+pub use source::{Fetched, Source};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,6 +80,18 @@ pub enum InstallError {
     /// No such installed plugin.
     #[error("no installed plugin `{0}`")]
     NotInstalled(String),
+    /// An upgrade from another source than the plugin was installed from.
+    #[error(
+        "plugin `{name}` was installed from {recorded}; {new} is another source: upgrade from it only if you mean to switch (`--switch-source`)"
+    )]
+    OtherSource {
+        /// The plugin.
+        name: String,
+        /// Its recorded source.
+        recorded: String,
+        /// The new one.
+        new: String,
+    },
     /// An upgrade for another plugin.
     #[error("the new source is plugin `{new}`, not `{old}`")]
     OtherPlugin {
@@ -144,6 +160,10 @@ pub struct Candidate {
     pub plugin: Arc<LoadedPlugin>,
     /// Who signed it.
     pub signer: Signer,
+    /// Where it came from.
+    pub source: Source,
+    /// The registry manifest's digest, for a registry source.
+    pub digest: Option<String>,
 }
 
 /// One installed plugin.
@@ -165,6 +185,12 @@ pub struct Installed {
     pub installed_at: i64,
     /// The trusted signer's name (empty: unsigned or not trusted).
     pub signer: String,
+    /// Where it was installed from (a path, or a registry reference as
+    /// named); empty for installs older than the record of it.
+    pub source: String,
+    /// The registry manifest's digest it was installed at (empty for a
+    /// path).
+    pub digest: String,
 }
 
 impl Installed {
@@ -182,6 +208,7 @@ pub struct Plugins {
     ceiling: Limits,
     trust: Trust,
     secrets: SecretStore,
+    registry: roost_registry::Options,
 }
 
 impl Plugins {
@@ -205,6 +232,24 @@ impl Plugins {
             ceiling,
             trust: Trust::default(),
             secrets: SecretStore::from_env(),
+            registry: roost_registry::Options::default(),
+        }
+    }
+
+    /// Reach registries with `options` (plain-HTTP registries, logins,
+    /// bounds).
+    pub fn with_registry(mut self, options: roost_registry::Options) -> Self {
+        self.registry = options;
+        self
+    }
+
+    /// Fetch what `source` names: read from disk, or pulled from its
+    /// registry (bounded, every layer checked against its digest).
+    /// Nothing is installed or written.
+    pub async fn fetch(&self, source: &Source) -> Result<Fetched, InstallError> {
+        match source {
+            Source::Local(path) => self.read_source(path),
+            Source::Registry(r) => source::pull(r, self.registry.clone()).await,
         }
     }
 
@@ -232,7 +277,26 @@ impl Plugins {
         source: &Path,
         replacing: Option<&str>,
     ) -> Result<Candidate, InstallError> {
-        let (mut manifest, has_manifest, bytes, signature) = self.read_source(source)?;
+        let fetched = self.read_source(source)?;
+        self.prepare_fetched(&Source::Local(source.to_path_buf()), fetched, replacing)
+    }
+
+    /// Verify `fetched` (what [`Plugins::fetch`] got from `source`) as
+    /// [`Plugins::prepare`] verifies a path: the same checks, whatever the
+    /// source.
+    pub fn prepare_fetched(
+        &self,
+        source: &Source,
+        fetched: Fetched,
+        replacing: Option<&str>,
+    ) -> Result<Candidate, InstallError> {
+        let has_manifest = fetched.manifest.is_some();
+        let signature = fetched.signature.clone();
+        let bytes = fetched.bytes;
+        let mut manifest = match &fetched.manifest {
+            Some(text) => Manifest::parse(text, &self.ceiling)?,
+            None => bare_manifest(&fetched.stem, &fetched.file_name, &bytes)?,
+        };
         // Before the slow part (verifying and compiling) and before any
         // question: a name that is installed is refused at once.
         if replacing.is_none() && self.store.get_plugin(&manifest.plugin.name)?.is_some() {
@@ -311,6 +375,8 @@ impl Plugins {
             tools,
             plugin,
             signer,
+            source: source.clone(),
+            digest: fetched.digest,
         })
     }
 
@@ -333,13 +399,9 @@ impl Plugins {
         Ok(owners)
     }
 
-    /// The manifest (and whether it came with the source), the component's
-    /// bytes, and its detached signature if one is beside it.
-    #[allow(clippy::type_complexity)]
-    fn read_source(
-        &self,
-        source: &Path,
-    ) -> Result<(Manifest, bool, Vec<u8>, Option<String>), InstallError> {
+    /// The parts of a plugin on disk: its manifest's text (when it has
+    /// one), the component's bytes, and the detached signature beside it.
+    fn read_source(&self, source: &Path) -> Result<Fetched, InstallError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| InstallError::Io { path, source }
@@ -381,7 +443,14 @@ impl Plugins {
                 let dir = path.parent().unwrap_or(Path::new("."));
                 let component = dir.join(&manifest.plugin.component);
                 let bytes = std::fs::read(&component).map_err(io(&component))?;
-                Ok((manifest, true, bytes, signature_beside(&component)))
+                Ok(Fetched {
+                    manifest: Some(text),
+                    bytes,
+                    signature: signature_beside(&component),
+                    stem: manifest.plugin.name.clone(),
+                    file_name: manifest.plugin.component.clone(),
+                    digest: None,
+                })
             }
             None => {
                 let bytes = std::fs::read(source).map_err(io(source))?;
@@ -389,28 +458,17 @@ impl Plugins {
                     .file_stem()
                     .map(|s| s.to_string_lossy().replace('_', "-"))
                     .unwrap_or_default();
-                check_name(&stem).map_err(|d| ManifestError {
-                    field: "plugin.name".into(),
-                    detail: format!("taken from the file name: {d}"),
-                })?;
-                let manifest = Manifest {
-                    plugin: manifest::About {
-                        name: stem,
-                        version: "0.0.0".into(),
-                        description: String::new(),
-                        authors: Vec::new(),
-                        world: TOOL_WORLD.into(),
-                        wit_version: SUPPORTED_WIT.first().copied().unwrap_or("0.1.0").into(),
-                        component: source
-                            .file_name()
-                            .map(|f| f.to_string_lossy().into_owned())
-                            .unwrap_or_default(),
-                        sha256: sha256_hex(&bytes),
-                        tools: Vec::new(),
-                    },
-                    capabilities: Capabilities::default(),
-                };
-                Ok((manifest, false, bytes, signature_beside(source)))
+                Ok(Fetched {
+                    manifest: None,
+                    signature: signature_beside(source),
+                    bytes,
+                    stem,
+                    file_name: source
+                        .file_name()
+                        .map(|f| f.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    digest: None,
+                })
             }
         }
     }
@@ -436,13 +494,18 @@ impl Plugins {
 
     /// Replace the installed `name` with `c`, granted `granted`; the old
     /// component stays until the new one is recorded.
+    /// An upgrade from another source than the recorded one (another
+    /// registry or repository, or between a registry and a path) is
+    /// refused unless `switch_source`.
     pub fn upgrade(
         &self,
         name: &str,
         c: &Candidate,
         granted: &Capabilities,
+        switch_source: bool,
     ) -> Result<Installed, InstallError> {
         let old = self.get(name)?;
+        check_source(&old, &c.source, switch_source)?;
         if c.manifest.plugin.name != name {
             return Err(InstallError::OtherPlugin {
                 old: name.to_owned(),
@@ -488,6 +551,8 @@ impl Plugins {
             size: i64::try_from(c.bytes.len()).unwrap_or(i64::MAX),
             installed_at: 0,
             signer: c.signer.name().to_owned(),
+            source: c.source.recorded(),
+            digest: c.digest.clone().unwrap_or_default(),
         };
         self.store.put_plugin(&record)?;
         self.get(name)
@@ -764,6 +829,31 @@ fn decode(r: &PluginRecord) -> Result<Installed, InstallError> {
         enabled: r.enabled,
         installed_at: r.installed_at,
         signer: r.signer.clone(),
+        source: r.source.clone(),
+        digest: r.digest.clone(),
+    })
+}
+
+/// The manifest a bare component (no `plugin.toml`) is installed with:
+/// named after `stem`, asking for the defaults.
+fn bare_manifest(stem: &str, file_name: &str, bytes: &[u8]) -> Result<Manifest, InstallError> {
+    check_name(stem).map_err(|d| ManifestError {
+        field: "plugin.name".into(),
+        detail: format!("taken from the file name: {d}"),
+    })?;
+    Ok(Manifest {
+        plugin: manifest::About {
+            name: stem.to_owned(),
+            version: "0.0.0".into(),
+            description: String::new(),
+            authors: Vec::new(),
+            world: TOOL_WORLD.into(),
+            wit_version: SUPPORTED_WIT.first().copied().unwrap_or("0.1.0").into(),
+            component: file_name.to_owned(),
+            sha256: sha256_hex(bytes),
+            tools: Vec::new(),
+        },
+        capabilities: Capabilities::default(),
     })
 }
 
