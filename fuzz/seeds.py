@@ -8,6 +8,7 @@ committed, so the fuzzers start from real inputs:
     python3 fuzz/seeds.py
 """
 
+import hashlib
 import json
 import pathlib
 import re
@@ -88,6 +89,20 @@ seed("intents", "intent-example", b"docs/**\n" + NUL + b"src/auth/login.rs\nsrc/
 roomodes = ROOT / "tests/fixtures/intent-example/workspace/.roomodes"
 seed("modes", "intent-example", b"src/a.rs" + NUL + NUL + roomodes.read_bytes())
 seed("modes", "restricted", b"docs/x.md" + NUL + b"customModes:\n  - slug: docs\n    name: Docs\n    roleDefinition: Writes docs.\n    groups:\n      - read\n      - - edit\n        - fileRegex: \\.md$\n          description: Markdown only\n" + NUL + b'{"customModes":[{"slug":"code","name":"Read-only Code","roleDefinition":"x","groups":["read"]}]}')
+
+# A registry's manifest answers: the artifact `roost plugin publish`
+# writes (component, plugin.toml and signature layers), a wkg-style one
+# (component only), pinned and not, with Docker configs.
+def descriptor(media, body):
+    return {"mediaType": media, "digest": "sha256:" + hashlib.sha256(body).hexdigest(), "size": len(body)}
+layers = [descriptor("application/wasm", b"\0asm"), descriptor("application/vnd.roost.plugin.manifest.v1+toml", b"[plugin]"), descriptor("application/vnd.roost.plugin.signature.v1+minisign", b"sig")]
+for i, ls in enumerate([layers, layers[:1]]):
+    m = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json", "config": descriptor("application/vnd.wasm.config.v0+json", b"{}"), "layers": ls, "annotations": {"org.opencontainers.image.version": "1.0.0"}}).encode()
+    d = "sha256:" + hashlib.sha256(m).hexdigest()
+    docker = json.dumps({"auths": {"127.0.0.1:5000": {"auth": "YWRhOnB3"}, "https://index.docker.io/v1/": {"username": "a", "password": "b"}}}).encode()
+    seed("registry", f"by-tag-{i}", b"oci://127.0.0.1:5000/roost/notes:1" + NUL + b"application/vnd.oci.image.manifest.v1+json" + NUL + d.encode() + NUL + docker + NUL + m)
+    seed("registry", f"by-digest-{i}", b"oci://ghcr.io/ada/notes@" + d.encode() + NUL + NUL + NUL + b"{}" + NUL + m)
+seed("registry", "index", b"oci://r.example/a:1" + NUL + b"application/vnd.oci.image.index.v1+json" + NUL + NUL + NUL + b'{"schemaVersion":2,"manifests":[]}')
 
 # Skills.
 for f in sorted((ROOT / "tests/fixtures/skills").glob("*/SKILL.md")):

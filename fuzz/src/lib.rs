@@ -19,6 +19,7 @@ pub mod mcp_server;
 pub mod modes;
 pub mod peer;
 pub mod plugin_manifest;
+pub mod registry;
 pub mod scratch;
 pub mod skill_manifest;
 pub mod sse_stream;

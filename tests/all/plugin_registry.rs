@@ -360,6 +360,24 @@ fn is_component_blob(req: &roost_tests::registry::Request, component_digest: &st
     req.method == "GET" && req.path.ends_with(&format!("/blobs/{component_digest}"))
 }
 
+/// A proxy's rule.
+type RuleFn = Box<dyn Fn(&roost_tests::registry::Request, Response) -> Action + Send + Sync>;
+
+/// A rule that rewrites the manifest the registry answers with `edit`
+/// (dropping the registry's digest header, which would no longer match).
+fn edit_manifest(edit: impl Fn(&mut serde_json::Value) + Send + Sync + 'static) -> RuleFn {
+    Box::new(move |req, mut r| {
+        if is_manifest(req) {
+            let mut m: serde_json::Value = serde_json::from_slice(&r.body).expect("manifest");
+            edit(&mut m);
+            r.body = serde_json::to_vec(&m).expect("json");
+            r.headers
+                .retain(|(k, _)| !k.eq_ignore_ascii_case("docker-content-digest"));
+        }
+        Action::Send(r)
+    })
+}
+
 #[test]
 fn hostile_registries_are_refused_and_nothing_is_half_installed() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -404,7 +422,6 @@ fn hostile_registries_are_refused_and_nothing_is_half_installed() {
 
     // Each case: a proxy with a rule; the install through it is refused
     // with a message naming the fault, and nothing is installed.
-    type RuleFn = Box<dyn Fn(&roost_tests::registry::Request, Response) -> Action + Send + Sync>;
     let cases: Vec<(&str, RuleFn, &str)> = vec![
         (
             "an endless manifest",
@@ -418,16 +435,8 @@ fn hostile_registries_are_refused_and_nothing_is_half_installed() {
         ),
         (
             "a component larger than the bound, declared",
-            Box::new(|req, mut r| {
-                if is_manifest(req) {
-                    let mut m: serde_json::Value =
-                        serde_json::from_slice(&r.body).expect("manifest");
-                    m["layers"][0]["size"] = serde_json::json!(1u64 << 40);
-                    r.body = serde_json::to_vec(&m).expect("json");
-                    r.headers
-                        .retain(|(k, _)| !k.eq_ignore_ascii_case("docker-content-digest"));
-                }
-                Action::Send(r)
+            edit_manifest(|m| {
+                m["layers"][0]["size"] = serde_json::json!(1u64 << 40);
             }),
             "declares 1099511627776 bytes",
         ),
@@ -461,32 +470,15 @@ fn hostile_registries_are_refused_and_nothing_is_half_installed() {
         ),
         (
             "a container image",
-            Box::new(|req, mut r| {
-                if is_manifest(req) {
-                    let mut m: serde_json::Value =
-                        serde_json::from_slice(&r.body).expect("manifest");
-                    m["config"]["mediaType"] = "application/vnd.oci.image.config.v1+json".into();
-                    r.body = serde_json::to_vec(&m).expect("json");
-                    r.headers
-                        .retain(|(k, _)| !k.eq_ignore_ascii_case("docker-content-digest"));
-                }
-                Action::Send(r)
+            edit_manifest(|m| {
+                m["config"]["mediaType"] = "application/vnd.oci.image.config.v1+json".into();
             }),
             "it is a container image",
         ),
         (
             "a layer that is not part of a plugin",
-            Box::new(|req, mut r| {
-                if is_manifest(req) {
-                    let mut m: serde_json::Value =
-                        serde_json::from_slice(&r.body).expect("manifest");
-                    m["layers"][1]["mediaType"] =
-                        "application/vnd.oci.image.layer.v1.tar+gzip".into();
-                    r.body = serde_json::to_vec(&m).expect("json");
-                    r.headers
-                        .retain(|(k, _)| !k.eq_ignore_ascii_case("docker-content-digest"));
-                }
-                Action::Send(r)
+            edit_manifest(|m| {
+                m["layers"][1]["mediaType"] = "application/vnd.oci.image.layer.v1.tar+gzip".into();
             }),
             "not part of a plugin",
         ),

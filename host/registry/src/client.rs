@@ -343,21 +343,7 @@ impl Client {
             if let Some(b) = &body {
                 req = req.body(b.clone());
             }
-            let resp = match tokio::time::timeout(self.opts.stall, req.send()).await {
-                Ok(Ok(resp)) => resp,
-                Ok(Err(e)) => {
-                    return Err(RegistryError::Transport {
-                        url: url.to_string(),
-                        detail: error_chain(&e),
-                    });
-                }
-                Err(_) => {
-                    return Err(RegistryError::Slow {
-                        what: url.to_string(),
-                        detail: format!("no answer in {} s", self.opts.stall.as_secs_f32()),
-                    });
-                }
-            };
+            let resp = self.answer(req, &url).await?;
             let status = resp.status();
             if status == StatusCode::UNAUTHORIZED {
                 if challenged {
@@ -501,21 +487,7 @@ impl Client {
             if let Some(l) = login {
                 req = req.header(AUTHORIZATION, l.basic());
             }
-            let resp = match tokio::time::timeout(self.opts.stall, req.send()).await {
-                Ok(Ok(resp)) => resp,
-                Ok(Err(e)) => {
-                    return Err(RegistryError::Transport {
-                        url: token_url.to_string(),
-                        detail: error_chain(&e),
-                    });
-                }
-                Err(_) => {
-                    return Err(RegistryError::Slow {
-                        what: token_url.to_string(),
-                        detail: format!("no answer in {} s", self.opts.stall.as_secs_f32()),
-                    });
-                }
-            };
+            let resp = self.answer(req, &token_url).await?;
             if !resp.status().is_success() {
                 let status = resp.status();
                 return Err(unauthorized(format!(
@@ -576,6 +548,26 @@ impl Client {
             "asks for authentication Roost does not speak (`{}`)",
             shown(challenge)
         )))
+    }
+
+    /// Send `req` (to `url`) and wait for its answer's head, at most the
+    /// stall time.
+    async fn answer(
+        &self,
+        req: reqwest::RequestBuilder,
+        url: &Url,
+    ) -> Result<reqwest::Response, RegistryError> {
+        match tokio::time::timeout(self.opts.stall, req.send()).await {
+            Ok(Ok(resp)) => Ok(resp),
+            Ok(Err(e)) => Err(RegistryError::Transport {
+                url: url.to_string(),
+                detail: error_chain(&e),
+            }),
+            Err(_) => Err(RegistryError::Slow {
+                what: url.to_string(),
+                detail: format!("no answer in {} s", self.opts.stall.as_secs_f32()),
+            }),
+        }
     }
 
     /// The body of `resp`, at most `limit` bytes, read while it keeps
