@@ -14,6 +14,8 @@
 //! (never over plain HTTP beyond loopback). General-purpose clients
 //! (`oci-client`) read manifests unbounded and follow redirects anywhere.
 
+#![forbid(unsafe_code)]
+
 pub mod artifact;
 pub mod auth;
 pub mod client;
