@@ -1,17 +1,20 @@
 //! What a registry and a user give a registry install: a reference
 //! (`oci://…`), the registry's manifest answer for it (the bytes, their
-//! content type and the digest the registry claims), and Docker's config
-//! with its logins.
+//! content type and the digest the registry claims), Docker's config with
+//! its logins, a plugin's name (`hello:1`, `roost:hello@1.2.0`) and wkg's
+//! config that places package names.
 //!
 //! Must hold: a reference that parses prints as text that parses to the
 //! same reference; a manifest accepted hashes to the digest returned, which
 //! is the pinned one and the claimed one; it is an OCI image manifest with a
 //! component's config, exactly one component layer, and only a plugin's
-//! layers, each once; a Docker config is read or refused, never more.
+//! layers, each once; a Docker config and wkg's config are read or
+//! refused, never more; a name that parses prints as text that parses to
+//! the same name.
 
 use roost_registry::artifact::{COMPONENT, MINISIGN, PLUGIN_MANIFEST, WASM_CONFIG, check_manifest};
 use roost_registry::client::Body;
-use roost_registry::{Credentials, Digest, Reference};
+use roost_registry::{Credentials, Digest, Name, Reference, WkgConfig};
 
 /// The target.
 pub fn run(data: &[u8]) {
@@ -27,6 +30,14 @@ pub fn run(data: &[u8]) {
         assert_eq!(again, r);
     }
     let _ = Credentials::from_docker_json(&docker);
+    let _ = WkgConfig::parse(&docker, "config.toml");
+    if let Some(n) = Name::parse(&reference) {
+        assert_eq!(
+            Name::parse(&n.to_string()),
+            Some(n),
+            "a parsed name prints as one"
+        );
+    }
     let r = Reference::parse(&reference)
         .or_else(|_| Reference::parse("oci://registry.example/roost/p:1"))
         .expect("the default reference");

@@ -43,6 +43,7 @@ mod one_door;
 mod parallel;
 mod plugin_install;
 mod plugin_registry;
+mod plugin_sources;
 mod plugin_templates;
 mod postgres;
 mod sandbox;

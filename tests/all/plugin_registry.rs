@@ -19,17 +19,22 @@ use roost_tests::registry::{Action, Proxy, Registry, Response, docker_login};
 
 /// A config that lets `roost` reach `registries` over plain HTTP, with
 /// short transfer bounds (so a stalled transfer fails in a second).
-fn config(root: &Path, registries: &[String]) -> PathBuf {
+pub(crate) fn config(root: &Path, registries: &[String]) -> PathBuf {
+    config_with(root, registries, "")
+}
+
+/// [`config`] with `extra` lines in its `[plugins]` table.
+pub(crate) fn config_with(root: &Path, registries: &[String], extra: &str) -> PathBuf {
     let list = registries
         .iter()
         .map(|r| format!("\"{r}\""))
         .collect::<Vec<_>>()
         .join(", ");
-    let path = root.join(format!("config-{}.toml", registries.len()));
+    let path = root.join(format!("config-{}-{}.toml", registries.len(), extra.len()));
     std::fs::write(
         &path,
         format!(
-            "[plugins]\ninsecure_registries = [{list}]\n\n[plugins.transfer]\nstall_secs = 2\ngrace_secs = 3\nmin_bytes_per_sec = 20000\n"
+            "[plugins]\ninsecure_registries = [{list}]\n{extra}\n[plugins.transfer]\nstall_secs = 2\ngrace_secs = 3\nmin_bytes_per_sec = 20000\n"
         ),
     )
     .expect("config");
@@ -38,14 +43,14 @@ fn config(root: &Path, registries: &[String]) -> PathBuf {
 
 /// `roost` on `data` with `config`, and Docker's config at `docker` (an
 /// empty one unless a test writes a login there).
-fn roost_with(data: &Path, config: &Path, docker: &Path) -> Command {
+pub(crate) fn roost_with(data: &Path, config: &Path, docker: &Path) -> Command {
     let mut c = roost(data);
     c.env("ROOST_CONFIG", config).env("DOCKER_CONFIG", docker);
     c
 }
 
 /// The one installed plugin's `list --json` entry.
-fn listed(data: &Path, config: &Path, docker: &Path) -> serde_json::Value {
+pub(crate) fn listed(data: &Path, config: &Path, docker: &Path) -> serde_json::Value {
     let o = roost_with(data, config, docker)
         .args(["plugin", "list", "--json"])
         .output()
@@ -55,7 +60,7 @@ fn listed(data: &Path, config: &Path, docker: &Path) -> serde_json::Value {
 }
 
 /// The digest `publish` printed (`published oci://…@sha256:…`).
-fn published_digest(out: &str) -> String {
+pub(crate) fn published_digest(out: &str) -> String {
     out.lines()
         .find_map(|l| l.strip_prefix("published "))
         .and_then(|l| l.rsplit_once('@'))

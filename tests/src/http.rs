@@ -111,14 +111,20 @@ impl Server {
 
 /// A whole HTTP/1.1 response.
 pub fn reply(status: u16, headers: &[(&str, &str)], body: &str) -> Vec<u8> {
+    reply_bytes(status, headers, body.as_bytes())
+}
+
+/// A whole HTTP/1.1 response with a binary body.
+pub fn reply_bytes(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     let mut out = format!(
         "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
-    );
+    )
+    .into_bytes();
     for (k, v) in headers {
-        out.push_str(&format!("{k}: {v}\r\n"));
+        out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
     }
-    out.push_str("\r\n");
-    out.push_str(body);
-    out.into_bytes()
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out
 }

@@ -33,11 +33,18 @@ pub struct PluginArgs {
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
     /// Verify and install a plugin: a folder with plugin.toml, a
-    /// plugin.toml, a .tar.gz or a .wasm, or `oci://REGISTRY/REPO:TAG`
-    /// (or `@sha256:DIGEST`) from an OCI registry.
+    /// plugin.toml, a .tar.gz or a .wasm; `oci://REGISTRY/REPO:TAG` (or
+    /// `@sha256:DIGEST`) from an OCI registry; an `https://….tar.gz` with
+    /// its `--sha256`; or a name the configured registries resolve
+    /// (`hello:1.2`, or a package `roost:hello@1.2.0` through wkg's config).
     Install {
-        /// Where the plugin is: a path or an `oci://` reference.
+        /// Where the plugin is: a path, an `oci://` reference, an
+        /// `https://` archive or a name.
         source: String,
+        /// The SHA-256 an `https://` archive must hash to (from its
+        /// publisher).
+        #[arg(long)]
+        sha256: Option<String>,
         /// Grant what it asks for without asking.
         #[arg(short = 'y', long)]
         yes: bool,
@@ -79,6 +86,9 @@ pub enum PluginCommand {
         /// Where the new version is (default: where it was installed from;
         /// for a registry, its tag resolved again).
         source: Option<String>,
+        /// The SHA-256 an `https://` archive must hash to.
+        #[arg(long)]
+        sha256: Option<String>,
         /// Upgrade from another source than the one it was installed
         /// from (another registry or repository, or a path for a registry
         /// plugin).
@@ -145,8 +155,15 @@ pub async fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> 
         .plugins()?;
     let ceiling = plugins.ceiling();
     match cmd {
-        PluginCommand::Install { source, yes, .. } => {
-            let source = Source::parse(&source)?;
+        PluginCommand::Install {
+            source,
+            sha256,
+            yes,
+            ..
+        } => {
+            let source = plugins
+                .resolve(&Source::named(&source, sha256.as_deref())?)
+                .await?;
             let fetched = plugins.fetch(&source).await?;
             let c = plugins.prepare_fetched(&source, fetched, None)?;
             let requested = Plugins::requested(&c);
@@ -197,13 +214,18 @@ pub async fn run(args: PluginArgs, data_dir: &Path) -> anyhow::Result<ExitCode> 
         PluginCommand::Upgrade {
             name,
             source,
+            sha256,
             yes,
             switch_source,
             ..
         } => {
             let old = plugins.get(&name)?;
             let source = match source {
-                Some(s) => Source::parse(&s)?,
+                Some(s) => {
+                    plugins
+                        .resolve(&Source::named(&s, sha256.as_deref())?)
+                        .await?
+                }
                 None => install::upgrade_source(&old)?,
             };
             // Before fetching anything from another source.

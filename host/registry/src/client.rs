@@ -369,31 +369,7 @@ impl Client {
                 continue;
             }
             if status.is_redirection() {
-                let to = header(&resp, LOCATION.as_str()).unwrap_or_default();
-                let next = url.join(&to).map_err(|e| RegistryError::Transport {
-                    url: url.to_string(),
-                    detail: format!("redirected to `{}`, not a URL: {e}", shown(&to)),
-                })?;
-                if next.origin() != origin {
-                    return Err(RegistryError::Redirect {
-                        from: url.to_string(),
-                        to: shown(next.as_str()),
-                    });
-                }
-                if !(method == Method::GET || method == Method::HEAD) {
-                    return Err(RegistryError::Transport {
-                        url: url.to_string(),
-                        detail: format!("a {method} was redirected ({status}); not followed"),
-                    });
-                }
-                hops += 1;
-                if hops > MAX_REDIRECTS {
-                    return Err(RegistryError::TooManyRedirects {
-                        url: first.to_string(),
-                        limit: MAX_REDIRECTS,
-                    });
-                }
-                url = next;
+                url = redirect(&resp, &url, &origin, &method, &mut hops, &first)?;
                 continue;
             }
             if !status.is_success() {
@@ -404,6 +380,88 @@ impl Client {
                 });
             }
             return Ok(resp);
+        }
+    }
+
+    /// `path` at `registry`'s base URL (HTTPS, or HTTP when listed as
+    /// insecure).
+    pub fn registry_url(&self, registry: &str, path: &str) -> Result<Url, RegistryError> {
+        let r = Reference::parse(&format!("{}{registry}/x", crate::reference::SCHEME))?;
+        self.url(&r, path)
+    }
+
+    /// The tags of `r`'s repository (the distribution spec's tag list),
+    /// read under `limit` bytes.
+    pub async fn tags(&self, r: &Reference, limit: u64) -> Result<Vec<String>, RegistryError> {
+        let url = self.url(r, &format!("v2/{}/tags/list", r.repository()))?;
+        let resp = self
+            .send(r, Method::GET, url.clone(), Access::Pull, &[], None)
+            .await?;
+        let what = format!("the tags of {}/{}", r.registry(), r.repository());
+        let bytes = self.read(resp, limit, &what).await?;
+        #[derive(Deserialize)]
+        struct Tags {
+            #[serde(default)]
+            tags: Option<Vec<String>>,
+        }
+        let t: Tags = serde_json::from_slice(&bytes).map_err(|e| RegistryError::Transport {
+            url: url.to_string(),
+            detail: format!("the tag list does not parse: {e}"),
+        })?;
+        Ok(t.tags.unwrap_or_default())
+    }
+
+    /// The file at `url` (`https://`, or `http://` on this machine or at
+    /// a host listed as insecure), at most `limit` bytes, read under the
+    /// bounds a registry's answers are: redirects followed within the
+    /// URL's origin only, a stalled or crawling transfer cut off. No
+    /// credentials are sent with it.
+    pub async fn download(
+        &self,
+        url: &Url,
+        limit: u64,
+        what: &str,
+    ) -> Result<Vec<u8>, RegistryError> {
+        let host = match (url.host_str(), url.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_owned(),
+            (None, _) => String::new(),
+        };
+        match url.scheme() {
+            "https" => {}
+            "http"
+                if is_loopback_host(url.host_str().unwrap_or_default())
+                    || self
+                        .opts
+                        .insecure
+                        .iter()
+                        .any(|i| i.eq_ignore_ascii_case(&host)) => {}
+            "http" => return Err(RegistryError::PlainHttp { registry: host }),
+            other => {
+                return Err(RegistryError::Transport {
+                    url: shown(url.as_str()),
+                    detail: format!("`{}:` URLs are not fetched (https:// only)", shown(other)),
+                });
+            }
+        }
+        let origin = url.origin();
+        let mut at = url.clone();
+        let mut hops = 0;
+        loop {
+            let resp = self.answer(self.http.get(at.clone()), &at).await?;
+            let status = resp.status();
+            if status.is_redirection() {
+                at = redirect(&resp, &at, &origin, &Method::GET, &mut hops, url)?;
+                continue;
+            }
+            if !status.is_success() {
+                return Err(RegistryError::Status {
+                    url: at.to_string(),
+                    status: status.as_u16(),
+                    detail: self.error_detail(resp).await,
+                });
+            }
+            return self.read(resp, limit, what).await;
         }
     }
 
@@ -623,7 +681,7 @@ impl Client {
                 return Err(RegistryError::Slow {
                     what: what.to_owned(),
                     detail: format!(
-                        "the registry sent nothing for {} s (after {} bytes)",
+                        "the server sent nothing for {} s (after {} bytes)",
                         self.opts.stall.as_secs_f32(),
                         out.len()
                     ),
@@ -680,6 +738,47 @@ impl Client {
             format!(" ({})", shown(text))
         }
     }
+}
+
+/// Where a redirect from `url` leads, when it may be followed: within
+/// `origin`, for a GET or HEAD, at most [`MAX_REDIRECTS`] times (`hops`
+/// counts them from `first`).
+fn redirect(
+    resp: &reqwest::Response,
+    url: &Url,
+    origin: &url::Origin,
+    method: &Method,
+    hops: &mut usize,
+    first: &Url,
+) -> Result<Url, RegistryError> {
+    let to = header(resp, LOCATION.as_str()).unwrap_or_default();
+    let next = url.join(&to).map_err(|e| RegistryError::Transport {
+        url: url.to_string(),
+        detail: format!("redirected to `{}`, not a URL: {e}", shown(&to)),
+    })?;
+    if next.origin() != *origin {
+        return Err(RegistryError::Redirect {
+            from: url.to_string(),
+            to: shown(next.as_str()),
+        });
+    }
+    if !(*method == Method::GET || *method == Method::HEAD) {
+        return Err(RegistryError::Transport {
+            url: url.to_string(),
+            detail: format!(
+                "a {method} was redirected ({}); not followed",
+                resp.status()
+            ),
+        });
+    }
+    *hops += 1;
+    if *hops > MAX_REDIRECTS {
+        return Err(RegistryError::TooManyRedirects {
+            url: first.to_string(),
+            limit: MAX_REDIRECTS,
+        });
+    }
+    Ok(next)
 }
 
 fn header(resp: &reqwest::Response, name: &str) -> Option<String> {

@@ -19,11 +19,13 @@
 pub mod artifact;
 pub mod auth;
 pub mod client;
+pub mod names;
 pub mod reference;
 
 pub use artifact::{Publish, Pulled};
 pub use auth::{Credential, Credentials};
 pub use client::{Client, Options};
+pub use names::{Name, Resolver, WkgConfig};
 pub use reference::{Digest, Reference};
 
 /// Why a registry could not give or take a plugin. Each names what was
@@ -86,7 +88,7 @@ pub enum RegistryError {
     },
     /// A redirect to another origin (scheme, host or port).
     #[error(
-        "{from} redirected to {to}, another origin: refused (a registry's content is fetched from the registry)"
+        "{from} redirected to {to}, another origin: refused (content is fetched only from the origin it was asked of)"
     )]
     Redirect {
         /// The URL that redirected.
@@ -129,12 +131,20 @@ pub enum RegistryError {
     },
 }
 
+impl RegistryError {
+    /// Whether the registry (or server) answered that what was asked for
+    /// does not exist (404), as opposed to failing.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, RegistryError::Status { status: 404, .. })
+    }
+}
+
 /// At most this many characters of outside text in an error.
 const SHOWN: usize = 200;
 
 /// `text` as one bounded line for an error message: control characters
 /// become spaces, and it is cut at [`SHOWN`] characters.
-pub(crate) fn shown(text: &str) -> String {
+pub fn shown(text: &str) -> String {
     let mut out: String = text
         .chars()
         .take(SHOWN)

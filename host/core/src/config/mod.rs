@@ -187,6 +187,15 @@ pub struct PluginPolicy {
     /// How long a registry may take (`[plugins.transfer]`).
     #[serde(default)]
     pub transfer: TransferLimits,
+    /// Where a plugin named without a registry is looked for
+    /// (`REGISTRY[/PATH]` each, tried in order): `roost plugin install
+    /// hello:1.2`.
+    #[serde(default)]
+    pub registries: Vec<String>,
+    /// `wkg`'s config, which places package names (`roost:hello@1.2.0`);
+    /// by default `~/.config/wasm-pkg/config.toml` when it exists.
+    #[serde(default)]
+    pub wkg_config: Option<PathBuf>,
 }
 
 /// `[plugins.transfer]`: when a registry transfer is cut off.
@@ -232,6 +241,35 @@ impl PluginPolicy {
             grace: std::time::Duration::from_secs(self.transfer.grace_secs),
             min_rate: self.transfer.min_bytes_per_sec,
             ..roost_registry::Options::default()
+        }
+    }
+}
+
+impl PluginPolicy {
+    /// How plugin names resolve: the configured registries, and `wkg`'s
+    /// config (the one named, else the user's when it exists; one that
+    /// does not read is a warning, and no package names).
+    pub fn resolver(&self) -> roost_registry::Resolver {
+        let path = self.wkg_config.clone().or_else(|| {
+            let base = std::env::var_os("XDG_CONFIG_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+            Some(base.join("wasm-pkg").join("config.toml"))
+        });
+        let wkg = path.and_then(|p| match std::fs::read_to_string(&p) {
+            Ok(text) => roost_registry::WkgConfig::parse(&text, &p.display().to_string())
+                .map_err(|e| tracing::warn!("package names not resolved through wkg: {e}"))
+                .ok(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                tracing::warn!("wkg's config {} not read: {e}", p.display());
+                None
+            }
+        });
+        roost_registry::Resolver {
+            registries: self.registries.clone(),
+            wkg,
         }
     }
 }

@@ -68,6 +68,7 @@ pub struct EngineBuilder {
     trust: Trust,
     /// How registries are reached (plugin installs from `oci://`).
     registry: roost_registry::Options,
+    names: roost_registry::Resolver,
     commands: Option<(CommandsConfig, BTreeMap<String, ProfileConfig>)>,
     /// The command sandbox's settings even where commands are off: MCP
     /// stdio servers run in it.
@@ -104,6 +105,7 @@ impl EngineBuilder {
             secrets: SecretStore::from_env(),
             trust: Trust::default(),
             registry: roost_registry::Options::default(),
+            names: roost_registry::Resolver::default(),
             commands: None,
             sandbox_settings: Default::default(),
             command_bridge: None,
@@ -174,6 +176,7 @@ impl EngineBuilder {
             require_signed: config.plugins.require_signed,
         };
         b.registry = config.plugins.registry_options();
+        b.names = config.plugins.resolver();
         b.checkpoints = config.checkpoints.enabled.unwrap_or(true);
         b.own_files.extend(config.source.iter().cloned());
         b.store = Some(StoreLocation::resolve(
@@ -240,7 +243,8 @@ impl EngineBuilder {
             Plugins::new(&self.data_dir, &store, &engine, self.config.limits)
                 .with_trust(self.trust)
                 .with_secrets(self.secrets)
-                .with_registry(self.registry),
+                .with_registry(self.registry)
+                .with_names(self.names),
         )
     }
 

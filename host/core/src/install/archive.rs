@@ -13,6 +13,9 @@ use super::{InstallError, MANIFEST_FILE};
 const MAX_UNPACKED: u64 = 256 << 20;
 /// Most entries an archive may hold.
 const MAX_ENTRIES: usize = 4096;
+/// Most bytes an archive downloaded from the web may be (a component is
+/// at most 128 MiB; compressed, a plugin folder is smaller).
+pub const MAX_DOWNLOAD: u64 = 128 << 20;
 /// Whether `source` names a gzip'd tarball.
 pub fn is_archive(source: &Path) -> bool {
     let name = source.to_string_lossy();
@@ -25,11 +28,31 @@ pub fn unpack(archive: &Path, into: &Path) -> Result<PathBuf, InstallError> {
     unpack_within(archive, into, MAX_UNPACKED)
 }
 
+/// [`unpack`] for an archive held in memory (one downloaded and checked
+/// against its hash: what is unpacked is exactly what was checked);
+/// `label` names it in errors.
+pub fn unpack_bytes(bytes: &[u8], label: &str, into: &Path) -> Result<PathBuf, InstallError> {
+    unpack_from(bytes, label, into, MAX_UNPACKED)
+}
+
 /// [`unpack`], refusing an archive that unpacks to more than `max` bytes.
 fn unpack_within(archive: &Path, into: &Path, max: u64) -> Result<PathBuf, InstallError> {
-    let bad = |detail: String| InstallError::Source(format!("{}: {detail}", archive.display()));
-    let file = std::fs::File::open(archive).map_err(|e| bad(e.to_string()))?;
-    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let label = archive.display().to_string();
+    let file =
+        std::fs::File::open(archive).map_err(|e| InstallError::Source(format!("{label}: {e}")))?;
+    unpack_from(file, &label, into, max)
+}
+
+/// The gzip'd tar read from `reader` (named `label`) unpacked into `into`,
+/// within `max` bytes.
+fn unpack_from(
+    reader: impl Read,
+    label: &str,
+    into: &Path,
+    max: u64,
+) -> Result<PathBuf, InstallError> {
+    let bad = |detail: String| InstallError::Source(format!("{label}: {detail}"));
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(reader));
     let mut unpacked: u64 = 0;
     let entries = tar
         .entries()

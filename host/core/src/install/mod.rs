@@ -209,6 +209,7 @@ pub struct Plugins {
     trust: Trust,
     secrets: SecretStore,
     registry: roost_registry::Options,
+    names: roost_registry::Resolver,
 }
 
 impl Plugins {
@@ -233,6 +234,7 @@ impl Plugins {
             trust: Trust::default(),
             secrets: SecretStore::from_env(),
             registry: roost_registry::Options::default(),
+            names: roost_registry::Resolver::default(),
         }
     }
 
@@ -246,11 +248,56 @@ impl Plugins {
     /// Fetch what `source` names: read from disk, or pulled from its
     /// registry (bounded, every layer checked against its digest).
     /// Nothing is installed or written.
+    /// A name is fetched from the reference it resolves to (see
+    /// [`Plugins::resolve`]); an archive is unpacked only once it hashes to
+    /// the SHA-256 the user gave.
     pub async fn fetch(&self, source: &Source) -> Result<Fetched, InstallError> {
         match source {
             Source::Local(path) => self.read_source(path),
             Source::Registry(r) => source::pull(r, self.registry.clone()).await,
+            Source::Name(_) => match self.resolve(source).await? {
+                Source::Registry(r) => source::pull(&r, self.registry.clone()).await,
+                other => Err(InstallError::Source(format!(
+                    "`{}` resolved to no registry reference",
+                    other.recorded()
+                ))),
+            },
+            Source::Archive { url, sha256 } => {
+                let bytes = source::download(url, sha256, self.registry.clone()).await?;
+                let io = |source| InstallError::Io {
+                    path: PathBuf::from(url.as_str()),
+                    source,
+                };
+                let dir = tempfile::tempdir().map_err(io)?;
+                let folder = archive::unpack_bytes(&bytes, url.as_str(), dir.path())?;
+                let mut fetched = self.read_source(&folder)?;
+                fetched.digest = Some(format!("sha256:{sha256}"));
+                Ok(fetched)
+            }
         }
+    }
+
+    /// `source` with a name resolved to the registry reference it stands
+    /// for (the first configured registry that has it, or where `wkg`'s
+    /// config places a package); any other source as it is.
+    pub async fn resolve(&self, source: &Source) -> Result<Source, InstallError> {
+        let Source::Name(name) = source else {
+            return Ok(source.clone());
+        };
+        let client = roost_registry::Client::new(self.registry.clone())
+            .map_err(|e| InstallError::Source(e.to_string()))?;
+        self.names
+            .resolve(&client, name)
+            .await
+            .map(Source::Registry)
+            .map_err(|e| InstallError::Source(e.to_string()))
+    }
+
+    /// Resolve plugin names with `names` (the configured registries and
+    /// `wkg`'s config).
+    pub fn with_names(mut self, names: roost_registry::Resolver) -> Self {
+        self.names = names;
+        self
     }
 
     /// Take the values (and host bindings) of granted secrets from

@@ -62,6 +62,13 @@ pub fn upgrade_source(old: &Installed) -> Result<Source, InstallError> {
             old.name()
         )));
     }
+    if old.source.starts_with("https://") || old.source.starts_with("http://") {
+        return Err(InstallError::Source(format!(
+            "`{}` was installed from an archive pinned by its SHA-256 ({}); name the new version's archive and its `--sha256`",
+            old.name(),
+            old.source
+        )));
+    }
     match Source::parse(&old.source)? {
         Source::Registry(r) if r.tag().is_none() => Err(InstallError::Source(format!(
             "`{}` was installed by digest ({}); name the version to upgrade to",
@@ -105,6 +112,18 @@ impl Plugins {
         let client = self.registry_client()?;
         let mut out = Vec::new();
         for p in self.list()? {
+            if p.source.starts_with("https://") || p.source.starts_with("http://") {
+                out.push(Outdated {
+                    name: p.name().to_owned(),
+                    source: p.source.clone(),
+                    installed: p.digest.clone(),
+                    latest: None,
+                    note: Some(
+                        "an archive pinned by its SHA-256: a newer one is known only by its URL and hash".into(),
+                    ),
+                });
+                continue;
+            }
             let Ok(r) = Reference::parse(&p.source) else {
                 continue;
             };
