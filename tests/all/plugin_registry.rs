@@ -30,6 +30,7 @@ pub(crate) fn config_with(root: &Path, registries: &[String], extra: &str) -> Pa
         .map(|r| format!("\"{r}\""))
         .collect::<Vec<_>>()
         .join(", ");
+    std::fs::create_dir_all(root).expect("config dir");
     let path = root.join(format!("config-{}-{}.toml", registries.len(), extra.len()));
     std::fs::write(
         &path,
@@ -587,7 +588,11 @@ fn hostile_registries_are_refused_and_nothing_is_half_installed() {
         (Some("1.0.0"), Some(d1.as_str()))
     );
     assert_eq!(
-        proxy.seen().iter().filter(|r| is_manifest(r)).count(),
+        proxy
+            .seen()
+            .iter()
+            .filter(|r| is_manifest(r) && r.path.ends_with("/manifests/1"))
+            .count(),
         1,
         "the tag is resolved once"
     );
@@ -614,4 +619,168 @@ fn hostile_registries_are_refused_and_nothing_is_half_installed() {
             .expect("install"),
     );
     assert!(t.contains("more than 5 redirects"), "{t}");
+}
+
+/// A registry plugin signed with Sigstore (stored as `cosign sign --key`
+/// stores it) is verified offline against the cosign keys the config
+/// trusts, and `require_signed` covers registry installs: unsigned, signed
+/// by an untrusted key, or carrying a trusted signature made for other
+/// content — each refused, nothing installed.
+#[test]
+fn a_cosign_signature_verifies_offline_and_require_signed_covers_registries() {
+    use roost_tests::registry::{cosign_key, cosign_sign, cosign_sign_as};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let reg = Registry::start();
+    let host = reg.host();
+    let (trusted, trusted_pem) = cosign_key(7);
+    let (stranger, _) = cosign_key(9);
+    let public = root.join("acme-cosign.pub");
+    std::fs::write(&public, &trusted_pem).expect("pub");
+    let component = fixture_wasm("conformance-rs");
+    let v1 = plugin_dir(
+        &root.join("v1"),
+        "notes",
+        "1.0.0",
+        &component,
+        "read = \"workspace\"",
+        None,
+    );
+    let v2 = plugin_dir(
+        &root.join("v2"),
+        "notes",
+        "2.0.0",
+        &component,
+        "read = \"workspace\"",
+        None,
+    );
+    let conf = config_with(
+        root,
+        std::slice::from_ref(&host),
+        // Relative to the config's folder.
+        "cosign_keys = { acme = \"acme-cosign.pub\" }",
+    );
+    assert!(public.starts_with(root));
+    // A key that is missing or not a key is an error when the config loads.
+    for (key, why) in [
+        ("\"nowhere.pub\"", "nowhere.pub"),
+        (
+            "\"-----BEGIN PUBLIC KEY-----\\nAAAA\\n-----END PUBLIC KEY-----\"",
+            "not an ECDSA P-256 public key",
+        ),
+    ] {
+        let bad = config_with(
+            &root.join(format!("bad-{}", key.len())),
+            std::slice::from_ref(&host),
+            &format!("cosign_keys = {{ x = {key} }}"),
+        );
+        let t = refused(
+            &roost_with(&root.join("d0"), &bad, &root.join("docker"))
+                .args(["plugin", "list"])
+                .output()
+                .expect("list"),
+        );
+        assert!(
+            t.contains("plugins.cosign_keys.x") && t.contains(why),
+            "{t}"
+        );
+    }
+    let docker = root.join("docker");
+    let publish = |src: &Path, tag: &str| {
+        published_digest(&ok(&roost_with(&root.join("pub"), &conf, &docker)
+            .args(["plugin", "publish"])
+            .arg(src)
+            .arg(format!("oci://{host}/roost/notes:{tag}"))
+            .output()
+            .expect("publish")))
+    };
+    let install = |data: &str, reference: &str, required: bool| {
+        let mut c = roost_with(&root.join(data), &conf, &docker);
+        c.args(["plugin", "install", "--yes", reference]);
+        if required {
+            c.arg("--require-signed");
+        }
+        c.output().expect("install")
+    };
+    let d1 = publish(&v1, "1");
+    let tag1 = format!("oci://{host}/roost/notes:1");
+
+    // Unsigned: refused when signatures are required.
+    let t = refused(&install("d1", &tag1, true));
+    assert!(
+        t.contains("unsigned") && t.contains("no cosign signature in its registry"),
+        "{t}"
+    );
+    assert!(installed(&root.join("d1")).is_empty());
+
+    // Signed by the trusted key: verified, installed, the signer named.
+    cosign_sign(&host, "roost/notes", &d1, &trusted);
+    ok(&install("d1", &tag1, true));
+    let p = listed(&root.join("d1"), &conf, &docker);
+    assert_eq!(
+        (p["signer"].as_str(), p["digest"].as_str()),
+        (Some("acme"), Some(d1.as_str()))
+    );
+
+    // Signed by a key nobody trusts: refused when required, installed
+    // (unsigned as far as Roost knows) when not.
+    let d2 = publish(&v2, "2");
+    cosign_sign(&host, "roost/notes", &d2, &stranger);
+    let tag2 = format!("oci://{host}/roost/notes:2");
+    let t = refused(&install("d2", &tag2, true));
+    assert!(t.contains("not a trusted one"), "{t}");
+    assert!(installed(&root.join("d2")).is_empty());
+    ok(&install("d2", &tag2, false));
+    assert_eq!(listed(&root.join("d2"), &conf, &docker)["signer"], "");
+
+    // The trusted key's signature of version 1 stored as version 2's:
+    // refused even when signatures are not required.
+    cosign_sign_as(&host, "roost/notes", &d2, &d1, &trusted);
+    let t = refused(&install("d3", &tag2, false));
+    assert!(t.contains("not this artifact"), "{t}");
+    assert!(installed(&root.join("d3")).is_empty() && plugin_files(&root.join("d3")).is_empty());
+
+    // A registry whose signature manifest is not one, or carries more
+    // signatures than are read: refused, nothing installed.
+    for (body, why) in [
+        (
+            r#"{"layers": 5}"#.to_owned(),
+            "signature manifest does not parse",
+        ),
+        (
+            serde_json::json!({"layers": vec![serde_json::json!({
+                "mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
+                "digest": d1, "size": 10,
+                "annotations": {"dev.cosignproject.cosign/signature": "AA=="}
+            }); 17]})
+            .to_string(),
+            "more than the 16 read",
+        ),
+    ] {
+        let proxy = Proxy::start(reg.port, move |req, r| {
+            if req.path.contains("/manifests/sha256-") {
+                return Action::Send(Response::new(
+                    200,
+                    &[("Content-Type", "application/vnd.oci.image.manifest.v1+json")],
+                    body.clone(),
+                ));
+            }
+            Action::Send(r)
+        });
+        let conf = config_with(
+            &root.join(format!("p{}", why.len())),
+            &[host.clone(), proxy.host()],
+            &format!("cosign_keys = {{ acme = \"{}\" }}", public.display()),
+        );
+        let data = root.join("d4");
+        let t = refused(
+            &roost_with(&data, &conf, &docker)
+                .args(["plugin", "install", "--yes"])
+                .arg(format!("oci://{}/roost/notes:1", proxy.host()))
+                .output()
+                .expect("install"),
+        );
+        assert!(t.contains(why), "{t}");
+        assert!(installed(&data).is_empty() && plugin_files(&data).is_empty());
+    }
 }

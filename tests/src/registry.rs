@@ -408,3 +408,84 @@ pub fn docker_login(dir: &Path, registry: &str, user: &str, password: &str) {
     )
     .expect("docker config");
 }
+
+/// A cosign key made from a fixed seed (no randomness in tests): the
+/// signing key, and its `cosign.pub` PEM for Roost's config.
+pub fn cosign_key(seed: u8) -> (p256::ecdsa::SigningKey, String) {
+    use p256::pkcs8::{EncodePublicKey, LineEnding};
+    let key = p256::ecdsa::SigningKey::from_slice(&[seed; 32]).expect("key");
+    let pem = key
+        .verifying_key()
+        .to_public_key_pem(LineEnding::LF)
+        .expect("public pem");
+    (key, pem)
+}
+
+/// Sign the artifact `digest` of `repository` on the plain-HTTP registry
+/// `host` with `key`, as `cosign sign --key` stores a signature: a
+/// simple-signing payload naming the digest, its ECDSA signature in the
+/// layer's `dev.cosignproject.cosign/signature` annotation, pushed as an
+/// OCI manifest at the tag `sha256-<hex>.sig` beside the artifact.
+pub fn cosign_sign(host: &str, repository: &str, digest: &str, key: &p256::ecdsa::SigningKey) {
+    cosign_sign_as(host, repository, digest, digest, key);
+}
+
+/// [`cosign_sign`], but the payload names `signed` while the signature is
+/// stored as `digest`'s (a signature moved onto other content).
+pub fn cosign_sign_as(
+    host: &str,
+    repository: &str,
+    digest: &str,
+    signed: &str,
+    key: &p256::ecdsa::SigningKey,
+) {
+    use base64::Engine as _;
+    use p256::ecdsa::signature::Signer as _;
+    use roost_registry::{Client, Options, Reference};
+    // Go's encoding of cosign's payload: fields in order, no spaces.
+    let payload = format!(
+        r#"{{"critical":{{"identity":{{"docker-reference":"{host}/{repository}"}},"image":{{"docker-manifest-digest":"{signed}"}},"type":"cosign container image signature"}},"optional":null}}"#
+    );
+    let signature: p256::ecdsa::Signature = key.sign(payload.as_bytes());
+    let signature = base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
+    let hex = digest.trim_start_matches("sha256:");
+    let r = Reference::parse(&format!("oci://{host}/{repository}:sha256-{hex}.sig")).expect("ref");
+    let client = Client::new(Options {
+        insecure: vec![host.to_owned()],
+        ..Options::default()
+    })
+    .expect("client");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let config = br#"{"architecture":"","config":{},"created":"0001-01-01T00:00:00Z","history":[{"created":"0001-01-01T00:00:00Z"}],"os":"","rootfs":{"type":"layers","diff_ids":[]}}"#;
+        let config_digest = client.push_blob(&r, config).await.expect("config");
+        let payload_digest = client.push_blob(&r, payload.as_bytes()).await.expect("payload");
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {
+                "mediaType": "application/vnd.oci.image.config.v1+json",
+                "size": config.len(),
+                "digest": config_digest.as_str(),
+            },
+            "layers": [{
+                "mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
+                "size": payload.len(),
+                "digest": payload_digest.as_str(),
+                "annotations": {"dev.cosignproject.cosign/signature": signature},
+            }],
+        });
+        client
+            .push_manifest(
+                &r,
+                &format!("sha256-{hex}.sig"),
+                "application/vnd.oci.image.manifest.v1+json",
+                &serde_json::to_vec(&manifest).expect("json"),
+            )
+            .await
+            .expect("signature manifest");
+    });
+}

@@ -19,6 +19,7 @@
 pub mod artifact;
 pub mod auth;
 pub mod client;
+pub mod cosign;
 pub mod names;
 pub mod reference;
 

@@ -177,6 +177,11 @@ pub struct PluginPolicy {
     /// key (the base64 line of a `minisign.pub`).
     #[serde(default)]
     pub trusted_keys: BTreeMap<String, String>,
+    /// Signers the user trusts for registry plugins signed with Sigstore
+    /// (`cosign sign --key`): a name for each, and its `cosign.pub` (the
+    /// PEM text, or the file's path).
+    #[serde(default)]
+    pub cosign_keys: BTreeMap<String, String>,
     /// Refuse plugins without a valid signature by a trusted key.
     #[serde(default)]
     pub require_signed: bool,
@@ -352,7 +357,7 @@ pub fn default_path() -> PathBuf {
 /// error naming the file and the field.
 pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
     let path = explicit.map_or_else(default_path, Path::to_path_buf);
-    let config: Config = match std::fs::read_to_string(&path) {
+    let mut config: Config = match std::fs::read_to_string(&path) {
         Ok(text) => {
             let mut c: Config = toml::from_str(&text).map_err(|e| ConfigError::Invalid {
                 path: path.clone(),
@@ -391,6 +396,24 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
                 detail: format!(
                     "plugins.trusted_keys.{name} is not a minisign public key (the base64 line of its .pub file): {e}"
                 ),
+            });
+        }
+    }
+    // A cosign key named by path (relative to the config's folder) is
+    // read now, once: what is trusted is what was checked here.
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    for (name, key) in config.plugins.cosign_keys.iter_mut() {
+        if !key.trim_start().starts_with("-----BEGIN") {
+            let file = dir.join(key.as_str());
+            *key = std::fs::read_to_string(&file).map_err(|e| ConfigError::Invalid {
+                path: path.clone(),
+                detail: format!("plugins.cosign_keys.{name}: {}: {e}", file.display()),
+            })?;
+        }
+        if let Err(e) = roost_registry::cosign::PublicKey::from_pem(key) {
+            return Err(ConfigError::Invalid {
+                path,
+                detail: format!("plugins.cosign_keys.{name} is {e}"),
             });
         }
     }

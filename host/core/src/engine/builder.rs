@@ -173,6 +173,7 @@ impl EngineBuilder {
             .installed_plugins(true);
         b.trust = Trust {
             keys: config.plugins.trusted_keys.clone(),
+            cosign_keys: config.plugins.cosign_keys.clone(),
             require_signed: config.plugins.require_signed,
         };
         b.registry = config.plugins.registry_options();

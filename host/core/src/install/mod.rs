@@ -254,9 +254,13 @@ impl Plugins {
     pub async fn fetch(&self, source: &Source) -> Result<Fetched, InstallError> {
         match source {
             Source::Local(path) => self.read_source(path),
-            Source::Registry(r) => source::pull(r, self.registry.clone()).await,
+            Source::Registry(r) => {
+                source::pull(r, self.registry.clone(), self.trust.uses_cosign()).await
+            }
             Source::Name(_) => match self.resolve(source).await? {
-                Source::Registry(r) => source::pull(&r, self.registry.clone()).await,
+                Source::Registry(r) => {
+                    source::pull(&r, self.registry.clone(), self.trust.uses_cosign()).await
+                }
                 other => Err(InstallError::Source(format!(
                     "`{}` resolved to no registry reference",
                     other.recorded()
@@ -375,7 +379,12 @@ impl Plugins {
                 actual,
             });
         }
-        let signer = self.trust.check(&bytes, signature.as_deref())?;
+        let signer = self.trust.check(
+            &bytes,
+            signature.as_deref(),
+            &fetched.cosign,
+            fetched.digest.as_deref(),
+        )?;
         let plugin = self.engine.load_bytes(&manifest.plugin.name, &bytes)?;
         if !has_manifest {
             manifest.plugin.wit_version = plugin.wit_version().to_owned();
@@ -497,6 +506,7 @@ impl Plugins {
                     stem: manifest.plugin.name.clone(),
                     file_name: manifest.plugin.component.clone(),
                     digest: None,
+                    cosign: Vec::new(),
                 })
             }
             None => {
@@ -515,6 +525,7 @@ impl Plugins {
                         .map(|f| f.to_string_lossy().into_owned())
                         .unwrap_or_default(),
                     digest: None,
+                    cosign: Vec::new(),
                 })
             }
         }

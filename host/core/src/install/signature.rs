@@ -1,7 +1,10 @@
-//! Detached minisign (Ed25519) signatures beside a component
-//! (`hello.wasm.minisig`), verified against the keys the user trusts. A
-//! signature that does not verify is always refused; an unsigned plugin,
-//! or one signed by a key nobody trusts, only when signatures are required.
+//! Who signed a plugin, against the keys the user trusts: a detached
+//! minisign (Ed25519) signature beside the component (`hello.wasm.minisig`,
+//! or its layer in a registry artifact), or — for a plugin from a registry
+//! — a Sigstore (cosign) signature of the artifact's manifest digest,
+//! verified offline with a trusted cosign public key. A signature that
+//! does not verify under a trusted key is refused; an unsigned plugin, or
+//! one signed by a key nobody trusts, only when signatures are required.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +20,9 @@ pub const SIGNATURE_SUFFIX: &str = ".minisig";
 pub struct Trust {
     /// Trusted keys by name: minisign public keys (base64).
     pub keys: BTreeMap<String, String>,
+    /// Trusted cosign keys by name: a `cosign.pub`'s PEM (the config reads
+    /// a key named by path when it loads).
+    pub cosign_keys: BTreeMap<String, String>,
     /// Refuse anything not signed by a trusted key.
     pub require_signed: bool,
 }
@@ -43,13 +49,26 @@ impl Signer {
 }
 
 impl Trust {
+    /// Whether a registry's Sigstore signatures are worth fetching (some
+    /// cosign key is trusted).
+    pub fn uses_cosign(&self) -> bool {
+        !self.cosign_keys.is_empty()
+    }
+
     /// Check `signature` (the `.minisig` text, if there is one) over
-    /// `bytes`. A trusted key's signature that fails, or a signature file
-    /// that does not decode, is refused; unsigned or unknown signers are
-    /// refused only when signatures are required.
-    pub fn check(&self, bytes: &[u8], signature: Option<&str>) -> Result<Signer, InstallError> {
+    /// `bytes`, and else the `cosign` signatures a registry holds for the
+    /// artifact `digest`. A trusted key's signature that fails, or a
+    /// signature that does not decode, is refused; unsigned or unknown
+    /// signers are refused only when signatures are required.
+    pub fn check(
+        &self,
+        bytes: &[u8],
+        signature: Option<&str>,
+        cosign: &[roost_registry::cosign::Signature],
+        digest: Option<&str>,
+    ) -> Result<Signer, InstallError> {
         let bad = |detail: String| InstallError::Signature(detail);
-        let signer = match signature {
+        let mut signer = match signature {
             None => Signer::Unsigned,
             Some(text) => {
                 let sig = Signature::decode(text)
@@ -78,14 +97,46 @@ impl Trust {
                 found
             }
         };
+        if !matches!(signer, Signer::Trusted(_))
+            && let Some(digest) = digest
+            && !cosign.is_empty()
+        {
+            signer = self.check_cosign(cosign, digest)?;
+        }
         if self.require_signed && !matches!(signer, Signer::Trusted(_)) {
             return Err(bad(match signer {
                 Signer::Unsigned => format!(
-                    "signatures are required and the component is unsigned (no {SIGNATURE_SUFFIX} beside it)"
+                    "signatures are required and the component is unsigned (no {SIGNATURE_SUFFIX} beside it{})",
+                    match (digest.is_some(), self.uses_cosign()) {
+                        (true, true) => ", and no cosign signature in its registry",
+                        (true, false) => ", and no cosign key is trusted (`[plugins] cosign_keys`)",
+                        _ => "",
+                    }
                 ),
                 _ => "signatures are required and the signing key is not a trusted one".to_owned(),
             }));
         }
         Ok(signer)
+    }
+
+    /// The trusted cosign key whose signature names `digest`, else
+    /// [`Signer::Unknown`].
+    fn check_cosign(
+        &self,
+        cosign: &[roost_registry::cosign::Signature],
+        digest: &str,
+    ) -> Result<Signer, InstallError> {
+        let bad = |detail: String| InstallError::Signature(detail);
+        let digest = roost_registry::Digest::parse(digest).map_err(|e| bad(e.to_string()))?;
+        for (name, key) in &self.cosign_keys {
+            let pk = roost_registry::cosign::PublicKey::from_pem(key)
+                .map_err(|e| bad(format!("trusted cosign key `{name}` in the config is {e}")))?;
+            match pk.verify(cosign, &digest) {
+                Ok(true) => return Ok(Signer::Trusted(name.clone())),
+                Ok(false) => {}
+                Err(e) => return Err(bad(format!("cosign key `{name}`: {e}"))),
+            }
+        }
+        Ok(Signer::Unknown)
     }
 }

@@ -163,16 +163,31 @@ pub struct Fetched {
     pub file_name: String,
     /// The registry manifest's digest (`sha256:…`), for a registry source.
     pub digest: Option<String>,
+    /// The Sigstore (cosign) signatures the registry holds for that
+    /// digest, not yet verified.
+    pub cosign: Vec<roost_registry::cosign::Signature>,
 }
 
 /// Fetch the plugin `reference` names from its registry with `options`:
 /// the manifest resolved once and every layer fetched by digest and
-/// checked, within the bounds; nothing is written anywhere.
-pub async fn pull(reference: &Reference, options: Options) -> Result<Fetched, InstallError> {
+/// checked, within the bounds, and — when `cosign` (some cosign key is
+/// trusted) — the Sigstore signatures stored beside it; nothing is written
+/// anywhere.
+pub async fn pull(
+    reference: &Reference,
+    options: Options,
+    cosign: bool,
+) -> Result<Fetched, InstallError> {
     let client = Client::new(options).map_err(|e| InstallError::Source(e.to_string()))?;
-    let pulled = artifact::pull(&client, reference)
-        .await
-        .map_err(|e| InstallError::Source(e.to_string()))?;
+    let source = |e: roost_registry::RegistryError| InstallError::Source(e.to_string());
+    let pulled = artifact::pull(&client, reference).await.map_err(source)?;
+    let signatures = if cosign {
+        roost_registry::cosign::fetch(&client, reference, &pulled.digest)
+            .await
+            .map_err(source)?
+    } else {
+        Vec::new()
+    };
     let stem = reference
         .repository()
         .rsplit('/')
@@ -186,6 +201,7 @@ pub async fn pull(reference: &Reference, options: Options) -> Result<Fetched, In
         file_name: format!("{stem}.wasm"),
         stem,
         digest: Some(pulled.digest.to_string()),
+        cosign: signatures,
     })
 }
 
