@@ -357,6 +357,21 @@ fn a_registry_login_goes_to_its_registry_only() {
     );
 }
 
+/// Install `roost/notes:1` through `proxy` into `data`: refused, with
+/// nothing installed or left behind; what was said.
+fn refused_through(proxy: &Proxy, data: &Path, conf: &Path, docker: &Path) -> String {
+    let t = refused(
+        &roost_with(data, conf, docker)
+            .args(["plugin", "install", "--yes"])
+            .arg(format!("oci://{}/roost/notes:1", proxy.host()))
+            .output()
+            .expect("install"),
+    );
+    assert!(installed(data).is_empty(), "installed: {t}");
+    assert!(plugin_files(data).is_empty(), "files left: {t}");
+    t
+}
+
 /// The blob or manifest requests of a path.
 fn is_manifest(req: &roost_tests::registry::Request) -> bool {
     req.method == "GET" && req.path.contains("/manifests/")
@@ -546,16 +561,8 @@ fn hostile_registries_are_refused_and_nothing_is_half_installed() {
         let proxy = Proxy::start(reg.port, rule);
         let conf = config(dir.path(), &[reg.host(), proxy.host()]);
         let data = dir.path().join(what.replace(' ', "-"));
-        let t = refused(
-            &roost_with(&data, &conf, &docker)
-                .args(["plugin", "install", "--yes"])
-                .arg(format!("oci://{}/roost/notes:1", proxy.host()))
-                .output()
-                .expect("install"),
-        );
+        let t = refused_through(&proxy, &data, &conf, &docker);
         assert!(t.contains(says), "{what}: {t}");
-        assert!(installed(&data).is_empty(), "{what}: installed");
-        assert!(plugin_files(&data).is_empty(), "{what}: files left");
     }
 
     // A tag that moves between the manifest and the layers: the install is
@@ -772,15 +779,7 @@ fn a_cosign_signature_verifies_offline_and_require_signed_covers_registries() {
             &[host.clone(), proxy.host()],
             &format!("cosign_keys = {{ acme = \"{}\" }}", public.display()),
         );
-        let data = root.join("d4");
-        let t = refused(
-            &roost_with(&data, &conf, &docker)
-                .args(["plugin", "install", "--yes"])
-                .arg(format!("oci://{}/roost/notes:1", proxy.host()))
-                .output()
-                .expect("install"),
-        );
+        let t = refused_through(&proxy, &root.join("d4"), &conf, &docker);
         assert!(t.contains(why), "{t}");
-        assert!(installed(&data).is_empty() && plugin_files(&data).is_empty());
     }
 }
