@@ -18,6 +18,7 @@
 # as well as its seconds. ROOST_FUZZ_SEED fixes libFuzzer's random seed (CI
 # sets it, so a smoke run mutates the same way each time). command_policy_bash
 # needs bubblewrap and strace (it runs bash as its oracle).
+# ROOST_FUZZ_SMOKE_KEPT=N replays only N of each target's kept inputs (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KEEP=0
@@ -61,8 +62,19 @@ fi
 for t in "${TARGETS[@]}"; do
   mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t" "fuzz/seeds/$t" "fuzz/kept/$t"
   log="fuzz/logs/$t.log"
+  kept="fuzz/kept/$t"
+  if [ -n "${ROOST_FUZZ_SMOKE_KEPT:-}" ]; then
+    # A smoke run (CI) replays the seeds and a fixed sample of the kept
+    # inputs (the first N by name: their names are hashes, so a spread):
+    # the whole kept corpus, some 30,000 inputs in a debug build, is a
+    # campaign's start, not a smoke's.
+    kept="target/fuzz-smoke/$t"
+    rm -rf "$kept" && mkdir -p "$kept"
+    mapfile -t inputs < <(find "fuzz/kept/$t" -type f | sort)
+    for f in "${inputs[@]:0:$ROOST_FUZZ_SMOKE_KEPT}"; do cp "$f" "$kept/"; done
+  fi
   if ROOST_FUZZ_STATS="fuzz/logs/$t.stats" \
-    "target/x86_64-unknown-linux-gnu/$PROFILE/$t" "fuzz/corpus/$t" "fuzz/kept/$t" "fuzz/seeds/$t" \
+    "target/x86_64-unknown-linux-gnu/$PROFILE/$t" "fuzz/corpus/$t" "$kept" "fuzz/seeds/$t" \
     -max_total_time="$SECONDS_EACH" -timeout=60 -rss_limit_mb=4096 \
     -artifact_prefix="fuzz/artifacts/$t/" -print_final_stats=1 "${SEED[@]}" >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
