@@ -30,6 +30,7 @@ mod engine;
 mod first_run;
 mod fixtures;
 mod fs_tools;
+mod fuzz_replay;
 mod hooks;
 mod host_escapes;
 mod limits;

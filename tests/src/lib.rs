@@ -234,6 +234,10 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
     }
 }
 
+/// The fuzz targets' library (without libFuzzer), for the replay of their
+/// seeds and kept inputs (`tests/all/fuzz_replay.rs`).
+pub use roost_fuzz as fuzz;
+
 /// The person at the keyboard, scripted: queued answers for approvals,
 /// completion reviews, follow-up questions and guidance requests. When a
 /// queue is empty the defaults apply (approve, accept, no answer, stop).
