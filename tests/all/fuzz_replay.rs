@@ -2,9 +2,12 @@
 //! campaigns kept (`fuzz/seeds/<target>`, `fuzz/kept/<target>`): each one
 //! through the target's `run` — the production parser and what must hold
 //! of its result — in the build the suite already makes. A crash a
-//! campaign found and fixed stays fixed here on every test run; the
-//! campaigns themselves (`scripts/fuzz.sh`, libFuzzer with coverage) are
-//! FUZZING.md's.
+//! campaign found and fixed stays fixed here on every test run. Then a
+//! smoke: 512 mutants of those inputs per target (byte flips, inserts,
+//! cuts, repeats and splices, from a fixed seed, so every run mutates
+//! alike), without coverage guidance — what keeps the targets building and
+//! running in CI's one build. The campaigns themselves (`scripts/fuzz.sh`,
+//! libFuzzer with coverage) are FUZZING.md's.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -28,17 +31,67 @@ fn inputs(target: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Run every input of `target` through `run`; name each that panics.
+/// Mutants made per target.
+const MUTANTS: usize = 512;
+
+/// A fixed-seed xorshift: the same mutants on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, below: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        usize::try_from(self.0 % u64::try_from(below.max(1)).expect("fits")).expect("fits")
+    }
+}
+
+/// One mutant of `input` (with `other` for a splice).
+fn mutate(rng: &mut Rng, input: &[u8], other: &[u8]) -> Vec<u8> {
+    let mut out = input.to_vec();
+    for _ in 0..=rng.next(4) {
+        let at = rng.next(out.len() + 1);
+        match rng.next(5) {
+            0 if !out.is_empty() => {
+                let i = at.min(out.len() - 1);
+                out[i] ^= 1 << rng.next(8);
+            }
+            1 => out.insert(at, u8::try_from(rng.next(256)).expect("byte")),
+            2 => {
+                let end = (at + rng.next(16)).min(out.len());
+                out.drain(at..end);
+            }
+            3 => {
+                let end = (at + rng.next(32)).min(out.len());
+                let chunk = out[at..end].to_vec();
+                out.splice(at..at, chunk);
+            }
+            _ => {
+                let from = rng.next(other.len() + 1);
+                out.truncate(at);
+                out.extend_from_slice(&other[from..]);
+            }
+        }
+    }
+    out
+}
+
+/// Run every input of `target` through `run`, then [`MUTANTS`] mutants of
+/// them; name each that panics (a failing mutant is written under
+/// `target/fuzz-replay/` to replay).
 fn replay(target: &str, run: fn(&[u8])) {
     let all = inputs(target);
     assert!(!all.is_empty(), "{target}: no seeds (fuzz/seeds/{target})");
+    let data: Vec<Vec<u8>> = all
+        .iter()
+        .map(|p| std::fs::read(p).expect("input"))
+        .collect();
+    let fails = |input: &[u8]| catch_unwind(AssertUnwindSafe(|| run(input))).is_err();
     let failed: Vec<String> = all
         .iter()
-        .filter(|path| {
-            let data = std::fs::read(path).expect("input");
-            catch_unwind(AssertUnwindSafe(|| run(&data))).is_err()
-        })
-        .map(|p| p.display().to_string())
+        .zip(&data)
+        .filter(|(_, d)| fails(d))
+        .map(|(p, _)| p.display().to_string())
         .collect();
     assert!(
         failed.is_empty(),
@@ -46,6 +99,23 @@ fn replay(target: &str, run: fn(&[u8])) {
         failed.len(),
         all.len()
     );
+    let mut rng = Rng(0x5eed_0048 ^ u64::try_from(target.len()).expect("fits"));
+    for n in 0..MUTANTS {
+        let input = &data[rng.next(data.len())];
+        let other = &data[rng.next(data.len())];
+        let mutant = mutate(&mut rng, input, other);
+        if fails(&mutant) {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/fuzz-replay");
+            std::fs::create_dir_all(&dir).expect("dir");
+            let file = dir.join(format!("{target}-{n}"));
+            std::fs::write(&file, &mutant).expect("write");
+            panic!(
+                "{target}: mutant {n} fails; it is {} (`cargo fuzz run {target} {} --fuzz-dir fuzz`)",
+                file.display(),
+                file.display()
+            );
+        }
+    }
 }
 
 macro_rules! targets {
