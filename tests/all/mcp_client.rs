@@ -701,12 +701,17 @@ async fn project_servers_wait_for_trust_and_hostile_ones_are_bounded() {
         .expect("dir outside /tmp");
     let mut silent = hostile("silent");
     silent["timeout"] = json!(2);
+    // The flood server answers after 20,000 log messages: on two busy cores
+    // (a build beside the suite) that took longer than 5 s. It is to be
+    // ready, its log bounded; how fast is not what this test asks.
+    let mut flood = hostile("flood");
+    flood["timeout"] = json!(300);
     ws.write(
         ".roo/mcp.json",
         &json!({"mcpServers": {
             "starter": hostile("tools"),
             "silent": silent,
-            "flood": hostile("flood"),
+            "flood": flood,
             "escape": hostile("escape"),
             "broken": {"command": "x", "timeout": "never"},
         }})
