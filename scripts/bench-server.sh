@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the server benchmarks P9 and P10 (release build). Installs
-# `opencode serve` (npm opencode-ai), P10's baseline, into
+# Runs the server benchmarks P15 and P16 (release build). Installs
+# `opencode serve` (npm opencode-ai), P16's baseline, into
 # target/opencode-bench first.
 set -euo pipefail
 cd "$(dirname "$0")/.."

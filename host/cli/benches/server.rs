@@ -1,6 +1,6 @@
 //! `roost serve` under load (issue 28; see BENCHMARKS.md).
 //!
-//! P9: 200 tasks at once, created over HTTP, each followed by its own SSE
+//! P15: 200 tasks at once, created over HTTP, each followed by its own SSE
 //!     client that accepts its completion when asked. The model is the
 //!     scripted provider (100 ms a turn, four turns: list, read, write,
 //!     complete) behind a server built the way `roost serve` builds it,
@@ -10,18 +10,18 @@
 //!     the clients got live; and this process's peak RSS (server, 200
 //!     clients and the scripted model together: an upper bound on the
 //!     server's own).
-//! P10: authenticated `GET /v1/tasks/{id}` requests per second against
+//! P16: authenticated `GET /v1/tasks/{id}` requests per second against
 //!     the release `roost serve` (a process of its own, SQLite store), 16
 //!     keep-alive connections from one client thread for 10 s; and the
 //!     same client against `opencode serve` (npm `opencode-ai`, password
 //!     auth on) reading one of its sessions, in the same run. The
 //!     opencode binary is `$ROOST_BENCH_OPENCODE`, else
 //!     `target/opencode-bench/node_modules/.bin/opencode`
-//!     (`scripts/bench-server.sh` installs it there); without it P10 runs
+//!     (`scripts/bench-server.sh` installs it there); without it P16 runs
 //!     for Roost alone.
 //!
 //! Run: `scripts/bench-server.sh` (= `cargo bench -p roost --bench server`
-//! after installing opencode). `-- p9` or `-- p10` runs one of them.
+//! after installing opencode). `-- p15` or `-- p16` runs one of them.
 
 // Benchmark code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -47,7 +47,7 @@ const TASKS: usize = 200;
 const CONNECTIONS: usize = 16;
 const LOAD_FOR: Duration = Duration::from_secs(10);
 
-// ---------------------------------------------------------------- P9
+// ---------------------------------------------------------------- P15
 
 /// When each `(task, seq)` was committed (the store's trace) and
 /// published (the event bus's), by task and position.
@@ -270,7 +270,7 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn p9() {
+fn p15() {
     let commits = Commits::default();
     let subscriber = tracing_subscriber::registry().with(
         commits.clone().with_filter(
@@ -288,18 +288,18 @@ fn p9() {
             (format!("p{k}"), workload([d(0), d(1), d(2), d(3)]))
         })
         .collect();
-    p9_run(&commits, "models answering in 0.25–1.96 s a turn", &paced);
+    p15_run(&commits, "models answering in 0.25–1.96 s a turn", &paced);
     // …and all of them in 100 ms, in step: every task's turn lands in the
     // same instant, two cores saturated.
-    p9_run(
+    p15_run(
         &commits,
         "every model answering in 100 ms, all in step (saturation)",
         &[("burst".to_owned(), workload([100; 4]))],
     );
 }
 
-/// One P9 run: `TASKS` tasks spread over `profiles`.
-fn p9_run(commits: &Commits, name: &str, profiles: &[(String, Value)]) {
+/// One P15 run: `TASKS` tasks spread over `profiles`.
+fn p15_run(commits: &Commits, name: &str, profiles: &[(String, Value)]) {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), profiles);
     let cfg: Config = roost_core::config::load(Some(&config)).unwrap();
@@ -413,7 +413,7 @@ fn p9_run(commits: &Commits, name: &str, profiles: &[(String, Value)]) {
     for v in [&mut total, &mut to_publish, &mut to_client] {
         v.sort();
     }
-    println!("## P9: {TASKS} tasks at once over HTTP, one SSE client each; {name}");
+    println!("## P15: {TASKS} tasks at once over HTTP, one SSE client each; {name}");
     println!();
     println!(
         "{} tasks completed in {:.2} s; {} events delivered live ({} replayed from the store, not counted)",
@@ -447,7 +447,7 @@ fn p9_run(commits: &Commits, name: &str, profiles: &[(String, Value)]) {
     println!();
 }
 
-// ---------------------------------------------------------------- P10
+// ---------------------------------------------------------------- P16
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -792,9 +792,9 @@ mod base64_like {
     }
 }
 
-fn p10() {
+fn p16() {
     println!(
-        "## P10: authenticated GET of one task, {CONNECTIONS} keep-alive connections, {} s",
+        "## P16: authenticated GET of one task, {CONNECTIONS} keep-alive connections, {} s",
         LOAD_FOR.as_secs()
     );
     println!();
@@ -840,10 +840,10 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     let wants = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
-    if wants("p10") {
-        p10();
+    if wants("p16") {
+        p16();
     }
-    if wants("p9") {
-        p9();
+    if wants("p15") {
+        p15();
     }
 }

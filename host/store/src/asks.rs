@@ -65,7 +65,7 @@ impl StoredAsk {
 
 /// Insert the open ask `ask`.
 pub(super) fn insert(conn: &Conn<'_>, ask: &StoredAsk) -> Result<(), StoreError> {
-    conn.exec(
+    conn.later(
         "INSERT INTO asks (task_id, ask_id, call_id, kind, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
             &ask.task_id,
@@ -75,8 +75,7 @@ pub(super) fn insert(conn: &Conn<'_>, ask: &StoredAsk) -> Result<(), StoreError>
             &ask.payload,
             ask.created_at
         ],
-    )?;
-    Ok(())
+    )
 }
 
 /// Record `answer` for the open ask `ask_id` of `task` at `now`; `false`

@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use super::db::{Conn, DB_NOW, Dialect, params};
+use super::db::{Conn, DB_NOW, Dialect, Row, params};
 use super::{Store, StoreError, StoreLocation};
 
 /// This store's owner identity: its token and the lock that proves it is
@@ -291,6 +291,11 @@ pub(super) fn check_fence(c: &Conn<'_>, task: &str, owner: &str) -> Result<(), S
     }
 }
 
+/// The claims of tasks `?2` (comma-separated) that owner `?1` holds
+/// ([`check_fences`]).
+pub(super) const FENCES: &str =
+    "SELECT task_id FROM claims WHERE owner = ?1 AND task_id = ANY(string_to_array(?2, ','))";
+
 /// [`check_fence`] for several tasks at once (a shared commit's, in one
 /// round trip), on PostgreSQL: refused for the first of `tasks` whose claim
 /// `owner` no longer holds. Task ids are UUIDs, never holding a comma.
@@ -298,11 +303,12 @@ pub(super) fn check_fences(c: &Conn<'_>, tasks: &[&str], owner: &str) -> Result<
     if tasks.is_empty() {
         return Ok(());
     }
-    let held: HashSet<String> = c
-        .query(
-            "SELECT task_id FROM claims WHERE owner = ?1 AND task_id = ANY(string_to_array(?2, ','))",
-            params![owner, &tasks.join(",")],
-        )?
+    fences_held(c.query(FENCES, params![owner, &tasks.join(",")])?, tasks)
+}
+
+/// Refused for the first of `tasks` not among `held` ([`FENCES`]'s rows).
+pub(super) fn fences_held(held: Vec<Row>, tasks: &[&str]) -> Result<(), StoreError> {
+    let held: HashSet<String> = held
         .into_iter()
         .map(|mut r| r.take_text(0))
         .collect::<Result<_, _>>()?;

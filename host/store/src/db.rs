@@ -11,7 +11,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use super::StoreError;
-use super::pg::PgConn;
+use super::pg::{Answer, Ask, CommitError, PgConn};
 pub(crate) use super::sql::{DB_NOW, Dialect, Health, Param, Row, Value, blocking, params};
 
 /// A connection (or an open transaction on one) statements run on.
@@ -38,6 +38,46 @@ impl Conn<'_> {
                 .prepare_cached(sql)?
                 .execute(rusqlite::params_from_iter(params.iter()))?),
             Conn::Pg(c) => c.exec(sql, params),
+        }
+    }
+
+    /// Run one statement whose outcome the caller does not wait for: on
+    /// PostgreSQL it goes with the next statement that is waited for (or
+    /// the transaction's `COMMIT`), and its failure fails that one; on
+    /// SQLite, which answers in microseconds, it runs now.
+    pub(crate) fn later(&self, sql: &str, params: &[Param<'_>]) -> Result<(), StoreError> {
+        match self {
+            Conn::Lite(_) => self.exec(sql, params).map(drop),
+            Conn::Pg(c) => c.later(sql, params),
+        }
+    }
+
+    /// Every row of each query, in order; on PostgreSQL all of them (and
+    /// whatever is pending) in one round trip.
+    pub(crate) fn query_all(
+        &self,
+        queries: &[(&str, &[Param<'_>])],
+    ) -> Result<Vec<Vec<Row>>, StoreError> {
+        match self {
+            Conn::Lite(_) => queries
+                .iter()
+                .map(|(sql, ps)| self.query(sql, ps))
+                .collect(),
+            Conn::Pg(c) => {
+                let asks: Vec<Ask<'_>> = queries
+                    .iter()
+                    .map(|(sql, ps)| Ask::Query(sql, ps))
+                    .collect();
+                c.trip(&asks)?
+                    .into_iter()
+                    .map(|a| match a {
+                        Answer::Rows(rows) => Ok(rows),
+                        Answer::Count(_) | Answer::Done => Err(StoreError::Decode {
+                            detail: "a query answered without rows".into(),
+                        }),
+                    })
+                    .collect()
+            }
         }
     }
 
@@ -157,8 +197,27 @@ impl Db {
             Db::Lite(l) => f(&Conn::Lite(&l.conn())),
             Db::Pg(p) => outage(&p.health, || {
                 let c = p.get()?;
-                f(&Conn::Pg(&c))
+                let out = f(&Conn::Pg(&c))?;
+                c.flush()?;
+                Ok(out)
             }),
+        }
+    }
+
+    /// Round trips made to a shared database (none to SQLite).
+    pub(crate) fn round_trips(&self) -> u64 {
+        match self {
+            Db::Lite(_) => 0,
+            Db::Pg(p) => p.round_trips(),
+        }
+    }
+
+    /// Statements prepared on a shared database's connections (of the
+    /// round trips, those each connection makes once a statement).
+    pub(crate) fn prepared(&self) -> u64 {
+        match self {
+            Db::Lite(_) => 0,
+            Db::Pg(p) => p.prepared(),
         }
     }
 
@@ -223,21 +282,23 @@ impl Db {
             }
             Db::Pg(p) => outage(&p.health, || {
                 let c = p.get()?;
-                let txid = c.begin()?;
+                // `BEGIN` goes with the transaction's first round trip.
+                c.begin_later();
                 let out = match f(&Conn::Pg(&c)) {
                     Ok(out) => out,
                     Err(e) => {
                         // A broken connection rolls back by itself (and is
                         // not pooled again).
+                        c.discard();
                         let _ = c.batch("ROLLBACK");
                         return Err(e);
                     }
                 };
-                match c.batch("COMMIT") {
+                match c.commit() {
                     Ok(()) => Ok(out),
                     // Cut off while committing: it may have landed. Ask the
                     // database (once it answers) rather than write it twice.
-                    Err(e) if super::pg::transient(&e) => {
+                    Err(CommitError::CutOff(txid, e)) => {
                         drop(c);
                         if outage(&p.health, || p.get()?.committed(txid))? {
                             Ok(out)
@@ -245,7 +306,10 @@ impl Db {
                             Err(e)
                         }
                     }
-                    Err(e) => Err(e),
+                    Err(CommitError::Failed(e)) => {
+                        let _ = c.batch("ROLLBACK");
+                        Err(e)
+                    }
                 }
             }),
         }

@@ -54,7 +54,7 @@ pub use listen::Notice;
 pub use manage::TaskFilter;
 pub use plugins::PluginRecord;
 pub use status::TaskStatus;
-pub use step::{Committed, OnCommit, PreparedStep, Step};
+pub use step::{Committed, OnCommit, PreparedStep, Step, StoreStats};
 pub use todos::{TodoItem, TodoState};
 pub use tokens::TokenRecord;
 
@@ -1260,14 +1260,14 @@ mod tests;
 
 /// Replace `task`'s todo list with `items` (inside a step's transaction).
 fn write_todos(c: &Conn<'_>, task: &str, items: &[TodoItem]) -> Result<(), StoreError> {
-    c.exec("DELETE FROM todos WHERE task_id = ?1", params![task])?;
+    c.later("DELETE FROM todos WHERE task_id = ?1", params![task])?;
     for (i, t) in items.iter().enumerate() {
         let state = match t.state {
             TodoState::Pending => "pending",
             TodoState::InProgress => "in_progress",
             TodoState::Completed => "completed",
         };
-        c.exec(
+        c.later(
             "INSERT INTO todos (task_id, idx, text, state) VALUES (?1, ?2, ?3, ?4)",
             params![task, i64::try_from(i).unwrap_or(i64::MAX), &t.text, state],
         )?;

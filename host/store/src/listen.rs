@@ -1,5 +1,5 @@
 //! What hosts sharing a store tell each other, through PostgreSQL's
-//! `LISTEN/NOTIFY`: events committed (`roost_events`, `task:seq`), a task
+//! `LISTEN/NOTIFY`: events committed (`roost_events`, `task:seq` a line), a task
 //! that needs a host (`roost_queue`), requests left for a host
 //! (`roost_inbox`, its id). A notification only wakes: what it is about is
 //! read from the store, so one missed while the listener reconnects is
@@ -37,21 +37,27 @@ pub enum Notice {
 }
 
 impl Notice {
+    /// The notices of one notification: `roost_events` carries a
+    /// `task:seq` entry a line (a shared commit announces all its tasks at
+    /// once); entries that do not read are skipped.
     #[cfg(feature = "postgres")]
-    pub(super) fn parse(channel: &str, payload: &str) -> Option<Self> {
+    pub(super) fn parse(channel: &str, payload: &str) -> Vec<Self> {
         match channel {
-            "roost_events" => {
-                let (task, seq) = payload.rsplit_once(':')?;
-                Some(Notice::Events {
-                    task: task.to_owned(),
-                    seq: seq.parse().ok()?,
+            "roost_events" => payload
+                .lines()
+                .filter_map(|entry| {
+                    let (task, seq) = entry.rsplit_once(':')?;
+                    Some(Notice::Events {
+                        task: task.to_owned(),
+                        seq: seq.parse().ok()?,
+                    })
                 })
-            }
-            "roost_queue" => Some(Notice::Queue),
-            "roost_inbox" => Some(Notice::Inbox {
+                .collect(),
+            "roost_queue" => vec![Notice::Queue],
+            "roost_inbox" => vec![Notice::Inbox {
                 host: payload.to_owned(),
-            }),
-            _ => None,
+            }],
+            _ => Vec::new(),
         }
     }
 }
@@ -110,7 +116,7 @@ async fn listen(
                 tokio::select! {
                     m = rx.recv() => match m {
                         Some((channel, payload)) => {
-                            if let Some(n) = Notice::parse(&channel, &payload) {
+                            for n in Notice::parse(&channel, &payload) {
                                 let _ = tx.send(n);
                             }
                         }

@@ -6,10 +6,14 @@
 //! on a small runtime of its own, never on the caller's: a caller blocked
 //! on an answer can never be the thread that would have read it.
 
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::ops::Deref;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+use futures::future::LocalBoxFuture;
 
 use bytes::BytesMut;
 use tokio_postgres::types::{IsNull, ToSql, Type};
@@ -270,25 +274,94 @@ pub(crate) fn transient(e: &StoreError) -> bool {
     }
 }
 
-/// One connection and the statements it has prepared.
+/// One connection, the statements it has prepared, and the statements
+/// waiting to go with its next round trip.
+///
+/// A round trip to the database costs far more than a statement in it, so
+/// a write transaction sends what it does not need an answer to
+/// ([`PgConn::later`]: a step's inserts, its task's totals, the
+/// notification) with the next statement it does need one from, or with
+/// its `COMMIT`: tokio-postgres pipelines requests polled together, and
+/// the server runs them in order. The first statement that fails is the
+/// error the waiting caller gets; in a transaction the ones after it fail
+/// with it, and its `COMMIT` rolls back.
 pub(crate) struct PgConn {
     client: Client,
     statements: StatementCache,
+    /// Statements sent with the next round trip, in order.
+    pending: RefCell<Vec<Pending>>,
+    /// The open transaction's id, once its pipelined `BEGIN` has answered.
+    txid: Cell<Option<i64>>,
+    /// Round trips made, and statements prepared (each one of them),
+    /// counted with every connection of the pool.
+    trips: Arc<AtomicU64>,
+    prepares: Arc<AtomicU64>,
+}
+
+/// A statement waiting for the next round trip.
+enum Pending {
+    /// `BEGIN` and the transaction's id.
+    Begin,
+    /// A prepared statement and its values.
+    Statement(Statement, Vec<Value>),
+}
+
+/// A statement a round trip ends with, whose answer the caller wants.
+pub(crate) enum Ask<'a> {
+    /// How many rows it changed.
+    Exec(&'a str, &'a [Param<'a>]),
+    /// Its rows.
+    Query(&'a str, &'a [Param<'a>]),
+    /// Statements without parameters, in one simple query.
+    Batch(&'a str),
+}
+
+/// The answer to an [`Ask`].
+pub(crate) enum Answer {
+    /// Rows changed.
+    Count(u64),
+    /// Rows read.
+    Rows(Vec<Row>),
+    /// A batch ran.
+    Done,
+}
+
+/// Why a transaction's `COMMIT` did not land.
+pub(crate) enum CommitError {
+    /// The connection was cut while committing: transaction `txid` may have
+    /// landed; ask the database once it answers.
+    CutOff(i64, StoreError),
+    /// It did not commit (a statement failed; the transaction rolled back).
+    Failed(StoreError),
 }
 
 impl fmt::Debug for PgConn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PgConn")
             .field("closed", &self.client.is_closed())
+            .field("pending", &self.pending.borrow().len())
             .finish()
     }
 }
 
 impl PgConn {
+    fn new(client: Client, trips: Arc<AtomicU64>, prepares: Arc<AtomicU64>) -> Self {
+        Self {
+            client,
+            statements: StatementCache::default(),
+            pending: RefCell::default(),
+            txid: Cell::new(None),
+            trips,
+            prepares,
+        }
+    }
+
     fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
         if let Some(s) = self.statements.borrow().get(sql) {
             return Ok(s.clone());
         }
+        self.trips.fetch_add(1, Ordering::Relaxed);
+        self.prepares.fetch_add(1, Ordering::Relaxed);
         let s = wait(self.client.prepare(&pg_placeholders(sql)))?;
         self.statements
             .borrow_mut()
@@ -296,41 +369,187 @@ impl PgConn {
         Ok(s)
     }
 
+    /// Queue one statement for the next round trip; its failure is the
+    /// error of whoever makes that trip.
+    pub(crate) fn later(&self, sql: &str, params: &[Param<'_>]) -> Result<(), StoreError> {
+        let st = self.statement(sql)?;
+        let values = params.iter().map(Param::owned).collect();
+        self.pending
+            .borrow_mut()
+            .push(Pending::Statement(st, values));
+        Ok(())
+    }
+
+    /// Whether statements wait for the next round trip.
+    fn has_pending(&self) -> bool {
+        !self.pending.borrow().is_empty()
+    }
+
+    /// Forget what waits for the next round trip (a transaction given up).
+    pub(crate) fn discard(&self) {
+        self.pending.borrow_mut().clear();
+        self.txid.set(None);
+    }
+
+    /// One round trip: every pending statement, then `asks`, pipelined.
+    /// The answers to `asks`, in order; the first failure (a pending
+    /// statement's before an ask's) is the error.
+    pub(crate) fn trip(&self, asks: &[Ask<'_>]) -> Result<Vec<Answer>, StoreError> {
+        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        let mut statements = Vec::with_capacity(asks.len());
+        for ask in asks {
+            statements.push(match ask {
+                Ask::Exec(sql, _) | Ask::Query(sql, _) => Some(self.statement(sql)?),
+                Ask::Batch(_) => None,
+            });
+        }
+        let pending_params: Vec<Vec<Param<'_>>> = pending
+            .iter()
+            .map(|p| match p {
+                Pending::Statement(_, values) => values.iter().map(Param::from).collect(),
+                Pending::Begin => Vec::new(),
+            })
+            .collect();
+        let pending_refs: Vec<Vec<&(dyn ToSql + Sync)>> = pending_params
+            .iter()
+            .map(|ps| ps.iter().map(|p| p as _).collect())
+            .collect();
+        let ask_refs: Vec<Vec<&(dyn ToSql + Sync)>> = asks
+            .iter()
+            .map(|a| match a {
+                Ask::Exec(_, ps) | Ask::Query(_, ps) => ps.iter().map(|p| p as _).collect(),
+                Ask::Batch(_) => Vec::new(),
+            })
+            .collect();
+        let client = &self.client;
+        let sent = pending.iter().zip(&pending_refs).map(|(p, refs)| {
+            let f: LocalBoxFuture<'_, Result<Option<i64>, tokio_postgres::Error>> = match p {
+                Pending::Begin => Box::pin(async move {
+                    let msgs = client.simple_query("BEGIN; SELECT txid_current()").await?;
+                    Ok(msgs.iter().find_map(|m| match m {
+                        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0)?.parse().ok(),
+                        _ => None,
+                    }))
+                }),
+                Pending::Statement(st, _) => {
+                    Box::pin(async move { client.execute(st, refs).await.map(|_| None) })
+                }
+            };
+            f
+        });
+        let asked =
+            asks.iter()
+                .zip(&statements)
+                .zip(&ask_refs)
+                .map(|((ask, st), refs)| {
+                    let f: LocalBoxFuture<'_, Result<TripAnswer, tokio_postgres::Error>> =
+                        match (ask, st) {
+                            (Ask::Exec(..), Some(st)) => Box::pin(async move {
+                                client.execute(st, refs).await.map(TripAnswer::Count)
+                            }),
+                            (Ask::Query(..), Some(st)) => Box::pin(async move {
+                                client.query(st, refs).await.map(TripAnswer::Rows)
+                            }),
+                            (Ask::Batch(sql), _) => {
+                                let sql: &str = sql;
+                                Box::pin(async move {
+                                    client.batch_execute(sql).await.map(|()| TripAnswer::Done)
+                                })
+                            }
+                            (_, None) => Box::pin(async { Ok(TripAnswer::Done) }),
+                        };
+                    f
+                });
+        self.trips.fetch_add(1, Ordering::Relaxed);
+        // Polled together, the requests are written in this order before
+        // any answer is awaited: one round trip.
+        let (sent, asked) = wait(async {
+            futures::join!(
+                futures::future::join_all(sent),
+                futures::future::join_all(asked)
+            )
+        });
+        for (p, outcome) in pending.iter().zip(sent) {
+            let txid = outcome?;
+            if matches!(p, Pending::Begin) {
+                let txid = txid.ok_or_else(|| StoreError::Decode {
+                    detail: "no transaction id".into(),
+                })?;
+                self.txid.set(Some(txid));
+            }
+        }
+        asked
+            .into_iter()
+            .map(|a| {
+                Ok(match a? {
+                    TripAnswer::Count(n) => Answer::Count(n),
+                    TripAnswer::Rows(rows) => {
+                        Answer::Rows(rows.iter().map(pg_row).collect::<Result<_, _>>()?)
+                    }
+                    TripAnswer::Done => Answer::Done,
+                })
+            })
+            .collect()
+    }
+
+    /// Send what is pending now (nothing asked).
+    pub(crate) fn flush(&self) -> Result<(), StoreError> {
+        if self.has_pending() {
+            self.trip(&[])?;
+        }
+        Ok(())
+    }
+
     /// Run one statement; how many rows it changed.
     pub(crate) fn exec(&self, sql: &str, params: &[Param<'_>]) -> Result<usize, StoreError> {
-        let st = self.statement(sql)?;
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
-        let n = wait(self.client.execute(&st, &refs))?;
-        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+        match self.trip(&[Ask::Exec(sql, params)])?.pop() {
+            Some(Answer::Count(n)) => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+            _ => Err(StoreError::Decode {
+                detail: format!("no row count from {sql}"),
+            }),
+        }
     }
 
     /// Every row of a query.
     pub(crate) fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, StoreError> {
-        let st = self.statement(sql)?;
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
-        wait(self.client.query(&st, &refs))?
-            .iter()
-            .map(pg_row)
-            .collect()
+        match self.trip(&[Ask::Query(sql, params)])?.pop() {
+            Some(Answer::Rows(rows)) => Ok(rows),
+            _ => Err(StoreError::Decode {
+                detail: format!("no rows from {sql}"),
+            }),
+        }
     }
 
     /// Statements without parameters.
     pub(crate) fn batch(&self, sql: &str) -> Result<(), StoreError> {
-        Ok(wait(self.client.batch_execute(sql))?)
+        self.trip(&[Ask::Batch(sql)]).map(drop)
     }
 
-    /// Begin a transaction; its id, to ask later whether it committed
-    /// (one round trip for both).
-    pub(crate) fn begin(&self) -> Result<i64, StoreError> {
-        let msgs = wait(self.client.simple_query("BEGIN; SELECT txid_current()"))?;
-        msgs.iter()
-            .find_map(|m| match m {
-                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0)?.parse().ok(),
-                _ => None,
-            })
-            .ok_or_else(|| StoreError::Decode {
-                detail: "no transaction id".into(),
-            })
+    /// Begin a transaction with the next round trip, learning its id (to
+    /// ask later whether it committed) in the same trip.
+    pub(crate) fn begin_later(&self) {
+        self.txid.set(None);
+        self.pending.borrow_mut().push(Pending::Begin);
+    }
+
+    /// Commit the open transaction, sending what is pending with the
+    /// `COMMIT`. Its id is known before the `COMMIT` goes out (a trip of
+    /// its own when nothing was asked in the transaction), so a commit cut
+    /// off can be asked about.
+    pub(crate) fn commit(&self) -> Result<(), CommitError> {
+        if self.txid.get().is_none() {
+            self.trip(&[]).map_err(CommitError::Failed)?;
+        }
+        let Some(txid) = self.txid.take() else {
+            return Err(CommitError::Failed(StoreError::Decode {
+                detail: "no transaction to commit".into(),
+            }));
+        };
+        match self.trip(&[Ask::Batch("COMMIT")]) {
+            Ok(_) => Ok(()),
+            Err(e) if transient(&e) => Err(CommitError::CutOff(txid, e)),
+            Err(e) => Err(CommitError::Failed(e)),
+        }
     }
 
     /// Whether transaction `txid` committed (it was cut off while
@@ -350,6 +569,13 @@ impl PgConn {
             }
         }
     }
+}
+
+/// What a pipelined statement answered, before its rows are read.
+enum TripAnswer {
+    Count(u64),
+    Rows(Vec<tokio_postgres::Row>),
+    Done,
 }
 
 /// A PostgreSQL row as a [`Row`].
@@ -493,6 +719,10 @@ pub(crate) struct Pool {
     state: Mutex<PoolState>,
     /// Signalled when a connection is returned or closed.
     freed: std::sync::Condvar,
+    /// Round trips its connections have made ([`Pool::round_trips`]),
+    /// and statements they prepared.
+    trips: Arc<AtomicU64>,
+    prepares: Arc<AtomicU64>,
 }
 
 /// The pool's connections not lent now, and how many are open in all.
@@ -530,7 +760,11 @@ impl Drop for Pooled<'_> {
     fn drop(&mut self) {
         let mut state = self.pool.lock();
         match self.conn.take() {
-            Some(c) if !c.client.is_closed() => state.idle.push(c),
+            Some(c) if !c.client.is_closed() => {
+                // A lender that gave up left nothing for the next one.
+                c.discard();
+                state.idle.push(c);
+            }
             _ => state.open = state.open.saturating_sub(1),
         }
         drop(state);
@@ -579,6 +813,8 @@ impl Pool {
             health: Health::default(),
             state: Mutex::default(),
             freed: std::sync::Condvar::new(),
+            trips: Arc::default(),
+            prepares: Arc::default(),
         })
     }
 
@@ -617,10 +853,11 @@ impl Pool {
         match self.connect() {
             Ok(client) => Ok(Pooled {
                 pool: self,
-                conn: Some(PgConn {
+                conn: Some(PgConn::new(
                     client,
-                    statements: StatementCache::default(),
-                }),
+                    Arc::clone(&self.trips),
+                    Arc::clone(&self.prepares),
+                )),
             }),
             Err(e) => {
                 self.lock().open -= 1;
@@ -639,7 +876,22 @@ impl Pool {
             health: Health::default(),
             state: Mutex::default(),
             freed: std::sync::Condvar::new(),
+            trips: Arc::default(),
+            prepares: Arc::default(),
         }
+    }
+
+    /// Round trips to the database its connections have made (statements
+    /// prepared, and each pipelined batch of statements once): what a
+    /// shared store's latency is paid in.
+    pub(crate) fn round_trips(&self) -> u64 {
+        self.trips.load(Ordering::Relaxed)
+    }
+
+    /// Statements its connections have prepared (a round trip each, once
+    /// a connection).
+    pub(crate) fn prepared(&self) -> u64 {
+        self.prepares.load(Ordering::Relaxed)
     }
 
     /// Open a connection (from the database runtime) whose asynchronous

@@ -50,13 +50,69 @@ impl PgConn {
         match self.never {}
     }
 
-    pub(crate) fn begin(&self) -> Result<i64, StoreError> {
+    pub(crate) fn later(&self, _: &str, _: &[Param<'_>]) -> Result<(), StoreError> {
+        match self.never {}
+    }
+
+    pub(crate) fn trip(&self, _: &[Ask<'_>]) -> Result<Vec<Answer>, StoreError> {
+        match self.never {}
+    }
+
+    pub(crate) fn flush(&self) -> Result<(), StoreError> {
+        match self.never {}
+    }
+
+    pub(crate) fn discard(&self) {
+        match self.never {}
+    }
+
+    pub(crate) fn begin_later(&self) {
+        match self.never {}
+    }
+
+    pub(crate) fn commit(&self) -> Result<(), CommitError> {
         match self.never {}
     }
 
     pub(crate) fn committed(&self, _: i64) -> Result<bool, StoreError> {
         match self.never {}
     }
+}
+
+/// A statement a round trip ends with (never sent in this build).
+#[expect(
+    dead_code,
+    reason = "no PostgreSQL in this build: nothing is sent or answered"
+)]
+pub(crate) enum Ask<'a> {
+    /// Its rows.
+    Query(&'a str, &'a [Param<'a>]),
+}
+
+/// The answer to an [`Ask`] (none in this build).
+#[expect(
+    dead_code,
+    reason = "no PostgreSQL in this build: nothing is sent or answered"
+)]
+pub(crate) enum Answer {
+    /// Rows read.
+    Rows(Vec<Row>),
+    /// Rows changed.
+    Count(u64),
+    /// A batch ran.
+    Done,
+}
+
+/// Why a commit did not land (never, in this build).
+#[expect(
+    dead_code,
+    reason = "no PostgreSQL in this build: nothing is sent or answered"
+)]
+pub(crate) enum CommitError {
+    /// Cut off while committing.
+    CutOff(i64, StoreError),
+    /// Did not commit.
+    Failed(StoreError),
 }
 
 /// A pool: none can exist ([`Pool::new`] refuses).
@@ -82,6 +138,14 @@ impl Pool {
     }
 
     pub(crate) fn migrate(&self) -> Result<(i64, i64), StoreError> {
+        match self.never {}
+    }
+
+    pub(crate) fn round_trips(&self) -> u64 {
+        match self.never {}
+    }
+
+    pub(crate) fn prepared(&self) -> u64 {
         match self.never {}
     }
 

@@ -106,6 +106,33 @@ impl From<&Option<i64>> for Param<'_> {
     }
 }
 
+impl<'a> From<&'a Value> for Param<'a> {
+    fn from(v: &'a Value) -> Self {
+        match v {
+            Value::Null => Param::Null,
+            Value::Int(i) => Param::Int(*i),
+            Value::Real(f) => Param::Real(*f),
+            Value::Text(s) => Param::Text(s),
+        }
+    }
+}
+
+impl Param<'_> {
+    /// The value owned, to be sent later.
+    #[cfg_attr(
+        not(feature = "postgres"),
+        expect(dead_code, reason = "only PostgreSQL sends statements later")
+    )]
+    pub(crate) fn owned(&self) -> Value {
+        match *self {
+            Param::Null => Value::Null,
+            Param::Int(i) => Value::Int(i),
+            Param::Real(f) => Value::Real(f),
+            Param::Text(s) => Value::Text(s.to_owned()),
+        }
+    }
+}
+
 /// `[Param]` from a list of values: `params![id, 3, name]`.
 macro_rules! params {
     () => { &[] as &[$crate::sql::Param<'_>] };

@@ -16,12 +16,12 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tokio::sync::oneshot;
 
 use super::asks::{self, StoredAsk};
-use super::db::{Conn, Dialect, params};
+use super::db::{Conn, Dialect, Param, params};
 use super::{Store, StoreError, TaskStatus, TodoItem, now_ms, role_str};
 use roost_protocol::UiRow;
 use roost_protocol::conversation::{Message, Usage};
@@ -72,6 +72,20 @@ struct Condensation<'a> {
     first: i64,
     upto: i64,
     summary: &'a str,
+}
+
+/// What a store has written and what it cost ([`Store::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Steps committed.
+    pub steps: u64,
+    /// Transactions they took (a shared commit takes many steps).
+    pub transactions: u64,
+    /// Round trips to a shared database (statements prepared, and each
+    /// pipelined batch of statements once); none on SQLite.
+    pub round_trips: u64,
+    /// Of those, the statements prepared (once a statement a connection).
+    pub prepared: u64,
 }
 
 /// Positions a committed step took.
@@ -313,7 +327,22 @@ pub(super) struct Positions {
     /// Tasks whose claim this transaction has checked (once is enough:
     /// their rows stay locked until it commits).
     fenced: std::collections::HashSet<String>,
+    /// Messages already replaced, by task key and seq ([`Positions::learn`]).
+    replaced: std::collections::HashSet<(i64, i64)>,
+    /// Each task's last event written, announced once at the end
+    /// ([`Positions::announce`]).
+    announce: Vec<(String, i64)>,
 }
+
+/// The positions of a task's three logs, by its id (`?1`): one statement.
+const LAST_SEQS: &str = "SELECT \
+     (SELECT COALESCE(MAX(seq), 0) FROM api_messages WHERE task = t.k), \
+     (SELECT COALESCE(MAX(seq), 0) FROM ui_messages WHERE task = t.k), \
+     (SELECT COALESCE(MAX(seq), 0) FROM events WHERE task = t.k) \
+     FROM tasks t WHERE t.id = ?1";
+
+/// Longest `pg_notify` payload sent (PostgreSQL's limit is 8,000 bytes).
+const NOTIFY_PAYLOAD: usize = 7_900;
 
 impl Positions {
     /// Take the next position in `log` of the task keyed `key`.
@@ -325,7 +354,127 @@ impl Positions {
         self.next.insert((log, key), next + 1);
         Ok(next)
     }
+
+    /// On PostgreSQL, before writing `steps`: lock their tasks' rows (in one
+    /// order, so two hosts' transactions never wait on each other in a
+    /// ring), then learn each task's key and log positions, check that
+    /// `owner` still holds the claims of `fenced`, and replace the messages
+    /// the steps replace — all in one round trip. Each statement after the
+    /// locks reads a snapshot taken once every lock is held, so another
+    /// host that wrote to a task before this transaction locked it is seen.
+    /// On SQLite (one writer, answers in microseconds) nothing is learnt
+    /// ahead: positions are looked up as they are needed.
+    fn learn(
+        &mut self,
+        c: &Conn<'_>,
+        steps: &[(&str, &PreparedStep)],
+        fenced: &[&str],
+        owner: Option<&str>,
+    ) -> Result<(), StoreError> {
+        if c.dialect() == Dialect::Sqlite {
+            if let Some(owner) = owner {
+                super::claims::check_fences(c, fenced, owner)?;
+            }
+            return Ok(());
+        }
+        let mut tasks: Vec<&str> = steps.iter().map(|(t, _)| *t).collect();
+        tasks.sort_unstable();
+        tasks.dedup();
+        let ids: Vec<[Param<'_>; 1]> = tasks.iter().map(|t| [Param::Text(t)]).collect();
+        let mut queries: Vec<(&str, &[Param<'_>])> = Vec::with_capacity(2 * tasks.len() + 1);
+        for id in &ids {
+            queries.push(("SELECT k FROM tasks WHERE id = ?1 FOR UPDATE", id));
+        }
+        for id in &ids {
+            queries.push((LAST_SEQS, id));
+        }
+        let joined = fenced.join(",");
+        let fence_params = owner
+            .filter(|_| !fenced.is_empty())
+            .map(|o| [Param::Text(o), Param::Text(&joined)]);
+        if let Some(ps) = &fence_params {
+            queries.push((super::claims::FENCES, ps));
+        }
+        let replaces: Vec<(&str, i64, [Param<'_>; 3])> = steps
+            .iter()
+            .filter_map(|(task, step)| match &step.message {
+                Some(PreparedMessage::Replace { seq, content }) => Some((
+                    *task,
+                    *seq,
+                    [Param::Text(task), Param::Int(*seq), Param::Text(content)],
+                )),
+                _ => None,
+            })
+            .collect();
+        for (_, _, ps) in &replaces {
+            queries.push((REPLACE_BY_ID, ps));
+        }
+        let mut answers = c.query_all(&queries)?.into_iter();
+        let mut keys = Vec::with_capacity(tasks.len());
+        for task in &tasks {
+            let key: i64 = match answers.next().and_then(|rows| rows.into_iter().next()) {
+                Some(row) => row.get(0)?,
+                None => return Err(StoreError::NotFound((*task).to_owned())),
+            };
+            keys.push(key);
+        }
+        for (task, key) in tasks.iter().zip(&keys) {
+            let row = answers
+                .next()
+                .and_then(|rows| rows.into_iter().next())
+                .ok_or_else(|| StoreError::NotFound((*task).to_owned()))?;
+            for (i, log) in [Log::Api, Log::Ui, Log::Events].into_iter().enumerate() {
+                self.next.insert((log, *key), row.get::<i64>(i)? + 1);
+            }
+            self.keys.insert((*task).to_owned(), *key);
+        }
+        if fence_params.is_some() {
+            let held = answers.next().unwrap_or_default();
+            super::claims::fences_held(held, fenced)?;
+            self.fenced.extend(fenced.iter().map(|t| (*t).to_owned()));
+        }
+        for (task, seq, _) in &replaces {
+            if answers.next().is_none_or(|rows| rows.is_empty()) {
+                return Err(StoreError::Corrupt {
+                    task: (*task).to_owned(),
+                    seq: *seq,
+                    detail: "no such message to replace".into(),
+                });
+            }
+            if let Some(key) = self.keys.get(*task) {
+                self.replaced.insert((*key, *seq));
+            }
+        }
+        Ok(())
+    }
+
+    /// Tell the hosts following these tasks that their events are
+    /// committed: on PostgreSQL, one notification for many tasks (sent with
+    /// the `COMMIT`, heard once it lands), `task:seq` entries a line each.
+    fn announce(&mut self, c: &Conn<'_>) -> Result<(), StoreError> {
+        if c.dialect() != Dialect::Postgres || self.announce.is_empty() {
+            return Ok(());
+        }
+        let mut payload = String::new();
+        for (task, seq) in std::mem::take(&mut self.announce) {
+            let entry = format!("{task}:{seq}");
+            if !payload.is_empty() && payload.len() + 1 + entry.len() > NOTIFY_PAYLOAD {
+                c.later("SELECT pg_notify('roost_events', ?1)", params![&payload])?;
+                payload.clear();
+            }
+            if !payload.is_empty() {
+                payload.push('\n');
+            }
+            payload.push_str(&entry);
+        }
+        c.later("SELECT pg_notify('roost_events', ?1)", params![&payload])
+    }
 }
+
+/// Replace a message's content by task id and seq; a row back when it was
+/// there.
+const REPLACE_BY_ID: &str = "UPDATE api_messages SET content = ?3 \
+     WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq = ?2 RETURNING seq";
 
 /// Write `step` of `task` inside the caller's write transaction
 /// ([`super::db::Db::write`]), unless it is empty.
@@ -339,7 +488,9 @@ pub(super) fn write_prepared(
     if step.empty {
         return Ok(Committed::nothing());
     }
-    write_step(conn, task, step, now, positions, None)
+    let committed = write_step(conn, task, step, now, positions, None)?;
+    positions.announce(conn)?;
+    Ok(committed)
 }
 
 /// Write `step` of `task` inside the caller's write transaction
@@ -349,10 +500,10 @@ pub(super) fn write_prepared(
 /// turn with it. With `fence` (the owner this host runs the task as), the
 /// step lands only while that owner still holds the task's claim
 /// ([`super::claims::check_fence`]), checked under the row lock.
-fn write_step(
+fn write_step<'a>(
     conn: &Conn<'_>,
-    task: &str,
-    step: &PreparedStep,
+    task: &'a str,
+    step: &'a PreparedStep,
     now: i64,
     positions: &mut Positions,
     fence: Option<&str>,
@@ -372,40 +523,57 @@ fn write_step(
     // in a batch of many) for nothing but `updated_at`.
     let touches_task =
         step.status.is_some() || step.mode.is_some() || step.cost != 0.0 || *u != NO_USAGE;
-    let key: Option<i64> = if !touches_task {
-        match positions.keys.get(task) {
-            Some(k) => Some(*k),
-            None => conn
-                .opt(
-                    match conn.dialect() {
-                        Dialect::Sqlite => "SELECT k FROM tasks WHERE id = ?1",
-                        Dialect::Postgres => "SELECT k FROM tasks WHERE id = ?1 FOR UPDATE",
-                    },
-                    params![task],
-                )?
-                .map(|r| r.get(0))
-                .transpose()?,
+    // The task's totals, status and mode after the step, on its row (`?1`).
+    macro_rules! set_totals {
+        ($row:literal) => {
+            concat!(
+                "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, \
+                 cache_reads = cache_reads + ?4, cache_writes = cache_writes + ?5, \
+                 cost = cost + ?6, status = COALESCE(?7, status), mode = COALESCE(?9, mode), \
+                 updated_at = ?8 ",
+                $row
+            )
+        };
+    }
+    let totals = |row: Param<'a>| -> [Param<'a>; 9] {
+        [
+            row,
+            Param::Int(i(u.input_tokens)),
+            Param::Int(i(u.output_tokens)),
+            Param::Int(i(u.cache_read_tokens)),
+            Param::Int(i(u.cache_write_tokens)),
+            Param::Real(step.cost),
+            Param::from(step.status.map(TaskStatus::as_str)),
+            Param::Int(now),
+            Param::from(step.mode.as_deref()),
+        ]
+    };
+    let key: Option<i64> = match positions.keys.get(task) {
+        // Known (and its row locked) already: the totals go with the next
+        // round trip.
+        Some(k) => {
+            if touches_task {
+                conn.later(set_totals!("WHERE k = ?1"), &totals(Param::Int(*k)))?;
+            }
+            Some(*k)
         }
-    } else {
-        conn.opt(
-            "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, \
-         cache_reads = cache_reads + ?4, cache_writes = cache_writes + ?5, cost = cost + ?6, \
-         status = COALESCE(?7, status), mode = COALESCE(?9, mode), updated_at = ?8 \
-         WHERE id = ?1 RETURNING k",
-            params![
-                task,
-                i(u.input_tokens),
-                i(u.output_tokens),
-                i(u.cache_read_tokens),
-                i(u.cache_write_tokens),
-                step.cost,
-                step.status.map(TaskStatus::as_str),
-                now,
-                step.mode.as_deref()
-            ],
-        )?
-        .map(|r| r.get(0))
-        .transpose()?
+        None if !touches_task => conn
+            .opt(
+                match conn.dialect() {
+                    Dialect::Sqlite => "SELECT k FROM tasks WHERE id = ?1",
+                    Dialect::Postgres => "SELECT k FROM tasks WHERE id = ?1 FOR UPDATE",
+                },
+                params![task],
+            )?
+            .map(|r| r.get(0))
+            .transpose()?,
+        None => conn
+            .opt(
+                set_totals!("WHERE id = ?1 RETURNING k"),
+                &totals(Param::Text(task)),
+            )?
+            .map(|r| r.get(0))
+            .transpose()?,
     };
     let Some(key) = key else {
         return Err(StoreError::NotFound(task.to_owned()));
@@ -422,12 +590,15 @@ fn write_step(
         None => None,
         Some(PreparedMessage::Append { role, content }) => {
             let seq = positions.take(conn, Log::Api, key)?;
-            conn.exec(
+            conn.later(
                 "INSERT INTO api_messages (task, seq, role, content, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![key, seq, role, content, now],
             )?;
             Some(seq)
+        }
+        Some(PreparedMessage::Replace { seq, .. }) if positions.replaced.contains(&(key, *seq)) => {
+            Some(*seq)
         }
         Some(PreparedMessage::Replace { seq, content }) => {
             let n = conn.exec(
@@ -445,11 +616,11 @@ fn write_step(
         }
     };
     if let Some((first, upto, summary)) = &step.condense {
-        conn.exec(
+        conn.later(
             "UPDATE api_messages SET hidden = 1 WHERE task = ?1 AND seq > ?2 AND seq <= ?3",
             params![key, first, upto],
         )?;
-        conn.exec(
+        conn.later(
             "INSERT INTO condensations (task_id, upto_seq, summary, created_at) VALUES (?1, ?2, ?3, ?4) \
              ON CONFLICT (task_id, upto_seq) DO UPDATE SET summary = excluded.summary, created_at = excluded.created_at",
             params![task, upto, summary, now],
@@ -459,7 +630,7 @@ fn write_step(
         super::write_todos(conn, task, items)?;
     }
     for line in &step.trace {
-        conn.exec(
+        conn.later(
             "INSERT INTO pending_trace (task_id, seq, entry) \
              SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2 FROM pending_trace WHERE task_id = ?1",
             params![task, line],
@@ -468,7 +639,7 @@ fn write_step(
     for (row, text) in &step.ui {
         let (kind, subtype) = (row.kind.as_str(), row.subtype.as_str());
         let seq = positions.take(conn, Log::Ui, key)?;
-        conn.exec(
+        conn.later(
             "INSERT INTO ui_messages (task, seq, ts, kind, subtype, text) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![key, seq, now, kind, subtype, text],
@@ -494,19 +665,34 @@ fn write_step(
     }
     for event in &step.events {
         let seq = positions.take(conn, Log::Events, key)?;
-        conn.exec(
+        conn.later(
             "INSERT INTO events (task, seq, ts, event) VALUES (?1, ?2, ?3, ?4)",
             params![key, seq, now, event],
         )?;
         committed.events.push(seq);
     }
     // Hosts following this task hear of its events at commit.
-    if let (Dialect::Postgres, Some(last)) = (conn.dialect(), committed.events.last()) {
-        conn.exec(
-            "SELECT pg_notify('roost_events', ?1)",
-            params![&format!("{task}:{last}")],
-        )?;
+    if let Some(last) = committed.events.last() {
+        positions.announce.push((task.to_owned(), *last));
     }
+    Ok(committed)
+}
+
+/// Write `step` of `task` in a transaction of its own (`c`'s): learnt
+/// ahead (one round trip on PostgreSQL, the claim checked in it when
+/// `fence` is given), written, announced.
+fn write_alone(
+    c: &Conn<'_>,
+    task: &str,
+    step: &PreparedStep,
+    now: i64,
+    fence: Option<&str>,
+) -> Result<Committed, StoreError> {
+    let mut positions = Positions::default();
+    let fenced: &[&str] = if fence.is_some() { &[task] } else { &[] };
+    positions.learn(c, &[(task, step)], fenced, fence)?;
+    let committed = write_step(c, task, step, now, &mut positions, fence)?;
+    positions.announce(c)?;
     Ok(committed)
 }
 
@@ -530,6 +716,9 @@ struct Job {
 pub(super) struct GroupCommit {
     queue: Mutex<Vec<Job>>,
     leading: AtomicBool,
+    /// Steps committed, and the transactions they took ([`Store::stats`]).
+    steps: AtomicU64,
+    transactions: AtomicU64,
 }
 
 impl GroupCommit {
@@ -559,6 +748,13 @@ impl GroupCommit {
         self.queue().is_empty()
     }
 
+    /// Count `steps` committed in `transactions`.
+    fn counted(&self, steps: usize, transactions: u64) {
+        self.steps
+            .fetch_add(u64::try_from(steps).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.transactions.fetch_add(transactions, Ordering::Relaxed);
+    }
+
     /// Stop committing. False when a job arrived meanwhile and this caller
     /// is the committer again (a job pushed after the last `take` saw a
     /// committer and queued itself, trusting it to be taken).
@@ -578,16 +774,23 @@ impl Store {
             return Ok(Committed::nothing());
         }
         let fence = self.fence_for(task);
-        self.db.write(|c| {
-            write_step(
-                c,
-                task,
-                &prepared,
-                now_ms(),
-                &mut Positions::default(),
-                fence.as_deref(),
-            )
-        })
+        let committed = self
+            .db
+            .write(|c| write_alone(c, task, &prepared, now_ms(), fence.as_deref()))?;
+        self.group.counted(1, 1);
+        Ok(committed)
+    }
+
+    /// What this store (and its clones) has written and what it cost: steps
+    /// committed, the transactions they took, and the round trips made to a
+    /// shared database.
+    pub fn stats(&self) -> StoreStats {
+        StoreStats {
+            steps: self.group.steps.load(Ordering::Relaxed),
+            transactions: self.group.transactions.load(Ordering::Relaxed),
+            round_trips: self.db.round_trips(),
+            prepared: self.db.prepared(),
+        }
     }
 
     /// Commit a prepared step of `task`, sharing the transaction with the
@@ -673,8 +876,11 @@ impl Store {
         fenced.sort_unstable();
         fenced.dedup();
         let owner = fences.iter().flatten().next();
+        let steps: Vec<(&str, &PreparedStep)> =
+            jobs.iter().map(|j| (j.task.as_str(), &j.step)).collect();
         let together = self.db.write(|c| {
             let mut positions = Positions::default();
+            positions.learn(c, &steps, &fenced, owner.map(String::as_str))?;
             let mut committed = Vec::with_capacity(jobs.len());
             for job in &jobs {
                 committed.push(write_step(
@@ -686,29 +892,27 @@ impl Store {
                     None,
                 )?);
             }
-            if let Some(owner) = owner {
-                super::claims::check_fences(c, &fenced, owner)?;
-            }
+            positions.announce(c)?;
             Ok(committed)
         });
         let outcomes: Vec<Result<Committed, StoreError>> = match together {
-            Ok(committed) => committed.into_iter().map(Ok).collect(),
+            Ok(committed) => {
+                self.group.counted(committed.len(), 1);
+                committed.into_iter().map(Ok).collect()
+            }
             // One at a time: the failing step gets its own error, the others
             // commit.
             Err(_) => jobs
                 .iter()
                 .zip(&fences)
                 .map(|(job, fence)| {
-                    self.db.write(|c| {
-                        write_step(
-                            c,
-                            &job.task,
-                            &job.step,
-                            now,
-                            &mut Positions::default(),
-                            fence.as_deref(),
-                        )
-                    })
+                    let alone = self
+                        .db
+                        .write(|c| write_alone(c, &job.task, &job.step, now, fence.as_deref()));
+                    if alone.is_ok() {
+                        self.group.counted(1, 1);
+                    }
+                    alone
                 })
                 .collect(),
         };

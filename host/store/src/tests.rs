@@ -909,8 +909,187 @@ on_both!(
     a_result_is_recorded_as_one_step,
     claims_are_exclusive_and_released,
     shared_commits_keep_every_step_whole_and_fail_alone,
-    a_task_opens_with_its_first_messages_and_asks_land_with_their_step
+    a_task_opens_with_its_first_messages_and_asks_land_with_their_step,
+    a_step_whose_later_statement_fails_writes_nothing
 );
+
+/// A statement sent later (with the next round trip, or the `COMMIT`)
+/// that fails fails its whole step: nothing of it lands, and the next
+/// step takes the positions the failed one would have.
+fn a_step_whose_later_statement_fails_writes_nothing(b: Backend) {
+    let (_d, s) = store_on(b);
+    let t = new_task(&s);
+    let ask = StoredAsk::open(&t.id, Some("c1"), "tool", "{}");
+    let one = Message::user_text("one");
+    s.commit_step(&t.id, Step::new().append(&one).ask(&ask))
+        .expect("first");
+    let two = Message::user_text("two");
+    let refused = s.commit_step(
+        &t.id,
+        Step::new()
+            .append(&two)
+            .ui(UiRow::say(UiSubtype::Text), "two")
+            .event("{\"event\":\"warning\",\"message\":\"two\"}".to_owned())
+            .usage(
+                &Usage {
+                    input_tokens: 5,
+                    output_tokens: 1,
+                    cache_read_tokens: 0,
+                    cache_write_tokens: 0,
+                },
+                0.5,
+            )
+            .ask(&ask),
+    );
+    assert!(refused.is_err(), "the same ask twice: {refused:?}");
+    assert_eq!(s.load_api(&t.id, true).expect("api").len(), 1);
+    assert!(s.load_ui(&t.id).expect("ui").is_empty());
+    assert!(s.events_after(&t.id, 0, 10).expect("events").is_empty());
+    assert_eq!(s.get_task(&t.id).expect("task").usage.input_tokens, 0);
+    let next = s
+        .commit_step(
+            &t.id,
+            Step::new()
+                .append(&two)
+                .event("{\"event\":\"warning\",\"message\":\"next\"}".to_owned()),
+        )
+        .expect("the next step");
+    assert_eq!(next.message, Some(2));
+    assert_eq!(next.events, vec![1]);
+}
+
+/// On PostgreSQL a step costs two round trips however much it writes:
+/// `BEGIN` with the task's row lock, its log positions, its claim and the
+/// message it replaces; then its rows, the task's totals and the
+/// notification, with the `COMMIT`. A shared commit of many tasks' steps
+/// costs the same two, and one notification announces every task's
+/// events.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_step_is_two_round_trips_on_postgres() {
+    roost_testpg::skip_without_postgres!();
+    let (_d, s) = store_on(Backend::Postgres);
+    let t = new_task(&s);
+    let call = tool_use("c1");
+    let result = Message {
+        role: Role::Assistant,
+        content: vec![ContentBlock::Text {
+            text: "replaced".into(),
+        }],
+    };
+    let usage = Usage {
+        input_tokens: 10,
+        output_tokens: 2,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+    };
+    let cost = |before: StoreStats, after: StoreStats| {
+        (after.round_trips - after.prepared) - (before.round_trips - before.prepared)
+    };
+    // Twice each: the first prepares the statements (counted apart).
+    for round in 0..2 {
+        let before = s.stats();
+        let c = s
+            .commit_step(
+                &t.id,
+                Step::new()
+                    .append(&call)
+                    .usage(&usage, 0.01)
+                    .status(TaskStatus::WaitingForApproval)
+                    .ui(UiRow::ask(UiSubtype::Tool), "may I?")
+                    .event("{\"event\":\"warning\",\"message\":\"ask\"}".to_owned())
+                    .ask(&ask_for(&t.id, round)),
+            )
+            .expect("a reply");
+        assert_eq!(cost(before, s.stats()), 2, "a reply, round {round}");
+        let before = s.stats();
+        s.commit_step(
+            &t.id,
+            Step::new()
+                .put(c.message, &result)
+                .ui(UiRow::say(UiSubtype::Text), "done")
+                .event("{\"event\":\"warning\",\"message\":\"done\"}".to_owned()),
+        )
+        .expect("its result");
+        assert_eq!(cost(before, s.stats()), 2, "a result, round {round}");
+    }
+    let api = s.load_api(&t.id, true).expect("api");
+    assert_eq!(api.len(), 2, "each reply replaced in place by its result");
+    assert!(
+        api.iter().all(|m| m.message.content == result.content),
+        "{api:?}"
+    );
+    assert_eq!(s.get_task(&t.id).expect("task").usage.input_tokens, 20);
+
+    // Many tasks' steps through shared commits: two round trips a
+    // transaction, and every task's events announced.
+    let mut notices = s.notices().expect("a shared store has notices");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let tasks: Vec<String> = (0..20).map(|_| new_task(&s).id).collect();
+    rt.block_on(async {
+        // The listener is connected before anything is committed.
+        loop {
+            match notices.recv().await {
+                Ok(Notice::Reconnected) => break,
+                Ok(_) => {}
+                Err(e) => panic!("notices: {e}"),
+            }
+        }
+        // Warm every connection a commit may take.
+        for id in &tasks {
+            s.commit_step(id, Step::new().ui(UiRow::say(UiSubtype::Text), "warm"))
+                .expect("warm");
+        }
+        let before = s.stats();
+        let mut joins = Vec::new();
+        for id in tasks.clone() {
+            let s = s.clone();
+            joins.push(tokio::spawn(async move {
+                for i in 0..5 {
+                    let m = Message::user_text(format!("{i}"));
+                    let step = Step::new()
+                        .append(&m)
+                        .event(format!("{{\"event\":\"warning\",\"message\":\"{i}\"}}"))
+                        .prepare(&id)
+                        .expect("prepared");
+                    s.commit(&id, step).await.expect("committed");
+                }
+            }));
+        }
+        for j in joins {
+            j.await.expect("joined");
+        }
+        let after = s.stats();
+        assert_eq!(after.steps - before.steps, 100);
+        assert_eq!(
+            cost(before, after),
+            2 * (after.transactions - before.transactions),
+            "{before:?} {after:?}"
+        );
+        let mut last: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+        while tasks.iter().any(|t| last.get(t) != Some(&5)) {
+            match tokio::time::timeout(std::time::Duration::from_secs(60), notices.recv()).await {
+                Ok(Ok(Notice::Events { task, seq })) => {
+                    let e = last.entry(task).or_default();
+                    *e = (*e).max(seq);
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => panic!("notices: {e}"),
+                Err(_) => panic!("not every task's events were announced: {last:?}"),
+            }
+        }
+    });
+}
+
+/// An open ask of `task`, one a round.
+#[cfg(feature = "postgres")]
+fn ask_for(task: &str, round: usize) -> StoredAsk {
+    StoredAsk::open(task, Some(&format!("c{round}")), "tool", "{}")
+}
 
 /// A PostgreSQL store at schema 1 (before hosts were recorded) is migrated
 /// in place and keeps its tasks; one written by a newer Roost is refused
@@ -1257,16 +1436,31 @@ fn hostile_rows_and_notices_from_other_hosts_are_ignored() {
     ] {
         assert_eq!(
             listen::Notice::parse(channel, payload),
-            None,
+            Vec::new(),
             "{channel} {payload}"
         );
     }
     assert_eq!(
         listen::Notice::parse("roost_events", "a:b:7"),
-        Some(Notice::Events {
+        vec![Notice::Events {
             task: "a:b".into(),
             seq: 7
-        })
+        }]
+    );
+    // A shared commit's one notification for several tasks; an entry that
+    // does not read is skipped, the others kept.
+    assert_eq!(
+        listen::Notice::parse("roost_events", "a:3\nbroken\nb:9"),
+        vec![
+            Notice::Events {
+                task: "a".into(),
+                seq: 3
+            },
+            Notice::Events {
+                task: "b".into(),
+                seq: 9
+            }
+        ]
     );
 }
 

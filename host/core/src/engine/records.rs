@@ -58,6 +58,12 @@ impl Records {
         Store::migrate(location)
     }
 
+    /// What the store has written and what it cost (steps, transactions,
+    /// round trips to a shared database), for benchmarks and diagnostics.
+    pub fn stats(&self) -> crate::store::StoreStats {
+        self.store.stats()
+    }
+
     /// Whether the store answers now (a server's readiness).
     pub fn ping(&self) -> Result<(), StoreError> {
         self.store.ping()

@@ -1110,8 +1110,12 @@ impl Agent {
                     )
                     .await?,
             );
-            // The result is durable: now its trace entries go to the trace.
-            self.flush_trace(ctx, false)?;
+            // The result is durable: now its trace entries go to the trace
+            // (a result that recorded none has nothing to flush: entries
+            // left by a crash are flushed when the task resumes).
+            if !r.trace.is_empty() {
+                self.flush_trace(ctx, false)?;
+            }
         }
         if let Some(result) = completed {
             // Its ending was announced with the last result.
