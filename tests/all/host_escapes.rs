@@ -871,3 +871,110 @@ fn unsafe_code_is_refused_but_where_a_module_says_why() {
         "modules that allow unsafe code without saying why: {unexplained:?}"
     );
 }
+
+/// Answers as `inner` does; at the model's question, first swaps the
+/// workspace's path for a link to `other` (the original moved aside).
+struct SwapsAtQuestion {
+    inner: ScriptedUser,
+    ws: std::path::PathBuf,
+    other: std::path::PathBuf,
+}
+
+#[async_trait::async_trait]
+impl roost_core::asks::Answers for SwapsAtQuestion {
+    async fn approve(
+        &self,
+        tool: &str,
+        group: roost_core::tools::ToolGroup,
+        args: &Value,
+        preview: Option<&str>,
+    ) -> roost_core::asks::Approval {
+        roost_core::asks::Answers::approve(&self.inner, tool, group, args, preview).await
+    }
+    async fn followup(&self, question: &str, suggestions: &[String]) -> Option<String> {
+        std::fs::rename(&self.ws, self.ws.with_extension("moved")).expect("move aside");
+        std::os::unix::fs::symlink(&self.other, &self.ws).expect("swap for a link");
+        roost_core::asks::Answers::followup(&self.inner, question, suggestions).await
+    }
+    async fn completion(&self, result: &str) -> roost_core::asks::CompletionAnswer {
+        roost_core::asks::Answers::completion(&self.inner, result).await
+    }
+    async fn scope_violation(
+        &self,
+        intent: &str,
+        tool: &str,
+        path: &str,
+        preview: Option<&str>,
+    ) -> roost_core::asks::Approval {
+        roost_core::asks::Answers::scope_violation(&self.inner, intent, tool, path, preview).await
+    }
+    async fn hook_question(
+        &self,
+        hook: &str,
+        tool: &str,
+        question: &str,
+    ) -> roost_core::asks::Approval {
+        roost_core::asks::Answers::hook_question(&self.inner, hook, tool, question).await
+    }
+    async fn guidance(&self, reason: &str) -> Option<String> {
+        roost_core::asks::Answers::guidance(&self.inner, reason).await
+    }
+}
+
+/// A task's calls mount the workspace the task holds open, never its path
+/// looked up again: once the task runs, the path swapped for a link to
+/// another directory leads no read there (the read sees the directory the
+/// task pinned, or fails), and nothing in the other directory changes.
+#[tokio::test]
+async fn a_workspace_swapped_mid_task_leads_no_read_elsewhere() {
+    let h = harness(
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "ask_followup_question",
+                    json!({ "question": "go on?" })
+                )]
+            ),
+            turn("", vec![call("read_file", json!({ "path": "secret.txt" }))]),
+            complete("done")
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    h.ws.write("secret.txt", "the task's own\n");
+    let other = tempfile::tempdir().expect("tempdir");
+    std::fs::write(other.path().join("secret.txt"), "another's secret\n").expect("other");
+    let before = tree_hash(other.path());
+    let inner = ScriptedUser::default();
+    inner
+        .followups
+        .lock()
+        .expect("lock")
+        .push_back("yes".into());
+    let user = SwapsAtQuestion {
+        inner,
+        ws: h.ws.path(),
+        other: other.path().to_path_buf(),
+    };
+    let id = h.create("code", "read").expect("created");
+    let outcome = h.drive(h.engine(), &id, &user).await.expect("task ran");
+    // Put the workspace back where the harness cleans it up.
+    std::fs::remove_file(h.ws.path()).expect("unlink");
+    std::fs::rename(h.ws.path().with_extension("moved"), h.ws.path()).expect("back");
+    let results = h.results(&id);
+    assert!(
+        !results.iter().any(|(r, _)| r.contains("another's secret")),
+        "a read followed the swapped path: {results:?} ({outcome:?})"
+    );
+    assert!(
+        results
+            .iter()
+            .any(|(r, error)| !*error && r.contains("the task's own")),
+        "the read did not see the pinned workspace: {results:?} ({outcome:?})"
+    );
+    assert_eq!(
+        tree_hash(other.path()),
+        before,
+        "the other directory changed"
+    );
+}

@@ -243,7 +243,7 @@ impl Harness {
         &self,
         engine: &Arc<Engine>,
         id: &str,
-        user: &ScriptedUser,
+        user: &dyn roost_core::asks::Responder,
     ) -> Result<TaskOutcome, EngineError> {
         let mut rx = engine.subscribe(id)?;
         let tx = self.events.tx.clone();

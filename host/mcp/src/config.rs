@@ -291,6 +291,17 @@ pub fn load(global_dir: Option<&Path>, workspace: Option<&Path>) -> McpConfig {
 /// is read again when they change. A workspace's files are looked at
 /// through the workspace layer.
 pub fn stamp(global_dir: Option<&Path>, workspace: Option<&Path>) -> Vec<Option<(u64, i64)>> {
+    let ws = workspace.map(|ws| Workspace::open(ws).ok());
+    stamp_in(global_dir, ws.as_ref().map(Option::as_ref))
+}
+
+/// [`stamp`] of a workspace the caller holds open (`Some(None)`: one that
+/// could not be opened): a task's, asked every turn, is not looked up by
+/// its path again.
+pub fn stamp_in(
+    global_dir: Option<&Path>,
+    workspace: Option<Option<&Workspace>>,
+) -> Vec<Option<(u64, i64)>> {
     use std::os::unix::fs::MetadataExt;
     let of = |m: std::fs::Metadata| {
         (
@@ -303,10 +314,9 @@ pub fn stamp(global_dir: Option<&Path>, workspace: Option<&Path>) -> Vec<Option<
         .iter()
         .map(|d| std::fs::metadata(d.join(GLOBAL_FILE)).ok().map(of))
         .collect();
-    if let Some(ws) = workspace {
-        let w = Workspace::open(ws).ok();
+    if let Some(w) = workspace {
         for rel in PROJECT_FILES {
-            let meta = w.as_ref().and_then(|w| {
+            let meta = w.and_then(|w| {
                 let rel = w.normalize(rel).ok()?;
                 w.open_file(&rel).ok().flatten()?.metadata().ok()
             });

@@ -13,6 +13,7 @@ use super::limits::ToolInfo;
 use super::server::{McpServer, ServerState, ServerStatus};
 use super::trust::{TrustError, TrustStore};
 use roost_commands::{CommandHost, OutputStore};
+use roost_sandbox::capability::Workspace;
 
 /// A ready server with its tools as a task is offered them.
 pub type ServerTools = (Arc<McpServer>, Vec<ToolInfo>);
@@ -232,6 +233,22 @@ impl McpHub {
     /// changed, keeping the servers whose entry and trust did not.
     pub fn servers(&self, workspace: &Path) -> Arc<WorkspaceMcp> {
         let stamp = config::stamp(self.global_dir.as_deref(), Some(workspace));
+        self.servers_stamped(workspace, stamp)
+    }
+
+    /// [`Self::servers`] of `workspace`, which the caller holds open as
+    /// `held` (a task, every turn): its files are looked at through that
+    /// handle.
+    pub fn servers_in(&self, workspace: &Path, held: &Workspace) -> Arc<WorkspaceMcp> {
+        let stamp = config::stamp_in(self.global_dir.as_deref(), Some(Some(held)));
+        self.servers_stamped(workspace, stamp)
+    }
+
+    fn servers_stamped(
+        &self,
+        workspace: &Path,
+        stamp: Vec<Option<(u64, i64)>>,
+    ) -> Arc<WorkspaceMcp> {
         let old = self.map().get(workspace).cloned();
         if let Some(old) = &old
             && old.stamp == stamp

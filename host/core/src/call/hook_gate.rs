@@ -24,7 +24,7 @@ use roost_sandbox::plugins::{HookCall, HookDecision};
 
 /// The sandbox of a hook call: `.orchestration/` readable, nothing else.
 pub(crate) fn hook_grant(ctx: &Ctx<'_>) -> Grant {
-    Grant::new(&ctx.workspace)
+    Grant::on_held(&ctx.workspace, &ctx.ws)
         .read_dir(intents::ORCHESTRATION_DIR)
         .limits(ctx.config.hook_limits)
 }

@@ -19,6 +19,7 @@ use notify::{EventKind, RecursiveMode, Watcher};
 
 use super::catalog::{COMPONENT_FILE, Catalog, Skill};
 use super::sources::Sources;
+use roost_sandbox::capability::Workspace;
 use roost_sandbox::capability::dirfd::DirFd;
 use roost_sandbox::plugins::{LoadedSkill, PluginEngine};
 
@@ -189,6 +190,16 @@ impl SkillLibrary {
     /// and again whenever one of its folders changed since.
     pub fn catalog(&self, workspace: &Path) -> Arc<Catalog> {
         let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+        self.catalog_at(ws)
+    }
+
+    /// [`Self::catalog`] of a workspace the caller holds open (a task's):
+    /// its path is canonical already, no lookup of it per turn.
+    pub fn catalog_of(&self, workspace: &Workspace) -> Arc<Catalog> {
+        self.catalog_at(workspace.host_path().to_path_buf())
+    }
+
+    fn catalog_at(&self, ws: PathBuf) -> Arc<Catalog> {
         let watched = {
             let mut map = lock(&self.watched);
             if map.len() >= MAX_WORKSPACES && !map.contains_key(&ws) {

@@ -478,11 +478,11 @@ impl Agent {
     /// skill that was skipped (invalid, a broken edit) is reported once,
     /// as an invalid mode file is.
     async fn refresh_tools(&self, ctx: &Ctx<'_>, tools: &mut TaskTools) -> Result<(), TaskError> {
-        let catalog = self.skills.catalog(&ctx.workspace);
+        let catalog = self.skills.catalog_of(&ctx.ws);
         // The workspace's MCP servers, started when first needed (and
         // again after a crash, once its pause is over).
         let servers = self.mcp.as_ref().map(|hub| {
-            let own = hub.servers(&ctx.workspace);
+            let own = hub.servers_in(&ctx.workspace, &ctx.ws);
             // A front-end session's servers join its tasks' (only theirs).
             match &ctx.lent.mcp {
                 Some(session) => Arc::new(own.joined(session)),

@@ -77,7 +77,8 @@ impl ToolExecutor for ComponentTool {
 
     async fn run(&self, c: Invocation<'_>) -> Result<Outcome, TaskError> {
         let access = c.access;
-        let mut grant = Grant::new(&c.ctx.workspace).limits(access.limits(c.ctx.config.limits));
+        let mut grant =
+            Grant::on_held(&c.ctx.workspace, &c.ctx.ws).limits(access.limits(c.ctx.config.limits));
         if access.read {
             grant = grant.read();
         }

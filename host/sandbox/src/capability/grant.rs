@@ -65,7 +65,33 @@ pub struct Grant {
     pub env: Vec<(String, String)>,
     /// Resource limits.
     pub limits: Limits,
+    /// The workspace as the caller already holds it open (a task's
+    /// pinned handle): the sandbox mounts from it instead of opening
+    /// `workspace` by its path again, a lookup per call saved and no
+    /// window in which the path could lead elsewhere.
+    #[serde(skip)]
+    pub held: Held,
 }
+
+/// A handle on the grant's workspace that the caller holds; not part of
+/// what the grant allows, so equal grants stay equal whatever they hold.
+#[derive(Debug, Clone, Default)]
+pub struct Held(Option<super::Workspace>);
+
+impl Held {
+    /// The handle, if the caller gave one.
+    pub fn get(&self) -> Option<&super::Workspace> {
+        self.0.as_ref()
+    }
+}
+
+impl PartialEq for Held {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Held {}
 
 /// Why a grant cannot be turned into a sandbox.
 #[derive(Debug, thiserror::Error)]
@@ -115,7 +141,16 @@ impl Grant {
             network: NetworkGrant::default(),
             env: Vec::new(),
             limits: Limits::default(),
+            held: Held::default(),
         }
+    }
+
+    /// A grant on `workspace`, which the caller holds open as `ws`: the
+    /// sandbox mounts from that handle (see [`Grant::held`]).
+    pub fn on_held(workspace: impl Into<PathBuf>, ws: &super::Workspace) -> Self {
+        let mut grant = Self::new(workspace);
+        grant.held = Held(Some(ws.clone()));
+        grant
     }
 
     /// Allow reading the whole workspace.

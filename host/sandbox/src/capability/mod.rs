@@ -30,7 +30,7 @@ mod tree;
 pub mod wasi;
 mod workspace;
 
-pub use grant::{Grant, GrantError, Limits};
+pub use grant::{Grant, GrantError, Held, Limits};
 pub use guard::{
     GuardBudget, GuardError, GuardReport, GuardRule, WriteGuard, rule, watch_authority_only,
 };

@@ -47,12 +47,13 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
     // [`Workspace`], which refuses a workspace that is no longer the one
     // its task pinned), never by a path checked before.
     let ws = if grant.read || has_roots {
-        Some(
-            Workspace::open(&grant.workspace).map_err(|e| GrantError::Io {
+        Some(match grant.held.get() {
+            Some(held) => held.clone(),
+            None => Workspace::open(&grant.workspace).map_err(|e| GrantError::Io {
                 path: grant.workspace.clone(),
                 source: std::io::Error::other(e.to_string()),
             })?,
-        )
+        })
     } else {
         None
     };

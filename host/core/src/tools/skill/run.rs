@@ -107,7 +107,7 @@ impl ToolExecutor for RunSkill {
         if let Some(msg) = validator.explain(&format!("{name}/{entry_name}"), &args) {
             return Ok(Outcome::mistake(msg));
         }
-        let mut grant = Grant::new(&c.ctx.workspace)
+        let mut grant = Grant::on_held(&c.ctx.workspace, &c.ctx.ws)
             .limits(c.access.limits(c.ctx.config.limits))
             .read();
         for r in c.write_roots {
