@@ -47,6 +47,11 @@ if [ ! -f tests/mcp/node_modules/.package-lock.json ] \
   cp tests/mcp/package-lock.json tests/mcp/node_modules/.package-lock.json.src
 fi
 cargo test --manifest-path plugins/Cargo.toml --target-dir target/wasm-native
+# Many end-to-end tests wait on child processes, servers and a model's
+# latency: two tests a core keep the cores busy (on two cores the suite
+# took 955 s at two threads, 619 s at four).
+RUST_TEST_THREADS="${RUST_TEST_THREADS:-$(( $(nproc) * 2 ))}"
+export RUST_TEST_THREADS
 cargo test --workspace "$@"
 # The store without PostgreSQL (a CLI-only build): it still builds, and
 # says why a shared store cannot be opened.

@@ -519,11 +519,12 @@ pub(crate) async fn host_work_is_bounded_by_the_call() {
     let changed: String = (0..60_000)
         .map(|i| format!("LINE {i} of a big file\n"))
         .collect();
-    let mut h = hostile_harness(vec![
-        select("INT-001"),
-        write("big.txt", &changed),
-        complete("done"),
-    ]);
+    // The write streams in 64 KiB deltas: at the script's usual 16
+    // characters its 1.4 MB made 90,000 events, a minute of SSE decoding
+    // in a debug build, and nothing this test is about.
+    let mut big_write = write("big.txt", &changed);
+    big_write["chunk_size"] = json!(65_536);
+    let mut h = hostile_harness(vec![select("INT-001"), big_write, complete("done")]);
     // The write's 1.4 MB of arguments fit a window this large uncondensed.
     h.config.context_window = 10_000_000;
     intents(&h.ws, "[\"big.txt\"]");
