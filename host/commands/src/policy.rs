@@ -934,6 +934,9 @@ mod tests {
             format!("echo a; {}", "((".repeat(14)),
             format!("echo {}", "( ".repeat(40)),
             format!("((((((echo{}", "(".repeat(40)),
+            // A here-document whose body opens `$(` and `!(` and never
+            // closes them, ten deep (a campaign's find, minimised).
+            "<<EOF\n|'$(!('\\\"'|''$(xz!(x | '\\\"'$(x() =rd(x^xx$(x -z!(x -z!(x | '\\\"'xx.tr()() =:Word(xoxxxxxw:\"@)\nEOF".to_owned(),
         ];
         assert_for_a_person(&rules, &lines, "parentheses");
         assert_eq!(

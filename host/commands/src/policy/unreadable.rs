@@ -6,8 +6,11 @@
 /// How deep a line may nest parentheses before it is left to a person
 /// unread: the parser backtracks exponentially on unclosed ones (`((` × 12
 /// took 5.7 s in a debug build, × 14 took 87 s; found by the
-/// command_policy fuzz targets). Everyday lines nest two or three deep.
-const MAX_PARENS: usize = 12;
+/// command_policy fuzz targets). In a here-document's body, unclosed `$(`
+/// and `!(` twelve deep took 6 s a judgement optimised, ten deep 0.7 s,
+/// eight 0.14 s (the eighth sitting's command_policy campaign). Everyday
+/// lines nest two or three deep.
+const MAX_PARENS: usize = 8;
 
 /// How many expansions of a subscript (`${name[`) a line may have before
 /// it is left to a person unparsed (the parser is exponential in unclosed
