@@ -840,6 +840,26 @@ mod tests {
             "sort<<<$(findelsesortsh -cprintf!!$(findelsesortsh -cprintf!!!!!!$0 !!!!$0              hashhash<<             hashhash<< headwcls       $0$0fi$0$0 $0~ ",
         ];
         assert_for_a_person(&rules, &unclosed, "unclosed");
+        // An arithmetic `$((` left open on the here-document's line: a
+        // panic in brush's tokenizer at the body's end, whatever the body
+        // closes (the ninth sitting's command_policy campaign; its find,
+        // minimised, first).
+        let open_on_its_line = [
+            "<<EOF)$((@)\nEOF",
+            "cat <<EOF $((1)\nEOF",
+            "cat <<EOF $((1)\nx)\nEOF",
+            "cat <<EOF $((1)) $((2)\nEOF",
+            "cat <<A <<B $((1)\nA\nB",
+        ];
+        assert_for_a_person(&rules, &open_on_its_line, "parenthesis unclosed");
+        // A here-document as an argument (`"$(cat <<'EOF'` … `)"`) opens
+        // its parenthesis before the operator, and is read.
+        assert_eq!(
+            rules
+                .judge("echo \"$(cat <<'EOF'\nhi (there\nEOF\n)\"")
+                .verdict,
+            Verdict::Allowed
+        );
         assert_eq!(rules.judge("cat <<EOF\nhi\nEOF").verdict, Verdict::Allowed);
         assert_eq!(
             rules.judge("echo $((1 << 2)) $((1<<2))").verdict,

@@ -46,7 +46,7 @@ pub(super) fn why(text: &str) -> Option<String> {
         // command_policy_bash campaign), so such a line is not parsed.
         return Some("it has subscripted expansions, which the rules do not read".to_owned());
     }
-    if paren_depth(text) > MAX_PARENS {
+    if parens(text).0 > MAX_PARENS {
         return Some("it nests parentheses deeper than the rules read".to_owned());
     }
     oversized_number(text)
@@ -55,7 +55,8 @@ pub(super) fn why(text: &str) -> Option<String> {
 
 /// Why a here-document (`<<WORD`, `<<-WORD`) in the text is not handed to
 /// the parser, if one is not: its delimiter holds a `$` or a backtick, or
-/// it has none, or it lies in a `$(` the line never closes. Bash takes an expanding delimiter literally and refuses a
+/// it has none, or it lies in a `$(` the line never closes, or the rest of
+/// its line leaves a parenthesis open. Bash takes an expanding delimiter literally and refuses a
 /// missing one, but brush's tokenizer (0.4) loops on both, allocating
 /// without end (`a<<$(  x${`; `$(x<<` and `a<<'' ` followed by spaces:
 /// found by the command_policy_bash fuzz target, 1.4 GB in 30 s, 1.8 GB in
@@ -94,6 +95,19 @@ fn unread_heredoc(text: &str) -> Option<String> {
         // (`$(g <<   h `: 4 GB, the campaign's last find).
         if text.matches("$(").count() > text.matches(')').count() {
             return Some("it has a here-document inside an unclosed `$(`".to_owned());
+        }
+        // The rest of the here-document's line leaving a parenthesis open
+        // (`cat <<EOF $((1)`, then the body): brush's tokenizer (0.4)
+        // panics at the body's end, whatever the body closes (the ninth
+        // sitting's command_policy campaign). `$(cat <<'EOF'`, the usual
+        // way to pass a here-document as an argument, leaves none open
+        // after its delimiter.
+        let line = word.get(end..).unwrap_or_default();
+        let line = line.split('\n').next().unwrap_or_default();
+        if parens(line).1 > 0 {
+            return Some(
+                "it has a here-document on a line that leaves a parenthesis unclosed".to_owned(),
+            );
         }
     }
     None
@@ -142,9 +156,10 @@ fn subscripted_expansions(text: &str) -> usize {
         .count()
 }
 
-/// The deepest nesting of parentheses in the text, counted on the bytes
-/// (quotes too: a false alarm only sends the line to a person).
-fn paren_depth(text: &str) -> usize {
+/// The deepest nesting of parentheses in the text, and how many are still
+/// open at its end (a `)` with none open is passed over), counted on the
+/// bytes (quotes too: a false alarm only sends the line to a person).
+fn parens(text: &str) -> (usize, usize) {
     let (mut depth, mut deepest) = (0usize, 0usize);
     for b in text.bytes() {
         match b {
@@ -156,5 +171,5 @@ fn paren_depth(text: &str) -> usize {
             _ => {}
         }
     }
-    deepest
+    (deepest, depth)
 }

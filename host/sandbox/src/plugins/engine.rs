@@ -695,7 +695,7 @@ impl PluginEngine {
 
 fn create_engine(config: &EngineConfig) -> Result<(Engine, bool), PluginError> {
     // The build precompiles first-party components with this same config.
-    let base = roost_engine_config::config;
+    let base = || with_profiler(roost_engine_config::config());
     if config.pooling {
         let mut c = base();
         let slots = config.max_concurrent_calls.max(1);
@@ -730,6 +730,18 @@ fn create_engine(config: &EngineConfig) -> Result<(Engine, bool), PluginError> {
     Engine::new(&c)
         .map(|e| (e, false))
         .map_err(|e| PluginError::Engine(e.to_string()))
+}
+
+/// With `ROOST_WASM_PERF_MAP` set (not `0`), wasmtime writes
+/// `/tmp/perf-<pid>.map` naming the code it compiled or loaded, so `perf
+/// report` names a plugin's own functions; without it their samples are
+/// `[unknown]` and cannot be told from the kernel's. For profiling only:
+/// it changes no compiled code.
+fn with_profiler(mut c: wasmtime::Config) -> wasmtime::Config {
+    if std::env::var_os("ROOST_WASM_PERF_MAP").is_some_and(|v| v != "0") {
+        c.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
+    c
 }
 
 fn spawn_epoch_ticker(engine: &Engine, tick: Duration) {
