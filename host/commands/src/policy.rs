@@ -852,6 +852,19 @@ mod tests {
             "cat <<A <<B $((1)\nA\nB",
         ];
         assert_for_a_person(&rules, &open_on_its_line, "parenthesis unclosed");
+        // An expanded body on a line with a command substitution, nested
+        // more than three deep: the parser's time grows threefold a level
+        // (the ninth sitting's campaign: 65 s a judgement; minimised).
+        let expanded = [
+            "<<EOF\n|$((')'(!(''m$>$(\u{fffd} -z!('\\\"'$[>$(\u{fffd} !(\u{fffd} | '\\\"\u{fffd})i'g$(\u{fffd}( '\\\"))\nEOF",
+            "cat <<EOF\n$(echo (((x))))\nEOF",
+        ];
+        assert_for_a_person(&rules, &expanded, "body expands commands");
+        // Quoted, the body is not expanded, and is read.
+        assert_eq!(
+            rules.judge("cat <<'EOF'\n$(echo (((x))))\nEOF").verdict,
+            Verdict::Allowed
+        );
         // A here-document as an argument (`"$(cat <<'EOF'` … `)"`) opens
         // its parenthesis before the operator, and is read.
         assert_eq!(
