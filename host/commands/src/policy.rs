@@ -858,13 +858,17 @@ mod tests {
         let expanded = [
             "<<EOF\n|$((')'(!(''m$>$(\u{fffd} -z!('\\\"'$[>$(\u{fffd} !(\u{fffd} | '\\\"\u{fffd})i'g$(\u{fffd}( '\\\"))\nEOF",
             "cat <<EOF\n$(echo (((x))))\nEOF",
+            "cat <<EOF\n$(date) `id`\nEOF",
+            "cat <<EOF\n$[1] $[2]\nEOF",
         ];
         assert_for_a_person(&rules, &expanded, "body expands commands");
         // Quoted, the body is not expanded, and is read.
-        assert_eq!(
-            rules.judge("cat <<'EOF'\n$(echo (((x))))\nEOF").verdict,
-            Verdict::Allowed
-        );
+        for quoted in [
+            "cat <<'EOF'\n$(echo (((x))))\nEOF",
+            "cat <<\"EOF\"\n$(date) `id`\nEOF",
+        ] {
+            assert_eq!(rules.judge(quoted).verdict, Verdict::Allowed, "{quoted}");
+        }
         // A here-document as an argument (`"$(cat <<'EOF'` … `)"`) opens
         // its parenthesis before the operator, and is read.
         assert_eq!(

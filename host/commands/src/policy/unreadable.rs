@@ -17,7 +17,10 @@ const MAX_PARENS: usize = 8;
 /// brush re-reads such a body, and its time grows about threefold with
 /// each level (a 490-byte line: 0.03 s two deep, 0.22 s four, 1.3 s six,
 /// 65 s eight with more substitutions; the ninth sitting's command_policy
-/// campaign). `"$(cat <<EOF` … `EOF` … `)"` nests one deep.
+/// campaign). `"$(cat <<EOF` … `EOF` … `)"` nests one deep. Two
+/// substitutions or more on such a line are not read at all: a 575-byte
+/// line of 33 (`$(`, `$[`, backquotes) took 23 s a judgement, the same
+/// line with any one or two of them left 0.03 s (the same campaign).
 const MAX_PARENS_EXPANDED_HEREDOC: usize = 3;
 
 /// How many expansions of a subscript (`${name[`) a line may have before
@@ -64,9 +67,9 @@ pub(super) fn why(text: &str) -> Option<String> {
 /// Why a here-document (`<<WORD`, `<<-WORD`) in the text is not handed to
 /// the parser, if one is not: its delimiter holds a `$` or a backtick, or
 /// it has none, or it lies in a `$(` the line never closes, or its body is
-/// expanded on a line with a command substitution nesting parentheses
-/// more than three deep, or the rest of its line leaves a parenthesis
-/// open. Bash takes an expanding delimiter literally and refuses a
+/// expanded on a line with two command substitutions or more (`$(`, `$[`,
+/// backquotes), or with one and parentheses more than three deep, or the
+/// rest of its line leaves a parenthesis open. Bash takes an expanding delimiter literally and refuses a
 /// missing one, but brush's tokenizer (0.4) loops on both, allocating
 /// without end (`a<<$(  x${`; `$(x<<` and `a<<'' ` followed by spaces:
 /// found by the command_policy_bash fuzz target, 1.4 GB in 30 s, 1.8 GB in
@@ -112,18 +115,25 @@ fn unread_heredoc(text: &str) -> Option<String> {
         // sitting's command_policy campaign). `$(cat <<'EOF'`, the usual
         // way to pass a here-document as an argument, leaves none open
         // after its delimiter.
-        let quoted = delimiter.contains(['\'', '"', '\\']);
-        if !quoted && text.contains("$(") && parens(text).0 > MAX_PARENS_EXPANDED_HEREDOC {
-            return Some(
-                "it has a here-document whose body expands commands, nesting parentheses deeper than the rules read"
-                    .to_owned(),
-            );
-        }
         let line = word.get(end..).unwrap_or_default();
         let line = line.split('\n').next().unwrap_or_default();
         if parens(line).1 > 0 {
             return Some(
                 "it has a here-document on a line that leaves a parenthesis unclosed".to_owned(),
+            );
+        }
+        let quoted = delimiter.contains(['\'', '"', '\\']);
+        // Counted after the operator: where its body is (`<<` in `$((1 <<
+        // 2))` is a shift, with no body after it).
+        let substitutions =
+            after.matches("$(").count() + after.matches("$[").count() + after.matches('`').count();
+        if !quoted
+            && (substitutions > 1
+                || substitutions == 1 && parens(text).0 > MAX_PARENS_EXPANDED_HEREDOC)
+        {
+            return Some(
+                "it has a here-document whose body expands commands, with more substitutions or deeper parentheses than the rules read"
+                    .to_owned(),
             );
         }
     }
