@@ -923,6 +923,21 @@ mod tests {
             "while[[trap.alias${aliasexportenv[[BASH_ENV=>(trap. aliasshopt${ alias[aliasBASH_ENV=coproc$0$0./}finddone[[$0$0$0}exportaliasshopt${aliasexportenv[[BASH_ENV=>(trap. aliasshopt${ alias[aliasBASH_ENV=coproc$0$0./}finddone[[$0$0$0}finddone[[then.$0-c".to_owned(),
         ];
         assert_for_a_person(&rules, &lines, "subscripted expansions");
+        // Brackets opened in patterns (the ninth sitting's campaign: 14 s
+        // a judgement for eleven, with `$[` and a `$(`).
+        let patterns = [
+            "echo ${a%[} ${a%[} ${a%[}",
+            "echo ${a//[^0-9]/} ${b#[ab]} ${c%%[x]*}",
+        ];
+        assert_for_a_person(&rules, &patterns, "bracket patterns");
+        // Two are read (and, having operators, left to a person by the
+        // rules, not unread).
+        assert_eq!(
+            rules.judge("echo ${a//[^0-9]/} ${b#[ab]}").verdict,
+            Verdict::Unjudged {
+                reason: "parameter expansions with operators are not judged by rules".to_owned()
+            }
+        );
         assert_for_a_person(&rules, &["echo ${a[0]}${a[1]}"], "subscript");
         assert_eq!(
             rules.judge("echo ${a}${b}${c}[x]").verdict,

@@ -54,8 +54,13 @@ pub(super) fn why(text: &str) -> Option<String> {
         // Subscripts are for a person anyway (`${a[…]}` can run code);
         // the parser is exponential in unclosed ones (`${a[}` × 4 took
         // 1.2 s optimised, a 200-byte line 46 s: found by the
-        // command_policy_bash campaign), so such a line is not parsed.
-        return Some("it has subscripted expansions, which the rules do not read".to_owned());
+        // command_policy_bash campaign), and in brackets opened in
+        // patterns (`${a%[` × 11 with `$[` and a `$(`: 14 s, the ninth
+        // sitting's command_policy campaign), so such a line is not parsed.
+        return Some(
+            "it has subscripted expansions or bracket patterns, which the rules do not read"
+                .to_owned(),
+        );
     }
     if parens(text).0 > MAX_PARENS {
         return Some("it nests parentheses deeper than the rules read".to_owned());
@@ -170,15 +175,14 @@ fn oversized_number(text: &str) -> Option<&str> {
     None
 }
 
-/// How many expansions of a subscript (`${name[`, `${ name[`) the text
-/// holds.
+/// How many parameter expansions in the text hold a `[` before their
+/// closing `}` (or the end): a subscript (`${name[`, `${ name[`) or a
+/// bracket in a pattern (`${a%[x]}`, `${a//[^0-9]/}`), closed or not.
 fn subscripted_expansions(text: &str) -> usize {
     text.match_indices("${")
         .filter(|(at, _)| {
-            text.get(at + 2..).is_some_and(|rest| {
-                rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || "_#! \t".contains(c))
-                    .starts_with('[')
-            })
+            text.get(at + 2..)
+                .is_some_and(|rest| rest.split('}').next().unwrap_or_default().contains('['))
         })
         .count()
 }
