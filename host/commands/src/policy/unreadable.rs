@@ -23,9 +23,9 @@ const MAX_PARENS: usize = 8;
 /// line with any one or two of them left 0.03 s (the same campaign).
 const MAX_PARENS_EXPANDED_HEREDOC: usize = 3;
 
-/// How many expansions of a subscript (`${name[`) a line may have before
-/// it is left to a person unparsed (the parser is exponential in unclosed
-/// subscripts).
+/// How many expansions holding a `[` (a subscript, `${name[`, or a
+/// bracket in a pattern, `${a%[`) a line may have before it is left to a
+/// person unparsed (the parser is exponential in unclosed ones).
 const MAX_SUBSCRIPTED: usize = 2;
 
 /// The longest line judged: a line runs as one argument (`bash -c
