@@ -6,7 +6,7 @@ use std::sync::Arc;
 use roost_core::first_party;
 use roost_core::task::Registry;
 use roost_core::tools::{ErrorCode, ToolError, ToolGroup, ToolOutput};
-use roost_sandbox::capability::Grant;
+use roost_sandbox::capability::{Grant, Limits};
 use roost_sandbox::plugins::LoadedPlugin;
 use roost_tests::{TestWorkspace, engine};
 use serde_json::{Value, json};
@@ -101,6 +101,71 @@ async fn read_file_numbers_lines_and_ranges() {
         .await,
     );
     assert_eq!(code, ErrorCode::InvalidArgs, "{msg}");
+}
+
+/// The edges of the one-pass numbering: a range past the end, an
+/// inverted range, an empty file, CRLF, invalid UTF-8 after the binary
+/// sniff's window (replaced, not refused), and a ranged read whose output
+/// passes 1 MiB.
+#[tokio::test]
+async fn read_file_keeps_its_edges() {
+    let ws = TestWorkspace::new();
+    ws.write("a.txt", "one\r\ntwo\r\nthree");
+    let read = |args: Value| {
+        let ws = &ws;
+        async move { call(ws, "read_file", args, &[]).await }
+    };
+    let out = read(json!({"path": "a.txt", "start_line": 2, "end_line": 99}))
+        .await
+        .expect("a range past the end is cut at the end");
+    assert_eq!(out.text, "2 | two\n3 | three\n");
+    let data = out.data.expect("data");
+    assert_eq!(
+        (&data["total_lines"], &data["start_line"], &data["end_line"]),
+        (&json!(3), &json!(2), &json!(3))
+    );
+    let (code, msg) =
+        err_code(read(json!({"path": "a.txt", "start_line": 3, "end_line": 2})).await);
+    assert_eq!(code, ErrorCode::InvalidArgs, "{msg}");
+    assert!(msg.contains("line range 3-2"), "{msg}");
+
+    ws.write("empty.txt", "");
+    let out = read(json!({"path": "empty.txt"})).await.expect("empty");
+    assert_eq!(out.text, "(empty file)\n");
+    assert_eq!(out.data.expect("data")["total_lines"], 0);
+
+    let mut bytes = "x\n".repeat(8192).into_bytes();
+    bytes.extend_from_slice(b"bad \xff byte\nlast\n");
+    std::fs::write(ws.path().join("late.txt"), &bytes).expect("write");
+    let out = read(json!({"path": "late.txt", "start_line": 8193}))
+        .await
+        .expect("invalid UTF-8 past the sniff is text");
+    assert_eq!(out.text, "8193 | bad \u{FFFD} byte\n8194 | last\n");
+
+    let line = "y".repeat(1000);
+    std::fs::write(ws.path().join("wide.txt"), format!("{line}\n").repeat(1500)).expect("write");
+    // The plugin's own stop, under a grant whose output cap is above it.
+    let grant = Grant::new(ws.path()).read().limits(Limits {
+        output_bytes: 2 << 20,
+        ..Limits::default()
+    });
+    let args = json!({"path": "wide.txt", "start_line": 1, "end_line": 1500});
+    let out = engine()
+        .call(&plugin(), "read_file", &args.to_string(), &grant)
+        .await
+        .expect("a ranged read over 1 MiB of output");
+    assert!(
+        out.text.ends_with(
+            "[... stopped at line 1042: output over 1 MiB; read the rest with start_line]\n"
+        ),
+        "{}",
+        &out.text[out.text.len().saturating_sub(200)..]
+    );
+    let data = out.data.expect("data");
+    assert_eq!(
+        (&data["total_lines"], &data["end_line"]),
+        (&json!(1500), &json!(1042))
+    );
 }
 
 #[tokio::test]

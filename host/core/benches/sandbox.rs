@@ -9,7 +9,10 @@
 //!
 //! Run with `scripts/bench.sh` (installs the MCP server) or
 //! `cargo bench -p roost --bench sandbox`; P2 is skipped when the server is
-//! not installed.
+//! not installed. `-- p1` runs P1 alone (for profiling);
+//! `ROOST_BENCH_FS_TOOLS=<fs_tools.wasm>` measures another build of fs-tools
+//! than the embedded one (a variant's opt-level, or one with its name
+//! section kept so `ROOST_WASM_PERF_MAP=1` names its functions).
 
 // Benchmark code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -72,8 +75,12 @@ fn main() {
 
     let engine =
         PluginEngine::new(EngineConfig::with_cache_dir(tmp.path().join("cache"))).expect("engine");
+    let fs_tools = match std::env::var_os("ROOST_BENCH_FS_TOOLS") {
+        Some(path) => std::fs::read(&path).expect("read ROOST_BENCH_FS_TOOLS"),
+        None => first_party::FS_TOOLS.to_vec(),
+    };
     let plugin = engine
-        .load_bytes("fs-tools", first_party::FS_TOOLS)
+        .load_bytes("fs-tools", &fs_tools)
         .expect("load fs-tools");
     let grant = Grant::new(&ws).read();
     let args = r#"{"path":"file.txt"}"#;

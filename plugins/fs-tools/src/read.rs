@@ -8,7 +8,7 @@ use roost_sdk::{Output, ToolError, ToolResult, workspace};
 use serde::Deserialize;
 
 use crate::links::check_readable;
-use crate::text::is_binary;
+use crate::text::{decode, is_binary};
 
 /// Largest file returned whole; larger ones need a line range.
 const MAX_WHOLE_FILE: usize = 1 << 20;
@@ -79,35 +79,43 @@ pub fn read_in(root: &Path, path: &Path, a: &ReadArgs) -> ToolResult {
             bytes.len()
         )));
     }
-    let text = String::from_utf8_lossy(&bytes);
-    let total = text.lines().count();
+    let text = decode(&bytes);
     let start = a.start_line.unwrap_or(1).max(1);
-    let end = a.end_line.unwrap_or(total).min(total);
+    let last = a.end_line.unwrap_or(usize::MAX);
+    // One pass: the lines in range numbered into `out`, every line counted.
+    let mut out = String::with_capacity(text.len() + text.len() / 8 + 32);
+    let mut total = 0usize;
+    let mut shown = 0usize;
+    let mut stopped = false;
+    let mut number = itoa::Buffer::new();
+    for (i, line) in text.lines().enumerate() {
+        total = i + 1;
+        if stopped || total < start || total > last {
+            continue;
+        }
+        if out.len() > MAX_WHOLE_FILE {
+            let _ = writeln!(
+                out,
+                "[... stopped at line {i}: output over 1 MiB; read the rest with start_line]"
+            );
+            stopped = true;
+            continue;
+        }
+        // "12 | text\n", pushed piece by piece: no formatting machinery and
+        // no allocation per line.
+        out.push_str(number.format(total));
+        out.push_str(" | ");
+        out.push_str(line);
+        out.push('\n');
+        shown += 1;
+    }
+    let end = last.min(total);
     if ranged && (start > end || start > total.max(1)) {
         return Err(ToolError::invalid_args(format!(
             "line range {start}-{} is outside {} ({total} lines)",
             a.end_line.map_or("end".to_owned(), |e| e.to_string()),
             a.path
         )));
-    }
-    let mut out = String::with_capacity(text.len() + total * 6);
-    let mut shown = 0usize;
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .skip(start - 1)
-        .take(end + 1 - start)
-    {
-        if out.len() > MAX_WHOLE_FILE {
-            let _ = writeln!(
-                out,
-                "[... stopped at line {i}: output over 1 MiB; read the rest with start_line]"
-            );
-            break;
-        }
-        // Writing into `out` directly: no allocation per line.
-        let _ = writeln!(out, "{} | {line}", i + 1);
-        shown += 1;
     }
     if total == 0 {
         out.push_str("(empty file)\n");

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use crate::links::{Guard, Refused, relative};
 use crate::list::walker;
-use crate::text::is_binary;
+use crate::text::{decode, is_binary};
 
 /// Files larger than this are skipped.
 const MAX_FILE_BYTES: u64 = 10 << 20;
@@ -102,7 +102,7 @@ pub fn search_in(
         if is_binary(&bytes) {
             continue;
         }
-        let text = String::from_utf8_lossy(&bytes);
+        let text = decode(&bytes);
         let lines: Vec<&str> = text.lines().collect();
         let hits: Vec<usize> = lines
             .iter()
