@@ -143,8 +143,10 @@ async fn a_resumed_task_keeps_its_policy() {
         json!([write("a.txt"), complete("done")]),
         ApprovalPolicy::default(),
     );
-    let id = h
-        .engine()
+    // The process that creates the task (and holds it from its creation)
+    // dies before the task runs; another one resumes it.
+    let first = h.another_process(json!([]));
+    let id = first
         .create_task(&roost_core::engine::TaskSpec {
             prompt: "write".into(),
             workspace: h.ws.path(),
@@ -153,7 +155,7 @@ async fn a_resumed_task_keeps_its_policy() {
             ..Default::default()
         })
         .expect("created");
-    // The process dies before the task runs; another one resumes it.
+    drop(first);
     let other = h.another_process(json!([write("a.txt"), complete("done")]));
     let prepared = other
         .prepare_resume(&id, &ResumeSpec::default())

@@ -148,6 +148,23 @@ impl Store {
             .ok_or_else(|| StoreError::Unavailable("no owner identity".into()))
     }
 
+    /// The claim of task `id`, about to be created by this process: held
+    /// here, with the owner token its `claims` row is to carry (written by
+    /// the creating transaction; [`Store::create_claimed_task`]).
+    pub(super) fn claim_new(&self, id: &str) -> Result<(TaskClaim, String), StoreError> {
+        let mine = self.owner()?.token.clone();
+        self.claims
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_owned());
+        let claim = TaskClaim {
+            store: self.clone(),
+            task: id.to_owned(),
+        };
+        Ok((claim, mine))
+    }
+
     /// Mark task `id` as run by this process while the returned claim
     /// lives. Refused while another live process (or host), or this one,
     /// runs it.

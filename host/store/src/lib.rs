@@ -578,24 +578,57 @@ impl Store {
         first: Step<'_>,
     ) -> Result<TaskRecord, StoreError> {
         let id = uuid::Uuid::now_v7().to_string();
-        let first = first.prepare(&id)?;
-        let root = new.root_id.clone().unwrap_or_else(|| id.clone());
+        self.insert_task(&id, new, first, None)?;
+        self.get_task(&id)
+    }
+
+    /// [`Store::create_task_with`] for a task this process runs: its claim
+    /// is taken in the creating transaction, not in one of its own when
+    /// the task starts (a task's claim is new, so no one else can hold
+    /// it). Dropping the claim releases it, as [`Store::claim`]'s does.
+    pub fn create_claimed_task(
+        &self,
+        new: &NewTask,
+        first: Step<'_>,
+    ) -> Result<(TaskRecord, TaskClaim), StoreError> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let (claim, mine) = self.claim_new(&id)?;
+        self.insert_task(&id, new, first, Some(&mine))?;
+        Ok((self.get_task(&id)?, claim))
+    }
+
+    /// Insert task `id` with its first step, claimed by `claimed_by` when
+    /// given, in one transaction.
+    fn insert_task(
+        &self,
+        id: &str,
+        new: &NewTask,
+        first: Step<'_>,
+        claimed_by: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let first = first.prepare(id)?;
+        let root = new.root_id.clone().unwrap_or_else(|| id.to_owned());
         let now = now_ms();
         let settings = new.settings.as_ref().map(settings_json).transpose()?;
         self.db.write(|c| {
             c.exec(
                 "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings, owner)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14)",
-                params![&id, &new.parent_id, &root, &new.mode, &new.workspace, TaskStatus::Running.as_str(), &new.prompt, &new.provider, &new.model, &new.base_url, &new.profile, now, &settings, &new.owner],
+                params![id, &new.parent_id, &root, &new.mode, &new.workspace, TaskStatus::Running.as_str(), &new.prompt, &new.provider, &new.model, &new.base_url, &new.profile, now, &settings, &new.owner],
             )?;
-            step::write_prepared(c, &id, &first, now, &mut step::Positions::default())?;
+            step::write_prepared(c, id, &first, now, &mut step::Positions::default())?;
+            if let Some(owner) = claimed_by {
+                c.exec(
+                    "INSERT INTO claims (task_id, owner) VALUES (?1, ?2)",
+                    params![id, owner],
+                )?;
+            }
             // A top-level task wakes the hosts' work queues (a shared store).
             if c.dialect() == db::Dialect::Postgres && new.parent_id.is_none() {
                 c.exec("SELECT pg_notify('roost_queue', '')", params![])?;
             }
             Ok(())
-        })?;
-        self.get_task(&id)
+        })
     }
 
     /// Record that a task continues on another endpoint (the user named it

@@ -545,6 +545,46 @@ fn claims_are_exclusive_and_released(b: Backend) {
     drop(taken);
 }
 
+/// A task created claimed is claimed from its first commit: this process
+/// cannot claim it again, another cannot take it, a shared store's work
+/// queue does not offer it, and its writes are fenced by it; dropping the
+/// claim frees it as a claim taken later would be.
+fn a_task_created_claimed_is_held_from_its_first_commit(b: Backend) {
+    let (dir, s) = store_on(b);
+    let mut owned = spec();
+    owned.owner = Some("tenant".into());
+    let (t, claim) = s
+        .create_claimed_task(&owned, Step::new())
+        .expect("created claimed");
+    assert_eq!(
+        s.get_task(&t.id).expect("stored").status,
+        TaskStatus::Running
+    );
+    assert!(s.is_live(&t.id));
+    let again = s.claim(&t.id).expect_err("twice in one process");
+    assert!(again.to_string().contains("this process"), "{again}");
+    let other = dir.reopen();
+    assert!(other.is_live(&t.id));
+    let err = other.claim(&t.id).expect_err("held by a live owner");
+    assert!(err.to_string().contains("another process"), "{err}");
+    if other.is_shared() {
+        assert!(
+            other
+                .claim_next(&["/ws".to_owned()], 4)
+                .expect("queue")
+                .is_empty(),
+            "a claimed task is not offered"
+        );
+    }
+    s.append_api(&t.id, &Message::user_text("mine"))
+        .expect("the creator writes");
+    drop(claim);
+    assert!(!s.is_live(&t.id));
+    let taken = other.claim(&t.id).expect("free again");
+    assert!(s.is_live(&t.id));
+    drop(taken);
+}
+
 /// Steps of many tasks committed at once share commits, and every one
 /// lands whole, numbered without gaps; a step of a task that does not
 /// exist fails alone, queued among the others (the batch it shared is
@@ -908,6 +948,7 @@ on_both!(
     a_reply_is_recorded_as_one_step,
     a_result_is_recorded_as_one_step,
     claims_are_exclusive_and_released,
+    a_task_created_claimed_is_held_from_its_first_commit,
     shared_commits_keep_every_step_whole_and_fail_alone,
     a_task_opens_with_its_first_messages_and_asks_land_with_their_step,
     a_step_whose_later_statement_fails_writes_nothing

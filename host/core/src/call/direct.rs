@@ -234,7 +234,7 @@ impl Agent {
     /// the intent, the caller's write roots as the bound no call exceeds,
     /// and the grant as the approval.
     fn direct_state(&self, c: &DirectCall<'_>, ws: &Workspace) -> Result<RunState, DirectError> {
-        let modes = ModeSet::load(ws.host_path(), self.modes_dir.as_deref());
+        let modes = ModeSet::load_in(ws, self.modes_dir.as_deref());
         let grant = c.grant;
         let slug = grant.mode().unwrap_or(DEFAULT_MODE);
         let Some(mode) = modes.get(slug).cloned() else {

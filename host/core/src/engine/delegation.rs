@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use tokio::sync::{Semaphore, watch};
 
-use super::{Engine, EngineError, ResumeSpec, finish};
+use super::{Begin, Engine, EngineError, ResumeSpec, finish};
 use crate::config::RecordedEndpoint;
 use crate::events::Subscription;
 use crate::task::{Creation, TaskOutcome};
@@ -143,9 +143,9 @@ impl Spawner for Engine {
                 }));
             }
         };
-        let task = self
+        let (task, claim) = self
             .agent
-            .create(&Creation {
+            .create_claimed(&Creation {
                 prompt: &child.message,
                 workspace: Path::new(&parent.workspace),
                 mode: &child.mode,
@@ -167,7 +167,7 @@ impl Spawner for Engine {
                 })
                 .map_err(|e| refused(e.into()))?;
         }
-        let (events, _) = self.register(&task.id, setup, false);
+        let (events, _) = self.register(&task.id, setup, Begin::New(claim));
         let rx = events.subscribe();
         self.start_in_tree(&parent.root_id, &task.id, Some(&settings));
         Ok((task.id, rx))

@@ -41,7 +41,7 @@ use crate::asks::Answer;
 use crate::config::RecordedEndpoint;
 use crate::events::{Envelope, EventBus, Subscription, TaskEvent, recorded_after};
 use crate::llm::Role;
-use crate::store::{HostRequest, StoredAsk};
+use crate::store::{HostRequest, StoredAsk, TaskClaim};
 use crate::task::{
     Agent, ApprovalPolicy, Control, Creation, Responder, TaskError, TaskOutcome, WorkspaceCheck,
     answer_asks,
@@ -87,11 +87,19 @@ struct Running {
     control: Control,
     /// Taken when the loop starts.
     setup: Option<TaskSetup>,
-    /// Whether starting it resumes stored history (else it is new).
-    resume: bool,
+    /// How its loop begins; taken with `setup` when it starts.
+    begin: Option<Begin>,
     /// What its front-end's session lent it (its subtasks get it too).
     lent: Lent,
     outcome: watch::Sender<Option<TaskOutcome>>,
+}
+
+/// How a held task's loop begins.
+enum Begin {
+    /// A new task, with the claim its creation took.
+    New(TaskClaim),
+    /// A stored task, from its history (it claims the task as it starts).
+    Resume,
 }
 
 #[derive(Default)]
@@ -225,7 +233,7 @@ impl Engine {
         SpawnHandle::new(this)
     }
 
-    fn register(&self, id: &str, setup: TaskSetup, resume: bool) -> (EventBus, Control) {
+    fn register(&self, id: &str, setup: TaskSetup, begin: Begin) -> (EventBus, Control) {
         let (outcome, _) = watch::channel(None);
         let events = EventBus::for_task(id, &self.agent.store);
         let control = Control::default();
@@ -236,7 +244,7 @@ impl Engine {
                 control: control.clone(),
                 lent: setup.lent.clone(),
                 setup: Some(setup),
-                resume,
+                begin: Some(begin),
                 outcome,
             },
         );
@@ -319,9 +327,11 @@ impl Engine {
     /// recorded, never held here, so whichever host takes it from the
     /// queue (this one too) resumes it from the store.
     pub fn enqueue_task_for(&self, spec: &TaskSpec, owner: &str) -> Result<String, EngineError> {
-        let (id, _) = self.record(spec, self.settings_of(spec), None, Some(owner))?;
+        let (task, _) = self.record(spec, self.settings_of(spec), None, Some(owner), |c| {
+            self.agent.create(c)
+        })?;
         self.agent.store.notify_queue()?;
-        Ok(id)
+        Ok(task.id)
     }
 
     fn create(
@@ -331,21 +341,25 @@ impl Engine {
         parent: Option<&TaskRecord>,
         owner: Option<&str>,
     ) -> Result<String, EngineError> {
-        let (id, setup) = self.record(spec, settings, parent, owner)?;
-        self.register(&id, setup, false);
-        Ok(id)
+        let ((task, claim), setup) = self.record(spec, settings, parent, owner, |c| {
+            self.agent.create_claimed(c)
+        })?;
+        self.register(&task.id, setup, Begin::New(claim));
+        Ok(task.id)
     }
 
-    /// Record a new task (persisted, with its settings and endpoint) and
-    /// return its id with the setup it runs with; [`Engine::create`] holds
-    /// it in memory, the work queue does not.
-    fn record(
+    /// Record a new task (persisted by `create`, with its settings and
+    /// endpoint) and return what `create` made with the setup it runs
+    /// with; [`Engine::create`] holds it in memory (claimed), the work
+    /// queue does not.
+    fn record<T>(
         &self,
         spec: &TaskSpec,
         mut settings: TaskSettings,
         parent: Option<&TaskRecord>,
         owner: Option<&str>,
-    ) -> Result<(String, TaskSetup), EngineError> {
+        create: impl FnOnce(&Creation<'_>) -> Result<T, TaskError>,
+    ) -> Result<(T, TaskSetup), EngineError> {
         // What the person saved for this workspace holds for each task
         // they start in it (a child gets at most its parent's policy).
         if parent.is_none() {
@@ -363,7 +377,7 @@ impl Engine {
         } else {
             spec.mode.as_str()
         };
-        let task = self.agent.create(&Creation {
+        let made = create(&Creation {
             prompt: &spec.prompt,
             workspace: &spec.workspace,
             mode,
@@ -373,7 +387,7 @@ impl Engine {
             owner,
             todos: None,
         })?;
-        Ok((task.id, setup))
+        Ok((made, setup))
     }
 
     /// Get a stored task (by id or unambiguous prefix) ready to resume with
@@ -451,7 +465,7 @@ impl Engine {
             store.append_ui(&task.id, UiRow::say(UiSubtype::EndpointChanged), &change)?;
             Some(change)
         };
-        let (_, control) = self.register(&task.id, setup, true);
+        let (_, control) = self.register(&task.id, setup, Begin::Resume);
         // A stopped task's new message joins at its next turn (after any
         // call that waits for a person); a reopened one's is in already.
         if let Some(m) = &spec.message
@@ -478,14 +492,13 @@ impl Engine {
     /// an error, a panic — ends the task with an outcome [`Engine::wait`]
     /// returns, and the task leaves memory.
     pub fn start(&self, id: &str) -> Result<(), EngineError> {
-        let (events, control, resume, setup) = {
+        let (events, control, begin, setup) = {
             let mut tasks = self.lock();
             let r = tasks.unstarted(id)?;
-            let setup = r
-                .setup
-                .take()
-                .ok_or_else(|| EngineError::AlreadyStarted(id.to_owned()))?;
-            (r.events.clone(), r.control.clone(), r.resume, setup)
+            let (Some(setup), Some(begin)) = (r.setup.take(), r.begin.take()) else {
+                return Err(EngineError::AlreadyStarted(id.to_owned()));
+            };
+            (r.events.clone(), r.control.clone(), begin, setup)
         };
         let agent = Arc::clone(&self.agent);
         let this = self.this.clone();
@@ -497,21 +510,24 @@ impl Engine {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let run = tokio::spawn(async move {
-            if resume {
-                agent
-                    .resume(&task_id, setup, &check, &loop_events, &control)
-                    .await
-            } else {
-                let task = agent.store.get_task(&task_id)?;
-                loop_events
-                    .publish(TaskEvent::TaskCreated {
-                        mode: task.mode.clone(),
-                        workspace: task.workspace.clone(),
-                    })
-                    .await;
-                agent
-                    .run_created(task, setup, &check, &loop_events, &control)
-                    .await
+            match begin {
+                Begin::Resume => {
+                    agent
+                        .resume(&task_id, setup, &check, &loop_events, &control)
+                        .await
+                }
+                Begin::New(claim) => {
+                    let task = agent.store.get_task(&task_id)?;
+                    loop_events
+                        .publish(TaskEvent::TaskCreated {
+                            mode: task.mode.clone(),
+                            workspace: task.workspace.clone(),
+                        })
+                        .await;
+                    agent
+                        .run_created(task, claim, setup, &check, &loop_events, &control)
+                        .await
+                }
             }
         });
         let agent = Arc::clone(&self.agent);

@@ -114,6 +114,27 @@ const MAX_MODE_FILE: u64 = 1 << 20;
 /// A project file (`.roomodes`) is read through the workspace layer; the
 /// global file lives in the user's own config directory.
 pub fn load(path: &Path, project: bool) -> (Vec<Mode>, Vec<ModeFileError>) {
+    let read = if project {
+        read_project(path)
+    } else {
+        read_global(path)
+    };
+    loaded(path, read, project)
+}
+
+/// The modes of `ws`'s project file `name`, read through the workspace
+/// handle the caller holds (no second open of its path).
+pub fn load_in(ws: &Workspace, name: &str) -> (Vec<Mode>, Vec<ModeFileError>) {
+    let read = ws.read_text(name, MAX_MODE_FILE).map_err(|e| e.to_string());
+    loaded(&ws.host_path().join(name), read, true)
+}
+
+/// The modes of the file at `path`, whose text `read` got (none: no file).
+fn loaded(
+    path: &Path,
+    read: Result<Option<String>, String>,
+    project: bool,
+) -> (Vec<Mode>, Vec<ModeFileError>) {
     let fail = |message: String| {
         (
             Vec::new(),
@@ -124,11 +145,6 @@ pub fn load(path: &Path, project: bool) -> (Vec<Mode>, Vec<ModeFileError>) {
                 message,
             }],
         )
-    };
-    let read = if project {
-        read_project(path)
-    } else {
-        read_global(path)
     };
     let text = match read {
         Ok(Some(t)) => t,

@@ -15,8 +15,12 @@ use regex::Regex;
 use serde::Serialize;
 
 use roost_protocol::{ToolGroup, ToolSpec};
+use roost_sandbox::capability::Workspace;
 
 pub use file::ModeFileError;
+
+/// A workspace's own modes file (Roo Code's name for it).
+const PROJECT_FILE: &str = ".roomodes";
 pub use hooks::HookRegistry;
 
 /// Where a mode came from.
@@ -140,22 +144,38 @@ impl ModeSet {
     /// Built-ins, overridden by `<config_dir>/custom_modes.yaml`, overridden
     /// by `<workspace>/.roomodes`.
     pub fn load(workspace: &Path, config_dir: Option<&Path>) -> Self {
+        Self::layered(config_dir, || {
+            file::load(&workspace.join(PROJECT_FILE), true)
+        })
+    }
+
+    /// [`ModeSet::load`] for a workspace the caller holds open: its
+    /// `.roomodes` is read through that handle, so a task's modes come
+    /// from the directory it runs in, not from its path opened again.
+    pub fn load_in(ws: &Workspace, config_dir: Option<&Path>) -> Self {
+        Self::layered(config_dir, || file::load_in(ws, PROJECT_FILE))
+    }
+
+    /// Built-ins, then the global file, then what `project` loads.
+    fn layered(
+        config_dir: Option<&Path>,
+        project: impl FnOnce() -> (Vec<Mode>, Vec<ModeFileError>),
+    ) -> Self {
         let mut modes: BTreeMap<String, Mode> = builtin::modes()
             .into_iter()
             .map(|m| (m.slug.clone(), m))
             .collect();
         let mut errors = Vec::new();
-        let mut layer = |path: PathBuf, project: bool| {
-            let (loaded, errs) = file::load(&path, project);
+        let mut layer = |(loaded, errs): (Vec<Mode>, Vec<ModeFileError>)| {
             errors.extend(errs);
             for m in loaded {
                 modes.insert(m.slug.clone(), m);
             }
         };
         if let Some(dir) = config_dir {
-            layer(dir.join("custom_modes.yaml"), false);
+            layer(file::load(&dir.join("custom_modes.yaml"), false));
         }
-        layer(workspace.join(".roomodes"), true);
+        layer(project());
         Self { modes, errors }
     }
 

@@ -38,7 +38,7 @@ use crate::llm::{
 };
 use crate::modes::ModeSet;
 use crate::skills;
-use crate::store::{NewTask, Step, TaskRecord, TaskStatus};
+use crate::store::{NewTask, Step, StoreError, TaskClaim, TaskRecord, TaskStatus};
 use crate::tools::{Registry, ToolSpec};
 use crate::turn::{Ctx, RepetitionDetector, RunState, Site, TaskError, TaskOutcome, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
@@ -113,6 +113,21 @@ impl Agent {
     /// Create (persist) the task `c` describes, ready to run; an unknown
     /// mode is refused before anything is stored.
     pub fn create(&self, c: &Creation<'_>) -> Result<TaskRecord, TaskError> {
+        self.create_with(c, |new, first| self.store.create_task_with(new, first))
+    }
+
+    /// [`Agent::create`] for a task this process is to run
+    /// ([`Agent::run_created`]): claimed in the creating transaction.
+    pub fn create_claimed(&self, c: &Creation<'_>) -> Result<(TaskRecord, TaskClaim), TaskError> {
+        self.create_with(c, |new, first| self.store.create_claimed_task(new, first))
+    }
+
+    /// Check what `c` asks for, then `persist` the task and its first step.
+    fn create_with<T>(
+        &self,
+        c: &Creation<'_>,
+        persist: impl FnOnce(&NewTask, Step<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, TaskError> {
         let Creation {
             prompt,
             workspace,
@@ -123,7 +138,10 @@ impl Agent {
             owner,
             todos,
         } = *c;
-        let modes = ModeSet::load(workspace, self.modes_dir.as_deref());
+        // The workspace must open before a task is recorded for it; its
+        // modes are read through that handle.
+        let ws = Workspace::open(workspace)?;
+        let modes = ModeSet::load_in(&ws, self.modes_dir.as_deref());
         if modes.get(mode).is_none() {
             let available: Vec<&str> = modes.iter().map(|m| m.slug.as_str()).collect();
             return Err(TaskError::UnknownMode {
@@ -131,8 +149,6 @@ impl Agent {
                 available: available.join(", "),
             });
         }
-        // The workspace must open before a task is recorded for it.
-        Workspace::open(workspace)?;
         let first = Message::user_text(format!("<task>\n{prompt}\n</task>"));
         let mut step = Step::new()
             .ui(UiRow::say(UiSubtype::Text), prompt)
@@ -140,25 +156,22 @@ impl Agent {
         if let Some(items) = todos {
             step = step.todos(items);
         }
-        let task = self.store.create_task_with(
-            &NewTask {
-                parent_id: parent.map(|p| p.id.clone()),
-                root_id: parent.map(|p| p.root_id.clone()),
-                mode: mode.to_owned(),
-                workspace: workspace.display().to_string(),
-                prompt: prompt.to_owned(),
-                provider: provider.name().to_owned(),
-                model: provider.model().to_owned(),
-                base_url: provider.base_url().to_owned(),
-                profile: provider.profile().to_owned(),
-                settings: Some(settings.clone()),
-                owner: parent
-                    .map_or(owner, |p| p.owner.as_deref())
-                    .map(str::to_owned),
-            },
-            step,
-        )?;
-        Ok(task)
+        let new = NewTask {
+            parent_id: parent.map(|p| p.id.clone()),
+            root_id: parent.map(|p| p.root_id.clone()),
+            mode: mode.to_owned(),
+            workspace: workspace.display().to_string(),
+            prompt: prompt.to_owned(),
+            provider: provider.name().to_owned(),
+            model: provider.model().to_owned(),
+            base_url: provider.base_url().to_owned(),
+            profile: provider.profile().to_owned(),
+            settings: Some(settings.clone()),
+            owner: parent
+                .map_or(owner, |p| p.owner.as_deref())
+                .map(str::to_owned),
+        };
+        Ok(persist(&new, step)?)
     }
 
     /// Run `task`, created with [`Agent::create`] and not run yet, with
@@ -167,6 +180,7 @@ impl Agent {
     pub(crate) async fn run_created(
         &self,
         task: TaskRecord,
+        claim: TaskClaim,
         setup: TaskSetup,
         check: &WorkspaceCheck,
         events: &EventBus,
@@ -176,7 +190,7 @@ impl Agent {
         events
             .publish(TaskEvent::TaskStarted { resumed: false })
             .await;
-        let _claim = self.store.claim(&task.id)?;
+        let _claim = claim;
         // Checked now, as it is now; the task uses this handle, and every
         // other open of its path during the run must reach it.
         let ws = check.open(&self.store, &task)?;
@@ -629,7 +643,7 @@ impl Agent {
     /// The workspace's modes, each invalid mode file reported to the
     /// user (a UI row and a warning) rather than stopping the task.
     async fn load_modes(&self, ctx: &Ctx<'_>) -> Result<ModeSet, TaskError> {
-        let modes = ModeSet::load(&ctx.workspace, self.modes_dir.as_deref());
+        let modes = ModeSet::load_in(&ctx.ws, self.modes_dir.as_deref());
         for e in &modes.errors {
             ctx.warn(&self.store, format!("invalid mode file: {e}"))
                 .await?;
