@@ -524,6 +524,45 @@ async fn resume_answers_dangling_calls_and_finishes() {
     );
 }
 
+/// A task is held by the engine that created it from its first commit:
+/// another live process cannot take it before it starts (its run gives
+/// up without writing), and the task then runs once, on its creator.
+#[tokio::test]
+async fn a_created_task_is_held_by_its_creator_before_it_starts() {
+    let h = harness(
+        json!([complete("done by its creator")]),
+        ApprovalPolicy::yes(),
+    );
+    let id = h.create("code", "hold me").expect("created");
+    let other = h.another_process(json!([complete("taken")]));
+    let taken = h.resume_on(&other, &id, &ScriptedUser::default()).await;
+    assert!(
+        matches!(
+            &taken,
+            Ok(TaskOutcome::Aborted { reason }) if reason.contains("another process or host runs the task")
+        ) || taken.is_err(),
+        "{taken:?}"
+    );
+    let outcome = h
+        .drive(h.engine(), &id, &ScriptedUser::default())
+        .await
+        .expect("runs");
+    assert_eq!(
+        outcome,
+        TaskOutcome::Completed {
+            result: "done by its creator".into()
+        }
+    );
+    let record = h.store().get_task(&id).expect("task");
+    assert_eq!(record.status, TaskStatus::Completed);
+    assert_pairing(h.store(), &id);
+    // The other process wrote nothing: one completion, its creator's.
+    let api = h.store().load_api(&id, true).expect("history");
+    let texts = format!("{api:?}");
+    assert!(texts.contains("done by its creator"), "{texts}");
+    assert!(!texts.contains("taken"), "{texts}");
+}
+
 #[tokio::test]
 async fn max_turns_pauses_the_task() {
     let h = harness(
