@@ -656,29 +656,72 @@ impl Plugins {
     /// Register every enabled plugin's tools in `registry`, each with at
     /// most its grant. A component that changed on disk is refused.
     pub fn load_enabled(&self, registry: &mut Registry) -> Result<(), InstallError> {
-        for p in self.list()?.into_iter().filter(|p| p.enabled) {
-            let path = self.component_path(p.name(), &p.sha256);
-            let bytes = std::fs::read(&path).map_err(|source| InstallError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            if sha256_hex(&bytes) != p.sha256 {
-                return Err(InstallError::Tampered {
-                    name: p.name().to_owned(),
-                    expected: p.sha256.clone(),
-                });
-            }
-            let plugin = self.engine.load_component(p.name(), bytes.into())?;
+        let enabled: Vec<Installed> = self.list()?.into_iter().filter(|p| p.enabled).collect();
+        let loaded = self.load_checked_all(&enabled);
+        for (p, plugin) in enabled.iter().zip(loaded) {
+            let plugin = plugin?;
             let limits = p.granted.limits.resolve(&self.ceiling)?;
             let access = Access {
                 read: p.granted.read == ReadAccess::Workspace,
                 write: p.granted.write,
                 limits: Some(limits),
-                network: self.network(&p)?,
+                network: self.network(p)?,
             };
             registry.add_plugin_with(plugin, access)?;
         }
         Ok(())
+    }
+}
+
+impl Plugins {
+    /// Each of `enabled` read, checked against its install record and
+    /// loaded, in order. Reading and hashing the components is most of a
+    /// start with many plugins installed (`roost tool list`, P10), so the
+    /// work is spread over the cores; the results keep `enabled`'s order.
+    fn load_checked_all(
+        &self,
+        enabled: &[Installed],
+    ) -> Vec<Result<Arc<LoadedPlugin>, InstallError>> {
+        let workers = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(enabled.len());
+        if workers <= 1 {
+            return enabled.iter().map(|p| self.load_checked(p)).collect();
+        }
+        let share = enabled.len().div_ceil(workers);
+        std::thread::scope(|s| {
+            let parts: Vec<_> = enabled
+                .chunks(share)
+                .map(|part| {
+                    s.spawn(move || {
+                        part.iter()
+                            .map(|p| self.load_checked(p))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            parts
+                .into_iter()
+                .flat_map(|part| part.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    }
+
+    /// Installed plugin `p`'s component, refused when its bytes are not the
+    /// ones recorded at install (changed on disk).
+    fn load_checked(&self, p: &Installed) -> Result<Arc<LoadedPlugin>, InstallError> {
+        let path = self.component_path(p.name(), &p.sha256);
+        let bytes = std::fs::read(&path).map_err(|source| InstallError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        if sha256_hex(&bytes) != p.sha256 {
+            return Err(InstallError::Tampered {
+                name: p.name().to_owned(),
+                expected: p.sha256.clone(),
+            });
+        }
+        Ok(self.engine.load_component(p.name(), bytes.into())?)
     }
 }
 
