@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 /// The first-party components, by file stem (`first_party.rs` embeds
-/// `<stem>.wasm` and `<stem>.sealed`).
+/// `<stem>.wasm`, `<stem>.sealed` and `<stem>.blake3`).
 const COMPONENTS: &[&str] = &["fs_tools", "secret_guard", "protected_paths"];
 
 fn main() {
@@ -63,6 +63,11 @@ fn precompile(dir: &Path, watch: bool) {
         ));
         let dst = out.join(format!("{stem}.sealed"));
         std::fs::write(&dst, sealed)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", dst.display()));
+        // The component's BLAKE3 hash, so a start need not hash the bytes
+        // the binary embeds.
+        let dst = out.join(format!("{stem}.blake3"));
+        std::fs::write(&dst, blake3::hash(&wasm).as_bytes())
             .unwrap_or_else(|e| panic!("cannot write {}: {e}", dst.display()));
     }
 }

@@ -696,6 +696,52 @@ fn a_record_that_does_not_decode_is_named_and_removable() {
     assert!(t.contains("no installed plugin"), "{t}");
 }
 
+/// A component is checked at load against the BLAKE3 hash its install
+/// recorded; one installed before that record (its BLAKE3 empty) is checked
+/// by its SHA-256 instead. Either way a component changed on disk is
+/// refused, and an intact one loads.
+#[test]
+fn a_component_is_checked_by_its_recorded_blake3_or_else_its_sha256() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let component = fixture_wasm("conformance-rs");
+    let folder = plugin_dir(dir.path(), "hashed", "1.0.0", &component, "", None);
+    ok(&roost(&data)
+        .args(["plugin", "install", "--yes"])
+        .arg(&folder)
+        .output()
+        .expect("install"));
+    let path = roost_core::store::Store::default_path(&data);
+    let store = roost_core::store::Store::open(&path).expect("store");
+    let mut record = store.get_plugin("hashed").expect("read").expect("recorded");
+    let bytes = std::fs::read(&component).expect("component");
+    assert_eq!(record.blake3, blake3::hash(&bytes).to_hex().as_str());
+    drop(store);
+    let file = plugin_files(&data).pop().expect("installed component");
+    for recorded in ["blake3", "sha256 only"] {
+        if recorded == "sha256 only" {
+            let store = roost_core::store::Store::open(&path).expect("store");
+            record.blake3.clear();
+            store
+                .put_plugin(&record)
+                .expect("an older install's record");
+        }
+        std::fs::write(&file, &bytes).expect("intact");
+        let tools = ok(&roost(&data).args(["tool", "list"]).output().expect("tools"));
+        assert!(tools.contains("hashed"), "{recorded}: {tools}");
+        let mut changed = bytes.clone();
+        if let Some(b) = changed.last_mut() {
+            *b ^= 1;
+        }
+        std::fs::write(&file, &changed).expect("tamper");
+        let t = refused(&roost(&data).args(["tool", "list"]).output().expect("tools"));
+        assert!(
+            t.contains("`hashed` changed on disk since it was installed"),
+            "{recorded}: {t}"
+        );
+    }
+}
+
 /// Install the conformance plugin `component` (in whichever language) as
 /// `name`, asking to read the workspace and to reach `server`; run a task
 /// that reads a file and fetches from the server with it; inspect it;

@@ -106,10 +106,11 @@ fn p9(root: &Path) {
     println!("| plugin | component | install (runs) |\n|---|---|---|");
     // fs-tools, each of its tools renamed (first letter upper-cased) so
     // none collides with the first-party set.
-    let (_, fs) = first_party::ALL
+    let fs = first_party::ALL
         .iter()
-        .find(|(n, _)| *n == "fs-tools")
-        .expect("fs-tools");
+        .find(|c| c.name == "fs-tools")
+        .expect("fs-tools")
+        .bytes;
     let engine = PluginEngine::new(first_party::engine_config(root.join("p9-cache"))).unwrap();
     let mut bytes = fs.to_vec();
     for tool in engine.load_bytes("fs-tools", fs).unwrap().tools() {

@@ -3,6 +3,7 @@
 //! directory; with each, the sealed artifact the build precompiled for this
 //! machine, so a first run loads them at once instead of compiling.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -33,8 +34,24 @@ pub const PREBUILT: &[&[u8]] = &[
     include_bytes!(concat!(env!("OUT_DIR"), "/protected_paths.sealed")),
 ];
 
-/// Every first-party tool plugin: (name, component bytes).
-pub const ALL: &[(&str, &[u8])] = &[("fs-tools", FS_TOOLS)];
+/// A component this binary embeds.
+#[derive(Debug, Clone, Copy)]
+pub struct Embedded {
+    /// The plugin's name.
+    pub name: &'static str,
+    /// Its component's bytes.
+    pub bytes: &'static [u8],
+    /// The BLAKE3 hash of `bytes`, computed by the build: a start need
+    /// not read 1.5 MB to learn it.
+    pub blake3: [u8; 32],
+}
+
+/// Every first-party tool plugin.
+pub const ALL: &[Embedded] = &[Embedded {
+    name: "fs-tools",
+    bytes: FS_TOOLS,
+    blake3: *include_bytes!(concat!(env!("OUT_DIR"), "/fs_tools.blake3")),
+}];
 
 /// Every first-party mode hook: (name modes use in `hooks:`, component bytes).
 pub const HOOKS: &[(&str, &[u8])] = &[
@@ -52,7 +69,13 @@ pub fn engine_config(cache_dir: impl Into<PathBuf>) -> EngineConfig {
 /// Load every first-party tool plugin.
 pub fn load_all(engine: &PluginEngine) -> Result<Vec<Arc<LoadedPlugin>>, PluginError> {
     ALL.iter()
-        .map(|(name, bytes)| engine.load_bytes(name, bytes))
+        .map(|c| {
+            engine.load_component_hashed(
+                c.name,
+                Cow::Borrowed(c.bytes),
+                blake3::Hash::from_bytes(c.blake3),
+            )
+        })
         .collect()
 }
 
@@ -63,4 +86,24 @@ pub fn load_hooks(engine: &PluginEngine) -> Result<Vec<Arc<LoadedHook>>, PluginE
         .iter()
         .map(|(name, bytes)| engine.load_hook_deferred(name, bytes))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hash the build recorded is the embedded bytes' own: a start
+    /// that trusts it keys the component cache and the precompiled
+    /// artifacts exactly as hashing the bytes would.
+    #[test]
+    fn each_embedded_hash_is_its_bytes_hash() {
+        for c in ALL {
+            assert_eq!(
+                blake3::hash(c.bytes),
+                blake3::Hash::from_bytes(c.blake3),
+                "{}",
+                c.name
+            );
+        }
+    }
 }

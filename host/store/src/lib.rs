@@ -68,7 +68,7 @@ use db::{Conn, Db, Row, params};
 use roost_protocol::conversation::{ContentBlock, Message, Role, Usage};
 use roost_protocol::{TaskSettings, UiRow};
 
-const SCHEMA_VERSION: i64 = 12;
+const SCHEMA_VERSION: i64 = 13;
 
 /// The tasks; `k` is the integer key the [`LOG_TABLES`] use.
 const TASKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tasks (
@@ -130,7 +130,8 @@ CREATE TABLE IF NOT EXISTS plugins (
     installed_at INTEGER NOT NULL,
     signer TEXT NOT NULL DEFAULT '',
     source TEXT NOT NULL DEFAULT '',
-    digest TEXT NOT NULL DEFAULT ''
+    digest TEXT NOT NULL DEFAULT '',
+    blake3 TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS claims (
     task_id TEXT PRIMARY KEY REFERENCES tasks(id),
@@ -1142,7 +1143,9 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
     }
     // Version 12 records where each plugin came from (its source and,
     // from a registry, the manifest digest); older installs were local.
-    for col in ["source", "digest"] {
+    // Version 13 records each component's BLAKE3 hash; older installs are
+    // checked by their SHA-256 until they are installed again.
+    for col in ["source", "digest", "blake3"] {
         if !has_column(conn, "plugins", col)? {
             conn.execute_batch(&format!(
                 "ALTER TABLE plugins ADD COLUMN {col} TEXT NOT NULL DEFAULT ''"

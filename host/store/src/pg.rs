@@ -25,7 +25,7 @@ use super::sql::{Health, Param, Row, StatementCache, Value, pg_placeholders};
 
 /// The schema version this build writes; a database at a later one is
 /// refused (a newer Roost wrote it).
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+pub(crate) const SCHEMA_VERSION: i64 = 4;
 
 /// Connections one store keeps open at most (lent and idle): a thousand
 /// tasks share them, and a database's `max_connections` (100 by default)
@@ -206,13 +206,19 @@ CREATE INDEX tasks_status ON tasks (status, created_at);
 
 /// Each version's statements, in order: `MIGRATIONS[n - 1]` brings a
 /// database from version `n - 1` to `n` (version 0 is an empty database).
-pub(crate) const MIGRATIONS: [&str; 3] = [V1, V2, V3];
+pub(crate) const MIGRATIONS: [&str; 4] = [V1, V2, V3, V4];
 
 /// Version 3: where each plugin came from (its source and, from a
 /// registry, the manifest digest); older installs were local.
 const V3: &str = "
 ALTER TABLE plugins ADD COLUMN source TEXT NOT NULL DEFAULT '';
 ALTER TABLE plugins ADD COLUMN digest TEXT NOT NULL DEFAULT '';
+";
+
+/// Version 4: each component's BLAKE3 hash, what a start checks it
+/// against; older installs are checked by their SHA-256.
+const V4: &str = "
+ALTER TABLE plugins ADD COLUMN blake3 TEXT NOT NULL DEFAULT '';
 ";
 
 /// The runtime the connections' I/O runs on.

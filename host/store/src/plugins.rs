@@ -15,6 +15,10 @@ pub struct PluginRecord {
     pub manifest: String,
     /// SHA-256 of the component (hex).
     pub sha256: String,
+    /// BLAKE3 of the component (hex; empty for installs older than it):
+    /// what a start checks the component against, since the engine keys
+    /// its cache by the same hash and the bytes are then read once.
+    pub blake3: String,
     /// The capabilities granted at install (JSON).
     pub granted: String,
     /// Its tools: names and groups (JSON).
@@ -35,7 +39,7 @@ pub struct PluginRecord {
     pub digest: String,
 }
 
-const COLUMNS: &str = "name, version, manifest, sha256, granted, tools, enabled, size, installed_at, signer, source, digest";
+const COLUMNS: &str = "name, version, manifest, sha256, granted, tools, enabled, size, installed_at, signer, source, digest, blake3";
 
 fn row(mut r: Row) -> Result<PluginRecord, StoreError> {
     Ok(PluginRecord {
@@ -51,6 +55,7 @@ fn row(mut r: Row) -> Result<PluginRecord, StoreError> {
         signer: r.take_text(9)?,
         source: r.take_text(10)?,
         digest: r.take_text(11)?,
+        blake3: r.take_text(12)?,
     })
 }
 
@@ -60,11 +65,12 @@ impl Store {
         self.db.run(|c| {
             c.exec(
                 &format!(
-                    "INSERT INTO plugins ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+                    "INSERT INTO plugins ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
                      ON CONFLICT (name) DO UPDATE SET version = excluded.version, manifest = excluded.manifest, \
                      sha256 = excluded.sha256, granted = excluded.granted, tools = excluded.tools, \
                      enabled = excluded.enabled, size = excluded.size, installed_at = excluded.installed_at, \
-                     signer = excluded.signer, source = excluded.source, digest = excluded.digest"
+                     signer = excluded.signer, source = excluded.source, digest = excluded.digest, \
+                     blake3 = excluded.blake3"
                 ),
                 params![
                     &p.name,
@@ -78,7 +84,8 @@ impl Store {
                     now_ms(),
                     &p.signer,
                     &p.source,
-                    &p.digest
+                    &p.digest,
+                    &p.blake3
                 ],
             )
         })?;

@@ -333,6 +333,29 @@ fn schema_1_stores_are_migrated() {
     assert!(Store::open(&path).is_ok());
 }
 
+/// A store written by schema 12 (plugins recorded without their
+/// component's BLAKE3) opens as schema 13 with each plugin kept and its
+/// BLAKE3 empty: the install layer then checks it by its SHA-256.
+#[test]
+fn schema_12_plugins_are_kept_without_a_blake3() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v12.db");
+    drop(Store::open(&path).expect("create"));
+    {
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch(
+            "ALTER TABLE plugins DROP COLUMN blake3;
+             INSERT INTO plugins (name, version, manifest, sha256, granted, tools, enabled, size, installed_at)
+               VALUES ('old', '1.0.0', '', 'ab', '{}', '[]', 1, 10, 1);
+             PRAGMA user_version=12;",
+        )
+        .expect("v12 schema");
+    }
+    let s = Store::open(&path).expect("migrates");
+    let old = s.get_plugin("old").expect("read").expect("kept");
+    assert_eq!((old.sha256.as_str(), old.blake3.as_str()), ("ab", ""));
+}
+
 /// A store written by schema 5 (history, UI rows and events filed under
 /// the task's id text) opens as schema 6 with every row kept under the
 /// task's integer key, in order, and the numbering goes on from there.
@@ -820,6 +843,7 @@ fn every_record_kind_round_trips(b: Backend) {
         signer: String::new(),
         source: "oci://127.0.0.1:5000/p:1".into(),
         digest: format!("sha256:{}", "0".repeat(64)),
+        blake3: "cd".into(),
     };
     s.put_plugin(&p).expect("put");
     p.version = "2".into();
@@ -827,8 +851,12 @@ fn every_record_kind_round_trips(b: Backend) {
     let got = s.get_plugin("p").expect("get").expect("found");
     assert_eq!(got.version, "2");
     assert_eq!(
-        (got.source.as_str(), got.digest.as_str()),
-        (p.source.as_str(), p.digest.as_str())
+        (
+            got.source.as_str(),
+            got.digest.as_str(),
+            got.blake3.as_str()
+        ),
+        (p.source.as_str(), p.digest.as_str(), "cd")
     );
     assert!(s.set_plugin_enabled("p", false).expect("disable"));
     assert!(!s.list_plugins().expect("list")[0].enabled);

@@ -407,7 +407,7 @@ impl EngineBuilder {
                 if let Some(w) = host.warning() {
                     tracing::warn!("{w}");
                 }
-                for t in crate::tools::command::tools(&host)? {
+                for t in crate::tools::command::tools(&host) {
                     registry.add(t)?;
                 }
                 Some(host)

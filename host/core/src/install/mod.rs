@@ -177,6 +177,9 @@ pub struct Installed {
     pub tools: Vec<ToolSummary>,
     /// SHA-256 of its component.
     pub sha256: String,
+    /// BLAKE3 of its component (hex; empty for installs older than the
+    /// record of it, which are checked by their SHA-256).
+    pub blake3: String,
     /// Component size in bytes.
     pub size: i64,
     /// Whether tasks get its tools.
@@ -355,7 +358,7 @@ impl Plugins {
         }
         if first_party::ALL
             .iter()
-            .any(|(n, _)| *n == manifest.plugin.name)
+            .any(|c| c.name == manifest.plugin.name)
         {
             return Err(InstallError::FirstPartyName(manifest.plugin.name));
         }
@@ -603,6 +606,7 @@ impl Plugins {
             version: c.manifest.plugin.version.clone(),
             manifest: toml::to_string(&c.manifest).unwrap_or_default(),
             sha256: sha.clone(),
+            blake3: blake3::hash(&c.bytes).to_hex().to_string(),
             granted: to_json(granted),
             tools: to_json(&c.tools),
             enabled,
@@ -708,20 +712,33 @@ impl Plugins {
     }
 
     /// Installed plugin `p`'s component, refused when its bytes are not the
-    /// ones recorded at install (changed on disk).
+    /// ones recorded at install (changed on disk). The bytes are hashed
+    /// once: by the BLAKE3 recorded at install, which is also what the
+    /// engine keys its cache by; an install older than that record is
+    /// checked by its SHA-256.
     fn load_checked(&self, p: &Installed) -> Result<Arc<LoadedPlugin>, InstallError> {
         let path = self.component_path(p.name(), &p.sha256);
         let bytes = std::fs::read(&path).map_err(|source| InstallError::Io {
             path: path.clone(),
             source,
         })?;
-        if sha256_hex(&bytes) != p.sha256 {
-            return Err(InstallError::Tampered {
-                name: p.name().to_owned(),
-                expected: p.sha256.clone(),
-            });
+        let tampered = || InstallError::Tampered {
+            name: p.name().to_owned(),
+            expected: p.sha256.clone(),
+        };
+        if p.blake3.is_empty() {
+            if sha256_hex(&bytes) != p.sha256 {
+                return Err(tampered());
+            }
+            return Ok(self.engine.load_component(p.name(), bytes.into())?);
         }
-        Ok(self.engine.load_component(p.name(), bytes.into())?)
+        let hash = blake3::hash(&bytes);
+        if hash.to_hex().as_str() != p.blake3 {
+            return Err(tampered());
+        }
+        Ok(self
+            .engine
+            .load_component_hashed(p.name(), bytes.into(), hash)?)
     }
 }
 
@@ -926,6 +943,7 @@ fn decode(r: &PluginRecord) -> Result<Installed, InstallError> {
         granted,
         tools,
         sha256: r.sha256.clone(),
+        blake3: r.blake3.clone(),
         size: r.size,
         enabled: r.enabled,
         installed_at: r.installed_at,

@@ -85,9 +85,11 @@ impl RegisteredTool {
         })
     }
 
-    /// [`Self::new`] for a tool whose schema this host compiled when it
-    /// first loaded the tool's plugin (its tool list came from the
-    /// component cache): compiled when a call first needs it.
+    /// [`Self::new`] for a tool whose schema is known to compile: the
+    /// host's own tools (their tests compile each schema), or a plugin's
+    /// that this host compiled when it first loaded the plugin (its tool
+    /// list came from the component cache). Compiled when a call first
+    /// needs it, so a start that only lists tools compiles none.
     pub fn known(executor: Arc<dyn ToolExecutor>, access: Access) -> Self {
         let spec = executor.spec().clone();
         Self {
@@ -153,15 +155,11 @@ impl Registry {
     /// A registry holding the host-native tools.
     pub fn new() -> Self {
         let mut tools = BTreeMap::new();
+        // The native schemas are the host's own: a unit test compiles
+        // each, so a start need not.
         for executor in native::all() {
-            match RegisteredTool::new(executor, Access::FULL) {
-                Ok(t) => {
-                    tools.insert(t.spec.name.clone(), t);
-                }
-                // The native schemas are the host's own (a unit test
-                // compiles them); a broken one leaves its tool out.
-                Err(e) => tracing::error!("native tool: {e}"),
-            }
+            let t = RegisteredTool::known(executor, Access::FULL);
+            tools.insert(t.spec.name.clone(), t);
         }
         Self {
             tools,
@@ -313,6 +311,22 @@ fn definitions(offered: &[&ToolSpec]) -> Vec<ToolDefinition> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The native tools' schemas are compiled on a call's first need, not
+    /// at registration: each must compile, and refuse what it should.
+    #[test]
+    fn every_native_schema_compiles() {
+        for t in native::all() {
+            let spec = t.spec();
+            let v = ArgsValidator::new(&spec.args_schema)
+                .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+            assert!(
+                v.check(&serde_json::json!(42)).is_err(),
+                "{} accepts a number for its arguments",
+                spec.name
+            );
+        }
+    }
 
     #[test]
     fn every_native_tool_registers_and_its_name_is_reserved_from_plugins() {

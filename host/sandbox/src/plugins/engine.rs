@@ -376,8 +376,21 @@ impl PluginEngine {
         name: &str,
         bytes: Cow<'static, [u8]>,
     ) -> Result<Arc<LoadedPlugin>, PluginError> {
-        check_header(name, &bytes)?;
         let hash = blake3::hash(&bytes);
+        self.load_component_hashed(name, bytes, hash)
+    }
+
+    /// [`Self::load_component`] for bytes whose BLAKE3 hash the caller
+    /// already has and vouches for: one the build computed for the
+    /// components it embeds, or one just checked against an install
+    /// record. A start then reads each component's bytes once, not twice.
+    pub fn load_component_hashed(
+        &self,
+        name: &str,
+        bytes: Cow<'static, [u8]>,
+        hash: blake3::Hash,
+    ) -> Result<Arc<LoadedPlugin>, PluginError> {
+        check_header(name, &bytes)?;
         if let Some((wit_version, tools)) = self.known(&hash) {
             return Ok(Arc::new(LoadedPlugin {
                 name: name.to_owned(),
