@@ -157,12 +157,17 @@ fn p9(root: &Path) {
 /// Remove the tool lists the component cache keeps, so the next start asks
 /// every plugin again (as every start did before they were kept).
 fn forget_tool_lists(data: &Path) {
+    // The engine keeps each plugin's checked tool list as
+    // `<hash>-<engine>.plugin-<version>` (`TOOLS_ANSWER`).
     let cache = data.join("cache").join("components");
+    let mut forgotten = 0;
     for e in std::fs::read_dir(cache).unwrap().flatten() {
-        if e.path().to_string_lossy().contains(".tools-") {
+        if e.file_name().to_string_lossy().contains(".plugin-") {
             std::fs::remove_file(e.path()).unwrap();
+            forgotten += 1;
         }
     }
+    assert!(forgotten > 0, "no kept tool list found to forget");
 }
 
 fn tool_list(data: &Path, runs: usize, kept: bool) -> Duration {
