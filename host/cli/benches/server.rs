@@ -239,7 +239,7 @@ async fn follow(client: reqwest::Client, base: String, token: String, id: String
                         Some(json!({"decision": "accept"})),
                     )
                     .await;
-                    assert_eq!(status, 204, "{body}");
+                    assert_eq!(status, 200, "the answered ask: {body}");
                 }
                 Some("completed") => {
                     return Follow {
@@ -658,7 +658,7 @@ fn roost_server() -> RoostServer {
                     Some(json!({"decision": "accept"})),
                 )
                 .await;
-                assert_eq!(status, 204, "{body}");
+                assert_eq!(status, 200, "the answered ask: {body}");
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
