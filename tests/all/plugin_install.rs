@@ -641,8 +641,9 @@ fn a_plugin_installs_from_a_tar_gz() {
 }
 
 /// A plugin record that no longer decodes (a damaged store, another
-/// version's row) is a clear error naming the plugin wherever plugins are
-/// loaded, and `remove` still gets rid of it.
+/// version's row, a component hash that is not one) is a clear error
+/// naming the plugin wherever plugins are loaded, and `remove` still gets
+/// rid of it.
 #[test]
 fn a_record_that_does_not_decode_is_named_and_removable() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -666,20 +667,18 @@ fn a_record_that_does_not_decode_is_named_and_removable() {
         .get_plugin("damaged")
         .expect("read")
         .expect("recorded");
-    record.granted = "{not json".into();
+    let granted = std::mem::replace(&mut record.granted, "{not json".into());
     store.put_plugin(&record).expect("damaged");
     drop(store);
-    for args in [
-        vec!["plugin", "list"],
-        vec!["plugin", "inspect", "damaged"],
-        vec!["tool", "list"],
-    ] {
-        let t = refused(&roost(&data).args(&args).output().expect("runs"));
-        assert!(
-            t.contains("damaged") && t.contains("does not decode"),
-            "{args:?}: {t}"
-        );
-    }
+    check_named_as_not_decoding(&data);
+    // A recorded component hash that is not one is the same.
+    let store = roost_core::store::Store::open(&roost_core::store::Store::default_path(&data))
+        .expect("store");
+    record.granted = granted;
+    record.blake3 = "not a hash".into();
+    store.put_plugin(&record).expect("damaged hash");
+    drop(store);
+    check_named_as_not_decoding(&data);
     let t = ok(&roost(&data)
         .args(["plugin", "remove", "damaged"])
         .output()
@@ -694,6 +693,20 @@ fn a_record_that_does_not_decode_is_named_and_removable() {
             .expect("remove again"),
     );
     assert!(t.contains("no installed plugin"), "{t}");
+}
+
+fn check_named_as_not_decoding(data: &Path) {
+    for args in [
+        vec!["plugin", "list"],
+        vec!["plugin", "inspect", "damaged"],
+        vec!["tool", "list"],
+    ] {
+        let t = refused(&roost(data).args(&args).output().expect("runs"));
+        assert!(
+            t.contains("damaged") && t.contains("does not decode"),
+            "{args:?}: {t}"
+        );
+    }
 }
 
 /// A component is checked at load against the BLAKE3 hash its install

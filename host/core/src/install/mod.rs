@@ -177,9 +177,9 @@ pub struct Installed {
     pub tools: Vec<ToolSummary>,
     /// SHA-256 of its component.
     pub sha256: String,
-    /// BLAKE3 of its component (hex; empty for installs older than the
+    /// BLAKE3 of its component (`None` for installs older than the
     /// record of it, which are checked by their SHA-256).
-    pub blake3: String,
+    pub blake3: Option<blake3::Hash>,
     /// Component size in bytes.
     pub size: i64,
     /// Whether tasks get its tools.
@@ -606,7 +606,7 @@ impl Plugins {
             version: c.manifest.plugin.version.clone(),
             manifest: toml::to_string(&c.manifest).unwrap_or_default(),
             sha256: sha.clone(),
-            blake3: blake3::hash(&c.bytes).to_hex().to_string(),
+            blake3: c.plugin.content_hash(),
             granted: to_json(granted),
             tools: to_json(&c.tools),
             enabled,
@@ -722,23 +722,26 @@ impl Plugins {
             path: path.clone(),
             source,
         })?;
-        let tampered = || InstallError::Tampered {
-            name: p.name().to_owned(),
-            expected: p.sha256.clone(),
-        };
-        if p.blake3.is_empty() {
-            if sha256_hex(&bytes) != p.sha256 {
-                return Err(tampered());
+        let intact = match p.blake3 {
+            Some(recorded) => {
+                let hash = blake3::hash(&bytes);
+                (hash == recorded).then_some(Some(hash))
             }
-            return Ok(self.engine.load_component(p.name(), bytes.into())?);
-        }
-        let hash = blake3::hash(&bytes);
-        if hash.to_hex().as_str() != p.blake3 {
-            return Err(tampered());
-        }
-        Ok(self
-            .engine
-            .load_component_hashed(p.name(), bytes.into(), hash)?)
+            None => (sha256_hex(&bytes) == p.sha256).then_some(None),
+        };
+        let Some(hash) = intact else {
+            return Err(InstallError::Tampered {
+                name: p.name().to_owned(),
+                expected: p.sha256.clone(),
+            });
+        };
+        let plugin = match hash {
+            Some(hash) => self
+                .engine
+                .load_component_hashed(p.name(), bytes.into(), hash),
+            None => self.engine.load_component(p.name(), bytes.into()),
+        };
+        Ok(plugin?)
     }
 }
 
@@ -943,7 +946,10 @@ fn decode(r: &PluginRecord) -> Result<Installed, InstallError> {
         granted,
         tools,
         sha256: r.sha256.clone(),
-        blake3: r.blake3.clone(),
+        blake3: match r.blake3.as_str() {
+            "" => None,
+            hex => Some(blake3::Hash::from_hex(hex).map_err(|e| corrupt(format!("blake3: {e}")))?),
+        },
         size: r.size,
         enabled: r.enabled,
         installed_at: r.installed_at,
