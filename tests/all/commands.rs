@@ -92,7 +92,7 @@ async fn a_command_reaches_exactly_what_its_profile_grants() {
         vec![
             run("echo inside > in.txt && cat in.txt"),
             run(&format!(
-                "cat {o}/readable.txt; echo; touch {o}/out.txt; echo rc=$?"
+                "cat {o}/readable.txt; echo; touch {o}/out.txt 2>&1; echo rc=$?"
             )),
             run("touch ~/roost-sandbox-probe.txt; echo rc=$?"),
             run("echo private > /tmp/roost-private-probe.txt && cat /tmp/roost-private-probe.txt"),

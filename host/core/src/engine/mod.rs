@@ -39,7 +39,7 @@ use tokio::sync::watch;
 
 use crate::asks::Answer;
 use crate::config::RecordedEndpoint;
-use crate::events::{Envelope, EventBus, Subscription, TaskEvent, recorded_after};
+use crate::events::{Envelope, EventBus, Subscription, recorded_after};
 use crate::llm::Role;
 use crate::store::{HostRequest, StoredAsk, TaskClaim};
 use crate::task::{
@@ -518,12 +518,6 @@ impl Engine {
                 }
                 Begin::New(claim) => {
                     let task = agent.store.get_task(&task_id)?;
-                    loop_events
-                        .publish(TaskEvent::TaskCreated {
-                            mode: task.mode.clone(),
-                            workspace: task.workspace.clone(),
-                        })
-                        .await;
                     agent
                         .run_created(task, claim, setup, &check, &loop_events, &control)
                         .await

@@ -187,9 +187,18 @@ impl Agent {
         control: &Control,
     ) -> Result<TaskOutcome, TaskError> {
         events.bind(&task.id, &self.store);
+        // Its creation and its start announced in one step (one
+        // transaction, shared with other tasks' steps), in that order.
+        let announce = vec![
+            TaskEvent::TaskCreated {
+                mode: task.mode.clone(),
+                workspace: task.workspace.clone(),
+            },
+            TaskEvent::TaskStarted { resumed: false },
+        ];
         events
-            .publish(TaskEvent::TaskStarted { resumed: false })
-            .await;
+            .commit(&self.store, &task.id, Step::new(), announce)
+            .await?;
         let _claim = claim;
         // Checked now, as it is now; the task uses this handle, and every
         // other open of its path during the run must reach it.
