@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use super::StoreError;
 use super::pg::{Answer, Ask, CommitError, PgConn};
-pub(crate) use super::sql::{DB_NOW, Dialect, Health, Param, Row, Value, blocking, params};
+pub(crate) use super::sql::{Column, DB_NOW, Dialect, Health, Param, Row, Value, blocking, params};
 
 /// A connection (or an open transaction on one) statements run on.
 pub(crate) enum Conn<'c> {
@@ -49,6 +49,18 @@ impl Conn<'_> {
         match self {
             Conn::Lite(_) => self.exec(sql, params).map(drop),
             Conn::Pg(c) => c.later(sql, params),
+        }
+    }
+
+    /// Queue one statement whose parameters are whole columns, each bound
+    /// as an array, on PostgreSQL; SQLite appends row by row as it goes
+    /// (each row costs it microseconds, not a statement on a server).
+    pub(crate) fn later_columns(&self, sql: &str, columns: Vec<Column>) -> Result<(), StoreError> {
+        match self {
+            Conn::Lite(_) => Err(StoreError::Commit(
+                "statements of whole columns are PostgreSQL's".into(),
+            )),
+            Conn::Pg(c) => c.later_columns(sql, columns),
         }
     }
 

@@ -21,7 +21,7 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::StoreError;
 use super::pgtls::redacted;
-use super::sql::{Health, Param, Row, StatementCache, Value, pg_placeholders};
+use super::sql::{Column, Health, Param, Row, StatementCache, Value, pg_placeholders};
 
 /// The schema version this build writes; a database at a later one is
 /// refused (a newer Roost wrote it).
@@ -310,6 +310,8 @@ enum Pending {
     Begin,
     /// A prepared statement and its values.
     Statement(Statement, Vec<Value>),
+    /// A prepared statement and its columns, each bound as one array.
+    Columns(Statement, Vec<Column>),
 }
 
 /// A statement a round trip ends with, whose answer the caller wants.
@@ -386,6 +388,16 @@ impl PgConn {
         Ok(())
     }
 
+    /// Queue one statement whose parameters are whole columns (arrays),
+    /// for the next round trip ([`Column`]).
+    pub(crate) fn later_columns(&self, sql: &str, columns: Vec<Column>) -> Result<(), StoreError> {
+        let st = self.statement(sql)?;
+        self.pending
+            .borrow_mut()
+            .push(Pending::Columns(st, columns));
+        Ok(())
+    }
+
     /// Whether statements wait for the next round trip.
     fn has_pending(&self) -> bool {
         !self.pending.borrow().is_empty()
@@ -413,12 +425,16 @@ impl PgConn {
             .iter()
             .map(|p| match p {
                 Pending::Statement(_, values) => values.iter().map(Param::from).collect(),
-                Pending::Begin => Vec::new(),
+                Pending::Begin | Pending::Columns(..) => Vec::new(),
             })
             .collect();
-        let pending_refs: Vec<Vec<&(dyn ToSql + Sync)>> = pending_params
+        let pending_refs: Vec<Vec<&(dyn ToSql + Sync)>> = pending
             .iter()
-            .map(|ps| ps.iter().map(|p| p as _).collect())
+            .zip(&pending_params)
+            .map(|(p, ps)| match p {
+                Pending::Columns(_, columns) => columns.iter().map(|c| c as _).collect(),
+                _ => ps.iter().map(|p| p as _).collect(),
+            })
             .collect();
         let ask_refs: Vec<Vec<&(dyn ToSql + Sync)>> = asks
             .iter()
@@ -437,7 +453,7 @@ impl PgConn {
                         _ => None,
                     }))
                 }),
-                Pending::Statement(st, _) => {
+                Pending::Statement(st, _) | Pending::Columns(st, _) => {
                     Box::pin(async move { client.execute(st, refs).await.map(|_| None) })
                 }
             };
@@ -655,6 +671,29 @@ impl ToSql for Param<'_> {
 
     fn accepts(_: &Type) -> bool {
         true
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+impl ToSql for Column {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Column::Int(v) => v.to_sql(ty, out),
+            Column::Real(v) => v.to_sql(ty, out),
+            Column::Text(v) => v.to_sql(ty, out),
+            Column::OptText(v) => v.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        <Vec<i64> as ToSql>::accepts(ty)
+            || <Vec<f64> as ToSql>::accepts(ty)
+            || <Vec<Option<String>> as ToSql>::accepts(ty)
     }
 
     tokio_postgres::types::to_sql_checked!();

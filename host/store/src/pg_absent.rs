@@ -7,7 +7,7 @@
 use std::convert::Infallible;
 
 use super::StoreError;
-use super::sql::{Health, Param, Row};
+use super::sql::{Column, Health, Param, Row};
 
 /// Why a shared store cannot be opened by this build.
 fn absent() -> StoreError {
@@ -51,6 +51,10 @@ impl PgConn {
     }
 
     pub(crate) fn later(&self, _: &str, _: &[Param<'_>]) -> Result<(), StoreError> {
+        match self.never {}
+    }
+
+    pub(crate) fn later_columns(&self, _: &str, _: Vec<Column>) -> Result<(), StoreError> {
         match self.never {}
     }
 

@@ -133,6 +133,37 @@ impl Param<'_> {
     }
 }
 
+/// One column of many rows, bound as one array: on PostgreSQL, a
+/// transaction's new rows of a table go in one statement
+/// (`INSERT … SELECT * FROM UNNEST(…)`) instead of one a row.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Column {
+    /// Integers.
+    Int(Vec<i64>),
+    /// Floats.
+    Real(Vec<f64>),
+    /// Texts.
+    Text(Vec<String>),
+    /// Texts that may be NULL.
+    OptText(Vec<Option<String>>),
+}
+
+impl Column {
+    /// Add `p` as this column's next row; `false` (nothing added) when it
+    /// is not of the column's type.
+    pub(crate) fn push(&mut self, p: Param<'_>) -> bool {
+        match (self, p) {
+            (Column::Int(v), Param::Int(i)) => v.push(i),
+            (Column::Real(v), Param::Real(f)) => v.push(f),
+            (Column::Text(v), Param::Text(t)) => v.push(t.to_owned()),
+            (Column::OptText(v), Param::Text(t)) => v.push(Some(t.to_owned())),
+            (Column::OptText(v), Param::Null) => v.push(None),
+            _ => return false,
+        }
+        true
+    }
+}
+
 /// `[Param]` from a list of values: `params![id, 3, name]`.
 macro_rules! params {
     () => { &[] as &[$crate::sql::Param<'_>] };

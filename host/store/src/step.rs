@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::sync::oneshot;
 
 use super::asks::{self, StoredAsk};
-use super::db::{Conn, Dialect, Param, params};
+use super::db::{Column, Conn, Dialect, Param, params};
 use super::{Store, StoreError, TaskStatus, TodoItem, now_ms, role_str};
 use roost_protocol::UiRow;
 use roost_protocol::conversation::{Message, Usage};
@@ -303,6 +303,61 @@ enum Log {
 }
 
 impl Log {
+    const ALL: [Log; 3] = [Log::Api, Log::Ui, Log::Events];
+
+    /// One row appended: the task's key, its position, then the row's own
+    /// columns ([`Log::columns`]).
+    fn insert_sql(self) -> &'static str {
+        match self {
+            Log::Api => {
+                "INSERT INTO api_messages (task, seq, role, content, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)"
+            }
+            Log::Ui => {
+                "INSERT INTO ui_messages (task, seq, ts, kind, subtype, text) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+            }
+            Log::Events => "INSERT INTO events (task, seq, ts, event) VALUES (?1, ?2, ?3, ?4)",
+        }
+    }
+
+    /// Many rows appended at once on PostgreSQL, a column an array.
+    fn unnest_sql(self) -> &'static str {
+        match self {
+            Log::Api => {
+                "INSERT INTO api_messages (task, seq, role, content, created_at) \
+                 SELECT * FROM UNNEST(?1::int8[], ?2::int8[], ?3::text[], ?4::text[], ?5::int8[])"
+            }
+            Log::Ui => {
+                "INSERT INTO ui_messages (task, seq, ts, kind, subtype, text) \
+                 SELECT * FROM UNNEST(?1::int8[], ?2::int8[], ?3::int8[], ?4::text[], ?5::text[], ?6::text[])"
+            }
+            Log::Events => {
+                "INSERT INTO events (task, seq, ts, event) \
+                 SELECT * FROM UNNEST(?1::int8[], ?2::int8[], ?3::int8[], ?4::text[])"
+            }
+        }
+    }
+
+    /// The empty columns of [`Log::insert_sql`]'s rows.
+    fn columns(self) -> Vec<Column> {
+        let int = || Column::Int(Vec::new());
+        let text = || Column::Text(Vec::new());
+        match self {
+            Log::Api => vec![int(), int(), text(), text(), int()],
+            Log::Ui => vec![int(), int(), int(), text(), text(), text()],
+            Log::Events => vec![int(), int(), int(), text()],
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Log::Api => 0,
+            Log::Ui => 1,
+            Log::Events => 2,
+        }
+    }
+
     /// The last position in this log of the task keyed `?1`.
     fn last_sql(self) -> &'static str {
         match self {
@@ -332,7 +387,34 @@ pub(super) struct Positions {
     /// Each task's last event written, announced once at the end
     /// ([`Positions::announce`]).
     announce: Vec<(String, i64)>,
+    /// On PostgreSQL, the rows appended to each log ([`Log::index`]), by
+    /// column, sent at the end as one statement a log
+    /// ([`Positions::finish`]): a shared commit of many tasks' steps is a
+    /// handful of statements for the server, not one a row.
+    appended: [Option<Vec<Column>>; 3],
+    /// On PostgreSQL, what the transaction's steps change on each task's
+    /// row (totals added up, the last status and mode), in the order the
+    /// tasks were first touched, by key: one `UPDATE` at the end.
+    totals: Vec<(i64, TaskTotals)>,
 }
+
+/// What the steps of one transaction change on a task's row.
+struct TaskTotals {
+    tokens: [i64; 4],
+    cost: f64,
+    status: Option<TaskStatus>,
+    mode: Option<String>,
+    at: i64,
+}
+
+/// Many tasks' rows changed at once on PostgreSQL ([`Positions::totals`]).
+const SET_TOTALS: &str = "UPDATE tasks AS t SET tokens_in = t.tokens_in + u.ti, \
+     tokens_out = t.tokens_out + u.tout, cache_reads = t.cache_reads + u.cr, \
+     cache_writes = t.cache_writes + u.cw, cost = t.cost + u.cost, \
+     status = COALESCE(u.status, t.status), mode = COALESCE(u.mode, t.mode), updated_at = u.at \
+     FROM UNNEST(?1::int8[], ?2::int8[], ?3::int8[], ?4::int8[], ?5::int8[], ?6::float8[], \
+     ?7::text[], ?8::int8[], ?9::text[]) AS u(k, ti, tout, cr, cw, cost, status, at, mode) \
+     WHERE t.k = u.k";
 
 /// The positions of a task's three logs, by its id (`?1`): one statement.
 const LAST_SEQS: &str = "SELECT \
@@ -345,6 +427,107 @@ const LAST_SEQS: &str = "SELECT \
 const NOTIFY_PAYLOAD: usize = 7_900;
 
 impl Positions {
+    /// Append `row` ([`Log::insert_sql`]'s parameters) to `log`: now on
+    /// SQLite, with the transaction's other rows of that log at its end on
+    /// PostgreSQL ([`Positions::finish`]).
+    fn append(&mut self, c: &Conn<'_>, log: Log, row: &[Param<'_>]) -> Result<(), StoreError> {
+        if c.dialect() == Dialect::Sqlite {
+            return c.later(log.insert_sql(), row);
+        }
+        let columns = self.appended[log.index()].get_or_insert_with(|| log.columns());
+        if columns.len() != row.len() || !columns.iter_mut().zip(row).all(|(col, p)| col.push(*p)) {
+            return Err(StoreError::Commit(format!(
+                "a row of the wrong shape for {}",
+                log.insert_sql()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Add what `step` changes on the row of the task keyed `key` to the
+    /// transaction's [`Positions::totals`] (PostgreSQL).
+    fn add_totals(&mut self, key: i64, step: &PreparedStep, now: i64) {
+        let u = &step.usage;
+        let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        let add = [
+            i(u.input_tokens),
+            i(u.output_tokens),
+            i(u.cache_read_tokens),
+            i(u.cache_write_tokens),
+        ];
+        match self.totals.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, t)) => {
+                for (sum, n) in t.tokens.iter_mut().zip(add) {
+                    *sum = sum.saturating_add(n);
+                }
+                t.cost += step.cost;
+                t.status = step.status.or(t.status);
+                if let Some(mode) = &step.mode {
+                    t.mode = Some(mode.clone());
+                }
+                t.at = t.at.max(now);
+            }
+            None => self.totals.push((
+                key,
+                TaskTotals {
+                    tokens: add,
+                    cost: step.cost,
+                    status: step.status,
+                    mode: step.mode.clone(),
+                    at: now,
+                },
+            )),
+        }
+    }
+
+    /// End the transaction's writes: on PostgreSQL send the tasks' totals
+    /// and the rows appended, one statement a table; then announce the
+    /// tasks' events.
+    fn finish(&mut self, c: &Conn<'_>) -> Result<(), StoreError> {
+        if !self.totals.is_empty() {
+            let n = self.totals.len();
+            let (mut keys, mut tokens, mut costs, mut statuses, mut ats, mut modes) = (
+                Vec::with_capacity(n),
+                [(); 4].map(|()| Vec::with_capacity(n)),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+            );
+            for (key, t) in std::mem::take(&mut self.totals) {
+                keys.push(key);
+                for (column, n) in tokens.iter_mut().zip(t.tokens) {
+                    column.push(n);
+                }
+                costs.push(t.cost);
+                statuses.push(t.status.map(|s| s.as_str().to_owned()));
+                ats.push(t.at);
+                modes.push(t.mode);
+            }
+            let [ti, tout, cr, cw] = tokens.map(Column::Int);
+            c.later_columns(
+                SET_TOTALS,
+                vec![
+                    Column::Int(keys),
+                    ti,
+                    tout,
+                    cr,
+                    cw,
+                    Column::Real(costs),
+                    Column::OptText(statuses),
+                    Column::Int(ats),
+                    Column::OptText(modes),
+                ],
+            )?;
+        }
+        for log in Log::ALL {
+            if let Some(columns) = self.appended[log.index()].take() {
+                c.later_columns(log.unnest_sql(), columns)?;
+            }
+        }
+        self.announce(c)
+    }
+
     /// Take the next position in `log` of the task keyed `key`.
     fn take(&mut self, c: &Conn<'_>, log: Log, key: i64) -> Result<i64, StoreError> {
         let next = match self.next.get(&(log, key)) {
@@ -489,7 +672,7 @@ pub(super) fn write_prepared(
         return Ok(Committed::nothing());
     }
     let committed = write_step(conn, task, step, now, positions, None)?;
-    positions.announce(conn)?;
+    positions.finish(conn)?;
     Ok(committed)
 }
 
@@ -548,14 +731,19 @@ fn write_step<'a>(
             Param::from(step.mode.as_deref()),
         ]
     };
-    let key: Option<i64> = match positions.keys.get(task) {
+    let key: Option<i64> = match positions.keys.get(task).copied() {
         // Known (and its row locked) already: the totals go with the next
         // round trip.
         Some(k) => {
             if touches_task {
-                conn.later(set_totals!("WHERE k = ?1"), &totals(Param::Int(*k)))?;
+                match conn.dialect() {
+                    Dialect::Sqlite => {
+                        conn.later(set_totals!("WHERE k = ?1"), &totals(Param::Int(k)))?;
+                    }
+                    Dialect::Postgres => positions.add_totals(k, step, now),
+                }
             }
-            Some(*k)
+            Some(k)
         }
         None if !touches_task => conn
             .opt(
@@ -590,11 +778,7 @@ fn write_step<'a>(
         None => None,
         Some(PreparedMessage::Append { role, content }) => {
             let seq = positions.take(conn, Log::Api, key)?;
-            conn.later(
-                "INSERT INTO api_messages (task, seq, role, content, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![key, seq, role, content, now],
-            )?;
+            positions.append(conn, Log::Api, params![key, seq, *role, content, now])?;
             Some(seq)
         }
         Some(PreparedMessage::Replace { seq, .. }) if positions.replaced.contains(&(key, *seq)) => {
@@ -639,11 +823,7 @@ fn write_step<'a>(
     for (row, text) in &step.ui {
         let (kind, subtype) = (row.kind.as_str(), row.subtype.as_str());
         let seq = positions.take(conn, Log::Ui, key)?;
-        conn.later(
-            "INSERT INTO ui_messages (task, seq, ts, kind, subtype, text) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![key, seq, now, kind, subtype, text],
-        )?;
+        positions.append(conn, Log::Ui, params![key, seq, now, kind, subtype, text])?;
         committed.ui.push(seq);
     }
     if let Some(ask) = &step.ask {
@@ -665,16 +845,33 @@ fn write_step<'a>(
     }
     for event in &step.events {
         let seq = positions.take(conn, Log::Events, key)?;
-        conn.later(
-            "INSERT INTO events (task, seq, ts, event) VALUES (?1, ?2, ?3, ?4)",
-            params![key, seq, now, event],
-        )?;
+        positions.append(conn, Log::Events, params![key, seq, now, event])?;
         committed.events.push(seq);
     }
     // Hosts following this task hear of its events at commit.
     if let Some(last) = committed.events.last() {
         positions.announce.push((task.to_owned(), *last));
     }
+    Ok(committed)
+}
+
+/// Write `steps` of many tasks, in order, in the caller's transaction
+/// (one shared commit's), `fenced` the tasks whose claim `owner` must
+/// still hold.
+pub(super) fn write_batch(
+    c: &Conn<'_>,
+    steps: &[(&str, &PreparedStep)],
+    fenced: &[&str],
+    owner: Option<&str>,
+    now: i64,
+) -> Result<Vec<Committed>, StoreError> {
+    let mut positions = Positions::default();
+    positions.learn(c, steps, fenced, owner)?;
+    let mut committed = Vec::with_capacity(steps.len());
+    for (task, step) in steps {
+        committed.push(write_step(c, task, step, now, &mut positions, None)?);
+    }
+    positions.finish(c)?;
     Ok(committed)
 }
 
@@ -692,7 +889,7 @@ fn write_alone(
     let fenced: &[&str] = if fence.is_some() { &[task] } else { &[] };
     positions.learn(c, &[(task, step)], fenced, fence)?;
     let committed = write_step(c, task, step, now, &mut positions, fence)?;
-    positions.announce(c)?;
+    positions.finish(c)?;
     Ok(committed)
 }
 
@@ -878,23 +1075,9 @@ impl Store {
         let owner = fences.iter().flatten().next();
         let steps: Vec<(&str, &PreparedStep)> =
             jobs.iter().map(|j| (j.task.as_str(), &j.step)).collect();
-        let together = self.db.write(|c| {
-            let mut positions = Positions::default();
-            positions.learn(c, &steps, &fenced, owner.map(String::as_str))?;
-            let mut committed = Vec::with_capacity(jobs.len());
-            for job in &jobs {
-                committed.push(write_step(
-                    c,
-                    &job.task,
-                    &job.step,
-                    now,
-                    &mut positions,
-                    None,
-                )?);
-            }
-            positions.announce(c)?;
-            Ok(committed)
-        });
+        let together = self
+            .db
+            .write(|c| write_batch(c, &steps, &fenced, owner.map(String::as_str), now));
         let outcomes: Vec<Result<Committed, StoreError>> = match together {
             Ok(committed) => {
                 self.group.counted(committed.len(), 1);

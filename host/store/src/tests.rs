@@ -568,6 +568,108 @@ fn claims_are_exclusive_and_released(b: Backend) {
     drop(taken);
 }
 
+/// One shared commit that holds several steps of one task and steps of
+/// others (PostgreSQL sends each table's rows, and the tasks' totals, as
+/// one statement): the totals add up, the last status and mode stand,
+/// every row lands in its task's logs in order, numbered without gaps.
+fn one_commits_steps_add_up_and_land_in_order(b: Backend) {
+    let (_d, s) = store_on(b);
+    let (t, u) = (new_task(&s), new_task(&s));
+    let usage = |n: u64| Usage {
+        input_tokens: n,
+        output_tokens: 2 * n,
+        cache_read_tokens: 3 * n,
+        cache_write_tokens: 4 * n,
+    };
+    let (small, big, other) = (usage(1), usage(10), usage(5));
+    let (m1, m2, m3) = (
+        Message::user_text("one"),
+        Message::user_text("two"),
+        Message::user_text("three"),
+    );
+    let event = |n: u32| format!("{{\"event\":\"warning\",\"message\":\"{n}\"}}");
+    let steps = [
+        (
+            t.id.as_str(),
+            Step::new()
+                .append(&m1)
+                .usage(&small, 0.25)
+                .status(TaskStatus::WaitingForApproval)
+                .mode("architect")
+                .ui(UiRow::say(UiSubtype::Text), "t1")
+                .event(event(1)),
+        ),
+        (
+            u.id.as_str(),
+            Step::new()
+                .append(&m3)
+                .usage(&other, 2.0)
+                .status(TaskStatus::Failed)
+                .ui(UiRow::say(UiSubtype::Text), "u1")
+                .event(event(3)),
+        ),
+        (
+            t.id.as_str(),
+            Step::new()
+                .append(&m2)
+                .usage(&big, 1.0)
+                .status(TaskStatus::Completed)
+                .ui(UiRow::say(UiSubtype::Text), "t2")
+                .ui(UiRow::say(UiSubtype::Text), "t3")
+                .event(event(2))
+                .event(event(4)),
+        ),
+    ];
+    let prepared: Vec<(&str, step::PreparedStep)> = steps
+        .into_iter()
+        .map(|(task, st)| (task, st.prepare(task).expect("prepared")))
+        .collect();
+    let refs: Vec<(&str, &step::PreparedStep)> =
+        prepared.iter().map(|(task, st)| (*task, st)).collect();
+    let committed =
+        s.db.write(|c| step::write_batch(c, &refs, &[], None, now_ms()))
+            .expect("committed together");
+    assert_eq!(committed[0].message, Some(1));
+    assert_eq!(committed[2].message, Some(2));
+    assert_eq!(committed[2].ui, vec![2, 3]);
+    assert_eq!(committed[2].events, vec![2, 3]);
+    assert_eq!(committed[1].events, vec![1]);
+    let got = s.get_task(&t.id).expect("task");
+    assert_eq!(got.usage, usage(11));
+    assert!((got.cost - 1.25).abs() < 1e-9, "{}", got.cost);
+    assert_eq!(got.status, TaskStatus::Completed);
+    assert_eq!(got.mode, "architect");
+    let other_task = s.get_task(&u.id).expect("task");
+    assert_eq!(other_task.usage, usage(5));
+    assert_eq!(other_task.status, TaskStatus::Failed);
+    assert_eq!(other_task.mode, "code");
+    let api: Vec<(i64, Message)> = s
+        .load_api(&t.id, false)
+        .expect("api")
+        .into_iter()
+        .map(|m| (m.seq, m.message))
+        .collect();
+    assert_eq!(api, vec![(1, m1.clone()), (2, m2.clone())]);
+    let ui: Vec<(i64, String)> = s
+        .load_ui(&t.id)
+        .expect("ui")
+        .into_iter()
+        .map(|r| (r.seq, r.text))
+        .collect();
+    assert_eq!(
+        ui,
+        vec![(1, "t1".into()), (2, "t2".into()), (3, "t3".into())]
+    );
+    let events: Vec<(i64, String)> = s
+        .events_after(&t.id, 0, 10)
+        .expect("events")
+        .into_iter()
+        .map(|e| (e.seq, e.event))
+        .collect();
+    assert_eq!(events, vec![(1, event(1)), (2, event(2)), (3, event(4))]);
+    assert_eq!(s.events_after(&u.id, 0, 10).expect("events").len(), 1);
+}
+
 /// A task created claimed is claimed from its first commit: this process
 /// cannot claim it again, another cannot take it, a shared store's work
 /// queue does not offer it, and its writes are fenced by it; dropping the
@@ -976,6 +1078,7 @@ on_both!(
     a_reply_is_recorded_as_one_step,
     a_result_is_recorded_as_one_step,
     claims_are_exclusive_and_released,
+    one_commits_steps_add_up_and_land_in_order,
     a_task_created_claimed_is_held_from_its_first_commit,
     shared_commits_keep_every_step_whole_and_fail_alone,
     a_task_opens_with_its_first_messages_and_asks_land_with_their_step,
