@@ -611,22 +611,24 @@ impl Store {
         let root = new.root_id.clone().unwrap_or_else(|| id.to_owned());
         let now = now_ms();
         let settings = new.settings.as_ref().map(settings_json).transpose()?;
+        // On PostgreSQL two round trips: the task's row (its key back), then
+        // everything else with the `COMMIT`.
         self.db.write(|c| {
-            c.exec(
+            let key: i64 = c.one(
                 "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings, owner)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14) RETURNING k",
                 params![id, &new.parent_id, &root, &new.mode, &new.workspace, TaskStatus::Running.as_str(), &new.prompt, &new.provider, &new.model, &new.base_url, &new.profile, now, &settings, &new.owner],
-            )?;
-            step::write_prepared(c, id, &first, now, &mut step::Positions::default())?;
+            )?.get(0)?;
+            step::write_prepared(c, id, &first, now, &mut step::Positions::for_new_task(id, key))?;
             if let Some(owner) = claimed_by {
-                c.exec(
+                c.later(
                     "INSERT INTO claims (task_id, owner) VALUES (?1, ?2)",
                     params![id, owner],
                 )?;
             }
             // A top-level task wakes the hosts' work queues (a shared store).
             if c.dialect() == db::Dialect::Postgres && new.parent_id.is_none() {
-                c.exec("SELECT pg_notify('roost_queue', '')", params![])?;
+                c.later("SELECT pg_notify('roost_queue', '')", params![])?;
             }
             Ok(())
         })

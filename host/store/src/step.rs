@@ -427,6 +427,18 @@ const LAST_SEQS: &str = "SELECT \
 const NOTIFY_PAYLOAD: usize = 7_900;
 
 impl Positions {
+    /// The positions of `task`, keyed `key`, inserted by this very
+    /// transaction: it has no rows in any log yet, so nothing is looked up
+    /// (on PostgreSQL, three round trips fewer for a task's creation).
+    pub(super) fn for_new_task(task: &str, key: i64) -> Self {
+        let mut positions = Self::default();
+        positions.keys.insert(task.to_owned(), key);
+        for log in Log::ALL {
+            positions.next.insert((log, key), 1);
+        }
+        positions
+    }
+
     /// Append `row` ([`Log::insert_sql`]'s parameters) to `log`: now on
     /// SQLite, with the transaction's other rows of that log at its end on
     /// PostgreSQL ([`Positions::finish`]).

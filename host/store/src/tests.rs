@@ -1130,6 +1130,77 @@ fn a_step_whose_later_statement_fails_writes_nothing(b: Backend) {
     assert_eq!(next.events, vec![1]);
 }
 
+/// On PostgreSQL a task's creation costs two round trips: its row (its key
+/// back), then its first step's rows, its claim and the work queue's
+/// wake-up with the `COMMIT`; reading the record back is a third. What it
+/// wrote is all there, numbered from one.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_task_is_created_in_two_round_trips_on_postgres() {
+    roost_testpg::skip_without_postgres!();
+    let (dir, s) = store_on(Backend::Postgres);
+    let mut notices = s.notices().expect("a shared store has notices");
+    let cost = |before: StoreStats, after: StoreStats| {
+        (after.round_trips - after.prepared) - (before.round_trips - before.prepared)
+    };
+    let first = Message::user_text("<task>\ndo it\n</task>");
+    let todos = [TodoItem {
+        text: "first".into(),
+        state: TodoState::Pending,
+    }];
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        // The listener is connected before anything is committed.
+        loop {
+            match notices.recv().await {
+                Ok(Notice::Reconnected) => break,
+                Ok(_) => {}
+                Err(e) => panic!("notices: {e}"),
+            }
+        }
+        // Twice: the first also registers this host and prepares the
+        // statements; the second is counted.
+        for round in 0..2 {
+            let before = s.stats();
+            let (t, claim) = s
+                .create_claimed_task(
+                    &spec(),
+                    Step::new()
+                        .ui(UiRow::say(UiSubtype::Text), "do it")
+                        .append(&first)
+                        .todos(&todos),
+                )
+                .expect("created");
+            if round == 1 {
+                assert_eq!(cost(before, s.stats()), 3, "created and read back");
+            }
+            let api = s.load_api(&t.id, false).expect("api");
+            assert_eq!(api.len(), 1);
+            assert_eq!((api[0].seq, &api[0].message), (1, &first));
+            let ui = s.load_ui(&t.id).expect("ui");
+            assert_eq!((ui.len(), ui[0].seq, ui[0].text.as_str()), (1, 1, "do it"));
+            assert_eq!(s.get_todos(&t.id).expect("todos"), todos);
+            let other = dir.reopen();
+            assert!(other.is_live(&t.id), "claimed in the creating transaction");
+            assert!(other.claim(&t.id).is_err());
+            drop(claim);
+        }
+        // A new top-level task wakes the hosts' work queues.
+        loop {
+            match tokio::time::timeout(std::time::Duration::from_secs(60), notices.recv()).await {
+                Ok(Ok(Notice::Queue)) => break,
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => panic!("notices: {e}"),
+                Err(_) => panic!("no work-queue notice after a task was created"),
+            }
+        }
+    });
+}
+
 /// On PostgreSQL a step costs two round trips however much it writes:
 /// `BEGIN` with the task's row lock, its log positions, its claim and the
 /// message it replaces; then its rows, the task's totals and the
