@@ -785,7 +785,14 @@ async fn overlapping_write_roots_take_turns() {
         Some("A\n"),
         "B's guard undid A's write"
     );
-    assert_eq!(ws.read("src/notes.md"), "B\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("src/notes.md"))
+            .ok()
+            .as_deref(),
+        Some("B\n"),
+        "B's in-scope write did not persist; B's conversation: {:#?}",
+        b.agent().store.load_api(&b_id, false)
+    );
     assert!(
         !ws.path().join("src/b.txt").exists(),
         "B's out-of-scope write persisted"
