@@ -710,6 +710,7 @@ async fn p14(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
         control: &control,
         lent: Default::default(),
         trace: Default::default(),
+        resumed: false,
     };
     let dispatch = Dispatch::new(agent);
     // The note-taker skill (tests/fixtures), when its component is built:

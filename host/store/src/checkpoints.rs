@@ -122,22 +122,29 @@ impl Store {
     /// the API row before its last reply and the UI row before the
     /// request that made it, and how many replies came before.
     pub fn turn_start(&self, task: &str) -> Result<(i64, i64, u32), StoreError> {
-        self.db.run(|c| {
-            let r = c.one(
-                "SELECT COALESCE(MAX(seq), 1) - 1, COUNT(*) FROM api_messages
-                 WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND role = 'assistant'",
-                params![task],
-            )?;
-            let (api, replies): (i64, u32) = (r.get(0)?, r.get(1)?);
-            let ui: i64 = c
-                .one(
+        // Both in one round trip on PostgreSQL.
+        let answers = self.db.run(|c| {
+            c.query_all(&[
+                (
+                    "SELECT COALESCE(MAX(seq), 1) - 1, COUNT(*) FROM api_messages
+                     WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND role = 'assistant'",
+                    params![task],
+                ),
+                (
                     "SELECT COALESCE(MAX(seq), 1) - 1 FROM ui_messages
                      WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND subtype = 'api_req_started'",
                     params![task],
-                )?
-                .get(0)?;
-            Ok((api, ui, replies))
-        })
+                ),
+            ])
+        })?;
+        let mut firsts = answers.into_iter().map(|rows| rows.into_iter().next());
+        let (Some(Some(api_row)), Some(Some(ui_row))) = (firsts.next(), firsts.next()) else {
+            return Err(StoreError::Decode {
+                detail: "no row from a turn's aggregates".into(),
+            });
+        };
+        let (api, replies): (i64, u32) = (api_row.get(0)?, api_row.get(1)?);
+        Ok((api, ui_row.get(0)?, replies))
     }
 
     /// Take `task`'s conversation back to the API row `api_seq` and the UI

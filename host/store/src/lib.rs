@@ -579,8 +579,7 @@ impl Store {
         first: Step<'_>,
     ) -> Result<TaskRecord, StoreError> {
         let id = uuid::Uuid::now_v7().to_string();
-        self.insert_task(&id, new, first, None)?;
-        self.get_task(&id)
+        self.insert_task(&id, new, first, None)
     }
 
     /// [`Store::create_task_with`] for a task this process runs: its claim
@@ -594,31 +593,32 @@ impl Store {
     ) -> Result<(TaskRecord, TaskClaim), StoreError> {
         let id = uuid::Uuid::now_v7().to_string();
         let (claim, mine) = self.claim_new(&id)?;
-        self.insert_task(&id, new, first, Some(&mine))?;
-        Ok((self.get_task(&id)?, claim))
+        Ok((self.insert_task(&id, new, first, Some(&mine))?, claim))
     }
 
     /// Insert task `id` with its first step, claimed by `claimed_by` when
-    /// given, in one transaction.
+    /// given, in one transaction; its record as inserted.
     fn insert_task(
         &self,
         id: &str,
         new: &NewTask,
         first: Step<'_>,
         claimed_by: Option<&str>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<TaskRecord, StoreError> {
         let first = first.prepare(id)?;
         let root = new.root_id.clone().unwrap_or_else(|| id.to_owned());
         let now = now_ms();
         let settings = new.settings.as_ref().map(settings_json).transpose()?;
-        // On PostgreSQL two round trips: the task's row (its key back), then
-        // everything else with the `COMMIT`.
+        // On PostgreSQL two round trips: the task's row (its record and key
+        // back), then everything else with the `COMMIT`.
         self.db.write(|c| {
-            let key: i64 = c.one(
-                "INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings, owner)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14) RETURNING k",
+            let row = c.one(
+                &format!("INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings, owner)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14) RETURNING {TASK_COLUMNS}, k"),
                 params![id, &new.parent_id, &root, &new.mode, &new.workspace, TaskStatus::Running.as_str(), &new.prompt, &new.provider, &new.model, &new.base_url, &new.profile, now, &settings, &new.owner],
-            )?.get(0)?;
+            )?;
+            let key: i64 = row.get(TASK_COLUMN_COUNT)?;
+            let record = task_row(row)?;
             step::write_prepared(c, id, &first, now, &mut step::Positions::for_new_task(id, key))?;
             if let Some(owner) = claimed_by {
                 c.later(
@@ -630,7 +630,7 @@ impl Store {
             if c.dialect() == db::Dialect::Postgres && new.parent_id.is_none() {
                 c.later("SELECT pg_notify('roost_queue', '')", params![])?;
             }
-            Ok(())
+            Ok(record)
         })
     }
 
@@ -826,40 +826,28 @@ impl Store {
         task: &str,
         include_hidden: bool,
     ) -> Result<Vec<StoredMessage>, StoreError> {
-        let rows = self.db.run(|c| {
-            c.query(
-                "SELECT seq, role, content, hidden, created_at FROM api_messages \
-                 WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq",
-                params![task],
-            )
-        })?;
-        let mut out = Vec::with_capacity(rows.len());
-        for mut row in rows {
-            let seq: i64 = row.get(0)?;
-            let hidden: bool = row.get(3)?;
-            if hidden && !include_hidden {
-                continue;
-            }
-            let corrupt = |detail: String| StoreError::Corrupt {
-                task: task.to_owned(),
-                seq,
-                detail,
-            };
-            let role = match row.get::<String>(1)?.as_str() {
-                "user" => Role::User,
-                "assistant" => Role::Assistant,
-                other => return Err(corrupt(format!("unknown role {other:?}"))),
-            };
-            let content: Vec<ContentBlock> =
-                serde_json::from_str(&row.take_text(2)?).map_err(|e| corrupt(e.to_string()))?;
-            out.push(StoredMessage {
-                seq,
-                message: Message { role, content },
-                hidden,
-                created_at: row.get(4)?,
+        let rows = self.db.run(|c| c.query(LOAD_API, params![task]))?;
+        api_messages(task, rows, include_hidden)
+    }
+
+    /// A task's visible API history and its latest condensation summary
+    /// ([`Store::load_api`] and [`Store::latest_summary`]), in one round
+    /// trip on PostgreSQL: what a task's run starts from.
+    pub fn load_history(
+        &self,
+        task: &str,
+    ) -> Result<(Vec<StoredMessage>, Option<String>), StoreError> {
+        let answers = self
+            .db
+            .run(|c| c.query_all(&[(LOAD_API, params![task]), (LATEST_SUMMARY, params![task])]))?;
+        let mut answers = answers.into_iter();
+        let (Some(api), Some(summary)) = (answers.next(), answers.next()) else {
+            return Err(StoreError::Decode {
+                detail: "a history read answered short".into(),
             });
-        }
-        Ok(out)
+        };
+        let summary = summary.into_iter().next().map(|r| r.get(0)).transpose()?;
+        Ok((api_messages(task, api, false)?, summary))
     }
 
     /// Record that messages up to `upto_seq` (after the first) were
@@ -878,12 +866,7 @@ impl Store {
     /// The latest condensation summary of a task, if any.
     pub fn latest_summary(&self, task: &str) -> Result<Option<String>, StoreError> {
         self.db
-            .run(|c| {
-                c.opt(
-                    "SELECT summary FROM condensations WHERE task_id = ?1 ORDER BY upto_seq DESC LIMIT 1",
-                    params![task],
-                )
-            })?
+            .run(|c| c.opt(LATEST_SUMMARY, params![task]))?
             .map(|r| r.get(0))
             .transpose()
     }
@@ -1108,8 +1091,54 @@ impl Store {
     }
 }
 
+/// A task's API history, oldest first.
+const LOAD_API: &str = "SELECT seq, role, content, hidden, created_at FROM api_messages \
+     WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq";
+
+/// A task's latest condensation summary.
+const LATEST_SUMMARY: &str =
+    "SELECT summary FROM condensations WHERE task_id = ?1 ORDER BY upto_seq DESC LIMIT 1";
+
+/// Decode [`LOAD_API`]'s rows of `task` (hidden ones only when asked).
+fn api_messages(
+    task: &str,
+    rows: Vec<Row>,
+    include_hidden: bool,
+) -> Result<Vec<StoredMessage>, StoreError> {
+    let mut out = Vec::with_capacity(rows.len());
+    for mut row in rows {
+        let seq: i64 = row.get(0)?;
+        let hidden: bool = row.get(3)?;
+        if hidden && !include_hidden {
+            continue;
+        }
+        let corrupt = |detail: String| StoreError::Corrupt {
+            task: task.to_owned(),
+            seq,
+            detail,
+        };
+        let role = match row.get::<String>(1)?.as_str() {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            other => return Err(corrupt(format!("unknown role {other:?}"))),
+        };
+        let content: Vec<ContentBlock> =
+            serde_json::from_str(&row.take_text(2)?).map_err(|e| corrupt(e.to_string()))?;
+        out.push(StoredMessage {
+            seq,
+            message: Message { role, content },
+            hidden,
+            created_at: row.get(4)?,
+        });
+    }
+    Ok(out)
+}
+
 const TASK_COLUMNS: &str = "id, parent_id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at, \
      tokens_in, tokens_out, cache_reads, cache_writes, cost, active_intent, base_url, profile, settings, owner";
+
+/// How many columns [`TASK_COLUMNS`] names (the index of a column after them).
+const TASK_COLUMN_COUNT: usize = 21;
 
 /// Bring a store written by an older Roost up to [`SCHEMA_VERSION`].
 fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {

@@ -1082,8 +1082,78 @@ on_both!(
     a_task_created_claimed_is_held_from_its_first_commit,
     shared_commits_keep_every_step_whole_and_fail_alone,
     a_task_opens_with_its_first_messages_and_asks_land_with_their_step,
-    a_step_whose_later_statement_fails_writes_nothing
+    a_step_whose_later_statement_fails_writes_nothing,
+    what_a_run_starts_from_reads_as_it_was_written
 );
+
+/// What a task's run starts from, read in fewer round trips, is what the
+/// single reads say: the record a creation returns is the stored one (a
+/// subtask's, with its parent, owner and settings), the history and its
+/// latest summary read together are `load_api` and `latest_summary`, and
+/// the turn's start counts every reply, hidden ones too.
+fn what_a_run_starts_from_reads_as_it_was_written(b: Backend) {
+    let (_d, s) = store_on(b);
+    let parent = new_task(&s);
+    let child_spec = NewTask {
+        parent_id: Some(parent.id.clone()),
+        root_id: Some(parent.root_id.clone()),
+        owner: Some("tenant-a".into()),
+        settings: Some(TaskSettings {
+            approval: roost_protocol::ApprovalPolicy::yes(),
+            max_turns: 7,
+            inherited: Default::default(),
+            delegation: Default::default(),
+            trace: None,
+        }),
+        ..spec()
+    };
+    let first = Message::user_text("<task>\nchild\n</task>");
+    let (child, claim) = s
+        .create_claimed_task(&child_spec, Step::new().append(&first))
+        .expect("created");
+    assert_eq!(child, s.get_task(&child.id).expect("stored"));
+    assert_eq!(child.parent_id.as_deref(), Some(parent.id.as_str()));
+    assert_eq!(child.owner.as_deref(), Some("tenant-a"));
+    drop(claim);
+    let plain = s.create_task(&spec()).expect("created");
+    assert_eq!(plain, s.get_task(&plain.id).expect("stored"));
+
+    // Nothing condensed yet.
+    let (api, summary) = s.load_history(&child.id).expect("history");
+    assert_eq!(api, s.load_api(&child.id, false).expect("api"));
+    assert_eq!((api.len(), summary), (1, None));
+    assert_eq!(s.turn_start(&child.id).expect("turn"), (0, 0, 0));
+
+    // Two replies, the first condensed away.
+    for (i, text) in ["one", "two"].iter().enumerate() {
+        s.commit_step(
+            &child.id,
+            Step::new()
+                .ui(UiRow::say(UiSubtype::ApiReqStarted), format!("turn {i}"))
+                .append(&tool_use(text)),
+        )
+        .expect("reply");
+        s.commit_step(&child.id, Step::new().append(&Message::user_text(*text)))
+            .expect("result");
+    }
+    // Messages after the first, up to 3, are condensed.
+    s.condense(&child.id, 1, 3, "the first turn")
+        .expect("condensed");
+    let (api, summary) = s.load_history(&child.id).expect("history");
+    assert_eq!(api, s.load_api(&child.id, false).expect("api"));
+    assert_eq!(
+        api.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        vec![1, 4, 5],
+        "hidden messages are left out"
+    );
+    assert_eq!(summary.as_deref(), Some("the first turn"));
+    assert_eq!(summary, s.latest_summary(&child.id).expect("summary"));
+    // The last reply is message 4 and UI row 2; two replies in all.
+    assert_eq!(s.turn_start(&child.id).expect("turn"), (3, 1, 2));
+    // Another task's history is its own.
+    let (other, none) = s.load_history(&plain.id).expect("history");
+    assert_eq!((other.len(), none), (0, None));
+}
 
 /// A statement sent later (with the next round trip, or the `COMMIT`)
 /// that fails fails its whole step: nothing of it lands, and the next
@@ -1130,10 +1200,10 @@ fn a_step_whose_later_statement_fails_writes_nothing(b: Backend) {
     assert_eq!(next.events, vec![1]);
 }
 
-/// On PostgreSQL a task's creation costs two round trips: its row (its key
-/// back), then its first step's rows, its claim and the work queue's
-/// wake-up with the `COMMIT`; reading the record back is a third. What it
-/// wrote is all there, numbered from one.
+/// On PostgreSQL a task's creation costs two round trips: its row (its
+/// record and key back), then its first step's rows, its claim and the work
+/// queue's wake-up with the `COMMIT`. What it wrote is all there, numbered
+/// from one; its history and summary come back in one more.
 #[cfg(feature = "postgres")]
 #[test]
 fn a_task_is_created_in_two_round_trips_on_postgres() {
@@ -1176,8 +1246,13 @@ fn a_task_is_created_in_two_round_trips_on_postgres() {
                 )
                 .expect("created");
             if round == 1 {
-                assert_eq!(cost(before, s.stats()), 3, "created and read back");
+                assert_eq!(cost(before, s.stats()), 2, "created");
+                let before = s.stats();
+                let (api, summary) = s.load_history(&t.id).expect("history");
+                assert_eq!(cost(before, s.stats()), 1, "its history in one");
+                assert_eq!((api.len(), summary), (1, None));
             }
+            assert_eq!(t, s.get_task(&t.id).expect("stored"));
             let api = s.load_api(&t.id, false).expect("api");
             assert_eq!(api.len(), 1);
             assert_eq!((api[0].seq, &api[0].message), (1, &first));

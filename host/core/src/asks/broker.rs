@@ -237,6 +237,9 @@ pub async fn answer_asks(
 /// Ask, as the loop does: reuse a question about the same call left open
 /// by a process that died (else record a new one), set the waiting status,
 /// record the UI row, announce it, wait for the answer, set `running`.
+/// Only a `resumed` task's run can find one left open: a new task's
+/// questions are all its own run's, each answered before the next.
+#[allow(clippy::too_many_arguments)]
 pub async fn ask(
     store: &Store,
     broker: &AskBroker,
@@ -245,9 +248,15 @@ pub async fn ask(
     task: &str,
     call_id: Option<&str>,
     ask: Ask,
+    resumed: bool,
 ) -> Result<Option<Answer>, StoreError> {
     let payload = serde_json::to_string(&ask).unwrap_or_default();
-    let (stored, new) = match store.find_open_ask(task, ask.kind(), call_id)? {
+    let open = if resumed {
+        store.find_open_ask(task, ask.kind(), call_id)?
+    } else {
+        None
+    };
+    let (stored, new) = match open {
         Some(open) => (open, false),
         None => (StoredAsk::open(task, call_id, ask.kind(), &payload), true),
     };

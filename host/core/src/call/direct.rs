@@ -194,6 +194,7 @@ impl Agent {
                 .traceparent
                 .and_then(crate::telemetry::spans::remote_parent)
                 .unwrap_or_default(),
+            resumed: false,
         };
         let call = AssembledCall {
             id: format!("direct-{}", uuid::Uuid::now_v7()),

@@ -143,7 +143,7 @@ impl Spawner for Engine {
                 }));
             }
         };
-        let (task, claim) = self
+        let (mut task, claim) = self
             .agent
             .create_claimed(&Creation {
                 prompt: &child.message,
@@ -166,11 +166,13 @@ impl Spawner for Engine {
                     store.append_ui(&task.id, UiRow::say(UiSubtype::IntentSelected), intent)
                 })
                 .map_err(|e| refused(e.into()))?;
+            task.active_intent = Some(intent.to_owned());
         }
-        let (events, _) = self.register(&task.id, setup, Begin::New(claim));
+        let id = task.id.clone();
+        let (events, _) = self.register(&id, setup, Begin::New(claim, Box::new(task)));
         let rx = events.subscribe();
-        self.start_in_tree(&parent.root_id, &task.id, Some(&settings));
-        Ok((task.id, rx))
+        self.start_in_tree(&parent.root_id, &id, Some(&settings));
+        Ok((id, rx))
     }
 
     fn ensure_running(&self, id: &str) -> Result<Option<Subscription>, SpawnError> {

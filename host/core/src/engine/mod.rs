@@ -96,8 +96,10 @@ struct Running {
 
 /// How a held task's loop begins.
 enum Begin {
-    /// A new task, with the claim its creation took.
-    New(TaskClaim),
+    /// A new task, with the claim its creation took and its record as
+    /// created (nothing changes it before it starts: a created task is
+    /// not resumable elsewhere, and it is claimed).
+    New(TaskClaim, Box<TaskRecord>),
     /// A stored task, from its history (it claims the task as it starts).
     Resume,
 }
@@ -235,7 +237,10 @@ impl Engine {
 
     fn register(&self, id: &str, setup: TaskSetup, begin: Begin) -> (EventBus, Control) {
         let (outcome, _) = watch::channel(None);
-        let events = EventBus::for_task(id, &self.agent.store);
+        let events = match begin {
+            Begin::New(..) => EventBus::for_new_task(id, &self.agent.store),
+            Begin::Resume => EventBus::for_task(id, &self.agent.store),
+        };
         let control = Control::default();
         self.lock().running.insert(
             id.to_owned(),
@@ -344,8 +349,9 @@ impl Engine {
         let ((task, claim), setup) = self.record(spec, settings, parent, owner, |c| {
             self.agent.create_claimed(c)
         })?;
-        self.register(&task.id, setup, Begin::New(claim));
-        Ok(task.id)
+        let id = task.id.clone();
+        self.register(&id, setup, Begin::New(claim, Box::new(task)));
+        Ok(id)
     }
 
     /// Record a new task (persisted by `create`, with its settings and
@@ -516,10 +522,9 @@ impl Engine {
                         .resume(&task_id, setup, &check, &loop_events, &control)
                         .await
                 }
-                Begin::New(claim) => {
-                    let task = agent.store.get_task(&task_id)?;
+                Begin::New(claim, task) => {
                     agent
-                        .run_created(task, claim, setup, &check, &loop_events, &control)
+                        .run_created(*task, claim, setup, &check, &loop_events, &control)
                         .await
                 }
             }

@@ -105,6 +105,15 @@ impl EventBus {
         bus
     }
 
+    /// A bus recording into the log of `task_id`, created just now: its
+    /// creation records no events, so its log is empty and nothing is read
+    /// (on PostgreSQL a round trip fewer a task).
+    pub fn for_new_task(task_id: &str, store: &Store) -> Self {
+        let bus = Self::new();
+        bus.bind_at(task_id, store, Some(0));
+        bus
+    }
+
     fn lock(&self) -> MutexGuard<'_, LogState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -113,11 +122,17 @@ impl EventBus {
     /// reused for a later task follows it). What the log already holds
     /// counts as published.
     pub fn bind(&self, task_id: &str, store: &Store) {
+        self.bind_at(task_id, store, None);
+    }
+
+    /// [`EventBus::bind`], with the log's last position when the caller
+    /// knows it.
+    fn bind_at(&self, task_id: &str, store: &Store, last: Option<i64>) {
         let mut state = self.lock();
         if state.log.as_ref().is_some_and(|l| l.task_id == task_id) {
             return;
         }
-        state.published = match store.last_event_seq(task_id) {
+        state.published = match last.map_or_else(|| store.last_event_seq(task_id), Ok) {
             Ok(seq) => seq,
             Err(e) => {
                 tracing::warn!(task_id, "event log position unknown: {e}");

@@ -59,8 +59,7 @@ impl History {
 
     /// Re-read from the store (after condensing).
     pub fn reload(&mut self) -> Result<(), StoreError> {
-        self.visible = self.store.load_api(&self.task, false)?;
-        self.summary = self.store.latest_summary(&self.task)?;
+        (self.visible, self.summary) = self.store.load_history(&self.task)?;
         self.revisions = (0..self.visible.len()).map(|_| self.revision()).collect();
         Ok(())
     }

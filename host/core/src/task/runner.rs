@@ -219,6 +219,7 @@ impl Agent {
             control,
             lent: setup.lent,
             trace: span.context(),
+            resumed: false,
         };
         let outcome = self.run(&ctx, None).await;
         ended(span, &ctx.task.mode, started, outcome)
@@ -300,6 +301,7 @@ impl Agent {
             control,
             lent: setup.lent,
             trace: span.context(),
+            resumed: true,
         };
         let outcome = self.run(&ctx, pending).await;
         ended(span, &ctx.task.mode, started, outcome)
@@ -533,8 +535,11 @@ impl Agent {
         ctx: &Ctx<'_>,
         pending: Option<PendingCalls>,
     ) -> Result<TaskOutcome, TaskError> {
-        // Trace entries of results a crash left unappended.
-        self.flush_trace(ctx, true)?;
+        // Trace entries of results a crash left unappended (a new task has
+        // recorded no results yet).
+        if ctx.resumed {
+            self.flush_trace(ctx, true)?;
+        }
         match self.run_turns(ctx, pending).await {
             Err(TaskError::Cancelled) => self.cancelled(ctx).await,
             other => other,
@@ -569,7 +574,12 @@ impl Agent {
         }
         // Turns are numbered over the task's life, as its checkpoints are
         // (the replies before this run, plus one): a continuation goes on.
-        let (_, _, before) = self.store.turn_start(id)?;
+        // A new task has no replies before this run.
+        let before = if ctx.resumed {
+            self.store.turn_start(id)?.2
+        } else {
+            0
+        };
         for run_turn in 1..=ctx.config.max_turns {
             let turn = before.saturating_add(run_turn);
             if ctx.control.is_cancelled() {

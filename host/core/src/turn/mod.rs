@@ -286,6 +286,10 @@ pub struct Ctx<'a> {
     /// Its run's span, the parent of its model requests and calls (an
     /// empty context when telemetry is off).
     pub trace: opentelemetry::Context,
+    /// Whether the run resumes a stored task, which a process that died
+    /// may have left with questions open; a new task's run has none to
+    /// look for.
+    pub resumed: bool,
 }
 
 impl Services {
@@ -331,6 +335,7 @@ impl Services {
             &ctx.task.id,
             call_id,
             ask,
+            ctx.resumed,
         )
         .await?
         .ok_or(TaskError::Cancelled)
