@@ -10,7 +10,9 @@ use roost_core::events::TaskEvent;
 use roost_core::store::TaskStatus;
 use roost_core::task::{Approval, ApprovalPolicy, TaskOutcome};
 use roost_protocol::UiSubtype;
-use roost_tests::harness::{Harness, call, complete, scripted_harness, turn};
+use roost_tests::harness::{
+    Harness, assert_completed_with_its_totals, call, complete, scripted_harness, turn,
+};
 use roost_tests::user::ScriptedUser;
 use serde_json::{Value, json};
 
@@ -112,6 +114,8 @@ async fn an_orchestrator_delegates_and_gets_the_childs_result_back() {
     let parent = h.store().get_task(&id).expect("parent");
     assert_eq!(parent.usage.input_tokens, 500, "{:?}", parent.usage);
     assert_eq!(parent.usage.output_tokens, 50);
+    assert_completed_with_its_totals(h.store(), &id);
+    assert_completed_with_its_totals(h.store(), &child.id);
     let ui = h.store().load_ui(&id).expect("ui");
     assert!(ui.iter().any(|m| m.subtype == UiSubtype::Subtask.as_str()));
     assert!(

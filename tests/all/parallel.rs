@@ -13,7 +13,8 @@ use roost_core::store::{TaskStatus, TodoState};
 use roost_core::task::{ApprovalPolicy, TaskOutcome};
 use roost_protocol::{DelegationLimits, GroupStatus, GroupStrategy};
 use roost_tests::harness::{
-    Harness, assert_pairing, call, complete, scripted_harness, trace_lines, turn,
+    Harness, assert_completed_with_its_totals, assert_pairing, call, complete, scripted_harness,
+    trace_lines, turn,
 };
 use roost_tests::user::ScriptedUser;
 use serde_json::{Value, json};
@@ -128,6 +129,7 @@ async fn all_gathers_every_childs_result_each_inside_its_own_scope() {
     // Totals: three parent turns and twelve child turns, 100 in each.
     let parent = h.store().get_task(&id).expect("parent");
     assert_eq!(parent.usage.input_tokens, 1500, "{:?}", parent.usage);
+    assert_completed_with_its_totals(h.store(), &id);
     // The plan's items were carried out by the children.
     let todos = h.store().get_todos(&id).expect("todos");
     assert!(

@@ -6,7 +6,8 @@ use roost_core::events::TaskEvent;
 use roost_core::llm::{ContentBlock, Role};
 use roost_core::task::{Approval, ApprovalPolicy, CompletionAnswer, TaskOutcome, TaskStatus};
 use roost_tests::harness::{
-    Harness, assert_pairing, call, complete, harness, scripted_harness, trace_lines, turn,
+    Harness, assert_completed_with_its_totals, assert_pairing, call, complete, harness,
+    scripted_harness, trace_lines, turn,
 };
 use roost_tests::user::ScriptedUser;
 use serde_json::{Value, json};
@@ -776,6 +777,7 @@ async fn condensation_does_not_thrash_and_its_tokens_count() {
         turn_tokens + 1000 * u64::try_from(summaries).expect("summaries"),
         "the summaries' tokens count"
     );
+    assert_completed_with_its_totals(h.store(), &id);
     assert_pairing(h.store(), &id);
 }
 

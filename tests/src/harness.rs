@@ -316,6 +316,29 @@ pub fn trace_lines(workspace: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
+/// The totals a completed task's `completed` event announced equal the
+/// ones its record holds (the run adds them up without reading them back).
+pub fn assert_completed_with_its_totals(store: &Store, id: &str) {
+    let completed = store
+        .events_after(id, 0, usize::MAX)
+        .expect("events")
+        .iter()
+        .filter_map(|e| serde_json::from_str::<roost_core::events::TaskEvent>(&e.event).ok())
+        .find_map(|e| match e {
+            roost_core::events::TaskEvent::Completed { usage, cost, .. } => Some((usage, cost)),
+            _ => None,
+        })
+        .expect("a completed event");
+    let task = store.get_task(id).expect("task");
+    assert_eq!(completed.0, task.usage, "announced tokens");
+    assert!(
+        (completed.1 - task.cost).abs() < 1e-9,
+        "announced cost {} against {}",
+        completed.1,
+        task.cost
+    );
+}
+
 /// Every assistant message's tool_use ids are answered, in order, by the
 /// tool_results of the next message; no result answers nothing.
 pub fn assert_pairing(store: &Store, id: &str) {

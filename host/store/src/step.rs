@@ -137,6 +137,11 @@ impl<'a> Step<'a> {
         self
     }
 
+    /// What this step adds to the task's totals, if anything.
+    pub fn usage_added(&self) -> Option<(&'a Usage, f64)> {
+        self.usage
+    }
+
     /// Add a UI row. Credentials in `text` are redacted when it is written.
     pub fn ui(mut self, row: UiRow, text: impl Into<Cow<'a, str>>) -> Self {
         self.ui.push((row, text.into()));

@@ -3,8 +3,8 @@
 //! reloads nor re-parses the whole conversation.
 
 use crate::events::{EventBus, TaskEvent};
-use crate::llm::{Message, Role};
-use crate::store::{Committed, Step, Store, StoreError, StoredMessage};
+use crate::llm::{Message, Role, Usage};
+use crate::store::{Committed, Step, Store, StoreError, StoredMessage, TaskRecord};
 use roost_protocol::{UiRow, UiSubtype};
 
 /// The seq of the message a committed step wrote.
@@ -40,6 +40,10 @@ pub struct History {
     /// The next revision to hand out; never reused within a run.
     next_revision: u64,
     summary: Option<String>,
+    /// What the steps recorded through this history added to the task's
+    /// totals (tokens and cost), so a run knows its task's totals without
+    /// reading them back: its claim makes it their only writer.
+    added: (Usage, f64),
 }
 
 impl History {
@@ -52,6 +56,7 @@ impl History {
             revisions: Vec::new(),
             next_revision: 1,
             summary: None,
+            added: (Usage::default(), 0.0),
         };
         h.reload()?;
         Ok(h)
@@ -115,13 +120,51 @@ impl History {
         announce: (&EventBus, Vec<TaskEvent>),
     ) -> Result<i64, StoreError> {
         let step = step.append(&m);
+        let added = step.usage_added().map(|(u, cost)| (*u, cost));
         let (bus, events) = announce;
         let seq = committed_seq(
             &self.task,
             bus.commit(&self.store, &self.task, step, events).await?,
         )?;
+        if let Some((usage, cost)) = added {
+            self.add(&usage, cost);
+        }
         self.push(seq, m);
         Ok(seq)
+    }
+
+    /// Record that the messages after the first, up to `upto`, were
+    /// condensed into `summary` by a request that spent `usage` and
+    /// `cost`, with its UI row, in one step; then read the history again.
+    pub fn condense(
+        &mut self,
+        first: i64,
+        upto: i64,
+        summary: &str,
+        (usage, cost): (&Usage, f64),
+    ) -> Result<(), StoreError> {
+        self.store.commit_step(
+            &self.task,
+            Step::new()
+                .condense(first, upto, summary)
+                .ui(UiRow::say(UiSubtype::CondenseContext), summary)
+                .usage(usage, cost),
+        )?;
+        self.add(usage, cost);
+        self.reload()
+    }
+
+    fn add(&mut self, usage: &Usage, cost: f64) {
+        self.added.0.add(usage);
+        self.added.1 += cost;
+    }
+
+    /// The task's totals (tokens and cost) now: `start`, its record when
+    /// this history was loaded, plus what was recorded through it since.
+    pub fn totals(&self, start: &TaskRecord) -> (Usage, f64) {
+        let mut usage = start.usage;
+        usage.add(&self.added.0);
+        (usage, start.cost + self.added.1)
     }
 
     /// Record the message of tool results (appended when `seq` is `None`,
@@ -151,6 +194,9 @@ impl History {
             &self.task,
             bus.commit(&self.store, &self.task, step, events).await?,
         )?;
+        if let Some((usage, cost)) = with.spent {
+            self.add(usage, *cost);
+        }
         self.put(seq, m);
         Ok(seq)
     }

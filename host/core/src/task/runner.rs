@@ -1116,8 +1116,9 @@ impl Agent {
                 diff: r.diff.clone(),
             }];
             if let (Some(_), Some(result)) = (status, &completed) {
-                let t = self.store.get_task(id)?;
-                let (mut usage, mut cost) = (t.usage, t.cost);
+                // The task's totals with this step's: the record's at the
+                // run's start plus what the run has recorded since.
+                let (mut usage, mut cost) = history.totals(&ctx.task);
                 if let Some((spent, spent_cost)) = &r.spent {
                     usage.add(spent);
                     cost += *spent_cost;
@@ -1420,14 +1421,7 @@ impl Agent {
         };
         // One step: the hidden messages, the summary, its UI row and
         // the request's usage.
-        self.store.commit_step(
-            id,
-            Step::new()
-                .condense(first, upto, &summary)
-                .ui(UiRow::say(UiSubtype::CondenseContext), summary.as_str())
-                .usage(&usage, cost),
-        )?;
-        history.reload()?;
+        history.condense(first, upto, &summary, (&usage, cost))?;
         Ok(())
     }
 
