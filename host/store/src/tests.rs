@@ -1445,6 +1445,29 @@ fn postgres_schema_1_is_migrated_and_a_newer_one_refused() {
         s.host_id().expect("registers").is_some(),
         "hosts exists now"
     );
+    // The logs' large values are compressed with LZ4 (this server has it).
+    let compression = pool
+        .get()
+        .expect("connects")
+        .query(
+            "SELECT attrelid::regclass::text || '.' || attname, attcompression::text FROM pg_attribute \
+             WHERE (attrelid, attname) IN (('api_messages'::regclass, 'content'), \
+             ('ui_messages'::regclass, 'text'), ('events'::regclass, 'event')) ORDER BY 1",
+            &[],
+        )
+        .expect("columns")
+        .iter()
+        .map(|r| Ok((r.get::<String>(0)?, r.get::<String>(1)?)))
+        .collect::<Result<Vec<_>, StoreError>>()
+        .expect("decoded");
+    assert_eq!(
+        compression,
+        [
+            ("api_messages.content".to_owned(), "l".to_owned()),
+            ("events.event".to_owned(), "l".to_owned()),
+            ("ui_messages.text".to_owned(), "l".to_owned()),
+        ]
+    );
     assert_eq!(
         Store::migrate(&location).expect("again"),
         (pg::SCHEMA_VERSION, pg::SCHEMA_VERSION)
