@@ -234,22 +234,38 @@ pub async fn answer_asks(
     }
 }
 
+/// The task a question is put for, as its run holds it.
+#[derive(Clone, Copy)]
+pub struct AskSite<'a> {
+    /// The task's id.
+    pub task: &'a str,
+    /// Where its events go.
+    pub events: &'a crate::events::EventBus,
+    /// Its cancellation.
+    pub control: &'a Control,
+    /// Whether its run resumes it (only then can a question be open from
+    /// before).
+    pub resumed: bool,
+}
+
 /// Ask, as the loop does: reuse a question about the same call left open
 /// by a process that died (else record a new one), set the waiting status,
 /// record the UI row, announce it, wait for the answer, set `running`.
 /// Only a `resumed` task's run can find one left open: a new task's
 /// questions are all its own run's, each answered before the next.
-#[allow(clippy::too_many_arguments)]
 pub async fn ask(
     store: &Store,
     broker: &AskBroker,
-    events: &crate::events::EventBus,
-    control: &Control,
-    task: &str,
+    site: AskSite<'_>,
     call_id: Option<&str>,
     ask: Ask,
-    resumed: bool,
 ) -> Result<Option<Answer>, StoreError> {
+    let AskSite {
+        task,
+        events,
+        control,
+        resumed,
+    } = site;
     let payload = serde_json::to_string(&ask).unwrap_or_default();
     let open = if resumed {
         store.find_open_ask(task, ask.kind(), call_id)?

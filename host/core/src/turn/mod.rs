@@ -327,18 +327,15 @@ impl Services {
         if !ctx.site.is_task() {
             return Err(TaskError::NoPerson(no_person(&ask)));
         }
-        crate::asks::ask(
-            &self.store,
-            &self.asks,
-            ctx.events,
-            ctx.control,
-            &ctx.task.id,
-            call_id,
-            ask,
-            ctx.resumed,
-        )
-        .await?
-        .ok_or(TaskError::Cancelled)
+        let site = crate::asks::AskSite {
+            task: &ctx.task.id,
+            events: ctx.events,
+            control: ctx.control,
+            resumed: ctx.resumed,
+        };
+        crate::asks::ask(&self.store, &self.asks, site, call_id, ask)
+            .await?
+            .ok_or(TaskError::Cancelled)
     }
 }
 
