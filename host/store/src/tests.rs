@@ -1200,6 +1200,18 @@ fn a_step_whose_later_statement_fails_writes_nothing(b: Backend) {
     assert_eq!(next.events, vec![1]);
 }
 
+/// Wait until a shared store's listener is connected (its first notice).
+#[cfg(feature = "postgres")]
+async fn listening(notices: &mut tokio::sync::broadcast::Receiver<Notice>) {
+    loop {
+        match notices.recv().await {
+            Ok(Notice::Reconnected) => break,
+            Ok(_) => {}
+            Err(e) => panic!("notices: {e}"),
+        }
+    }
+}
+
 /// On PostgreSQL a task's creation costs two round trips: its row (its
 /// record and key back), then its first step's rows, its claim and the work
 /// queue's wake-up with the `COMMIT`. What it wrote is all there, numbered
@@ -1225,13 +1237,7 @@ fn a_task_is_created_in_two_round_trips_on_postgres() {
         .expect("runtime");
     rt.block_on(async {
         // The listener is connected before anything is committed.
-        loop {
-            match notices.recv().await {
-                Ok(Notice::Reconnected) => break,
-                Ok(_) => {}
-                Err(e) => panic!("notices: {e}"),
-            }
-        }
+        listening(&mut notices).await;
         // Twice: the first also registers this host and prepares the
         // statements; the second is counted.
         for round in 0..2 {
@@ -1350,13 +1356,7 @@ fn a_step_is_two_round_trips_on_postgres() {
     let tasks: Vec<String> = (0..20).map(|_| new_task(&s).id).collect();
     rt.block_on(async {
         // The listener is connected before anything is committed.
-        loop {
-            match notices.recv().await {
-                Ok(Notice::Reconnected) => break,
-                Ok(_) => {}
-                Err(e) => panic!("notices: {e}"),
-            }
-        }
+        listening(&mut notices).await;
         // Warm every connection a commit may take.
         for id in &tasks {
             s.commit_step(id, Step::new().ui(UiRow::say(UiSubtype::Text), "warm"))
