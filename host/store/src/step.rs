@@ -421,12 +421,24 @@ const SET_TOTALS: &str = "UPDATE tasks AS t SET tokens_in = t.tokens_in + u.ti, 
      ?7::text[], ?8::int8[], ?9::text[]) AS u(k, ti, tout, cr, cw, cost, status, at, mode) \
      WHERE t.k = u.k";
 
-/// The positions of a task's three logs, by its id (`?1`): one statement.
-const LAST_SEQS: &str = "SELECT \
+/// Lock the rows of the tasks whose ids are `?1` (comma-separated: task
+/// ids are UUIDs), in byte order of their ids — the one order every
+/// host's transactions lock tasks in, so two never wait on each other in a
+/// ring — and give each one's integer key: one statement for a shared
+/// commit's tasks, however many.
+/// (The ids are split once, as a function scan joined on the `id`
+/// index: `id = ANY(string_to_array(…))` is planned as a scan of every
+/// task that splits the list again for each row.)
+const LOCK_TASKS: &str = "SELECT t.id, t.k FROM unnest(string_to_array(?1, ',')) AS w(id) \
+     JOIN tasks t ON t.id = w.id ORDER BY t.id COLLATE \"C\" FOR UPDATE OF t";
+
+/// The last positions of the three logs of the tasks whose ids are `?1`
+/// (as [`LOCK_TASKS`]): one statement, sent after the locks.
+const LAST_SEQS: &str = "SELECT t.id, \
      (SELECT COALESCE(MAX(seq), 0) FROM api_messages WHERE task = t.k), \
      (SELECT COALESCE(MAX(seq), 0) FROM ui_messages WHERE task = t.k), \
      (SELECT COALESCE(MAX(seq), 0) FROM events WHERE task = t.k) \
-     FROM tasks t WHERE t.id = ?1";
+     FROM unnest(string_to_array(?1, ',')) AS w(id) JOIN tasks t ON t.id = w.id";
 
 /// Longest `pg_notify` payload sent (PostgreSQL's limit is 8,000 bytes).
 const NOTIFY_PAYLOAD: usize = 7_900;
@@ -580,14 +592,11 @@ impl Positions {
         let mut tasks: Vec<&str> = steps.iter().map(|(t, _)| *t).collect();
         tasks.sort_unstable();
         tasks.dedup();
-        let ids: Vec<[Param<'_>; 1]> = tasks.iter().map(|t| [Param::Text(t)]).collect();
-        let mut queries: Vec<(&str, &[Param<'_>])> = Vec::with_capacity(2 * tasks.len() + 1);
-        for id in &ids {
-            queries.push(("SELECT k FROM tasks WHERE id = ?1 FOR UPDATE", id));
-        }
-        for id in &ids {
-            queries.push((LAST_SEQS, id));
-        }
+        let ids = tasks.join(",");
+        let ids = [Param::Text(&ids)];
+        let mut queries: Vec<(&str, &[Param<'_>])> = Vec::with_capacity(3 + steps.len());
+        queries.push((LOCK_TASKS, &ids));
+        queries.push((LAST_SEQS, &ids));
         let joined = fenced.join(",");
         let fence_params = owner
             .filter(|_| !fenced.is_empty())
@@ -610,21 +619,21 @@ impl Positions {
             queries.push((REPLACE_BY_ID, ps));
         }
         let mut answers = c.query_all(&queries)?.into_iter();
-        let mut keys = Vec::with_capacity(tasks.len());
-        for task in &tasks {
-            let key: i64 = match answers.next().and_then(|rows| rows.into_iter().next()) {
-                Some(row) => row.get(0)?,
-                None => return Err(StoreError::NotFound((*task).to_owned())),
-            };
-            keys.push(key);
+        let mut keys = HashMap::with_capacity(tasks.len());
+        for mut row in answers.next().unwrap_or_default() {
+            keys.insert(row.take_text(0)?, row.get::<i64>(1)?);
         }
-        for (task, key) in tasks.iter().zip(&keys) {
-            let row = answers
-                .next()
-                .and_then(|rows| rows.into_iter().next())
-                .ok_or_else(|| StoreError::NotFound((*task).to_owned()))?;
-            for (i, log) in [Log::Api, Log::Ui, Log::Events].into_iter().enumerate() {
-                self.next.insert((log, *key), row.get::<i64>(i)? + 1);
+        let mut last = HashMap::with_capacity(tasks.len());
+        for mut row in answers.next().unwrap_or_default() {
+            let seqs = [row.get::<i64>(1)?, row.get::<i64>(2)?, row.get::<i64>(3)?];
+            last.insert(row.take_text(0)?, seqs);
+        }
+        for task in &tasks {
+            let (Some(key), Some(seqs)) = (keys.get(*task), last.get(*task)) else {
+                return Err(StoreError::NotFound((*task).to_owned()));
+            };
+            for (log, seq) in [Log::Api, Log::Ui, Log::Events].into_iter().zip(seqs) {
+                self.next.insert((log, *key), seq + 1);
             }
             self.keys.insert((*task).to_owned(), *key);
         }
