@@ -65,12 +65,19 @@ impl Store {
         &self,
         workspace: Option<&str>,
     ) -> Result<Vec<SavedApproval>, StoreError> {
-        let rows = self.db.read_long(|c| {
-            c.query(
+        // Two statements, not one with an optional filter: each has one
+        // plan that suits every call (one workspace's grants by its key).
+        let rows = self.db.read_long(|c| match workspace {
+            Some(workspace) => c.query(
                 "SELECT workspace, kind, name, saved_at FROM saved_approvals
-                 WHERE CAST(?1 AS TEXT) IS NULL OR workspace = ?1 ORDER BY workspace, kind, name",
+                 WHERE workspace = ?1 ORDER BY workspace, kind, name",
                 params![workspace],
-            )
+            ),
+            None => c.query(
+                "SELECT workspace, kind, name, saved_at FROM saved_approvals
+                 ORDER BY workspace, kind, name",
+                &[],
+            ),
         })?;
         let mut out = Vec::new();
         for mut row in rows {

@@ -853,13 +853,21 @@ impl Pool {
         // tasks, for as long as it stays paused: the database ends such a
         // transaction instead. Roost's transactions never wait on anything
         // but the database.
-        let options = config.get_options().unwrap_or("").to_owned();
+        let mut options = config.get_options().unwrap_or("").to_owned();
         if !options.contains("idle_in_transaction_session_timeout") {
             let ms = IDLE_IN_TRANSACTION.as_millis();
-            config.options(
-                format!("{options} -c idle_in_transaction_session_timeout={ms}").trim_start(),
-            );
+            options = format!("{options} -c idle_in_transaction_session_timeout={ms}");
         }
+        // Each of Roost's statements looks up or writes a task's rows by
+        // key, so one plan a connection serves every call; left to choose,
+        // the server plans many statements afresh for each call (those
+        // whose parameters it can estimate better: the ids of a shared
+        // commit's tasks, an optional filter), on every connection of
+        // every host.
+        if !options.contains("plan_cache_mode") {
+            options = format!("{options} -c plan_cache_mode=force_generic_plan");
+        }
+        config.options(options.trim_start());
         if config.get_application_name().is_none() {
             config.application_name("roost");
         }

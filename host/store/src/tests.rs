@@ -1485,6 +1485,40 @@ fn postgres_schema_1_is_migrated_and_a_newer_one_refused() {
 }
 
 /// A database nobody answers at is a clear error naming it (without a
+/// Roost's sessions plan each statement once (`plan_cache_mode`) and have
+/// an idle transaction ended, unless the store's address sets either.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_sessions_are_set_up_for_roosts_statements_unless_the_url_says() {
+    roost_testpg::skip_without_postgres!();
+    let url = roost_testpg::shared()
+        .and_then(|pg| pg.fresh_database())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let settings = |url: &str| -> Vec<String> {
+        let pool = pg::Pool::new(url).expect("pool");
+        let c = pool.get().expect("connects");
+        let mut rows = c
+            .query(
+                "SELECT current_setting('plan_cache_mode'), \
+                 current_setting('idle_in_transaction_session_timeout')",
+                &[],
+            )
+            .expect("settings");
+        let mut row = rows.pop().expect("a row");
+        vec![
+            row.take_text(0).expect("text"),
+            row.take_text(1).expect("text"),
+        ]
+    };
+    let ours = settings(&url);
+    assert_eq!(ours[0], "force_generic_plan");
+    assert_ne!(ours[1], "0", "an idle transaction is ended");
+    let theirs = settings(&format!(
+        "{url}?options=-c%20plan_cache_mode%3Dauto%20-c%20idle_in_transaction_session_timeout%3D7s"
+    ));
+    assert_eq!(theirs, vec!["auto".to_owned(), "7s".to_owned()]);
+}
+
 /// password), not a hang or a panic.
 #[cfg(feature = "postgres")]
 #[test]
