@@ -46,10 +46,15 @@ pub struct History {
     added: (Usage, f64),
 }
 
+/// The message a task opens its history with: its prompt, tagged. A new
+/// task's first step appends it (at seq 1, [`History::opened`]).
+pub fn opening_message(prompt: &str) -> Message {
+    Message::user_text(format!("<task>\n{prompt}\n</task>"))
+}
+
 impl History {
-    /// Load a task's visible history.
-    pub fn load(store: &Store, task: &str) -> Result<Self, StoreError> {
-        let mut h = Self {
+    fn empty(store: &Store, task: &str) -> Self {
+        Self {
             store: store.clone(),
             task: task.to_owned(),
             visible: Vec::new(),
@@ -57,9 +62,32 @@ impl History {
             next_revision: 1,
             summary: None,
             added: (Usage::default(), 0.0),
-        };
+        }
+    }
+
+    /// Load a task's visible history.
+    pub fn load(store: &Store, task: &str) -> Result<Self, StoreError> {
+        let mut h = Self::empty(store, task);
         h.reload()?;
         Ok(h)
+    }
+
+    /// The history of `task` as its creation wrote it, without reading it
+    /// back: its [`opening_message`] at seq 1, written with the task's
+    /// record, and nothing since — for the run that created the task and
+    /// holds its claim from that very transaction (no one else writes to
+    /// it), before its first step. A resumed task [`History::load`]s.
+    pub fn opened(store: &Store, task: &TaskRecord) -> Self {
+        let mut h = Self::empty(store, &task.id);
+        h.visible.push(StoredMessage {
+            seq: 1,
+            message: opening_message(&task.prompt),
+            hidden: false,
+            created_at: task.created_at,
+        });
+        let r = h.revision();
+        h.revisions.push(r);
+        h
     }
 
     /// Re-read from the store (after condensing).
@@ -238,5 +266,60 @@ impl History {
     /// The latest condensation summary.
     pub fn summary(&self) -> Option<&str> {
         self.summary.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewTask, StoreLocation};
+
+    /// A task created as a run creates it: the history that run starts
+    /// from without reading it back is the one the store holds, on both
+    /// backends.
+    fn a_new_tasks_history_is_what_its_creation_wrote(location: &StoreLocation) {
+        let store = Store::open_at(location).expect("store");
+        let prompt = "fix \"it\"\n<b>now</b> ✓";
+        let new = NewTask {
+            parent_id: None,
+            root_id: None,
+            mode: "code".into(),
+            workspace: "/ws".into(),
+            prompt: prompt.into(),
+            provider: "scripted".into(),
+            model: "m".into(),
+            base_url: String::new(),
+            profile: String::new(),
+            settings: None,
+            owner: None,
+        };
+        let first = opening_message(prompt);
+        let step = Step::new()
+            .ui(UiRow::say(UiSubtype::Text), prompt)
+            .append(&first);
+        let (task, _claim) = store.create_claimed_task(&new, step).expect("created");
+        let opened = History::opened(&store, &task);
+        let loaded = History::load(&store, &task.id).expect("loaded");
+        assert_eq!(opened.visible(), loaded.visible());
+        assert_eq!(opened.summary(), loaded.summary());
+        assert_eq!(opened.visible().len(), 1);
+    }
+
+    #[test]
+    fn a_new_tasks_history_is_what_its_creation_wrote_on_sqlite() {
+        let dir = tempfile::tempdir().expect("dir");
+        a_new_tasks_history_is_what_its_creation_wrote(&StoreLocation::File(
+            dir.path().join("roost.db"),
+        ));
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn a_new_tasks_history_is_what_its_creation_wrote_on_postgres() {
+        roost_testpg::skip_without_postgres!();
+        let url = roost_testpg::shared()
+            .and_then(|pg| pg.fresh_database())
+            .unwrap_or_else(|e| panic!("{e}"));
+        a_new_tasks_history_is_what_its_creation_wrote(&StoreLocation::Postgres(url));
     }
 }

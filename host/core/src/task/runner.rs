@@ -149,7 +149,7 @@ impl Agent {
                 available: available.join(", "),
             });
         }
-        let first = Message::user_text(format!("<task>\n{prompt}\n</task>"));
+        let first = super::history::opening_message(prompt);
         let mut step = Step::new()
             .ui(UiRow::say(UiSubtype::Text), prompt)
             .append(&first);
@@ -563,7 +563,13 @@ impl Agent {
         // The request body's parts, kept from turn to turn.
         let mut request = RequestCache::default();
         self.restore_intent(ctx, &mut state).await?;
-        let mut history = History::load(&self.store, id)?;
+        // A new task's history is what its creation wrote (its claim,
+        // taken in that transaction, kept anyone else from adding to it).
+        let mut history = if ctx.resumed {
+            History::load(&self.store, id)?
+        } else {
+            History::opened(&self.store, &ctx.task)
+        };
         let mut tools = TaskTools::new(&self.registry);
         self.refresh_tools(ctx, &mut tools).await?;
         if let Some(outcome) = self
