@@ -78,6 +78,13 @@ pub(super) fn insert(conn: &Conn<'_>, ask: &StoredAsk) -> Result<(), StoreError>
     )
 }
 
+/// [`record_answer`]'s statement with a row back when it answered: on
+/// PostgreSQL a shared commit sends it for each of its answers with the
+/// round trip that locks the commit's tasks, so answering costs no trip of
+/// its own ([`super::step`]).
+pub(super) const ANSWER_RETURNING: &str = "UPDATE asks SET answer = ?3, answered_at = ?4 \
+     WHERE task_id = ?1 AND ask_id = ?2 AND answer IS NULL RETURNING ask_id";
+
 /// Record `answer` for the open ask `ask_id` of `task` at `now`; `false`
 /// when there is no such open ask.
 pub(super) fn record_answer(

@@ -395,6 +395,8 @@ pub(super) struct Positions {
     fenced: std::collections::HashSet<String>,
     /// Messages already replaced, by task key and seq ([`Positions::learn`]).
     replaced: std::collections::HashSet<(i64, i64)>,
+    /// Asks already answered, by task id ([`Positions::learn`]).
+    answered: HashMap<String, std::collections::HashSet<String>>,
     /// Each task's last event written, announced once at the end
     /// ([`Positions::announce`]).
     announce: Vec<(String, i64)>,
@@ -577,7 +579,8 @@ impl Positions {
     /// order, so two hosts' transactions never wait on each other in a
     /// ring), then learn each task's key and log positions, check that
     /// `owner` still holds the claims of `fenced`, and replace the messages
-    /// the steps replace — all in one round trip. Each statement after the
+    /// the steps replace, and record the answers they give to asks opened
+    /// before this transaction — all in one round trip. Each statement after the
     /// locks reads a snapshot taken once every lock is held, so another
     /// host that wrote to a task before this transaction locked it is seen.
     /// On SQLite (one writer, answers in microseconds) nothing is learnt
@@ -588,6 +591,7 @@ impl Positions {
         steps: &[(&str, &PreparedStep)],
         fenced: &[&str],
         owner: Option<&str>,
+        now: i64,
     ) -> Result<(), StoreError> {
         if c.dialect() == Dialect::Sqlite {
             if let Some(owner) = owner {
@@ -624,6 +628,33 @@ impl Positions {
         for (_, _, ps) in &replaces {
             queries.push((REPLACE_BY_ID, ps));
         }
+        // An answer to an ask a step of this very batch opens is recorded in
+        // the batch's order instead ([`write_step`]).
+        let opened: std::collections::HashSet<(&str, &str)> = steps
+            .iter()
+            .filter_map(|(task, step)| Some((*task, step.ask.as_ref()?.ask_id.as_str())))
+            .collect();
+        let given: Vec<(&str, &str, [Param<'_>; 4])> = steps
+            .iter()
+            .filter_map(|(task, step)| {
+                let (ask_id, answer) = step.answer.as_ref()?;
+                (!opened.contains(&(*task, ask_id.as_str()))).then(|| {
+                    (
+                        *task,
+                        ask_id.as_str(),
+                        [
+                            Param::Text(task),
+                            Param::Text(ask_id),
+                            Param::Text(answer),
+                            Param::Int(now),
+                        ],
+                    )
+                })
+            })
+            .collect();
+        for (_, _, ps) in &given {
+            queries.push((asks::ANSWER_RETURNING, ps));
+        }
         let mut answers = c.query_all(&queries)?.into_iter();
         let mut keys = HashMap::with_capacity(tasks.len());
         for mut row in answers.next().unwrap_or_default() {
@@ -659,6 +690,20 @@ impl Positions {
             if let Some(key) = self.keys.get(*task) {
                 self.replaced.insert((*key, *seq));
             }
+        }
+        // A second answer to one ask (two front-ends at once) finds it
+        // answered by the first, here as anywhere.
+        for (task, ask_id, _) in &given {
+            if answers.next().is_none_or(|rows| rows.is_empty()) {
+                return Err(StoreError::AskNotOpen {
+                    task: (*task).to_owned(),
+                    ask_id: (*ask_id).to_owned(),
+                });
+            }
+            self.answered
+                .entry((*task).to_owned())
+                .or_default()
+                .insert((*ask_id).to_owned());
         }
         Ok(())
     }
@@ -868,6 +913,10 @@ fn write_step<'a>(
         asks::insert(conn, ask)?;
     }
     if let Some((ask_id, answer)) = &step.answer
+        && !positions
+            .answered
+            .get(task)
+            .is_some_and(|given| given.contains(ask_id))
         && !asks::record_answer(conn, task, ask_id, answer, now)?
     {
         return Err(StoreError::AskNotOpen {
@@ -898,7 +947,7 @@ pub(super) fn write_batch(
     now: i64,
 ) -> Result<Vec<Committed>, StoreError> {
     let mut positions = Positions::default();
-    positions.learn(c, steps, fenced, owner)?;
+    positions.learn(c, steps, fenced, owner, now)?;
     let mut committed = Vec::with_capacity(steps.len());
     for (task, step) in steps {
         committed.push(write_step(c, task, step, now, &mut positions, None)?);
@@ -919,7 +968,7 @@ fn write_alone(
 ) -> Result<Committed, StoreError> {
     let mut positions = Positions::default();
     let fenced: &[&str] = if fence.is_some() { &[task] } else { &[] };
-    positions.learn(c, &[(task, step)], fenced, fence)?;
+    positions.learn(c, &[(task, step)], fenced, fence, now)?;
     let committed = write_step(c, task, step, now, &mut positions, fence)?;
     positions.finish(c)?;
     Ok(committed)

@@ -888,6 +888,38 @@ async fn answers_land_in_shared_commits_once_on(b: Backend) {
             .as_deref(),
         Some("\"yes\"")
     );
+    // Two answers to one ask at once (two front-ends): one lands, the
+    // other is refused, whichever commit takes them.
+    let ask = StoredAsk::open(&t.id, Some("c2"), "tool", "{}");
+    s.commit_step(&t.id, Step::new().ask(&ask)).expect("asks");
+    let answering = |text: &'static str| {
+        Step::new()
+            .answer(&ask.ask_id, text)
+            .ui(UiRow::say(UiSubtype::Text), text)
+            .prepare(&t.id)
+            .expect("prepares")
+    };
+    let (a, b) = tokio::join!(
+        s.commit(&t.id, answering("\"a\"")),
+        s.commit(&t.id, answering("\"b\""))
+    );
+    let won = match (&a, &b) {
+        (Ok(_), Err(StoreError::AskNotOpen { .. })) => "\"a\"",
+        (Err(StoreError::AskNotOpen { .. }), Ok(_)) => "\"b\"",
+        _ => panic!("one answer lands and one is refused: {a:?} {b:?}"),
+    };
+    let stored = s
+        .get_ask(&t.id, &ask.ask_id)
+        .expect("reads")
+        .expect("there");
+    assert_eq!(stored.answer.as_deref(), Some(won));
+    let ui: Vec<String> = s
+        .load_ui(&t.id)
+        .expect("ui")
+        .into_iter()
+        .map(|r| r.text)
+        .collect();
+    assert_eq!(ui, ["answered", won], "only the answer that landed wrote");
 }
 
 #[tokio::test]
@@ -1367,13 +1399,18 @@ fn a_step_is_two_round_trips_on_postgres() {
         for id in tasks.clone() {
             let s = s.clone();
             joins.push(tokio::spawn(async move {
+                // Each step opens an ask and answers the one before.
+                let asks: Vec<StoredAsk> = (0..5).map(|i| ask_for(&id, 10 + i)).collect();
                 for i in 0..5 {
                     let m = Message::user_text(format!("{i}"));
-                    let step = Step::new()
+                    let mut step = Step::new()
                         .append(&m)
                         .event(format!("{{\"event\":\"warning\",\"message\":\"{i}\"}}"))
-                        .prepare(&id)
-                        .expect("prepared");
+                        .ask(&asks[i]);
+                    if let Some(before) = i.checked_sub(1) {
+                        step = step.answer(&asks[before].ask_id, "\"yes\"");
+                    }
+                    let step = step.prepare(&id).expect("prepared");
                     s.commit(&id, step).await.expect("committed");
                 }
             }));
@@ -1386,8 +1423,17 @@ fn a_step_is_two_round_trips_on_postgres() {
         assert_eq!(
             cost(before, after),
             2 * (after.transactions - before.transactions),
-            "{before:?} {after:?}"
+            "answers cost no round trip of their own: {before:?} {after:?}"
         );
+        for id in &tasks {
+            let open: Vec<Option<String>> = s
+                .open_asks(id)
+                .expect("open asks")
+                .into_iter()
+                .map(|a| a.call_id)
+                .collect();
+            assert_eq!(open, [Some("c14".to_owned())], "every answer landed");
+        }
         let mut last: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
         while tasks.iter().any(|t| last.get(t) != Some(&5)) {
             match tokio::time::timeout(std::time::Duration::from_secs(60), notices.recv()).await {
