@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use super::db::{Conn, DB_NOW, Dialect, Row, params};
-use super::{Store, StoreError, StoreLocation};
+use super::{Step, Store, StoreError, StoreLocation};
 
 /// This store's owner identity: its token and the lock that proves it is
 /// alive.
@@ -40,6 +40,45 @@ pub(super) struct Claims {
 pub struct TaskClaim {
     store: Store,
     task: String,
+    /// Released already ([`TaskClaim::release`]): dropping it only
+    /// forgets it here.
+    released: bool,
+}
+
+/// Release `owner`'s claim on task `?1` (`?2`: the owner's token).
+pub(super) const RELEASE: &str = "DELETE FROM claims WHERE task_id = ?1 AND owner = ?2";
+
+impl TaskClaim {
+    /// Release the claim as the task's run ends, in the store's next
+    /// shared commit (with other tasks' steps) rather than a transaction
+    /// of its own: on PostgreSQL, no round trip of its own. Returns once
+    /// it is released; if that commit fails it is released on its own, as
+    /// a dropped claim is. Run to the end even if the caller stops waiting,
+    /// so no release lands after the task is claimed here again.
+    pub async fn release(self) {
+        let released = tokio::spawn(async move {
+            let mut claim = self;
+            let Some(owner) = claim.store.claims.owner.get() else {
+                return;
+            };
+            let step = match Step::new().prepare(&claim.task) {
+                Ok(step) => step.releasing(&owner.token),
+                Err(e) => {
+                    tracing::warn!(task = %claim.task, "releasing the claim: {e}");
+                    return;
+                }
+            };
+            match claim.store.commit(&claim.task, step).await {
+                Ok(_) => claim.released = true,
+                Err(e) => {
+                    tracing::warn!(task = %claim.task, "releasing the claim with other steps: {e}")
+                }
+            }
+        });
+        if let Err(e) = released.await {
+            tracing::warn!("releasing a claim: {e}");
+        }
+    }
 }
 
 impl std::fmt::Debug for TaskClaim {
@@ -53,13 +92,12 @@ impl std::fmt::Debug for TaskClaim {
 impl Drop for TaskClaim {
     fn drop(&mut self) {
         let claims = &self.store.claims;
-        if let Some(owner) = claims.owner.get()
-            && let Err(e) = self.store.db.run(|c| {
-                c.exec(
-                    "DELETE FROM claims WHERE task_id = ?1 AND owner = ?2",
-                    params![&self.task, &owner.token],
-                )
-            })
+        if !self.released
+            && let Some(owner) = claims.owner.get()
+            && let Err(e) = self
+                .store
+                .db
+                .run(|c| c.exec(RELEASE, params![&self.task, &owner.token]))
         {
             tracing::warn!(task = %self.task, "releasing the claim: {e}");
         }
@@ -159,6 +197,7 @@ impl Store {
             .unwrap_or_else(|p| p.into_inner())
             .insert(id.to_owned());
         let claim = TaskClaim {
+            released: false,
             store: self.clone(),
             task: id.to_owned(),
         };
@@ -186,6 +225,7 @@ impl Store {
             )));
         }
         let claim = TaskClaim {
+            released: false,
             store: self.clone(),
             task: id.to_owned(),
         };

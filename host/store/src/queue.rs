@@ -83,12 +83,8 @@ impl Store {
         let Some(me) = self.host_id()? else {
             return Ok(());
         };
-        self.db.run(|c| {
-            c.exec(
-                "DELETE FROM claims WHERE task_id = ?1 AND owner = ?2",
-                params![id, &me],
-            )
-        })?;
+        self.db
+            .run(|c| c.exec(super::claims::RELEASE, params![id, &me]))?;
         Ok(())
     }
 

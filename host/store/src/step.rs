@@ -275,6 +275,7 @@ impl<'a> Step<'a> {
                 .answer
                 .map(|(id, text)| (id.to_owned(), text.to_owned())),
             events: self.events,
+            release: None,
         })
     }
 }
@@ -303,6 +304,18 @@ pub struct PreparedStep {
     ask: Option<StoredAsk>,
     answer: Option<(String, String)>,
     events: Vec<String>,
+    /// The owner whose claim on the task the step releases (its run ends).
+    release: Option<String>,
+}
+
+impl PreparedStep {
+    /// The step releasing `owner`'s claim on its task as well
+    /// ([`super::TaskClaim::release`]).
+    pub(super) fn releasing(mut self, owner: &str) -> Self {
+        self.release = Some(owner.to_owned());
+        self.empty = false;
+        self
+    }
 }
 
 /// A per-task log a step appends to.
@@ -932,6 +945,9 @@ fn write_step<'a>(
     // Hosts following this task hear of its events at commit.
     if let Some(last) = committed.events.last() {
         positions.announce.push((task.to_owned(), *last));
+    }
+    if let Some(owner) = &step.release {
+        conn.later(super::claims::RELEASE, params![task, owner])?;
     }
     Ok(committed)
 }

@@ -933,6 +933,63 @@ async fn answers_land_in_shared_commits_once_on_postgres() {
     answers_land_in_shared_commits_once_on(Backend::Postgres).await;
 }
 
+/// A claim released as its task's run ends goes with the store's shared
+/// commit: once `release` returns, the task is free here and in another
+/// process; on PostgreSQL the releases of many tasks cost no round trip of
+/// their own.
+fn claims_are_released_with_shared_commits_on(b: Backend) {
+    let (dir, s) = store_on(b);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let claimed: Vec<(TaskRecord, crate::TaskClaim)> = (0..20)
+        .map(|_| {
+            s.create_claimed_task(&spec(), Step::new())
+                .expect("created")
+        })
+        .collect();
+    let other = dir.reopen();
+    for (t, _) in &claimed {
+        assert!(other.is_live(&t.id), "claimed");
+        assert!(other.claim(&t.id).is_err(), "held by the first store");
+    }
+    let ids: Vec<String> = claimed.iter().map(|(t, _)| t.id.clone()).collect();
+    let before = s.stats();
+    rt.block_on(futures::future::join_all(
+        claimed.into_iter().map(|(_, claim)| claim.release()),
+    ));
+    let after = s.stats();
+    assert!(after.transactions > before.transactions, "shared commits");
+    if !matches!(b, Backend::Sqlite) {
+        assert_eq!(
+            (after.round_trips - after.prepared) - (before.round_trips - before.prepared),
+            2 * (after.transactions - before.transactions),
+            "releases cost no round trip of their own: {before:?} {after:?}"
+        );
+    }
+    for id in &ids {
+        assert!(!other.is_live(id), "released");
+        let again = other.claim(id).expect("another process claims it");
+        drop(again);
+        let here = s.claim(id).expect("claimed here again");
+        drop(here);
+    }
+}
+
+#[test]
+fn claims_are_released_with_shared_commits_on_sqlite() {
+    claims_are_released_with_shared_commits_on(Backend::Sqlite);
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn claims_are_released_with_shared_commits_on_postgres() {
+    roost_testpg::skip_without_postgres!();
+    claims_are_released_with_shared_commits_on(Backend::Postgres);
+}
+
 /// Every other kind of record round-trips: saved approvals, tokens,
 /// plugins, checkpoints, events, asks, trees, listings and deletion.
 fn every_record_kind_round_trips(b: Backend) {

@@ -199,11 +199,10 @@ impl Agent {
         events
             .commit(&self.store, &task.id, Step::new(), announce)
             .await?;
-        let _claim = claim;
         // Checked now, as it is now; the task uses this handle, and every
         // other open of its path during the run must reach it.
         let ws = check.open(&self.store, &task)?;
-        let _pin = ws.pin();
+        let pin = ws.pin();
         let mut task = task;
         let span = self.agent_span(&mut task, &setup);
         let started = std::time::Instant::now();
@@ -222,7 +221,11 @@ impl Agent {
             resumed: false,
         };
         let outcome = self.run(&ctx, None).await;
-        ended(span, &ctx.task.mode, started, outcome)
+        let outcome = ended(span, &ctx.task.mode, started, outcome);
+        drop(ctx);
+        drop(pin);
+        claim.release().await;
+        outcome
     }
 
     /// Continue task `id` from its history (after a crash, Ctrl-C or
@@ -246,7 +249,7 @@ impl Agent {
         let claim = self.store.claim(&task.id)?;
         events.bind(&task.id, &self.store);
         let ws = check.open(&self.store, &task)?;
-        let _pin = ws.pin();
+        let pin = ws.pin();
         // Calls that were waiting for a person when the process died run
         // again (their open question is asked again, by the same id); any
         // other interrupted call is answered as interrupted.
@@ -285,7 +288,6 @@ impl Agent {
         events
             .publish(TaskEvent::TaskStarted { resumed: true })
             .await;
-        let _claim = claim;
         let mut task = task;
         let span = self.agent_span(&mut task, &setup);
         let started = std::time::Instant::now();
@@ -304,7 +306,11 @@ impl Agent {
             resumed: true,
         };
         let outcome = self.run(&ctx, pending).await;
-        ended(span, &ctx.task.mode, started, outcome)
+        let outcome = ended(span, &ctx.task.mode, started, outcome);
+        drop(ctx);
+        drop(pin);
+        claim.release().await;
+        outcome
     }
 
     /// The calls of the last assistant message still waiting for a person
