@@ -132,6 +132,50 @@ impl Conn<'_> {
             detail: format!("no row from {sql}"),
         })
     }
+
+    /// The rows of `sql` run in a transaction of its own that is rolled
+    /// back (a probe that writes to find something out, and keeps
+    /// nothing): one round trip on PostgreSQL.
+    pub(crate) fn query_rolled_back(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<Vec<Row>, StoreError> {
+        match self {
+            Conn::Lite(c) => {
+                c.execute_batch("SAVEPOINT probe")?;
+                let rows = self.query(sql, params);
+                c.execute_batch("ROLLBACK TO probe; RELEASE probe")?;
+                rows
+            }
+            Conn::Pg(c) => {
+                let mut answers = c
+                    .trip(&[
+                        Ask::Batch("BEGIN"),
+                        Ask::Query(sql, params),
+                        Ask::Batch("ROLLBACK"),
+                    ])?
+                    .into_iter()
+                    .skip(1);
+                match answers.next() {
+                    Some(Answer::Rows(rows)) => Ok(rows),
+                    _ => Err(StoreError::Decode {
+                        detail: format!("no rows from {sql}"),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// On PostgreSQL, a key for a new task's row, given without asking the
+    /// database (most of the time: [`PgConn::task_key`]); on SQLite none:
+    /// the row's insert gives its key back at once.
+    pub(crate) fn task_key(&self) -> Result<Option<i64>, StoreError> {
+        match self {
+            Conn::Lite(_) => Ok(None),
+            Conn::Pg(c) => c.task_key().map(Some),
+        }
+    }
 }
 
 impl rusqlite::ToSql for Param<'_> {
@@ -283,6 +327,32 @@ impl Db {
         &self,
         f: impl Fn(&Conn<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.write_with(f, None)
+    }
+
+    /// [`Db::write`] for a transaction that asks nothing of the database
+    /// before it commits: on PostgreSQL it begins and commits in one round
+    /// trip. Cut off before the transaction's id came back, `landed` is
+    /// asked (on another connection, once the database answers) whether
+    /// it committed; it must wait out a transaction still running.
+    pub(crate) fn write_once<T>(
+        &self,
+        f: impl Fn(&Conn<'_>) -> Result<T, StoreError>,
+        landed: impl Fn(&Conn<'_>) -> Result<bool, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.write_with(f, Some(&landed))
+    }
+
+    /// [`Db::write`], or with `landed` [`Db::write_once`].
+    #[expect(
+        clippy::type_complexity,
+        reason = "a check passed by reference, used in one place"
+    )]
+    fn write_with<T>(
+        &self,
+        f: impl Fn(&Conn<'_>) -> Result<T, StoreError>,
+        landed: Option<&dyn Fn(&Conn<'_>) -> Result<bool, StoreError>>,
+    ) -> Result<T, StoreError> {
         match self {
             Db::Lite(l) => {
                 let mut conn = l.conn();
@@ -306,13 +376,33 @@ impl Db {
                         return Err(e);
                     }
                 };
-                match c.commit() {
+                let committed = match landed {
+                    Some(_) => c.commit_at_once(),
+                    None => c.commit(),
+                };
+                match committed {
                     Ok(()) => Ok(out),
                     // Cut off while committing: it may have landed. Ask the
                     // database (once it answers) rather than write it twice.
                     Err(CommitError::CutOff(txid, e)) => {
                         drop(c);
                         if outage(&p.health, || p.get()?.committed(txid))? {
+                            Ok(out)
+                        } else {
+                            Err(e)
+                        }
+                    }
+                    // Cut off before even its id came back: the caller
+                    // knows what to look for.
+                    Err(CommitError::Unknown(e)) => {
+                        drop(c);
+                        let Some(landed) = landed else {
+                            return Err(e);
+                        };
+                        if outage(&p.health, || {
+                            let again = p.get()?;
+                            landed(&Conn::Pg(&again))
+                        })? {
                             Ok(out)
                         } else {
                             Err(e)

@@ -609,28 +609,86 @@ impl Store {
         let root = new.root_id.clone().unwrap_or_else(|| id.to_owned());
         let now = now_ms();
         let settings = new.settings.as_ref().map(settings_json).transpose()?;
-        // On PostgreSQL two round trips: the task's row (its record and key
-        // back), then everything else with the `COMMIT`.
-        self.db.write(|c| {
-            let row = c.one(
-                &format!("INSERT INTO tasks (id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings, owner)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14) RETURNING {TASK_COLUMNS}, k"),
-                params![id, &new.parent_id, &root, &new.mode, &new.workspace, TaskStatus::Running.as_str(), &new.prompt, &new.provider, &new.model, &new.base_url, &new.profile, now, &settings, &new.owner],
-            )?;
-            let key: i64 = row.get(TASK_COLUMN_COUNT)?;
-            let record = task_row(row)?;
-            step::write_prepared(c, id, &first, now, &mut step::Positions::for_new_task(id, key))?;
-            if let Some(owner) = claimed_by {
-                c.later(
-                    "INSERT INTO claims (task_id, owner) VALUES (?1, ?2)",
-                    params![id, owner],
+        /// The new task's row; `?15` its key (on SQLite, `NULL` for the next).
+        macro_rules! insert_task {
+            ($tail:literal) => {
+                concat!(
+                    "INSERT INTO tasks (k, id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings, owner) \
+                     VALUES (?15, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14)",
+                    $tail
+                )
+            };
+        }
+        // On PostgreSQL one round trip: its key is taken ahead, so its row,
+        // its first step's rows, its claim and the work queue's wake-up
+        // all go with the `BEGIN` and the `COMMIT`.
+        self.db.write_once(
+            |c| {
+                let key = c.task_key()?;
+                let values = params![
+                    id,
+                    &new.parent_id,
+                    &root,
+                    &new.mode,
+                    &new.workspace,
+                    TaskStatus::Running.as_str(),
+                    &new.prompt,
+                    &new.provider,
+                    &new.model,
+                    &new.base_url,
+                    &new.profile,
+                    now,
+                    &settings,
+                    &new.owner,
+                    key
+                ];
+                let key: i64 = match key {
+                    Some(k) => {
+                        c.later(insert_task!(""), values)?;
+                        k
+                    }
+                    None => c.one(insert_task!(" RETURNING k"), values)?.get(0)?,
+                };
+                step::write_prepared(
+                    c,
+                    id,
+                    &first,
+                    now,
+                    &mut step::Positions::for_new_task(id, key),
                 )?;
-            }
-            // A top-level task wakes the hosts' work queues (a shared store).
-            if c.dialect() == db::Dialect::Postgres && new.parent_id.is_none() {
-                c.later("SELECT pg_notify('roost_queue', '')", params![])?;
-            }
-            Ok(record)
+                if let Some(owner) = claimed_by {
+                    c.later(
+                        "INSERT INTO claims (task_id, owner) VALUES (?1, ?2)",
+                        params![id, owner],
+                    )?;
+                }
+                // A top-level task wakes the hosts' work queues (a shared store).
+                if c.dialect() == db::Dialect::Postgres && new.parent_id.is_none() {
+                    c.later("SELECT pg_notify('roost_queue', '')", params![])?;
+                }
+                Ok(())
+            },
+            |c| task_landed(c, id),
+        )?;
+        Ok(TaskRecord {
+            id: id.to_owned(),
+            parent_id: new.parent_id.clone(),
+            root_id: root,
+            mode: new.mode.clone(),
+            workspace: new.workspace.clone(),
+            status: TaskStatus::Running,
+            prompt: new.prompt.clone(),
+            provider: new.provider.clone(),
+            model: new.model.clone(),
+            base_url: new.base_url.clone(),
+            profile: new.profile.clone(),
+            created_at: now,
+            updated_at: now,
+            usage: Usage::default(),
+            cost: 0.0,
+            active_intent: None,
+            settings: new.settings.clone(),
+            owner: new.owner.clone(),
         })
     }
 
@@ -1137,9 +1195,6 @@ fn api_messages(
 const TASK_COLUMNS: &str = "id, parent_id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at, \
      tokens_in, tokens_out, cache_reads, cache_writes, cost, active_intent, base_url, profile, settings, owner";
 
-/// How many columns [`TASK_COLUMNS`] names (the index of a column after them).
-const TASK_COLUMN_COUNT: usize = 21;
-
 /// Bring a store written by an older Roost up to [`SCHEMA_VERSION`].
 fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
     if from == 1 {
@@ -1297,6 +1352,19 @@ fn task_row(r: Row) -> Result<TaskRecord, StoreError> {
         owner: r.get(20)?,
         id,
     })
+}
+
+/// Whether the task `id`, whose creating transaction was cut off before
+/// its id came back, was created: an insert of the same id waits for a
+/// transaction still inserting it, then finds it there or not (and is
+/// rolled back either way).
+fn task_landed(c: &Conn<'_>, id: &str) -> Result<bool, StoreError> {
+    let probe = c.query_rolled_back(
+        "INSERT INTO tasks (id, root_id, mode, workspace, status, prompt, created_at, updated_at) \
+         VALUES (?1, ?1, '', '', 'failed', '', 0, 0) ON CONFLICT (id) DO NOTHING RETURNING id",
+        params![id],
+    )?;
+    Ok(probe.is_empty())
 }
 
 /// A task's settings as stored.

@@ -318,7 +318,18 @@ pub(crate) struct PgConn {
     /// counted with every connection of the pool.
     trips: Arc<AtomicU64>,
     prepares: Arc<AtomicU64>,
+    /// Task keys this pool has taken from the database's sequence and not
+    /// used yet ([`PgConn::task_key`]).
+    keys: Arc<Mutex<Vec<i64>>>,
 }
+
+/// How many task keys a pool takes from the sequence at once: a task's
+/// creation then needs no answer from the database before its `COMMIT`.
+const KEYS_AT_ONCE: i64 = 256;
+
+/// Take task keys from the `tasks.k` identity's sequence.
+const TAKE_KEYS: &str =
+    "SELECT nextval(pg_get_serial_sequence('tasks', 'k')) FROM generate_series(1, ?1)";
 
 /// A statement waiting for the next round trip.
 enum Pending {
@@ -357,6 +368,10 @@ pub(crate) enum CommitError {
     CutOff(i64, StoreError),
     /// It did not commit (a statement failed; the transaction rolled back).
     Failed(StoreError),
+    /// The connection was cut in the round trip that began and committed
+    /// the transaction, before its id came back: whether it landed is
+    /// for the caller to find out ([`super::db::Db::write_once`]).
+    Unknown(StoreError),
 }
 
 impl fmt::Debug for PgConn {
@@ -369,7 +384,12 @@ impl fmt::Debug for PgConn {
 }
 
 impl PgConn {
-    fn new(client: Client, trips: Arc<AtomicU64>, prepares: Arc<AtomicU64>) -> Self {
+    fn new(
+        client: Client,
+        trips: Arc<AtomicU64>,
+        prepares: Arc<AtomicU64>,
+        keys: Arc<Mutex<Vec<i64>>>,
+    ) -> Self {
         Self {
             client,
             statements: StatementCache::default(),
@@ -377,7 +397,33 @@ impl PgConn {
             txid: Cell::new(None),
             trips,
             prepares,
+            keys,
         }
+    }
+
+    /// A key for a new task, never given before: from the pool's keys
+    /// taken ahead ([`KEYS_AT_ONCE`] at a time, a round trip then), in
+    /// increasing order.
+    pub(crate) fn task_key(&self) -> Result<i64, StoreError> {
+        let taken = self.keys.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        if let Some(k) = taken {
+            return Ok(k);
+        }
+        let mut fresh = self
+            .query(TAKE_KEYS, &[Param::Int(KEYS_AT_ONCE)])?
+            .into_iter()
+            .map(|r| r.get::<i64>(0))
+            .collect::<Result<Vec<i64>, _>>()?;
+        // Largest first: `pop` gives the smallest.
+        fresh.sort_unstable_by(|a, b| b.cmp(a));
+        let k = fresh.pop().ok_or_else(|| StoreError::Decode {
+            detail: "no task key from the sequence".into(),
+        })?;
+        self.keys
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(fresh);
+        Ok(k)
     }
 
     fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
@@ -590,6 +636,23 @@ impl PgConn {
         }
     }
 
+    /// [`PgConn::commit`] in one round trip with the transaction's `BEGIN`
+    /// when nothing in it was asked yet: cut off before its id came back,
+    /// it is [`CommitError::Unknown`].
+    pub(crate) fn commit_at_once(&self) -> Result<(), CommitError> {
+        if self.txid.get().is_some() {
+            return self.commit();
+        }
+        let outcome = self.trip(&[Ask::Batch("COMMIT")]);
+        let txid = self.txid.take();
+        match (outcome, txid) {
+            (Ok(_), _) => Ok(()),
+            (Err(e), Some(txid)) if transient(&e) => Err(CommitError::CutOff(txid, e)),
+            (Err(e), None) if transient(&e) => Err(CommitError::Unknown(e)),
+            (Err(e), _) => Err(CommitError::Failed(e)),
+        }
+    }
+
     /// Whether transaction `txid` committed (it was cut off while
     /// committing); waits while the database still finishes it.
     pub(crate) fn committed(&self, txid: i64) -> Result<bool, StoreError> {
@@ -784,6 +847,8 @@ pub(crate) struct Pool {
     /// and statements they prepared.
     trips: Arc<AtomicU64>,
     prepares: Arc<AtomicU64>,
+    /// Task keys taken ahead ([`PgConn::task_key`]).
+    keys: Arc<Mutex<Vec<i64>>>,
 }
 
 /// The pool's connections not lent now, and how many are open in all.
@@ -884,6 +949,7 @@ impl Pool {
             freed: std::sync::Condvar::new(),
             trips: Arc::default(),
             prepares: Arc::default(),
+            keys: Arc::default(),
         })
     }
 
@@ -926,6 +992,7 @@ impl Pool {
                     client,
                     Arc::clone(&self.trips),
                     Arc::clone(&self.prepares),
+                    Arc::clone(&self.keys),
                 )),
             }),
             Err(e) => {
@@ -947,6 +1014,7 @@ impl Pool {
             freed: std::sync::Condvar::new(),
             trips: Arc::default(),
             prepares: Arc::default(),
+            keys: Arc::default(),
         }
     }
 

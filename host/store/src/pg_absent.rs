@@ -81,6 +81,14 @@ impl PgConn {
     pub(crate) fn committed(&self, _: i64) -> Result<bool, StoreError> {
         match self.never {}
     }
+
+    pub(crate) fn commit_at_once(&self) -> Result<(), CommitError> {
+        match self.never {}
+    }
+
+    pub(crate) fn task_key(&self) -> Result<i64, StoreError> {
+        match self.never {}
+    }
 }
 
 /// A statement a round trip ends with (never sent in this build).
@@ -117,6 +125,8 @@ pub(crate) enum CommitError {
     CutOff(i64, StoreError),
     /// Did not commit.
     Failed(StoreError),
+    /// Cut off before the transaction's id came back.
+    Unknown(StoreError),
 }
 
 /// A pool: none can exist ([`Pool::new`] refuses).
