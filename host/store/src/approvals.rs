@@ -3,9 +3,86 @@
 //! repository cannot grant itself anything) and added to the policy of
 //! every later task in that workspace.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use super::db::params;
 use super::{Store, StoreError, now_ms};
 use roost_protocol::{Grant, ToolGroup};
+
+/// How long a workspace read with no saved approval is taken to have none
+/// ([`Store::approvals_for_new_task`]).
+const NONE_SAVED_FOR: Duration = Duration::from_secs(1);
+
+/// Most workspaces remembered at once (the oldest are forgotten first).
+const NONE_SAVED_MAX: usize = 4096;
+
+/// The workspaces this store read lately with no saved approval, and
+/// when. Only "none" is remembered: a stale "none" can only leave out an
+/// approval saved meanwhile (a task asks once more), never keep one that
+/// was revoked.
+#[derive(Debug)]
+pub(super) struct NoneSaved {
+    seen: Mutex<Seen>,
+}
+
+/// When each workspace was read with none saved, and for how long that
+/// holds ([`NONE_SAVED_FOR`]; longer in tests that count round trips).
+#[derive(Debug)]
+struct Seen {
+    at: HashMap<String, Instant>,
+    holds_for: Duration,
+}
+
+impl Default for NoneSaved {
+    fn default() -> Self {
+        Self {
+            seen: Mutex::new(Seen {
+                at: HashMap::new(),
+                holds_for: NONE_SAVED_FOR,
+            }),
+        }
+    }
+}
+
+impl NoneSaved {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Seen> {
+        // A map of instants stays consistent whatever panicked.
+        self.seen.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `workspace` was read with none saved lately.
+    fn holds(&self, workspace: &str) -> bool {
+        let seen = self.lock();
+        seen.at
+            .get(workspace)
+            .is_some_and(|at| at.elapsed() < seen.holds_for)
+    }
+
+    /// `workspace` had none saved when a read that began at `at` looked.
+    fn remember(&self, workspace: &str, at: Instant) {
+        let mut seen = self.lock();
+        if seen.at.len() >= NONE_SAVED_MAX {
+            let holds_for = seen.holds_for;
+            seen.at.retain(|_, t| t.elapsed() < holds_for);
+        }
+        if seen.at.len() < NONE_SAVED_MAX {
+            seen.at.insert(workspace.to_owned(), at);
+        }
+    }
+
+    /// Something was saved for `workspace`.
+    fn forget(&self, workspace: &str) {
+        self.lock().at.remove(workspace);
+    }
+
+    /// Take a "none saved" to hold for `d` (a test that counts reads).
+    #[cfg(test)]
+    pub(super) fn hold_for(&self, d: Duration) {
+        self.lock().holds_for = d;
+    }
+}
 
 /// One saved approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +121,7 @@ impl Store {
                 params![workspace, kind, &name, now_ms()],
             )
         })?;
+        self.none_saved.forget(workspace);
         Ok(())
     }
 
@@ -57,6 +135,29 @@ impl Store {
             )
         })?;
         Ok(n > 0)
+    }
+
+    /// The approvals saved for `workspace`, for a task about to be created
+    /// there: [`Store::saved_approvals`], except that a workspace read
+    /// with none saved is taken to have none for [`NONE_SAVED_FOR`] (no
+    /// read, on PostgreSQL no round trip, for each of many tasks started
+    /// at once). An approval saved through this store holds at once; one
+    /// saved by another process or host, within that second. A workspace
+    /// with approvals saved is read every time, so a revoked one never
+    /// holds.
+    pub fn approvals_for_new_task(
+        &self,
+        workspace: &str,
+    ) -> Result<Vec<SavedApproval>, StoreError> {
+        if self.none_saved.holds(workspace) {
+            return Ok(Vec::new());
+        }
+        let at = Instant::now();
+        let saved = self.saved_approvals(Some(workspace))?;
+        if saved.is_empty() {
+            self.none_saved.remember(workspace, at);
+        }
+        Ok(saved)
     }
 
     /// The approvals saved for `workspace` (all workspaces: `None`),

@@ -374,6 +374,9 @@ pub struct Store {
     group: Arc<step::GroupCommit>,
     /// Notices from other hosts (a shared store), once listened for.
     notices: Arc<std::sync::OnceLock<tokio::sync::broadcast::Sender<Notice>>>,
+    /// Workspaces seen lately with no saved approval
+    /// ([`Store::approvals_for_new_task`]).
+    none_saved: Arc<approvals::NoneSaved>,
 }
 
 /// Where a store lives: an embedded SQLite file (one machine) or a
@@ -475,6 +478,7 @@ impl Store {
             claims: claims::shared(),
             group: Arc::default(),
             notices: Arc::default(),
+            none_saved: Arc::default(),
         }
     }
 

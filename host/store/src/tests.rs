@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use roost_protocol::{UiRow, UiSubtype};
+use roost_protocol::{Grant, UiRow, UiSubtype};
 
 /// Which database a test of the store suite runs on: every test that is
 /// not about one backend's own files runs on both.
@@ -988,6 +988,57 @@ fn claims_are_released_with_shared_commits_on_sqlite() {
 fn claims_are_released_with_shared_commits_on_postgres() {
     roost_testpg::skip_without_postgres!();
     claims_are_released_with_shared_commits_on(Backend::Postgres);
+}
+
+/// A new task's saved approvals: a workspace read with none saved is not
+/// read again for each task (on PostgreSQL, no round trip), an approval
+/// saved through the store holds for the next task at once, and a
+/// workspace with approvals saved is read every time, so one revoked
+/// elsewhere never holds.
+fn approvals_for_new_tasks_on(b: Backend) {
+    let (dir, s) = store_on(b);
+    // However slow the machine, "none saved" holds through this test.
+    s.none_saved.hold_for(std::time::Duration::from_secs(3600));
+    let elsewhere = dir.reopen();
+    let ws = "/ws/approvals";
+    let tool = Grant::Tool("read_file".into());
+    let grants = |s: &Store| -> Vec<Grant> {
+        s.approvals_for_new_task(ws)
+            .expect("reads")
+            .into_iter()
+            .map(|a| a.grant)
+            .collect()
+    };
+    assert!(grants(&s).is_empty());
+    let before = s.stats();
+    assert!(grants(&s).is_empty());
+    assert_eq!(s.stats().round_trips, before.round_trips, "not read again");
+    s.save_approval(ws, &tool).expect("saves");
+    assert_eq!(
+        grants(&s),
+        std::slice::from_ref(&tool),
+        "saved here: holds at once"
+    );
+    assert!(elsewhere.revoke_approval(ws, &tool).expect("revokes"));
+    assert!(
+        grants(&s).is_empty(),
+        "revoked elsewhere: never holds again"
+    );
+    // Another workspace's grants are its own.
+    s.save_approval("/ws/other", &tool).expect("saves");
+    assert!(grants(&s).is_empty());
+}
+
+#[test]
+fn approvals_for_new_tasks_on_sqlite() {
+    approvals_for_new_tasks_on(Backend::Sqlite);
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn approvals_for_new_tasks_on_postgres() {
+    roost_testpg::skip_without_postgres!();
+    approvals_for_new_tasks_on(Backend::Postgres);
 }
 
 /// Every other kind of record round-trips: saved approvals, tokens,

@@ -54,9 +54,11 @@ impl Approvals {
         Ok(self.store.saved_approvals(key.as_deref())?)
     }
 
-    /// `policy` widened by what was saved for `workspace`.
+    /// `policy` widened by what was saved for `workspace`, for a new task
+    /// ([`Store::approvals_for_new_task`]).
     pub fn widen(&self, workspace: &Path, policy: &mut ApprovalPolicy) -> Result<(), EngineError> {
-        for saved in self.list(Some(workspace))? {
+        let key = workspace_key(workspace)?;
+        for saved in self.store.approvals_for_new_task(&key)? {
             policy.grant(&saved.grant);
         }
         Ok(())
