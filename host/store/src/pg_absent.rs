@@ -99,6 +99,8 @@ impl PgConn {
 pub(crate) enum Ask<'a> {
     /// Its rows.
     Query(&'a str, &'a [Param<'a>]),
+    /// Statements without parameters, in one simple query.
+    Batch(&'a str),
 }
 
 /// The answer to an [`Ask`] (none in this build).
