@@ -120,6 +120,37 @@ fn task_ref(task: &str, name: &str) -> String {
     format!("refs/roost/{safe}/{name}")
 }
 
+/// The `git` program to run: by its path on `PATH`, found once. Named by
+/// its path, git starts through `posix_spawn` (the child borrows the
+/// host's memory until it execs); named bare with the child's `PATH` set,
+/// std falls back to `fork`, which copies the page tables of a host whose
+/// address space the plugin engine makes large and then makes every page
+/// the host writes a copy-on-write fault (P15 spent half its CPU there).
+/// Not found, the bare name is run, and fails as [`ShadowError::NoGit`].
+fn git_program() -> Command {
+    static FOUND: OnceLock<PathBuf> = OnceLock::new();
+    if let Some(path) = FOUND.get() {
+        return Command::new(path);
+    }
+    match std::env::var_os("PATH").and_then(|path| find_on_path("git", &path)) {
+        Some(path) => Command::new(FOUND.get_or_init(|| path)),
+        None => Command::new("git"),
+    }
+}
+
+/// The first executable file named `name` in a directory of `path` (a
+/// `PATH` value), as `execvp` would find it; relative entries are left
+/// out (not a program picked by where the host happens to stand).
+fn find_on_path(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
 fn spawn_error(e: std::io::Error) -> ShadowError {
     match e.kind() {
         std::io::ErrorKind::NotFound => ShadowError::NoGit,
@@ -191,7 +222,7 @@ fn bounded(
 pub fn git_honours_attr_source() -> bool {
     static ANSWER: OnceLock<bool> = OnceLock::new();
     *ANSWER.get_or_init(|| {
-        let mut c = Command::new("git");
+        let mut c = git_program();
         c.arg("version")
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default());
@@ -230,7 +261,7 @@ impl Shadow {
             let _one = INIT.lock().unwrap_or_else(|p| p.into_inner());
             if !shadow.git_dir.join("HEAD").is_file() {
                 std::fs::create_dir_all(&shadow.git_dir)?;
-                let mut c = Command::new("git");
+                let mut c = git_program();
                 c.args(["init", "--bare", "--quiet"]).arg(&shadow.git_dir);
                 shadow.isolate(&mut c);
                 let out = bounded(c, None, shadow.deadline, "init")?;
@@ -318,7 +349,7 @@ impl Shadow {
 
     fn command(&self, index: Option<&Path>) -> Command {
         use std::os::fd::AsRawFd;
-        let mut c = Command::new("git");
+        let mut c = git_program();
         // By handle where there is one: the child starts in the directory
         // itself (its descriptor is open until exec), git takes it as `.`.
         let (work_tree, cwd) = match &self.held {
@@ -593,6 +624,41 @@ impl Shadow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Git is run by its path (so std starts it with `posix_spawn`, not a
+    /// `fork` of the whole host): the path is the first executable `git`
+    /// in an absolute directory of `PATH`.
+    #[test]
+    fn git_is_run_by_its_path_found_as_execvp_would() {
+        use std::os::unix::fs::PermissionsExt;
+        assert!(
+            Path::new(git_program().get_program()).is_absolute(),
+            "git is on this machine's PATH"
+        );
+        let dirs = tempfile::tempdir().expect("tempdir");
+        let [plain, runnable, later] = ["plain", "runnable", "later"].map(|d| {
+            let dir = dirs.path().join(d);
+            std::fs::create_dir(&dir).expect("dir");
+            dir
+        });
+        std::fs::write(plain.join("roost-probe"), "").expect("write");
+        for dir in [&runnable, &later] {
+            let p = dir.join("roost-probe");
+            std::fs::write(&p, "#!/bin/sh\n").expect("write");
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let path = std::env::join_paths([
+            PathBuf::from("relative"),
+            plain.clone(),
+            runnable.clone(),
+            later,
+        ])
+        .expect("join");
+        let found = find_on_path("roost-probe", &path);
+        let none = find_on_path("roost-probe-absent", &path);
+        assert_eq!(found, Some(runnable.join("roost-probe")));
+        assert_eq!(none, None);
+    }
 
     /// A git that blocks (here on a FIFO it was asked to hash) is killed at
     /// its deadline and reported; nothing waits for it.
