@@ -128,8 +128,7 @@ impl Checkpoints {
             &format!("roost checkpoint of task {task}, turn {turn}"),
         )?;
         let record = store.add_checkpoint(task, turn, &commit, &tree, api_seq, ui_seq)?;
-        shadow.set_ref(task, &record.view.id.to_string(), &commit)?;
-        shadow.set_ref(task, "head", &commit)?;
+        shadow.set_refs(task, &[&record.view.id.to_string(), "head"], &commit)?;
         Ok(Some(record))
     }
 

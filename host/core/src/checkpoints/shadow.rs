@@ -458,7 +458,12 @@ impl Shadow {
                 }
             }
         };
-        let listed = self.run(Some(&index), &["ls-files", "-z", "--cached"], "ls-files")?;
+        // A task's first snapshot starts from no index: nothing to list.
+        let listed = if index.is_file() {
+            self.run(Some(&index), &["ls-files", "-z", "--cached"], "ls-files")?
+        } else {
+            Vec::new()
+        };
         let mut gone = Vec::new();
         for path in listed.split(|b| *b == 0).filter(|p| !p.is_empty()) {
             let keep = std::str::from_utf8(path).is_ok_and(|p| {
@@ -520,9 +525,37 @@ impl Shadow {
 
     /// Point `task`'s ref `name` at `commit`.
     pub fn set_ref(&self, task: &str, name: &str, commit: &str) -> Result<(), ShadowError> {
-        self.run(
+        self.set_refs(task, &[name], commit)
+    }
+
+    /// Point each of `task`'s refs `names` at `commit`, in one git run and
+    /// one transaction (all move, or none).
+    pub fn set_refs(&self, task: &str, names: &[&str], commit: &str) -> Result<(), ShadowError> {
+        let refused = |why: String| ShadowError::Git {
+            what: "update-ref".into(),
+            why,
+        };
+        if commit.is_empty() || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(refused(format!("{commit:?} does not name a commit")));
+        }
+        let mut lines = String::from("start\n");
+        for name in names {
+            // Nothing in a line may end it or start another field: the
+            // task part is made safe by `task_ref`, the name is checked.
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return Err(refused(format!("{name:?} is not a checkpoint ref name")));
+            }
+            lines.push_str(&format!("update {} {commit}\n", task_ref(task, name)));
+        }
+        lines.push_str("commit\n");
+        self.exec(
             None,
-            &["update-ref", &task_ref(task, name), commit],
+            &["update-ref", "--stdin"],
+            Some(lines.into_bytes()),
             "update-ref",
         )?;
         Ok(())
@@ -624,6 +657,44 @@ impl Shadow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A checkpoint's refs move together, in one git run; a name or
+    /// commit that could smuggle another line into git's `--stdin` is
+    /// refused before git runs, and moves nothing.
+    #[test]
+    fn refs_move_together_and_a_hostile_name_moves_nothing() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let ws = tempfile::tempdir().expect("tempdir");
+        std::fs::write(ws.path().join("a.txt"), "a\n").expect("write");
+        let ws_path = ws.path().canonicalize().expect("canonical");
+        let shadow = Shadow::open(root.path(), &ws_path).expect("shadow");
+        let selection = Selection {
+            files: std::iter::once("a.txt".to_owned()).collect(),
+            ..Selection::default()
+        };
+        let tree = shadow.stage("t-1", &selection, None).expect("stage");
+        let commit = shadow.commit(&tree, None, "first").expect("commit");
+        shadow
+            .set_refs("t-1", &["1", "head"], &commit)
+            .expect("refs set");
+        assert_eq!(shadow.get_ref("t-1", "1").as_deref(), Some(commit.as_str()));
+        assert_eq!(
+            shadow.get_ref("t-1", "head").as_deref(),
+            Some(commit.as_str())
+        );
+        for (names, target) in [
+            (&["2", "head\ndelete refs/roost/t-1/1"][..], commit.as_str()),
+            (&["2 x"][..], commit.as_str()),
+            (&[""][..], commit.as_str()),
+            (&["2"][..], "HEAD\ndelete refs/roost/t-1/1"),
+            (&["2"][..], ""),
+        ] {
+            let e = shadow.set_refs("t-1", names, target).expect_err("refused");
+            assert!(matches!(e, ShadowError::Git { .. }), "{e}");
+        }
+        assert_eq!(shadow.get_ref("t-1", "2"), None);
+        assert_eq!(shadow.get_ref("t-1", "1").as_deref(), Some(commit.as_str()));
+    }
 
     /// Git is run by its path (so std starts it with `posix_spawn`, not a
     /// `fork` of the whole host): the path is the first executable `git`
