@@ -472,11 +472,12 @@ impl Store {
     }
 
     fn with(db: Db, location: StoreLocation) -> Self {
+        let committers = if matches!(db, Db::Lite(_)) { 1 } else { 2 };
         Self {
             db: Arc::new(db),
             location: Arc::new(location),
             claims: claims::shared(),
-            group: Arc::default(),
+            group: Arc::new(step::GroupCommit::new(committers)),
             notices: Arc::default(),
             none_saved: Arc::default(),
         }
