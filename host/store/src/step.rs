@@ -1006,12 +1006,11 @@ struct Job {
 
 /// Steps that must be waiting before a second shared commit goes to a
 /// shared database while one is in flight: the database then works on one
-/// batch while Roost builds the next, where one committer left both sides
-/// idle in turn (a quarter of two cores idle in P8 on PostgreSQL, 10.3–11.2
-/// s; a second committer at this backlog 7.6–8.1 s). A smaller queue waits
-/// for the committer, whose larger batches cost fewer round trips: P6's
-/// batches of tens of steps are unchanged (at a backlog of 64 they split
-/// and P6 took longer; at 256 P8 gained nothing).
+/// batch while Roost builds the next, where one committer left both idle
+/// in turn (P8 on PostgreSQL 9.7 → 8.2–8.3 s). A smaller queue waits for
+/// the committer, whose larger batches cost fewer round trips (a lower
+/// backlog split P6's batches and slowed it; a higher one gave P8
+/// nothing; BENCHMARKS.md, nineteenth sitting).
 const BACKLOG_FOR_A_SECOND_COMMITTER: usize = 128;
 
 /// The queue of steps waiting for a shared commit, and how many are
