@@ -1,8 +1,9 @@
 //! Sandboxed tool-call benchmarks P1–P3 (see BENCHMARKS.md).
 //!
 //! P1: `read_file` of a 4 KiB file through fs-tools, the whole per-call cycle
-//!     (grant → store → instantiate → call → drop), against the same read as a
-//!     native Rust function.
+//!     (grant → store → instantiate → call → drop) on a grant holding the
+//!     workspace open, as a task's does, against the same read as a native
+//!     Rust function.
 //! P2: the same read through npm's `@modelcontextprotocol/server-filesystem`
 //!     over MCP stdio (server started once, warmed up).
 //! P3: loading fs-tools from the precompiled cache against a cold compile.
@@ -27,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use roost_core::first_party;
-use roost_sandbox::capability::Grant;
+use roost_sandbox::capability::{Grant, Workspace};
 use roost_sandbox::plugins::{EngineConfig, PluginEngine};
 use wasmtime::component::Component;
 
@@ -82,7 +83,11 @@ fn main() {
     let plugin = engine
         .load_bytes("fs-tools", &fs_tools)
         .expect("load fs-tools");
-    let grant = Grant::new(&ws).read();
+    // A task's grant holds the workspace it pinned when it started (see
+    // `Grant::on_held`): a call mounts from that handle and never opens the
+    // workspace by its path again.
+    let held = Workspace::open(&ws).expect("open the workspace");
+    let grant = Grant::on_held(&ws, &held).read();
     let args = r#"{"path":"file.txt"}"#;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
