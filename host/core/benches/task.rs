@@ -554,7 +554,7 @@ async fn p8(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
 /// in a task), then the tool call itself; against the same without a hook.
 async fn p7(engine: &Arc<PluginEngine>, registry: &Arc<Registry>, ws: &std::path::Path) {
     use roost_core::modes::{HookRegistry, ModeSet};
-    use roost_sandbox::capability::Grant;
+    use roost_sandbox::capability::{Grant, Workspace};
     use roost_sandbox::plugins::HookCall;
 
     let hooks = HookRegistry::first_party(engine).expect("hooks");
@@ -567,8 +567,11 @@ async fn p7(engine: &Arc<PluginEngine>, registry: &Arc<Registry>, ws: &std::path
     let mode = modes.get("code").expect("code mode");
     let args = json!({"path": "file.txt", "start_line": 1, "end_line": 20});
     let args_text = args.to_string();
-    let tool_grant = Grant::new(ws).read();
-    let hook_grant = Grant::new(ws)
+    // A task's grants hold the workspace it pinned (`Grant::on_held`), as
+    // its tool and hook calls do.
+    let held = Workspace::open(ws).expect("open the workspace");
+    let tool_grant = Grant::on_held(ws, &held).read();
+    let hook_grant = Grant::on_held(ws, &held)
         .read_dir(".orchestration")
         .limits(TaskConfig::default().hook_limits);
     let n = 3000;
@@ -825,11 +828,12 @@ async fn p14(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
             us(pct(&samples, 0.99))
         );
     }
-    // The component call alone, under the same grant a read gets.
+    // The component call alone, under the same grant a read gets: on the
+    // workspace the task holds.
     let tool = agent.registry.get("read_file").expect("read_file");
     let plugin = tool.component().expect("a component");
     let args = json!({"path": "file.txt", "start_line": 1, "end_line": 20}).to_string();
-    let grant = Grant::new(ws).read();
+    let grant = Grant::on_held(ws, &ctx.ws).read();
     let mut alone = Vec::with_capacity(n);
     for i in 0..n + 200 {
         let t0 = Instant::now();
