@@ -10,8 +10,8 @@ use std::time::Duration;
 use roost_core::asks::{Answer, Ask};
 use roost_core::engine::{Engine, EngineBuilder, ResumeSpec, TaskSpec};
 use roost_core::events::{Envelope, TaskEvent};
-use roost_core::llm::Message;
 use roost_core::llm::scripted::{Script, ScriptedTransport};
+use roost_core::llm::{ContentBlock, Message};
 use roost_core::llm::{OpenAiCompatible, RetryPolicy};
 use roost_core::store::{NewTask, Store, TaskStatus};
 use roost_core::task::{ApprovalPolicy, TaskConfig, TaskOutcome};
@@ -855,18 +855,50 @@ async fn a_front_end_that_reconnects_gets_what_it_missed() {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
+    // The missed result is replayed whole: its output, which the log
+    // keeps in the conversation rather than twice, is the conversation's.
+    let answered = || -> Vec<(String, String)> {
+        let stored = engine.agent().store.load_api(&id, true).expect("history");
+        stored
+            .iter()
+            .flat_map(|m| &m.message.content)
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    ..
+                } => Some((tool_use_id.clone(), content.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    let replayed_results = |events: &[Envelope]| -> Vec<(String, String)> {
+        events
+            .iter()
+            .filter_map(|e| match &e.event {
+                TaskEvent::ToolCallResult {
+                    id,
+                    result: Ok(output),
+                    ..
+                } => Some((id.clone(), output.clone())),
+                _ => None,
+            })
+            .collect()
+    };
     // It reconnects while the task waits, from the last position it saw.
     let (past, rx) = engine.events_after(&id, last_seen).expect("replay");
+    let missed = answered();
     let mut rx = rx.expect("the task runs here");
     engine
         .answer(&id, &completion, Answer::Yes)
         .expect("answered");
     let mut after: Vec<i64> = past.iter().filter_map(|e| e.seq).collect();
-    assert!(
-        past.iter()
-            .any(|e| matches!(e.event, TaskEvent::ToolCallResult { .. })),
-        "the missed tool result is replayed: {past:?}"
+    assert_eq!(
+        replayed_results(&past),
+        missed,
+        "the missed tool result is replayed whole: {past:?}"
     );
+    assert!(!missed.is_empty() && missed.iter().all(|(_, output)| !output.is_empty()));
     loop {
         let ev = rx.recv().await.expect("event");
         after.extend(ev.seq);
@@ -891,6 +923,11 @@ async fn a_front_end_that_reconnects_gets_what_it_missed() {
         (1..=last).collect::<Vec<_>>()
     );
     assert!(matches!(all[0].event, TaskEvent::TaskCreated { .. }));
+    // Every result, the completion's too, read back whole by another
+    // process.
+    let every = answered();
+    assert_eq!(every.len(), 2);
+    assert_eq!(replayed_results(&all), every);
     assert!(matches!(
         all.last().map(|e| &e.event),
         Some(TaskEvent::Completed { .. })

@@ -156,6 +156,9 @@ impl Store {
         ui_seq: i64,
     ) -> Result<(), StoreError> {
         self.db.write(|c| {
+            // The log keeps what every call returned, outputs kept in
+            // those messages included.
+            super::events::inline_outputs_after(c, task, api_seq)?;
             c.exec(
                 "DELETE FROM api_messages WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2",
                 params![task, api_seq],

@@ -68,7 +68,7 @@ use db::{Conn, Db, Row, params};
 use roost_protocol::conversation::{ContentBlock, Message, Role, Usage};
 use roost_protocol::{TaskSettings, UiRow};
 
-const SCHEMA_VERSION: i64 = 13;
+const SCHEMA_VERSION: i64 = 14;
 
 /// The tasks; `k` is the integer key the [`LOG_TABLES`] use.
 const TASKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tasks (
@@ -227,6 +227,7 @@ const LOG_TABLES: [(&str, &str, &str); 3] = [
             seq INTEGER NOT NULL,
             ts INTEGER NOT NULL,
             event TEXT NOT NULL,
+            result_in INTEGER,
             PRIMARY KEY (task, seq)
         )",
     ),
@@ -1242,6 +1243,11 @@ fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
                 "ALTER TABLE plugins ADD COLUMN {col} TEXT NOT NULL DEFAULT ''"
             ))?;
         }
+    }
+    // Version 14 lets a tool result's event keep its output in the
+    // conversation message that holds it; older events hold their own.
+    if !has_column(conn, "events", "result_in")? {
+        conn.execute_batch("ALTER TABLE events ADD COLUMN result_in INTEGER")?;
     }
     Ok(())
 }

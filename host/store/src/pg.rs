@@ -25,7 +25,7 @@ use super::sql::{Column, Health, Param, Row, StatementCache, Value, pg_placehold
 
 /// The schema version this build writes; a database at a later one is
 /// refused (a newer Roost wrote it).
-pub(crate) const SCHEMA_VERSION: i64 = 5;
+pub(crate) const SCHEMA_VERSION: i64 = 6;
 
 /// Connections one store keeps open at most (lent and idle): a thousand
 /// tasks share them, and a database's `max_connections` (100 by default)
@@ -206,7 +206,7 @@ CREATE INDEX tasks_status ON tasks (status, created_at);
 
 /// Each version's statements, in order: `MIGRATIONS[n - 1]` brings a
 /// database from version `n - 1` to `n` (version 0 is an empty database).
-pub(crate) const MIGRATIONS: [&str; 5] = [V1, V2, V3, V4, V5];
+pub(crate) const MIGRATIONS: [&str; 6] = [V1, V2, V3, V4, V5, V6];
 
 /// Version 3: where each plugin came from (its source and, from a
 /// registry, the manifest digest); older installs were local.
@@ -235,6 +235,13 @@ EXCEPTION WHEN OTHERS THEN
     RAISE NOTICE 'LZ4 compression unavailable, pglz kept: %', SQLERRM;
 END
 $$;
+";
+
+/// Version 6: a tool result's event may keep its output in the
+/// conversation message that holds it (`result_in`, that message's seq)
+/// instead of a second copy ([`super::events`]).
+const V6: &str = "
+ALTER TABLE events ADD COLUMN IF NOT EXISTS result_in BIGINT;
 ";
 
 /// The runtime the connections' I/O runs on.
@@ -766,11 +773,13 @@ impl ToSql for Column {
             Column::Real(v) => v.to_sql(ty, out),
             Column::Text(v) => v.to_sql(ty, out),
             Column::OptText(v) => v.to_sql(ty, out),
+            Column::OptInt(v) => v.to_sql(ty, out),
         }
     }
 
     fn accepts(ty: &Type) -> bool {
         <Vec<i64> as ToSql>::accepts(ty)
+            || <Vec<Option<i64>> as ToSql>::accepts(ty)
             || <Vec<f64> as ToSql>::accepts(ty)
             || <Vec<Option<String>> as ToSql>::accepts(ty)
     }

@@ -146,6 +146,8 @@ pub(crate) enum Column {
     Text(Vec<String>),
     /// Texts that may be NULL.
     OptText(Vec<Option<String>>),
+    /// Integers that may be NULL.
+    OptInt(Vec<Option<i64>>),
 }
 
 impl Column {
@@ -158,6 +160,8 @@ impl Column {
             (Column::Text(v), Param::Text(t)) => v.push(t.to_owned()),
             (Column::OptText(v), Param::Text(t)) => v.push(Some(t.to_owned())),
             (Column::OptText(v), Param::Null) => v.push(None),
+            (Column::OptInt(v), Param::Int(i)) => v.push(Some(i)),
+            (Column::OptInt(v), Param::Null) => v.push(None),
             _ => return false,
         }
         true

@@ -24,7 +24,7 @@ use super::asks::{self, StoredAsk};
 use super::db::{Column, Conn, Dialect, Param, params};
 use super::{Store, StoreError, TaskStatus, TodoItem, now_ms, role_str};
 use roost_protocol::UiRow;
-use roost_protocol::conversation::{Message, Usage};
+use roost_protocol::conversation::{ContentBlock, Message, Usage};
 
 /// Most steps one shared commit takes; the rest wait for the next. Ten
 /// thousand tasks at once on PostgreSQL queue several hundred steps while
@@ -68,7 +68,16 @@ pub struct Step<'a> {
     trace: Vec<String>,
     ask: Option<&'a StoredAsk>,
     answer: Option<(&'a str, &'a str)>,
-    events: Vec<String>,
+    events: Vec<StepEvent>,
+}
+
+/// An event a step records (JSON text), and whether the tool result it
+/// announces keeps its output in the step's own message
+/// ([`Step::result_event`]).
+#[derive(Debug)]
+struct StepEvent {
+    json: String,
+    output_in_message: bool,
 }
 
 /// Messages after the first, up to `upto` (seqs), condensed into a
@@ -206,7 +215,37 @@ impl<'a> Step<'a> {
 
     /// Record an event (JSON text) in the task's event log.
     pub fn event(mut self, json: String) -> Self {
-        self.events.push(json);
+        self.events.push(StepEvent {
+            json,
+            output_in_message: false,
+        });
+        self
+    }
+
+    /// Whether this step's message answers call `call_id` with `output`,
+    /// as a result that is not an error: then the event announcing that
+    /// result need not keep a second copy of it ([`Step::result_event`]).
+    pub fn holds_output(&self, call_id: &str, output: &str) -> bool {
+        let Some(StepMessage::Append(m) | StepMessage::Replace(_, m)) = &self.message else {
+            return false;
+        };
+        m.content.iter().any(|b| {
+            matches!(b, ContentBlock::ToolResult { tool_use_id, content, is_error: false }
+                if tool_use_id == call_id && content == output)
+        })
+    }
+
+    /// Record the event announcing a tool result whose output this step's
+    /// message holds ([`Step::holds_output`]), `json` with that output
+    /// left empty: the log keeps where the output is (the message's seq)
+    /// and reading it back fills it in ([`Store::events_after`]), so a
+    /// turn writes a file it read once, not twice. A step without a
+    /// message fails to commit.
+    pub fn result_event(mut self, json: String) -> Self {
+        self.events.push(StepEvent {
+            json,
+            output_in_message: true,
+        });
         self
     }
 
@@ -303,7 +342,7 @@ pub struct PreparedStep {
     trace: Vec<String>,
     ask: Option<StoredAsk>,
     answer: Option<(String, String)>,
-    events: Vec<String>,
+    events: Vec<StepEvent>,
     /// The owner whose claim on the task the step releases (its run ends).
     release: Option<String>,
 }
@@ -341,7 +380,9 @@ impl Log {
                 "INSERT INTO ui_messages (task, seq, ts, kind, subtype, text) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
             }
-            Log::Events => "INSERT INTO events (task, seq, ts, event) VALUES (?1, ?2, ?3, ?4)",
+            Log::Events => {
+                "INSERT INTO events (task, seq, ts, event, result_in) VALUES (?1, ?2, ?3, ?4, ?5)"
+            }
         }
     }
 
@@ -357,8 +398,8 @@ impl Log {
                  SELECT * FROM UNNEST(?1::int8[], ?2::int8[], ?3::int8[], ?4::text[], ?5::text[], ?6::text[])"
             }
             Log::Events => {
-                "INSERT INTO events (task, seq, ts, event) \
-                 SELECT * FROM UNNEST(?1::int8[], ?2::int8[], ?3::int8[], ?4::text[])"
+                "INSERT INTO events (task, seq, ts, event, result_in) \
+                 SELECT * FROM UNNEST(?1::int8[], ?2::int8[], ?3::int8[], ?4::text[], ?5::int8[])"
             }
         }
     }
@@ -370,7 +411,7 @@ impl Log {
         match self {
             Log::Api => vec![int(), int(), text(), text(), int()],
             Log::Ui => vec![int(), int(), int(), text(), text(), text()],
-            Log::Events => vec![int(), int(), int(), text()],
+            Log::Events => vec![int(), int(), int(), text(), Column::OptInt(Vec::new())],
         }
     }
 
@@ -938,8 +979,21 @@ fn write_step<'a>(
         });
     }
     for event in &step.events {
+        let output_in = match (event.output_in_message, committed.message) {
+            (false, _) => None,
+            (true, Some(m)) => Some(m),
+            (true, None) => {
+                return Err(StoreError::Commit(format!(
+                    "task {task}: a result's event points to the step's message, and the step has none"
+                )));
+            }
+        };
         let seq = positions.take(conn, Log::Events, key)?;
-        positions.append(conn, Log::Events, params![key, seq, now, event])?;
+        positions.append(
+            conn,
+            Log::Events,
+            params![key, seq, now, event.json.as_str(), output_in],
+        )?;
         committed.events.push(seq);
     }
     // Hosts following this task hear of its events at commit.

@@ -356,6 +356,144 @@ fn schema_12_plugins_are_kept_without_a_blake3() {
     assert_eq!((old.sha256.as_str(), old.blake3.as_str()), ("ab", ""));
 }
 
+/// A store written by schema 13 (every event holding its own result)
+/// opens as schema 14: its events read back as they were written, and a
+/// result's event recorded from then on keeps its output in the message.
+#[test]
+fn schema_13_events_keep_their_own_results() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v13.db");
+    let task = {
+        let s = Store::open(&path).expect("create");
+        let t = new_task(&s);
+        s.append_event(&t.id, RESULT_OLD).expect("event");
+        t.id
+    };
+    {
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch("ALTER TABLE events DROP COLUMN result_in; PRAGMA user_version=13;")
+            .expect("v13 schema");
+    }
+    let s = Store::open(&path).expect("migrates");
+    let old = s.events_after(&task, 0, 10).expect("read");
+    assert_eq!(old.len(), 1);
+    assert_eq!(
+        (old[0].event.as_str(), old[0].output.as_deref()),
+        (RESULT_OLD, None)
+    );
+    let m = results(&[("c1", "kept once")]);
+    s.commit_step(
+        &task,
+        Step::new().append(&m).result_event(lean_result("c1")),
+    )
+    .expect("recorded");
+    let new = s.events_after(&task, 1, 10).expect("read");
+    assert_eq!(new[0].output.as_deref(), Some("kept once"));
+}
+
+/// A result's event as recorded before schema 14: its output in it.
+const RESULT_OLD: &str = r#"{"event":"tool_call_result","id":"c0","tool":"read_file","result":{"ok":"old output"},"diff":null}"#;
+
+/// A result's event recorded with its output left to the message.
+fn lean_result(call: &str) -> String {
+    format!(
+        r#"{{"event":"tool_call_result","id":"{call}","tool":"read_file","result":{{"ok":""}},"diff":null}}"#
+    )
+}
+
+/// The user message answering calls `(id, output)`.
+fn results(calls: &[(&str, &str)]) -> Message {
+    Message {
+        role: Role::User,
+        content: calls
+            .iter()
+            .map(|(id, out)| ContentBlock::ToolResult {
+                tool_use_id: (*id).to_owned(),
+                content: (*out).to_owned(),
+                is_error: false,
+            })
+            .collect(),
+    }
+}
+
+/// A result's output is written once, in the conversation: its event
+/// keeps where it is and reads back whole, also when the message grows
+/// by a second call's result. Taking the conversation back past that
+/// message first writes the outputs into their events. A result's event
+/// in a step without a message, or whose message does not answer its
+/// call, is refused or reported corrupt, never replayed empty.
+fn a_results_output_is_written_once(b: Backend) {
+    let (_d, s) = store_on(b);
+    let t = new_task(&s);
+    let big = "file line\n".repeat(400);
+    let first = results(&[("c0", &big)]);
+    let step = Step::new().append(&first);
+    assert!(step.holds_output("c0", &big));
+    assert!(!step.holds_output("c0", "other text"));
+    assert!(!step.holds_output("c9", &big));
+    let seq = s
+        .commit_step(&t.id, step.result_event(lean_result("c0")))
+        .expect("first")
+        .message
+        .expect("a message");
+    let both = results(&[("c0", &big), ("c1", "second output")]);
+    s.commit_step(
+        &t.id,
+        Step::new()
+            .put(Some(seq), &both)
+            .result_event(lean_result("c1")),
+    )
+    .expect("second");
+    let read = s.events_after(&t.id, 0, 10).expect("read");
+    let outputs: Vec<Option<&str>> = read.iter().map(|e| e.output.as_deref()).collect();
+    assert_eq!(outputs, [Some(big.as_str()), Some("second output")]);
+    assert!(
+        read.iter()
+            .all(|e| !e.event.contains("file line") && !e.event.contains("second output"))
+    );
+    assert_eq!(
+        s.last_events(&t.id, 1).expect("last")[0].output.as_deref(),
+        Some("second output")
+    );
+
+    // No message to keep it in: the step writes nothing.
+    let before = s.last_event_seq(&t.id).expect("seq");
+    assert!(
+        s.commit_step(&t.id, Step::new().result_event(lean_result("c2")))
+            .is_err()
+    );
+    assert_eq!(s.last_event_seq(&t.id).expect("seq"), before);
+
+    // Back before the message: the outputs move into their events.
+    s.truncate_conversation(&t.id, seq - 1, 0)
+        .expect("truncate");
+    assert!(
+        s.load_api(&t.id, true)
+            .expect("api")
+            .iter()
+            .all(|m| m.seq < seq)
+    );
+    let kept = s.events_after(&t.id, 0, 10).expect("read");
+    assert!(kept.iter().all(|e| e.output.is_none()));
+    assert!(
+        kept[0].event.contains("file line") && kept[1].event.contains("second output"),
+        "{kept:?}"
+    );
+
+    // A message that does not answer the event's call: reported corrupt.
+    let other = results(&[("c5", "five")]);
+    s.commit_step(
+        &t.id,
+        Step::new().append(&other).result_event(lean_result("c6")),
+    )
+    .expect("written");
+    let err = s.events_after(&t.id, 0, 10).expect_err("corrupt");
+    assert!(
+        err.to_string().contains("no longer answers call c6"),
+        "{err}"
+    );
+}
+
 /// A store written by schema 5 (history, UI rows and events filed under
 /// the task's id text) opens as schema 6 with every row kept under the
 /// task's integer key, in order, and the numbering goes on from there.
@@ -1223,7 +1361,8 @@ on_both!(
     shared_commits_keep_every_step_whole_and_fail_alone,
     a_task_opens_with_its_first_messages_and_asks_land_with_their_step,
     a_step_whose_later_statement_fails_writes_nothing,
-    what_a_run_starts_from_reads_as_it_was_written
+    what_a_run_starts_from_reads_as_it_was_written,
+    a_results_output_is_written_once
 );
 
 /// What a task's run starts from, read in fewer round trips, is what the

@@ -224,9 +224,29 @@ impl EventBus {
             if !(bound && event.is_recorded()) {
                 continue;
             }
-            match serde_json::to_string(event) {
+            // A result whose output the step's message holds is recorded
+            // without a second copy of it (read back from the message).
+            let lean = match event {
+                TaskEvent::ToolCallResult {
+                    id,
+                    tool,
+                    result: Ok(output),
+                    diff,
+                } if step.holds_output(id, output) => Some(TaskEvent::ToolCallResult {
+                    id: id.clone(),
+                    tool: tool.clone(),
+                    result: Ok(String::new()),
+                    diff: diff.clone(),
+                }),
+                _ => None,
+            };
+            match serde_json::to_string(lean.as_ref().unwrap_or(event)) {
                 Ok(json) => {
-                    step = step.event(json);
+                    step = if lean.is_some() {
+                        step.result_event(json)
+                    } else {
+                        step.event(json)
+                    };
                     recorded.push(i);
                 }
                 Err(e) => tracing::warn!(task_id = task, "event not recorded: {e}"),
@@ -331,13 +351,24 @@ pub fn recorded_after(store: &Store, task: &str, after: i64) -> Result<Vec<Envel
         let page = store.events_after(task, from, REPLAY_PAGE)?;
         let full = page.len() == REPLAY_PAGE;
         for row in page {
-            let event = serde_json::from_str::<TaskEvent>(&row.event).map_err(|e| {
-                ReplayError::Corrupt {
-                    task: task.to_owned(),
-                    seq: row.seq,
-                    detail: e.to_string(),
+            let corrupt = |detail: String| ReplayError::Corrupt {
+                task: task.to_owned(),
+                seq: row.seq,
+                detail,
+            };
+            let mut event = serde_json::from_str::<TaskEvent>(&row.event)
+                .map_err(|e| corrupt(e.to_string()))?;
+            // A result's output kept in the conversation, read back.
+            if let Some(output) = row.output {
+                match &mut event {
+                    TaskEvent::ToolCallResult { result, .. } => *result = Ok(output),
+                    _ => {
+                        return Err(corrupt(
+                            "an output kept for an event that is not a result".into(),
+                        ));
+                    }
                 }
-            })?;
+            }
             from = row.seq;
             out.push(Envelope {
                 task_id: task.to_owned(),
