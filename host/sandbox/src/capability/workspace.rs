@@ -466,6 +466,16 @@ impl Workspace {
     /// Read the regular file at `rel`, following symlinks that stay in the
     /// workspace; at most `max` bytes. `Ok(None)` when there is no file.
     pub fn read(&self, rel: &RelPath, max: u64) -> Result<Option<Vec<u8>>, WorkspaceError> {
+        // Most paths hold no symlink, and most files asked for each turn
+        // (instructions, ignore files) are missing: first the path as it
+        // is, following nothing (one open). Only a symlink on the way
+        // (refused there) sends it through the walk that follows them; a
+        // gap with no symlink before it is a missing file either way.
+        match self.read_strict(rel, max) {
+            Ok(found) => return Ok(found),
+            Err(e @ WorkspaceError::TooLarge { .. }) => return Err(e),
+            Err(_) => {}
+        }
         let real = self.resolve(rel)?;
         self.read_strict(&real, max).map_err(|e| match e {
             WorkspaceError::TooLarge { .. } => WorkspaceError::TooLarge {
@@ -581,11 +591,19 @@ impl Workspace {
     /// the workspace followed), sorted by name; missing directory: none.
     pub fn list_files(&self, rel: &str) -> Result<Vec<RelPath>, WorkspaceError> {
         let rel = RelPath::parse(rel)?;
-        let real = self.resolve(&rel)?;
-        let dir = match self.dir(&real) {
-            Ok(d) => d,
+        // As [`Workspace::read`]: the folder as named, following nothing,
+        // then, past a symlink, the walk that follows them.
+        let (real, dir) = match self.dir(&rel) {
+            Ok(d) => (rel.clone(), d),
             Err(e) if e.is_not_found() => return Ok(Vec::new()),
-            Err(e) => return Err(e),
+            Err(_) => {
+                let real = self.resolve(&rel)?;
+                match self.dir(&real) {
+                    Ok(d) => (real, d),
+                    Err(e) if e.is_not_found() => return Ok(Vec::new()),
+                    Err(e) => return Err(e),
+                }
+            }
         };
         let mut out = Vec::new();
         for (name, st) in dir.entries().map_err(|e| WorkspaceError::io(&real, e))? {
@@ -982,6 +1000,57 @@ mod tests {
         assert!(matches!(
             ws.read_text("src/a.txt", 0),
             Err(WorkspaceError::TooLarge { .. })
+        ));
+    }
+
+    /// A read or a listing tries the path as named first, following
+    /// nothing, and only then the walk that follows symlinks: whatever the
+    /// path holds, the answer is the walk's — through a link to a file or
+    /// a folder, a link to nowhere, a link out or round in a loop, past a
+    /// missing folder or a file where a folder should be.
+    #[test]
+    fn reads_and_listings_answer_as_the_walk_does() {
+        let (d, ws) = ws();
+        let w = d.path().join("ws");
+        std::os::unix::fs::symlink("src/nothing", w.join("dangling")).expect("symlink");
+        std::os::unix::fs::symlink("..", w.join("src/up")).expect("symlink");
+        let read = |p: &str| ws.read_text(p, 10);
+        assert_eq!(
+            read("srclink/a.txt").expect("via folder link").as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            read("src/up/src/a.txt").expect("up and back").as_deref(),
+            Some("a")
+        );
+        assert_eq!(read("src/a.txt").expect("plain").as_deref(), Some("a"));
+        assert!(read("dangling").expect("to nowhere").is_none());
+        assert!(read("missing/deeper/x").expect("missing folder").is_none());
+        assert!(read("src/a.txt/x").is_err(), "a file is no folder");
+        assert!(matches!(read("loop1/x"), Err(WorkspaceError::Loop { .. })));
+        assert!(matches!(
+            read("outlink"),
+            Err(WorkspaceError::Outside { .. })
+        ));
+        assert!(matches!(
+            ws.read_text("srclink/a.txt", 0),
+            Err(WorkspaceError::TooLarge { .. })
+        ));
+        let names = |p: &str| -> Vec<String> {
+            ws.list_files(p)
+                .expect(p)
+                .iter()
+                .map(RelPath::as_string)
+                .collect()
+        };
+        assert_eq!(names("src"), ["src/a.txt"]);
+        assert_eq!(names("srclink"), ["srclink/a.txt"]);
+        assert!(names("missing").is_empty() && names("dangling").is_empty());
+        assert!(ws.list_files("loop1").is_err());
+        std::os::unix::fs::symlink("..", w.join("parent")).expect("symlink");
+        assert!(matches!(
+            ws.list_files("parent"),
+            Err(WorkspaceError::Outside { .. })
         ));
     }
 
