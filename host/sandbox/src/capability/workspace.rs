@@ -517,6 +517,18 @@ impl Workspace {
     /// Open the regular file at `rel` for streaming (symlinks inside the
     /// workspace followed, none out); `Ok(None)` when there is no file.
     pub fn open_file(&self, rel: &RelPath) -> Result<Option<std::fs::File>, WorkspaceError> {
+        // As [`Workspace::read`]: as named first, following nothing.
+        if let Some((parent, name)) = rel.split_last() {
+            match self.dir_of(parent, rel) {
+                Err(e) if e.is_not_found() => return Ok(None),
+                Ok(dir) => match dir.open_read(name) {
+                    Ok(f) => return Ok(Some(f)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                    Err(_) => {}
+                },
+                Err(_) => {}
+            }
+        }
         let real = self.resolve(rel)?;
         let Some((parent, name)) = real.split_last() else {
             return Err(WorkspaceError::WrongKind {
@@ -1003,8 +1015,8 @@ mod tests {
         ));
     }
 
-    /// A read or a listing tries the path as named first, following
-    /// nothing, and only then the walk that follows symlinks: whatever the
+    /// A read, an open or a listing tries the path as named first,
+    /// following nothing, and only then the walk that follows symlinks: whatever the
     /// path holds, the answer is the walk's — through a link to a file or
     /// a folder, a link to nowhere, a link out or round in a loop, past a
     /// missing folder or a file where a folder should be.
@@ -1046,6 +1058,22 @@ mod tests {
         assert_eq!(names("src"), ["src/a.txt"]);
         assert_eq!(names("srclink"), ["srclink/a.txt"]);
         assert!(names("missing").is_empty() && names("dangling").is_empty());
+        let open = |p: &str| {
+            ws.open_file(&RelPath::parse(p).expect("parse"))
+                .map(|f| f.map(|f| f.metadata().expect("metadata").len()))
+        };
+        assert_eq!(open("srclink/a.txt").expect("via folder link"), Some(1));
+        assert_eq!(open("inlink").expect("via file link"), Some(1));
+        assert_eq!(open("src/up/src/a.txt").expect("up and back"), Some(1));
+        assert_eq!(open("dangling").expect("to nowhere"), None);
+        assert_eq!(open("missing/x").expect("missing folder"), None);
+        assert!(open("src/a.txt/x").is_err(), "a file is no folder");
+        assert!(open("src").is_err(), "a folder is no file");
+        assert!(matches!(
+            open("outlink"),
+            Err(WorkspaceError::Outside { .. })
+        ));
+        assert!(matches!(open("loop1"), Err(WorkspaceError::Loop { .. })));
         assert!(ws.list_files("loop1").is_err());
         std::os::unix::fs::symlink("..", w.join("parent")).expect("symlink");
         assert!(matches!(
