@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize, de};
 use serde_json::Value;
 
 use super::assemble::ToolCallAssembler;
@@ -266,21 +266,186 @@ fn usage_of(u: &Value) -> Usage {
     }
 }
 
-impl WireDecoder for OpenAiDecoder {
-    fn on_event(
-        &mut self,
-        _event: &str,
-        data: &str,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<(), LlmError> {
-        let data = data.trim();
-        if data.is_empty() {
-            return Ok(());
+/// `T` read from a JSON object only: a derived struct also takes an
+/// array, field by field, which the [`Value`] reading would not take as
+/// one.
+struct Obj<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> de::Visitor<'de> for Fields<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map))
+            }
         }
-        if data == "[DONE]" {
-            self.done = true;
-            return Ok(());
+        d.deserialize_map(Fields(std::marker::PhantomData)).map(Obj)
+    }
+}
+
+/// A streamed chunk in its usual shape, strings borrowed where they hold
+/// no escapes. A field of another type, an array where an object belongs
+/// or a repeated key fails to read, and the chunk is then read as a
+/// [`Value`], which takes every shape: the two readings agree wherever
+/// this one succeeds.
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default)]
+    error: Option<de::IgnoredAny>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage: Option<Obj<ChunkUsage>>,
+    #[serde(borrow, default)]
+    choices: Option<Vec<Obj<ChunkChoice<'a>>>>,
+}
+
+#[derive(Deserialize)]
+struct ChunkUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<Obj<ChunkUsageDetails>>,
+}
+
+#[derive(Deserialize)]
+struct ChunkUsageDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<Obj<ChunkDelta<'a>>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ChunkDelta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<Obj<ChunkToolCall<'a>>>>,
+    #[serde(borrow, default)]
+    function_call: Option<Obj<ChunkFunction<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ChunkToolCall<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    function: Option<Obj<ChunkFunction<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ChunkFunction<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+impl OpenAiDecoder {
+    /// Take in a chunk read in its usual shape; `false` (nothing taken)
+    /// when it needs the general reading: it reports an error, or a tool
+    /// call's index is out of range.
+    fn on_chunk(&mut self, chunk: &Chunk<'_>, out: &mut Vec<StreamEvent>) -> bool {
+        if chunk.error.is_some() {
+            return false;
         }
+        let choices = chunk.choices.as_deref().unwrap_or_default();
+        let in_range = choices
+            .iter()
+            .filter_map(|c| c.0.delta.as_ref()?.0.tool_calls.as_ref())
+            .all(|calls| {
+                u32::try_from(calls.len()).is_ok()
+                    && calls
+                        .iter()
+                        .all(|tc| tc.0.index.is_none_or(|i| u32::try_from(i).is_ok()))
+            });
+        if !in_range {
+            return false;
+        }
+        let label = |s: &Option<Cow<'_, str>>| {
+            s.as_deref()
+                .filter(|s| !s.is_empty())
+                .map(|s| s.chars().take(crate::MAX_LABEL).collect::<String>())
+        };
+        if self.response_id.is_none() {
+            self.response_id = label(&chunk.id);
+        }
+        if self.response_model.is_none() {
+            self.response_model = label(&chunk.model);
+        }
+        if let Some(Obj(u)) = &chunk.usage {
+            let cached = u
+                .prompt_tokens_details
+                .as_ref()
+                .and_then(|d| d.0.cached_tokens)
+                .unwrap_or(0);
+            out.push(StreamEvent::Usage(Usage {
+                input_tokens: u.prompt_tokens.unwrap_or(0).saturating_sub(cached),
+                output_tokens: u.completion_tokens.unwrap_or(0),
+                cache_read_tokens: cached,
+                cache_write_tokens: 0,
+            }));
+        }
+        for Obj(choice) in choices {
+            let delta = choice.delta.as_ref().map(|d| &d.0);
+            if let Some(text) = delta
+                .and_then(|d| d.content.as_deref())
+                .filter(|t| !t.is_empty())
+            {
+                out.push(StreamEvent::TextDelta(text.to_owned()));
+            }
+            if let Some(calls) = delta.and_then(|d| d.tool_calls.as_ref()) {
+                for (pos, Obj(tc)) in calls.iter().enumerate() {
+                    let index = match tc.index {
+                        Some(i) => u32::try_from(i).unwrap_or(u32::MAX),
+                        None => u32::try_from(pos).unwrap_or(u32::MAX),
+                    };
+                    let function = tc.function.as_ref().map(|f| &f.0);
+                    self.tool_delta(
+                        index,
+                        tc.id.as_deref(),
+                        function.and_then(|f| f.name.as_deref()),
+                        function.and_then(|f| f.arguments.as_deref()),
+                        out,
+                    );
+                }
+            } else if let Some(Obj(fc)) = delta.and_then(|d| d.function_call.as_ref()) {
+                self.tool_delta(
+                    LEGACY_FUNCTION_INDEX,
+                    None,
+                    fc.name.as_deref(),
+                    fc.arguments.as_deref(),
+                    out,
+                );
+            }
+            if let Some(reason) = &choice.finish_reason {
+                self.finish_reason = Some(reason.as_ref().to_owned());
+            }
+        }
+        true
+    }
+}
+
+impl OpenAiDecoder {
+    /// Take in a chunk of any shape, read as a [`Value`].
+    fn on_value(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         let v: Value = serde_json::from_str(data)
             .map_err(|e| LlmError::Decode(format!("{e} in chunk {}", cut(data))))?;
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
@@ -335,6 +500,32 @@ impl WireDecoder for OpenAiDecoder {
         }
         Ok(())
     }
+}
+
+impl WireDecoder for OpenAiDecoder {
+    fn on_event(
+        &mut self,
+        _event: &str,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        // The usual chunk is read without a tree of values; any other
+        // shape (an error, a field of another type) as a `Value` below.
+        if let Ok(Obj(chunk)) = serde_json::from_str::<Obj<Chunk<'_>>>(data)
+            && self.on_chunk(&chunk, out)
+        {
+            return Ok(());
+        }
+        self.on_value(data, out)
+    }
 
     fn finish(self: Box<Self>) -> Result<StreamEvent, LlmError> {
         if !self.done && self.finish_reason.is_none() {
@@ -384,6 +575,104 @@ pub(crate) fn tool_index(v: &serde_json::Value, pos: usize) -> Result<u32, LlmEr
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A chunk in the usual shape is read without a `Value` tree, and that
+    /// reading agrees with the `Value` reading on everything it takes: the
+    /// events, the error, the decoder's state after. Chunks of another
+    /// shape (arrays where objects belong, fields of other types, repeated
+    /// keys, errors, indexes out of range) give way to the `Value` reading.
+    #[test]
+    fn the_usual_chunk_reads_as_the_value_reading_does() {
+        // (chunk, taken by the usual reading)
+        let chunks: &[(&str, bool)] = &[
+            (
+                r#"{"id":"c1","model":"m","choices":[{"delta":{"content":"hi \"there\"\n"}}]}"#,
+                true,
+            ),
+            (
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t1","function":{"name":"read_file","arguments":"{\"pa"}}]}}]}"#,
+                true,
+            ),
+            (
+                r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"th\":1}"}}]},"finish_reason":"tool_calls"}]}"#,
+                true,
+            ),
+            (
+                r#"{"choices":[{"delta":{"function_call":{"name":"f","arguments":"{}"}}}]}"#,
+                true,
+            ),
+            (
+                r#"{"choices":[{"delta":{"tool_calls":null,"function_call":{"name":"g"}}}]}"#,
+                true,
+            ),
+            (
+                r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":5}}}"#,
+                true,
+            ),
+            (
+                r#"{"choices":null,"usage":null,"error":null,"id":"","extra":[1,{"x":2}]}"#,
+                true,
+            ),
+            (r#"{"choices":[{"delta":null,"finish_reason":null}]}"#, true),
+            (
+                r#"[null,null,null,null,[{"delta":{"content":"x"}}]]"#,
+                false,
+            ),
+            (r#"{"choices":[[{"content":"x"}]]}"#, false),
+            (r#"{"choices":[{"delta":["x"]}]}"#, false),
+            (r#"{"choices":[{"delta":{"content":5}}]}"#, false),
+            (r#"{"choices":[{"finish_reason":7}]}"#, false),
+            (r#"{"id":3,"choices":[{"delta":{"content":"y"}}]}"#, false),
+            (r#"{"usage":[1],"choices":[]}"#, false),
+            (r#"{"usage":{"prompt_tokens":1.5}}"#, false),
+            (
+                r#"{"choices":[{"delta":{"content":"a"}}],"choices":[{"delta":{"content":"b"}}]}"#,
+                false,
+            ),
+            (r#"{"error":{"message":"overloaded"}}"#, false),
+            (r#"{"error":"plain"}"#, false),
+            (
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":4294967296,"function":{"name":"x"}}]}}]}"#,
+                false,
+            ),
+            (
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":-1}]}}]}"#,
+                false,
+            ),
+            (
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":2.0}]}}]}"#,
+                false,
+            ),
+            (r#"{"choices":[{"delta":{"content":"\ud800"}}]}"#, false),
+            (r#"{"choices": tru"#, false),
+            (r#"42"#, false),
+        ];
+        for (chunk, usual) in chunks {
+            let taken = serde_json::from_str::<Obj<Chunk<'_>>>(chunk)
+                .is_ok_and(|Obj(c)| OpenAiDecoder::new().on_chunk(&c, &mut Vec::new()));
+            assert_eq!(taken, *usual, "{chunk}");
+            let (mut fast, mut slow) = (OpenAiDecoder::new(), OpenAiDecoder::new());
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let ra = fast.on_event("", chunk, &mut a).map_err(|e| e.to_string());
+            let rb = slow.on_value(chunk, &mut b).map_err(|e| e.to_string());
+            assert_eq!(ra, rb, "{chunk}");
+            assert_eq!(a, b, "{chunk}");
+            assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{chunk}");
+        }
+        // A whole stream read both ways assembles the same calls.
+        let stream = [chunks[1].0, chunks[2].0];
+        let (mut fast, mut slow) = (OpenAiDecoder::new(), OpenAiDecoder::new());
+        for chunk in stream {
+            fast.on_event("", chunk, &mut Vec::new()).expect("fast");
+            slow.on_value(chunk, &mut Vec::new()).expect("slow");
+        }
+        let (fast, slow) = (
+            Box::new(fast).finish().expect("fast"),
+            Box::new(slow).finish().expect("slow"),
+        );
+        assert_eq!(fast, slow);
+        assert!(format!("{fast:?}").contains("read_file"), "{fast:?}");
+    }
 
     #[test]
     fn bad_tool_indexes_are_stream_errors() {
