@@ -6,10 +6,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::assemble::ToolCallAssembler;
+use super::object::Obj;
 use super::wire::{Parts, WireFormat, join_messages};
 use super::{
     ChatRequest, EventStream, LlmError, Message, Provider, RetryPolicy, StreamEvent,
@@ -102,6 +105,92 @@ impl WireDecoder for AnthropicDecoder {
         if data.trim().is_empty() {
             return Ok(());
         }
+        // Most of a reply is deltas: read without a tree of values; any
+        // other shape as a `Value` below.
+        if event == "content_block_delta"
+            && let Ok(Obj(d)) = serde_json::from_str::<Obj<BlockDelta<'_>>>(data)
+            && self.on_block_delta(&d, out)
+        {
+            return Ok(());
+        }
+        self.on_value(event, data, out)
+    }
+
+    fn finish(self: Box<Self>) -> Result<StreamEvent, LlmError> {
+        if !self.stopped && self.stop_reason.is_none() {
+            return Err(LlmError::TruncatedStream);
+        }
+        let calls = self
+            .asm
+            .finish(|| format!("toolu_{}", uuid::Uuid::now_v7().simple()));
+        Ok(StreamEvent::Done {
+            calls,
+            stop_reason: self.stop_reason,
+            response_id: self.response_id,
+            response_model: self.response_model,
+        })
+    }
+}
+
+/// A `content_block_delta` event in its usual shape, strings borrowed
+/// where they hold no escapes. Any other shape fails to read and is read
+/// as a `Value`: the two readings agree wherever this one succeeds.
+#[derive(Deserialize)]
+struct BlockDelta<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Cow<'a, str>,
+    index: u64,
+    #[serde(borrow)]
+    delta: Obj<DeltaBody<'a>>,
+}
+
+#[derive(Deserialize)]
+struct DeltaBody<'a> {
+    #[serde(borrow, rename = "type", default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    partial_json: Option<Cow<'a, str>>,
+}
+
+impl AnthropicDecoder {
+    /// Take in a delta read in its usual shape; `false` (nothing taken)
+    /// when it needs the general reading.
+    fn on_block_delta(&mut self, d: &BlockDelta<'_>, out: &mut Vec<StreamEvent>) -> bool {
+        let Ok(index) = u32::try_from(d.index) else {
+            return false;
+        };
+        if d.kind != "content_block_delta" {
+            return false;
+        }
+        let delta = &d.delta.0;
+        match delta.kind.as_deref() {
+            Some("text_delta") => {
+                if let Some(t) = &delta.text {
+                    out.push(StreamEvent::TextDelta(t.as_ref().to_owned()));
+                }
+            }
+            Some("input_json_delta") if self.tool_blocks.contains(&index) => {
+                if let Some(partial) = self
+                    .asm
+                    .push_args(index, delta.partial_json.as_deref().unwrap_or_default())
+                {
+                    out.push(StreamEvent::ToolCallArgs { index, partial });
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// Take in an event of any shape, read as a [`Value`].
+    fn on_value(
+        &mut self,
+        event: &str,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
         let v: Value = serde_json::from_str(data)
             .map_err(|e| LlmError::Decode(format!("{e} in {event} event")))?;
         let kind = v["type"].as_str().unwrap_or(event);
@@ -183,21 +272,6 @@ impl WireDecoder for AnthropicDecoder {
         }
         Ok(())
     }
-
-    fn finish(self: Box<Self>) -> Result<StreamEvent, LlmError> {
-        if !self.stopped && self.stop_reason.is_none() {
-            return Err(LlmError::TruncatedStream);
-        }
-        let calls = self
-            .asm
-            .finish(|| format!("toolu_{}", uuid::Uuid::now_v7().simple()));
-        Ok(StreamEvent::Done {
-            calls,
-            stop_reason: self.stop_reason,
-            response_id: self.response_id,
-            response_model: self.response_model,
-        })
-    }
 }
 
 /// A content block's `index`: required, an unsigned integer that fits a
@@ -254,5 +328,141 @@ impl Provider for Anthropic {
             self.retry,
             || Box::new(AnthropicDecoder::default()),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A delta in the usual shape is read without a `Value` tree, and that
+    /// reading agrees with the `Value` reading on everything it takes (the
+    /// events, the error, the decoder's state after); deltas of another
+    /// shape give way to the `Value` reading.
+    #[test]
+    fn the_usual_delta_reads_as_the_value_reading_does() {
+        let start = r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_file","input":{}}}"#;
+        // (event name, data, taken by the usual reading)
+        let deltas: &[(&str, &str, bool)] = &[
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi \"you\"\n"}}"#,
+                true,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}"#,
+                true,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"path\":"}}"#,
+                true,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"a.txt\"}"}}"#,
+                true,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#,
+                true,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}"#,
+                true,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta"}}"#,
+                true,
+            ),
+            (
+                "content_block_delta",
+                r#"{"index":0,"delta":{"type":"text_delta","text":"no type"}}"#,
+                false,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"ping","index":0,"delta":{"type":"text_delta","text":"x"}}"#,
+                false,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":4294967296,"delta":{"type":"text_delta","text":"x"}}"#,
+                false,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":-1,"delta":{}}"#,
+                false,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":"0","delta":{}}"#,
+                false,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":["text_delta","x"]}"#,
+                false,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":7}}"#,
+                false,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0}"#,
+                false,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"index":1,"delta":{"type":"text_delta","text":"d"}}"#,
+                false,
+            ),
+            (
+                "content_block_delta",
+                r#"["content_block_delta",0,{"type":"text_delta","text":"x"}]"#,
+                false,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\ud800"}}"#,
+                false,
+            ),
+            ("content_block_delta", r#"{"type":"content_bl"#, false),
+            (
+                "message_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"named otherwise"}}"#,
+                false,
+            ),
+        ];
+        for (event, data, usual) in deltas {
+            let taken = *event == "content_block_delta"
+                && serde_json::from_str::<Obj<BlockDelta<'_>>>(data).is_ok_and(|Obj(d)| {
+                    let mut probe = AnthropicDecoder::default();
+                    probe.on_block_delta(&d, &mut Vec::new())
+                });
+            assert_eq!(taken, *usual, "{data}");
+            let (mut fast, mut slow) = (AnthropicDecoder::default(), AnthropicDecoder::default());
+            for d in [&mut fast, &mut slow] {
+                d.on_value("content_block_start", start, &mut Vec::new())
+                    .expect("start");
+            }
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let ra = fast
+                .on_event(event, data, &mut a)
+                .map_err(|e| e.to_string());
+            let rb = slow
+                .on_value(event, data, &mut b)
+                .map_err(|e| e.to_string());
+            assert_eq!(ra, rb, "{data}");
+            assert_eq!(a, b, "{data}");
+            assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{data}");
+        }
     }
 }

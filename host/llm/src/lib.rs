@@ -16,6 +16,7 @@ mod assemble;
 mod error;
 mod http;
 pub mod limiter;
+mod object;
 pub mod openai;
 mod retry;
 pub mod schema;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize, de};
 use serde_json::Value;
 
 use super::assemble::ToolCallAssembler;
+use super::object::Obj;
 use super::wire::{Parts, WireFormat, join_messages};
 use super::{
     ChatRequest, ContentBlock, LlmError, Message, Role, StreamEvent, ToolDefinition, Usage,
@@ -263,27 +264,6 @@ fn usage_of(u: &Value) -> Usage {
         output_tokens: n(&u["completion_tokens"]),
         cache_read_tokens: cached,
         cache_write_tokens: 0,
-    }
-}
-
-/// `T` read from a JSON object only: a derived struct also takes an
-/// array, field by field, which the [`Value`] reading would not take as
-/// one.
-struct Obj<T>(T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Fields<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> de::Visitor<'de> for Fields<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(de::value::MapAccessDeserializer::new(map))
-            }
-        }
-        d.deserialize_map(Fields(std::marker::PhantomData)).map(Obj)
     }
 }
 
