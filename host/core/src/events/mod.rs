@@ -182,9 +182,9 @@ impl EventBus {
         store: &Store,
         task: &str,
         step: Step<'_>,
-        events: Vec<TaskEvent>,
+        mut events: Vec<TaskEvent>,
     ) -> Result<Committed, StoreError> {
-        let (step, recorded) = self.record(task, step, &events);
+        let (step, recorded) = self.record(task, step, &mut events);
         let bus = self.clone();
         let owner = task.to_owned();
         // Published by the committer the moment the step is durable.
@@ -202,9 +202,9 @@ impl EventBus {
         store: &Store,
         task: &str,
         step: Step<'_>,
-        events: Vec<TaskEvent>,
+        mut events: Vec<TaskEvent>,
     ) -> Result<Committed, StoreError> {
-        let (step, recorded) = self.record(task, step, &events);
+        let (step, recorded) = self.record(task, step, &mut events);
         let committed = store.commit_step(task, step)?;
         self.announce(task, events, &recorded, &committed);
         Ok(committed)
@@ -216,33 +216,33 @@ impl EventBus {
         &self,
         task: &str,
         mut step: Step<'a>,
-        events: &[TaskEvent],
+        events: &mut [TaskEvent],
     ) -> (Step<'a>, Vec<usize>) {
         let bound = self.lock().log.as_ref().is_some_and(|l| l.task_id == task);
         let mut recorded = Vec::with_capacity(events.len());
-        for (i, event) in events.iter().enumerate() {
+        for (i, event) in events.iter_mut().enumerate() {
             if !(bound && event.is_recorded()) {
                 continue;
             }
             // A result whose output the step's message holds is recorded
-            // without a second copy of it (read back from the message).
-            let lean = match event {
+            // without a second copy of it (read back from the message):
+            // the output is set aside while the event is written.
+            let kept = match event {
                 TaskEvent::ToolCallResult {
                     id,
-                    tool,
                     result: Ok(output),
-                    diff,
-                } if step.holds_output(id, output) => Some(TaskEvent::ToolCallResult {
-                    id: id.clone(),
-                    tool: tool.clone(),
-                    result: Ok(String::new()),
-                    diff: diff.clone(),
-                }),
+                    ..
+                } if step.holds_output(id, output) => Some(std::mem::take(output)),
                 _ => None,
             };
-            match serde_json::to_string(lean.as_ref().unwrap_or(event)) {
+            let json = serde_json::to_string(&*event);
+            let lean = kept.is_some();
+            if let (Some(output), TaskEvent::ToolCallResult { result, .. }) = (kept, &mut *event) {
+                *result = Ok(output);
+            }
+            match json {
                 Ok(json) => {
-                    step = if lean.is_some() {
+                    step = if lean {
                         step.result_event(json)
                     } else {
                         step.event(json)
