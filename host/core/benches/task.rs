@@ -10,7 +10,10 @@
 //! one host against two. P13: replies of 8 `read_file` calls, the reads
 //! run together against one after another.
 //! Run: `cargo bench -p roost-core --bench task` (one of them only: `-- p5`,
-//! `-- p6`, `-- p7`, `-- p8`, `-- p14`, `-- p17`, `-- p12`, `-- p13`). With
+//! `-- p6`, `-- p7`, `-- p8`, `-- p14`, `-- p17`, `-- p12`, `-- p13`).
+//! `ROOST_BENCH_RUNS=N` runs P6 N times, each in a process of its own, and
+//! prints the medians; `ROOST_BENCH_AGAINST=<another build of this bench>`
+//! alternates its runs with this build's (see `support/series.rs`). With
 //! `ROOST_BENCH_STORE=postgres`, P6 and P8 keep their tasks in a
 //! PostgreSQL started for the run (Debian's `postgresql`) instead of
 //! SQLite. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans and metrics are
@@ -24,6 +27,9 @@
 /// `Cargo.toml`), so the host is measured as it ships.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[path = "support/series.rs"]
+mod series;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -1004,6 +1010,17 @@ fn main() {
     let only_p12 = std::env::args().any(|a| a == "p12");
     let only_p14 = std::env::args().any(|a| a == "p14");
     let only_p6 = std::env::args().any(|a| a == "p6");
+    let runs = std::env::var("ROOST_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(1);
+    if only_p6 && runs > 1 {
+        series::p6_series(
+            runs,
+            std::env::var_os("ROOST_BENCH_AGAINST").map(Into::into),
+        );
+        return;
+    }
     let only_p7 = std::env::args().any(|a| a == "p7");
     let only_p8 = std::env::args().any(|a| a == "p8");
     let only_p5 = std::env::args().any(|a| a == "p5");
