@@ -1050,6 +1050,35 @@ fn write_alone(
 /// for the task to be scheduled again.
 pub type OnCommit = Box<dyn FnOnce(&Committed) + Send>;
 
+/// The lead of the shared commits, held by a step's task while it lets
+/// others queue theirs: a task cancelled meanwhile hands the lead to a
+/// committer of its own ([`Store::hand_over`]), so the steps queued behind
+/// it are still committed.
+struct Lead<'s> {
+    store: &'s Store,
+    held: bool,
+}
+
+impl Lead<'_> {
+    /// Commit what is queued, then let go of the lead (or hand it over when
+    /// more was queued meanwhile).
+    fn commit(mut self) {
+        self.held = false;
+        self.store.commit_queued();
+        if !self.store.group.release() {
+            self.store.hand_over();
+        }
+    }
+}
+
+impl Drop for Lead<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            self.store.hand_over();
+        }
+    }
+}
+
 /// A queued step and where its outcome goes.
 struct Job {
     task: String,
@@ -1200,20 +1229,44 @@ impl Store {
             done,
         });
         if self.group.try_lead() {
+            // Let the tasks ready to run on this worker queue their steps
+            // first, into the same transaction: a commit is written on the
+            // worker it starts on, so with one runtime worker (a one-CPU
+            // machine) nothing else ran while it was written and every
+            // step took a transaction of its own (19,000 for P6's 19,000
+            // steps; about 1,600 with the yield).
+            let lead = Lead {
+                store: self,
+                held: true,
+            };
+            tokio::task::yield_now().await;
             // Commit what is queued (this step first of all); hand what
             // others queue meanwhile to a committer of its own, so this
             // task is not held up committing everyone's steps.
-            self.commit_queued();
-            if !self.group.release() {
-                let store = self.clone();
-                tokio::spawn(async move { store.keep_committing().await });
-            }
+            lead.commit();
         }
         outcome.await.unwrap_or_else(|_| {
             Err(StoreError::Commit(
                 "the shared commit ended without an outcome".into(),
             ))
         })
+    }
+
+    /// Hand the lead held to a committer of its own: on the runtime when
+    /// there is one, else committing here until the queue is empty.
+    fn hand_over(&self) {
+        let store = self.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move { store.keep_committing().await });
+            }
+            Err(_) => loop {
+                store.commit_queued();
+                if store.group.is_empty() && store.group.release() {
+                    return;
+                }
+            },
+        }
     }
 
     /// The committer that took over: commit batches while steps keep

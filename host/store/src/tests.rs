@@ -2409,3 +2409,93 @@ fn a_build_without_postgres_says_so() {
     let e = Store::migrate(&location).expect_err("refused");
     assert!(e.to_string().contains("built without PostgreSQL"), "{e}");
 }
+
+/// Steps of tasks ready to run together share one transaction even with
+/// one runtime worker, where nothing else runs while a commit is written.
+async fn steps_ready_together_share_a_transaction_on_one_worker_on(b: Backend) {
+    let (_place, s) = store_on(b);
+    let tasks: Vec<TaskRecord> = (0..10).map(|_| new_task(&s)).collect();
+    let before = s.stats().transactions;
+    let mut handles = Vec::new();
+    for t in &tasks {
+        let (s, id) = (s.clone(), t.id.clone());
+        handles.push(tokio::spawn(async move {
+            let step = Step::new()
+                .ui(UiRow::say(UiSubtype::Text), "ready")
+                .prepare(&id)
+                .expect("prepared");
+            s.commit(&id, step).await.expect("committed")
+        }));
+    }
+    for h in handles {
+        assert_eq!(h.await.expect("joined").ui.len(), 1);
+    }
+    assert_eq!(
+        s.stats().transactions - before,
+        1,
+        "ten steps ready together, one transaction"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn steps_ready_together_share_a_transaction_on_one_worker_on_sqlite() {
+    steps_ready_together_share_a_transaction_on_one_worker_on(Backend::Sqlite).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "current_thread")]
+async fn steps_ready_together_share_a_transaction_on_one_worker_on_postgres() {
+    roost_testpg::skip_without_postgres!();
+    steps_ready_together_share_a_transaction_on_one_worker_on(Backend::Postgres).await;
+}
+
+/// A task cancelled while it leads the shared commit (letting others queue
+/// their steps) hands the lead over: its own step and the steps queued
+/// behind it are committed, in order.
+async fn a_leader_cancelled_while_others_queue_hands_over_on(b: Backend) {
+    use futures::FutureExt;
+    let (_place, s) = store_on(b);
+    let t = new_task(&s);
+    let say = |text: &'static str| {
+        Step::new()
+            .ui(UiRow::say(UiSubtype::Text), text)
+            .prepare(&t.id)
+            .expect("prepared")
+    };
+    let start = s.load_ui(&t.id).expect("ui").len();
+    // Polled once: it leads and yields; then it is dropped.
+    assert!(
+        s.commit(&t.id, say("cancelled")).now_or_never().is_none(),
+        "the leader lets others queue first"
+    );
+    // A lead nobody took over would hold this step forever: the bound
+    // turns that hang into a failure, it times nothing.
+    let next = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        s.commit(&t.id, say("next")),
+    )
+    .await
+    .expect("the lead was handed over, not left held")
+    .expect("committed");
+    let texts: Vec<String> = s
+        .load_ui(&t.id)
+        .expect("ui")
+        .into_iter()
+        .skip(start)
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(texts, ["cancelled", "next"], "both committed, in order");
+    assert_eq!(next.ui, vec![i64::try_from(start + 2).expect("small")]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_leader_cancelled_while_others_queue_hands_over_on_sqlite() {
+    a_leader_cancelled_while_others_queue_hands_over_on(Backend::Sqlite).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "current_thread")]
+async fn a_leader_cancelled_while_others_queue_hands_over_on_postgres() {
+    roost_testpg::skip_without_postgres!();
+    a_leader_cancelled_while_others_queue_hands_over_on(Backend::Postgres).await;
+}
