@@ -205,13 +205,19 @@ impl<T: Answers> Responder for T {
 }
 
 /// Answer every ask announced on `events` with `responder`, until the bus
-/// closes. Run it beside the task (for example in a `select!`).
+/// closes; when the front-end falls behind the bus, the questions `open`
+/// lists (those still open in the store) are answered instead of the
+/// announcements it missed. Run it beside the task (for example in a
+/// `select!`).
 pub async fn answer_asks(
     mut events: broadcast::Receiver<std::sync::Arc<Envelope>>,
     broker: &AskBroker,
     store: &Store,
     responder: &dyn Responder,
+    open: impl Fn() -> Vec<StoredAsk>,
 ) {
+    // Each question is put to the responder once, however it was seen.
+    let mut put = std::collections::HashSet::new();
     loop {
         let received = events.recv().await;
         match received.as_deref() {
@@ -220,17 +226,51 @@ pub async fn answer_asks(
                 event: TaskEvent::AskRequired { ask_id, ask, .. },
                 ..
             }) => {
-                let answer = responder.respond(ask).await;
-                if let Err(e) = broker.answer_shared(store, task_id, ask_id, answer).await {
-                    tracing::warn!("answer not taken: {e}");
+                if put.insert(ask_id.clone()) {
+                    answer_one(broker, store, responder, task_id, ask_id, ask).await;
                 }
             }
             Ok(_) => {}
+            // Fell behind (events come faster than this front-end runs):
+            // a question among the missed ones is still open in the store.
             Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!("the answering front-end fell {n} events behind");
+                tracing::warn!(
+                    "the answering front-end fell {n} events behind: answering the questions still open"
+                );
+                for a in open() {
+                    if put.contains(&a.ask_id) {
+                        continue;
+                    }
+                    match serde_json::from_str::<Ask>(&a.payload) {
+                        Ok(ask) => {
+                            put.insert(a.ask_id.clone());
+                            answer_one(broker, store, responder, &a.task_id, &a.ask_id, &ask).await;
+                        }
+                        Err(e) => tracing::warn!(
+                            task = %a.task_id,
+                            ask = %a.ask_id,
+                            "an open question does not decode: {e}"
+                        ),
+                    }
+                }
             }
             Err(broadcast::error::RecvError::Closed) => return,
         }
+    }
+}
+
+/// Put `ask` to `responder` and record its answer.
+async fn answer_one(
+    broker: &AskBroker,
+    store: &Store,
+    responder: &dyn Responder,
+    task_id: &str,
+    ask_id: &str,
+    ask: &Ask,
+) {
+    let answer = responder.respond(ask).await;
+    if let Err(e) = broker.answer_shared(store, task_id, ask_id, answer).await {
+        tracing::warn!("answer not taken: {e}");
     }
 }
 
@@ -320,4 +360,94 @@ pub async fn ask(
     let running = Step::new().status(TaskStatus::Running);
     events.commit(store, task, running, Vec::new()).await?;
     Ok(Some(answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::store::NewTask;
+
+    /// Says yes, and counts the questions it was put.
+    #[derive(Default)]
+    struct Counting(std::sync::atomic::AtomicUsize);
+
+    #[async_trait::async_trait]
+    impl Responder for Counting {
+        async fn respond(&self, _: &Ask) -> Answer {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Answer::Yes
+        }
+    }
+
+    fn envelope(task: &str, event: TaskEvent) -> Arc<Envelope> {
+        Arc::new(Envelope {
+            task_id: task.to_owned(),
+            seq: None,
+            event,
+        })
+    }
+
+    /// A front-end that fell behind the events (the announcement of a
+    /// question among those it missed) still answers every open question,
+    /// each once.
+    #[tokio::test]
+    async fn a_front_end_that_fell_behind_answers_what_is_still_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("roost.db")).expect("store");
+        let task = store
+            .create_task(&NewTask {
+                parent_id: None,
+                root_id: None,
+                mode: "code".into(),
+                workspace: "/ws".into(),
+                prompt: "p".into(),
+                provider: "scripted".into(),
+                model: "m".into(),
+                base_url: String::new(),
+                profile: String::new(),
+                settings: None,
+                owner: None,
+            })
+            .expect("task");
+        let ask = Ask::Followup {
+            question: "which one?".into(),
+            suggestions: Vec::new(),
+        };
+        let payload = serde_json::to_string(&ask).expect("json");
+        let stored = StoredAsk::open(&task.id, None, "followup", &payload);
+        store
+            .commit_step(&task.id, Step::new().ask(&stored))
+            .expect("asked");
+        // Capacity 2: the announcement and the events after it overflow it
+        // before the front-end reads anything.
+        let (tx, rx) = broadcast::channel(2);
+        let announced = TaskEvent::AskRequired {
+            ask_id: stored.ask_id.clone(),
+            text: "which one?".into(),
+            ask: ask.clone(),
+        };
+        tx.send(envelope(&task.id, announced.clone()))
+            .expect("sent");
+        for _ in 0..4 {
+            tx.send(envelope(
+                &task.id,
+                TaskEvent::MessageFinal {
+                    text: "later".into(),
+                },
+            ))
+            .expect("sent");
+        }
+        drop(tx);
+        let broker = AskBroker::default();
+        let responder = Counting::default();
+        let open = || store.open_asks(&task.id).expect("open asks");
+        answer_asks(rx, &broker, &store, &responder, open).await;
+        assert!(
+            store.open_asks(&task.id).expect("open").is_empty(),
+            "the missed question was answered"
+        );
+        assert_eq!(responder.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
 }

@@ -695,11 +695,31 @@ impl Engine {
         responder: &'a dyn Responder,
     ) -> Result<impl std::future::Future<Output = ()> + 'a, EngineError> {
         let events = self.subscribe(id)?;
+        let id = id.to_owned();
+        // What a front-end that fell behind answers: the open questions of
+        // the task and of its subtasks (theirs come on its bus too).
+        let open = move || {
+            let tree = self.records().subtree(&id).unwrap_or_else(|e| {
+                tracing::warn!(task = %id, "open questions not looked up: {e}");
+                Vec::new()
+            });
+            let mut open = Vec::new();
+            for listed in &tree {
+                match self.agent.store.open_asks(&listed.task.id) {
+                    Ok(asks) => open.extend(asks),
+                    Err(e) => {
+                        tracing::warn!(task = %listed.task.id, "open questions not looked up: {e}");
+                    }
+                }
+            }
+            open
+        };
         Ok(answer_asks(
             events,
             &self.agent.asks,
             &self.agent.store,
             responder,
+            open,
         ))
     }
 
