@@ -322,8 +322,9 @@ pub enum StoreError {
 /// A task as stored: the protocol's record.
 pub use roost_protocol::task::TaskRecord;
 
-/// What is needed to create a task.
-#[derive(Debug, Clone)]
+/// What is needed to create a task (`Default`: empty fields, for tests
+/// that need only some).
+#[derive(Debug, Clone, Default)]
 pub struct NewTask {
     /// Parent task, for subtasks.
     pub parent_id: Option<String>,

@@ -398,17 +398,10 @@ mod tests {
         let store = Store::open(&dir.path().join("roost.db")).expect("store");
         let task = store
             .create_task(&NewTask {
-                parent_id: None,
-                root_id: None,
                 mode: "code".into(),
                 workspace: "/ws".into(),
                 prompt: "p".into(),
-                provider: "scripted".into(),
-                model: "m".into(),
-                base_url: String::new(),
-                profile: String::new(),
-                settings: None,
-                owner: None,
+                ..NewTask::default()
             })
             .expect("task");
         let ask = Ask::Followup {
