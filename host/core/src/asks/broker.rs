@@ -443,4 +443,58 @@ mod tests {
         );
         assert_eq!(responder.0.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
+
+    /// A stored question that no longer decodes (a corrupted or foreign
+    /// record) is left open and said in the log, never guessed at; the
+    /// others are still answered.
+    #[tokio::test]
+    async fn a_question_that_does_not_decode_is_skipped_not_guessed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("roost.db")).expect("store");
+        let task = store
+            .create_task(&NewTask {
+                mode: "code".into(),
+                workspace: "/ws".into(),
+                prompt: "p".into(),
+                ..NewTask::default()
+            })
+            .expect("task");
+        let garbled = StoredAsk::open(&task.id, None, "followup", "{not json");
+        let good = StoredAsk::open(
+            &task.id,
+            None,
+            "completion",
+            &serde_json::to_string(&Ask::Completion {
+                result: "done".into(),
+            })
+            .expect("json"),
+        );
+        for a in [&garbled, &good] {
+            store
+                .commit_step(&task.id, Step::new().ask(a))
+                .expect("asked");
+        }
+        let (tx, rx) = broadcast::channel(1);
+        for _ in 0..3 {
+            tx.send(envelope(
+                &task.id,
+                TaskEvent::MessageFinal {
+                    text: "later".into(),
+                },
+            ))
+            .expect("sent");
+        }
+        drop(tx);
+        let responder = Counting::default();
+        let open = || store.open_asks(&task.id).expect("open asks");
+        answer_asks(rx, &AskBroker::default(), &store, &responder, open).await;
+        let left: Vec<String> = store
+            .open_asks(&task.id)
+            .expect("open")
+            .into_iter()
+            .map(|a| a.ask_id)
+            .collect();
+        assert_eq!(left, vec![garbled.ask_id], "only the garbled one left open");
+        assert_eq!(responder.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
 }

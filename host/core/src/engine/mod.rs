@@ -699,20 +699,10 @@ impl Engine {
         // What a front-end that fell behind answers: the open questions of
         // the task and of its subtasks (theirs come on its bus too).
         let open = move || {
-            let tree = self.records().subtree(&id).unwrap_or_else(|e| {
+            self.pending_asks_in_tree(&id).unwrap_or_else(|e| {
                 tracing::warn!(task = %id, "open questions not looked up: {e}");
                 Vec::new()
-            });
-            let mut open = Vec::new();
-            for listed in &tree {
-                match self.agent.store.open_asks(&listed.task.id) {
-                    Ok(asks) => open.extend(asks),
-                    Err(e) => {
-                        tracing::warn!(task = %listed.task.id, "open questions not looked up: {e}");
-                    }
-                }
-            }
-            open
+            })
         };
         Ok(answer_asks(
             events,
@@ -726,6 +716,17 @@ impl Engine {
     /// The questions task `task_id` waits on (open asks, oldest first).
     pub fn pending_asks(&self, task_id: &str) -> Result<Vec<StoredAsk>, EngineError> {
         Ok(self.agent.store.open_asks(task_id)?)
+    }
+
+    /// The questions task `task_id` and its subtasks wait on, oldest
+    /// first: one approver answers for a tree.
+    pub fn pending_asks_in_tree(&self, task_id: &str) -> Result<Vec<StoredAsk>, EngineError> {
+        let mut open = Vec::new();
+        for listed in self.records().subtree(task_id)? {
+            open.extend(self.pending_asks(&listed.task.id)?);
+        }
+        open.sort_by_key(|a| a.created_at);
+        Ok(open)
     }
 
     /// How many tasks this engine holds in memory (created, running, or

@@ -51,21 +51,11 @@ impl Session<'_> {
     /// longer decodes is left out (and logged), never guessed at.
     pub fn asks(&self, id: &str, tree: bool) -> Result<Vec<AskView>, SessionError> {
         let task = self.task(id)?;
-        let tasks: Vec<String> = if tree {
-            self.engine
-                .records()
-                .subtree(&task.task.id)?
-                .into_iter()
-                .map(|l| l.task.id)
-                .collect()
+        let open = if tree {
+            self.engine.pending_asks_in_tree(&task.task.id)?
         } else {
-            vec![task.task.id]
+            self.engine.pending_asks(&task.task.id)?
         };
-        let mut open = Vec::new();
-        for t in &tasks {
-            open.extend(self.engine.pending_asks(t)?);
-        }
-        open.sort_by_key(|a| a.created_at);
         Ok(open
             .into_iter()
             .filter_map(|a| match serde_json::from_str::<Ask>(&a.payload) {
