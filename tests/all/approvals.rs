@@ -9,6 +9,7 @@ use roost_core::engine::ResumeSpec;
 use roost_core::task::{Approval, ApprovalPolicy, TaskOutcome};
 use roost_core::tools::ToolGroup;
 use roost_protocol::Grant;
+use roost_protocol::events::TaskEvent;
 use roost_tests::harness::{call, complete, harness, turn};
 use roost_tests::user::ScriptedUser;
 use serde_json::json;
@@ -23,6 +24,70 @@ fn write(path: &str) -> serde_json::Value {
             json!({"path": path, "content": "x\n"}),
         )],
     )
+}
+
+/// A policy's approval of a call is a live signal, like a request's
+/// start: front-ends hear it (without a position), the log does not keep
+/// it, and the call runs without waiting on a commit for it; a person's
+/// approval is recorded. Either way the log keeps the requested call and
+/// its result, so a replay shows every call from request to result.
+#[tokio::test]
+async fn a_policys_approval_is_live_only_and_a_persons_is_recorded() {
+    let h = harness(
+        json!([
+            turn("", vec![call("read_file", json!({"path": "a.txt"}))]),
+            write("b.txt"),
+            complete("read and wrote")
+        ]),
+        ApprovalPolicy::from_groups("read").expect("policy"),
+    );
+    h.ws.write("a.txt", "a\n");
+    let mut live = h.events.subscribe();
+    let user = ScriptedUser::default().approve(Approval::Approve);
+    let (id, outcome) = h.run(&user, "read then write").await;
+    assert!(
+        matches!(outcome, TaskOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let mut heard = Vec::new();
+    while let Ok(ev) = live.try_recv() {
+        if let TaskEvent::ToolCallApproved { auto, .. } = ev.event {
+            heard.push((auto, ev.seq.is_some()));
+        }
+    }
+    assert_eq!(
+        heard,
+        vec![(true, false), (false, true)],
+        "the policy's approval live only, the person's with its position"
+    );
+    let (log, _) = h.engine().events_after(&id, 0).expect("the log");
+    let kept: Vec<String> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            TaskEvent::ToolCallRequested { tool, .. } => Some(format!("requested {tool}")),
+            TaskEvent::ToolCallApproved { auto, .. } => Some(format!("approved auto={auto}")),
+            TaskEvent::ToolCallResult { tool, .. } => Some(format!("result {tool}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            "requested read_file",
+            "result read_file",
+            "requested write_to_file",
+            "approved auto=false",
+            "result write_to_file",
+            "requested attempt_completion",
+            "result attempt_completion"
+        ]
+    );
+    let seqs: Vec<i64> = log.iter().filter_map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=i64::try_from(log.len()).expect("small")).collect::<Vec<_>>(),
+        "the log has no gaps where the policy's approval is not kept"
+    );
 }
 
 /// An "always" answer for the edit group: the next edit of the same task

@@ -93,7 +93,10 @@ pub enum TaskEvent {
         /// Arguments.
         args: serde_json::Value,
     },
-    /// A call was approved (by policy or the user).
+    /// A call was approved (by policy or the user). A person's approval
+    /// is recorded; a policy's is live only, like the request's start: the
+    /// log's requested call and its result already say all of it, and a
+    /// call the policy lets through starts without waiting on a commit.
     ToolCallApproved {
         /// Call id.
         id: String,
@@ -251,7 +254,9 @@ impl TaskEvent {
     /// Whether the event is recorded in the task's log. The live signals
     /// of a request in flight are not (the request started, the streamed
     /// text and arguments): the reply that follows them is, with the
-    /// request's UI row.
+    /// request's UI row. Nor are a running command's output (its result
+    /// is) and a policy's approval of a call (the requested call before it
+    /// and its result after it are; a person's approval is recorded).
     pub fn is_recorded(&self) -> bool {
         !matches!(
             self,
@@ -259,6 +264,7 @@ impl TaskEvent {
                 | Self::MessagePartial { .. }
                 | Self::ToolCallPartial { .. }
                 | Self::CommandOutput { .. }
+                | Self::ToolCallApproved { auto: true, .. }
         )
     }
 }
