@@ -251,6 +251,19 @@ impl DirFd {
         }
     }
 
+    /// A descriptor of its own on this same directory, opened from the
+    /// handle (`.`, nothing resolved by name) with `O_PATH`, as WASI opens
+    /// a preopen: what a call's sandbox mounts.
+    pub fn reopen_for_mount(&self) -> std::io::Result<File> {
+        let fd = rustix::fs::openat(
+            self,
+            ".",
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(File::from(fd))
+    }
+
     /// Another handle on the same directory.
     pub fn try_clone(&self) -> std::io::Result<Self> {
         Ok(Self {

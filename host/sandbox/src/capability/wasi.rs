@@ -8,16 +8,21 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+use wasmtime_wasi::filesystem::Dir;
+use wasmtime_wasi::{FsPerms, OpenMode, WasiCtx, WasiCtxBuilder};
 
 use super::dirfd::DirFd;
-use super::workspace::handle_path;
 use super::{GUEST_WORKSPACE, Grant, GrantError, Hidden, RelPath, Workspace, WorkspaceError};
 
 /// The sandbox of one call, plus the facts the plugin may ask about.
 pub struct Sandbox {
-    /// WASI context to put in the call's store.
+    /// WASI context to put in the call's store (no preopens: see `mounts`).
     pub ctx: WasiCtx,
+    /// The directories the guest gets from `wasi:filesystem/preopens`, with
+    /// the guest path of each: made from the handles the grant holds, so
+    /// WASI never opens a path for them (the host serves `get-directories`
+    /// from this list).
+    pub mounts: Vec<(Dir, String)>,
     /// Normalised write roots, workspace-relative (for `workspace-info`).
     pub write_roots: Vec<String>,
     /// What the workspace's `.rooignore` hides from the guest, whatever
@@ -36,7 +41,7 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
     // Blocking filesystem calls run on the calling thread instead of a hop
     // through tokio's blocking pool (measured ~5x faster for small reads);
     // nothing here can block indefinitely (see `plugins::special_files`).
-    // Must be set before the preopens, which capture it.
+    // The mounts below are made the same way.
     b.allow_blocking_current_thread(true);
     b.allow_tcp(false);
     b.allow_udp(false);
@@ -73,14 +78,14 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
         _ => Ok(()),
     };
 
+    let mut mounts = Vec::new();
     if let (true, Some(ws)) = (grant.read, ws.as_ref()) {
-        preopen(
-            &mut b,
+        mounts.push(mount(
             ws.root(),
             ws.host_path(),
             GUEST_WORKSPACE.to_owned(),
             FsPerms::ReadOnly,
-        )?;
+        )?);
     }
     if let (false, Some(ws)) = (grant.read, ws.as_ref()) {
         for root in &grant.read_roots {
@@ -93,7 +98,7 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
                 Err(e) => return Err(root_error(root, e)),
             };
             let host = ws.host_path().join(rel.to_path());
-            preopen(&mut b, &dir, &host, guest_path(&rel), FsPerms::ReadOnly)?;
+            mounts.push(mount(&dir, &host, guest_path(&rel), FsPerms::ReadOnly)?);
         }
     }
     let mut write_roots = Vec::new();
@@ -103,12 +108,13 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
             refuse_hidden(root, &rel)?;
             let dir = ws.ensure_dir_fd(&rel).map_err(|e| root_error(root, e))?;
             let host = ws.host_path().join(rel.to_path());
-            preopen(&mut b, &dir, &host, guest_path(&rel), FsPerms::ReadWrite)?;
+            mounts.push(mount(&dir, &host, guest_path(&rel), FsPerms::ReadWrite)?);
             write_roots.push(rel.as_string());
         }
     }
     Ok(Sandbox {
         ctx: b.build(),
+        mounts,
         write_roots,
         hidden: hidden.map(Arc::new),
     })
@@ -123,26 +129,27 @@ fn guest_path(rel: &RelPath) -> String {
     }
 }
 
-/// Mount the directory `dir` holds (`host` names it in errors) at
-/// `guest`: WASI takes a path, so it is given one that opens exactly that
-/// handle's directory.
-fn preopen(
-    b: &mut WasiCtxBuilder,
+/// The directory `dir` holds (`host` names it in errors), to be mounted
+/// at `guest`: a descriptor of its own (`O_PATH`, as WASI opens a
+/// preopen) opened from the handle itself, so no path is resolved again
+/// between the grant's checks and the guest's use. (WASI's own preopens
+/// take a path; naming a handle by `/proc/self/fd/N` cost a walk through
+/// procfs on every call.)
+fn mount(
     dir: &DirFd,
     host: &Path,
     guest: String,
     perms: FsPerms,
-) -> Result<(), GrantError> {
-    let by_handle = handle_path(dir).map_err(|source| GrantError::Io {
+) -> Result<(Dir, String), GrantError> {
+    let dir_file = dir.reopen_for_mount().map_err(|e| GrantError::Preopen {
         path: host.to_path_buf(),
-        source,
+        message: e.to_string(),
     })?;
-    b.preopened_dir(&by_handle, guest, perms)
-        .map(|_| ())
-        .map_err(|e| GrantError::Preopen {
-            path: host.to_path_buf(),
-            message: e.to_string(),
-        })
+    let mode = match perms {
+        FsPerms::ReadOnly => OpenMode::READ,
+        FsPerms::ReadWrite => OpenMode::READ | OpenMode::WRITE,
+    };
+    Ok((Dir::new(dir_file, perms, mode, true), guest))
 }
 
 /// A grant's root as a normalised workspace path.
@@ -157,5 +164,37 @@ fn root_error(root: &Path, e: WorkspaceError) -> GrantError {
     GrantError::RootEscapes {
         root: root.to_path_buf(),
         reason: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+
+    /// A mount is the directory the handle holds, whatever its path names
+    /// by the time the call is made: here the workspace was moved away and
+    /// another directory put at its path after the handle was taken.
+    #[test]
+    fn a_mount_is_the_held_directory_not_what_its_path_names_now() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir(&ws).expect("ws");
+        let held = DirFd::open_ambient(&ws).expect("held");
+        std::fs::rename(&ws, tmp.path().join("moved")).expect("moved");
+        std::fs::create_dir(&ws).expect("another ws");
+        let (dir, guest) =
+            mount(&held, &ws, "/workspace".into(), FsPerms::ReadWrite).expect("mount");
+        assert_eq!(guest, "/workspace");
+        assert_eq!(dir.perms, FsPerms::ReadWrite);
+        assert_eq!(dir.open_mode, OpenMode::READ | OpenMode::WRITE);
+        let mounted = dir.dir.metadata().expect("stat").ino();
+        let moved = std::fs::metadata(tmp.path().join("moved"))
+            .expect("stat")
+            .ino();
+        let now_there = std::fs::metadata(&ws).expect("stat").ino();
+        assert_eq!(mounted, moved);
+        assert_ne!(mounted, now_there);
     }
 }

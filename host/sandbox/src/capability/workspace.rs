@@ -15,7 +15,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
@@ -906,18 +905,6 @@ fn lexical(path: &Path) -> PathBuf {
         }
     }
     out
-}
-
-/// A path that opens exactly the directory `dir` holds, whatever its
-/// name leads to now (`/proc/self/fd/N`, on a checked procfs), for an API
-/// that takes only paths (WASI preopens): the directory is decided on the
-/// handle, not on a path checked before.
-pub(crate) fn handle_path(dir: &impl AsFd) -> std::io::Result<PathBuf> {
-    rustix_linux_procfs::proc_self_fd().map_err(std::io::Error::from)?;
-    Ok(PathBuf::from(format!(
-        "/proc/self/fd/{}",
-        dir.as_fd().as_raw_fd()
-    )))
 }
 
 /// Why opening the regular file `name` in `dir` failed, in words: a

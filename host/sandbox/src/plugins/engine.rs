@@ -289,6 +289,8 @@ impl PluginEngine {
             .map_err(|e| PluginError::Engine(format!("cannot guard open-at: {e:#}")))?;
         super::hidden_paths::hide_ignored_paths(&mut linker)
             .map_err(|e| PluginError::Engine(format!("cannot hide .rooignore'd paths: {e:#}")))?;
+        super::preopens::mount_held_directories(&mut linker)
+            .map_err(|e| PluginError::Engine(format!("cannot mount held directories: {e:#}")))?;
         // Roost's own interfaces, in every version the host loads (WASI,
         // added above, is shared by all).
         wit_host::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
@@ -566,15 +568,7 @@ impl PluginEngine {
             Arc::clone(&self.config.resolver),
             log,
         );
-        let state = CallState::new(
-            name,
-            sandbox.ctx,
-            hooks,
-            CallLimiter::new(limits),
-            grant.read,
-            sandbox.write_roots,
-            sandbox.hidden,
-        );
+        let state = CallState::new(name, sandbox, hooks, CallLimiter::new(limits), grant.read);
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.epoch_deadline_callback(move |_| {

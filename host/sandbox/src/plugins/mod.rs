@@ -15,6 +15,7 @@ mod error;
 mod hidden_paths;
 mod hook;
 mod http;
+mod preopens;
 mod skill;
 mod special_files;
 mod state;

@@ -7,11 +7,13 @@ use std::sync::Arc;
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits};
+use wasmtime_wasi::filesystem::Dir;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::tool_plugin::roost::plugin::{host, types};
 use super::http::EgressHooks;
+use crate::capability::wasi::Sandbox;
 use crate::capability::{GUEST_WORKSPACE, Hidden};
 
 /// Longest log line a plugin may send; longer ones are cut.
@@ -28,6 +30,9 @@ pub struct CallState {
     pub(crate) http_hooks: EgressHooks,
     pub(crate) limiter: CallLimiter,
     pub(crate) readable: bool,
+    /// The directories `get-directories` gives the guest (see
+    /// `plugins::preopens`).
+    pub(crate) mounts: Vec<(Dir, String)>,
     pub(crate) write_roots: Vec<String>,
     /// What `.rooignore` hides from this call (`None`: nothing).
     pub(crate) hidden: Option<Arc<Hidden>>,
@@ -38,25 +43,25 @@ pub struct CallState {
 }
 
 impl CallState {
+    /// The state of one call of `plugin` in `sandbox`.
     pub(crate) fn new(
         plugin: &str,
-        wasi: WasiCtx,
+        sandbox: Sandbox,
         http_hooks: EgressHooks,
         limiter: CallLimiter,
         readable: bool,
-        write_roots: Vec<String>,
-        hidden: Option<Arc<Hidden>>,
     ) -> Self {
         Self {
             plugin: plugin.to_owned(),
-            wasi,
+            wasi: sandbox.ctx,
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
             http_hooks,
             limiter,
             readable,
-            write_roots,
-            hidden,
+            mounts: sandbox.mounts,
+            write_roots: sandbox.write_roots,
+            hidden: sandbox.hidden,
             listings: Default::default(),
             log_lines: 0,
         }
