@@ -113,7 +113,14 @@ impl RequestCache {
                 Some((k, bytes)) if k == key => bytes,
                 _ => {
                     let mut out = Vec::new();
-                    wire.message(&mut out, &group.merged(history.visible(), summary))?;
+                    match group.alone(history.visible()) {
+                        // Most groups are one stored message: encoded as
+                        // it is, not copied into a merged one first.
+                        Some(m) => wire.message(&mut out, m)?,
+                        None => {
+                            wire.message(&mut out, &group.merged(history.visible(), summary))?;
+                        }
+                    }
                     out
                 }
             };
@@ -204,6 +211,14 @@ impl Group {
             newest,
             self.pieces.contains(&Piece::Summary),
         )
+    }
+
+    /// The group's message when it is one stored message alone.
+    fn alone<'h>(&self, visible: &'h [StoredMessage]) -> Option<&'h Message> {
+        match self.pieces.as_slice() {
+            [Piece::Stored(i)] => visible.get(*i).map(|m| &m.message),
+            _ => None,
+        }
     }
 
     /// The group as one message, as [`model_history`] merges it.

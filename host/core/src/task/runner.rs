@@ -1145,7 +1145,19 @@ impl Agent {
                 history
                     .record_result(
                         results_seq,
-                        results.clone(),
+                        // The history keeps the message; the loop keeps
+                        // adding to it while calls follow.
+                        if last {
+                            std::mem::replace(
+                                &mut results,
+                                Message {
+                                    role: Role::User,
+                                    content: Vec::new(),
+                                },
+                            )
+                        } else {
+                            results.clone()
+                        },
                         ResultStep {
                             ui: ui.as_ref().map(|(subtype, text)| (*subtype, text.as_str())),
                             status,
