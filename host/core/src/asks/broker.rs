@@ -381,6 +381,33 @@ mod tests {
         }
     }
 
+    /// A store in `dir` with one task in it.
+    fn store_with_task(dir: &std::path::Path) -> (Store, crate::store::TaskRecord) {
+        let store = Store::open(&dir.join("roost.db")).expect("store");
+        let task = store
+            .create_task(&NewTask {
+                mode: "code".into(),
+                workspace: "/ws".into(),
+                prompt: "p".into(),
+                ..NewTask::default()
+            })
+            .expect("task");
+        (store, task)
+    }
+
+    /// `n` events of `task` that are no question, sent on `tx`.
+    fn send_later(tx: &broadcast::Sender<Arc<Envelope>>, task: &str, n: usize) {
+        for _ in 0..n {
+            tx.send(envelope(
+                task,
+                TaskEvent::MessageFinal {
+                    text: "later".into(),
+                },
+            ))
+            .expect("sent");
+        }
+    }
+
     fn envelope(task: &str, event: TaskEvent) -> Arc<Envelope> {
         Arc::new(Envelope {
             task_id: task.to_owned(),
@@ -395,15 +422,7 @@ mod tests {
     #[tokio::test]
     async fn a_front_end_that_fell_behind_answers_what_is_still_open() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(&dir.path().join("roost.db")).expect("store");
-        let task = store
-            .create_task(&NewTask {
-                mode: "code".into(),
-                workspace: "/ws".into(),
-                prompt: "p".into(),
-                ..NewTask::default()
-            })
-            .expect("task");
+        let (store, task) = store_with_task(dir.path());
         let ask = Ask::Followup {
             question: "which one?".into(),
             suggestions: Vec::new(),
@@ -423,15 +442,7 @@ mod tests {
         };
         tx.send(envelope(&task.id, announced.clone()))
             .expect("sent");
-        for _ in 0..4 {
-            tx.send(envelope(
-                &task.id,
-                TaskEvent::MessageFinal {
-                    text: "later".into(),
-                },
-            ))
-            .expect("sent");
-        }
+        send_later(&tx, &task.id, 4);
         drop(tx);
         let broker = AskBroker::default();
         let responder = Counting::default();
@@ -450,15 +461,7 @@ mod tests {
     #[tokio::test]
     async fn a_question_that_does_not_decode_is_skipped_not_guessed() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(&dir.path().join("roost.db")).expect("store");
-        let task = store
-            .create_task(&NewTask {
-                mode: "code".into(),
-                workspace: "/ws".into(),
-                prompt: "p".into(),
-                ..NewTask::default()
-            })
-            .expect("task");
+        let (store, task) = store_with_task(dir.path());
         let garbled = StoredAsk::open(&task.id, None, "followup", "{not json");
         let good = StoredAsk::open(
             &task.id,
@@ -475,15 +478,7 @@ mod tests {
                 .expect("asked");
         }
         let (tx, rx) = broadcast::channel(1);
-        for _ in 0..3 {
-            tx.send(envelope(
-                &task.id,
-                TaskEvent::MessageFinal {
-                    text: "later".into(),
-                },
-            ))
-            .expect("sent");
-        }
+        send_later(&tx, &task.id, 3);
         drop(tx);
         let responder = Counting::default();
         let open = || store.open_asks(&task.id).expect("open asks");
