@@ -938,6 +938,74 @@ async fn a_front_end_that_reconnects_gets_what_it_missed() {
 const APPENDS: usize = 150;
 
 /// Not a test on its own: the child process of
+/// A new task's creation and start are recorded by the transaction that
+/// creates it: a process that dies before the task runs leaves a log that
+/// says how it began. They go out to front-ends only as it starts, once,
+/// at their positions; a front-end that reads the log back in between is
+/// handed them by its receiver, not twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_tasks_opening_events_are_recorded_as_it_is_created() {
+    let data = TestWorkspace::new();
+    let ws = TestWorkspace::new();
+    let (engine, _) = engine_with(
+        json!([complete("nothing to do")]),
+        ApprovalPolicy::yes(),
+        &data,
+    );
+    let id = create(&engine, "finish", ws.path());
+    let store = &engine.agent().store;
+    let logged: Vec<(i64, TaskEvent)> = store
+        .events_after(&id, 0, 10)
+        .expect("log")
+        .into_iter()
+        .map(|row| {
+            let event = serde_json::from_str(&row.event).expect("an event");
+            (row.seq, event)
+        })
+        .collect();
+    assert!(
+        matches!(
+            logged.as_slice(),
+            [
+                (1, TaskEvent::TaskCreated { .. }),
+                (2, TaskEvent::TaskStarted { resumed: false })
+            ]
+        ),
+        "recorded with the task, before it runs: {logged:?}"
+    );
+    let (past, rx) = engine.events_after(&id, 0).expect("replay");
+    assert!(past.is_empty(), "not yet announced: {past:?}");
+    let mut rx = rx.expect("held here");
+    say_yes(&engine, &id);
+    engine.start(&id).expect("started");
+    let mut seqs = Vec::new();
+    let mut kinds = Vec::new();
+    loop {
+        let ev = rx.recv().await.expect("event");
+        if let Some(seq) = ev.seq {
+            seqs.push(seq);
+            kinds.push(ev.event.clone());
+        }
+        if matches!(ev.event, TaskEvent::Completed { .. }) {
+            break;
+        }
+    }
+    assert!(
+        matches!(
+            kinds.as_slice(),
+            [
+                TaskEvent::TaskCreated { .. },
+                TaskEvent::TaskStarted { resumed: false },
+                ..
+            ]
+        ),
+        "announced first as it starts: {kinds:?}"
+    );
+    let last = *seqs.last().expect("events");
+    assert_eq!(seqs, (1..=last).collect::<Vec<_>>(), "each once, in order");
+    engine.wait(&id).await.expect("outcome");
+}
+
 /// [`two_processes_append_to_one_store_without_collisions`], which runs
 /// this binary again with the store, task and its name in the environment.
 #[test]

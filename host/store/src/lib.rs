@@ -322,6 +322,18 @@ pub enum StoreError {
 /// A task as stored: the protocol's record.
 pub use roost_protocol::task::TaskRecord;
 
+/// A task created claimed ([`Store::create_claimed_task`]).
+#[derive(Debug)]
+pub struct ClaimedTask {
+    /// Its record as inserted.
+    pub task: TaskRecord,
+    /// This process's claim on it.
+    pub claim: TaskClaim,
+    /// What its first step took: the positions of the events it recorded,
+    /// for the run to announce as it starts.
+    pub first: Committed,
+}
+
 /// What is needed to create a task (`Default`: empty fields, for tests
 /// that need only some).
 #[derive(Debug, Clone, Default)]
@@ -587,6 +599,7 @@ impl Store {
     ) -> Result<TaskRecord, StoreError> {
         let id = uuid::Uuid::now_v7().to_string();
         self.insert_task(&id, new, first, None)
+            .map(|(task, _)| task)
     }
 
     /// [`Store::create_task_with`] for a task this process runs: its claim
@@ -597,21 +610,23 @@ impl Store {
         &self,
         new: &NewTask,
         first: Step<'_>,
-    ) -> Result<(TaskRecord, TaskClaim), StoreError> {
+    ) -> Result<ClaimedTask, StoreError> {
         let id = uuid::Uuid::now_v7().to_string();
         let (claim, mine) = self.claim_new(&id)?;
-        Ok((self.insert_task(&id, new, first, Some(&mine))?, claim))
+        let (task, first) = self.insert_task(&id, new, first, Some(&mine))?;
+        Ok(ClaimedTask { task, claim, first })
     }
 
     /// Insert task `id` with its first step, claimed by `claimed_by` when
-    /// given, in one transaction; its record as inserted.
+    /// given, in one transaction; its record as inserted and what the
+    /// step took.
     fn insert_task(
         &self,
         id: &str,
         new: &NewTask,
         first: Step<'_>,
         claimed_by: Option<&str>,
-    ) -> Result<TaskRecord, StoreError> {
+    ) -> Result<(TaskRecord, Committed), StoreError> {
         let first = first.prepare(id)?;
         let root = new.root_id.clone().unwrap_or_else(|| id.to_owned());
         let now = now_ms();
@@ -629,7 +644,7 @@ impl Store {
         // On PostgreSQL one round trip: its key is taken ahead, so its row,
         // its first step's rows, its claim and the work queue's wake-up
         // all go with the `BEGIN` and the `COMMIT`.
-        self.db.write_once(
+        let committed = self.db.write_once(
             |c| {
                 let key = c.task_key()?;
                 let values = params![
@@ -656,7 +671,7 @@ impl Store {
                     }
                     None => c.one(insert_task!(" RETURNING k"), values)?.get(0)?,
                 };
-                step::write_prepared(
+                let committed = step::write_prepared(
                     c,
                     id,
                     &first,
@@ -673,11 +688,11 @@ impl Store {
                 if c.dialect() == db::Dialect::Postgres && new.parent_id.is_none() {
                     c.later("SELECT pg_notify('roost_queue', '')", params![])?;
                 }
-                Ok(())
+                Ok(committed)
             },
             |c| task_landed(c, id),
         )?;
-        Ok(TaskRecord {
+        let task = TaskRecord {
             id: id.to_owned(),
             parent_id: new.parent_id.clone(),
             root_id: root,
@@ -696,7 +711,8 @@ impl Store {
             active_intent: None,
             settings: new.settings.clone(),
             owner: new.owner.clone(),
-        })
+        };
+        Ok((task, committed))
     }
 
     /// Record that a task continues on another endpoint (the user named it

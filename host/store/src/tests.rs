@@ -816,7 +816,7 @@ fn a_task_created_claimed_is_held_from_its_first_commit(b: Backend) {
     let (dir, s) = store_on(b);
     let mut owned = spec();
     owned.owner = Some("tenant".into());
-    let (t, claim) = s
+    let crate::ClaimedTask { task: t, claim, .. } = s
         .create_claimed_task(&owned, Step::new())
         .expect("created claimed");
     assert_eq!(
@@ -1084,8 +1084,10 @@ fn claims_are_released_with_shared_commits_on(b: Backend) {
         .expect("runtime");
     let claimed: Vec<(TaskRecord, crate::TaskClaim)> = (0..20)
         .map(|_| {
-            s.create_claimed_task(&spec(), Step::new())
-                .expect("created")
+            let c = s
+                .create_claimed_task(&spec(), Step::new())
+                .expect("created");
+            (c.task, c.claim)
         })
         .collect();
     let other = dir.reopen();
@@ -1387,7 +1389,9 @@ fn what_a_run_starts_from_reads_as_it_was_written(b: Backend) {
         ..spec()
     };
     let first = Message::user_text("<task>\nchild\n</task>");
-    let (child, claim) = s
+    let crate::ClaimedTask {
+        task: child, claim, ..
+    } = s
         .create_claimed_task(&child_spec, Step::new().append(&first))
         .expect("created");
     assert_eq!(child, s.get_task(&child.id).expect("stored"));
@@ -1523,7 +1527,7 @@ fn a_task_is_created_in_one_round_trip_on_postgres() {
         // counted.
         for round in 0..2 {
             let before = s.stats();
-            let (t, claim) = s
+            let crate::ClaimedTask { task: t, claim, .. } = s
                 .create_claimed_task(
                     &spec(),
                     Step::new()
@@ -1701,14 +1705,14 @@ fn a_creation_cut_off_in_its_one_round_trip_lands_once() {
     let s = Store::open_at(&StoreLocation::Postgres(through)).expect("opens");
     let direct = Store::open_at(&StoreLocation::Postgres(url)).expect("opens");
     // Registers this host, prepares the statements, takes task keys.
-    let (_, warm) = s
+    let crate::ClaimedTask { claim: warm, .. } = s
         .create_claimed_task(&spec(), Step::new())
         .expect("created");
     drop(warm);
     for cut in [Cut::AfterCommitSent, Cut::BeforeSent] {
         proxy.cut_next(cut);
         let first = Message::user_text(format!("cut {cut:?}"));
-        let (t, claim) = s
+        let crate::ClaimedTask { task: t, claim, .. } = s
             .create_claimed_task(&spec(), Step::new().append(&first))
             .unwrap_or_else(|e| panic!("created despite the cut ({cut:?}): {e}"));
         assert_eq!(

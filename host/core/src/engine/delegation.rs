@@ -143,7 +143,7 @@ impl Spawner for Engine {
                 }));
             }
         };
-        let (mut task, claim) = self
+        let mut new = self
             .agent
             .create_claimed(&Creation {
                 prompt: &child.message,
@@ -161,15 +161,15 @@ impl Spawner for Engine {
         // to its bound: `intents::bound`), recorded as any selection is.
         if let Some(intent) = settings.inherited.intent.as_deref() {
             store
-                .set_active_intent(&task.id, Some(intent))
+                .set_active_intent(&new.task.id, Some(intent))
                 .and_then(|()| {
-                    store.append_ui(&task.id, UiRow::say(UiSubtype::IntentSelected), intent)
+                    store.append_ui(&new.task.id, UiRow::say(UiSubtype::IntentSelected), intent)
                 })
                 .map_err(|e| refused(e.into()))?;
-            task.active_intent = Some(intent.to_owned());
+            new.task.active_intent = Some(intent.to_owned());
         }
-        let id = task.id.clone();
-        let (events, _) = self.register(&id, setup, Begin::New(claim, Box::new(task)));
+        let id = new.task.id.clone();
+        let (events, _) = self.register(&id, setup, Begin::New(Box::new(new)));
         let rx = events.subscribe();
         self.start_in_tree(&parent.root_id, &id, Some(&settings));
         Ok((id, rx))

@@ -41,10 +41,10 @@ use crate::asks::Answer;
 use crate::config::RecordedEndpoint;
 use crate::events::{Envelope, EventBus, Subscription, recorded_after};
 use crate::llm::Role;
-use crate::store::{HostRequest, StoredAsk, TaskClaim};
+use crate::store::{HostRequest, StoredAsk};
 use crate::task::{
-    Agent, ApprovalPolicy, Control, Creation, Responder, TaskError, TaskOutcome, WorkspaceCheck,
-    answer_asks,
+    Agent, ApprovalPolicy, Control, Creation, NewRun, Responder, TaskError, TaskOutcome,
+    WorkspaceCheck, answer_asks,
 };
 use crate::turn::{Lent, SpawnHandle, Spawner, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
@@ -99,7 +99,7 @@ enum Begin {
     /// A new task, with the claim its creation took and its record as
     /// created (nothing changes it before it starts: a created task is
     /// not resumable elsewhere, and it is claimed).
-    New(TaskClaim, Box<TaskRecord>),
+    New(Box<NewRun>),
     /// A stored task, from its history (it claims the task as it starts).
     Resume,
 }
@@ -346,11 +346,11 @@ impl Engine {
         parent: Option<&TaskRecord>,
         owner: Option<&str>,
     ) -> Result<String, EngineError> {
-        let ((task, claim), setup) = self.record(spec, settings, parent, owner, |c| {
+        let (new, setup) = self.record(spec, settings, parent, owner, |c| {
             self.agent.create_claimed(c)
         })?;
-        let id = task.id.clone();
-        self.register(&id, setup, Begin::New(claim, Box::new(task)));
+        let id = new.task.id.clone();
+        self.register(&id, setup, Begin::New(Box::new(new)));
         Ok(id)
     }
 
@@ -522,9 +522,9 @@ impl Engine {
                         .resume(&task_id, setup, &check, &loop_events, &control)
                         .await
                 }
-                Begin::New(claim, task) => {
+                Begin::New(new) => {
                     agent
-                        .run_created(*task, claim, setup, &check, &loop_events, &control)
+                        .run_created(*new, setup, &check, &loop_events, &control)
                         .await
                 }
             }

@@ -215,44 +215,24 @@ impl EventBus {
     fn record<'a>(
         &self,
         task: &str,
-        mut step: Step<'a>,
+        step: Step<'a>,
         events: &mut [TaskEvent],
     ) -> (Step<'a>, Vec<usize>) {
         let bound = self.lock().log.as_ref().is_some_and(|l| l.task_id == task);
-        let mut recorded = Vec::with_capacity(events.len());
-        for (i, event) in events.iter_mut().enumerate() {
-            if !(bound && event.is_recorded()) {
-                continue;
-            }
-            // A result whose output the step's message holds is recorded
-            // without a second copy of it (read back from the message):
-            // the output is set aside while the event is written.
-            let kept = match event {
-                TaskEvent::ToolCallResult {
-                    id,
-                    result: Ok(output),
-                    ..
-                } if step.holds_output(id, output) => Some(std::mem::take(output)),
-                _ => None,
-            };
-            let json = serde_json::to_string(&*event);
-            let lean = kept.is_some();
-            if let (Some(output), TaskEvent::ToolCallResult { result, .. }) = (kept, &mut *event) {
-                *result = Ok(output);
-            }
-            match json {
-                Ok(json) => {
-                    step = if lean {
-                        step.result_event(json)
-                    } else {
-                        step.event(json)
-                    };
-                    recorded.push(i);
-                }
-                Err(e) => tracing::warn!(task_id = task, "event not recorded: {e}"),
-            }
-        }
-        (step, recorded)
+        record_in(task, step, events, bound)
+    }
+
+    /// Broadcast the events a new task's creation recorded
+    /// ([`record_in`], positions in `committed`), as its run starts on
+    /// this bus: they were durable before anyone could follow the task.
+    pub(crate) fn announce_opening(
+        &self,
+        task: &str,
+        events: Vec<TaskEvent>,
+        recorded: &[usize],
+        committed: &Committed,
+    ) {
+        self.announce(task, events, recorded, committed);
     }
 
     /// Broadcast `events` of a committed step, the recorded ones (at
@@ -335,6 +315,51 @@ impl EventBus {
         };
         Ok((past, rx))
     }
+}
+
+/// Add `events` that are recorded (all of them when `bound`: the bus the
+/// step goes through follows `task`'s log) to `step`; returns it and which
+/// of `events` it records.
+pub(crate) fn record_in<'a>(
+    task: &str,
+    mut step: Step<'a>,
+    events: &mut [TaskEvent],
+    bound: bool,
+) -> (Step<'a>, Vec<usize>) {
+    let mut recorded = Vec::with_capacity(events.len());
+    for (i, event) in events.iter_mut().enumerate() {
+        if !(bound && event.is_recorded()) {
+            continue;
+        }
+        // A result whose output the step's message holds is recorded
+        // without a second copy of it (read back from the message):
+        // the output is set aside while the event is written.
+        let kept = match event {
+            TaskEvent::ToolCallResult {
+                id,
+                result: Ok(output),
+                ..
+            } if step.holds_output(id, output) => Some(std::mem::take(output)),
+            _ => None,
+        };
+        let json = serde_json::to_string(&*event);
+        let lean = kept.is_some();
+        if let (Some(output), TaskEvent::ToolCallResult { result, .. }) = (kept, &mut *event) {
+            *result = Ok(output);
+        }
+        match json {
+            Ok(json) => {
+                step = if lean {
+                    step.result_event(json)
+                } else {
+                    step.event(json)
+                };
+                recorded.push(i);
+            }
+            Err(e) => tracing::warn!(task_id = task, "event not recorded: {e}"),
+        }
+    }
+    (step, recorded)
 }
 
 /// Events a replay reads at a time: between pages the read connection is

@@ -297,7 +297,7 @@ mod tests {
         let step = Step::new()
             .ui(UiRow::say(UiSubtype::Text), prompt)
             .append(&first);
-        let (task, _claim) = store.create_claimed_task(&new, step).expect("created");
+        let task = store.create_claimed_task(&new, step).expect("created").task;
         let opened = History::opened(&store, &task);
         let loaded = History::load(&store, &task.id).expect("loaded");
         assert_eq!(opened.visible(), loaded.visible());

@@ -30,6 +30,6 @@ pub use crate::tools::native;
 pub use crate::tools::{Access, HOST, RegisteredTool, Registry, RegistryError};
 pub use crate::turn::{Price, Services, TaskConfig, TaskError, TaskOutcome};
 pub use roost_protocol::task::ApprovalPolicy;
-pub use runner::Creation;
+pub use runner::{Creation, NewRun};
 pub use status::TaskStatus;
 pub use workspace::{PinnedWorkspace, WorkspaceCheck};

@@ -38,7 +38,9 @@ use crate::llm::{
 };
 use crate::modes::ModeSet;
 use crate::skills;
-use crate::store::{NewTask, Step, StoreError, TaskClaim, TaskRecord, TaskStatus};
+use crate::store::{
+    ClaimedTask, Committed, NewTask, Step, StoreError, TaskClaim, TaskRecord, TaskStatus,
+};
 use crate::tools::{Registry, ToolSpec};
 use crate::turn::{Ctx, RepetitionDetector, RunState, Site, TaskError, TaskOutcome, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
@@ -104,6 +106,27 @@ struct Said {
     first_chunk: Option<std::time::Duration>,
 }
 
+/// A task created for this process to run ([`Agent::create_claimed`]):
+/// its record, its claim, and the events its creation recorded (its
+/// creation and its start) with their positions, which its run announces
+/// as it begins.
+pub struct NewRun {
+    /// Its record as created.
+    pub task: TaskRecord,
+    claim: TaskClaim,
+    opening: Vec<TaskEvent>,
+    recorded: Vec<usize>,
+    first: Committed,
+}
+
+impl std::fmt::Debug for NewRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewRun")
+            .field("task", &self.task.id)
+            .finish()
+    }
+}
+
 impl Agent {
     /// Every tool offered to the model: plugin tools and host-native ones.
     pub fn tool_specs(&self) -> Vec<&ToolSpec> {
@@ -117,9 +140,28 @@ impl Agent {
     }
 
     /// [`Agent::create`] for a task this process is to run
-    /// ([`Agent::run_created`]): claimed in the creating transaction.
-    pub fn create_claimed(&self, c: &Creation<'_>) -> Result<(TaskRecord, TaskClaim), TaskError> {
-        self.create_with(c, |new, first| self.store.create_claimed_task(new, first))
+    /// ([`Agent::run_created`]): claimed in the creating transaction,
+    /// which records its creation and its start too (its run announces
+    /// them as it begins: no step of their own).
+    pub fn create_claimed(&self, c: &Creation<'_>) -> Result<NewRun, TaskError> {
+        self.create_with(c, |new, first| {
+            let mut opening = vec![
+                TaskEvent::TaskCreated {
+                    mode: new.mode.clone(),
+                    workspace: new.workspace.clone(),
+                },
+                TaskEvent::TaskStarted { resumed: false },
+            ];
+            let (first, recorded) = crate::events::record_in("(new)", first, &mut opening, true);
+            let ClaimedTask { task, claim, first } = self.store.create_claimed_task(new, first)?;
+            Ok(NewRun {
+                task,
+                claim,
+                opening,
+                recorded,
+                first,
+            })
+        })
     }
 
     /// Check what `c` asks for, then `persist` the task and its first step.
@@ -179,26 +221,22 @@ impl Agent {
     /// says.
     pub(crate) async fn run_created(
         &self,
-        task: TaskRecord,
-        claim: TaskClaim,
+        new: NewRun,
         setup: TaskSetup,
         check: &WorkspaceCheck,
         events: &EventBus,
         control: &Control,
     ) -> Result<TaskOutcome, TaskError> {
+        let NewRun {
+            task,
+            claim,
+            opening,
+            recorded,
+            first,
+        } = new;
         events.bind(&task.id, &self.store);
-        // Its creation and its start announced in one step (one
-        // transaction, shared with other tasks' steps), in that order.
-        let announce = vec![
-            TaskEvent::TaskCreated {
-                mode: task.mode.clone(),
-                workspace: task.workspace.clone(),
-            },
-            TaskEvent::TaskStarted { resumed: false },
-        ];
-        events
-            .commit(&self.store, &task.id, Step::new(), announce)
-            .await?;
+        // Its creation and its start, recorded as it was created.
+        events.announce_opening(&task.id, opening, &recorded, &first);
         // Checked now, as it is now; the task uses this handle, and every
         // other open of its path during the run must reach it.
         let ws = check.open(&self.store, &task)?;
