@@ -200,6 +200,13 @@ impl<'a> Step<'a> {
         self
     }
 
+    /// Set the task's status to `status` unless the step sets one itself
+    /// (a status owed from before gives way to the step's own).
+    pub fn or_status(mut self, status: TaskStatus) -> Self {
+        self.status.get_or_insert(status);
+        self
+    }
+
     /// Record the open ask `ask` (made with [`StoredAsk::open`]).
     pub fn ask(mut self, ask: &'a StoredAsk) -> Self {
         self.ask = Some(ask);

@@ -286,11 +286,25 @@ pub struct AskSite<'a> {
     /// Whether its run resumes it (only then can a question be open from
     /// before).
     pub resumed: bool,
+    /// When the task is set running again once answered.
+    pub resume: Resume,
+}
+
+/// When a task that waited for an answer is set running again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resume {
+    /// At once, in a step of its own: what follows the answer may take
+    /// long (the call it approved runs, the next turn's request).
+    Now,
+    /// With the next step the asker takes, at once (the approval's
+    /// announcement, the denial's, the call's result): a step fewer.
+    WithNextStep,
 }
 
 /// Ask, as the loop does: reuse a question about the same call left open
 /// by a process that died (else record a new one), set the waiting status,
-/// record the UI row, announce it, wait for the answer, set `running`.
+/// record the UI row, announce it, wait for the answer, set `running` (as
+/// `site.resume` says).
 /// Only a `resumed` task's run can find one left open: a new task's
 /// questions are all its own run's, each answered before the next.
 pub async fn ask(
@@ -305,6 +319,7 @@ pub async fn ask(
         events,
         control,
         resumed,
+        resume,
     } = site;
     let payload = serde_json::to_string(&ask).unwrap_or_default();
     let open = if resumed {
@@ -357,8 +372,10 @@ pub async fn ask(
         },
     };
     broker.forget(&stored.ask_id);
-    let running = Step::new().status(TaskStatus::Running);
-    events.commit(store, task, running, Vec::new()).await?;
+    if resume == Resume::Now || !events.owe_status(TaskStatus::Running) {
+        let running = Step::new().status(TaskStatus::Running);
+        events.commit(store, task, running, Vec::new()).await?;
+    }
     Ok(Some(answer))
 }
 
@@ -491,5 +508,98 @@ mod tests {
             .collect();
         assert_eq!(left, vec![garbled.ask_id], "only the garbled one left open");
         assert_eq!(responder.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    /// Ask `task` a question through `events` and answer it as a
+    /// front-end would once it is announced; the answer the loop got.
+    async fn asked_and_answered(
+        store: &Store,
+        broker: &AskBroker,
+        events: &crate::events::EventBus,
+        task: &str,
+        resume: Resume,
+    ) -> Option<Answer> {
+        let control = Control::default();
+        let mut rx = events.subscribe();
+        let site = AskSite {
+            task,
+            events,
+            control: &control,
+            resumed: false,
+            resume,
+        };
+        let question = Ask::Followup {
+            question: "which one?".into(),
+            suggestions: Vec::new(),
+        };
+        let front_end = async {
+            loop {
+                let ev = rx.recv().await.expect("an event");
+                if let TaskEvent::AskRequired { ask_id, .. } = &ev.event {
+                    broker
+                        .answer_shared(store, task, ask_id, Answer::Yes)
+                        .await
+                        .expect("answered");
+                    return;
+                }
+            }
+        };
+        let (answer, ()) = tokio::join!(ask(store, broker, site, None, question), front_end);
+        answer.expect("asked")
+    }
+
+    /// An answer sets the task running again with the step its asker takes
+    /// next, when the asker takes one at once (`Resume::WithNextStep`):
+    /// no step of its own, and a next step that sets a status of its own
+    /// (the task's end) keeps it. With `Resume::Now`, at once, in a step
+    /// of its own.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_answer_sets_the_task_running_with_the_next_step_or_at_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, task) = store_with_task(dir.path());
+        let broker = AskBroker::default();
+        let events = crate::events::EventBus::for_task(&task.id, &store);
+        let status = || store.get_task(&task.id).expect("the task").status;
+        let steps = || store.stats().steps;
+
+        let before = steps();
+        let answer =
+            asked_and_answered(&store, &broker, &events, &task.id, Resume::WithNextStep).await;
+        assert_eq!(answer, Some(Answer::Yes));
+        assert_eq!(status(), TaskStatus::WaitingForInput, "no step of its own");
+        assert_eq!(steps() - before, 2, "the question's, the answer's");
+        let next = Step::new().ui(
+            roost_protocol::UiRow::say(roost_protocol::UiSubtype::UserFeedback),
+            "yes",
+        );
+        events
+            .commit(&store, &task.id, next, Vec::new())
+            .await
+            .expect("the next step");
+        assert_eq!(status(), TaskStatus::Running, "set by the next step");
+        assert_eq!(steps() - before, 3);
+
+        let before = steps();
+        asked_and_answered(&store, &broker, &events, &task.id, Resume::Now).await;
+        assert_eq!(status(), TaskStatus::Running, "at once");
+        assert_eq!(steps() - before, 3, "the question's, the answer's, its own");
+
+        asked_and_answered(&store, &broker, &events, &task.id, Resume::WithNextStep).await;
+        let end = Step::new().status(TaskStatus::Completed);
+        events
+            .commit(&store, &task.id, end, Vec::new())
+            .await
+            .expect("the last step");
+        assert_eq!(status(), TaskStatus::Completed, "the step's own status");
+        // Owed once: a later step sets nothing.
+        let later = Step::new().ui(
+            roost_protocol::UiRow::say(roost_protocol::UiSubtype::Text),
+            "later",
+        );
+        events
+            .commit(&store, &task.id, later, Vec::new())
+            .await
+            .expect("a later step");
+        assert_eq!(status(), TaskStatus::Completed);
     }
 }

@@ -5,5 +5,5 @@
 
 mod broker;
 
-pub use broker::{Answers, AskBroker, AskError, AskSite, Responder, answer_asks, ask};
+pub use broker::{Answers, AskBroker, AskError, AskSite, Responder, Resume, answer_asks, ask};
 pub use roost_protocol::asks::{Answer, Approval, Ask, CompletionAnswer};

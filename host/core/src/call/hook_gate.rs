@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::Dispatch;
 use super::gates::schema_violations;
 use super::{CallResult, Verdict};
-use crate::asks::{Approval, Ask};
+use crate::asks::{Approval, Ask, Resume};
 use crate::turn::{Ctx, RunState, TaskError};
 
 use crate::events::TaskEvent;
@@ -222,7 +222,7 @@ impl Dispatch<'_> {
             tool: spec.name.clone(),
             question: question.clone(),
         };
-        let answer = match self.ask(ctx, Some(call_id), ask).await {
+        let answer = match self.ask(ctx, Some(call_id), ask, Resume::Now).await {
             Err(TaskError::NoPerson(why)) => {
                 let detail = format!("denied: {name}: {question} (no one to ask)");
                 gate.record(trace, args, detail);

@@ -44,7 +44,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::asks::{Approval, Ask};
+use crate::asks::{Approval, Ask, Resume};
 use crate::events::TaskEvent;
 use crate::intents::TraceEntry;
 use crate::llm::AssembledCall;
@@ -427,7 +427,11 @@ impl Dispatch<'_> {
         call: &mut Pending<'_>,
         ask: Ask,
     ) -> Result<Option<CallResult>, TaskError> {
-        let answer = match self.ask(ctx, Some(call.id), ask).await {
+        // The approval's or the denial's announcement follows at once.
+        let answer = match self
+            .ask(ctx, Some(call.id), ask, Resume::WithNextStep)
+            .await
+        {
             Err(TaskError::NoPerson(why)) => return Ok(Some(CallResult::refused(why))),
             answer => answer?.approval(),
         };
@@ -539,6 +543,8 @@ impl Dispatch<'_> {
                     reason,
                     repetition: true,
                 },
+                // The call's refusal is its result, recorded at once.
+                Resume::WithNextStep,
             )
             .await?
             .words();

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::Dispatch;
 use super::{CallResult, Pending, Verdict, WriteScope, paths};
-use crate::asks::{Approval, Ask};
+use crate::asks::{Approval, Ask, Resume};
 use crate::intents::{self, TraceEntry};
 use crate::tools::{PreviewCall, ToolSpec};
 use crate::turn::{Ctx, RunState, TaskError};
@@ -169,6 +169,7 @@ impl Dispatch<'_> {
                         path: path.to_owned(),
                         preview,
                     },
+                    Resume::Now,
                 )
                 .await;
             let mut entry = TraceEntry::now(

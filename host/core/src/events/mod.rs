@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::broadcast;
 
-use crate::store::{Committed, OnCommit, Step, Store, StoreError};
+use crate::store::{Committed, OnCommit, Step, Store, StoreError, TaskStatus};
 
 /// Capacity of each task's broadcast channel; a subscriber that lags further
 /// behind skips events (recorded ones it can read back from the log; the
@@ -57,6 +57,9 @@ struct LogState {
     /// Highest position broadcast so far: a recorded event above it is
     /// committed but not yet sent, so a replay leaves it to the receiver.
     published: i64,
+    /// The status the task's next step through this bus sets unless it
+    /// sets one itself ([`EventBus::owe_status`]).
+    owed: Option<TaskStatus>,
 }
 
 /// Per-task broadcast of [`Envelope`]s, recorded in the task's event log
@@ -105,9 +108,11 @@ impl EventBus {
         bus
     }
 
-    /// A bus recording into the log of `task_id`, created just now: its
-    /// creation records no events, so its log is empty and nothing is read
-    /// (on PostgreSQL a round trip fewer a task).
+    /// A bus recording into the log of `task_id`, created just now: the
+    /// events its creation recorded are not broadcast until its run
+    /// announces them ([`EventBus::announce_opening`]), so none counts as
+    /// published and nothing is read (on PostgreSQL a round trip fewer a
+    /// task).
     pub fn for_new_task(task_id: &str, store: &Store) -> Self {
         let bus = Self::new();
         bus.bind_at(task_id, store, Some(0));
@@ -143,6 +148,33 @@ impl EventBus {
             task_id: task_id.to_owned(),
             store: store.clone(),
         });
+        state.owed = None;
+    }
+
+    /// Have the next step this bus commits for its task set `status`
+    /// unless that step sets one itself: a question's answer sets the task
+    /// running again with the step its asker takes at once (the approval's
+    /// announcement, the call's result) rather than a step of its own.
+    /// False (nothing owed) when the bus records no task.
+    pub(crate) fn owe_status(&self, status: TaskStatus) -> bool {
+        let mut state = self.lock();
+        if state.log.is_none() {
+            return false;
+        }
+        state.owed = Some(status);
+        true
+    }
+
+    /// `step` with the status owed for `task`, if any (taken: owed once).
+    fn settle<'a>(&self, task: &str, step: Step<'a>) -> Step<'a> {
+        let mut state = self.lock();
+        if state.log.as_ref().is_none_or(|l| l.task_id != task) {
+            return step;
+        }
+        match state.owed.take() {
+            Some(status) => step.or_status(status),
+            None => step,
+        }
     }
 
     /// The task this bus is bound to.
@@ -184,6 +216,7 @@ impl EventBus {
         step: Step<'_>,
         mut events: Vec<TaskEvent>,
     ) -> Result<Committed, StoreError> {
+        let step = self.settle(task, step);
         let (step, recorded) = self.record(task, step, &mut events);
         let bus = self.clone();
         let owner = task.to_owned();
@@ -204,6 +237,7 @@ impl EventBus {
         step: Step<'_>,
         mut events: Vec<TaskEvent>,
     ) -> Result<Committed, StoreError> {
+        let step = self.settle(task, step);
         let (step, recorded) = self.record(task, step, &mut events);
         let committed = store.commit_step(task, step)?;
         self.announce(task, events, &recorded, &committed);

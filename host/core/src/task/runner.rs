@@ -26,7 +26,7 @@ use super::history::{History, ResultStep};
 use super::prompt::{PromptContext, build};
 use super::tools::TaskTools;
 use super::workspace::WorkspaceCheck;
-use crate::asks::{Answer, Ask, AskError};
+use crate::asks::{Answer, Ask, AskError, Resume};
 use crate::call::Agent;
 use crate::call::{CallResult, Dispatch};
 use crate::control::Control;
@@ -1248,6 +1248,7 @@ impl Agent {
                     reason,
                     repetition: false,
                 },
+                Resume::Now,
             )
             .await?
             .words();

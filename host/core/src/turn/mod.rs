@@ -318,11 +318,14 @@ impl Services {
 
     /// Put `ask` to a person (see [`crate::asks::ask`]) and wait for the
     /// answer; a cancel while waiting is [`TaskError::Cancelled`].
+    /// `resume`: whether the task is set running again at once or with
+    /// the step the caller takes next.
     pub async fn ask(
         &self,
         ctx: &Ctx<'_>,
         call_id: Option<&str>,
         ask: Ask,
+        resume: crate::asks::Resume,
     ) -> Result<Answer, TaskError> {
         if !ctx.site.is_task() {
             return Err(TaskError::NoPerson(no_person(&ask)));
@@ -332,6 +335,7 @@ impl Services {
             events: ctx.events,
             control: ctx.control,
             resumed: ctx.resumed,
+            resume,
         };
         crate::asks::ask(&self.store, &self.asks, site, call_id, ask)
             .await?

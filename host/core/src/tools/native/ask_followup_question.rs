@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::asks::Ask;
+use crate::asks::{Ask, Resume};
 use crate::tools::HOST;
 use crate::tools::executor::{Invocation, Needs, Outcome, ToolExecutor};
 use crate::tools::host_spec;
@@ -79,6 +79,8 @@ impl ToolExecutor for AskFollowup {
                     question: question.to_owned(),
                     suggestions,
                 },
+                // The answer is the call's result, recorded at once.
+                Resume::WithNextStep,
             )
             .await?
             .words();

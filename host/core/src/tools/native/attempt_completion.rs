@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::asks::{Ask, CompletionAnswer};
+use crate::asks::{Ask, CompletionAnswer, Resume};
 use crate::tools::HOST;
 use crate::tools::executor::{Effect, Invocation, Needs, Outcome, ToolExecutor};
 use crate::tools::host_spec;
@@ -78,6 +78,9 @@ impl ToolExecutor for AttemptCompletion {
                 Ask::Completion {
                     result: result.clone(),
                 },
+                // The answer is the call's result (with the task's end
+                // when accepted), recorded at once.
+                Resume::WithNextStep,
             )
             .await?
             .completion();
