@@ -191,7 +191,11 @@ pub(crate) fn ui_preview(output: &str) -> String {
         return output.to_owned();
     }
     let rest = &output[end..];
-    let lines = rest.lines().count();
+    // As `rest.lines().count()`, counted over the bytes (which vectorises):
+    // each newline ends a line, and so does the end of a last line
+    // without one.
+    let newlines = rest.bytes().filter(|&b| b == b'\n').count();
+    let lines = newlines + usize::from(!rest.ends_with('\n'));
     format!(
         "{}… ({lines} more line{}, {} bytes in all)",
         &output[..end],
@@ -697,7 +701,7 @@ impl Dispatch<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::ui_preview;
+    use super::{PREVIEW_BYTES, ui_preview};
 
     /// Short output is kept whole; long output keeps its first lines and
     /// says how much more there is; a long line is cut at a character
@@ -717,6 +721,19 @@ mod tests {
             p.ends_with(&format!("… (88 more lines, {} bytes in all)", file.len())),
             "{p}"
         );
+        // The lines left are counted as `str::lines` counts them.
+        for rest in ["a", "a\n", "a\nb", "a\r\nb\r\n", "\n", "\n\n"] {
+            let output = format!("{}{rest}", "x".repeat(PREVIEW_BYTES));
+            let lines = rest.lines().count();
+            assert!(
+                ui_preview(&output).contains(&format!(
+                    "({lines} more line{}",
+                    if lines == 1 { "" } else { "s" }
+                )),
+                "{rest:?}: {}",
+                ui_preview(&output)
+            );
+        }
         let wide = "é".repeat(2000);
         let p = ui_preview(&wide);
         assert!(
