@@ -110,6 +110,7 @@ struct Said {
 /// its record, its claim, and the events its creation recorded (its
 /// creation and its start) with their positions, which its run announces
 /// as it begins.
+#[derive(Debug)]
 pub struct NewRun {
     /// Its record as created.
     pub task: TaskRecord,
@@ -117,14 +118,6 @@ pub struct NewRun {
     opening: Vec<TaskEvent>,
     recorded: Vec<usize>,
     first: Committed,
-}
-
-impl std::fmt::Debug for NewRun {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NewRun")
-            .field("task", &self.task.id)
-            .finish()
-    }
 }
 
 impl Agent {
