@@ -332,6 +332,9 @@ async fn fleet(
         };
         ids.push((waiting, answering));
     }
+    // How long creating and starting them took (one caller, one after
+    // another): on PostgreSQL a round trip each.
+    let created = start.elapsed().as_secs_f64();
     let mut done = 0;
     for (waiting, answering) in ids {
         if matches!(waiting.await, Ok(Ok(TaskOutcome::Completed { .. }))) {
@@ -342,8 +345,9 @@ async fn fleet(
     let wall = start.elapsed().as_secs_f64();
     let (cpu1, rss) = usage();
     let stats = roost.records().stats();
+    println!("\n{tasks} tasks created and started in {created:.2} s");
     println!(
-        "\nstore: {} steps in {} transactions ({:.1} steps each); {} round trips ({:.2} a step)",
+        "store: {} steps in {} transactions ({:.1} steps each); {} round trips ({:.2} a step)",
         stats.steps,
         stats.transactions,
         stats.steps as f64 / stats.transactions.max(1) as f64,

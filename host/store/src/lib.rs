@@ -642,8 +642,8 @@ impl Store {
             };
         }
         // On PostgreSQL one round trip: its key is taken ahead, so its row,
-        // its first step's rows, its claim and the work queue's wake-up
-        // all go with the `BEGIN` and the `COMMIT`.
+        // its first step's rows, its claim or the work queue's wake-up all
+        // go with the `BEGIN` and the `COMMIT`.
         let committed = self.db.write_once(
             |c| {
                 let key = c.task_key()?;
@@ -671,7 +671,7 @@ impl Store {
                     }
                     None => c.one(insert_task!(" RETURNING k"), values)?.get(0)?,
                 };
-                let committed = step::write_prepared(
+                let committed = step::write_opening(
                     c,
                     id,
                     &first,
@@ -684,8 +684,13 @@ impl Store {
                         params![id, owner],
                     )?;
                 }
-                // A top-level task wakes the hosts' work queues (a shared store).
-                if c.dialect() == db::Dialect::Postgres && new.parent_id.is_none() {
+                // A top-level task no host holds wakes the hosts' work
+                // queues (a shared store); one this host claimed as it
+                // created it is for no queue.
+                if c.dialect() == db::Dialect::Postgres
+                    && new.parent_id.is_none()
+                    && claimed_by.is_none()
+                {
                     c.later("SELECT pg_notify('roost_queue', '')", params![])?;
                 }
                 Ok(committed)

@@ -797,9 +797,14 @@ impl Positions {
 const REPLACE_BY_ID: &str = "UPDATE api_messages SET content = ?3 \
      WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq = ?2 RETURNING seq";
 
-/// Write `step` of `task` inside the caller's write transaction
-/// ([`super::db::Db::write`]), unless it is empty.
-pub(super) fn write_prepared(
+/// Write the first step of `task`, which the caller's write transaction
+/// ([`super::db::Db::write`]) creates, unless it is empty. Its events are
+/// not announced to other hosts: until the transaction commits no one
+/// knows the task's id, so no one follows it yet, and whoever follows it
+/// later reads its log first. (An announcement is a `NOTIFY`, whose lock
+/// every announcing commit of the database takes in turn: P8 on
+/// PostgreSQL created its tasks 15% faster without it.)
+pub(super) fn write_opening(
     conn: &Conn<'_>,
     task: &str,
     step: &PreparedStep,
@@ -810,6 +815,7 @@ pub(super) fn write_prepared(
         return Ok(Committed::nothing());
     }
     let committed = write_step(conn, task, step, now, positions, None)?;
+    positions.announce.clear();
     positions.finish(conn)?;
     Ok(committed)
 }

@@ -1496,10 +1496,11 @@ async fn listening(notices: &mut tokio::sync::broadcast::Receiver<Notice>) {
 }
 
 /// On PostgreSQL a task's creation costs one round trip: its row (with a
-/// key taken ahead), its first step's rows, its claim and the work queue's
-/// wake-up go with the `BEGIN` and the `COMMIT`. What it wrote is all
-/// there, numbered from one, and its record is the row as stored; its
-/// history and summary come back in one more.
+/// key taken ahead), its first step's rows and its claim go with the
+/// `BEGIN` and the `COMMIT`. What it wrote is all there, numbered from
+/// one, and its record is the row as stored; its history and summary come
+/// back in one more. It notifies no host; a task left for the work queue
+/// wakes the queues.
 #[cfg(feature = "postgres")]
 #[test]
 fn a_task_is_created_in_one_round_trip_on_postgres() {
@@ -1533,7 +1534,8 @@ fn a_task_is_created_in_one_round_trip_on_postgres() {
                     Step::new()
                         .ui(UiRow::say(UiSubtype::Text), "do it")
                         .append(&first)
-                        .todos(&todos),
+                        .todos(&todos)
+                        .event(r#"{"type":"task_started","resumed":false}"#.to_owned()),
                 )
                 .expect("created");
             if round == 1 {
@@ -1555,13 +1557,34 @@ fn a_task_is_created_in_one_round_trip_on_postgres() {
             assert!(other.claim(&t.id).is_err());
             drop(claim);
         }
-        // A new top-level task wakes the hosts' work queues.
+        // A task created claimed is for no work queue, and no one follows
+        // it before its id is known: its creation notifies no host.
+        // Notices come in the order of the commits, so one of theirs would
+        // come before a request left in a host's inbox after them.
+        let me = s.host_id().expect("id").expect("shared");
+        s.send_to_host(
+            &me,
+            "no-task",
+            &HostRequest::Message {
+                text: "after the creations".into(),
+            },
+        )
+        .expect("a request");
+        // A task left for the queue wakes the hosts' work queues.
+        let mut marked = false;
         loop {
             match tokio::time::timeout(std::time::Duration::from_secs(60), notices.recv()).await {
-                Ok(Ok(Notice::Queue)) => break,
+                Ok(Ok(Notice::Inbox { .. })) if !marked => {
+                    marked = true;
+                    s.create_task(&spec()).expect("left for the queue");
+                }
+                Ok(Ok(Notice::Queue)) if marked => break,
+                Ok(Ok(notice @ (Notice::Queue | Notice::Events { .. }))) => {
+                    panic!("a task created claimed notified the hosts: {notice:?}")
+                }
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => panic!("notices: {e}"),
-                Err(_) => panic!("no work-queue notice after a task was created"),
+                Err(_) => panic!("no notice after a request and a task left for the queue"),
             }
         }
     });
