@@ -94,6 +94,17 @@ impl Store {
 }
 
 fn delete_rows(c: &Conn<'_>, id: &str) -> Result<(), StoreError> {
+    // On PostgreSQL the task's row is locked first, as every writer of its
+    // logs locks it: a step committed meanwhile lands before these deletes
+    // see its rows, or finds the task gone (its logs have no foreign key
+    // that would refuse rows left behind; SQLite's one writer at a time
+    // needs no lock).
+    if c.dialect() == Dialect::Postgres
+        && c.query("SELECT k FROM tasks WHERE id = ?1 FOR UPDATE", params![id])?
+            .is_empty()
+    {
+        return Err(StoreError::NotFound(id.to_owned()));
+    }
     for (table, _, _) in LOG_TABLES {
         c.exec(
             &format!("DELETE FROM {table} WHERE task = (SELECT k FROM tasks WHERE id = ?1)"),

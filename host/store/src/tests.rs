@@ -1364,8 +1364,66 @@ on_both!(
     a_task_opens_with_its_first_messages_and_asks_land_with_their_step,
     a_step_whose_later_statement_fails_writes_nothing,
     what_a_run_starts_from_reads_as_it_was_written,
-    a_results_output_is_written_once
+    a_results_output_is_written_once,
+    a_deleted_tasks_logs_go_with_it_and_nothing_lands_after
 );
+
+/// Rows of the three logs whose task is gone.
+fn orphan_rows(s: &Store) -> i64 {
+    s.db.run(|c| -> Result<i64, StoreError> {
+        c.one(
+            "SELECT (SELECT COUNT(*) FROM api_messages WHERE task NOT IN (SELECT k FROM tasks)) \
+             + (SELECT COUNT(*) FROM ui_messages WHERE task NOT IN (SELECT k FROM tasks)) \
+             + (SELECT COUNT(*) FROM events WHERE task NOT IN (SELECT k FROM tasks))",
+            params![],
+        )?
+        .get(0)
+    })
+    .expect("counted")
+}
+
+/// A deleted task takes its logs with it, and a step committed for it
+/// after, alone or in a shared commit, or racing its deletion, writes
+/// nothing: no log row is ever left without its task (on PostgreSQL the
+/// logs have no foreign key; the task's row lock orders the two).
+fn a_deleted_tasks_logs_go_with_it_and_nothing_lands_after(b: Backend) {
+    let (_dir, s) = store_on(b);
+    let said = Message::user_text("said");
+    let step = |text: &str| {
+        Step::new()
+            .append(&said)
+            .ui(UiRow::say(UiSubtype::Text), text.to_owned())
+            .event(r#"{"type":"task_started","resumed":false}"#.to_owned())
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for round in 0..20 {
+        let t = s.create_task(&spec()).expect("created");
+        s.commit_step(&t.id, step("first")).expect("a step");
+        let (late, deleted) = rt.block_on(async {
+            let store = s.clone();
+            let id = t.id.clone();
+            let deleting = tokio::task::spawn_blocking(move || store.delete_task(&id));
+            let prepared = step("racing").prepare(&t.id).expect("prepared");
+            let late = s.commit(&t.id, prepared).await;
+            (late, deleting.await.expect("joined"))
+        });
+        // Either the step landed first and went with the task, or the
+        // task was gone when it came.
+        deleted.unwrap_or_else(|e| panic!("round {round}: {e}"));
+        if let Err(e) = late {
+            assert!(matches!(e, StoreError::NotFound(_)), "round {round}: {e}");
+        }
+        assert!(matches!(
+            s.commit_step(&t.id, step("after")),
+            Err(StoreError::NotFound(_))
+        ));
+        assert_eq!(orphan_rows(&s), 0, "round {round}");
+    }
+}
 
 /// What a task's run starts from, read in fewer round trips, is what the
 /// single reads say: the record a creation returns is the stored one (a
@@ -1952,6 +2010,33 @@ fn postgres_schema_1_is_migrated_and_a_newer_one_refused() {
             ("api_messages.content".to_owned(), "l".to_owned()),
             ("events.event".to_owned(), "l".to_owned()),
             ("ui_messages.text".to_owned(), "l".to_owned()),
+        ]
+    );
+    // The logs reference their task by no foreign key (version 7); the
+    // other tables still do.
+    let referencing = pool
+        .get()
+        .expect("connects")
+        .query(
+            "SELECT conrelid::regclass::text FROM pg_constraint WHERE contype = 'f' \
+             AND confrelid = 'tasks'::regclass ORDER BY 1",
+            &[],
+        )
+        .expect("constraints")
+        .iter()
+        .map(|r| r.get::<String>(0))
+        .collect::<Result<Vec<_>, StoreError>>()
+        .expect("decoded");
+    assert_eq!(
+        referencing,
+        [
+            "asks",
+            "checkpoints",
+            "claims",
+            "condensations",
+            "pending_trace",
+            "task_groups",
+            "todos"
         ]
     );
     assert_eq!(
