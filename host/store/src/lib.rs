@@ -17,6 +17,7 @@ mod approvals;
 mod asks;
 mod checkpoints;
 mod claims;
+mod creation;
 pub mod db;
 mod events;
 mod export;
@@ -582,142 +583,6 @@ impl Store {
     /// Whether this store is shared by hosts (PostgreSQL).
     pub fn is_shared(&self) -> bool {
         matches!(*self.location, StoreLocation::Postgres(_))
-    }
-
-    /// Create a task (status running) and return it.
-    pub fn create_task(&self, new: &NewTask) -> Result<TaskRecord, StoreError> {
-        self.create_task_with(new, Step::new())
-    }
-
-    /// Create a task (status running) with `first` (its opening messages)
-    /// written in the same transaction, and return it: a task is never on
-    /// record without them, and creating one costs a single commit.
-    pub fn create_task_with(
-        &self,
-        new: &NewTask,
-        first: Step<'_>,
-    ) -> Result<TaskRecord, StoreError> {
-        let id = uuid::Uuid::now_v7().to_string();
-        self.insert_task(&id, new, first, None)
-            .map(|(task, _)| task)
-    }
-
-    /// [`Store::create_task_with`] for a task this process runs: its claim
-    /// is taken in the creating transaction, not in one of its own when
-    /// the task starts (a task's claim is new, so no one else can hold
-    /// it). Dropping the claim releases it, as [`Store::claim`]'s does.
-    pub fn create_claimed_task(
-        &self,
-        new: &NewTask,
-        first: Step<'_>,
-    ) -> Result<ClaimedTask, StoreError> {
-        let id = uuid::Uuid::now_v7().to_string();
-        let (claim, mine) = self.claim_new(&id)?;
-        let (task, first) = self.insert_task(&id, new, first, Some(&mine))?;
-        Ok(ClaimedTask { task, claim, first })
-    }
-
-    /// Insert task `id` with its first step, claimed by `claimed_by` when
-    /// given, in one transaction; its record as inserted and what the
-    /// step took.
-    fn insert_task(
-        &self,
-        id: &str,
-        new: &NewTask,
-        first: Step<'_>,
-        claimed_by: Option<&str>,
-    ) -> Result<(TaskRecord, Committed), StoreError> {
-        let first = first.prepare(id)?;
-        let root = new.root_id.clone().unwrap_or_else(|| id.to_owned());
-        let now = now_ms();
-        let settings = new.settings.as_ref().map(settings_json).transpose()?;
-        /// The new task's row; `?15` its key (on SQLite, `NULL` for the next).
-        macro_rules! insert_task {
-            ($tail:literal) => {
-                concat!(
-                    "INSERT INTO tasks (k, id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings, owner) \
-                     VALUES (?15, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14)",
-                    $tail
-                )
-            };
-        }
-        // On PostgreSQL one round trip: its key is taken ahead, so its row,
-        // its first step's rows, its claim or the work queue's wake-up all
-        // go with the `BEGIN` and the `COMMIT`.
-        let committed = self.db.write_once(
-            |c| {
-                let key = c.task_key()?;
-                let values = params![
-                    id,
-                    &new.parent_id,
-                    &root,
-                    &new.mode,
-                    &new.workspace,
-                    TaskStatus::Running.as_str(),
-                    &new.prompt,
-                    &new.provider,
-                    &new.model,
-                    &new.base_url,
-                    &new.profile,
-                    now,
-                    &settings,
-                    &new.owner,
-                    key
-                ];
-                let key: i64 = match key {
-                    Some(k) => {
-                        c.later(insert_task!(""), values)?;
-                        k
-                    }
-                    None => c.one(insert_task!(" RETURNING k"), values)?.get(0)?,
-                };
-                let committed = step::write_opening(
-                    c,
-                    id,
-                    &first,
-                    now,
-                    &mut step::Positions::for_new_task(id, key),
-                )?;
-                if let Some(owner) = claimed_by {
-                    c.later(
-                        "INSERT INTO claims (task_id, owner) VALUES (?1, ?2)",
-                        params![id, owner],
-                    )?;
-                }
-                // A top-level task no host holds wakes the hosts' work
-                // queues (a shared store); one this host claimed as it
-                // created it is for no queue.
-                if c.dialect() == db::Dialect::Postgres
-                    && new.parent_id.is_none()
-                    && claimed_by.is_none()
-                {
-                    c.later("SELECT pg_notify('roost_queue', '')", params![])?;
-                }
-                Ok(committed)
-            },
-            |c| task_landed(c, id),
-        )?;
-        let task = TaskRecord {
-            id: id.to_owned(),
-            parent_id: new.parent_id.clone(),
-            root_id: root,
-            mode: new.mode.clone(),
-            workspace: new.workspace.clone(),
-            status: TaskStatus::Running,
-            prompt: new.prompt.clone(),
-            provider: new.provider.clone(),
-            model: new.model.clone(),
-            base_url: new.base_url.clone(),
-            profile: new.profile.clone(),
-            created_at: now,
-            updated_at: now,
-            usage: Usage::default(),
-            cost: 0.0,
-            active_intent: None,
-            settings: new.settings.clone(),
-            owner: new.owner.clone(),
-        };
-        Ok((task, committed))
     }
 
     /// Record that a task continues on another endpoint (the user named it
@@ -1385,19 +1250,6 @@ fn task_row(r: Row) -> Result<TaskRecord, StoreError> {
         owner: r.get(20)?,
         id,
     })
-}
-
-/// Whether the task `id`, whose creating transaction was cut off before
-/// its id came back, was created: an insert of the same id waits for a
-/// transaction still inserting it, then finds it there or not (and is
-/// rolled back either way).
-fn task_landed(c: &Conn<'_>, id: &str) -> Result<bool, StoreError> {
-    let probe = c.query_rolled_back(
-        "INSERT INTO tasks (id, root_id, mode, workspace, status, prompt, created_at, updated_at) \
-         VALUES (?1, ?1, '', '', 'failed', '', 0, 0) ON CONFLICT (id) DO NOTHING RETURNING id",
-        params![id],
-    )?;
-    Ok(probe.is_empty())
 }
 
 /// A task's settings as stored.

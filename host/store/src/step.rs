@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use tokio::sync::oneshot;
 
 use super::asks::{self, StoredAsk};
+use super::creation::{self, NewRow};
 use super::db::{Column, Conn, Dialect, Param, params};
 use super::{Store, StoreError, TaskStatus, TodoItem, now_ms, role_str};
 use roost_protocol::UiRow;
@@ -461,6 +462,8 @@ pub(super) struct Positions {
     /// Each task's last event written, announced once at the end
     /// ([`Positions::announce`]).
     announce: Vec<(String, i64)>,
+    /// Tasks this transaction creates ([`Positions::created`]).
+    new_tasks: std::collections::HashSet<String>,
     /// On PostgreSQL, the rows appended to each log ([`Log::index`]), by
     /// column, sent at the end as one statement a log
     /// ([`Positions::finish`]): a shared commit of many tasks' steps is a
@@ -513,16 +516,17 @@ const LAST_SEQS: &str = "SELECT t.id, \
 const NOTIFY_PAYLOAD: usize = 7_900;
 
 impl Positions {
-    /// The positions of `task`, keyed `key`, inserted by this very
-    /// transaction: it has no rows in any log yet, so nothing is looked up
-    /// (on PostgreSQL, three round trips fewer for a task's creation).
-    pub(super) fn for_new_task(task: &str, key: i64) -> Self {
-        let mut positions = Self::default();
-        positions.keys.insert(task.to_owned(), key);
+    /// Learn that `task`, keyed `key`, is inserted by this very
+    /// transaction: it has no rows in any log yet, so nothing of it is
+    /// looked up or locked, and its events are not announced (until the
+    /// transaction commits no one knows its id, so no one follows it yet,
+    /// and whoever follows it later reads its log first).
+    pub(super) fn created(&mut self, task: &str, key: i64) {
+        self.keys.insert(task.to_owned(), key);
         for log in Log::ALL {
-            positions.next.insert((log, key), 1);
+            self.next.insert((log, key), 1);
         }
-        positions
+        self.new_tasks.insert(task.to_owned());
     }
 
     /// Append `row` ([`Log::insert_sql`]'s parameters) to `log`: now on
@@ -660,9 +664,17 @@ impl Positions {
             }
             return Ok(());
         }
-        let mut tasks: Vec<&str> = steps.iter().map(|(t, _)| *t).collect();
+        let mut tasks: Vec<&str> = steps
+            .iter()
+            .map(|(t, _)| *t)
+            .filter(|t| !self.new_tasks.contains(*t))
+            .collect();
         tasks.sort_unstable();
         tasks.dedup();
+        // Only tasks this transaction creates: nothing to learn or lock.
+        if tasks.is_empty() {
+            return Ok(());
+        }
         let ids = tasks.join(",");
         let ids = [Param::Text(&ids)];
         let mut queries: Vec<(&str, &[Param<'_>])> = Vec::with_capacity(3 + steps.len());
@@ -798,12 +810,11 @@ const REPLACE_BY_ID: &str = "UPDATE api_messages SET content = ?3 \
      WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq = ?2 RETURNING seq";
 
 /// Write the first step of `task`, which the caller's write transaction
-/// ([`super::db::Db::write`]) creates, unless it is empty. Its events are
-/// not announced to other hosts: until the transaction commits no one
-/// knows the task's id, so no one follows it yet, and whoever follows it
-/// later reads its log first. (An announcement is a `NOTIFY`, whose lock
-/// every announcing commit of the database takes in turn: P8 on
-/// PostgreSQL ran 0.93× without a creation's notifications.)
+/// ([`super::db::Db::write`]) creates ([`Positions::created`]), unless it
+/// is empty. Its events are not announced to other hosts (an announcement
+/// is a `NOTIFY`, whose lock every announcing commit of the database takes
+/// in turn: P8 on PostgreSQL ran 0.93× without a creation's
+/// notifications).
 pub(super) fn write_opening(
     conn: &Conn<'_>,
     task: &str,
@@ -815,7 +826,6 @@ pub(super) fn write_opening(
         return Ok(Committed::nothing());
     }
     let committed = write_step(conn, task, step, now, positions, None)?;
-    positions.announce.clear();
     positions.finish(conn)?;
     Ok(committed)
 }
@@ -1010,7 +1020,9 @@ fn write_step<'a>(
         committed.events.push(seq);
     }
     // Hosts following this task hear of its events at commit.
-    if let Some(last) = committed.events.last() {
+    if let Some(last) = committed.events.last()
+        && !positions.new_tasks.contains(task)
+    {
         positions.announce.push((task.to_owned(), *last));
     }
     if let Some(owner) = &step.release {
@@ -1020,20 +1032,29 @@ fn write_step<'a>(
 }
 
 /// Write `steps` of many tasks, in order, in the caller's transaction
-/// (one shared commit's), `fenced` the tasks whose claim `owner` must
-/// still hold.
+/// (one shared commit's), after inserting the tasks `created` (whose
+/// first steps are among `steps`); `fenced` the tasks whose claim `owner`
+/// must still hold.
 pub(super) fn write_batch(
     c: &Conn<'_>,
+    created: &[&NewRow],
     steps: &[(&str, &PreparedStep)],
     fenced: &[&str],
     owner: Option<&str>,
     now: i64,
 ) -> Result<Vec<Committed>, StoreError> {
     let mut positions = Positions::default();
+    // A new task's first step is dated with its row, as its record is.
+    let mut born = HashMap::with_capacity(created.len());
+    for row in created {
+        creation::insert_row(c, row, &mut positions)?;
+        born.insert(row.id(), row.at());
+    }
     positions.learn(c, steps, fenced, owner, now)?;
     let mut committed = Vec::with_capacity(steps.len());
     for (task, step) in steps {
-        committed.push(write_step(c, task, step, now, &mut positions, None)?);
+        let at = born.get(task).copied().unwrap_or(now);
+        committed.push(write_step(c, task, step, at, &mut positions, None)?);
     }
     positions.finish(c)?;
     Ok(committed)
@@ -1096,6 +1117,9 @@ impl Drop for Lead<'_> {
 struct Job {
     task: String,
     step: PreparedStep,
+    /// The task's row, when the step is the first of a task this commit
+    /// creates ([`Store::create_claimed_task_shared`]).
+    creation: Option<Box<NewRow>>,
     on_commit: Option<OnCommit>,
     done: oneshot::Sender<Result<Committed, StoreError>>,
 }
@@ -1234,10 +1258,34 @@ impl Store {
             }
             return Ok(nothing);
         }
+        self.share(task.to_owned(), step, None, on_commit).await
+    }
+
+    /// Create the task `row` with its `first` step in a shared commit.
+    pub(super) async fn commit_creation(
+        &self,
+        row: NewRow,
+        first: PreparedStep,
+    ) -> Result<Committed, StoreError> {
+        self.share(row.id().to_owned(), first, Some(Box::new(row)), None)
+            .await
+    }
+
+    /// Queue `step` of `task` (created by it when `creation` is given) for
+    /// a shared commit and wait for its outcome, leading the commit when no
+    /// one else is.
+    async fn share(
+        &self,
+        task: String,
+        step: PreparedStep,
+        creation: Option<Box<NewRow>>,
+        on_commit: Option<OnCommit>,
+    ) -> Result<Committed, StoreError> {
         let (done, outcome) = oneshot::channel();
         self.group.queue().push(Job {
-            task: task.to_owned(),
+            task,
             step,
+            creation,
             on_commit,
             done,
         });
@@ -1307,7 +1355,14 @@ impl Store {
             return;
         }
         let now = now_ms();
-        let fences: Vec<Option<String>> = jobs.iter().map(|j| self.fence_for(&j.task)).collect();
+        // A task this commit creates has a claim no one else can hold yet.
+        let fences: Vec<Option<String>> = jobs
+            .iter()
+            .map(|j| match j.creation {
+                Some(_) => None,
+                None => self.fence_for(&j.task),
+            })
+            .collect();
         // The batch checks its tasks' claims once, after every task's row is
         // locked; a step that fails it fails alone below, checked by itself.
         let mut fenced: Vec<&str> = jobs
@@ -1321,9 +1376,10 @@ impl Store {
         let owner = fences.iter().flatten().next();
         let steps: Vec<(&str, &PreparedStep)> =
             jobs.iter().map(|j| (j.task.as_str(), &j.step)).collect();
+        let created: Vec<&NewRow> = jobs.iter().filter_map(|j| j.creation.as_deref()).collect();
         let together = self
             .db
-            .write(|c| write_batch(c, &steps, &fenced, owner.map(String::as_str), now));
+            .write(|c| write_batch(c, &created, &steps, &fenced, owner.map(String::as_str), now));
         let outcomes: Vec<Result<Committed, StoreError>> = match together {
             Ok(committed) => {
                 self.group.counted(committed.len(), 1);
@@ -1335,9 +1391,12 @@ impl Store {
                 .iter()
                 .zip(&fences)
                 .map(|(job, fence)| {
-                    let alone = self
-                        .db
-                        .write(|c| write_alone(c, &job.task, &job.step, now, fence.as_deref()));
+                    let alone = match &job.creation {
+                        Some(row) => self.insert_alone(row, &job.step),
+                        None => self
+                            .db
+                            .write(|c| write_alone(c, &job.task, &job.step, now, fence.as_deref())),
+                    };
                     if alone.is_ok() {
                         self.group.counted(1, 1);
                     }
@@ -1373,6 +1432,7 @@ mod committers {
             q.push(Job {
                 task: format!("t{i}"),
                 step: Step::new().prepare("t").expect("prepared"),
+                creation: None,
                 on_commit: None,
                 done,
             });

@@ -765,7 +765,7 @@ fn one_commits_steps_add_up_and_land_in_order(b: Backend) {
     let refs: Vec<(&str, &step::PreparedStep)> =
         prepared.iter().map(|(task, st)| (*task, st)).collect();
     let committed =
-        s.db.write(|c| step::write_batch(c, &refs, &[], None, now_ms()))
+        s.db.write(|c| step::write_batch(c, &[], &refs, &[], None, now_ms()))
             .expect("committed together");
     assert_eq!(committed[0].message, Some(1));
     assert_eq!(committed[2].message, Some(2));
@@ -1069,6 +1069,118 @@ async fn answers_land_in_shared_commits_once_on_sqlite() {
 #[tokio::test]
 async fn answers_land_in_shared_commits_once_on_postgres() {
     answers_land_in_shared_commits_once_on(Backend::Postgres).await;
+}
+
+/// Tasks created in a shared commit ride it with the steps of tasks
+/// already running: two creations and a running task's step queued
+/// together are one transaction (on PostgreSQL its two round trips, the
+/// creations adding none), and each new task is stored with its first
+/// step, numbered from 1, and claimed by this process. Only the running
+/// task's events are announced. A step of a task that does not exist,
+/// queued with a creation, fails alone, and the creation lands.
+async fn creations_ride_a_shared_commit_on(b: Backend) {
+    let (dir, s) = store_on(b);
+    let running = new_task(&s);
+    let first = Message::user_text("<task>\ndo it\n</task>");
+    let opening = || {
+        Step::new()
+            .ui(UiRow::say(UiSubtype::Text), "do it")
+            .append(&first)
+            .event(r#"{"type":"task_started","resumed":false}"#.to_owned())
+    };
+    let said = |id: &str, text: &str| {
+        Step::new()
+            .ui(UiRow::say(UiSubtype::Text), text)
+            .event(r#"{"event":"warning","message":"said"}"#.to_owned())
+            .prepare(id)
+            .expect("prepared")
+    };
+    let cost = |before: StoreStats, after: StoreStats| {
+        (after.round_trips - after.prepared) - (before.round_trips - before.prepared)
+    };
+    let new = spec();
+    let mut notices = s.notices();
+    if let Some(n) = notices.as_mut() {
+        listening(n).await;
+    }
+    // Twice: the first prepares the statements and takes keys ahead.
+    for round in 0..2 {
+        let before = s.stats();
+        let (a, step, c) = tokio::join!(
+            s.create_claimed_task_shared(&new, opening()),
+            s.commit(&running.id, said(&running.id, "meanwhile")),
+            s.create_claimed_task_shared(&new, opening()),
+        );
+        let after = s.stats();
+        step.expect("the running task's step");
+        assert_eq!(after.steps - before.steps, 3, "round {round}");
+        assert_eq!(
+            after.transactions - before.transactions,
+            1,
+            "one shared commit, round {round}"
+        );
+        if round == 1 && !matches!(b, Backend::Sqlite) {
+            assert_eq!(cost(before, after), 2, "the creations ride its two trips");
+        }
+        for created in [a, c] {
+            let crate::ClaimedTask {
+                task,
+                claim,
+                first: took,
+            } = created.expect("created");
+            assert_eq!(task, s.get_task(&task.id).expect("stored"));
+            assert_eq!(took.message, Some(1));
+            assert_eq!(
+                (took.ui.as_slice(), took.events.as_slice()),
+                (&[1][..], &[1][..])
+            );
+            let api = s.load_api(&task.id, false).expect("api");
+            assert_eq!(api.len(), 1);
+            assert_eq!((api[0].seq, &api[0].message), (1, &first));
+            assert_eq!(api[0].created_at, task.created_at, "dated with its task");
+            assert_eq!(s.last_event_seq(&task.id).expect("events"), 1);
+            let other = dir.reopen();
+            assert!(other.is_live(&task.id), "claimed as it was created");
+            assert!(other.claim(&task.id).is_err());
+            drop(claim);
+        }
+        if let Some(n) = notices.as_mut() {
+            // The running task's events are announced; a new task's
+            // are not (its id was unknown until the commit).
+            loop {
+                match tokio::time::timeout(std::time::Duration::from_secs(60), n.recv()).await {
+                    Ok(Ok(Notice::Events { task: t, .. })) if t == running.id => break,
+                    Ok(Ok(Notice::Events { task: t, .. })) => {
+                        panic!("a task created in a shared commit was announced: {t}")
+                    }
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => panic!("notices: {e}"),
+                    Err(_) => panic!("the running task's events were not announced"),
+                }
+            }
+        }
+    }
+    let missing = "00000000-0000-0000-0000-000000000000";
+    let (created, lost) = tokio::join!(
+        s.create_claimed_task_shared(&new, opening()),
+        s.commit(missing, said(missing, "nobody")),
+    );
+    assert!(matches!(lost, Err(StoreError::NotFound(_))), "{lost:?}");
+    let created = created.expect("the creation lands alone");
+    assert_eq!(s.load_api(&created.task.id, false).expect("api").len(), 1);
+    assert_eq!(orphan_rows(&s), 0);
+}
+
+#[tokio::test]
+async fn creations_ride_a_shared_commit_on_sqlite() {
+    creations_ride_a_shared_commit_on(Backend::Sqlite).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creations_ride_a_shared_commit_on_postgres() {
+    roost_testpg::skip_without_postgres!();
+    creations_ride_a_shared_commit_on(Backend::Postgres).await;
 }
 
 /// A claim released as its task's run ends goes with the store's shared
