@@ -152,6 +152,7 @@ async fn saved_approvals_hold_for_later_tasks_in_that_workspace_only() {
             mode: "code".into(),
             ..Default::default()
         })
+        .await
         .expect("created");
     let user = ScriptedUser::default().approve(Approval::Deny { feedback: None });
     let outcome = h.drive(&other, &id, &user).await.expect("runs");
@@ -190,6 +191,7 @@ async fn saved_approvals_hold_for_later_tasks_in_that_workspace_only() {
             mode: "code".into(),
             ..Default::default()
         })
+        .await
         .expect("created");
     let user = ScriptedUser::default().approve(Approval::Deny { feedback: None });
     h.drive(&again, &id, &user).await.expect("runs");
@@ -219,6 +221,7 @@ async fn a_resumed_task_keeps_its_policy() {
             approval: Some(ApprovalPolicy::from_groups("edit").expect("policy")),
             ..Default::default()
         })
+        .await
         .expect("created");
     drop(first);
     let other = h.another_process(json!([write("a.txt"), complete("done")]));

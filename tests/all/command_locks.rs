@@ -46,7 +46,7 @@ fn harness() -> Harness {
 /// `started` (it is running, past its write session's start).
 async fn start_command(h: &Harness, prompt: &str) -> String {
     let engine = h.engine();
-    let id = h.create("code", prompt).expect("created");
+    let id = h.create("code", prompt).await.expect("created");
     let mut rx = engine.subscribe(&id).expect("events");
     accept_the_result(h, &id);
     engine.start(&id).expect("started");
@@ -77,7 +77,7 @@ fn accept_the_result(h: &Harness, id: &str) {
 /// Run the task prompted `prompt` to its end.
 async fn finish(h: &Harness, prompt: &str) {
     let engine = h.engine();
-    let id = h.create("code", prompt).expect("created");
+    let id = h.create("code", prompt).await.expect("created");
     accept_the_result(h, &id);
     engine.start(&id).expect("started");
     engine.wait(&id).await.expect("outcome");

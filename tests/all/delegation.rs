@@ -245,6 +245,7 @@ async fn cancelling_the_parent_aborts_its_child_and_a_resume_follows_it_again() 
     );
     let id = h
         .create("orchestrator", "delegate slow work")
+        .await
         .expect("created");
     let engine = h.engine();
     let mut rx = engine.subscribe(&id).expect("subscribe");

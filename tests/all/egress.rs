@@ -509,6 +509,7 @@ async fn run_installed_turns(
             mode: "code".into(),
             ..TaskSpec::default()
         })
+        .await
         .expect("created");
     let mut rx = engine.subscribe(&id).expect("subscribe");
     engine.start(&id).expect("started");

@@ -58,7 +58,7 @@ fn engine_with_plugins(
 }
 
 /// Create a task in `code` mode (persisted, not started).
-fn create(engine: &Engine, prompt: &str, workspace: std::path::PathBuf) -> String {
+async fn create(engine: &Engine, prompt: &str, workspace: std::path::PathBuf) -> String {
     engine
         .create_task(&TaskSpec {
             prompt: prompt.into(),
@@ -66,6 +66,7 @@ fn create(engine: &Engine, prompt: &str, workspace: std::path::PathBuf) -> Strin
             mode: "code".into(),
             ..TaskSpec::default()
         })
+        .await
         .expect("created")
 }
 
@@ -104,7 +105,7 @@ async fn fifty_tasks_answered_by_ask_id_in_random_order() {
     let workspaces: Vec<TestWorkspace> = (0..TASKS).map(|_| TestWorkspace::new()).collect();
     let mut ids = Vec::new();
     for ws in &workspaces {
-        let id = create(&engine, "write out.txt", ws.path());
+        let id = create(&engine, "write out.txt", ws.path()).await;
         ids.push(id);
     }
     for id in &ids {
@@ -203,7 +204,7 @@ async fn cancel_during_streaming_and_during_a_tool_call() {
         &data,
     );
     let ws = TestWorkspace::new();
-    let id = create(&engine, "slow", ws.path());
+    let id = create(&engine, "slow", ws.path()).await;
     let mut rx = engine.subscribe(&id).expect("events");
     engine.start(&id).expect("started");
     until(&mut rx, |e| matches!(e, TaskEvent::RequestStarted { .. })).await;
@@ -250,7 +251,7 @@ async fn cancel_during_streaming_and_during_a_tool_call() {
         ApprovalPolicy::from_groups("read").expect("policy"),
         &data,
     );
-    let id = create(&engine, "two writes", ws.path());
+    let id = create(&engine, "two writes", ws.path()).await;
     let mut rx = engine.subscribe(&id).expect("events");
     engine.start(&id).expect("started");
     // Cancel while the first write waits for its approval, then approve
@@ -327,7 +328,7 @@ async fn a_cancel_at_any_ask_aborts_and_answers_nothing() {
         );
         let ws = TestWorkspace::new();
         ws.write("a.txt", "a\n");
-        let id = create(&engine, kind, ws.path());
+        let id = create(&engine, kind, ws.path()).await;
         let mut rx = engine.subscribe(&id).expect("events");
         engine.start(&id).expect("started");
         let TaskEvent::AskRequired { ask, ask_id, .. } =
@@ -393,7 +394,7 @@ fn a_resume_removes_what_a_killed_edit_left() {
             ApprovalPolicy::from_groups("read").expect("policy"),
             &data,
         );
-        let id = create(&engine, "write", ws.path());
+        let id = create(&engine, "write", ws.path()).await;
         let mut rx = engine.subscribe(&id).expect("events");
         engine.start(&id).expect("started");
         until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await;
@@ -470,7 +471,7 @@ fn trace_entries_follow_their_durable_result_once() {
             ApprovalPolicy::from_groups("edit").expect("policy"),
             &data,
         );
-        let id = create(&engine, "read", ws.path());
+        let id = create(&engine, "read", ws.path()).await;
         let mut rx = engine.subscribe(&id).expect("events");
         engine.start(&id).expect("started");
         until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await;
@@ -533,7 +534,7 @@ async fn messages_sent_while_running_reach_the_next_turn() {
     );
     let ws = TestWorkspace::new();
     ws.write("a.txt", "hello\n");
-    let id = create(&engine, "read", ws.path());
+    let id = create(&engine, "read", ws.path()).await;
     let mut rx = engine.subscribe(&id).expect("events");
     say_yes(&engine, &id);
     engine.start(&id).expect("started");
@@ -595,7 +596,7 @@ fn die_waiting(
     let first = process();
     let out = first.block_on(async {
         let (engine, _) = engine_with(turns.clone(), policy.clone(), data);
-        let id = create(&engine, "write", ws.path());
+        let id = create(&engine, "write", ws.path()).await;
         let mut rx = engine.subscribe(&id).expect("events");
         engine.start(&id).expect("started");
         let TaskEvent::AskRequired { ask_id, .. } =
@@ -763,7 +764,7 @@ async fn overlapping_write_roots_take_turns() {
         mode: "code".into(),
         ..TaskSpec::default()
     };
-    let b_id = b.create_task(&spec("B")).expect("created");
+    let b_id = b.create_task(&spec("B")).await.expect("created");
     let mut b_events = b.subscribe(&b_id).expect("events");
     b.start(&b_id).expect("started");
     say_yes(&b, &b_id);
@@ -772,7 +773,7 @@ async fn overlapping_write_roots_take_turns() {
         matches!(e, TaskEvent::ToolCallApproved { .. })
     })
     .await;
-    let a_id = a.create_task(&spec("A")).expect("created");
+    let a_id = a.create_task(&spec("A")).await.expect("created");
     say_yes(&a, &a_id);
     a.start(&a_id).expect("started");
     let (ra, rb) = tokio::join!(a.wait(&a_id), b.wait(&b_id));
@@ -824,7 +825,7 @@ async fn a_front_end_that_reconnects_gets_what_it_missed() {
         ApprovalPolicy::from_groups("read").expect("policy"),
         &data,
     );
-    let id = create(&engine, "write out.txt", ws.path());
+    let id = create(&engine, "write out.txt", ws.path()).await;
     let mut live = engine.subscribe(&id).expect("events");
     engine.start(&id).expect("started");
     // The first front-end sees events up to the first question, then goes.
@@ -952,7 +953,7 @@ async fn a_new_tasks_opening_events_are_recorded_as_it_is_created() {
         ApprovalPolicy::yes(),
         &data,
     );
-    let id = create(&engine, "finish", ws.path());
+    let id = create(&engine, "finish", ws.path()).await;
     let store = &engine.agent().store;
     let logged: Vec<(i64, TaskEvent)> = store
         .events_after(&id, 0, 10)
@@ -1190,6 +1191,7 @@ async fn the_engine_refuses_bad_ids_and_positions() {
             mode: "wizard".into(),
             ..TaskSpec::default()
         })
+        .await
         .expect_err("refused");
     assert_eq!(bad_mode.code(), EngineErrorCode::InvalidRequest);
     assert_eq!(bad_mode.body().code.as_str(), "invalid_request");
@@ -1202,7 +1204,7 @@ async fn the_engine_refuses_bad_ids_and_positions() {
     );
     assert!(engine.events_after("no-such-task", 0).is_err());
     assert!(engine.records().find("no-such-task").is_err());
-    let id = create(&engine, "p", ws.path());
+    let id = create(&engine, "p", ws.path()).await;
     say_yes(&engine, &id);
     engine.start(&id).expect("started");
     assert_eq!(
@@ -1295,6 +1297,7 @@ async fn two_tasks_with_their_own_policies_and_models_in_one_engine() {
             approval: Some(ApprovalPolicy::yes()),
             ..TaskSpec::default()
         })
+        .await
         .expect("created");
     let b = roost
         .create_task(&TaskSpec {
@@ -1307,6 +1310,7 @@ async fn two_tasks_with_their_own_policies_and_models_in_one_engine() {
             max_turns: Some(7),
             ..TaskSpec::default()
         })
+        .await
         .expect("created");
     // The ask-everything task's person says no to the write, yes to the
     // result; the `--yes` task is never asked about a tool (only, as every
@@ -1370,6 +1374,7 @@ async fn two_tasks_with_their_own_policies_and_models_in_one_engine() {
             max_turns: Some(0),
             ..TaskSpec::default()
         })
+        .await
         .expect("created");
     engine2.start(&paused).expect("started");
     assert!(matches!(
@@ -1430,6 +1435,7 @@ async fn two_tasks_with_their_own_policies_and_models_in_one_engine() {
             },
             ..TaskSpec::default()
         })
+        .await
         .expect_err("refused");
     assert_eq!(err.code(), EngineErrorCode::InvalidRequest);
     assert!(err.to_string().contains("no profile `nope`"), "{err}");
@@ -1478,7 +1484,7 @@ async fn a_panicking_task_ends_failed_and_the_engine_goes_on() {
         ))))
         .build()
         .expect("engine");
-    let id = create(&engine, "p", ws.path());
+    let id = create(&engine, "p", ws.path()).await;
     engine.start(&id).expect("started");
     let outcome = engine.wait(&id).await.expect("wait returns");
     let TaskOutcome::Failed { error } = &outcome else {
@@ -1502,7 +1508,7 @@ async fn a_panicking_task_ends_failed_and_the_engine_goes_on() {
     );
     // Another task of the same engine still runs (and fails the same way,
     // without taking the engine down).
-    let other = create(&engine, "q", ws.path());
+    let other = create(&engine, "q", ws.path()).await;
     engine.start(&other).expect("started");
     assert!(matches!(
         engine.wait(&other).await,
@@ -1531,6 +1537,7 @@ async fn the_spawner_handle_starts_children_that_never_exceed_their_parent() {
             max_turns: Some(5),
             ..TaskSpec::default()
         })
+        .await
         .expect("created");
     let handle = engine.spawner();
     let child_spec = ChildSpec {

@@ -957,7 +957,7 @@ async fn a_workspace_swapped_mid_task_leads_no_read_elsewhere() {
         ws: h.ws.path(),
         other: other.path().to_path_buf(),
     };
-    let id = h.create("code", "read").expect("created");
+    let id = h.create("code", "read").await.expect("created");
     let outcome = h.drive(h.engine(), &id, &user).await.expect("task ran");
     // Put the workspace back where the harness cleans it up.
     std::fs::remove_file(h.ws.path()).expect("unlink");

@@ -317,6 +317,7 @@ fn a_kill_between_a_gates_verdict_and_the_result_leaves_each_entry_once() {
                 mode: "hook-ask".into(),
                 ..TaskSpec::default()
             })
+            .await
             .expect("created");
         let mut rx = engine.subscribe(&id).expect("events");
         engine.start(&id).expect("started");

@@ -402,6 +402,7 @@ async fn twenty_children_share_their_profiles_rate_limit_and_its_back_off() {
             approval: Some(ApprovalPolicy::yes()),
             ..TaskSpec::default()
         })
+        .await
         .expect("created");
     // The person accepts the root's result (the children's complete on
     // their own under the root's policy).
@@ -464,6 +465,7 @@ async fn run_bounded(h: &Harness, limits: DelegationLimits, prompt: &str) -> (St
             delegation: limits,
             ..TaskSpec::default()
         })
+        .await
         .expect("created");
     let outcome = h
         .drive(h.engine(), &id, &ScriptedUser::default())

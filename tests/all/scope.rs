@@ -213,6 +213,7 @@ async fn concurrent_tasks_leave_a_valid_trace() {
                 mode: "code".into(),
                 ..TaskSpec::default()
             })
+            .await
             .expect("created");
         h.drive(h.engine(), &id, &user).await
     });

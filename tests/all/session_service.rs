@@ -29,10 +29,10 @@ async fn a_tenant_reaches_only_its_own_tasks_by_their_exact_id() {
     let host = Session::new(engine, Owner::Host);
 
     assert!(matches!(
-        a.create(&spec(&h, "  \n")),
+        a.create(&spec(&h, "  \n")).await,
         Err(SessionError::Invalid(_))
     ));
-    let Ok(Created::Here(id)) = a.create(&spec(&h, "hello")) else {
+    let Ok(Created::Here(id)) = a.create(&spec(&h, "hello")).await else {
         panic!("alice's task is created here (no shared store)")
     };
     assert_eq!(a.task(&id).expect("alice's own").task.id, id);
@@ -103,6 +103,7 @@ async fn an_answer_must_fit_its_question_and_a_follower_misses_nothing() {
     let s = Session::new(engine, Owner::Tenant("alice".into()));
     let id = s
         .create(&spec(&h, "write a.txt"))
+        .await
         .expect("created")
         .id()
         .to_owned();
@@ -165,4 +166,64 @@ async fn an_answer_must_fit_its_question_and_a_follower_misses_nothing() {
         .collect()
         .await;
     assert_eq!(rest, seqs[seqs.len() - 2..].to_vec());
+}
+
+/// Tasks created by many front-ends at once ride one shared commit of the
+/// store: twelve creations are one transaction, each task stored with its
+/// first message, its owner and its claim; a creation the engine refuses
+/// (an unknown mode, a workspace that does not open) stores nothing and
+/// holds none of the others up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creations_at_once_share_a_commit_and_a_refused_one_stores_nothing() {
+    let h = harness(json!([complete("done")]), ApprovalPolicy::default());
+    let engine = h.engine();
+    let records = engine.records();
+    let sessions: Vec<Session> = (0..12)
+        .map(|i| Session::new(engine, Owner::Tenant(format!("tenant-{i}"))))
+        .collect();
+    let before = records.stats();
+    let listed = records.list(100).expect("listed").len();
+    let unknown = TaskSpec {
+        mode: "wizard".into(),
+        ..spec(&h, "no such mode")
+    };
+    let nowhere = TaskSpec {
+        workspace: h.ws.path().join("missing"),
+        ..spec(&h, "no such workspace")
+    };
+    let specs: Vec<TaskSpec> = (0..12).map(|i| spec(&h, &format!("task {i}"))).collect();
+    let refusing = Session::new(engine, Owner::Host);
+    let (created, wizard, missing) = tokio::join!(
+        futures::future::join_all(sessions.iter().zip(&specs).map(|(s, spec)| s.create(spec))),
+        refusing.create(&unknown),
+        refusing.create(&nowhere),
+    );
+    let after = records.stats();
+    assert!(matches!(wizard, Err(SessionError::Engine(_))), "{wizard:?}");
+    assert!(
+        matches!(missing, Err(SessionError::Engine(_))),
+        "{missing:?}"
+    );
+    assert_eq!(after.steps - before.steps, 12, "{before:?} {after:?}");
+    assert_eq!(
+        after.transactions - before.transactions,
+        1,
+        "one shared commit: {before:?} {after:?}"
+    );
+    assert_eq!(records.list(100).expect("listed").len(), listed + 12);
+    let store = h.store();
+    for (i, (s, created)) in sessions.iter().zip(created).enumerate() {
+        let Ok(Created::Here(id)) = created else {
+            panic!("created here: {created:?}")
+        };
+        let task = s.task(&id).expect("its own").task;
+        assert_eq!(task.prompt, format!("task {i}"));
+        assert_eq!(task.owner.as_deref(), Some(format!("tenant-{i}").as_str()));
+        let api = store.load_api(&id, false).expect("history");
+        assert_eq!(api.len(), 1, "its first message");
+        assert!(
+            store.is_live(&id),
+            "claimed by this engine as it was created"
+        );
+    }
 }

@@ -878,6 +878,7 @@ async fn drive(
             mode: "code".into(),
             ..TaskSpec::default()
         })
+        .await
         .expect("created");
     let mut rx = engine.subscribe(&id).expect("subscribe");
     engine.start(&id).expect("start");

@@ -534,7 +534,7 @@ async fn a_created_task_is_held_by_its_creator_before_it_starts() {
         json!([complete("done by its creator")]),
         ApprovalPolicy::yes(),
     );
-    let id = h.create("code", "hold me").expect("created");
+    let id = h.create("code", "hold me").await.expect("created");
     let other = h.another_process(json!([complete("taken")]));
     let taken = h.resume_on(&other, &id, &ScriptedUser::default()).await;
     assert!(
@@ -983,7 +983,7 @@ async fn switch_mode_needs_approval_and_persists() {
 #[tokio::test]
 async fn unknown_mode_is_refused_before_a_task_exists() {
     let h = harness(json!([]), ApprovalPolicy::yes());
-    let err = h.create("wizard", "x").expect_err("refused");
+    let err = h.create("wizard", "x").await.expect_err("refused");
     let msg = err.to_string();
     assert!(
         msg.contains("unknown mode `wizard`") && msg.contains("architect"),

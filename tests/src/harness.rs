@@ -210,19 +210,22 @@ impl Harness {
     ) -> (String, TaskOutcome) {
         let id = self
             .create(mode, prompt)
+            .await
             .unwrap_or_else(|e| panic!("the task is created: {e}"));
         let outcome = self.drive(self.engine(), &id, user).await;
         (id, outcome.expect("task runs"))
     }
 
     /// Create a task in `mode` (not started).
-    pub fn create(&self, mode: &str, prompt: &str) -> Result<String, EngineError> {
-        self.engine().create_task(&TaskSpec {
-            prompt: prompt.to_owned(),
-            workspace: self.ws.path(),
-            mode: mode.to_owned(),
-            ..TaskSpec::default()
-        })
+    pub async fn create(&self, mode: &str, prompt: &str) -> Result<String, EngineError> {
+        self.engine()
+            .create_task(&TaskSpec {
+                prompt: prompt.to_owned(),
+                workspace: self.ws.path(),
+                mode: mode.to_owned(),
+                ..TaskSpec::default()
+            })
+            .await
     }
 
     /// Resume task `id` (or an id prefix) on `engine` (this harness's or

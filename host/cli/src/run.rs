@@ -142,17 +142,19 @@ pub async fn run(args: RunArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     if let Some(hub) = engine.mcp() {
         super::mcp::ask_trust(hub, &workspace)?;
     }
-    let created = Session::new(&engine, Owner::Host).create(&TaskSpec {
-        prompt,
-        workspace: workspace.clone(),
-        mode: args.mode.clone().unwrap_or_else(|| "code".to_owned()),
-        approval,
-        max_turns: args.options.max_turns,
-        delegation: args.delegation.limits(),
-        endpoint: args.provider.endpoint(),
-        // Run from a traced job (CI), the task's trace continues it.
-        traceparent: std::env::var("TRACEPARENT").ok(),
-    })?;
+    let created = Session::new(&engine, Owner::Host)
+        .create(&TaskSpec {
+            prompt,
+            workspace: workspace.clone(),
+            mode: args.mode.clone().unwrap_or_else(|| "code".to_owned()),
+            approval,
+            max_turns: args.options.max_turns,
+            delegation: args.delegation.limits(),
+            endpoint: args.provider.endpoint(),
+            // Run from a traced job (CI), the task's trace continues it.
+            traceparent: std::env::var("TRACEPARENT").ok(),
+        })
+        .await?;
     drive_to_end(&engine, created.id(), &args.options, &workspace).await
 }
 

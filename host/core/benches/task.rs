@@ -110,7 +110,7 @@ async fn p13(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
                 ..TaskConfig::default()
             },
         );
-        let id = roost.create_task(&spec(ws)).expect("created");
+        let id = roost.create_task(&spec(ws)).await.expect("created");
         let collector = request_stamps(&roost, &id);
         let (cpu0, _) = usage();
         let outcome = run_one(&roost, &id).await;
@@ -224,7 +224,7 @@ async fn p5(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::
             .chain(std::iter::once(json!({"tool_calls": [{"name": "attempt_completion", "args": {"result": "done"}}]})))
             .collect();
         let roost = engine_for(engine, &data.join("p5"), serde_json::Value::Array(turns));
-        let id = roost.create_task(&spec(ws)).expect("created");
+        let id = roost.create_task(&spec(ws)).await.expect("created");
         let collector = request_stamps(&roost, &id);
         let (cpu0, _) = usage();
         let started = Instant::now();
@@ -308,44 +308,50 @@ async fn fleet(
     );
     let (cpu0, _) = usage();
     let start = Instant::now();
-    let mut ids = Vec::with_capacity(tasks);
-    for _ in 0..tasks {
-        let id = roost.create_task(&spec(ws)).expect("created");
-        let answering = {
+    // When the last task had been created and started (µs from `start`).
+    let started = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    // Each task is created, started, answered and waited for by a front-end
+    // of its own, all at once, as a server's requests are: waiting for
+    // them one by one after the last is created would read the outcomes
+    // of those that ended long before from the store (an engine keeps the
+    // last 1,024 in memory), a round trip each on PostgreSQL that times
+    // the harness, not the tasks.
+    let runs: Vec<_> = (0..tasks)
+        .map(|_| {
             let roost = Arc::clone(&roost);
-            let id = id.clone();
+            let spec = spec(ws);
+            let started = Arc::clone(&started);
             tokio::spawn(async move {
-                if let Ok(answers) = roost.answer_with(&id, &YES) {
-                    answers.await;
-                }
+                let id = roost.create_task(&spec).await.expect("created");
+                let answering = {
+                    let roost = Arc::clone(&roost);
+                    let id = id.clone();
+                    tokio::spawn(async move {
+                        if let Ok(answers) = roost.answer_with(&id, &YES) {
+                            answers.await;
+                        }
+                    })
+                };
+                roost.start(&id).expect("started");
+                let at = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+                started.fetch_max(at, std::sync::atomic::Ordering::Relaxed);
+                let outcome = roost.wait(&id).await;
+                answering.abort();
+                outcome
             })
-        };
-        roost.start(&id).expect("started");
-        // Each task is waited for as it runs, as a front-end following it
-        // does: waiting for them one by one after the last is created
-        // would read the outcomes of those that ended long before from
-        // the store (an engine keeps the last 1,024 in memory), a round
-        // trip each on PostgreSQL that times the harness, not the tasks.
-        let waiting = {
-            let roost = Arc::clone(&roost);
-            tokio::spawn(async move { roost.wait(&id).await })
-        };
-        ids.push((waiting, answering));
-    }
-    // How long creating and starting them took (one caller, one after
-    // another): on PostgreSQL a round trip each.
-    let created = start.elapsed().as_secs_f64();
+        })
+        .collect();
     let mut done = 0;
-    for (waiting, answering) in ids {
-        if matches!(waiting.await, Ok(Ok(TaskOutcome::Completed { .. }))) {
+    for run in runs {
+        if matches!(run.await, Ok(Ok(TaskOutcome::Completed { .. }))) {
             done += 1;
         }
-        answering.abort();
     }
+    let created = started.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6;
     let wall = start.elapsed().as_secs_f64();
     let (cpu1, rss) = usage();
     let stats = roost.records().stats();
-    println!("\n{tasks} tasks created and started in {created:.2} s");
+    println!("\n{tasks} tasks created and started within {created:.2} s");
     println!(
         "store: {} steps in {} transactions ({:.1} steps each); {} round trips ({:.2} a step)",
         stats.steps,
@@ -697,7 +703,7 @@ async fn p14(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
     let agent = roost.agent();
     let task = agent
         .store
-        .get_task(&roost.create_task(&spec(ws)).expect("created"))
+        .get_task(&roost.create_task(&spec(ws)).await.expect("created"))
         .expect("task");
     use roost_core::engine::Endpoints;
     let (provider, _) = roost_core::engine::OneEndpoint::new(
@@ -952,6 +958,7 @@ async fn p17(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
             mode: "orchestrator".into(),
             ..spec(ws)
         })
+        .await
         .expect("created");
     let mut rx = roost.subscribe(&id).expect("events");
     let (cpu0, _) = usage();

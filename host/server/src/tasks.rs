@@ -88,7 +88,7 @@ pub async fn create(
     };
     // On a shared store the work queue gives it to a host with room
     // (this one too); else it runs here.
-    let id = match state.session(&caller.tenant).create(&spec)? {
+    let id = match state.session(&caller.tenant).create(&spec).await? {
         Created::Queued(id) => id,
         Created::Here(id) => {
             state.schedule(id.clone());

@@ -168,7 +168,8 @@ impl Session {
                     delegation: self.delegation,
                     endpoint: self.provider.endpoint(),
                     traceparent: None,
-                })?
+                })
+                .await?
                 .id()
                 .to_owned(),
             Some(id) => {

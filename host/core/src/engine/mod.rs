@@ -318,82 +318,60 @@ impl Engine {
     /// between to see all its events. An unknown mode, a workspace that
     /// does not open or an endpoint that cannot be opened is refused
     /// before anything is stored.
-    pub fn create_task(&self, spec: &TaskSpec) -> Result<String, EngineError> {
-        self.create(spec, self.settings_of(spec), None, None)
+    pub async fn create_task(&self, spec: &TaskSpec) -> Result<String, EngineError> {
+        self.create(spec, None).await
     }
 
     /// [`Engine::create_task`] for `owner` (a server's tenant): the task
     /// is recorded as theirs, and so are the subtasks it starts.
-    pub fn create_task_for(&self, spec: &TaskSpec, owner: &str) -> Result<String, EngineError> {
-        self.create(spec, self.settings_of(spec), None, Some(owner))
+    pub async fn create_task_for(
+        &self,
+        spec: &TaskSpec,
+        owner: &str,
+    ) -> Result<String, EngineError> {
+        self.create(spec, Some(owner)).await
     }
 
     /// [`Engine::create_task_for`] on a shared store, for the work queue:
     /// recorded, never held here, so whichever host takes it from the
     /// queue (this one too) resumes it from the store.
     pub fn enqueue_task_for(&self, spec: &TaskSpec, owner: &str) -> Result<String, EngineError> {
-        let (task, _) = self.record(spec, self.settings_of(spec), None, Some(owner), |c| {
-            self.agent.create(c)
-        })?;
+        let (settings, setup) = self.prepare_new(spec)?;
+        let task = self
+            .agent
+            .create(&creation(spec, &setup, &settings, Some(owner)))?;
         self.agent.store.notify_queue()?;
         Ok(task.id)
     }
 
-    fn create(
-        &self,
-        spec: &TaskSpec,
-        settings: TaskSettings,
-        parent: Option<&TaskRecord>,
-        owner: Option<&str>,
-    ) -> Result<String, EngineError> {
-        let (new, setup) = self.record(spec, settings, parent, owner, |c| {
-            self.agent.create_claimed(c)
-        })?;
+    /// Create the task `spec` describes for `owner`, claimed and held here
+    /// to run; its creation rides a shared commit with the steps of the
+    /// tasks running meanwhile.
+    async fn create(&self, spec: &TaskSpec, owner: Option<&str>) -> Result<String, EngineError> {
+        let (settings, setup) = self.prepare_new(spec)?;
+        let new = self
+            .agent
+            .create_claimed_shared(&creation(spec, &setup, &settings, owner))
+            .await?;
         let id = new.task.id.clone();
         self.register(&id, setup, Begin::New(Box::new(new)));
         Ok(id)
     }
 
-    /// Record a new task (persisted by `create`, with its settings and
-    /// endpoint) and return what `create` made with the setup it runs
-    /// with; [`Engine::create`] holds it in memory (claimed), the work
-    /// queue does not.
-    fn record<T>(
-        &self,
-        spec: &TaskSpec,
-        mut settings: TaskSettings,
-        parent: Option<&TaskRecord>,
-        owner: Option<&str>,
-        create: impl FnOnce(&Creation<'_>) -> Result<T, TaskError>,
-    ) -> Result<(T, TaskSetup), EngineError> {
-        // What the person saved for this workspace holds for each task
-        // they start in it (a child gets at most its parent's policy).
-        if parent.is_none() {
-            self.approvals()
-                .widen(&spec.workspace, &mut settings.approval)?;
-        }
+    /// The settings and the setup a new top-level task that `spec`
+    /// describes runs with: what the person saved for its workspace holds
+    /// for each task they start in it, and a front-end's incoming trace is
+    /// the one it continues.
+    fn prepare_new(&self, spec: &TaskSpec) -> Result<(TaskSettings, TaskSetup), EngineError> {
+        let mut settings = self.settings_of(spec);
+        self.approvals()
+            .widen(&spec.workspace, &mut settings.approval)?;
         let mut setup = self.setup(&spec.endpoint, None, 0, &settings)?;
-        // A front-end's incoming trace is the one its task continues.
         setup.trace_parent = spec
             .traceparent
             .as_deref()
             .and_then(crate::telemetry::spans::remote_parent);
-        let mode = if spec.mode.is_empty() {
-            "code"
-        } else {
-            spec.mode.as_str()
-        };
-        let made = create(&Creation {
-            prompt: &spec.prompt,
-            workspace: &spec.workspace,
-            mode,
-            provider: setup.provider.as_ref(),
-            settings: &settings,
-            parent,
-            owner,
-            todos: None,
-        })?;
-        Ok((made, setup))
+        Ok((settings, setup))
     }
 
     /// Get a stored task (by id or unambiguous prefix) ready to resume with
@@ -774,4 +752,28 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "(no message)".to_owned())
+}
+
+/// The creation of the top-level task `spec` describes, for `owner`, run
+/// with `settings` and `setup` ([`Engine::prepare_new`]).
+fn creation<'a>(
+    spec: &'a TaskSpec,
+    setup: &'a TaskSetup,
+    settings: &'a TaskSettings,
+    owner: Option<&'a str>,
+) -> Creation<'a> {
+    Creation {
+        prompt: &spec.prompt,
+        workspace: &spec.workspace,
+        mode: if spec.mode.is_empty() {
+            "code"
+        } else {
+            spec.mode.as_str()
+        },
+        provider: setup.provider.as_ref(),
+        settings,
+        parent: None,
+        owner,
+        todos: None,
+    }
 }

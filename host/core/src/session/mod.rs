@@ -153,16 +153,16 @@ impl<'e> Session<'e> {
 
     /// Create a task for this owner. On a shared store a tenant's task
     /// goes to the work queue; otherwise it is created here.
-    pub fn create(&self, spec: &TaskSpec) -> Result<Created, SessionError> {
+    pub async fn create(&self, spec: &TaskSpec) -> Result<Created, SessionError> {
         if spec.prompt.trim().is_empty() {
             return Err(SessionError::Invalid("the prompt is empty".into()));
         }
         Ok(match &self.owner {
-            Owner::Host => Created::Here(self.engine.create_task(spec)?),
+            Owner::Host => Created::Here(self.engine.create_task(spec).await?),
             Owner::Tenant(t) if self.engine.is_shared() => {
                 Created::Queued(self.engine.enqueue_task_for(spec, t)?)
             }
-            Owner::Tenant(t) => Created::Here(self.engine.create_task_for(spec, t)?),
+            Owner::Tenant(t) => Created::Here(self.engine.create_task_for(spec, t).await?),
         })
     }
 

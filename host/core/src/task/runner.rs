@@ -38,9 +38,7 @@ use crate::llm::{
 };
 use crate::modes::ModeSet;
 use crate::skills;
-use crate::store::{
-    ClaimedTask, Committed, NewTask, Step, StoreError, TaskClaim, TaskRecord, TaskStatus,
-};
+use crate::store::{ClaimedTask, Committed, NewTask, Step, TaskClaim, TaskRecord, TaskStatus};
 use crate::tools::{Registry, ToolSpec};
 use crate::turn::{Ctx, RepetitionDetector, RunState, Site, TaskError, TaskOutcome, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
@@ -120,6 +118,57 @@ pub struct NewRun {
     first: Committed,
 }
 
+impl NewRun {
+    /// The run of the task `claimed`, whose creation recorded `opening`
+    /// (at `recorded` of them).
+    fn new(claimed: ClaimedTask, opening: Vec<TaskEvent>, recorded: Vec<usize>) -> Self {
+        let ClaimedTask { task, claim, first } = claimed;
+        Self {
+            task,
+            claim,
+            opening,
+            recorded,
+            first,
+        }
+    }
+}
+
+/// What a new task is created with, once checked ([`Agent::opening`]).
+struct Opening<'a> {
+    new: NewTask,
+    /// Its first message.
+    first: Message,
+    todos: Option<&'a [crate::store::TodoItem]>,
+}
+
+impl Opening<'_> {
+    /// Its first step: the prompt shown, the first message, its todos.
+    fn step(&self) -> Step<'_> {
+        let step = Step::new()
+            .ui(UiRow::say(UiSubtype::Text), &self.new.prompt)
+            .append(&self.first);
+        match self.todos {
+            Some(items) => step.todos(items),
+            None => step,
+        }
+    }
+
+    /// Its first step for a task this process runs, with its creation and
+    /// its start recorded in it: the step, the events, and which of them
+    /// it recorded.
+    fn claimed(&self) -> (Step<'_>, Vec<TaskEvent>, Vec<usize>) {
+        let mut opening = vec![
+            TaskEvent::TaskCreated {
+                mode: self.new.mode.clone(),
+                workspace: self.new.workspace.clone(),
+            },
+            TaskEvent::TaskStarted { resumed: false },
+        ];
+        let (step, recorded) = crate::events::record_in("(new)", self.step(), &mut opening, true);
+        (step, opening, recorded)
+    }
+}
+
 impl Agent {
     /// Every tool offered to the model: plugin tools and host-native ones.
     pub fn tool_specs(&self) -> Vec<&ToolSpec> {
@@ -129,7 +178,8 @@ impl Agent {
     /// Create (persist) the task `c` describes, ready to run; an unknown
     /// mode is refused before anything is stored.
     pub fn create(&self, c: &Creation<'_>) -> Result<TaskRecord, TaskError> {
-        self.create_with(c, |new, first| self.store.create_task_with(new, first))
+        let o = self.opening(c)?;
+        Ok(self.store.create_task_with(&o.new, o.step())?)
     }
 
     /// [`Agent::create`] for a task this process is to run
@@ -137,32 +187,25 @@ impl Agent {
     /// which records its creation and its start too (its run announces
     /// them as it begins: no step of their own).
     pub fn create_claimed(&self, c: &Creation<'_>) -> Result<NewRun, TaskError> {
-        self.create_with(c, |new, first| {
-            let mut opening = vec![
-                TaskEvent::TaskCreated {
-                    mode: new.mode.clone(),
-                    workspace: new.workspace.clone(),
-                },
-                TaskEvent::TaskStarted { resumed: false },
-            ];
-            let (first, recorded) = crate::events::record_in("(new)", first, &mut opening, true);
-            let ClaimedTask { task, claim, first } = self.store.create_claimed_task(new, first)?;
-            Ok(NewRun {
-                task,
-                claim,
-                opening,
-                recorded,
-                first,
-            })
-        })
+        let o = self.opening(c)?;
+        let (first, opening, recorded) = o.claimed();
+        let claimed = self.store.create_claimed_task(&o.new, first)?;
+        Ok(NewRun::new(claimed, opening, recorded))
     }
 
-    /// Check what `c` asks for, then `persist` the task and its first step.
-    fn create_with<T>(
-        &self,
-        c: &Creation<'_>,
-        persist: impl FnOnce(&NewTask, Step<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, TaskError> {
+    /// [`Agent::create_claimed`] in a shared commit with the steps of the
+    /// tasks running meanwhile ([`Store::create_claimed_task_shared`]): a
+    /// front-end's tasks created many at once cost the store a commit
+    /// between them, not one each.
+    pub async fn create_claimed_shared(&self, c: &Creation<'_>) -> Result<NewRun, TaskError> {
+        let o = self.opening(c)?;
+        let (first, opening, recorded) = o.claimed();
+        let claimed = self.store.create_claimed_task_shared(&o.new, first).await?;
+        Ok(NewRun::new(claimed, opening, recorded))
+    }
+
+    /// Check what `c` asks for: what its task is created with.
+    fn opening<'c>(&self, c: &Creation<'c>) -> Result<Opening<'c>, TaskError> {
         let Creation {
             prompt,
             workspace,
@@ -184,13 +227,6 @@ impl Agent {
                 available: available.join(", "),
             });
         }
-        let first = super::history::opening_message(prompt);
-        let mut step = Step::new()
-            .ui(UiRow::say(UiSubtype::Text), prompt)
-            .append(&first);
-        if let Some(items) = todos {
-            step = step.todos(items);
-        }
         let new = NewTask {
             parent_id: parent.map(|p| p.id.clone()),
             root_id: parent.map(|p| p.root_id.clone()),
@@ -206,7 +242,11 @@ impl Agent {
                 .map_or(owner, |p| p.owner.as_deref())
                 .map(str::to_owned),
         };
-        Ok(persist(&new, step)?)
+        Ok(Opening {
+            first: super::history::opening_message(prompt),
+            new,
+            todos,
+        })
     }
 
     /// Run `task`, created with [`Agent::create`] and not run yet, with

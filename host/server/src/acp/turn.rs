@@ -166,6 +166,7 @@ async fn turn(
                     endpoint: endpoint.clone(),
                     traceparent: None,
                 })
+                .await
                 .map_err(refused)?;
             let id = created.id().to_owned();
             acp.sessions.with(sid, |s| s.task = Some(id.clone()))?;
