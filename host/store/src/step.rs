@@ -1147,6 +1147,26 @@ pub(super) struct GroupCommit {
     /// Steps committed, and the transactions they took ([`Store::stats`]).
     steps: AtomicU64,
     transactions: AtomicU64,
+    /// Tasks being created ([`Store::commit_creation`]).
+    creating: AtomicUsize,
+}
+
+/// A task's creation in flight, counted in [`GroupCommit::creating`]
+/// while it lives.
+struct Creating<'g>(&'g GroupCommit);
+
+impl<'g> Creating<'g> {
+    /// Count a creation in `group`; whether no other was in flight.
+    fn enter(group: &'g GroupCommit) -> (Self, bool) {
+        let before = group.creating.fetch_add(1, Ordering::SeqCst);
+        (Self(group), before == 0)
+    }
+}
+
+impl Drop for Creating<'_> {
+    fn drop(&mut self) {
+        self.0.creating.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl GroupCommit {
@@ -1261,14 +1281,29 @@ impl Store {
         self.share(task.to_owned(), step, None, on_commit).await
     }
 
-    /// Create the task `row` with its `first` step in a shared commit.
+    /// Create the task `row` with its `first` step: in a transaction of
+    /// its own when no other creation is in flight (one round trip on
+    /// PostgreSQL, where a shared commit would make it wait for the
+    /// running tasks' batch: 10,000 tasks created one after another took
+    /// 41 s that way instead of 7 s), else in a shared commit with the
+    /// creations made meanwhile and the steps queued with them.
     pub(super) async fn commit_creation(
         &self,
         row: NewRow,
         first: PreparedStep,
     ) -> Result<Committed, StoreError> {
-        self.share(row.id().to_owned(), first, Some(Box::new(row)), None)
-            .await
+        let (_creating, alone) = Creating::enter(&self.group);
+        if !alone {
+            return self
+                .share(row.id().to_owned(), first, Some(Box::new(row)), None)
+                .await;
+        }
+        // Let the creations made at the same moment see this one in
+        // flight, and queue theirs together.
+        tokio::task::yield_now().await;
+        let committed = self.insert_alone(&row, &first)?;
+        self.group.counted(1, 1);
+        Ok(committed)
     }
 
     /// Queue `step` of `task` (created by it when `creation` is given) for

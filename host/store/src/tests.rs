@@ -1071,13 +1071,16 @@ async fn answers_land_in_shared_commits_once_on_postgres() {
     answers_land_in_shared_commits_once_on(Backend::Postgres).await;
 }
 
-/// Tasks created in a shared commit ride it with the steps of tasks
-/// already running: two creations and a running task's step queued
-/// together are one transaction (on PostgreSQL its two round trips, the
-/// creations adding none), and each new task is stored with its first
-/// step, numbered from 1, and claimed by this process. Only the running
-/// task's events are announced. A step of a task that does not exist,
-/// queued with a creation, fails alone, and the creation lands.
+/// A task created while no other creation is in flight takes a
+/// transaction of its own (one round trip on PostgreSQL); those created
+/// meanwhile ride a shared commit with the steps of tasks already
+/// running: a creation, a running task's step and two more creations
+/// made at once are two transactions (on PostgreSQL three round trips:
+/// the shared commit's two, its creations adding none). Each new task is
+/// stored with its first step, numbered from 1 and dated with the task,
+/// and claimed by this process. Only the running task's events are
+/// announced. A step of a task that does not exist, queued with a
+/// creation, fails alone, and the creation lands.
 async fn creations_ride_a_shared_commit_on(b: Backend) {
     let (dir, s) = store_on(b);
     let running = new_task(&s);
@@ -1106,23 +1109,28 @@ async fn creations_ride_a_shared_commit_on(b: Backend) {
     // Twice: the first prepares the statements and takes keys ahead.
     for round in 0..2 {
         let before = s.stats();
-        let (a, step, c) = tokio::join!(
+        let (a, step, c, d) = tokio::join!(
             s.create_claimed_task_shared(&new, opening()),
             s.commit(&running.id, said(&running.id, "meanwhile")),
+            s.create_claimed_task_shared(&new, opening()),
             s.create_claimed_task_shared(&new, opening()),
         );
         let after = s.stats();
         step.expect("the running task's step");
-        assert_eq!(after.steps - before.steps, 3, "round {round}");
+        assert_eq!(after.steps - before.steps, 4, "round {round}");
         assert_eq!(
             after.transactions - before.transactions,
-            1,
-            "one shared commit, round {round}"
+            2,
+            "the first alone, the rest in one shared commit, round {round}"
         );
         if round == 1 && !matches!(b, Backend::Sqlite) {
-            assert_eq!(cost(before, after), 2, "the creations ride its two trips");
+            assert_eq!(
+                cost(before, after),
+                3,
+                "one trip alone, the shared commit's two"
+            );
         }
-        for created in [a, c] {
+        for created in [a, c, d] {
             let crate::ClaimedTask {
                 task,
                 claim,
@@ -1161,13 +1169,16 @@ async fn creations_ride_a_shared_commit_on(b: Backend) {
         }
     }
     let missing = "00000000-0000-0000-0000-000000000000";
-    let (created, lost) = tokio::join!(
+    let (alone, created, lost) = tokio::join!(
+        s.create_claimed_task_shared(&new, opening()),
         s.create_claimed_task_shared(&new, opening()),
         s.commit(missing, said(missing, "nobody")),
     );
     assert!(matches!(lost, Err(StoreError::NotFound(_))), "{lost:?}");
-    let created = created.expect("the creation lands alone");
-    assert_eq!(s.load_api(&created.task.id, false).expect("api").len(), 1);
+    for created in [alone, created] {
+        let created = created.expect("the creations land");
+        assert_eq!(s.load_api(&created.task.id, false).expect("api").len(), 1);
+    }
     assert_eq!(orphan_rows(&s), 0);
 }
 
