@@ -43,6 +43,11 @@ impl NewRow {
         &self.id
     }
 
+    /// The owner whose claim is taken in the creating transaction.
+    pub(super) fn claimed_by(&self) -> Option<&str> {
+        self.claimed_by.as_deref()
+    }
+
     /// When it was created (ms since the epoch): its first step's time too.
     pub(super) fn at(&self) -> i64 {
         self.at

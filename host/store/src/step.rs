@@ -1306,6 +1306,24 @@ impl Store {
         Ok(committed)
     }
 
+    /// A task created for a caller that is gone (its request was
+    /// cancelled while the creation waited for the shared commit): its
+    /// claim, taken in the creating transaction, is let go, so the task
+    /// stays on record and resumable, as after a crash, rather than held
+    /// by a process that never runs it.
+    fn orphaned(&self, row: &NewRow) {
+        let Some(owner) = row.claimed_by() else {
+            return;
+        };
+        tracing::info!(task = %row.id(), "created for a caller that is gone: left resumable");
+        if let Err(e) = self
+            .db
+            .run(|c| c.exec(super::claims::RELEASE, params![row.id(), owner]))
+        {
+            tracing::warn!(task = %row.id(), "releasing the claim: {e}");
+        }
+    }
+
     /// Queue `step` of `task` (created by it when `creation` is given) for
     /// a shared commit and wait for its outcome, leading the commit when no
     /// one else is.
@@ -1450,7 +1468,9 @@ impl Store {
             if let (Ok(c), Some(f)) = (&outcome, job.on_commit) {
                 f(c);
             }
-            let _ = job.done.send(outcome);
+            if let (Err(Ok(_)), Some(row)) = (job.done.send(outcome), &job.creation) {
+                self.orphaned(row);
+            }
         }
     }
 }

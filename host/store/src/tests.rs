@@ -1103,6 +1103,7 @@ async fn creations_ride_a_shared_commit_on(b: Backend) {
     };
     let new = spec();
     let mut notices = s.notices();
+    #[cfg(feature = "postgres")]
     if let Some(n) = notices.as_mut() {
         listening(n).await;
     }
@@ -2682,6 +2683,71 @@ async fn steps_ready_together_share_a_transaction_on_one_worker_on_sqlite() {
 async fn steps_ready_together_share_a_transaction_on_one_worker_on_postgres() {
     roost_testpg::skip_without_postgres!();
     steps_ready_together_share_a_transaction_on_one_worker_on(Backend::Postgres).await;
+}
+
+/// A creation whose caller is gone while it waits for the shared commit
+/// (a request cancelled) still lands whole, and is left resumable: no
+/// process holds its claim, so another may take it, as after a crash.
+async fn a_creation_whose_caller_is_gone_is_left_resumable_on(b: Backend) {
+    use futures::FutureExt;
+    let (place, s) = store_on(b);
+    let new = spec();
+    let first = Message::user_text("<task>\ndo it\n</task>");
+    let known: std::collections::HashSet<String> = s
+        .list_tasks(100)
+        .expect("tasks")
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    // A creation in flight (polled once, it yields before going alone),
+    // so the next one shares a commit.
+    let mut alone = Box::pin(s.create_claimed_task_shared(&new, Step::new().append(&first)));
+    assert!((&mut alone).now_or_never().is_none());
+    // Polled once: it queues, leads the shared commit and yields; then its
+    // caller is gone.
+    assert!(
+        s.create_claimed_task_shared(&new, Step::new().append(&first))
+            .now_or_never()
+            .is_none(),
+        "it waits for the shared commit"
+    );
+    let kept = alone.await.expect("created alone");
+    // The lead was handed over: its commit lands.
+    let gone = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            let landed = s
+                .list_tasks(100)
+                .expect("tasks")
+                .into_iter()
+                .map(|t| t.id)
+                .find(|id| !known.contains(id) && *id != kept.task.id);
+            if let Some(id) = landed {
+                return id;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the orphaned creation was committed");
+    assert_eq!(s.load_api(&gone, false).expect("api").len(), 1, "whole");
+    assert!(!s.is_live(&gone), "no process holds it");
+    place
+        .reopen()
+        .claim(&gone)
+        .expect("another process may resume it");
+    assert!(s.is_live(&kept.task.id), "the one awaited is held");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_creation_whose_caller_is_gone_is_left_resumable_on_sqlite() {
+    a_creation_whose_caller_is_gone_is_left_resumable_on(Backend::Sqlite).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "current_thread")]
+async fn a_creation_whose_caller_is_gone_is_left_resumable_on_postgres() {
+    roost_testpg::skip_without_postgres!();
+    a_creation_whose_caller_is_gone_is_left_resumable_on(Backend::Postgres).await;
 }
 
 /// A task cancelled while it leads the shared commit (letting others queue
