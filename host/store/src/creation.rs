@@ -157,7 +157,7 @@ pub(super) fn write_alone(
 /// its id came back, was created: an insert of the same id waits for a
 /// transaction still inserting it, then finds it there or not (and is
 /// rolled back either way).
-pub(super) fn task_landed(c: &Conn<'_>, id: &str) -> Result<bool, StoreError> {
+fn task_landed(c: &Conn<'_>, id: &str) -> Result<bool, StoreError> {
     let probe = c.query_rolled_back(
         "INSERT INTO tasks (id, root_id, mode, workspace, status, prompt, created_at, updated_at) \
          VALUES (?1, ?1, '', '', 'failed', '', 0, 0) ON CONFLICT (id) DO NOTHING RETURNING id",
