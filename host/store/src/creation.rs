@@ -72,7 +72,7 @@ impl NewRow {
             updated_at: self.at,
             usage: Usage::default(),
             cost: 0.0,
-            active_intent: None,
+            active_intent: new.active_intent.clone(),
             settings: new.settings.clone(),
             owner: new.owner.clone(),
         }
@@ -94,8 +94,8 @@ pub(super) fn insert_row(
     macro_rules! insert_task {
         ($tail:literal) => {
             concat!(
-                "INSERT INTO tasks (k, id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings, owner) \
-                 VALUES (?15, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14)",
+                "INSERT INTO tasks (k, id, parent_id, root_id, mode, workspace, status, prompt, provider, model, base_url, profile, created_at, updated_at, settings, owner, active_intent) \
+                 VALUES (?15, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?16)",
                 $tail
             )
         };
@@ -116,7 +116,8 @@ pub(super) fn insert_row(
         row.at,
         &row.settings,
         &new.owner,
-        key
+        key,
+        &new.active_intent
     ];
     let key: i64 = match key {
         Some(k) => {

@@ -3,7 +3,7 @@
 //! children, strategy, status and results). A resumed coordinator finds
 //! its group again by the call's id.
 
-use super::db::params;
+use super::db::{Conn, params};
 use super::{Store, StoreError};
 use roost_protocol::GroupRecord;
 
@@ -15,30 +15,58 @@ fn decode(coordinator: &str, body: &str) -> Result<GroupRecord, StoreError> {
     })
 }
 
-impl Store {
-    /// Record `group`, or its new state when it is recorded already.
-    pub fn put_group(&self, group: &GroupRecord) -> Result<(), StoreError> {
+/// A group's record as a step writes it ([`super::Step::group`]): encoded
+/// by its coordinator's task, so a shared commit only inserts it.
+#[derive(Debug)]
+pub(super) struct PreparedGroup {
+    id: String,
+    coordinator: String,
+    call_id: String,
+    body: String,
+    created_at: i64,
+}
+
+impl PreparedGroup {
+    /// `group`'s row.
+    pub(super) fn of(group: &GroupRecord) -> Result<Self, StoreError> {
         let body = serde_json::to_string(group).map_err(|e| StoreError::Corrupt {
             task: group.coordinator.clone(),
             seq: 0,
             detail: format!("parallel group record: {e}"),
         })?;
-        self.db.run(|c| {
-            c.exec(
-                "INSERT INTO task_groups (id, coordinator, call_id, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (id) DO UPDATE SET body = excluded.body",
-                params![
-                    &group.id,
-                    &group.coordinator,
-                    &group.call_id,
-                    &body,
-                    group.created_at
-                ],
-            )
-        })?;
-        Ok(())
+        Ok(Self {
+            id: group.id.clone(),
+            coordinator: group.coordinator.clone(),
+            call_id: group.call_id.clone(),
+            body,
+            created_at: group.created_at,
+        })
     }
 
+    /// Record it in `task`'s step, or its new state when it is recorded
+    /// already; a group is written only by its coordinator's steps.
+    pub(super) fn write(&self, c: &Conn<'_>, task: &str) -> Result<(), StoreError> {
+        if self.coordinator != task {
+            return Err(StoreError::Commit(format!(
+                "parallel group {} belongs to task {}, not {task}",
+                self.id, self.coordinator
+            )));
+        }
+        c.later(
+            "INSERT INTO task_groups (id, coordinator, call_id, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+            params![
+                &self.id,
+                &self.coordinator,
+                &self.call_id,
+                &self.body,
+                self.created_at
+            ],
+        )
+    }
+}
+
+impl Store {
     /// The groups task `coordinator` started, oldest first.
     pub fn groups_of(&self, coordinator: &str) -> Result<Vec<GroupRecord>, StoreError> {
         self.db

@@ -361,6 +361,8 @@ pub struct NewTask {
     pub settings: Option<TaskSettings>,
     /// Who it belongs to (a server's tenant; none for a local user).
     pub owner: Option<String>,
+    /// The intent it starts under (a subtask's, passed on by its parent).
+    pub active_intent: Option<String>,
 }
 
 /// A UI message: the protocol's row of a task's UI history.

@@ -23,9 +23,10 @@ use tokio::sync::oneshot;
 use super::asks::{self, StoredAsk};
 use super::creation::{self, NewRow};
 use super::db::{Column, Conn, Dialect, Param, params};
+use super::groups::PreparedGroup;
 use super::{Store, StoreError, TaskStatus, TodoItem, now_ms, role_str};
-use roost_protocol::UiRow;
 use roost_protocol::conversation::{ContentBlock, Message, Usage};
+use roost_protocol::{GroupRecord, UiRow};
 
 /// Most steps one shared commit takes; the rest wait for the next. Ten
 /// thousand tasks at once on PostgreSQL queue several hundred steps while
@@ -69,6 +70,7 @@ pub struct Step<'a> {
     trace: Vec<String>,
     ask: Option<&'a StoredAsk>,
     answer: Option<(&'a str, &'a str)>,
+    group: Option<&'a GroupRecord>,
     events: Vec<StepEvent>,
 }
 
@@ -195,6 +197,14 @@ impl<'a> Step<'a> {
         self
     }
 
+    /// Record the parallel group `group` the task coordinates, or its new
+    /// state: with the step that announces it (started, a child started,
+    /// ended), so the record and its events land together.
+    pub fn group(mut self, group: &'a GroupRecord) -> Self {
+        self.group = Some(group);
+        self
+    }
+
     /// Set the task's status.
     pub fn status(mut self, status: TaskStatus) -> Self {
         self.status = Some(status);
@@ -269,6 +279,7 @@ impl<'a> Step<'a> {
             && self.trace.is_empty()
             && self.ask.is_none()
             && self.answer.is_none()
+            && self.group.is_none()
             && self.events.is_empty()
     }
 
@@ -321,6 +332,7 @@ impl<'a> Step<'a> {
             answer: self
                 .answer
                 .map(|(id, text)| (id.to_owned(), text.to_owned())),
+            group: self.group.map(PreparedGroup::of).transpose()?,
             events: self.events,
             release: None,
         })
@@ -350,6 +362,7 @@ pub struct PreparedStep {
     trace: Vec<String>,
     ask: Option<StoredAsk>,
     answer: Option<(String, String)>,
+    group: Option<PreparedGroup>,
     events: Vec<StepEvent>,
     /// The owner whose claim on the task the step releases (its run ends).
     release: Option<String>,
@@ -966,6 +979,9 @@ fn write_step<'a>(
     }
     if let Some(items) = &step.todos {
         super::write_todos(conn, task, items)?;
+    }
+    if let Some(group) = &step.group {
+        group.write(conn, task)?;
     }
     for line in &step.trace {
         conn.later(

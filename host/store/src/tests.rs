@@ -72,6 +72,7 @@ fn spec() -> NewTask {
         profile: String::new(),
         settings: None,
         owner: None,
+        active_intent: None,
     }
 }
 
@@ -1489,8 +1490,77 @@ on_both!(
     a_step_whose_later_statement_fails_writes_nothing,
     what_a_run_starts_from_reads_as_it_was_written,
     a_results_output_is_written_once,
-    a_deleted_tasks_logs_go_with_it_and_nothing_lands_after
+    a_deleted_tasks_logs_go_with_it_and_nothing_lands_after,
+    a_group_lands_with_its_coordinators_step
 );
+
+/// A parallel group's record lands with the coordinator's step that
+/// announces it, each new state replacing the last; a step of another
+/// task cannot write it, and that step writes nothing.
+fn a_group_lands_with_its_coordinators_step(b: Backend) {
+    use roost_protocol::{GroupRecord, GroupStatus, GroupStrategy, GroupTask};
+    let (_d, s) = store_on(b);
+    let coordinator = new_task(&s);
+    let other = new_task(&s);
+    let mut group = GroupRecord {
+        id: "grp_1".into(),
+        coordinator: coordinator.id.clone(),
+        call_id: "call_1".into(),
+        strategy: GroupStrategy::All,
+        status: GroupStatus::Running,
+        max_concurrency: 2,
+        timeout_s: None,
+        tasks: vec![
+            GroupTask {
+                mode: "code".into(),
+                message: "one".into(),
+                scope: vec!["a/**".into()],
+            },
+            GroupTask {
+                mode: "ask".into(),
+                message: "two".into(),
+                scope: Vec::new(),
+            },
+        ],
+        children: vec![None, None],
+        results: Vec::new(),
+        created_at: 7,
+        finished_at: None,
+    };
+    let started = Step::new()
+        .ui(UiRow::say(UiSubtype::Subtask), "grp_1 · 2 subtasks")
+        .group(&group);
+    let committed = s.commit_step(&coordinator.id, started).expect("started");
+    assert_eq!(committed.ui.len(), 1);
+    assert_eq!(
+        s.group_of_call(&coordinator.id, "call_1").expect("read"),
+        Some(group.clone())
+    );
+    group.children[0] = Some("child-1".into());
+    s.commit_step(&coordinator.id, Step::new().group(&group))
+        .expect("a child started");
+    assert_eq!(
+        s.groups_of(&coordinator.id).expect("read"),
+        vec![group.clone()]
+    );
+    let mut forged = group.clone();
+    forged.children[1] = Some("child-2".into());
+    let err = s
+        .commit_step(
+            &other.id,
+            Step::new()
+                .ui(UiRow::say(UiSubtype::Text), "not mine")
+                .group(&forged),
+        )
+        .expect_err("another task's group");
+    assert!(
+        matches!(&err, StoreError::Commit(m) if m.contains("grp_1")),
+        "{err:?}"
+    );
+    assert!(s.load_ui(&other.id).expect("ui").is_empty());
+    assert_eq!(s.groups_of(&coordinator.id).expect("read"), vec![group]);
+    assert!(s.groups_of(&other.id).expect("read").is_empty());
+}
 
 /// Rows of the three logs whose task is gone.
 fn orphan_rows(s: &Store) -> i64 {
