@@ -507,6 +507,22 @@ async fn a_child_works_under_its_parents_intent_without_selecting_it() {
         (grandchild, "src/auth/deep/token.rs"),
     ] {
         assert_eq!(task.active_intent.as_deref(), Some("INT-AUTH"));
+        // Shown as any selection is, right after its instructions: its
+        // creation recorded both.
+        let ui = h.store().load_ui(&task.id).expect("ui");
+        let shown: Vec<(&str, &str)> = ui
+            .iter()
+            .take(2)
+            .map(|m| (m.subtype.as_str(), m.text.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("text", task.prompt.as_str()),
+                ("intent_selected", "INT-AUTH")
+            ],
+            "{ui:#?}"
+        );
         let trace = roost_tests::harness::trace_lines(&h.ws.path());
         let m = trace
             .iter()

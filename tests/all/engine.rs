@@ -1064,6 +1064,7 @@ fn two_processes_append_to_one_store_without_collisions() {
             profile: String::new(),
             settings: None,
             owner: None,
+            active_intent: None,
         })
         .expect("task");
     let go = data.root().join("go");
@@ -1547,10 +1548,12 @@ async fn the_spawner_handle_starts_children_that_never_exceed_their_parent() {
         approval: ApprovalPolicy::yes(),
         inherited: Default::default(),
     };
+    let parent_record = engine.records().find(&parent).expect("parent");
     let (child, _events) = handle
         .get()
         .expect("the engine is there")
-        .spawn_child(&parent, &child_spec)
+        .spawn_child(&parent_record, &child_spec)
+        .await
         .expect("spawned");
     let record = engine.records().find(&child).expect("child");
     assert_eq!(record.parent_id.as_deref(), Some(parent.as_str()));
@@ -1580,13 +1583,85 @@ async fn the_spawner_handle_starts_children_that_never_exceed_their_parent() {
         matches!(outcome, Ok(TaskOutcome::Completed { .. })),
         "{outcome:?}"
     );
-    // A parent that does not exist is a typed refusal.
+    // A mode that does not exist is a typed refusal, and stores nothing.
+    let unknown = ChildSpec {
+        mode: "no-such-mode".into(),
+        ..child_spec
+    };
     let err = handle
         .get()
         .expect("engine")
-        .spawn_child("no-such-task", &child_spec)
+        .spawn_child(&parent_record, &unknown)
+        .await
         .expect_err("refused");
-    assert!(err.to_string().contains("no-such-task"), "{err}");
+    assert!(
+        matches!(&err, SpawnError::Refused(_)) && err.to_string().contains("no-such-mode"),
+        "{err}"
+    );
+    assert_eq!(
+        engine.records().children(&parent).expect("children").len(),
+        1
+    );
     drop(engine);
     assert!(matches!(handle.get(), Err(SpawnError::Gone)));
+}
+
+/// Subtasks created at once (a parallel group's) share the store's
+/// commits: twelve children are twelve steps in two transactions (the
+/// first alone, the rest together, as a front-end's creations are), each
+/// stored whole — its parent, root and owner, its first message, its
+/// claim by this engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subtasks_created_at_once_share_a_commit() {
+    use roost_core::turn::ChildSpec;
+    let data = TestWorkspace::new();
+    let ws = TestWorkspace::new();
+    // A model that has not answered yet: the children wait for it and
+    // write nothing meanwhile.
+    let (engine, _) = engine_with(
+        json!([{"delay_ms": 3_600_000, "text": "thinking"}]),
+        ApprovalPolicy::from_groups("read").expect("policy"),
+        &data,
+    );
+    let parent = engine
+        .create_task(&TaskSpec {
+            prompt: "parent".into(),
+            workspace: ws.path(),
+            ..TaskSpec::default()
+        })
+        .await
+        .expect("created");
+    let record = engine.records().find(&parent).expect("parent");
+    let specs: Vec<ChildSpec> = (0..12)
+        .map(|i| ChildSpec {
+            mode: "code".into(),
+            message: format!("child {i}"),
+            todos: None,
+            approval: ApprovalPolicy::yes(),
+            inherited: Default::default(),
+        })
+        .collect();
+    let spawner = engine.spawner().get().expect("the engine is there");
+    let records = engine.records();
+    let before = records.stats();
+    let spawned =
+        futures::future::join_all(specs.iter().map(|c| spawner.spawn_child(&record, c))).await;
+    let after = records.stats();
+    assert_eq!(after.steps - before.steps, 12, "{before:?} {after:?}");
+    assert_eq!(
+        after.transactions - before.transactions,
+        2,
+        "the first alone, the rest in one shared commit: {before:?} {after:?}"
+    );
+    let store = engine.agent().store.clone();
+    for (i, spawned) in spawned.into_iter().enumerate() {
+        let (id, _events) = spawned.expect("spawned");
+        let child = records.find(&id).expect("child");
+        assert_eq!(child.parent_id.as_deref(), Some(parent.as_str()));
+        assert_eq!(child.root_id, parent);
+        assert_eq!(child.prompt, format!("child {i}"));
+        assert_eq!(store.load_api(&id, false).expect("history").len(), 1);
+        assert!(store.is_live(&id), "claimed as it was created");
+        engine.cancel(&id, "test over").expect("cancelled");
+    }
 }

@@ -943,6 +943,7 @@ async fn p17(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
     config.delegation.max_concurrent_children = 100;
     config.delegation.max_total_children = 100;
     let roost = EngineBuilder::new(data)
+        .store(bench_store(data))
         .plugin_engine(Arc::clone(engine))
         .provider(Arc::new(OpenAiCompatible::new(
             "scripted",
@@ -1017,8 +1018,19 @@ async fn p17(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
         .count();
     let ideal = Duration::from_millis(DELAY_MS * TURNS as u64);
     let turns = (CHILDREN * TURNS) as f64;
+    let stats = roost.records().stats();
     println!(
-        "P17: {done}/{CHILDREN} children completed; group {:.0} ms against the ideal {} ms (overhead {:.0} ms, {:.1}%); whole task {:.0} ms; host CPU {:.2} ms per child turn; peak RSS {:.1} MiB",
+        "P17 store ({}): {} steps in {} transactions ({:.1} steps each); {} round trips ({:.2} a step)",
+        store_label(),
+        stats.steps,
+        stats.transactions,
+        stats.steps as f64 / stats.transactions.max(1) as f64,
+        stats.round_trips,
+        stats.round_trips as f64 / stats.steps.max(1) as f64
+    );
+    println!(
+        "P17 ({}): {done}/{CHILDREN} children completed; group {:.0} ms against the ideal {} ms (overhead {:.0} ms, {:.1}%); whole task {:.0} ms; host CPU {:.2} ms per child turn; peak RSS {:.1} MiB",
+        store_label(),
         group.as_secs_f64() * 1e3,
         ideal.as_millis(),
         (group.as_secs_f64() - ideal.as_secs_f64()) * 1e3,

@@ -15,11 +15,12 @@ use tokio::sync::{Semaphore, watch};
 use super::{Begin, Engine, EngineError, ResumeSpec, finish};
 use crate::config::RecordedEndpoint;
 use crate::events::Subscription;
+use crate::store::TaskRecord;
 use crate::task::{Creation, TaskOutcome};
 use crate::tools::native::parse_todos;
 use crate::turn::{ChildSpec, SpawnError, Spawner};
 use roost_protocol::task::Endpoint;
-use roost_protocol::{EngineErrorCode, ErrorBody, TaskSettings, TaskStatus, UiRow, UiSubtype};
+use roost_protocol::{EngineErrorCode, ErrorBody, TaskSettings, TaskStatus};
 
 /// Each tree's slots for running subtasks, by root id.
 #[derive(Default)]
@@ -94,18 +95,16 @@ impl Engine {
     }
 }
 
-impl Spawner for Engine {
-    /// A child never gets more than its parent: its approval policy is at
-    /// most the parent's, its turn limit the parent's; it runs on its
-    /// parent's endpoint, in its parent's workspace, for its parent's
-    /// owner.
-    fn spawn_child(
+impl Engine {
+    /// [`Spawner::spawn_child`]: the child's creation rides a shared
+    /// commit with whatever else is committed meanwhile (its siblings' in
+    /// a parallel group), its intent included.
+    async fn spawn(
         &self,
-        parent: &str,
+        parent: &TaskRecord,
         child: &ChildSpec,
+        trace_parent: Option<opentelemetry::Context>,
     ) -> Result<(String, Subscription), SpawnError> {
-        let store = &self.agent.store;
-        let parent = store.get_task(parent).map_err(|e| refused(e.into()))?;
         let theirs = parent
             .settings
             .clone()
@@ -129,11 +128,7 @@ impl Spawner for Engine {
             .map_err(refused)?;
         // What the parent's session lent it is its children's too.
         setup.lent = self.lent_to(&parent.id);
-        // Its run's span is a child of the parent's `new_task` call (the
-        // context the call runs in).
-        if crate::telemetry::spans::enabled() {
-            setup.trace_parent = Some(opentelemetry::Context::current());
-        }
+        setup.trace_parent = trace_parent;
         let todos = match child.todos.as_deref().map(parse_todos).transpose() {
             Ok(t) => t,
             Err(message) => {
@@ -143,36 +138,46 @@ impl Spawner for Engine {
                 }));
             }
         };
-        let mut new = self
+        let new = self
             .agent
-            .create_claimed(&Creation {
+            .create_claimed_shared(&Creation {
                 prompt: &child.message,
                 workspace: Path::new(&parent.workspace),
                 mode: &child.mode,
                 provider: setup.provider.as_ref(),
                 settings: &settings,
-                parent: Some(&parent),
+                parent: Some(parent),
                 // A tenant's subtasks are that tenant's.
                 owner: parent.owner.as_deref(),
                 todos: todos.as_deref(),
+                // It starts under the intent its parent passed on (held
+                // narrowed to its bound: `intents::bound`).
+                intent: settings.inherited.intent.as_deref(),
             })
+            .await
             .map_err(|e| refused(e.into()))?;
-        // It starts under the intent its parent passed on (held narrowed
-        // to its bound: `intents::bound`), recorded as any selection is.
-        if let Some(intent) = settings.inherited.intent.as_deref() {
-            store
-                .set_active_intent(&new.task.id, Some(intent))
-                .and_then(|()| {
-                    store.append_ui(&new.task.id, UiRow::say(UiSubtype::IntentSelected), intent)
-                })
-                .map_err(|e| refused(e.into()))?;
-            new.task.active_intent = Some(intent.to_owned());
-        }
         let id = new.task.id.clone();
         let (events, _) = self.register(&id, setup, Begin::New(Box::new(new)));
         let rx = events.subscribe();
         self.start_in_tree(&parent.root_id, &id, Some(&settings));
         Ok((id, rx))
+    }
+}
+
+impl Spawner for Engine {
+    /// A child never gets more than its parent: its approval policy is at
+    /// most the parent's, its turn limit the parent's; it runs on its
+    /// parent's endpoint, in its parent's workspace, for its parent's
+    /// owner.
+    fn spawn_child<'a>(
+        &'a self,
+        parent: &'a TaskRecord,
+        child: &'a ChildSpec,
+    ) -> BoxFuture<'a, Result<(String, Subscription), SpawnError>> {
+        // Its run's span is a child of the parent's `new_task` call (the
+        // context the call is made in).
+        let trace_parent = crate::telemetry::spans::enabled().then(opentelemetry::Context::current);
+        Box::pin(self.spawn(parent, child, trace_parent))
     }
 
     fn ensure_running(&self, id: &str) -> Result<Option<Subscription>, SpawnError> {

@@ -775,5 +775,6 @@ fn creation<'a>(
         parent: None,
         owner,
         todos: None,
+        intent: None,
     }
 }

@@ -503,6 +503,7 @@ mod tests {
                 profile: String::new(),
                 settings: None,
                 owner: None,
+                active_intent: None,
             })
             .expect("task");
         store

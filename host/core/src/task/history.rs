@@ -292,6 +292,7 @@ mod tests {
             profile: String::new(),
             settings: None,
             owner: None,
+            active_intent: None,
         };
         let first = opening_message(prompt);
         let step = Step::new()

@@ -73,6 +73,9 @@ pub struct Creation<'a> {
     pub owner: Option<&'a str>,
     /// Its first todo list (a subtask's, from its parent).
     pub todos: Option<&'a [crate::store::TodoItem]>,
+    /// The intent it starts under (a subtask's, passed on by its parent),
+    /// recorded and shown as any selection is.
+    pub intent: Option<&'a str>,
 }
 
 /// Calls a resumed task runs again before its next turn: they were
@@ -144,9 +147,11 @@ struct Opening<'a> {
 impl Opening<'_> {
     /// Its first step: the prompt shown, the first message, its todos.
     fn step(&self) -> Step<'_> {
-        let step = Step::new()
-            .ui(UiRow::say(UiSubtype::Text), &self.new.prompt)
-            .append(&self.first);
+        let mut step = Step::new().ui(UiRow::say(UiSubtype::Text), &self.new.prompt);
+        if let Some(intent) = &self.new.active_intent {
+            step = step.ui(UiRow::say(UiSubtype::IntentSelected), intent);
+        }
+        let step = step.append(&self.first);
         match self.todos {
             Some(items) => step.todos(items),
             None => step,
@@ -215,6 +220,7 @@ impl Agent {
             parent,
             owner,
             todos,
+            intent,
         } = *c;
         // The workspace must open before a task is recorded for it; its
         // modes are read through that handle.
@@ -241,6 +247,7 @@ impl Agent {
             owner: parent
                 .map_or(owner, |p| p.owner.as_deref())
                 .map(str::to_owned),
+            active_intent: intent.map(str::to_owned),
         };
         Ok(Opening {
             first: super::history::opening_message(prompt),

@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 
 use super::TaskOutcome;
 use crate::events::Subscription;
+use crate::store::TaskRecord;
 use roost_protocol::{ApprovalPolicy, ErrorBody, Inherited};
 
 /// A subtask to start: its mode and instructions, and the bounds it gets
@@ -31,12 +32,15 @@ pub struct ChildSpec {
 pub trait Spawner: Send + Sync {
     /// Create a subtask of `parent` and start it when the tree has a free
     /// slot (its root's concurrency bound); its id, and its events from
-    /// the start.
-    fn spawn_child(
-        &self,
-        parent: &str,
-        child: &ChildSpec,
-    ) -> Result<(String, Subscription), SpawnError>;
+    /// the start. Asynchronous, so that many created at once (a parallel
+    /// group's) share the store's commits.
+    /// `parent` is the parent's record as the caller just read it (one
+    /// read for a whole group of children).
+    fn spawn_child<'a>(
+        &'a self,
+        parent: &'a TaskRecord,
+        child: &'a ChildSpec,
+    ) -> BoxFuture<'a, Result<(String, Subscription), SpawnError>>;
 
     /// Make sure a subtask recorded earlier runs: one no loop holds (a
     /// crash, a stop) is resumed; one that ended is left as it is. Its

@@ -257,9 +257,22 @@ pub(super) async fn step_todo(
     message: &str,
     done: bool,
 ) -> Result<(), TaskError> {
-    let parent = ctx.task.id.as_str();
-    let mut items = store.get_todos(parent)?;
-    let Some(i) = todo_index(&items, message) else {
+    let mut items = store.get_todos(&ctx.task.id)?;
+    mark_todo(ctx, store, &mut items, message, done).await
+}
+
+/// [`step_todo`] on `items`, the parent's todo list as its caller holds
+/// it (a parallel group reads it once: while the group runs, only its
+/// children's steps change it); `items` changes only once the step that
+/// records it is committed.
+pub(super) async fn mark_todo(
+    ctx: &Ctx<'_>,
+    store: &Store,
+    items: &mut Vec<crate::store::TodoItem>,
+    message: &str,
+    done: bool,
+) -> Result<(), TaskError> {
+    let Some(i) = todo_index(items, message) else {
         return Ok(());
     };
     let state = if done {
@@ -267,22 +280,24 @@ pub(super) async fn step_todo(
     } else {
         TodoState::InProgress
     };
-    let Some(item) = items.get_mut(i) else {
+    let mut next = items.clone();
+    let Some(item) = next.get_mut(i) else {
         return Ok(());
     };
     if item.state == state {
         return Ok(());
     }
     item.state = state;
-    let markdown = super::render_todos(&items);
+    let markdown = super::render_todos(&next);
     ctx.events
         .commit(
             store,
-            parent,
-            Step::new().todos(&items),
+            &ctx.task.id,
+            Step::new().todos(&next),
             vec![TaskEvent::TodosUpdated { markdown }],
         )
         .await?;
+    *items = next;
     Ok(())
 }
 

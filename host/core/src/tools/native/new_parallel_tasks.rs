@@ -21,11 +21,11 @@ use serde_json::{Value, json};
 use tokio::sync::{Semaphore, watch};
 
 use super::delegate::{
-    finished_event, follow, inherited, no_room, outcome_text, refused, step_todo, write_bound,
+    finished_event, follow, inherited, mark_todo, no_room, outcome_text, refused, write_bound,
 };
 use crate::events::TaskEvent;
 use crate::intents::bound::{Bound, overlap, within};
-use crate::store::{Step, Store, TaskRecord, now_ms};
+use crate::store::{Step, Store, TaskRecord, TodoItem, now_ms};
 use crate::tools::HOST;
 use crate::tools::executor::{Invocation, Needs, Outcome, ToolExecutor};
 use crate::tools::host_spec;
@@ -220,19 +220,26 @@ struct Run<'a> {
     store: &'a Store,
     spawner: &'a dyn Spawner,
     call_id: &'a str,
+    /// The coordinator's record, read as the group starts (it changes
+    /// nothing a child is started with while its group runs).
+    parent: TaskRecord,
     record: Mutex<GroupRecord>,
     slots: Arc<Semaphore>,
     stop: watch::Receiver<Option<String>>,
-    /// The parent's todo list is read, changed and written by one child
-    /// at a time.
-    todos: tokio::sync::Mutex<()>,
+    /// The parent's todo list, read once (while the group runs only its
+    /// children change it), changed and written by one child at a time.
+    todos: tokio::sync::Mutex<Option<Vec<TodoItem>>>,
 }
 
 impl Run<'_> {
     /// Mark the parent's todo item for `message` in progress or done.
     async fn step_todo(&self, message: &str, done: bool) -> Result<(), TaskError> {
-        let _one = self.todos.lock().await;
-        step_todo(self.ctx, self.store, message, done).await
+        let mut held = self.todos.lock().await;
+        let items = match &mut *held {
+            Some(items) => items,
+            None => held.insert(self.store.get_todos(&self.ctx.task.id)?),
+        };
+        mark_todo(self.ctx, self.store, items, message, done).await
     }
 
     fn record(&self) -> std::sync::MutexGuard<'_, GroupRecord> {
@@ -300,7 +307,7 @@ impl Run<'_> {
                         Some(group_id),
                     ),
                 };
-                let (id, rx) = match self.spawner.spawn_child(parent, &spec) {
+                let (id, rx) = match self.spawner.spawn_child(&self.parent, &spec).await {
                     Ok(spawned) => spawned,
                     Err(e) => {
                         let error = match e {
@@ -323,7 +330,6 @@ impl Run<'_> {
                     }
                     r.clone()
                 };
-                self.store.put_group(&snapshot)?;
                 let announce = TaskEvent::SubtaskStarted {
                     child_id: id.clone(),
                     mode: task.mode.clone(),
@@ -331,7 +337,12 @@ impl Run<'_> {
                 };
                 self.ctx
                     .events
-                    .commit(self.store, parent, Step::new(), vec![announce])
+                    .commit(
+                        self.store,
+                        parent,
+                        Step::new().group(&snapshot),
+                        vec![announce],
+                    )
                     .await?;
                 (id, Some(rx))
             }
@@ -542,7 +553,6 @@ impl ToolExecutor for NewParallelTasks {
                     created_at: now_ms(),
                     finished_at: None,
                 };
-                store.put_group(&group)?;
                 let row = format!(
                     "{} · {} subtasks ({}): {}",
                     group.id,
@@ -557,7 +567,8 @@ impl ToolExecutor for NewParallelTasks {
                 );
                 let step = Step::new()
                     .status(TaskStatus::WaitingForSubtask)
-                    .ui(UiRow::say(UiSubtype::Subtask), row.as_str());
+                    .ui(UiRow::say(UiSubtype::Subtask), row.as_str())
+                    .group(&group);
                 let announce = TaskEvent::GroupStarted {
                     group_id: group.id.clone(),
                     strategy: group.strategy,
@@ -627,10 +638,11 @@ async fn run_group(
         store,
         spawner,
         call_id,
+        parent: store.get_task(parent)?,
         record: Mutex::new(group),
         slots: Arc::new(Semaphore::new(slots)),
         stop,
-        todos: tokio::sync::Mutex::new(()),
+        todos: tokio::sync::Mutex::new(None),
     };
     let mut children: FuturesUnordered<_> = (0..n).map(|i| run.child(i)).collect();
     let limit = async {
@@ -694,7 +706,6 @@ async fn run_group(
         _ => GroupStatus::Failed,
     };
     group.finished_at = Some(now_ms());
-    store.put_group(&group)?;
     let (usage, cost) = spent(&group);
     let finished = TaskEvent::GroupFinished {
         group_id: group.id.clone(),
@@ -702,7 +713,7 @@ async fn run_group(
         usage,
         cost,
     };
-    let step = Step::new().status(TaskStatus::Running);
+    let step = Step::new().status(TaskStatus::Running).group(&group);
     ctx.events
         .commit(store, parent, step, vec![finished])
         .await?;

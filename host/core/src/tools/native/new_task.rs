@@ -142,7 +142,8 @@ impl ToolExecutor for NewTask {
                     approval: state.policy.clone(),
                     inherited: inherited(ctx, state, c.call_id, bound, None),
                 };
-                let (id, rx) = match spawner.spawn_child(parent, &child) {
+                let record = store.get_task(parent)?;
+                let (id, rx) = match spawner.spawn_child(&record, &child).await {
                     Ok(spawned) => spawned,
                     Err(SpawnError::Refused(body)) => return Ok(refused(body.message)),
                     Err(e) => return Ok(refused(e.to_string())),
