@@ -1020,12 +1020,13 @@ async fn p17(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
     let turns = (CHILDREN * TURNS) as f64;
     let stats = roost.records().stats();
     println!(
-        "P17 store ({}): {} steps in {} transactions ({:.1} steps each); {} round trips ({:.2} a step)",
+        "P17 store ({}): {} steps in {} transactions ({:.1} steps each); {} round trips, {} of them statements prepared ({:.2} a step)",
         store_label(),
         stats.steps,
         stats.transactions,
         stats.steps as f64 / stats.transactions.max(1) as f64,
         stats.round_trips,
+        stats.prepared,
         stats.round_trips as f64 / stats.steps.max(1) as f64
     );
     println!(

@@ -138,6 +138,26 @@ impl Store {
             .collect()
     }
 
+    /// The open asks of every task of the tree rooted at `root`, oldest
+    /// first: one query however many subtasks the tree has (a front-end
+    /// that fell behind a parallel group's looks them up this way).
+    pub fn open_asks_in_tree(&self, root: &str) -> Result<Vec<StoredAsk>, StoreError> {
+        self.db
+            .run(|c| {
+                c.query(
+                    &format!(
+                        "SELECT {COLUMNS} FROM asks WHERE answer IS NULL \
+                         AND task_id IN (SELECT id FROM tasks WHERE root_id = ?1) \
+                         ORDER BY created_at, ask_id"
+                    ),
+                    params![root],
+                )
+            })?
+            .into_iter()
+            .map(row)
+            .collect()
+    }
+
     /// The newest ask of `task`, answered or not.
     pub fn last_ask(&self, task: &str) -> Result<Option<StoredAsk>, StoreError> {
         self.db

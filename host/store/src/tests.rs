@@ -1491,8 +1491,63 @@ on_both!(
     what_a_run_starts_from_reads_as_it_was_written,
     a_results_output_is_written_once,
     a_deleted_tasks_logs_go_with_it_and_nothing_lands_after,
-    a_group_lands_with_its_coordinators_step
+    a_group_lands_with_its_coordinators_step,
+    a_trees_open_asks_are_one_lookup
 );
+
+/// The open asks of a tree are its tasks' (its root's and every subtask's
+/// below it), not another tree's, not answered ones, oldest first, in
+/// one round trip however many tasks the tree has.
+fn a_trees_open_asks_are_one_lookup(b: Backend) {
+    let (_d, s) = store_on(b);
+    let root = new_task(&s);
+    let other = new_task(&s);
+    let under = |parent: &TaskRecord| {
+        s.create_task(&NewTask {
+            parent_id: Some(parent.id.clone()),
+            root_id: Some(parent.root_id.clone()),
+            ..spec()
+        })
+        .expect("child")
+    };
+    let child = under(&root);
+    let grandchild = under(&child);
+    let theirs = under(&other);
+    let mut asked = Vec::new();
+    for (i, t) in [&grandchild, &root, &theirs, &child]
+        .into_iter()
+        .enumerate()
+    {
+        let mut ask = StoredAsk::open(&t.id, None, "followup", "{}");
+        ask.created_at = 100 + i64::try_from(i).expect("small");
+        s.commit_step(&t.id, Step::new().ask(&ask)).expect("asked");
+        asked.push(ask);
+    }
+    s.commit_step(&child.id, Step::new().answer(&asked[3].ask_id, "\"yes\""))
+        .expect("answered");
+    // Round trips besides statements prepared (once a connection).
+    let trips = || {
+        let st = s.stats();
+        st.round_trips - st.prepared
+    };
+    let before = trips();
+    let open = s.open_asks_in_tree(&root.id).expect("open");
+    if !matches!(b, Backend::Sqlite) {
+        assert_eq!(trips() - before, 1);
+    }
+    let ids: Vec<&str> = open.iter().map(|a| a.ask_id.as_str()).collect();
+    assert_eq!(ids, [asked[0].ask_id.as_str(), asked[1].ask_id.as_str()]);
+    assert_eq!(
+        s.open_asks_in_tree(&other.id).expect("open").len(),
+        1,
+        "the other tree's own"
+    );
+    assert!(
+        s.open_asks_in_tree("no-such-root")
+            .expect("open")
+            .is_empty()
+    );
+}
 
 /// A parallel group's record lands with the coordinator's step that
 /// announces it, each new state replacing the last; a step of another

@@ -699,11 +699,13 @@ impl Engine {
     /// The questions task `task_id` and its subtasks wait on, oldest
     /// first: one approver answers for a tree.
     pub fn pending_asks_in_tree(&self, task_id: &str) -> Result<Vec<StoredAsk>, EngineError> {
-        let mut open = Vec::new();
-        for listed in self.records().subtree(task_id)? {
-            open.extend(self.pending_asks(&listed.task.id)?);
-        }
-        open.sort_by_key(|a| a.created_at);
+        let below = self.records().subtree_records(task_id)?;
+        let Some(root) = below.first().map(|t| t.root_id.as_str()) else {
+            return Ok(Vec::new());
+        };
+        let ids: std::collections::HashSet<&str> = below.iter().map(|t| t.id.as_str()).collect();
+        let mut open = self.agent.store.open_asks_in_tree(root)?;
+        open.retain(|a| ids.contains(a.task_id.as_str()));
         Ok(open)
     }
 

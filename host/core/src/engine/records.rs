@@ -141,6 +141,16 @@ impl Records {
     /// Task `id` and every task below it (its subtasks, theirs, …), the
     /// task first, then in order of creation.
     pub fn subtree(&self, id: &str) -> Result<Vec<Listed>, StoreError> {
+        Ok(self
+            .subtree_records(id)?
+            .into_iter()
+            .map(|t| self.listed(t))
+            .collect())
+    }
+
+    /// [`Records::subtree`]'s records, without their liveness (which
+    /// costs a lookup each).
+    pub(crate) fn subtree_records(&self, id: &str) -> Result<Vec<TaskRecord>, StoreError> {
         let task = self.store.get_task(id)?;
         let tree = self.store.tree(&task.root_id)?;
         let mut inside = vec![task.id.clone()];
@@ -151,7 +161,7 @@ impl Records {
                 if t.id != task.id {
                     inside.push(t.id.clone());
                 }
-                out.push(self.listed(t));
+                out.push(t);
             }
         }
         Ok(out)
