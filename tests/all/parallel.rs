@@ -159,6 +159,33 @@ async fn all_gathers_every_childs_result_each_inside_its_own_scope() {
         )),
         1
     );
+    // The todo list as announced, in order: no item ever goes back (a
+    // list written before another never lands after it), and the last
+    // one has every item done.
+    let lists: Vec<Vec<u8>> = seen
+        .iter()
+        .filter_map(|e| match e {
+            TaskEvent::TodosUpdated { markdown } => Some(
+                markdown
+                    .lines()
+                    .map(|l| match l.get(..3) {
+                        Some("[x]") => 2,
+                        Some("[-]") => 1,
+                        _ => 0,
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect();
+    assert!(lists.len() >= 2, "the plan, then its items marked: {lists:?}");
+    for pair in lists.windows(2) {
+        assert!(
+            pair[0].iter().zip(&pair[1]).all(|(a, b)| a <= b),
+            "an item went back: {lists:?}"
+        );
+    }
+    assert_eq!(lists.last(), Some(&vec![2; 5]), "{lists:?}");
     assert_pairing(h.store(), &id);
     for k in &kids {
         assert_pairing(h.store(), &k.id);

@@ -916,26 +916,41 @@ async fn p14(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
 /// taking 200 ms per reply, each child three turns (two `read_file`
 /// calls, then its completion): the group's wall time against the ideal
 /// 3 × 200 ms, host CPU per child turn, peak RSS.
-async fn p17(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path::Path) {
+///
+/// With `todos`, the coordinator first writes a todo list naming every
+/// child, which the group keeps in step: each item in progress as its
+/// child starts, done as it completes.
+async fn p17(
+    engine: &Arc<PluginEngine>,
+    ws: &std::path::Path,
+    data: &std::path::Path,
+    todos: bool,
+) {
     const CHILDREN: usize = 100;
     const DELAY_MS: u64 = 200;
     const TURNS: usize = 3;
     let tasks: Vec<serde_json::Value> = (1..=CHILDREN)
         .map(|k| json!({"mode": "ask", "message": format!("Child {k}.")}))
         .collect();
+    let list: String = (1..=CHILDREN)
+        .map(|k| format!("- [ ] Child {k}.\n"))
+        .collect();
+    let plan = todos
+        .then(|| json!({"tool_calls": [{"name": "update_todo_list", "args": {"todos": list}}]}));
     let child: Vec<serde_json::Value> = (0..TURNS - 1)
         .map(|i| json!({"delay_ms": DELAY_MS, "text": "reading", "tool_calls": [{"name": "read_file", "args": {"path": "file.txt", "start_line": 1 + i}}]}))
         .chain(std::iter::once(json!({"delay_ms": DELAY_MS, "tool_calls": [{"name": "attempt_completion", "args": {"result": "child done"}}]})))
         .collect();
     let script: Script = serde_json::from_value(json!({
-        "turns": [
-            {"tool_calls": [{"name": "new_parallel_tasks", "args": {"tasks": tasks, "max_concurrency": CHILDREN}}]},
-            {"tool_calls": [{"name": "attempt_completion", "args": {"result": "all done"}}]},
-        ],
+        "turns": plan.into_iter().chain([
+            json!({"tool_calls": [{"name": "new_parallel_tasks", "args": {"tasks": tasks, "max_concurrency": CHILDREN}}]}),
+            json!({"tool_calls": [{"name": "attempt_completion", "args": {"result": "all done"}}]}),
+        ]).collect::<Vec<_>>(),
         "tasks": [{"message": "Child ", "turns": child}],
     }))
     .expect("script");
     let transport = Arc::new(ScriptedTransport::new(script));
+    std::fs::create_dir_all(data).expect("data dir");
     let mut config = TaskConfig {
         policy: ApprovalPolicy::yes(),
         ..TaskConfig::default()
@@ -1019,8 +1034,19 @@ async fn p17(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
     let ideal = Duration::from_millis(DELAY_MS * TURNS as u64);
     let turns = (CHILDREN * TURNS) as f64;
     let stats = roost.records().stats();
+    let label = if todos { ", a todo list" } else { "" };
+    if todos {
+        let items = roost.agent().store.get_todos(&id).expect("todos");
+        assert_eq!(items.len(), CHILDREN);
+        assert!(
+            items
+                .iter()
+                .all(|t| t.state == roost_core::store::TodoState::Completed),
+            "every item done: {items:?}"
+        );
+    }
     println!(
-        "P17 store ({}): {} steps in {} transactions ({:.1} steps each); {} round trips, {} of them statements prepared ({:.2} a step)",
+        "P17 store ({}{label}): {} steps in {} transactions ({:.1} steps each); {} round trips, {} of them statements prepared ({:.2} a step)",
         store_label(),
         stats.steps,
         stats.transactions,
@@ -1030,7 +1056,7 @@ async fn p17(engine: &Arc<PluginEngine>, ws: &std::path::Path, data: &std::path:
         stats.round_trips as f64 / stats.steps.max(1) as f64
     );
     println!(
-        "P17 ({}): {done}/{CHILDREN} children completed; group {:.0} ms against the ideal {} ms (overhead {:.0} ms, {:.1}%); whole task {:.0} ms; host CPU {:.2} ms per child turn; peak RSS {:.1} MiB",
+        "P17 ({}{label}): {done}/{CHILDREN} children completed; group {:.0} ms against the ideal {} ms (overhead {:.0} ms, {:.1}%); whole task {:.0} ms; host CPU {:.2} ms per child turn; peak RSS {:.1} MiB",
         store_label(),
         group.as_secs_f64() * 1e3,
         ideal.as_millis(),
@@ -1061,7 +1087,8 @@ fn main() {
                 PluginEngine::new(first_party::engine_config(tmp.path().join("cache")))
                     .expect("engine"),
             );
-            p17(&engine, &ws, tmp.path()).await;
+            p17(&engine, &ws, &tmp.path().join("plain"), false).await;
+            p17(&engine, &ws, &tmp.path().join("todos"), true).await;
         });
         return;
     }

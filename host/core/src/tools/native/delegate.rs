@@ -258,46 +258,45 @@ pub(super) async fn step_todo(
     done: bool,
 ) -> Result<(), TaskError> {
     let mut items = store.get_todos(&ctx.task.id)?;
-    mark_todo(ctx, store, &mut items, message, done).await
+    if mark(&mut items, message, done) {
+        write_todos(ctx, store, &items).await?;
+    }
+    Ok(())
 }
 
-/// [`step_todo`] on `items`, the parent's todo list as its caller holds
-/// it (a parallel group reads it once: while the group runs, only its
-/// children's steps change it); `items` changes only once the step that
-/// records it is committed.
-pub(super) async fn mark_todo(
-    ctx: &Ctx<'_>,
-    store: &Store,
-    items: &mut Vec<crate::store::TodoItem>,
-    message: &str,
-    done: bool,
-) -> Result<(), TaskError> {
-    let Some(i) = todo_index(items, message) else {
-        return Ok(());
-    };
+/// Mark the item of `items` a subtask with `message` carries out in
+/// progress (`done` false) or done; whether anything changed (no item
+/// matches, or it is in that state already: nothing does).
+pub(super) fn mark(items: &mut [crate::store::TodoItem], message: &str, done: bool) -> bool {
     let state = if done {
         TodoState::Completed
     } else {
         TodoState::InProgress
     };
-    let mut next = items.clone();
-    let Some(item) = next.get_mut(i) else {
-        return Ok(());
-    };
-    if item.state == state {
-        return Ok(());
+    match todo_index(items, message).and_then(|i| items.get_mut(i)) {
+        Some(item) if item.state != state => {
+            item.state = state;
+            true
+        }
+        _ => false,
     }
-    item.state = state;
-    let markdown = super::render_todos(&next);
+}
+
+/// Record `items` as the parent's todo list, and announce it.
+pub(super) async fn write_todos(
+    ctx: &Ctx<'_>,
+    store: &Store,
+    items: &[crate::store::TodoItem],
+) -> Result<(), TaskError> {
+    let markdown = super::render_todos(items);
     ctx.events
         .commit(
             store,
             &ctx.task.id,
-            Step::new().todos(&next),
+            Step::new().todos(items),
             vec![TaskEvent::TodosUpdated { markdown }],
         )
         .await?;
-    *items = next;
     Ok(())
 }
 
@@ -326,5 +325,21 @@ mod tests {
             Some(1)
         );
         assert_eq!(todo_index(&items, "Something else"), None);
+    }
+
+    #[test]
+    fn marking_an_item_says_whether_the_list_changed() {
+        let mut items = vec![TodoItem {
+            text: "Write the parser".into(),
+            state: TodoState::Pending,
+        }];
+        let msg = "write the parser, please";
+        assert!(mark(&mut items, msg, false));
+        assert_eq!(items[0].state, TodoState::InProgress);
+        assert!(!mark(&mut items, msg, false), "in progress already");
+        assert!(mark(&mut items, msg, true));
+        assert_eq!(items[0].state, TodoState::Completed);
+        assert!(!mark(&mut items, msg, true), "done: no open item matches");
+        assert!(!mark(&mut items, "something else", true));
     }
 }

@@ -21,7 +21,8 @@ use serde_json::{Value, json};
 use tokio::sync::{Semaphore, watch};
 
 use super::delegate::{
-    finished_event, follow, inherited, mark_todo, no_room, outcome_text, refused, write_bound,
+    finished_event, follow, inherited, mark, no_room, outcome_text, refused, write_bound,
+    write_todos,
 };
 use crate::events::TaskEvent;
 use crate::intents::bound::{Bound, overlap, within};
@@ -226,20 +227,55 @@ struct Run<'a> {
     record: Mutex<GroupRecord>,
     slots: Arc<Semaphore>,
     stop: watch::Receiver<Option<String>>,
-    /// The parent's todo list, read once (while the group runs only its
-    /// children change it), changed and written by one child at a time.
-    todos: tokio::sync::Mutex<Option<Vec<TodoItem>>>,
+    todos: Todos,
+}
+
+/// The parent's todo list as its group keeps it in step with the
+/// children: read once (while the group runs only its children change
+/// it), changed by each child at once, and written by one at a time, the
+/// whole list as it then is — so children that change it together cost
+/// a write or two between them, not one each in turn.
+struct Todos {
+    /// The list, and how many changes it has had.
+    list: Mutex<(Vec<TodoItem>, u64)>,
+    /// Held while the list is written: how many changes the store has.
+    written: tokio::sync::Mutex<u64>,
+}
+
+impl Todos {
+    fn new(items: Vec<TodoItem>) -> Self {
+        Self {
+            list: Mutex::new((items, 0)),
+            written: tokio::sync::Mutex::new(0),
+        }
+    }
+
+    fn list(&self) -> std::sync::MutexGuard<'_, (Vec<TodoItem>, u64)> {
+        self.list.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl Run<'_> {
-    /// Mark the parent's todo item for `message` in progress or done.
+    /// Mark the parent's todo item for `message` in progress or done;
+    /// once this returns, the store has the list with that change.
     async fn step_todo(&self, message: &str, done: bool) -> Result<(), TaskError> {
-        let mut held = self.todos.lock().await;
-        let items = match &mut *held {
-            Some(items) => items,
-            None => held.insert(self.store.get_todos(&self.ctx.task.id)?),
+        let change = {
+            let mut list = self.todos.list();
+            if !mark(&mut list.0, message, done) {
+                return Ok(());
+            }
+            list.1 += 1;
+            list.1
         };
-        mark_todo(self.ctx, self.store, items, message, done).await
+        let mut written = self.todos.written.lock().await;
+        if *written >= change {
+            // Written meanwhile, with this change, by another child.
+            return Ok(());
+        }
+        let (items, upto) = self.todos.list().clone();
+        write_todos(self.ctx, self.store, &items).await?;
+        *written = upto;
+        Ok(())
     }
 
     fn record(&self) -> std::sync::MutexGuard<'_, GroupRecord> {
@@ -642,7 +678,7 @@ async fn run_group(
         record: Mutex::new(group),
         slots: Arc::new(Semaphore::new(slots)),
         stop,
-        todos: tokio::sync::Mutex::new(None),
+        todos: Todos::new(store.get_todos(parent)?),
     };
     let mut children: FuturesUnordered<_> = (0..n).map(|i| run.child(i)).collect();
     let limit = async {
