@@ -178,7 +178,10 @@ async fn all_gathers_every_childs_result_each_inside_its_own_scope() {
             _ => None,
         })
         .collect();
-    assert!(lists.len() >= 2, "the plan, then its items marked: {lists:?}");
+    assert!(
+        lists.len() >= 2,
+        "the plan, then its items marked: {lists:?}"
+    );
     for pair in lists.windows(2) {
         assert!(
             pair[0].iter().zip(&pair[1]).all(|(a, b)| a <= b),

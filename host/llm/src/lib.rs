@@ -313,6 +313,9 @@ pub fn run(
                 }
             }
         };
+        // Answered: no retry needs the request now, and a reply can
+        // stream for minutes.
+        drop(body);
         let result = decode(bytes, decoder(), &mut tx).await;
         if let Err(e) = result {
             let _ = tx.send(Err(e)).await;
