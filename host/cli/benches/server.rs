@@ -20,6 +20,10 @@
 //!     (`scripts/bench-server.sh` installs it there); without it P16 runs
 //!     for Roost alone.
 //!
+//!     With `ROOST_BENCH_STORE=postgres` the server keeps its tasks in a
+//!     PostgreSQL started for the run (Debian's `postgresql`): each GET is
+//!     then a round trip that blocks its runtime worker.
+//!
 //! Run: `scripts/bench-server.sh` (= `cargo bench -p roost --bench server`
 //! after installing opencode). `-- p15` or `-- p16` runs one of them.
 
@@ -588,8 +592,30 @@ impl Drop for RoostServer {
     }
 }
 
+/// Whether P16's server keeps its tasks in PostgreSQL
+/// (`ROOST_BENCH_STORE=postgres`) rather than its data directory's SQLite
+/// file.
+fn on_postgres() -> bool {
+    std::env::var("ROOST_BENCH_STORE").as_deref() == Ok("postgres")
+}
+
+/// `--store`'s value for P16's server: a fresh database of a PostgreSQL
+/// started for the run, when [`on_postgres`].
+fn bench_store() -> Option<String> {
+    on_postgres().then(|| {
+        let pg = roost_testpg::shared().expect("a PostgreSQL for the bench");
+        pg.fresh_database().expect("database")
+    })
+}
+
 fn roost_server() -> RoostServer {
     let dir = tempfile::tempdir().unwrap();
+    let store = bench_store();
+    let with_store = |c: &mut Command| {
+        if let Some(url) = &store {
+            c.args(["--store", url]);
+        }
+    };
     let config = write_config(
         dir.path(),
         &[(
@@ -600,7 +626,9 @@ fn roost_server() -> RoostServer {
     let data = dir.path().join("data");
     let root = dir.path().join("root");
     std::fs::create_dir_all(root.join("ws")).unwrap();
-    let out = Command::new(ROOST)
+    let mut create = Command::new(ROOST);
+    with_store(&mut create);
+    let out = create
         .arg("--data-dir")
         .arg(&data)
         .args(["token", "create", "--tenant", "bench", "--root"])
@@ -610,7 +638,9 @@ fn roost_server() -> RoostServer {
     assert!(out.status.success(), "{out:?}");
     let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let mut child = Command::new(ROOST)
+    let mut serve = Command::new(ROOST);
+    with_store(&mut serve);
+    let mut child = serve
         .arg("--data-dir")
         .arg(&data)
         .args(["serve", "--listen", &addr.to_string(), "--config"])
@@ -806,7 +836,12 @@ fn p16() {
         &format!("/v1/tasks/{}", roost.task),
         &format!("Bearer {}", roost.token),
     );
-    let ours = report("roost serve (release, SQLite)", &load);
+    let store = if on_postgres() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
+    let ours = report(&format!("roost serve (release, {store})"), &load);
     let (peak, rss) = rss_kib(Some(roost.child.id()));
     drop(roost);
     let theirs = opencode_binary().map(|bin| {
