@@ -2773,7 +2773,7 @@ fn a_build_without_postgres_says_so() {
 
 /// Steps of tasks ready to run together share one transaction even with
 /// one runtime worker, where nothing else runs while a commit is written.
-async fn steps_ready_together_share_a_transaction_on_one_worker_on(b: Backend) {
+async fn steps_ready_together_share_a_transaction_on_one_worker(b: Backend) {
     let (_place, s) = store_on(b);
     let tasks: Vec<TaskRecord> = (0..10).map(|_| new_task(&s)).collect();
     let before = s.stats().transactions;
@@ -2798,22 +2798,10 @@ async fn steps_ready_together_share_a_transaction_on_one_worker_on(b: Backend) {
     );
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn steps_ready_together_share_a_transaction_on_one_worker_on_sqlite() {
-    steps_ready_together_share_a_transaction_on_one_worker_on(Backend::Sqlite).await;
-}
-
-#[cfg(feature = "postgres")]
-#[tokio::test(flavor = "current_thread")]
-async fn steps_ready_together_share_a_transaction_on_one_worker_on_postgres() {
-    roost_testpg::skip_without_postgres!();
-    steps_ready_together_share_a_transaction_on_one_worker_on(Backend::Postgres).await;
-}
-
 /// A creation whose caller is gone while it waits for the shared commit
 /// (a request cancelled) still lands whole, and is left resumable: no
 /// process holds its claim, so another may take it, as after a crash.
-async fn a_creation_whose_caller_is_gone_is_left_resumable_on(b: Backend) {
+async fn a_creation_whose_caller_is_gone_is_left_resumable(b: Backend) {
     use futures::FutureExt;
     let (place, s) = store_on(b);
     let new = spec();
@@ -2863,22 +2851,10 @@ async fn a_creation_whose_caller_is_gone_is_left_resumable_on(b: Backend) {
     assert!(s.is_live(&kept.task.id), "the one awaited is held");
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn a_creation_whose_caller_is_gone_is_left_resumable_on_sqlite() {
-    a_creation_whose_caller_is_gone_is_left_resumable_on(Backend::Sqlite).await;
-}
-
-#[cfg(feature = "postgres")]
-#[tokio::test(flavor = "current_thread")]
-async fn a_creation_whose_caller_is_gone_is_left_resumable_on_postgres() {
-    roost_testpg::skip_without_postgres!();
-    a_creation_whose_caller_is_gone_is_left_resumable_on(Backend::Postgres).await;
-}
-
 /// A task cancelled while it leads the shared commit (letting others queue
 /// their steps) hands the lead over: its own step and the steps queued
 /// behind it are committed, in order.
-async fn a_leader_cancelled_while_others_queue_hands_over_on(b: Backend) {
+async fn a_leader_cancelled_while_others_queue_hands_over(b: Backend) {
     use futures::FutureExt;
     let (_place, s) = store_on(b);
     let t = new_task(&s);
@@ -2914,14 +2890,30 @@ async fn a_leader_cancelled_while_others_queue_hands_over_on(b: Backend) {
     assert_eq!(next.ui, vec![i64::try_from(start + 2).expect("small")]);
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn a_leader_cancelled_while_others_queue_hands_over_on_sqlite() {
-    a_leader_cancelled_while_others_queue_hands_over_on(Backend::Sqlite).await;
+/// Run each named async test of the suite on SQLite and on PostgreSQL,
+/// on one runtime worker (a shared commit's waiters and its leader take
+/// turns on the same thread).
+macro_rules! on_both_one_worker {
+    ($($name:ident),+ $(,)?) => {
+        mod one_worker_on_sqlite {
+            $(#[tokio::test(flavor = "current_thread")]
+            async fn $name() {
+                super::$name(super::Backend::Sqlite).await
+            })+
+        }
+        #[cfg(feature = "postgres")]
+        mod one_worker_on_postgres {
+            $(#[tokio::test(flavor = "current_thread")]
+            async fn $name() {
+                roost_testpg::skip_without_postgres!();
+                super::$name(super::Backend::Postgres).await
+            })+
+        }
+    };
 }
 
-#[cfg(feature = "postgres")]
-#[tokio::test(flavor = "current_thread")]
-async fn a_leader_cancelled_while_others_queue_hands_over_on_postgres() {
-    roost_testpg::skip_without_postgres!();
-    a_leader_cancelled_while_others_queue_hands_over_on(Backend::Postgres).await;
-}
+on_both_one_worker!(
+    steps_ready_together_share_a_transaction_on_one_worker,
+    a_creation_whose_caller_is_gone_is_left_resumable,
+    a_leader_cancelled_while_others_queue_hands_over
+);
