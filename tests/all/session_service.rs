@@ -35,9 +35,14 @@ async fn a_tenant_reaches_only_its_own_tasks_by_their_exact_id() {
     let Ok(Created::Here(id)) = a.create(&spec(&h, "hello")).await else {
         panic!("alice's task is created here (no shared store)")
     };
-    assert_eq!(a.task(&id).expect("alice's own").task.id, id);
+    assert_eq!(a.task(&id).await.expect("alice's own").task.id, id);
     assert_eq!(
-        a.task(&id).expect("alice's own").task.owner.as_deref(),
+        a.task(&id)
+            .await
+            .expect("alice's own")
+            .task
+            .owner
+            .as_deref(),
         Some("alice")
     );
 
@@ -46,16 +51,16 @@ async fn a_tenant_reaches_only_its_own_tasks_by_their_exact_id() {
         Err(SessionError::NotFound) => {}
         other => panic!("{what}: {other:?}"),
     };
-    not_found(b.task(&id).map(drop), "show");
+    not_found(b.task(&id).await.map(drop), "show");
     not_found(b.asks(&id, true).map(drop), "asks");
     not_found(b.decide(&id, "any", Decision::Approve).map(drop), "decide");
     not_found(b.follow(&id, 0).map(drop), "follow");
     not_found(b.cancel(&id, "bob").map(drop), "cancel");
     not_found(b.send_message(&id, "hi").map(drop), "message");
     // A prefix is no id for a tenant (it would let one probe another's).
-    not_found(a.task(&id[..8]).map(drop), "alice by prefix");
+    not_found(a.task(&id[..8]).await.map(drop), "alice by prefix");
     // The host's user names tasks by a unique prefix, and sees every one.
-    assert_eq!(host.task(&id[..8]).expect("by prefix").task.id, id);
+    assert_eq!(host.task(&id[..8]).await.expect("by prefix").task.id, id);
     assert!(matches!(a.follow(&id, -1), Err(SessionError::Invalid(_))));
     assert_eq!(
         SessionError::NotFound.body().message,
@@ -217,7 +222,7 @@ async fn creations_at_once_share_a_commit_and_a_refused_one_stores_nothing() {
         let Ok(Created::Here(id)) = created else {
             panic!("created here: {created:?}")
         };
-        let task = s.task(&id).expect("its own").task;
+        let task = s.task(&id).await.expect("its own").task;
         assert_eq!(task.prompt, format!("task {i}"));
         assert_eq!(task.owner.as_deref(), Some(format!("tenant-{i}").as_str()));
         let api = store.load_api(&id, false).expect("history");

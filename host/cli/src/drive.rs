@@ -63,7 +63,7 @@ impl Drive<'_> {
         let format = if json { Format::Json } else { Format::Text };
         let session = Session::new(engine, Owner::Host);
         if !json {
-            header(&session, id);
+            header(&session, id).await;
         }
         let events = session.live(id)?;
         let (stop, stopped) = tokio::sync::oneshot::channel();
@@ -128,8 +128,8 @@ impl Drive<'_> {
 
 /// The task's header: id, mode, endpoint and workspace, before anything
 /// it does.
-fn header(session: &Session<'_>, id: &str) {
-    let Ok(listed) = session.task(id) else {
+async fn header(session: &Session<'_>, id: &str) {
+    let Ok(listed) = session.task(id).await else {
         return;
     };
     let t = listed.task;

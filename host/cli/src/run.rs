@@ -191,6 +191,6 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
             visible_line(change)
         );
     }
-    let workspace = PathBuf::from(session.task(&prepared.id)?.task.workspace);
+    let workspace = PathBuf::from(session.task(&prepared.id).await?.task.workspace);
     drive_to_end(&engine, &prepared.id, &args.options, &workspace).await
 }

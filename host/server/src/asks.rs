@@ -48,7 +48,7 @@ pub async fn decide(
 ) -> Result<Json<AskAnswered>, ApiError> {
     let session = state.session(&caller.tenant);
     let decided = session.decide(&id, &ask_id, decision.clone())?;
-    let now = owned(&state, &caller, &id)?;
+    let now = owned(&state, &caller, &id).await?;
     Ok(Json(AskAnswered {
         ask_id,
         task_id: decided.stored.task_id,

@@ -53,7 +53,7 @@ impl FromRequestParts<Arc<ServerState>> for Caller {
             Some(Verified(record)) => Ok(record.clone()),
             None => {
                 let token = bearer(&parts.headers).ok_or_else(ApiError::unauthorized)?;
-                state.engine.tokens().verify(token)
+                state.engine.tokens().verify(token).await
             }
         };
         match verified {

@@ -18,14 +18,14 @@ use crate::state::ServerState;
 /// valid (a token's requests share a budget), else `anonymous` — one
 /// shared budget, so made-up tokens cannot grow the limiter's table. The
 /// token's verdict is kept on the request for [`crate::auth::Caller`].
-fn key(state: &ServerState, req: &mut Request) -> String {
+async fn key(state: &ServerState, req: &mut Request) -> String {
     if !state.config.auth {
         return "anonymous".to_owned();
     }
     let Some(token) = bearer(req.headers()) else {
         return "anonymous".to_owned();
     };
-    match state.engine.tokens().verify(token) {
+    match state.engine.tokens().verify(token).await {
         Ok(record) => {
             let key = record
                 .as_ref()
@@ -72,7 +72,11 @@ pub async fn guard(
         return ApiError::store_unavailable("a shared database is down; retry after Retry-After")
             .into_response();
     }
-    if state.limiter.check_key(&key(&state, &mut req)).is_err() {
+    if state
+        .limiter
+        .check_key(&key(&state, &mut req).await)
+        .is_err()
+    {
         return ApiError::rate_limited().into_response();
     }
     let changes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);

@@ -25,8 +25,12 @@ use crate::state::ServerState;
 
 /// The task `id` when it is the caller's (exactly that id: no prefixes,
 /// which would let one tenant probe another's ids).
-pub(crate) fn owned(state: &ServerState, caller: &Caller, id: &str) -> Result<Listed, ApiError> {
-    Ok(state.session(&caller.tenant).task(id)?)
+pub(crate) async fn owned(
+    state: &ServerState,
+    caller: &Caller,
+    id: &str,
+) -> Result<Listed, ApiError> {
+    Ok(state.session(&caller.tenant).task(id).await?)
 }
 
 /// A store error as the API says it.
@@ -95,7 +99,7 @@ pub async fn create(
             id
         }
     };
-    let task = owned(&state, &caller, &id)?;
+    let task = owned(&state, &caller, &id).await?;
     Ok((StatusCode::CREATED, Json(view(&state, task))))
 }
 
@@ -156,7 +160,7 @@ pub async fn children(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<TaskView>>, ApiError> {
-    let task = owned(&state, &caller, &id)?;
+    let task = owned(&state, &caller, &id).await?;
     let kids = state
         .engine
         .records()
@@ -171,7 +175,7 @@ pub async fn checkpoints(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<Checkpoint>>, ApiError> {
-    let task = owned(&state, &caller, &id)?;
+    let task = owned(&state, &caller, &id).await?;
     Ok(Json(state.engine.checkpoints(&task.task.id)?.1))
 }
 
@@ -181,7 +185,7 @@ pub async fn checkpoint_diff(
     caller: Caller,
     Path((id, cp)): Path<(String, u32)>,
 ) -> Result<Json<CheckpointDiff>, ApiError> {
-    let task = owned(&state, &caller, &id)?;
+    let task = owned(&state, &caller, &id).await?;
     let diff = state.engine.checkpoint_diff(&task.task.id, cp).await?;
     Ok(Json(CheckpointDiff {
         checkpoint: cp,
@@ -197,7 +201,7 @@ pub async fn restore_checkpoint(
     Path((id, cp)): Path<(String, u32)>,
     Body(req): Body<RestoreCheckpoint>,
 ) -> Result<Json<RestoreReport>, ApiError> {
-    let task = owned(&state, &caller, &id)?;
+    let task = owned(&state, &caller, &id).await?;
     if state.is_queued(&task.task.id) {
         return Err(ApiError::from(
             roost_core::engine::EngineError::AlreadyStarted(task.task.id),
@@ -217,7 +221,7 @@ pub async fn groups(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<GroupRecord>>, ApiError> {
-    let task = owned(&state, &caller, &id)?;
+    let task = owned(&state, &caller, &id).await?;
     let groups = state
         .engine
         .records()
@@ -232,7 +236,7 @@ pub async fn show(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, ApiError> {
-    Ok(Json(view(&state, owned(&state, &caller, &id)?)))
+    Ok(Json(view(&state, owned(&state, &caller, &id).await?)))
 }
 
 /// `GET /v1/tasks/{id}/messages`: the UI history.
@@ -241,7 +245,7 @@ pub async fn messages(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<UiMessage>>, ApiError> {
-    let task = owned(&state, &caller, &id)?;
+    let task = owned(&state, &caller, &id).await?;
     Ok(Json(
         state
             .engine
@@ -257,7 +261,7 @@ pub async fn api_messages(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<ApiMessageView>>, ApiError> {
-    let task = owned(&state, &caller, &id)?;
+    let task = owned(&state, &caller, &id).await?;
     let rows = state
         .engine
         .records()
@@ -284,7 +288,7 @@ pub async fn todos(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<TodoItem>>, ApiError> {
-    let task = owned(&state, &caller, &id)?;
+    let task = owned(&state, &caller, &id).await?;
     Ok(Json(
         state.engine.records().todos(&task.task.id).map_err(store)?,
     ))
@@ -299,7 +303,7 @@ pub async fn post_message(
     Body(req): Body<PostMessage>,
 ) -> Result<StatusCode, ApiError> {
     let session = state.session(&caller.tenant);
-    let task = session.task(&id)?;
+    let task = session.task(&id).await?;
     if req.text.trim().is_empty() {
         return Err(ApiError::invalid("the message is empty"));
     }
@@ -339,10 +343,10 @@ pub async fn resume(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<TaskView>), ApiError> {
     let session = state.session(&caller.tenant);
-    session.task(&id)?;
+    session.task(&id).await?;
     state.check_capacity()?;
     let prepared = session.resume(&id, &ResumeSpec::default())?;
     state.schedule(prepared.id.clone());
-    let task = owned(&state, &caller, &prepared.id)?;
+    let task = owned(&state, &caller, &prepared.id).await?;
     Ok((StatusCode::ACCEPTED, Json(view(&state, task))))
 }

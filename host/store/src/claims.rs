@@ -311,17 +311,32 @@ impl Store {
     /// Whether a live process (or host) runs task `id`.
     pub fn is_live(&self, id: &str) -> bool {
         self.db
-            .run(|c| {
-                let owner: Option<String> = c
-                    .opt("SELECT owner FROM claims WHERE task_id = ?1", params![id])?
-                    .map(|r| r.get(0))
-                    .transpose()?;
-                match owner {
-                    Some(o) => self.owner_alive(c, &o),
-                    None => Ok(false),
-                }
-            })
+            .run(|c| c.query(self.liveness_query(), params![id]))
+            .and_then(|rows| self.live_from(rows))
             .unwrap_or(false)
+    }
+
+    /// The query [`Store::live_from`] tells a task's liveness from (its
+    /// id is `?1`): on PostgreSQL whether its claim's host renewed its
+    /// lease in time, in one statement; on SQLite its claim's owner, whose
+    /// lock file says the rest.
+    pub(super) fn liveness_query(&self) -> &'static str {
+        match &*self.location {
+            StoreLocation::File(_) => "SELECT owner FROM claims WHERE task_id = ?1",
+            StoreLocation::Postgres(_) => LIVE_ON_A_HOST.as_str(),
+        }
+    }
+
+    /// Whether [`Store::liveness_query`]'s `rows` say a live process (or
+    /// host) runs the task.
+    pub(super) fn live_from(&self, rows: Vec<Row>) -> Result<bool, StoreError> {
+        let Some(row) = rows.into_iter().next() else {
+            return Ok(false);
+        };
+        match &*self.location {
+            StoreLocation::File(path) => Ok(alive(path, &row.get::<String>(0)?)),
+            StoreLocation::Postgres(_) => Ok(true),
+        }
     }
 
     /// Whether the claim owner `token` is alive: on SQLite its lock file is
@@ -333,6 +348,14 @@ impl Store {
         }
     }
 }
+
+/// A row when task `?1`'s claim is held by a host whose lease is current.
+static LIVE_ON_A_HOST: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT 1 FROM claims c JOIN hosts h ON h.id = c.owner \
+         WHERE c.task_id = ?1 AND h.seen_at + h.lease_ms > {DB_NOW}"
+    )
+});
 
 /// Refuse a write to `task` unless `owner` still holds its claim. Called
 /// inside a write transaction that has locked the task's row: another host

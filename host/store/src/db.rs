@@ -75,21 +75,7 @@ impl Conn<'_> {
                 .iter()
                 .map(|(sql, ps)| self.query(sql, ps))
                 .collect(),
-            Conn::Pg(c) => {
-                let asks: Vec<Ask<'_>> = queries
-                    .iter()
-                    .map(|(sql, ps)| Ask::Query(sql, ps))
-                    .collect();
-                c.trip(&asks)?
-                    .into_iter()
-                    .map(|a| match a {
-                        Answer::Rows(rows) => Ok(rows),
-                        Answer::Count(_) | Answer::Done => Err(StoreError::Decode {
-                            detail: "a query answered without rows".into(),
-                        }),
-                    })
-                    .collect()
-            }
+            Conn::Pg(c) => c.query_all(queries),
         }
     }
 
@@ -242,6 +228,48 @@ pub(crate) enum Db {
 }
 
 impl Db {
+    /// Every row of each query, for a caller on a Tokio runtime (a
+    /// front-end's request): on PostgreSQL in one round trip that is
+    /// awaited, parking no runtime worker, and an outage waited out as
+    /// [`Db::run`] waits it out, asleep on the runtime's timer. SQLite
+    /// answers at once, on the connection that never holds up a write
+    /// ([`Db::read_long`]'s).
+    pub(crate) async fn read(
+        &self,
+        queries: &[(&str, &[Param<'_>])],
+    ) -> Result<Vec<Vec<Row>>, StoreError> {
+        match self {
+            Db::Lite(l) => Conn::Lite(&l.reader()).query_all(queries),
+            Db::Pg(p) => {
+                let mut outage = Outage::new();
+                loop {
+                    let attempt = match p.get_async().await {
+                        Ok(c) => c.query_all_async(queries).await,
+                        Err(e) => Err(e),
+                    };
+                    match outage.after(&p.health, attempt) {
+                        Next::Done(outcome) => return outcome,
+                        Next::Pause(d) => tokio::time::sleep(d).await,
+                    }
+                }
+            }
+        }
+    }
+
+    /// The rows of one query, as [`Db::read`] reads them.
+    pub(crate) async fn read_one(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<Vec<Row>, StoreError> {
+        Ok(self
+            .read(&[(sql, params)])
+            .await?
+            .into_iter()
+            .next()
+            .unwrap_or_default())
+    }
+
     /// Run `f` on a connection, each statement committing on its own. On
     /// PostgreSQL an outage is waited out ([`outage`]): `f` runs again once
     /// the database answers.
@@ -430,28 +458,62 @@ fn outage<T>(
     health: &Health,
     attempt: impl Fn() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    let started = std::time::Instant::now();
-    let mut backoff = std::time::Duration::from_millis(100);
-    let mut warned = false;
+    let mut outage = Outage::new();
     loop {
-        match attempt() {
-            Err(e) if super::pg::transient(&e) && started.elapsed() < OUTAGE_LIMIT => {
+        match outage.after(health, attempt()) {
+            Next::Done(outcome) => return outcome,
+            Next::Pause(d) => pause(d),
+        }
+    }
+}
+
+/// An attempt's callers waiting out an outage: since when, the next pause
+/// (backing off from 100 ms to 5 s), and whether it was said.
+struct Outage {
+    started: std::time::Instant,
+    backoff: std::time::Duration,
+    warned: bool,
+}
+
+/// What to do after an attempt.
+enum Next<T> {
+    /// Give the caller this.
+    Done(Result<T, StoreError>),
+    /// Pause this long, then try again.
+    Pause(std::time::Duration),
+}
+
+impl Outage {
+    fn new() -> Self {
+        Self {
+            started: std::time::Instant::now(),
+            backoff: std::time::Duration::from_millis(100),
+            warned: false,
+        }
+    }
+
+    /// What follows `attempt`: its outcome, unless the database did not
+    /// answer and has not been down for [`OUTAGE_LIMIT`] yet.
+    fn after<T>(&mut self, health: &Health, attempt: Result<T, StoreError>) -> Next<T> {
+        match attempt {
+            Err(e) if super::pg::transient(&e) && self.started.elapsed() < OUTAGE_LIMIT => {
                 health.observe(false);
-                if !warned {
+                if !self.warned {
                     tracing::warn!("the task store does not answer ({e}); waiting for it");
-                    warned = true;
+                    self.warned = true;
                 }
-                pause(backoff);
-                backoff = (backoff * 2).min(std::time::Duration::from_secs(5));
+                let pause = self.backoff;
+                self.backoff = (self.backoff * 2).min(std::time::Duration::from_secs(5));
+                Next::Pause(pause)
             }
             Ok(v) => {
-                if warned {
+                if self.warned {
                     tracing::info!("the task store answers again");
                 }
                 health.observe(true);
-                return Ok(v);
+                Next::Done(Ok(v))
             }
-            Err(e) => return Err(e),
+            Err(e) => Next::Done(Err(e)),
         }
     }
 }

@@ -632,6 +632,25 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound(id.to_owned()))?
     }
 
+    /// A task by id, and whether a live process (or host) runs it, for a
+    /// front-end's request on a runtime: awaited ([`db::Db::read`]), both
+    /// in one round trip on PostgreSQL.
+    pub async fn read_task(&self, id: &str) -> Result<(TaskRecord, bool), StoreError> {
+        let by_id = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1");
+        let mut found = self
+            .db
+            .read(&[(&by_id, params![id]), (self.liveness_query(), params![id])])
+            .await?
+            .into_iter();
+        let task = found
+            .next()
+            .and_then(|rows| rows.into_iter().next())
+            .map(task_row)
+            .ok_or_else(|| StoreError::NotFound(id.to_owned()))??;
+        let live = self.live_from(found.next().unwrap_or_default())?;
+        Ok((task, live))
+    }
+
     /// Find a task by id or unique id prefix (for the CLI).
     pub fn find_task(&self, prefix: &str) -> Result<TaskRecord, StoreError> {
         let ids: Vec<String> = self

@@ -1,19 +1,21 @@
 //! The PostgreSQL backend: a pool of `tokio-postgres` connections, the
 //! schema and its migrations.
 //!
-//! The store's API is synchronous (SQLite answers in microseconds), so a
-//! statement here is awaited where it is issued. The connections' I/O runs
-//! on a small runtime of its own, never on the caller's: a caller blocked
-//! on an answer can never be the thread that would have read it.
+//! A round trip is asynchronous ([`PgConn::trip_async`]): a front-end's
+//! reads await it on their runtime's worker ([`super::db::Db::read`]). The
+//! store's writes and most of its reads are synchronous (SQLite answers in
+//! microseconds), and wait for the same round trip where they are issued.
+//! The connections' I/O runs on a small runtime of its own, never on the
+//! caller's: a caller blocked on an answer can never be the thread that
+//! would have read it.
 
-use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use futures::future::LocalBoxFuture;
+use futures::future::BoxFuture;
 
 use bytes::BytesMut;
 use tokio_postgres::types::{IsNull, ToSql, Type};
@@ -325,7 +327,9 @@ pub(crate) fn transient(e: &StoreError) -> bool {
 }
 
 /// One connection, the statements it has prepared, and the statements
-/// waiting to go with its next round trip.
+/// waiting to go with its next round trip. One caller uses it at a time
+/// (the pool lends it); its state sits behind locks that are never
+/// contended so that a read may await its round trip holding it.
 ///
 /// A round trip to the database costs far more than a statement in it, so
 /// a write transaction sends what it does not need an answer to
@@ -339,9 +343,9 @@ pub(crate) struct PgConn {
     client: Client,
     statements: StatementCache,
     /// Statements sent with the next round trip, in order.
-    pending: RefCell<Vec<Pending>>,
+    pending: Mutex<Vec<Pending>>,
     /// The open transaction's id, once its pipelined `BEGIN` has answered.
-    txid: Cell<Option<i64>>,
+    txid: Mutex<Option<i64>>,
     /// Round trips made, and statements prepared (each one of them),
     /// counted with every connection of the pool.
     trips: Arc<AtomicU64>,
@@ -406,7 +410,7 @@ impl fmt::Debug for PgConn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PgConn")
             .field("closed", &self.client.is_closed())
-            .field("pending", &self.pending.borrow().len())
+            .field("pending", &self.pending().len())
             .finish()
     }
 }
@@ -421,8 +425,8 @@ impl PgConn {
         Self {
             client,
             statements: StatementCache::default(),
-            pending: RefCell::default(),
-            txid: Cell::new(None),
+            pending: Mutex::default(),
+            txid: Mutex::default(),
             trips,
             prepares,
             keys,
@@ -454,17 +458,44 @@ impl PgConn {
         Ok(k)
     }
 
-    fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
-        if let Some(s) = self.statements.borrow().get(sql) {
-            return Ok(s.clone());
-        }
+    /// The statements waiting for the next round trip.
+    fn pending(&self) -> MutexGuard<'_, Vec<Pending>> {
+        // A list pushed to and taken whole: consistent whatever panicked.
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The open transaction's id, once known.
+    fn txid(&self) -> MutexGuard<'_, Option<i64>> {
+        self.txid.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `sql` as this connection prepared it, if it has.
+    fn cached(&self, sql: &str) -> Option<Statement> {
+        self.statements
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(sql)
+            .cloned()
+    }
+
+    /// Prepare `sql` on this connection (a round trip) and keep it.
+    async fn prepare(&self, sql: &str) -> Result<Statement, StoreError> {
         self.trips.fetch_add(1, Ordering::Relaxed);
         self.prepares.fetch_add(1, Ordering::Relaxed);
-        let s = wait(self.client.prepare(&pg_placeholders(sql)))?;
+        let s = self.client.prepare(&pg_placeholders(sql)).await?;
         self.statements
-            .borrow_mut()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
             .insert(sql.to_owned(), s.clone());
         Ok(s)
+    }
+
+    /// `sql` prepared, waiting here for its preparation the first time.
+    fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
+        match self.cached(sql) {
+            Some(s) => Ok(s),
+            None => wait(self.prepare(sql)),
+        }
     }
 
     /// Queue one statement for the next round trip; its failure is the
@@ -472,9 +503,7 @@ impl PgConn {
     pub(crate) fn later(&self, sql: &str, params: &[Param<'_>]) -> Result<(), StoreError> {
         let st = self.statement(sql)?;
         let values = params.iter().map(Param::owned).collect();
-        self.pending
-            .borrow_mut()
-            .push(Pending::Statement(st, values));
+        self.pending().push(Pending::Statement(st, values));
         Ok(())
     }
 
@@ -482,32 +511,39 @@ impl PgConn {
     /// for the next round trip ([`Column`]).
     pub(crate) fn later_columns(&self, sql: &str, columns: Vec<Column>) -> Result<(), StoreError> {
         let st = self.statement(sql)?;
-        self.pending
-            .borrow_mut()
-            .push(Pending::Columns(st, columns));
+        self.pending().push(Pending::Columns(st, columns));
         Ok(())
     }
 
     /// Whether statements wait for the next round trip.
     fn has_pending(&self) -> bool {
-        !self.pending.borrow().is_empty()
+        !self.pending().is_empty()
     }
 
     /// Forget what waits for the next round trip (a transaction given up).
     pub(crate) fn discard(&self) {
-        self.pending.borrow_mut().clear();
-        self.txid.set(None);
+        self.pending().clear();
+        *self.txid() = None;
+    }
+
+    /// [`PgConn::trip_async`], waited for on this thread.
+    pub(crate) fn trip(&self, asks: &[Ask<'_>]) -> Result<Vec<Answer>, StoreError> {
+        wait(self.trip_async(asks))
     }
 
     /// One round trip: every pending statement, then `asks`, pipelined.
     /// The answers to `asks`, in order; the first failure (a pending
-    /// statement's before an ask's) is the error.
-    pub(crate) fn trip(&self, asks: &[Ask<'_>]) -> Result<Vec<Answer>, StoreError> {
-        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+    /// statement's before an ask's) is the error. A statement this
+    /// connection has not prepared yet costs a round trip first.
+    pub(crate) async fn trip_async(&self, asks: &[Ask<'_>]) -> Result<Vec<Answer>, StoreError> {
+        let pending = std::mem::take(&mut *self.pending());
         let mut statements = Vec::with_capacity(asks.len());
         for ask in asks {
             statements.push(match ask {
-                Ask::Exec(sql, _) | Ask::Query(sql, _) => Some(self.statement(sql)?),
+                Ask::Exec(sql, _) | Ask::Query(sql, _) => Some(match self.cached(sql) {
+                    Some(s) => s,
+                    None => self.prepare(sql).await?,
+                }),
                 Ask::Batch(_) => None,
             });
         }
@@ -535,7 +571,7 @@ impl PgConn {
             .collect();
         let client = &self.client;
         let sent = pending.iter().zip(&pending_refs).map(|(p, refs)| {
-            let f: LocalBoxFuture<'_, Result<Option<i64>, tokio_postgres::Error>> = match p {
+            let f: BoxFuture<'_, Result<Option<i64>, tokio_postgres::Error>> = match p {
                 Pending::Begin => Box::pin(async move {
                     let msgs = client.simple_query("BEGIN; SELECT txid_current()").await?;
                     Ok(msgs.iter().find_map(|m| match m {
@@ -554,7 +590,7 @@ impl PgConn {
                 .zip(&statements)
                 .zip(&ask_refs)
                 .map(|((ask, st), refs)| {
-                    let f: LocalBoxFuture<'_, Result<TripAnswer, tokio_postgres::Error>> =
+                    let f: BoxFuture<'_, Result<TripAnswer, tokio_postgres::Error>> =
                         match (ask, st) {
                             (Ask::Exec(..), Some(st)) => Box::pin(async move {
                                 client.execute(st, refs).await.map(TripAnswer::Count)
@@ -575,19 +611,17 @@ impl PgConn {
         self.trips.fetch_add(1, Ordering::Relaxed);
         // Polled together, the requests are written in this order before
         // any answer is awaited: one round trip.
-        let (sent, asked) = wait(async {
-            futures::join!(
-                futures::future::join_all(sent),
-                futures::future::join_all(asked)
-            )
-        });
+        let (sent, asked) = futures::join!(
+            futures::future::join_all(sent),
+            futures::future::join_all(asked)
+        );
         for (p, outcome) in pending.iter().zip(sent) {
             let txid = outcome?;
             if matches!(p, Pending::Begin) {
                 let txid = txid.ok_or_else(|| StoreError::Decode {
                     detail: "no transaction id".into(),
                 })?;
-                self.txid.set(Some(txid));
+                *self.txid() = Some(txid);
             }
         }
         asked
@@ -602,6 +636,35 @@ impl PgConn {
                 })
             })
             .collect()
+    }
+
+    /// Every row of each query, in one round trip.
+    pub(crate) async fn query_all_async(
+        &self,
+        queries: &[(&str, &[Param<'_>])],
+    ) -> Result<Vec<Vec<Row>>, StoreError> {
+        let asks: Vec<Ask<'_>> = queries
+            .iter()
+            .map(|(sql, ps)| Ask::Query(sql, ps))
+            .collect();
+        self.trip_async(&asks)
+            .await?
+            .into_iter()
+            .map(|a| match a {
+                Answer::Rows(rows) => Ok(rows),
+                Answer::Count(_) | Answer::Done => Err(StoreError::Decode {
+                    detail: "a query answered without rows".into(),
+                }),
+            })
+            .collect()
+    }
+
+    /// [`PgConn::query_all_async`], waited for on this thread.
+    pub(crate) fn query_all(
+        &self,
+        queries: &[(&str, &[Param<'_>])],
+    ) -> Result<Vec<Vec<Row>>, StoreError> {
+        wait(self.query_all_async(queries))
     }
 
     /// Send what is pending now (nothing asked).
@@ -640,8 +703,8 @@ impl PgConn {
     /// Begin a transaction with the next round trip, learning its id (to
     /// ask later whether it committed) in the same trip.
     pub(crate) fn begin_later(&self) {
-        self.txid.set(None);
-        self.pending.borrow_mut().push(Pending::Begin);
+        *self.txid() = None;
+        self.pending().push(Pending::Begin);
     }
 
     /// Commit the open transaction, sending what is pending with the
@@ -649,10 +712,10 @@ impl PgConn {
     /// its own when nothing was asked in the transaction), so a commit cut
     /// off can be asked about.
     pub(crate) fn commit(&self) -> Result<(), CommitError> {
-        if self.txid.get().is_none() {
+        if self.txid().is_none() {
             self.trip(&[]).map_err(CommitError::Failed)?;
         }
-        let Some(txid) = self.txid.take() else {
+        let Some(txid) = self.txid().take() else {
             return Err(CommitError::Failed(StoreError::Decode {
                 detail: "no transaction to commit".into(),
             }));
@@ -668,11 +731,11 @@ impl PgConn {
     /// when nothing in it was asked yet: cut off before its id came back,
     /// it is [`CommitError::Unknown`].
     pub(crate) fn commit_at_once(&self) -> Result<(), CommitError> {
-        if self.txid.get().is_some() {
+        if self.txid().is_some() {
             return self.commit();
         }
         let outcome = self.trip(&[Ask::Batch("COMMIT")]);
-        let txid = self.txid.take();
+        let txid = self.txid().take();
         match (outcome, txid) {
             (Ok(_), _) => Ok(()),
             (Err(e), Some(txid)) if transient(&e) => Err(CommitError::CutOff(txid, e)),
@@ -871,14 +934,31 @@ pub(crate) struct Pool {
     /// Whether the database answers, as its users have seen lately.
     pub(crate) health: Health,
     state: Mutex<PoolState>,
-    /// Signalled when a connection is returned or closed.
+    /// Signalled when a connection is returned or closed, to the
+    /// synchronous callers waiting for one ([`Pool::get`]) and to the
+    /// asynchronous ([`Pool::get_async`]).
     freed: std::sync::Condvar,
+    returned: tokio::sync::Notify,
     /// Round trips its connections have made ([`Pool::round_trips`]),
     /// and statements they prepared.
     trips: Arc<AtomicU64>,
     prepares: Arc<AtomicU64>,
     /// Task keys taken ahead ([`PgConn::task_key`]).
     keys: Arc<Mutex<Vec<i64>>>,
+}
+
+/// What [`Pool::lend`] found.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made and matched at once, never stored"
+)]
+enum Lend {
+    /// An idle connection.
+    Idle(PgConn),
+    /// Room to open one more.
+    Room,
+    /// Every connection open and lent.
+    Full,
 }
 
 /// The pool's connections not lent now, and how many are open in all.
@@ -924,7 +1004,7 @@ impl Drop for Pooled<'_> {
             _ => state.open = state.open.saturating_sub(1),
         }
         drop(state);
-        self.pool.freed.notify_one();
+        self.pool.wake_one();
     }
 }
 
@@ -977,6 +1057,7 @@ impl Pool {
             health: Health::default(),
             state: Mutex::default(),
             freed: std::sync::Condvar::new(),
+            returned: tokio::sync::Notify::new(),
             trips: Arc::default(),
             prepares: Arc::default(),
             keys: Arc::default(),
@@ -988,23 +1069,66 @@ impl Pool {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A connection: an idle one, a new one while fewer than [`MAX_OPEN`]
-    /// are open, else the next one returned.
-    pub(crate) fn get(&self) -> Result<Pooled<'_>, StoreError> {
-        let mut state = self.lock();
+    /// Tell one caller waiting for a connection that one was returned or
+    /// closed.
+    fn wake_one(&self) {
+        self.freed.notify_one();
+        self.returned.notify_one();
+    }
+
+    /// What the pool can lend now: an idle connection, room to open one
+    /// (counted open from now on), or nothing until one is returned.
+    fn lend(&self, state: &mut PoolState) -> Lend {
         loop {
             match state.idle.pop() {
                 Some(c) if c.client.is_closed() => {
                     state.open = state.open.saturating_sub(1);
                 }
-                Some(c) => {
-                    return Ok(Pooled {
-                        pool: self,
-                        conn: Some(c),
-                    });
+                Some(c) => return Lend::Idle(c),
+                None if state.open < MAX_OPEN => {
+                    state.open += 1;
+                    return Lend::Room;
                 }
-                None if state.open < MAX_OPEN => break,
-                None => {
+                None => return Lend::Full,
+            }
+        }
+    }
+
+    /// `conn`, lent.
+    fn pooled(&self, conn: PgConn) -> Pooled<'_> {
+        Pooled {
+            pool: self,
+            conn: Some(conn),
+        }
+    }
+
+    /// A connection just opened in the room [`Pool::lend`] made, lent; or
+    /// why it did not open, the room given back.
+    fn opened(&self, client: Result<Client, StoreError>) -> Result<Pooled<'_>, StoreError> {
+        match client {
+            Ok(client) => Ok(self.pooled(PgConn::new(
+                client,
+                Arc::clone(&self.trips),
+                Arc::clone(&self.prepares),
+                Arc::clone(&self.keys),
+            ))),
+            Err(e) => {
+                self.lock().open -= 1;
+                self.wake_one();
+                Err(e)
+            }
+        }
+    }
+
+    /// A connection: an idle one, a new one while fewer than [`MAX_OPEN`]
+    /// are open, else the next one returned.
+    pub(crate) fn get(&self) -> Result<Pooled<'_>, StoreError> {
+        let mut state = self.lock();
+        loop {
+            match self.lend(&mut state) {
+                Lend::Idle(c) => return Ok(self.pooled(c)),
+                Lend::Room => break,
+                Lend::Full => {
                     state = super::sql::blocking(|| {
                         self.freed
                             .wait_timeout(state, Duration::from_millis(100))
@@ -1013,24 +1137,26 @@ impl Pool {
                 }
             }
         }
-        state.open += 1;
         drop(state);
-        match self.connect() {
-            Ok(client) => Ok(Pooled {
-                pool: self,
-                conn: Some(PgConn::new(
-                    client,
-                    Arc::clone(&self.trips),
-                    Arc::clone(&self.prepares),
-                    Arc::clone(&self.keys),
-                )),
-            }),
-            Err(e) => {
-                self.lock().open -= 1;
-                self.freed.notify_one();
-                Err(e)
+        self.opened(wait(self.connecting()))
+    }
+
+    /// [`Pool::get`] for a caller on a runtime: waiting for a connection
+    /// (to be returned, or opened) parks no thread.
+    pub(crate) async fn get_async(&self) -> Result<Pooled<'_>, StoreError> {
+        loop {
+            // Listen before looking, so a return in between is not missed.
+            let returned = self.returned.notified();
+            tokio::pin!(returned);
+            returned.as_mut().enable();
+            let lent = self.lend(&mut self.lock());
+            match lent {
+                Lend::Idle(c) => return Ok(self.pooled(c)),
+                Lend::Room => break,
+                Lend::Full => returned.await,
             }
         }
+        self.opened(self.connecting().await)
     }
 
     /// A pool of its own on the same database (nothing connected yet).
@@ -1042,6 +1168,7 @@ impl Pool {
             health: Health::default(),
             state: Mutex::default(),
             freed: std::sync::Condvar::new(),
+            returned: tokio::sync::Notify::new(),
             trips: Arc::default(),
             prepares: Arc::default(),
             keys: Arc::default(),
@@ -1085,11 +1212,11 @@ impl Pool {
         }
     }
 
-    /// Open a connection.
-    fn connect(&self) -> Result<Client, StoreError> {
+    /// Open a connection, on the database runtime.
+    async fn connecting(&self) -> Result<Client, StoreError> {
         let pool = self.clone_config();
         let connecting = runtime()?.spawn(async move { pool.connect_async(|_| {}).await });
-        match wait(connecting) {
+        match connecting.await {
             Ok(c) => c,
             Err(e) => Err(StoreError::Unavailable(format!(
                 "connecting to {}: {e}",

@@ -62,6 +62,20 @@ impl PgConn {
         match self.never {}
     }
 
+    pub(crate) fn query_all(
+        &self,
+        _: &[(&str, &[Param<'_>])],
+    ) -> Result<Vec<Vec<Row>>, StoreError> {
+        match self.never {}
+    }
+
+    pub(crate) async fn query_all_async(
+        &self,
+        _: &[(&str, &[Param<'_>])],
+    ) -> Result<Vec<Vec<Row>>, StoreError> {
+        match self.never {}
+    }
+
     pub(crate) fn flush(&self) -> Result<(), StoreError> {
         match self.never {}
     }
@@ -146,6 +160,10 @@ impl Pool {
     }
 
     pub(crate) fn get(&self) -> Result<Box<PgConn>, StoreError> {
+        match self.never {}
+    }
+
+    pub(crate) async fn get_async(&self) -> Result<Box<PgConn>, StoreError> {
         match self.never {}
     }
 

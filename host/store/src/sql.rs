@@ -5,8 +5,6 @@
 //! neither imports the other for them.
 
 #[cfg(feature = "postgres")]
-use std::cell::RefCell;
-#[cfg(feature = "postgres")]
 use std::collections::HashMap;
 
 use super::StoreError;
@@ -314,7 +312,7 @@ pub(crate) fn pg_placeholders(sql: &str) -> String {
 
 /// Statements a PostgreSQL connection has prepared, by their SQL.
 #[cfg(feature = "postgres")]
-pub(crate) type StatementCache = RefCell<HashMap<String, tokio_postgres::Statement>>;
+pub(crate) type StatementCache = std::sync::Mutex<HashMap<String, tokio_postgres::Statement>>;
 
 /// What a shared database's clients have seen of it lately: whether it
 /// is down (an outage is being waited out) and when it was last probed.

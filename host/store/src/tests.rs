@@ -1318,17 +1318,9 @@ fn every_record_kind_round_trips(b: Backend) {
     assert_eq!(s.saved_approvals(None).expect("all").len(), 1);
     assert!(s.revoke_approval("/ws", &g).expect("revoke"));
     assert!(s.saved_approvals(None).expect("none").is_empty());
-    // Tokens.
+    // Tokens (read by their hash in `a_front_ends_reads_are_awaited`).
     s.put_token("tok1", "h1", "acme", "/ws", Some(i64::MAX))
         .expect("token");
-    assert_eq!(
-        s.token_by_hash("h1")
-            .expect("by hash")
-            .expect("found")
-            .tenant,
-        "acme"
-    );
-    assert!(s.token_by_hash("nope").expect("by hash").is_none());
     assert!(s.revoke_token("tok1").expect("revoke"));
     assert!(!s.revoke_token("tok1").expect("revoke twice"));
     assert!(
@@ -2912,7 +2904,89 @@ macro_rules! on_both_one_worker {
     };
 }
 
+/// What a front-end reads on every request is awaited on its runtime,
+/// here on its one worker: a token by its hash, and a task with whether a
+/// live process runs it (on PostgreSQL both in one round trip: the claim's
+/// host and its lease in one statement). A task claimed by another store
+/// handle is live, and stops being live when its claim is let go or (on
+/// PostgreSQL) its host's lease runs out; an unknown task is not found.
+async fn a_front_ends_reads_are_awaited(b: Backend) {
+    fn awaited<F: std::future::Future + Send>(f: F) -> F {
+        f
+    }
+    let (place, s) = store_on(b);
+    s.put_token("tok1", "h1", "acme", "/ws", Some(i64::MAX))
+        .expect("token");
+    let found = awaited(s.token_by_hash("h1")).await.expect("by hash");
+    assert_eq!(found.expect("found").tenant, "acme");
+    assert!(s.token_by_hash("nope").await.expect("by hash").is_none());
+
+    let t = new_task(&s);
+    let before = s.stats();
+    let (read, live) = awaited(s.read_task(&t.id)).await.expect("read");
+    let after = s.stats();
+    if s.is_shared() {
+        // Besides preparing its statements, the first time a connection
+        // makes them.
+        let trips = (after.round_trips - after.prepared) - (before.round_trips - before.prepared);
+        assert_eq!(trips, 1, "one round trip: {before:?} {after:?}");
+    }
+    assert_eq!(read, s.get_task(&t.id).expect("get"));
+    assert!(!live, "no one runs it");
+    let other = place.reopen();
+    let claim = other.claim(&t.id).expect("claimed");
+    assert!(s.read_task(&t.id).await.expect("read").1, "claimed");
+    assert!(s.is_live(&t.id));
+    if s.is_shared() {
+        let them = other.host_id().expect("id").expect("shared");
+        s.db.run(|c| c.exec("UPDATE hosts SET seen_at = 0 WHERE id = ?1", params![&them]))
+            .expect("lease run out");
+        assert!(
+            !s.read_task(&t.id).await.expect("read").1,
+            "its host is gone"
+        );
+        assert!(!s.is_live(&t.id));
+    }
+    drop(claim);
+    assert!(!s.read_task(&t.id).await.expect("read").1, "let go");
+    match s.read_task("no-such-task").await {
+        Err(StoreError::NotFound(id)) => assert_eq!(id, "no-such-task"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A front-end's read made while the database is down waits the outage
+/// out, asleep on the runtime, and answers once the database is back.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "current_thread")]
+async fn a_front_ends_read_waits_an_outage_out() {
+    roost_testpg::skip_without_postgres!();
+    let pg = std::sync::Arc::new(roost_testpg::Postgres::start().unwrap_or_else(|e| panic!("{e}")));
+    let url = pg.fresh_database().unwrap_or_else(|e| panic!("{e}"));
+    let s = Store::open_at(&StoreLocation::Postgres(url)).expect("opens");
+    let t = new_task(&s);
+    pg.stop().unwrap_or_else(|e| panic!("{e}"));
+    let reading = {
+        let s = s.clone();
+        let id = t.id.clone();
+        tokio::spawn(async move { s.read_task(&id).await })
+    };
+    // The read has met the outage (and is waiting it out) before the
+    // database comes back.
+    while s.reachable() {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let restarted = std::sync::Arc::clone(&pg);
+    tokio::task::spawn_blocking(move || restarted.restart())
+        .await
+        .expect("joins")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (read, live) = reading.await.expect("joins").expect("answered");
+    assert_eq!((read.id.as_str(), live), (t.id.as_str(), false));
+}
+
 on_both_one_worker!(
+    a_front_ends_reads_are_awaited,
     steps_ready_together_share_a_transaction_on_one_worker,
     a_creation_whose_caller_is_gone_is_left_resumable,
     a_leader_cancelled_while_others_queue_hands_over

@@ -70,14 +70,15 @@ impl Store {
     }
 
     /// The token whose hash is `hash`, if one is recorded (valid or not).
-    pub fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
+    pub async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
         self.db
-            .read_long(|c| {
-                c.opt(
-                    &format!("SELECT {COLUMNS} FROM tokens WHERE hash = ?1"),
-                    params![hash],
-                )
-            })?
+            .read_one(
+                &format!("SELECT {COLUMNS} FROM tokens WHERE hash = ?1"),
+                params![hash],
+            )
+            .await?
+            .into_iter()
+            .next()
             .map(row)
             .transpose()
     }

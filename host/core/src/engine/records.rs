@@ -88,14 +88,20 @@ impl Records {
     /// `task` as a listing shows it: interrupted when it says it runs but
     /// no process holds it.
     fn listed(&self, task: TaskRecord) -> Listed {
-        let interrupted = matches!(
+        let interrupted = Self::interrupted(&task, || self.store.is_live(&task.id));
+        Listed { task, interrupted }
+    }
+
+    /// Whether `task` was interrupted: it says it runs, and `live` (asked
+    /// only then) says no process holds it.
+    fn interrupted(task: &TaskRecord, live: impl FnOnce() -> bool) -> bool {
+        matches!(
             task.status,
             TaskStatus::Running
                 | TaskStatus::WaitingForApproval
                 | TaskStatus::WaitingForInput
                 | TaskStatus::WaitingForSubtask
-        ) && !self.store.is_live(&task.id);
-        Listed { task, interrupted }
+        ) && !live()
     }
 
     /// A page of the tasks `filter` wants (at most `limit`, newest first),
@@ -121,6 +127,15 @@ impl Records {
     /// Task `id` (the full id, no prefix) as a listing shows it.
     pub fn get(&self, id: &str) -> Result<Listed, StoreError> {
         Ok(self.listed(self.store.get_task(id)?))
+    }
+
+    /// [`Records::get`] for a front-end's request, awaited: on a shared
+    /// database one round trip (the record and its liveness together)
+    /// that parks no runtime worker.
+    pub async fn read(&self, id: &str) -> Result<Listed, StoreError> {
+        let (task, live) = self.store.read_task(id).await?;
+        let interrupted = Self::interrupted(&task, || live);
+        Ok(Listed { task, interrupted })
     }
 
     /// The subtasks task `id` started, oldest first.

@@ -101,13 +101,15 @@ impl Tokens {
     }
 
     /// The token's record when it is known, not revoked and not expired.
-    pub fn verify(&self, token: &str) -> Result<Option<TokenRecord>, EngineError> {
+    /// Awaited: a server checks one on every request.
+    pub async fn verify(&self, token: &str) -> Result<Option<TokenRecord>, EngineError> {
         if !token.starts_with("roost_") || token.len() > 200 {
             return Ok(None);
         }
         Ok(self
             .store
-            .token_by_hash(&hash(token))?
+            .token_by_hash(&hash(token))
+            .await?
             .filter(|t| t.valid_at(now_ms())))
     }
 
@@ -126,8 +128,8 @@ impl Tokens {
 mod tests {
     use super::*;
 
-    #[test]
-    fn tokens_verify_until_revoked_or_expired() {
+    #[tokio::test]
+    async fn tokens_verify_until_revoked_or_expired() {
         let dir = tempfile::tempdir().expect("tempdir");
         let tokens = Tokens::open(&crate::store::StoreLocation::File(
             crate::store::Store::default_path(&dir.path().join("data")),
@@ -135,7 +137,11 @@ mod tests {
         .expect("store");
         let t = tokens.create("team-a", dir.path(), None).expect("token");
         assert!(t.token.starts_with(&format!("roost_{}_", t.record.id)));
-        let seen = tokens.verify(&t.token).expect("verify").expect("valid");
+        let seen = tokens
+            .verify(&t.token)
+            .await
+            .expect("verify")
+            .expect("valid");
         assert_eq!(seen.tenant, "team-a");
         // Nothing but the hash is stored.
         let db = std::fs::read(dir.path().join("data/roost.db")).expect("db");
@@ -144,16 +150,29 @@ mod tests {
         assert!(
             tokens
                 .verify(&format!("{}x", t.token))
+                .await
                 .expect("verify")
                 .is_none()
         );
-        assert!(tokens.verify("Bearer nonsense").expect("verify").is_none());
+        assert!(
+            tokens
+                .verify("Bearer nonsense")
+                .await
+                .expect("verify")
+                .is_none()
+        );
         assert!(tokens.revoke(&t.record.id).expect("revoke"));
-        assert!(tokens.verify(&t.token).expect("verify").is_none());
+        assert!(tokens.verify(&t.token).await.expect("verify").is_none());
         let expired = tokens
             .create("team-a", dir.path(), Some(Duration::ZERO))
             .expect("token");
-        assert!(tokens.verify(&expired.token).expect("verify").is_none());
+        assert!(
+            tokens
+                .verify(&expired.token)
+                .await
+                .expect("verify")
+                .is_none()
+        );
         assert!(matches!(
             tokens.create("Team A", dir.path(), None),
             Err(TokenError::BadTenant(_))

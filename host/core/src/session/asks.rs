@@ -50,7 +50,7 @@ impl Session<'_> {
     /// subtasks too (one approver for a tree). A question whose record no
     /// longer decodes is left out (and logged), never guessed at.
     pub fn asks(&self, id: &str, tree: bool) -> Result<Vec<AskView>, SessionError> {
-        let task = self.task(id)?;
+        let task = self.held(id)?;
         let open = if tree {
             self.engine.pending_asks_in_tree(&task.task.id)?
         } else {
@@ -85,7 +85,7 @@ impl Session<'_> {
         ask_id: &str,
         decision: Decision,
     ) -> Result<Decided, SessionError> {
-        let task = self.task(id)?;
+        let task = self.held(id)?;
         if task.interrupted {
             return Err(SessionError::Conflict(
                 "the task is not running yet; answer once it has resumed (it asks again by the same ask_id)"
@@ -103,7 +103,7 @@ impl Session<'_> {
     /// Answer task `id`'s open question `ask_id` with `answer` as it is (a
     /// front-end that asks in the question's own terms, like a terminal).
     pub fn answer(&self, id: &str, ask_id: &str, answer: Answer) -> Result<(), SessionError> {
-        let task = self.task(id)?;
+        let task = self.held(id)?;
         self.engine.answer(&task.task.id, ask_id, answer)?;
         Ok(())
     }

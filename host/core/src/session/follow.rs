@@ -57,7 +57,7 @@ impl Session<'_> {
                 "a position is a number from 0".into(),
             ));
         }
-        let task = self.task(id)?;
+        let task = self.held(id)?;
         let (past, live) = self.engine.events_after(&task.task.id, after)?;
         let last = past.iter().filter_map(|e| e.seq).max().unwrap_or(after);
         Ok(Follow { past, live, last })

@@ -10,6 +10,7 @@ pub mod follow;
 
 use crate::engine::{Engine, EngineError, Listed, Prepared, ResumeSpec, TaskSpec};
 use crate::events::EventBus;
+use crate::store::StoreError;
 use crate::task::TaskOutcome;
 use roost_protocol::display::Display;
 use roost_protocol::{EngineErrorCode, ErrorBody};
@@ -127,14 +128,35 @@ impl<'e> Session<'e> {
     }
 
     /// Task `id` when it is this owner's: exactly that id for a tenant (no
-    /// prefixes, which would let one tenant probe another's ids).
-    pub fn task(&self, id: &str) -> Result<Listed, SessionError> {
+    /// prefixes, which would let one tenant probe another's ids). Awaited:
+    /// on a shared database a tenant's lookup is one round trip that parks
+    /// no runtime worker ([`crate::engine::Records::read`]).
+    pub async fn task(&self, id: &str) -> Result<Listed, SessionError> {
         let records = self.engine.records();
         let found = match self.owner {
             // The CLI names tasks by a unique prefix of their id.
+            Owner::Host => match records.find(id) {
+                Ok(t) => records.read(&t.id).await,
+                Err(e) => Err(e),
+            },
+            Owner::Tenant(_) => records.read(id).await,
+        };
+        self.judged(found)
+    }
+
+    /// [`Session::task`] waited for on this thread, for the session's
+    /// commands, which act on the engine at once.
+    fn held(&self, id: &str) -> Result<Listed, SessionError> {
+        let records = self.engine.records();
+        let found = match self.owner {
             Owner::Host => records.find(id).and_then(|t| records.get(&t.id)),
             Owner::Tenant(_) => records.get(id),
         };
+        self.judged(found)
+    }
+
+    /// What the store `found` for this owner: its task, or not found.
+    fn judged(&self, found: Result<Listed, StoreError>) -> Result<Listed, SessionError> {
         match found {
             Ok(l) if self.owner.owns(&l) => Ok(l),
             Ok(_) => Err(SessionError::NotFound),
@@ -169,7 +191,7 @@ impl<'e> Session<'e> {
     /// Stop task `id` (resumable), for `reason`; a task that is not
     /// running is a conflict.
     pub fn cancel(&self, id: &str, reason: &str) -> Result<Listed, SessionError> {
-        let task = self.task(id)?;
+        let task = self.held(id)?;
         match self.engine.cancel(&task.task.id, reason) {
             Ok(()) => Ok(task),
             Err(EngineError::NotHere(_)) => {
@@ -181,20 +203,20 @@ impl<'e> Session<'e> {
 
     /// Start task `id` (created or prepared in this engine).
     pub fn start(&self, id: &str) -> Result<(), SessionError> {
-        let task = self.task(id)?;
+        let task = self.held(id)?;
         Ok(self.engine.start(&task.task.id)?)
     }
 
     /// Lend task `id` (created or prepared, not started) what this
     /// front-end's session holds: its MCP servers, its buffers.
     pub fn lend(&self, id: &str, lent: crate::turn::Lent) -> Result<(), SessionError> {
-        let task = self.task(id)?;
+        let task = self.held(id)?;
         Ok(self.engine.lend(&task.task.id, lent)?)
     }
 
     /// Wait for the run of task `id` in this engine to end.
     pub async fn wait(&self, id: &str) -> Result<TaskOutcome, SessionError> {
-        let task = self.task(id)?;
+        let task = self.task(id).await?;
         Ok(self.engine.wait(&task.task.id).await?)
     }
 
@@ -202,21 +224,21 @@ impl<'e> Session<'e> {
     /// prepared or running), for a front-end that renders them as they
     /// come; [`Session::follow`] replays what it missed.
     pub fn live(&self, id: &str) -> Result<EventBus, SessionError> {
-        let task = self.task(id)?;
+        let task = self.held(id)?;
         Ok(self.engine.events(&task.task.id)?)
     }
 
     /// Prepare task `id` to continue from its history (the front-end
     /// starts it).
     pub fn resume(&self, id: &str, spec: &ResumeSpec) -> Result<Prepared, SessionError> {
-        let task = self.task(id)?;
+        let task = self.held(id)?;
         Ok(self.engine.prepare_resume(&task.task.id, spec)?)
     }
 
     /// Queue `text` for task `id`'s next turn; false when its loop is not
     /// in this engine (the front-end resumes it with the text instead).
     pub fn send_message(&self, id: &str, text: &str) -> Result<bool, SessionError> {
-        let task = self.task(id)?;
+        let task = self.held(id)?;
         Ok(self.engine.send_message(&task.task.id, text).is_ok())
     }
 }

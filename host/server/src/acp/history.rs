@@ -72,7 +72,7 @@ pub(crate) fn list(acp: &Acp, req: &ListSessionsRequest) -> Result<ListSessionsR
 
 /// `session/load`: the session of an earlier task, its history replayed
 /// as updates before the response; its next prompt continues the task.
-pub(crate) fn load(
+pub(crate) async fn load(
     acp: &Acp,
     ed: &Editor,
     req: &LoadSessionRequest,
@@ -113,7 +113,7 @@ pub(crate) fn load(
     }
     let session = Session::new(&acp.engine, Owner::Host);
     let unknown = || invalid(format!("no session `{id}` to load"));
-    let listed = session.task(&id).map_err(|_| unknown())?;
+    let listed = session.task(&id).await.map_err(|_| unknown())?;
     // Exactly that task (not a prefix), one this agent serves.
     if listed.task.id != id || !served(acp, &listed) {
         return Err(unknown());

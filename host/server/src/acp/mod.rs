@@ -172,7 +172,9 @@ pub async fn serve_on(
                 &a7,
                 &editor::Editor::v1(&cx),
                 &req,
-            ) {
+            )
+            .await
+            {
                 Ok(r) => responder.respond(r),
                 Err(e) => responder.respond_with_error(e),
             },

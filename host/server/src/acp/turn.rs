@@ -148,10 +148,10 @@ async fn turn(
     };
     let lends = lent.mcp.is_some() || lent.buffers.is_some();
     // What the task cost before this turn (the editor shows the total).
-    let spent = task
-        .as_deref()
-        .and_then(|id| session.task(id).ok())
-        .map_or(0.0, |l| l.task.cost);
+    let spent = match task.as_deref() {
+        Some(id) => session.task(id).await.map_or(0.0, |l| l.task.cost),
+        None => 0.0,
+    };
     let mut held = None;
     let (id, rx) = match task {
         None => {
@@ -180,6 +180,7 @@ async fn turn(
         Some(id) => {
             let waiting = session
                 .task(&id)
+                .await
                 .is_ok_and(|l| l.task.status == TaskStatus::WaitingForInput);
             // A question the task waits on here is answered by the words.
             let open = session.asks(&id, true).ok().and_then(|asks| {

@@ -432,15 +432,17 @@ pub(crate) fn agent(acp: &Arc<Acp>) -> impl agent_client_protocol::ConnectTo<Cli
             async move |req: v2::ResumeSessionRequest, responder, cx| {
                 let ed = editor(&a4, &cx);
                 let sid = req.session_id.0.to_string();
-                let resumed = mcp_v1(&req.mcp_servers)
-                    .and_then(|servers| {
-                        from_json::<v1::LoadSessionRequest>(json!({
-                            "sessionId": sid,
-                            "cwd": req.cwd,
-                            "mcpServers": servers,
-                        }))
-                    })
-                    .and_then(|r| super::history::load(&a4, &Editor::new(ed.clone()), &r));
+                let load = mcp_v1(&req.mcp_servers).and_then(|servers| {
+                    from_json::<v1::LoadSessionRequest>(json!({
+                        "sessionId": sid,
+                        "cwd": req.cwd,
+                        "mcpServers": servers,
+                    }))
+                });
+                let resumed = match load {
+                    Ok(r) => super::history::load(&a4, &Editor::new(ed.clone()), &r).await,
+                    Err(e) => Err(e),
+                };
                 match resumed.and_then(|_| {
                     Ok(v2::ResumeSessionResponse::new()
                         .config_options(a4.options_v2(&sid)?)
