@@ -147,6 +147,7 @@ pub async fn list(
             },
             limit,
         )
+        .await
         .map_err(store)?;
     Ok(Json(TaskList {
         tasks: page.tasks.into_iter().map(|t| view(&state, t)).collect(),

@@ -310,32 +310,37 @@ impl Store {
 
     /// Whether a live process (or host) runs task `id`.
     pub fn is_live(&self, id: &str) -> bool {
+        let (column, joins) = self.liveness();
         self.db
-            .run(|c| c.query(self.liveness_query(), params![id]))
-            .and_then(|rows| self.live_from(rows))
-            .unwrap_or(false)
+            .run(|c| {
+                c.opt(
+                    &format!("SELECT {column} FROM tasks t {joins} WHERE t.id = ?1"),
+                    params![id],
+                )
+            })
+            .and_then(|row| row.map_or(Ok(None), |r| r.get(0)))
+            .is_ok_and(|seen| self.live_in(seen))
     }
 
-    /// The query [`Store::live_from`] tells a task's liveness from (its
-    /// id is `?1`): on PostgreSQL whether its claim's host renewed its
-    /// lease in time, in one statement; on SQLite its claim's owner, whose
-    /// lock file says the rest.
-    pub(super) fn liveness_query(&self) -> &'static str {
+    /// How a query of tasks `t` learns whether a live process (or host)
+    /// runs each, in the same statement: the column to select and the
+    /// joins it needs. On PostgreSQL the column is the claim's host when
+    /// it renewed its lease in time; on SQLite the claim's owner, whose
+    /// lock file says the rest ([`Store::live_in`]).
+    pub(super) fn liveness(&self) -> (&'static str, &'static str) {
         match &*self.location {
-            StoreLocation::File(_) => "SELECT owner FROM claims WHERE task_id = ?1",
-            StoreLocation::Postgres(_) => LIVE_ON_A_HOST.as_str(),
+            StoreLocation::File(_) => ("c.owner", "LEFT JOIN claims c ON c.task_id = t.id"),
+            StoreLocation::Postgres(_) => ("h.id", LIVE_ON_A_HOST.as_str()),
         }
     }
 
-    /// Whether [`Store::liveness_query`]'s `rows` say a live process (or
-    /// host) runs the task.
-    pub(super) fn live_from(&self, rows: Vec<Row>) -> Result<bool, StoreError> {
-        let Some(row) = rows.into_iter().next() else {
-            return Ok(false);
-        };
-        match &*self.location {
-            StoreLocation::File(path) => Ok(alive(path, &row.get::<String>(0)?)),
-            StoreLocation::Postgres(_) => Ok(true),
+    /// Whether [`Store::liveness`]'s column, `seen`, says a live process
+    /// (or host) runs the task.
+    pub(super) fn live_in(&self, seen: Option<String>) -> bool {
+        match (&*self.location, seen) {
+            (_, None) => false,
+            (StoreLocation::File(path), Some(owner)) => alive(path, &owner),
+            (StoreLocation::Postgres(_), Some(_)) => true,
         }
     }
 
@@ -349,11 +354,12 @@ impl Store {
     }
 }
 
-/// A row when task `?1`'s claim is held by a host whose lease is current.
+/// The joins that give each task `t` its claim's host (`h`) when that
+/// host's lease is current.
 static LIVE_ON_A_HOST: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "SELECT 1 FROM claims c JOIN hosts h ON h.id = c.owner \
-         WHERE c.task_id = ?1 AND h.seen_at + h.lease_ms > {DB_NOW}"
+        "LEFT JOIN claims c ON c.task_id = t.id \
+         LEFT JOIN hosts h ON h.id = c.owner AND h.seen_at + h.lease_ms > {DB_NOW}"
     )
 });
 

@@ -192,13 +192,19 @@ fn lite_row(r: &rusqlite::Row<'_>, n: usize) -> Result<Row, StoreError> {
     Ok(Row(out))
 }
 
-/// The two SQLite connections of a store: `conn` writes (and does short
-/// reads); `reader` does long reads (event replays) on a WAL snapshot, so
-/// a front-end catching up on a long log never holds up a task's steps.
+/// The SQLite connections of a store: `conn` writes (and does a task's
+/// short reads); the readers do a front-end's reads, each on a WAL
+/// snapshot, so a front-end catching up on a long log never holds up a
+/// task's steps. There are several: requests on different runtime workers
+/// read at once (WAL lets readers run together), as they did when a
+/// request's two reads were on the two connections.
 pub(crate) struct Lite {
     pub(crate) conn: Mutex<rusqlite::Connection>,
-    pub(crate) reader: Mutex<rusqlite::Connection>,
+    pub(crate) readers: [Mutex<rusqlite::Connection>; READERS],
 }
+
+/// How many reading connections a SQLite store keeps.
+pub(crate) const READERS: usize = 4;
 
 impl Lite {
     pub(crate) fn conn(&self) -> MutexGuard<'_, rusqlite::Connection> {
@@ -207,8 +213,17 @@ impl Lite {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// A reading connection: the first free one, else the first.
     fn reader(&self) -> MutexGuard<'_, rusqlite::Connection> {
-        self.reader.lock().unwrap_or_else(|p| p.into_inner())
+        for r in &self.readers {
+            match r.try_lock() {
+                Ok(g) => return g,
+                Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+        }
+        let [first, ..] = &self.readers;
+        first.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

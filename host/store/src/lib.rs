@@ -549,17 +549,21 @@ impl Store {
             conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
                 .map_err(|e| err(e.to_string()))?;
         }
-        let reader = Connection::open(path).map_err(|e| err(e.to_string()))?;
-        reader
-            .busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(|e| err(e.to_string()))?;
-        reader
-            .execute_batch("PRAGMA query_only=ON")
-            .map_err(|e| err(e.to_string()))?;
+        let reader = || {
+            let reader = Connection::open(path).map_err(|e| err(e.to_string()))?;
+            reader
+                .busy_timeout(std::time::Duration::from_secs(10))
+                .map_err(|e| err(e.to_string()))?;
+            reader
+                .execute_batch("PRAGMA query_only=ON")
+                .map_err(|e| err(e.to_string()))?;
+            Ok::<_, StoreError>(Mutex::new(reader))
+        };
+        let readers = [reader()?, reader()?, reader()?, reader()?];
         Ok(Self::with(
             Db::Lite(db::Lite {
                 conn: Mutex::new(conn),
-                reader: Mutex::new(reader),
+                readers,
             }),
             StoreLocation::File(path.to_path_buf()),
         ))
@@ -636,19 +640,25 @@ impl Store {
     /// front-end's request on a runtime: awaited ([`db::Db::read`]), both
     /// in one round trip on PostgreSQL.
     pub async fn read_task(&self, id: &str) -> Result<(TaskRecord, bool), StoreError> {
-        let by_id = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1");
-        let mut found = self
-            .db
-            .read(&[(&by_id, params![id]), (self.liveness_query(), params![id])])
+        let (column, joins) = self.liveness();
+        let cols = &*TASK_COLUMNS_OF_T;
+        self.db
+            .read_one(
+                &format!("SELECT {cols}, {column} FROM tasks t {joins} WHERE t.id = ?1"),
+                params![id],
+            )
             .await?
-            .into_iter();
-        let task = found
+            .into_iter()
             .next()
-            .and_then(|rows| rows.into_iter().next())
-            .map(task_row)
-            .ok_or_else(|| StoreError::NotFound(id.to_owned()))??;
-        let live = self.live_from(found.next().unwrap_or_default())?;
-        Ok((task, live))
+            .map(|row| self.with_liveness(row))
+            .ok_or_else(|| StoreError::NotFound(id.to_owned()))?
+    }
+
+    /// A row of [`TASK_COLUMNS_OF_T`] and [`Store::liveness`]'s column as
+    /// the task and whether a live process runs it.
+    fn with_liveness(&self, row: Row) -> Result<(TaskRecord, bool), StoreError> {
+        let seen = row.get(TASK_COLUMN_COUNT)?;
+        Ok((task_row(row)?, self.live_in(seen)))
     }
 
     /// Find a task by id or unique id prefix (for the CLI).
@@ -1108,6 +1118,19 @@ fn api_messages(
 
 const TASK_COLUMNS: &str = "id, parent_id, root_id, mode, workspace, status, prompt, provider, model, created_at, updated_at, \
      tokens_in, tokens_out, cache_reads, cache_writes, cost, active_intent, base_url, profile, settings, owner";
+
+/// How many [`TASK_COLUMNS`] there are (a column selected after them is
+/// at this index).
+const TASK_COLUMN_COUNT: usize = 21;
+
+/// [`TASK_COLUMNS`] of `tasks t`, for a query that joins other tables.
+static TASK_COLUMNS_OF_T: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    TASK_COLUMNS
+        .split(',')
+        .map(|c| format!("t.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ")
+});
 
 /// Bring a store written by an older Roost up to [`SCHEMA_VERSION`].
 fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {

@@ -2,7 +2,10 @@
 //! it), search tasks by what was said in them.
 
 use super::db::{Conn, Dialect, params};
-use super::{LOG_TABLES, Store, StoreError, TASK_COLUMNS, TaskRecord, TaskStatus, task_row};
+use super::{
+    LOG_TABLES, Store, StoreError, TASK_COLUMNS, TASK_COLUMNS_OF_T, TaskRecord, TaskStatus,
+    task_row,
+};
 
 /// The tables with rows keyed by a task's id (besides `tasks`).
 const BY_ID: [&str; 5] = ["asks", "condensations", "claims", "pending_trace", "todos"];
@@ -20,33 +23,36 @@ pub struct TaskFilter<'a> {
 }
 
 impl Store {
-    /// Up to `limit` tasks `f` wants, newest first.
-    pub fn list_filtered(
+    /// Up to `limit` tasks `f` wants, newest first, each with whether a
+    /// live process runs it: a front-end's listing, awaited, in one round
+    /// trip on PostgreSQL however many of them run.
+    pub async fn list_filtered(
         &self,
         f: &TaskFilter<'_>,
         limit: usize,
-    ) -> Result<Vec<TaskRecord>, StoreError> {
+    ) -> Result<Vec<(TaskRecord, bool)>, StoreError> {
         let (before_at, before_id) = f.before.unwrap_or((i64::MAX, ""));
+        let (column, joins) = self.liveness();
+        let cols = &*TASK_COLUMNS_OF_T;
         self.db
-            .read_long(|c| {
-                c.query(
-                    &format!(
-                        "SELECT {TASK_COLUMNS} FROM tasks
-                         WHERE (CAST(?1 AS TEXT) IS NULL OR owner = ?1) AND (CAST(?2 AS TEXT) IS NULL OR status = ?2)
-                           AND (created_at < ?3 OR (created_at = ?3 AND id < ?4) OR ?4 = '')
-                         ORDER BY created_at DESC, id DESC LIMIT ?5"
-                    ),
-                    params![
-                        f.owner,
-                        f.status.map(TaskStatus::as_str),
-                        before_at,
-                        before_id,
-                        i64::try_from(limit).unwrap_or(i64::MAX)
-                    ],
-                )
-            })?
+            .read_one(
+                &format!(
+                    "SELECT {cols}, {column} FROM tasks t {joins}
+                     WHERE (CAST(?1 AS TEXT) IS NULL OR t.owner = ?1) AND (CAST(?2 AS TEXT) IS NULL OR t.status = ?2)
+                       AND (t.created_at < ?3 OR (t.created_at = ?3 AND t.id < ?4) OR ?4 = '')
+                     ORDER BY t.created_at DESC, t.id DESC LIMIT ?5"
+                ),
+                params![
+                    f.owner,
+                    f.status.map(TaskStatus::as_str),
+                    before_at,
+                    before_id,
+                    i64::try_from(limit).unwrap_or(i64::MAX)
+                ],
+            )
+            .await?
             .into_iter()
-            .map(task_row)
+            .map(|row| self.with_liveness(row))
             .collect()
     }
 

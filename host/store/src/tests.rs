@@ -1440,17 +1440,7 @@ fn every_record_kind_round_trips(b: Backend) {
     assert_eq!(s.tree(&t.id).expect("tree")[0].id, t.id);
     assert_eq!(s.search_tasks("needle", 10).expect("search")[0].id, c.id);
     assert!(s.search_tasks("50%_off", 10).expect("search").is_empty());
-    let mine = TaskFilter {
-        owner: Some("acme"),
-        ..TaskFilter::default()
-    };
-    assert_eq!(s.list_filtered(&mine, 10).expect("filtered").len(), 1);
-    assert_eq!(
-        s.list_filtered(&TaskFilter::default(), 10)
-            .expect("all")
-            .len(),
-        2
-    );
+    // (Listings by filter: `a_front_ends_reads_are_awaited`.)
     assert_eq!(s.last_task(false).expect("last").id, c.id);
     s.set_active_intent(&c.id, Some("i1")).expect("intent");
     s.set_mode(&c.id, "architect").expect("mode");
@@ -2947,6 +2937,50 @@ async fn a_front_ends_reads_are_awaited(b: Backend) {
         );
         assert!(!s.is_live(&t.id));
     }
+    // A listing says which of its tasks run, in the same round trip.
+    let mut theirs = spec();
+    theirs.owner = Some("acme".into());
+    let acme = s.create_task(&theirs).expect("acme's");
+    let acme_running = s.claim(&acme.id).expect("claimed");
+    s.set_status(&acme.id, TaskStatus::WaitingForInput)
+        .expect("waiting");
+    let listed = |f: TaskFilter<'static>| {
+        let s = s.clone();
+        async move {
+            let before = s.stats();
+            let page = awaited(s.list_filtered(&f, 10)).await.expect("listed");
+            let after = s.stats();
+            if s.is_shared() {
+                let trips =
+                    (after.round_trips - after.prepared) - (before.round_trips - before.prepared);
+                assert_eq!(trips, 1, "one round trip: {before:?} {after:?}");
+            }
+            let mut page: Vec<(String, bool)> =
+                page.into_iter().map(|(t, live)| (t.id, live)).collect();
+            page.sort();
+            page
+        }
+    };
+    // `t`'s claim is the other handle's: on PostgreSQL its host's lease
+    // ran out above.
+    let mut all = vec![(acme.id.clone(), true), (t.id.clone(), !s.is_shared())];
+    all.sort();
+    assert_eq!(
+        listed(TaskFilter::default()).await,
+        all,
+        "each with its liveness"
+    );
+    let mine = TaskFilter {
+        owner: Some("acme"),
+        ..TaskFilter::default()
+    };
+    assert_eq!(listed(mine).await, vec![(acme.id.clone(), true)]);
+    let waiting = TaskFilter {
+        status: Some(TaskStatus::WaitingForInput),
+        ..TaskFilter::default()
+    };
+    assert_eq!(listed(waiting).await, vec![(acme.id.clone(), true)]);
+    drop(acme_running);
     drop(claim);
     assert!(!s.read_task(&t.id).await.expect("read").1, "let go");
     match s.read_task("no-such-task").await {

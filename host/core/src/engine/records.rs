@@ -106,12 +106,14 @@ impl Records {
 
     /// A page of the tasks `filter` wants (at most `limit`, newest first),
     /// and the cursor of the next page when there may be one.
-    pub fn page(&self, filter: &TaskFilter<'_>, limit: usize) -> Result<Page, StoreError> {
+    /// Awaited: a server's listing, in one round trip on a shared database.
+    pub async fn page(&self, filter: &TaskFilter<'_>, limit: usize) -> Result<Page, StoreError> {
         let tasks: Vec<Listed> = self
             .store
-            .list_filtered(filter, limit)?
+            .list_filtered(filter, limit)
+            .await?
             .into_iter()
-            .map(|task| self.listed(task))
+            .map(|(task, live)| Self::listed_as(task, live))
             .collect();
         let next = (tasks.len() == limit && limit > 0)
             .then(|| tasks.last().map(|l| (l.task.created_at, l.task.id.clone())))
@@ -134,8 +136,13 @@ impl Records {
     /// that parks no runtime worker.
     pub async fn read(&self, id: &str) -> Result<Listed, StoreError> {
         let (task, live) = self.store.read_task(id).await?;
+        Ok(Self::listed_as(task, live))
+    }
+
+    /// `task`, which a live process runs or not, as a listing shows it.
+    fn listed_as(task: TaskRecord, live: bool) -> Listed {
         let interrupted = Self::interrupted(&task, || live);
-        Ok(Listed { task, interrupted })
+        Listed { task, interrupted }
     }
 
     /// The subtasks task `id` started, oldest first.
