@@ -1599,7 +1599,12 @@ async fn the_spawner_handle_starts_children_that_never_exceed_their_parent() {
         "{err}"
     );
     assert_eq!(
-        engine.records().children(&parent).expect("children").len(),
+        engine
+            .records()
+            .children(&parent)
+            .await
+            .expect("children")
+            .len(),
         1
     );
     drop(engine);

@@ -166,6 +166,7 @@ pub async fn children(
         .engine
         .records()
         .children(&task.task.id)
+        .await
         .map_err(store)?;
     Ok(Json(kids.into_iter().map(|t| view(&state, t)).collect()))
 }

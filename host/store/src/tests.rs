@@ -2980,6 +2980,32 @@ async fn a_front_ends_reads_are_awaited(b: Backend) {
         ..TaskFilter::default()
     };
     assert_eq!(listed(waiting).await, vec![(acme.id.clone(), true)]);
+    // So does a task's list of its subtasks.
+    let mut kid = spec();
+    kid.parent_id = Some(acme.id.clone());
+    kid.root_id = Some(acme.id.clone());
+    let running_kid = s.create_task(&kid).expect("a subtask");
+    let idle_kid = s.create_task(&kid).expect("another");
+    let kid_running = s.claim(&running_kid.id).expect("claimed");
+    let before = s.stats();
+    let kids = awaited(s.read_children(&acme.id)).await.expect("children");
+    let after = s.stats();
+    if s.is_shared() {
+        let trips = (after.round_trips - after.prepared) - (before.round_trips - before.prepared);
+        assert_eq!(trips, 1, "one round trip: {before:?} {after:?}");
+    }
+    let mut kids: Vec<(String, bool)> = kids.into_iter().map(|(t, live)| (t.id, live)).collect();
+    kids.sort();
+    let mut want = vec![(running_kid.id.clone(), true), (idle_kid.id.clone(), false)];
+    want.sort();
+    assert_eq!(kids, want);
+    assert!(
+        s.read_children(&idle_kid.id)
+            .await
+            .expect("none")
+            .is_empty()
+    );
+    drop(kid_running);
     drop(acme_running);
     drop(claim);
     assert!(!s.read_task(&t.id).await.expect("read").1, "let go");

@@ -4,9 +4,29 @@
 //! again after a crash and to bound a tree's fan-out.
 
 use super::db::params;
-use super::{Store, StoreError, TASK_COLUMNS, TaskRecord, task_row};
+use super::{Store, StoreError, TASK_COLUMNS, TASK_COLUMNS_OF_T, TaskRecord, task_row};
 
 impl Store {
+    /// [`Store::children`], each with whether a live process runs it, for
+    /// a front-end's request: awaited, one statement however many run (a
+    /// group of a hundred running children had been a round trip each).
+    pub async fn read_children(&self, parent: &str) -> Result<Vec<(TaskRecord, bool)>, StoreError> {
+        let (column, joins) = self.liveness();
+        let cols = &*TASK_COLUMNS_OF_T;
+        self.db
+            .read_one(
+                &format!(
+                    "SELECT {cols}, {column} FROM tasks t {joins} \
+                     WHERE t.parent_id = ?1 ORDER BY t.created_at, t.id"
+                ),
+                params![parent],
+            )
+            .await?
+            .into_iter()
+            .map(|row| self.with_liveness(row))
+            .collect()
+    }
+
     /// The subtasks `parent` started, oldest first.
     pub fn children(&self, parent: &str) -> Result<Vec<TaskRecord>, StoreError> {
         self.db

@@ -146,12 +146,14 @@ impl Records {
     }
 
     /// The subtasks task `id` started, oldest first.
-    pub fn children(&self, id: &str) -> Result<Vec<Listed>, StoreError> {
+    /// Awaited, in one round trip on a shared database.
+    pub async fn children(&self, id: &str) -> Result<Vec<Listed>, StoreError> {
         Ok(self
             .store
-            .children(id)?
+            .read_children(id)
+            .await?
             .into_iter()
-            .map(|t| self.listed(t))
+            .map(|(task, live)| Self::listed_as(task, live))
             .collect())
     }
 
