@@ -1333,10 +1333,10 @@ async fn two_tasks_with_their_own_policies_and_models_in_one_engine() {
     assert!(
         matches!(ob, Ok(TaskOutcome::Completed { .. })),
         "{ob:?} {:#?}",
-        roost.records().ui_messages(&b)
+        roost.agent().store.load_ui(&b)
     );
     assert_eq!(ws.read("a.txt"), "x\n");
-    let asked_a = roost.records().ui_messages(&a).expect("ui");
+    let asked_a = roost.records().ui_messages(&a).await.expect("ui");
     assert!(
         asked_a
             .iter()
@@ -1495,7 +1495,7 @@ async fn a_panicking_task_ends_failed_and_the_engine_goes_on() {
     let record = engine.records().find(&id).expect("record");
     assert_eq!(record.status, TaskStatus::Failed);
     assert_pairing(&engine.agent().store, &id);
-    let ui = engine.records().ui_messages(&id).expect("ui");
+    let ui = engine.records().ui_messages(&id).await.expect("ui");
     assert!(ui.iter().any(|m| m.text.contains("panicked")), "{ui:?}");
     // The task left memory; what it did is still there.
     assert_eq!(engine.in_memory(), 0);

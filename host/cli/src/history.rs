@@ -61,7 +61,7 @@ pub enum HistoryCommand {
 }
 
 /// `roost history`.
-pub fn run(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
+pub async fn run(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
     let records = Records::open(&super::store::location_default(data_dir))?;
     match cmd {
         HistoryCommand::List { limit, json } => {
@@ -101,12 +101,12 @@ pub fn run(cmd: HistoryCommand, data_dir: &Path) -> anyhow::Result<ExitCode> {
             } else if json {
                 let v = serde_json::json!({
                     "task": t,
-                    "messages": records.ui_messages(&t.id)?,
-                    "todos": records.todos(&t.id)?,
+                    "messages": records.ui_messages(&t.id).await?,
+                    "todos": records.todos(&t.id).await?,
                 });
                 outln!("{}", json_text(&v.to_string()));
             } else {
-                show(&records, &t)?;
+                show(&records, &t).await?;
             }
             if let Some(dir) = export {
                 records.export_roo(&t.id, &dir)?;
@@ -175,7 +175,7 @@ fn print_tasks(tasks: Vec<Listed>, json: bool) -> anyhow::Result<()> {
 }
 
 /// One task's header and messages.
-pub fn show(records: &Records, t: &TaskRecord) -> anyhow::Result<()> {
+async fn show(records: &Records, t: &TaskRecord) -> anyhow::Result<()> {
     outln!(
         "task {} · {} · mode {} · {}",
         visible_line(&t.id),
@@ -190,7 +190,7 @@ pub fn show(records: &Records, t: &TaskRecord) -> anyhow::Result<()> {
         t.usage.output_tokens,
         cost_suffix(t.cost, &t.usage)
     );
-    for m in records.ui_messages(&t.id)? {
+    for m in records.ui_messages(&t.id).await? {
         outln!(
             "[{} {}] {}",
             visible_line(&m.kind),

@@ -387,7 +387,7 @@ pub fn main() -> ExitCode {
             Command::Chat(args) => chat::run(args, &data_dir).await,
             Command::Run(args) => run::run(args, &data_dir).await,
             Command::Resume(args) => run::resume(args, &data_dir).await,
-            Command::History(cmd) => history::run(cmd, &data_dir),
+            Command::History(cmd) => history::run(cmd, &data_dir).await,
             Command::Approvals(cmd) => approvals::run(cmd, &data_dir),
             Command::Checkpoints(cmd) => checkpoints::run(cmd, &data_dir).await,
             Command::Doctor(args) => doctor::run(args, &data_dir).await,

@@ -228,6 +228,7 @@ pub async fn groups(
         .engine
         .records()
         .groups(&task.task.id)
+        .await
         .map_err(store)?;
     Ok(Json(groups))
 }
@@ -253,6 +254,7 @@ pub async fn messages(
             .engine
             .records()
             .ui_messages(&task.task.id)
+            .await
             .map_err(store)?,
     ))
 }
@@ -292,7 +294,12 @@ pub async fn todos(
 ) -> Result<Json<Vec<TodoItem>>, ApiError> {
     let task = owned(&state, &caller, &id).await?;
     Ok(Json(
-        state.engine.records().todos(&task.task.id).map_err(store)?,
+        state
+            .engine
+            .records()
+            .todos(&task.task.id)
+            .await
+            .map_err(store)?,
     ))
 }
 

@@ -285,6 +285,11 @@ impl Db {
             .unwrap_or_default())
     }
 
+    /// The rows of one query, waited for on this thread ([`Db::run`]).
+    pub(crate) fn rows(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, StoreError> {
+        self.run(|c| c.query(sql, params))
+    }
+
     /// Run `f` on a connection, each statement committing on its own. On
     /// PostgreSQL an outage is waited out ([`outage`]): `f` runs again once
     /// the database answers.

@@ -3,7 +3,7 @@
 //! children, strategy, status and results). A resumed coordinator finds
 //! its group again by the call's id.
 
-use super::db::{Conn, params};
+use super::db::{Conn, Row, params};
 use super::{Store, StoreError};
 use roost_protocol::GroupRecord;
 
@@ -13,6 +13,17 @@ fn decode(coordinator: &str, body: &str) -> Result<GroupRecord, StoreError> {
         seq: 0,
         detail: format!("parallel group record: {e}"),
     })
+}
+
+/// The groups a coordinator (`?1`) started, oldest first.
+const GROUP_ROWS: &str =
+    "SELECT body FROM task_groups WHERE coordinator = ?1 ORDER BY created_at, id";
+
+/// [`GROUP_ROWS`]' rows, `coordinator`'s groups.
+fn group_rows(coordinator: &str, rows: &[Row]) -> Result<Vec<GroupRecord>, StoreError> {
+    rows.iter()
+        .map(|r| decode(coordinator, &r.get::<String>(0)?))
+        .collect()
 }
 
 /// A group's record as a step writes it ([`super::Step::group`]): encoded
@@ -69,16 +80,18 @@ impl PreparedGroup {
 impl Store {
     /// The groups task `coordinator` started, oldest first.
     pub fn groups_of(&self, coordinator: &str) -> Result<Vec<GroupRecord>, StoreError> {
-        self.db
-            .run(|c| {
-                c.query(
-                    "SELECT body FROM task_groups WHERE coordinator = ?1 ORDER BY created_at, id",
-                    params![coordinator],
-                )
-            })?
-            .iter()
-            .map(|r| decode(coordinator, &r.get::<String>(0)?))
-            .collect()
+        group_rows(
+            coordinator,
+            &self.db.rows(GROUP_ROWS, params![coordinator])?,
+        )
+    }
+
+    /// [`Store::groups_of`] for a front-end's request, awaited.
+    pub async fn read_groups(&self, coordinator: &str) -> Result<Vec<GroupRecord>, StoreError> {
+        group_rows(
+            coordinator,
+            &self.db.read_one(GROUP_ROWS, params![coordinator]).await?,
+        )
     }
 
     /// The group `coordinator`'s call `call_id` started, if it did.

@@ -882,25 +882,12 @@ impl Store {
 
     /// The UI history in order.
     pub fn load_ui(&self, task: &str) -> Result<Vec<UiMessage>, StoreError> {
-        self.db
-            .run(|c| {
-                c.query(
-                    "SELECT seq, ts, kind, subtype, text FROM ui_messages \
-                     WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq",
-                    params![task],
-                )
-            })?
-            .into_iter()
-            .map(|mut r| {
-                Ok(UiMessage {
-                    seq: r.get(0)?,
-                    ts: r.get(1)?,
-                    kind: r.take_text(2)?,
-                    subtype: r.take_text(3)?,
-                    text: r.take_text(4)?,
-                })
-            })
-            .collect()
+        ui_rows(self.db.rows(UI_ROWS, params![task])?)
+    }
+
+    /// [`Store::load_ui`] for a front-end's request, awaited.
+    pub async fn read_ui(&self, task: &str) -> Result<Vec<UiMessage>, StoreError> {
+        ui_rows(self.db.read_one(UI_ROWS, params![task]).await?)
     }
 
     /// Trace entries recorded with a durable step and not yet appended to
@@ -931,31 +918,12 @@ impl Store {
 
     /// The task's todo list.
     pub fn get_todos(&self, task: &str) -> Result<Vec<TodoItem>, StoreError> {
-        let rows = self.db.run(|c| {
-            c.query(
-                "SELECT idx, text, state FROM todos WHERE task_id = ?1 ORDER BY idx",
-                params![task],
-            )
-        })?;
-        let mut out = Vec::with_capacity(rows.len());
-        for mut row in rows {
-            let idx: i64 = row.get(0)?;
-            let text = row.take_text(1)?;
-            let state = match row.get::<String>(2)?.as_str() {
-                "pending" => TodoState::Pending,
-                "in_progress" => TodoState::InProgress,
-                "completed" => TodoState::Completed,
-                other => {
-                    return Err(StoreError::Corrupt {
-                        task: task.to_owned(),
-                        seq: idx,
-                        detail: format!("todo state {other:?}"),
-                    });
-                }
-            };
-            out.push(TodoItem { text, state });
-        }
-        Ok(out)
+        todo_rows(task, self.db.rows(TODO_ROWS, params![task])?)
+    }
+
+    /// [`Store::get_todos`] for a front-end's request, awaited.
+    pub async fn read_todos(&self, task: &str) -> Result<Vec<TodoItem>, StoreError> {
+        todo_rows(task, self.db.read_one(TODO_ROWS, params![task]).await?)
     }
 
     /// The calls of the last assistant message that have no result yet
@@ -1242,6 +1210,51 @@ fn sqlite_version(path: &Path) -> Result<i64, StoreError> {
         detail: e.to_string(),
     })?;
     Ok(conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
+}
+
+/// A task's UI history, by its id (`?1`).
+const UI_ROWS: &str = "SELECT seq, ts, kind, subtype, text FROM ui_messages \
+     WHERE task = (SELECT k FROM tasks WHERE id = ?1) ORDER BY seq";
+
+/// [`UI_ROWS`]' rows as messages.
+fn ui_rows(rows: Vec<Row>) -> Result<Vec<UiMessage>, StoreError> {
+    rows.into_iter()
+        .map(|mut r| {
+            Ok(UiMessage {
+                seq: r.get(0)?,
+                ts: r.get(1)?,
+                kind: r.take_text(2)?,
+                subtype: r.take_text(3)?,
+                text: r.take_text(4)?,
+            })
+        })
+        .collect()
+}
+
+/// A task's todo list, by its id (`?1`).
+const TODO_ROWS: &str = "SELECT idx, text, state FROM todos WHERE task_id = ?1 ORDER BY idx";
+
+/// [`TODO_ROWS`]' rows, `task`'s list.
+fn todo_rows(task: &str, rows: Vec<Row>) -> Result<Vec<TodoItem>, StoreError> {
+    let mut out = Vec::with_capacity(rows.len());
+    for mut row in rows {
+        let idx: i64 = row.get(0)?;
+        let text = row.take_text(1)?;
+        let state = match row.get::<String>(2)?.as_str() {
+            "pending" => TodoState::Pending,
+            "in_progress" => TodoState::InProgress,
+            "completed" => TodoState::Completed,
+            other => {
+                return Err(StoreError::Corrupt {
+                    task: task.to_owned(),
+                    seq: idx,
+                    detail: format!("todo state {other:?}"),
+                });
+            }
+        };
+        out.push(TodoItem { text, state });
+    }
+    Ok(out)
 }
 
 fn task_row(r: Row) -> Result<TaskRecord, StoreError> {

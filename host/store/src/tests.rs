@@ -1595,8 +1595,16 @@ fn a_group_lands_with_its_coordinators_step(b: Backend) {
         "{err:?}"
     );
     assert!(s.load_ui(&other.id).expect("ui").is_empty());
-    assert_eq!(s.groups_of(&coordinator.id).expect("read"), vec![group]);
+    assert_eq!(
+        s.groups_of(&coordinator.id).expect("read"),
+        vec![group.clone()]
+    );
     assert!(s.groups_of(&other.id).expect("read").is_empty());
+    // A front-end's read, awaited, finds the same.
+    assert_eq!(
+        futures::executor::block_on(s.read_groups(&coordinator.id)).expect("read"),
+        vec![group]
+    );
 }
 
 /// Rows of the three logs whose task is gone.
@@ -2912,6 +2920,23 @@ async fn a_front_ends_reads_are_awaited(b: Backend) {
     assert!(s.token_by_hash("nope").await.expect("by hash").is_none());
 
     let t = new_task(&s);
+    // A task's UI history and todo list, as the engine's reads find them.
+    s.append_ui(&t.id, UiRow::say(UiSubtype::Text), "hello")
+        .expect("ui");
+    let todos = vec![TodoItem {
+        text: "a".into(),
+        state: TodoState::InProgress,
+    }];
+    s.commit_step(&t.id, Step::new().todos(&todos))
+        .expect("todos");
+    let ui = awaited(s.read_ui(&t.id)).await.expect("ui");
+    assert_eq!((ui.len(), ui[0].text.as_str()), (1, "hello"));
+    assert_eq!(
+        format!("{ui:?}"),
+        format!("{:?}", s.load_ui(&t.id).expect("ui"))
+    );
+    assert_eq!(awaited(s.read_todos(&t.id)).await.expect("todos"), todos);
+    assert!(s.read_todos("no-such-task").await.expect("none").is_empty());
     let before = s.stats();
     let (read, live) = awaited(s.read_task(&t.id)).await.expect("read");
     let after = s.stats();

@@ -227,7 +227,7 @@ impl SlashCommand for Todos {
             outln!("no task yet: type a message to start one");
             return Ok(Flow::Continue);
         };
-        let todos = session.records().todos(&id)?;
+        let todos = session.records().todos(&id).await?;
         if todos.is_empty() {
             outln!("the task has no todo list");
         }
@@ -270,7 +270,7 @@ impl SlashCommand for History {
 async fn replay(session: &Session, id: &str) -> anyhow::Result<()> {
     let records = session.records();
     let t = records.find(id)?;
-    let rows = records.ui_messages(&t.id)?;
+    let rows = records.ui_messages(&t.id).await?;
     let (_, checkpoints) = session.engine.checkpoints(&t.id)?;
     outln!(
         "task {} · {} · mode {}",

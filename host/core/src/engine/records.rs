@@ -158,8 +158,9 @@ impl Records {
     }
 
     /// The parallel groups task `id` started, oldest first.
-    pub fn groups(&self, id: &str) -> Result<Vec<roost_protocol::GroupRecord>, StoreError> {
-        self.store.groups_of(id)
+    /// Awaited.
+    pub async fn groups(&self, id: &str) -> Result<Vec<roost_protocol::GroupRecord>, StoreError> {
+        self.store.read_groups(id).await
     }
 
     /// Task `id` and every task below it (its subtasks, theirs, …), the
@@ -225,8 +226,9 @@ impl Records {
     }
 
     /// A task's UI messages, in order.
-    pub fn ui_messages(&self, id: &str) -> Result<Vec<UiMessage>, StoreError> {
-        self.store.load_ui(id)
+    /// Awaited.
+    pub async fn ui_messages(&self, id: &str) -> Result<Vec<UiMessage>, StoreError> {
+        self.store.read_ui(id).await
     }
 
     /// The installed plugins, as recorded (by name).
@@ -235,8 +237,9 @@ impl Records {
     }
 
     /// A task's todo list.
-    pub fn todos(&self, id: &str) -> Result<Vec<TodoItem>, StoreError> {
-        self.store.get_todos(id)
+    /// Awaited.
+    pub async fn todos(&self, id: &str) -> Result<Vec<TodoItem>, StoreError> {
+        self.store.read_todos(id).await
     }
 
     /// Tasks whose prompt or messages contain `text`, newest first.
