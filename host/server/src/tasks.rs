@@ -270,6 +270,7 @@ pub async fn api_messages(
         .engine
         .records()
         .api_messages(&task.task.id)
+        .await
         .map_err(store)?;
     Ok(Json(
         rows.into_iter()

@@ -808,7 +808,16 @@ impl Store {
         task: &str,
         include_hidden: bool,
     ) -> Result<Vec<StoredMessage>, StoreError> {
-        let rows = self.db.run(|c| c.query(LOAD_API, params![task]))?;
+        api_messages(task, self.db.rows(LOAD_API, params![task])?, include_hidden)
+    }
+
+    /// [`Store::load_api`] for a front-end's request, awaited.
+    pub async fn read_api(
+        &self,
+        task: &str,
+        include_hidden: bool,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let rows = self.db.read_one(LOAD_API, params![task]).await?;
         api_messages(task, rows, include_hidden)
     }
 

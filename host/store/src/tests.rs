@@ -2936,6 +2936,13 @@ async fn a_front_ends_reads_are_awaited(b: Backend) {
         format!("{:?}", s.load_ui(&t.id).expect("ui"))
     );
     assert_eq!(awaited(s.read_todos(&t.id)).await.expect("todos"), todos);
+    s.append_api(&t.id, &Message::user_text("go")).expect("api");
+    let api = awaited(s.read_api(&t.id, true)).await.expect("api");
+    assert_eq!(
+        format!("{api:?}"),
+        format!("{:?}", s.load_api(&t.id, true).expect("api"))
+    );
+    assert_eq!(api.len(), 1);
     assert!(s.read_todos("no-such-task").await.expect("none").is_empty());
     let before = s.stats();
     let (read, live) = awaited(s.read_task(&t.id)).await.expect("read");

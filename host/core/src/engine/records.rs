@@ -122,8 +122,12 @@ impl Records {
     }
 
     /// A task's API messages (what the model saw), hidden ones included.
-    pub fn api_messages(&self, id: &str) -> Result<Vec<crate::store::StoredMessage>, StoreError> {
-        self.store.load_api(id, true)
+    /// Awaited.
+    pub async fn api_messages(
+        &self,
+        id: &str,
+    ) -> Result<Vec<crate::store::StoredMessage>, StoreError> {
+        self.store.read_api(id, true).await
     }
 
     /// Task `id` (the full id, no prefix) as a listing shows it.
