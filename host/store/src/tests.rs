@@ -28,6 +28,12 @@ impl Place {
     }
 }
 
+/// Round trips made between two readings of a store's stats, besides
+/// preparing statements (which each connection does once a statement).
+fn trips_between(before: &StoreStats, after: &StoreStats) -> u64 {
+    (after.round_trips - after.prepared) - (before.round_trips - before.prepared)
+}
+
 fn store_on(b: Backend) -> (Place, Store) {
     let dir = tempfile::tempdir().expect("tempdir");
     let location = match b {
@@ -1099,9 +1105,7 @@ async fn creations_ride_a_shared_commit_on(b: Backend) {
             .prepare(id)
             .expect("prepared")
     };
-    let cost = |before: StoreStats, after: StoreStats| {
-        (after.round_trips - after.prepared) - (before.round_trips - before.prepared)
-    };
+    let cost = |before: StoreStats, after: StoreStats| trips_between(&before, &after);
     let new = spec();
     let mut notices = s.notices();
     #[cfg(feature = "postgres")]
@@ -1229,7 +1233,7 @@ fn claims_are_released_with_shared_commits_on(b: Backend) {
     assert!(after.transactions > before.transactions, "shared commits");
     if !matches!(b, Backend::Sqlite) {
         assert_eq!(
-            (after.round_trips - after.prepared) - (before.round_trips - before.prepared),
+            trips_between(&before, &after),
             2 * (after.transactions - before.transactions),
             "releases cost no round trip of their own: {before:?} {after:?}"
         );
@@ -1804,9 +1808,7 @@ fn a_task_is_created_in_one_round_trip_on_postgres() {
     roost_testpg::skip_without_postgres!();
     let (dir, s) = store_on(Backend::Postgres);
     let mut notices = s.notices().expect("a shared store has notices");
-    let cost = |before: StoreStats, after: StoreStats| {
-        (after.round_trips - after.prepared) - (before.round_trips - before.prepared)
-    };
+    let cost = |before: StoreStats, after: StoreStats| trips_between(&before, &after);
     let first = Message::user_text("<task>\ndo it\n</task>");
     let todos = [TodoItem {
         text: "first".into(),
@@ -2076,9 +2078,7 @@ fn a_step_is_two_round_trips_on_postgres() {
         cache_read_tokens: 0,
         cache_write_tokens: 0,
     };
-    let cost = |before: StoreStats, after: StoreStats| {
-        (after.round_trips - after.prepared) - (before.round_trips - before.prepared)
-    };
+    let cost = |before: StoreStats, after: StoreStats| trips_between(&before, &after);
     // Twice each: the first prepares the statements (counted apart).
     for round in 0..2 {
         let before = s.stats();
@@ -2950,7 +2950,7 @@ async fn a_front_ends_reads_are_awaited(b: Backend) {
     if s.is_shared() {
         // Besides preparing its statements, the first time a connection
         // makes them.
-        let trips = (after.round_trips - after.prepared) - (before.round_trips - before.prepared);
+        let trips = trips_between(&before, &after);
         assert_eq!(trips, 1, "one round trip: {before:?} {after:?}");
     }
     assert_eq!(read, s.get_task(&t.id).expect("get"));
@@ -2983,8 +2983,7 @@ async fn a_front_ends_reads_are_awaited(b: Backend) {
             let page = awaited(s.list_filtered(&f, 10)).await.expect("listed");
             let after = s.stats();
             if s.is_shared() {
-                let trips =
-                    (after.round_trips - after.prepared) - (before.round_trips - before.prepared);
+                let trips = trips_between(&before, &after);
                 assert_eq!(trips, 1, "one round trip: {before:?} {after:?}");
             }
             let mut page: Vec<(String, bool)> =
@@ -3023,7 +3022,7 @@ async fn a_front_ends_reads_are_awaited(b: Backend) {
     let kids = awaited(s.read_children(&acme.id)).await.expect("children");
     let after = s.stats();
     if s.is_shared() {
-        let trips = (after.round_trips - after.prepared) - (before.round_trips - before.prepared);
+        let trips = trips_between(&before, &after);
         assert_eq!(trips, 1, "one round trip: {before:?} {after:?}");
     }
     let mut kids: Vec<(String, bool)> = kids.into_iter().map(|(t, live)| (t.id, live)).collect();
