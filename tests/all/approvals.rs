@@ -60,7 +60,7 @@ async fn a_policys_approval_is_live_only_and_a_persons_is_recorded() {
         vec![(true, false), (false, true)],
         "the policy's approval live only, the person's with its position"
     );
-    let (log, _) = h.engine().events_after(&id, 0).expect("the log");
+    let (log, _) = h.engine().events_after(&id, 0).await.expect("the log");
     let kept: Vec<String> = log
         .iter()
         .filter_map(|e| match &e.event {

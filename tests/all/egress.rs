@@ -653,7 +653,7 @@ async fn a_secret_reaches_the_server_and_nothing_else() {
     assert!(ui.iter().any(|m| m.subtype == "network"), "{ui:?}");
     assert!(!format!("{ui:?}").contains(VALUE));
     assert!(!results.concat().contains(VALUE));
-    let (logged, _) = engine.events_after(&id, 0).expect("events");
+    let (logged, _) = engine.events_after(&id, 0).await.expect("events");
     assert!(
         !serde_json::to_string(&logged)
             .expect("json")

@@ -887,7 +887,7 @@ async fn a_front_end_that_reconnects_gets_what_it_missed() {
             .collect()
     };
     // It reconnects while the task waits, from the last position it saw.
-    let (past, rx) = engine.events_after(&id, last_seen).expect("replay");
+    let (past, rx) = engine.events_after(&id, last_seen).await.expect("replay");
     let missed = answered();
     let mut rx = rx.expect("the task runs here");
     engine
@@ -917,7 +917,7 @@ async fn a_front_end_that_reconnects_gets_what_it_missed() {
 
     // Another process (a new engine on the same store) reads the log back.
     let (again, _) = engine_with(json!([]), ApprovalPolicy::yes(), &data);
-    let (all, rx) = again.events_after(&id, 0).expect("replay");
+    let (all, rx) = again.events_after(&id, 0).await.expect("replay");
     assert!(rx.is_none());
     assert_eq!(
         all.iter().filter_map(|e| e.seq).collect::<Vec<_>>(),
@@ -974,7 +974,7 @@ async fn a_new_tasks_opening_events_are_recorded_as_it_is_created() {
         ),
         "recorded with the task, before it runs: {logged:?}"
     );
-    let (past, rx) = engine.events_after(&id, 0).expect("replay");
+    let (past, rx) = engine.events_after(&id, 0).await.expect("replay");
     assert!(past.is_empty(), "not yet announced: {past:?}");
     let mut rx = rx.expect("held here");
     say_yes(&engine, &id);
@@ -1203,7 +1203,7 @@ async fn the_engine_refuses_bad_ids_and_positions() {
             .answer("no-such-task", "no-such-ask", Answer::Yes)
             .is_err()
     );
-    assert!(engine.events_after("no-such-task", 0).is_err());
+    assert!(engine.events_after("no-such-task", 0).await.is_err());
     assert!(engine.records().find("no-such-task").is_err());
     let id = create(&engine, "p", ws.path()).await;
     say_yes(&engine, &id);
@@ -1217,9 +1217,12 @@ async fn the_engine_refuses_bad_ids_and_positions() {
         engine.answer(&id, "no-such-ask", Answer::Yes).is_err(),
         "an unknown ask"
     );
-    let (all, _) = engine.events_after(&id, -5).expect("any position");
+    let (all, _) = engine.events_after(&id, -5).await.expect("any position");
     assert!(!all.is_empty());
-    let (none, _) = engine.events_after(&id, i64::MAX).expect("past the end");
+    let (none, _) = engine
+        .events_after(&id, i64::MAX)
+        .await
+        .expect("past the end");
     assert!(none.is_empty());
     // A row that does not decode is reported, not skipped or a panic.
     engine
@@ -1227,7 +1230,7 @@ async fn the_engine_refuses_bad_ids_and_positions() {
         .store
         .append_event(&id, "{not json")
         .expect("written");
-    let bad = engine.events_after(&id, 0).expect_err("corrupt");
+    let bad = engine.events_after(&id, 0).await.expect_err("corrupt");
     assert!(bad.to_string().contains("does not decode"), "{bad}");
 }
 
@@ -1500,7 +1503,7 @@ async fn a_panicking_task_ends_failed_and_the_engine_goes_on() {
     // The task left memory; what it did is still there.
     assert_eq!(engine.in_memory(), 0);
     assert_eq!(engine.wait(&id).await.expect("remembered"), outcome);
-    let (events, live) = engine.events_after(&id, 0).expect("recorded");
+    let (events, live) = engine.events_after(&id, 0).await.expect("recorded");
     assert!(live.is_none());
     assert!(
         events

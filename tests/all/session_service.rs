@@ -52,16 +52,22 @@ async fn a_tenant_reaches_only_its_own_tasks_by_their_exact_id() {
         other => panic!("{what}: {other:?}"),
     };
     not_found(b.task(&id).await.map(drop), "show");
-    not_found(b.asks(&id, true).map(drop), "asks");
-    not_found(b.decide(&id, "any", Decision::Approve).map(drop), "decide");
-    not_found(b.follow(&id, 0).map(drop), "follow");
-    not_found(b.cancel(&id, "bob").map(drop), "cancel");
-    not_found(b.send_message(&id, "hi").map(drop), "message");
+    not_found(b.asks(&id, true).await.map(drop), "asks");
+    not_found(
+        b.decide(&id, "any", Decision::Approve).await.map(drop),
+        "decide",
+    );
+    not_found(b.follow(&id, 0).await.map(drop), "follow");
+    not_found(b.cancel(&id, "bob").await.map(drop), "cancel");
+    not_found(b.send_message(&id, "hi").await.map(drop), "message");
     // A prefix is no id for a tenant (it would let one probe another's).
     not_found(a.task(&id[..8]).await.map(drop), "alice by prefix");
     // The host's user names tasks by a unique prefix, and sees every one.
     assert_eq!(host.task(&id[..8]).await.expect("by prefix").task.id, id);
-    assert!(matches!(a.follow(&id, -1), Err(SessionError::Invalid(_))));
+    assert!(matches!(
+        a.follow(&id, -1).await,
+        Err(SessionError::Invalid(_))
+    ));
     assert_eq!(
         SessionError::NotFound.body().message,
         "no such task here",
@@ -72,10 +78,12 @@ async fn a_tenant_reaches_only_its_own_tasks_by_their_exact_id() {
     engine.start(&id).expect("starts");
     let ask_id = next_ask(&mut rx).await;
     not_found(
-        b.decide(&id, &ask_id, Decision::Accept).map(drop),
+        b.decide(&id, &ask_id, Decision::Accept).await.map(drop),
         "decide an open question",
     );
-    a.decide(&id, &ask_id, Decision::Accept).expect("accepted");
+    a.decide(&id, &ask_id, Decision::Accept)
+        .await
+        .expect("accepted");
     engine.wait(&id).await.expect("runs");
 }
 
@@ -115,7 +123,7 @@ async fn an_answer_must_fit_its_question_and_a_follower_misses_nothing() {
     let mut rx = engine.subscribe(&id).expect("subscribes");
     engine.start(&id).expect("starts");
     let ask_id = next_ask(&mut rx).await;
-    let open = s.asks(&id, true).expect("asks");
+    let open = s.asks(&id, true).await.expect("asks");
     assert_eq!(open.len(), 1);
     assert_eq!(open[0].ask_id, ask_id);
     assert_eq!(open[0].kind, "tool");
@@ -123,27 +131,37 @@ async fn an_answer_must_fit_its_question_and_a_follower_misses_nothing() {
     // Words do not answer an approval, nor "accept" a tool call; an id
     // that is not open is a conflict. None of them answers it.
     for wrong in [Decision::Answer { text: "yes".into() }, Decision::Accept] {
-        match s.decide(&id, &ask_id, wrong.clone()) {
+        match s.decide(&id, &ask_id, wrong.clone()).await {
             Err(SessionError::Invalid(m)) => assert!(m.contains("does not answer"), "{m}"),
             other => panic!("{wrong:?}: {other:?}"),
         }
     }
     assert!(matches!(
-        s.decide(&id, "ask-that-is-not-open", Decision::Approve),
+        s.decide(&id, "ask-that-is-not-open", Decision::Approve)
+            .await,
         Err(SessionError::Conflict(_))
     ));
-    assert_eq!(s.asks(&id, false).expect("asks").len(), 1, "still open");
+    assert_eq!(
+        s.asks(&id, false).await.expect("asks").len(),
+        1,
+        "still open"
+    );
     std::fs::metadata(h.ws.path().join("a.txt")).expect_err("nothing written yet");
 
-    let decided = s.decide(&id, &ask_id, Decision::Approve).expect("approved");
+    let decided = s
+        .decide(&id, &ask_id, Decision::Approve)
+        .await
+        .expect("approved");
     assert_eq!(decided.stored.ask_id, ask_id);
     // The completion review: an approval does not accept a result.
     let review = next_ask(&mut rx).await;
     assert!(matches!(
-        s.decide(&id, &review, Decision::Approve),
+        s.decide(&id, &review, Decision::Approve).await,
         Err(SessionError::Invalid(_))
     ));
-    s.decide(&id, &review, Decision::Accept).expect("accepted");
+    s.decide(&id, &review, Decision::Accept)
+        .await
+        .expect("accepted");
     engine.wait(&id).await.expect("runs");
     assert_eq!(
         std::fs::read_to_string(h.ws.path().join("a.txt")).expect("written"),
@@ -155,6 +173,7 @@ async fn an_answer_must_fit_its_question_and_a_follower_misses_nothing() {
     use futures::StreamExt;
     let all: Vec<_> = s
         .follow(&id, 0)
+        .await
         .expect("follows")
         .into_stream()
         .collect()
@@ -165,6 +184,7 @@ async fn an_answer_must_fit_its_question_and_a_follower_misses_nothing() {
     let from = seqs[seqs.len() - 3];
     let rest: Vec<i64> = s
         .follow(&id, from)
+        .await
         .expect("follows")
         .into_stream()
         .filter_map(|e| std::future::ready(e.seq))

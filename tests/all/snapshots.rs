@@ -71,9 +71,12 @@ async fn first_request_and_event_stream() {
     // 1, 2, 3, … in the order it was published; the log reads back the same.
     let seqs: Vec<i64> = recorded.iter().filter_map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>());
-    assert_eq!(recorded_after(h.store(), &id, 0).expect("log"), recorded);
     assert_eq!(
-        recorded_after(h.store(), &id, 3).expect("log"),
+        recorded_after(h.store(), &id, 0).await.expect("log"),
+        recorded
+    );
+    assert_eq!(
+        recorded_after(h.store(), &id, 3).await.expect("log"),
         recorded[3..]
     );
     let mut names: Vec<(String, String)> =

@@ -65,7 +65,7 @@ impl Drive<'_> {
         if !json {
             header(&session, id).await;
         }
-        let events = session.live(id)?;
+        let events = session.live(id).await?;
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let display = session.display();
         let asker = Asker {
@@ -86,7 +86,7 @@ impl Drive<'_> {
         let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
         let mut typed = interrupts;
         let mut signalled = None;
-        session.start(id)?;
+        session.start(id).await?;
         let outcome = loop {
             let typed_interrupt = async {
                 match typed.as_mut() {
@@ -114,9 +114,9 @@ impl Drive<'_> {
                 signalled = Some(got);
                 if got == Signal::Interrupt {
                     notice!("cancelling after the current step (Ctrl-C again leaves at once)…");
-                    session.cancel(id, "interrupted (Ctrl-C)")?;
+                    session.cancel(id, "interrupted (Ctrl-C)").await?;
                 } else {
-                    session.cancel(id, "interrupted (SIGTERM)")?;
+                    session.cancel(id, "interrupted (SIGTERM)").await?;
                 }
             }
         };

@@ -80,7 +80,7 @@ impl Asker {
         let Some(answer) = self.responder.respond(ask).await else {
             return;
         };
-        if let Err(e) = self.session().answer(task, ask_id, answer) {
+        if let Err(e) = self.session().answer(task, ask_id, answer).await {
             tracing::warn!("answer not taken: {e}");
         }
     }
@@ -88,7 +88,7 @@ impl Asker {
     /// After the display fell behind: answer the open questions it may
     /// have missed (each question is put once).
     async fn answer_missed(&self, task: &str, answered: &mut HashSet<String>) {
-        let Ok(open) = self.session().asks(task, false) else {
+        let Ok(open) = self.session().asks(task, false).await else {
             return;
         };
         for view in open {

@@ -174,16 +174,18 @@ pub async fn resume(args: ResumeArgs, data_dir: &Path) -> anyhow::Result<ExitCod
         ),
     };
     let session = Session::new(&engine, Owner::Host);
-    let prepared = session.resume(
-        &id,
-        &ResumeSpec {
-            endpoint: args.provider.endpoint(),
-            approval,
-            max_turns: args.options.max_turns,
-            message: args.message.clone(),
-            mode: args.mode.clone(),
-        },
-    )?;
+    let prepared = session
+        .resume(
+            &id,
+            &ResumeSpec {
+                endpoint: args.provider.endpoint(),
+                approval,
+                max_turns: args.options.max_turns,
+                message: args.message.clone(),
+                mode: args.mode.clone(),
+            },
+        )
+        .await?;
     if let Some(change) = &prepared.endpoint_change {
         notice!(
             "resuming task {} on {}",

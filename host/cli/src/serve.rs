@@ -164,7 +164,7 @@ pub async fn serve(
             super::store::location_default(data_dir)
         );
     } else {
-        let resumed = state.resume_stopped();
+        let resumed = state.resume_stopped().await;
         if resumed > 0 {
             notice!("resumed {resumed} task(s) the last stop interrupted");
         }

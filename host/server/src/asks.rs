@@ -33,7 +33,8 @@ pub async fn list(
     Ok(Json(
         state
             .session(&caller.tenant)
-            .asks(&id, q.tree.unwrap_or(false))?,
+            .asks(&id, q.tree.unwrap_or(false))
+            .await?,
     ))
 }
 
@@ -47,7 +48,7 @@ pub async fn decide(
     Body(decision): Body<Decision>,
 ) -> Result<Json<AskAnswered>, ApiError> {
     let session = state.session(&caller.tenant);
-    let decided = session.decide(&id, &ask_id, decision.clone())?;
+    let decided = session.decide(&id, &ask_id, decision.clone()).await?;
     let now = owned(&state, &caller, &id).await?;
     Ok(Json(AskAnswered {
         ask_id,

@@ -47,7 +47,7 @@ pub async fn task_events(
             .filter(|n| *n >= 0)
             .ok_or_else(|| ApiError::invalid("Last-Event-ID is an event's id (a number)"))?,
     };
-    let follow = state.session(&caller.tenant).follow(&id, after)?;
+    let follow = state.session(&caller.tenant).follow(&id, after).await?;
     let stream = follow
         .into_stream()
         .map(|env| Ok(event(&env)))

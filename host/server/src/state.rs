@@ -220,7 +220,7 @@ impl ServerState {
             this.queue().remove(&id);
             if let Ok(_permit) = permit {
                 let session = this.session(&owner);
-                match session.start(&id) {
+                match session.start(&id).await {
                     // The slot is the task's until it ends.
                     Ok(()) => {
                         let _ = session.wait(&id).await;
@@ -268,7 +268,7 @@ impl ServerState {
         // The server itself stops them: it acts as the host, not a tenant.
         let host = Session::new(&self.engine, Owner::Host);
         for id in &working {
-            let _ = host.cancel(id, SHUTDOWN_REASON);
+            let _ = host.cancel(id, SHUTDOWN_REASON).await;
         }
         let all = futures::future::join_all(working.iter().map(|id| host.wait(id)));
         if tokio::time::timeout(bound, all).await.is_err() {
@@ -290,7 +290,7 @@ impl ServerState {
     /// At start: resume the tenants' tasks a shutdown stopped, and those a
     /// crash left interrupted. Their open questions are asked again by the
     /// same ask id. How many were resumed.
-    pub fn resume_stopped(self: &Arc<Self>) -> usize {
+    pub async fn resume_stopped(self: &Arc<Self>) -> usize {
         let records = self.engine.records();
         let Ok(listed) = records.list(10_000) else {
             return 0;
@@ -313,6 +313,7 @@ impl ServerState {
             match self
                 .session(l.task.owner.as_deref().unwrap_or_default())
                 .resume(&l.task.id, &ResumeSpec::default())
+                .await
             {
                 Ok(p) => {
                     self.schedule(p.id);

@@ -318,17 +318,19 @@ pub async fn post_message(
         return Err(ApiError::invalid("the message is empty"));
     }
     let id = task.task.id;
-    if session.send_message(&id, &req.text)? {
+    if session.send_message(&id, &req.text).await? {
         return Ok(StatusCode::ACCEPTED);
     }
     state.check_capacity()?;
-    let prepared = session.resume(
-        &id,
-        &ResumeSpec {
-            message: Some(req.text),
-            ..ResumeSpec::default()
-        },
-    )?;
+    let prepared = session
+        .resume(
+            &id,
+            &ResumeSpec {
+                message: Some(req.text),
+                ..ResumeSpec::default()
+            },
+        )
+        .await?;
     state.schedule(prepared.id);
     Ok(StatusCode::ACCEPTED)
 }
@@ -341,7 +343,8 @@ pub async fn cancel(
 ) -> Result<StatusCode, ApiError> {
     state
         .session(&caller.tenant)
-        .cancel(&id, "cancelled over the API")?;
+        .cancel(&id, "cancelled over the API")
+        .await?;
     Ok(StatusCode::ACCEPTED)
 }
 
@@ -355,7 +358,7 @@ pub async fn resume(
     let session = state.session(&caller.tenant);
     session.task(&id).await?;
     state.check_capacity()?;
-    let prepared = session.resume(&id, &ResumeSpec::default())?;
+    let prepared = session.resume(&id, &ResumeSpec::default()).await?;
     state.schedule(prepared.id.clone());
     let task = owned(&state, &caller, &prepared.id).await?;
     Ok((StatusCode::ACCEPTED, Json(view(&state, task))))

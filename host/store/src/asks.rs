@@ -4,6 +4,8 @@
 //! when the process dies is open again after a resume. The store keeps the
 //! kind, payload and answer as text; the task layer gives them meaning.
 
+use std::sync::LazyLock;
+
 use serde::Serialize;
 
 use super::db::{Conn, Row, params};
@@ -31,6 +33,25 @@ pub struct StoredAsk {
 }
 
 const COLUMNS: &str = "task_id, ask_id, call_id, kind, payload, answer, created_at, answered_at";
+
+/// The open asks of task `?1`, oldest first.
+static OPEN_ASKS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND answer IS NULL \
+         ORDER BY created_at, ask_id"
+    )
+});
+
+/// The open asks of task `?1` and of the tasks below it, oldest first:
+/// the tree below it walked by `parent_id` (indexed).
+static OPEN_ASKS_BELOW: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH RECURSIVE below(id) AS (SELECT id FROM tasks WHERE id = ?1 \
+         UNION ALL SELECT t.id FROM tasks t JOIN below b ON t.parent_id = b.id) \
+         SELECT {COLUMNS} FROM asks WHERE answer IS NULL \
+         AND task_id IN (SELECT id FROM below) ORDER BY created_at, ask_id"
+    )
+});
 
 fn row(mut r: Row) -> Result<StoredAsk, StoreError> {
     Ok(StoredAsk {
@@ -125,34 +146,30 @@ impl Store {
     /// The open asks of `task`, oldest first.
     pub fn open_asks(&self, task: &str) -> Result<Vec<StoredAsk>, StoreError> {
         self.db
-            .run(|c| {
-                c.query(
-                    &format!(
-                        "SELECT {COLUMNS} FROM asks WHERE task_id = ?1 AND answer IS NULL ORDER BY created_at, ask_id"
-                    ),
-                    params![task],
-                )
-            })?
+            .rows(&OPEN_ASKS, params![task])?
             .into_iter()
             .map(row)
             .collect()
     }
 
-    /// The open asks of every task of the tree rooted at `root`, oldest
-    /// first: one query however many subtasks the tree has (a front-end
-    /// that fell behind a parallel group's looks them up this way).
-    pub fn open_asks_in_tree(&self, root: &str) -> Result<Vec<StoredAsk>, StoreError> {
+    /// [`Store::open_asks`] for a front-end's request, awaited.
+    pub async fn read_open_asks(&self, task: &str) -> Result<Vec<StoredAsk>, StoreError> {
         self.db
-            .run(|c| {
-                c.query(
-                    &format!(
-                        "SELECT {COLUMNS} FROM asks WHERE answer IS NULL \
-                         AND task_id IN (SELECT id FROM tasks WHERE root_id = ?1) \
-                         ORDER BY created_at, ask_id"
-                    ),
-                    params![root],
-                )
-            })?
+            .read_one(&OPEN_ASKS, params![task])
+            .await?
+            .into_iter()
+            .map(row)
+            .collect()
+    }
+
+    /// The open asks of `task` and of every task below it (its subtasks,
+    /// theirs, …), oldest first, for a front-end's request: one approver
+    /// answers for a tree. Awaited, one statement however deep the tree
+    /// (it had been three round trips: the task, its tree, the asks).
+    pub async fn read_open_asks_below(&self, task: &str) -> Result<Vec<StoredAsk>, StoreError> {
+        self.db
+            .read_one(&OPEN_ASKS_BELOW, params![task])
+            .await?
             .into_iter()
             .map(row)
             .collect()

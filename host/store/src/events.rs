@@ -10,6 +10,8 @@
 //! taking the conversation back past such a message writes the output
 //! into the event first ([`inline_outputs_after`]).
 
+use std::sync::LazyLock;
+
 use serde::Deserialize;
 
 use roost_protocol::conversation::ContentBlock;
@@ -87,20 +89,37 @@ impl Store {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.db
-            .read_long(|c| {
-                c.query(
-                    &format!(
-                        "{EVENT_COLUMNS} WHERE e.task = (SELECT k FROM tasks WHERE id = ?1) \
-                         AND e.seq > ?2 ORDER BY e.seq LIMIT ?3"
-                    ),
-                    params![task, after, limit],
-                )
-            })?
+            .read_long(|c| c.query(&EVENTS_AFTER, params![task, after, limit]))?
+            .into_iter()
+            .map(|r| event_row(task, r))
+            .collect()
+    }
+
+    /// [`Store::events_after`] for a front-end's request (a stream that
+    /// follows a task from a position), awaited.
+    pub async fn read_events_after(
+        &self,
+        task: &str,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.db
+            .read_one(&EVENTS_AFTER, params![task, after, limit])
+            .await?
             .into_iter()
             .map(|r| event_row(task, r))
             .collect()
     }
 }
+
+/// Up to `?3` events of task `?1` after position `?2`, in order.
+static EVENTS_AFTER: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{EVENT_COLUMNS} WHERE e.task = (SELECT k FROM tasks WHERE id = ?1) \
+         AND e.seq > ?2 ORDER BY e.seq LIMIT ?3"
+    )
+});
 
 /// A row of [`EVENT_COLUMNS`] of `task`'s log.
 fn event_row(task: &str, mut r: Row) -> Result<StoredEvent, StoreError> {

@@ -1478,13 +1478,13 @@ on_both!(
     a_results_output_is_written_once,
     a_deleted_tasks_logs_go_with_it_and_nothing_lands_after,
     a_group_lands_with_its_coordinators_step,
-    a_trees_open_asks_are_one_lookup
 );
 
-/// The open asks of a tree are its tasks' (its root's and every subtask's
-/// below it), not another tree's, not answered ones, oldest first, in
-/// one round trip however many tasks the tree has.
-fn a_trees_open_asks_are_one_lookup(b: Backend) {
+/// The open asks below a task are its own and every subtask's below it
+/// (not its parent's, not another tree's, not answered ones), oldest
+/// first, awaited in one round trip however deep the tree; a task's own
+/// open asks awaited are the engine's.
+async fn a_trees_open_asks_are_one_lookup(b: Backend) {
     let (_d, s) = store_on(b);
     let root = new_task(&s);
     let other = new_task(&s);
@@ -1498,9 +1498,10 @@ fn a_trees_open_asks_are_one_lookup(b: Backend) {
     };
     let child = under(&root);
     let grandchild = under(&child);
+    let great = under(&grandchild);
     let theirs = under(&other);
     let mut asked = Vec::new();
-    for (i, t) in [&grandchild, &root, &theirs, &child]
+    for (i, t) in [&grandchild, &root, &theirs, &child, &great]
         .into_iter()
         .enumerate()
     {
@@ -1511,28 +1512,37 @@ fn a_trees_open_asks_are_one_lookup(b: Backend) {
     }
     s.commit_step(&child.id, Step::new().answer(&asked[3].ask_id, "\"yes\""))
         .expect("answered");
-    // Round trips besides statements prepared (once a connection).
-    let trips = || {
-        let st = s.stats();
-        st.round_trips - st.prepared
-    };
-    let before = trips();
-    let open = s.open_asks_in_tree(&root.id).expect("open");
-    if !matches!(b, Backend::Sqlite) {
-        assert_eq!(trips() - before, 1);
+    let ids =
+        |open: Vec<StoredAsk>| -> Vec<String> { open.into_iter().map(|a| a.ask_id).collect() };
+    let before = s.stats();
+    let open = s.read_open_asks_below(&root.id).await.expect("open");
+    if s.is_shared() {
+        assert_eq!(trips_between(&before, &s.stats()), 1);
     }
-    let ids: Vec<&str> = open.iter().map(|a| a.ask_id.as_str()).collect();
-    assert_eq!(ids, [asked[0].ask_id.as_str(), asked[1].ask_id.as_str()]);
+    let want =
+        |i: &[usize]| -> Vec<String> { i.iter().map(|&i| asked[i].ask_id.clone()).collect() };
+    assert_eq!(ids(open), want(&[0, 1, 4]));
     assert_eq!(
-        s.open_asks_in_tree(&other.id).expect("open").len(),
-        1,
+        ids(s.read_open_asks_below(&child.id).await.expect("open")),
+        want(&[0, 4]),
+        "not its parent's"
+    );
+    assert_eq!(
+        ids(s.read_open_asks_below(&other.id).await.expect("open")),
+        want(&[2]),
         "the other tree's own"
     );
     assert!(
-        s.open_asks_in_tree("no-such-root")
+        s.read_open_asks_below("no-such-task")
+            .await
             .expect("open")
             .is_empty()
     );
+    assert_eq!(
+        s.read_open_asks(&grandchild.id).await.expect("open"),
+        s.open_asks(&grandchild.id).expect("open")
+    );
+    assert!(s.read_open_asks(&child.id).await.expect("open").is_empty());
 }
 
 /// A parallel group's record lands with the coordinator's step that
@@ -2944,6 +2954,33 @@ async fn a_front_ends_reads_are_awaited(b: Backend) {
     );
     assert_eq!(api.len(), 1);
     assert!(s.read_todos("no-such-task").await.expect("none").is_empty());
+    // A stream's events after a position, a page at a time.
+    for i in 0..3 {
+        s.append_event(&t.id, &format!("{{\"n\":{i}}}"))
+            .expect("event");
+    }
+    let before = s.stats();
+    let page = awaited(s.read_events_after(&t.id, 1, 10))
+        .await
+        .expect("events");
+    if s.is_shared() {
+        assert_eq!(trips_between(&before, &s.stats()), 1);
+    }
+    assert_eq!(page, s.events_after(&t.id, 1, 10).expect("events"));
+    assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(
+        s.read_events_after(&t.id, 0, 1)
+            .await
+            .expect("events")
+            .len(),
+        1
+    );
+    assert!(
+        s.read_events_after("no-such-task", 0, 10)
+            .await
+            .expect("none")
+            .is_empty()
+    );
     let before = s.stats();
     let (read, live) = awaited(s.read_task(&t.id)).await.expect("read");
     let after = s.stats();
@@ -3078,6 +3115,7 @@ async fn a_front_ends_read_waits_an_outage_out() {
 
 on_both_one_worker!(
     a_front_ends_reads_are_awaited,
+    a_trees_open_asks_are_one_lookup,
     steps_ready_together_share_a_transaction_on_one_worker,
     a_creation_whose_caller_is_gone_is_left_resumable,
     a_leader_cancelled_while_others_queue_hands_over

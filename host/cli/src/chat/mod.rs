@@ -185,7 +185,8 @@ impl Session {
                             message: Some(text),
                             mode,
                         },
-                    )?
+                    )
+                    .await?
                     .id
             }
         };

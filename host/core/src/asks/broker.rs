@@ -209,13 +209,15 @@ impl<T: Answers> Responder for T {
 /// lists (those still open in the store) are answered instead of the
 /// announcements it missed. Run it beside the task (for example in a
 /// `select!`).
-pub async fn answer_asks(
+pub async fn answer_asks<Open>(
     mut events: broadcast::Receiver<std::sync::Arc<Envelope>>,
     broker: &AskBroker,
     store: &Store,
     responder: &dyn Responder,
-    open: impl Fn() -> Vec<StoredAsk>,
-) {
+    open: impl Fn() -> Open,
+) where
+    Open: std::future::Future<Output = Vec<StoredAsk>>,
+{
     // Each question is put to the responder once, however it was seen.
     let mut put = std::collections::HashSet::new();
     loop {
@@ -237,7 +239,7 @@ pub async fn answer_asks(
                 tracing::warn!(
                     "the answering front-end fell {n} events behind: answering the questions still open"
                 );
-                for a in open() {
+                for a in open().await {
                     if put.contains(&a.ask_id) {
                         continue;
                     }
@@ -463,7 +465,7 @@ mod tests {
         drop(tx);
         let broker = AskBroker::default();
         let responder = Counting::default();
-        let open = || store.open_asks(&task.id).expect("open asks");
+        let open = || async { store.read_open_asks(&task.id).await.expect("open asks") };
         answer_asks(rx, &broker, &store, &responder, open).await;
         assert!(
             store.open_asks(&task.id).expect("open").is_empty(),
@@ -498,7 +500,7 @@ mod tests {
         send_later(&tx, &task.id, 3);
         drop(tx);
         let responder = Counting::default();
-        let open = || store.open_asks(&task.id).expect("open asks");
+        let open = || async { store.read_open_asks(&task.id).await.expect("open asks") };
         answer_asks(rx, &AskBroker::default(), &store, &responder, open).await;
         let left: Vec<String> = store
             .open_asks(&task.id)

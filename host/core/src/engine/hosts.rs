@@ -116,17 +116,12 @@ impl Engine {
     /// follower go once the run ends there, or nobody listens.
     async fn relay(&self, task: &str, f: &Follower) {
         let mut last = f.last.lock().await;
-        let store = self.agent.store.clone();
-        let (task_id, after) = (task.to_owned(), *last);
-        let read =
-            tokio::task::spawn_blocking(move || recorded_after(&store, &task_id, after)).await;
-        let events = match read {
-            Ok(Ok(events)) => events,
-            Ok(Err(e)) => {
+        let events = match recorded_after(&self.agent.store, task, *last).await {
+            Ok(events) => events,
+            Err(e) => {
                 tracing::warn!(task, "following another host's task: {e}");
                 return;
             }
-            Err(_) => return,
         };
         let mut ended = false;
         for env in events {

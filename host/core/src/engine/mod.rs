@@ -617,8 +617,19 @@ impl Engine {
     /// `after` missed (0 for all): the recorded events after it and, when
     /// the task runs in this engine, a receiver for the rest, with none
     /// missed or repeated. A task of the store that is not running here
-    /// has only its recorded events.
-    pub fn events_after(
+    /// has only its recorded events. Awaited: the log is read without
+    /// parking a runtime worker or holding up the task's publishing.
+    pub async fn events_after(
+        &self,
+        id: &str,
+        after: i64,
+    ) -> Result<(Vec<Envelope>, Option<Subscription>), EngineError> {
+        let found = self.records().read(id).await?;
+        self.events_of(&found.task.id, after).await
+    }
+
+    /// [`Engine::events_after`] of task `id`, which a session found.
+    pub(crate) async fn events_of(
         &self,
         id: &str,
         after: i64,
@@ -626,16 +637,15 @@ impl Engine {
         let bus = self.lock().running.get(id).map(|r| r.events.clone());
         match bus {
             Some(bus) => {
-                let (past, rx) = bus.replay(after)?;
+                let (past, rx) = bus.replay(after).await?;
                 Ok((past, Some(rx)))
             }
             None => {
-                let task = self.agent.store.get_task(id)?;
                 // Another host runs it: its events are relayed here as they
                 // are committed there (subscribed before the past is read,
                 // so none falls between).
-                let live = self.follow_elsewhere(&task.id);
-                Ok((recorded_after(&self.agent.store, &task.id, after)?, live))
+                let live = self.follow_elsewhere(id);
+                Ok((recorded_after(&self.agent.store, id, after).await?, live))
             }
         }
     }
@@ -677,10 +687,13 @@ impl Engine {
         // What a front-end that fell behind answers: the open questions of
         // the task and of its subtasks (theirs come on its bus too).
         let open = move || {
-            self.pending_asks_in_tree(&id).unwrap_or_else(|e| {
-                tracing::warn!(task = %id, "open questions not looked up: {e}");
-                Vec::new()
-            })
+            let id = id.clone();
+            async move {
+                self.read_pending_asks(&id, true).await.unwrap_or_else(|e| {
+                    tracing::warn!(task = %id, "open questions not looked up: {e}");
+                    Vec::new()
+                })
+            }
         };
         Ok(answer_asks(
             events,
@@ -696,17 +709,20 @@ impl Engine {
         Ok(self.agent.store.open_asks(task_id)?)
     }
 
-    /// The questions task `task_id` and its subtasks wait on, oldest
-    /// first: one approver answers for a tree.
-    pub fn pending_asks_in_tree(&self, task_id: &str) -> Result<Vec<StoredAsk>, EngineError> {
-        let below = self.records().subtree_records(task_id)?;
-        let Some(root) = below.first().map(|t| t.root_id.as_str()) else {
-            return Ok(Vec::new());
-        };
-        let ids: std::collections::HashSet<&str> = below.iter().map(|t| t.id.as_str()).collect();
-        let mut open = self.agent.store.open_asks_in_tree(root)?;
-        open.retain(|a| ids.contains(a.task_id.as_str()));
-        Ok(open)
+    /// [`Engine::pending_asks`] for a front-end, awaited; with `below`,
+    /// those of the task's subtasks too, in the same statement (one
+    /// approver answers for a tree).
+    pub async fn read_pending_asks(
+        &self,
+        task_id: &str,
+        below: bool,
+    ) -> Result<Vec<StoredAsk>, EngineError> {
+        let store = &self.agent.store;
+        Ok(if below {
+            store.read_open_asks_below(task_id).await?
+        } else {
+            store.read_open_asks(task_id).await?
+        })
     }
 
     /// How many tasks this engine holds in memory (created, running, or

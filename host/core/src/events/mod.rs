@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::broadcast;
 
-use crate::store::{Committed, OnCommit, Step, Store, StoreError, TaskStatus};
+use crate::store::{Committed, OnCommit, Step, Store, StoreError, StoredEvent, TaskStatus};
 
 /// Capacity of each task's broadcast channel; a subscriber that lags further
 /// behind skips events (recorded ones it can read back from the log; the
@@ -335,14 +335,22 @@ impl EventBus {
     /// Subscribe, and read back every recorded event after position
     /// `after` (0 for all): the past from the log, the rest from the
     /// receiver, none missed or repeated. Events committed but not yet
-    /// broadcast are left to the receiver.
-    pub fn replay(&self, after: i64) -> Result<(Vec<Envelope>, Subscription), ReplayError> {
-        let state = self.lock();
-        let rx = self.tx.subscribe();
-        let past = match state.log.as_ref() {
-            Some(log) => {
-                let mut past = recorded_after(&log.store, &log.task_id, after)?;
-                past.retain(|e| e.seq.is_none_or(|s| s <= state.published));
+    /// broadcast are left to the receiver. The log is read after the bus's
+    /// lock is let go (what was published by then is durable): a
+    /// front-end's replay never holds up the task's publishing.
+    pub async fn replay(&self, after: i64) -> Result<(Vec<Envelope>, Subscription), ReplayError> {
+        let (rx, published, log) = {
+            let state = self.lock();
+            let log = state
+                .log
+                .as_ref()
+                .map(|l| (l.store.clone(), l.task_id.clone()));
+            (self.tx.subscribe(), state.published, log)
+        };
+        let past = match log {
+            Some((store, task)) => {
+                let mut past = recorded_after(&store, &task, after).await?;
+                past.retain(|e| e.seq.is_none_or(|s| s <= published));
                 past
             }
             None => Vec::new(),
@@ -402,41 +410,51 @@ const REPLAY_PAGE: usize = 512;
 
 /// Every recorded event of `task` after position `after`, decoded, read
 /// in pages through the store's read connection (a long log never holds
-/// up the task's commits).
-pub fn recorded_after(store: &Store, task: &str, after: i64) -> Result<Vec<Envelope>, ReplayError> {
+/// up the task's commits), awaited: a front-end's stream that follows a
+/// task from a position parks no runtime worker on a shared database.
+pub async fn recorded_after(
+    store: &Store,
+    task: &str,
+    after: i64,
+) -> Result<Vec<Envelope>, ReplayError> {
     let mut out = Vec::new();
     let mut from = after;
     loop {
-        let page = store.events_after(task, from, REPLAY_PAGE)?;
+        let page = store.read_events_after(task, from, REPLAY_PAGE).await?;
         let full = page.len() == REPLAY_PAGE;
         for row in page {
-            let corrupt = |detail: String| ReplayError::Corrupt {
-                task: task.to_owned(),
-                seq: row.seq,
-                detail,
-            };
-            let mut event = serde_json::from_str::<TaskEvent>(&row.event)
-                .map_err(|e| corrupt(e.to_string()))?;
-            // A result's output kept in the conversation, read back.
-            if let Some(output) = row.output {
-                match &mut event {
-                    TaskEvent::ToolCallResult { result, .. } => *result = Ok(output),
-                    _ => {
-                        return Err(corrupt(
-                            "an output kept for an event that is not a result".into(),
-                        ));
-                    }
-                }
-            }
             from = row.seq;
-            out.push(Envelope {
-                task_id: task.to_owned(),
-                seq: Some(row.seq),
-                event,
-            });
+            out.push(envelope_of(task, row)?);
         }
         if !full {
             return Ok(out);
         }
     }
+}
+
+/// The event `row` of `task`'s log, decoded, with a result's output kept
+/// in the conversation read back into it.
+fn envelope_of(task: &str, row: StoredEvent) -> Result<Envelope, ReplayError> {
+    let corrupt = |detail: String| ReplayError::Corrupt {
+        task: task.to_owned(),
+        seq: row.seq,
+        detail,
+    };
+    let mut event =
+        serde_json::from_str::<TaskEvent>(&row.event).map_err(|e| corrupt(e.to_string()))?;
+    if let Some(output) = row.output {
+        match &mut event {
+            TaskEvent::ToolCallResult { result, .. } => *result = Ok(output),
+            _ => {
+                return Err(corrupt(
+                    "an output kept for an event that is not a result".into(),
+                ));
+            }
+        }
+    }
+    Ok(Envelope {
+        task_id: task.to_owned(),
+        seq: Some(row.seq),
+        event,
+    })
 }

@@ -49,13 +49,9 @@ impl Session<'_> {
     /// Task `id`'s open questions, oldest first; with `tree`, those of its
     /// subtasks too (one approver for a tree). A question whose record no
     /// longer decodes is left out (and logged), never guessed at.
-    pub fn asks(&self, id: &str, tree: bool) -> Result<Vec<AskView>, SessionError> {
-        let task = self.held(id)?;
-        let open = if tree {
-            self.engine.pending_asks_in_tree(&task.task.id)?
-        } else {
-            self.engine.pending_asks(&task.task.id)?
-        };
+    pub async fn asks(&self, id: &str, tree: bool) -> Result<Vec<AskView>, SessionError> {
+        let task = self.task(id).await?;
+        let open = self.engine.read_pending_asks(&task.task.id, tree).await?;
         Ok(open
             .into_iter()
             .filter_map(|a| match serde_json::from_str::<Ask>(&a.payload) {
@@ -79,20 +75,20 @@ impl Session<'_> {
     /// `decision`. Refused when the task is not running yet (its resumed
     /// loop asks again by the same id: answer then), when the question is
     /// not open, or when the decision does not answer its kind.
-    pub fn decide(
+    pub async fn decide(
         &self,
         id: &str,
         ask_id: &str,
         decision: Decision,
     ) -> Result<Decided, SessionError> {
-        let task = self.held(id)?;
+        let task = self.task(id).await?;
         if task.interrupted {
             return Err(SessionError::Conflict(
                 "the task is not running yet; answer once it has resumed (it asks again by the same ask_id)"
                     .into(),
             ));
         }
-        let stored = self.open_ask(&task.task.id, ask_id)?;
+        let stored = self.open_ask(&task.task.id, ask_id).await?;
         let ask: Ask = serde_json::from_str(&stored.payload)
             .map_err(|_| SessionError::Invalid("the question does not decode".into()))?;
         let answer = answer_for(decision, &ask)?;
@@ -102,16 +98,17 @@ impl Session<'_> {
 
     /// Answer task `id`'s open question `ask_id` with `answer` as it is (a
     /// front-end that asks in the question's own terms, like a terminal).
-    pub fn answer(&self, id: &str, ask_id: &str, answer: Answer) -> Result<(), SessionError> {
-        let task = self.held(id)?;
+    pub async fn answer(&self, id: &str, ask_id: &str, answer: Answer) -> Result<(), SessionError> {
+        let task = self.task(id).await?;
         self.engine.answer(&task.task.id, ask_id, answer)?;
         Ok(())
     }
 
     /// The open question `ask_id` of task `task`.
-    fn open_ask(&self, task: &str, ask_id: &str) -> Result<StoredAsk, SessionError> {
+    async fn open_ask(&self, task: &str, ask_id: &str) -> Result<StoredAsk, SessionError> {
         self.engine
-            .pending_asks(task)?
+            .read_pending_asks(task, false)
+            .await?
             .into_iter()
             .find(|a| a.ask_id == ask_id)
             .ok_or_else(|| {

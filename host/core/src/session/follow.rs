@@ -51,14 +51,14 @@ impl Follow {
 
 impl Session<'_> {
     /// Task `id`'s events after position `after` (0 for all).
-    pub fn follow(&self, id: &str, after: i64) -> Result<Follow, SessionError> {
+    pub async fn follow(&self, id: &str, after: i64) -> Result<Follow, SessionError> {
         if after < 0 {
             return Err(SessionError::Invalid(
                 "a position is a number from 0".into(),
             ));
         }
-        let task = self.held(id)?;
-        let (past, live) = self.engine.events_after(&task.task.id, after)?;
+        let task = self.task(id).await?;
+        let (past, live) = self.engine.events_of(&task.task.id, after).await?;
         let last = past.iter().filter_map(|e| e.seq).max().unwrap_or(after);
         Ok(Follow { past, live, last })
     }

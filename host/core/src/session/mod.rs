@@ -130,7 +130,8 @@ impl<'e> Session<'e> {
     /// Task `id` when it is this owner's: exactly that id for a tenant (no
     /// prefixes, which would let one tenant probe another's ids). Awaited:
     /// on a shared database a tenant's lookup is one round trip that parks
-    /// no runtime worker ([`crate::engine::Records::read`]).
+    /// no runtime worker ([`crate::engine::Records::read`]). Every command
+    /// of the session finds its task this way first.
     pub async fn task(&self, id: &str) -> Result<Listed, SessionError> {
         let records = self.engine.records();
         let found = match self.owner {
@@ -140,17 +141,6 @@ impl<'e> Session<'e> {
                 Err(e) => Err(e),
             },
             Owner::Tenant(_) => records.read(id).await,
-        };
-        self.judged(found)
-    }
-
-    /// [`Session::task`] waited for on this thread, for the session's
-    /// commands, which act on the engine at once.
-    fn held(&self, id: &str) -> Result<Listed, SessionError> {
-        let records = self.engine.records();
-        let found = match self.owner {
-            Owner::Host => records.find(id).and_then(|t| records.get(&t.id)),
-            Owner::Tenant(_) => records.get(id),
         };
         self.judged(found)
     }
@@ -190,8 +180,8 @@ impl<'e> Session<'e> {
 
     /// Stop task `id` (resumable), for `reason`; a task that is not
     /// running is a conflict.
-    pub fn cancel(&self, id: &str, reason: &str) -> Result<Listed, SessionError> {
-        let task = self.held(id)?;
+    pub async fn cancel(&self, id: &str, reason: &str) -> Result<Listed, SessionError> {
+        let task = self.task(id).await?;
         match self.engine.cancel(&task.task.id, reason) {
             Ok(()) => Ok(task),
             Err(EngineError::NotHere(_)) => {
@@ -202,15 +192,15 @@ impl<'e> Session<'e> {
     }
 
     /// Start task `id` (created or prepared in this engine).
-    pub fn start(&self, id: &str) -> Result<(), SessionError> {
-        let task = self.held(id)?;
+    pub async fn start(&self, id: &str) -> Result<(), SessionError> {
+        let task = self.task(id).await?;
         Ok(self.engine.start(&task.task.id)?)
     }
 
     /// Lend task `id` (created or prepared, not started) what this
     /// front-end's session holds: its MCP servers, its buffers.
-    pub fn lend(&self, id: &str, lent: crate::turn::Lent) -> Result<(), SessionError> {
-        let task = self.held(id)?;
+    pub async fn lend(&self, id: &str, lent: crate::turn::Lent) -> Result<(), SessionError> {
+        let task = self.task(id).await?;
         Ok(self.engine.lend(&task.task.id, lent)?)
     }
 
@@ -223,22 +213,22 @@ impl<'e> Session<'e> {
     /// The live events of task `id` while it is in this engine (created,
     /// prepared or running), for a front-end that renders them as they
     /// come; [`Session::follow`] replays what it missed.
-    pub fn live(&self, id: &str) -> Result<EventBus, SessionError> {
-        let task = self.held(id)?;
+    pub async fn live(&self, id: &str) -> Result<EventBus, SessionError> {
+        let task = self.task(id).await?;
         Ok(self.engine.events(&task.task.id)?)
     }
 
     /// Prepare task `id` to continue from its history (the front-end
     /// starts it).
-    pub fn resume(&self, id: &str, spec: &ResumeSpec) -> Result<Prepared, SessionError> {
-        let task = self.held(id)?;
+    pub async fn resume(&self, id: &str, spec: &ResumeSpec) -> Result<Prepared, SessionError> {
+        let task = self.task(id).await?;
         Ok(self.engine.prepare_resume(&task.task.id, spec)?)
     }
 
     /// Queue `text` for task `id`'s next turn; false when its loop is not
     /// in this engine (the front-end resumes it with the text instead).
-    pub fn send_message(&self, id: &str, text: &str) -> Result<bool, SessionError> {
-        let task = self.held(id)?;
+    pub async fn send_message(&self, id: &str, text: &str) -> Result<bool, SessionError> {
+        let task = self.task(id).await?;
         Ok(self.engine.send_message(&task.task.id, text).is_ok())
     }
 }

@@ -129,6 +129,7 @@ pub(crate) async fn load(
     }
     let recorded = session
         .follow(&id, 0)
+        .await
         .map_err(|e| invalid(e.to_string()))?
         .past;
     let mut display = session.display();

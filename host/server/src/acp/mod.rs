@@ -231,7 +231,7 @@ pub async fn serve_on(
         )
         .on_receive_notification(
             async move |n: CancelNotification, _cx| {
-                a5.cancel(&n.session_id.0);
+                a5.cancel(&n.session_id.0).await;
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),
@@ -328,16 +328,16 @@ impl Acp {
     }
 
     /// `session/cancel`: stop the session's task after its current step.
-    fn cancel(&self, session: &str) {
+    async fn cancel(&self, session: &str) {
         if let Some(task) = self.sessions.task(session) {
-            self.stop(&task, "cancelled by the editor");
+            self.stop(&task, "cancelled by the editor").await;
         }
     }
 
     /// Ask `task` to stop for `reason` (it may have ended already).
-    fn stop(&self, task: &str, reason: &str) {
+    async fn stop(&self, task: &str, reason: &str) {
         let s = Session::new(&self.engine, Owner::Host);
-        if let Err(e) = s.cancel(task, reason) {
+        if let Err(e) = s.cancel(task, reason).await {
             tracing::info!(task = %task, "cancel: {e}");
         }
     }
@@ -345,10 +345,10 @@ impl Acp {
     /// Stop `task` if it runs here, and wait until it has stopped.
     async fn stop_and_wait(&self, task: &str, reason: &str) {
         let s = Session::new(&self.engine, Owner::Host);
-        if s.live(task).is_err() {
+        if s.live(task).await.is_err() {
             return;
         }
-        self.stop(task, reason);
+        self.stop(task, reason).await;
         if let Err(e) = s.wait(task).await {
             tracing::info!(task = %task, "after the cancel: {e}");
         }
@@ -370,7 +370,7 @@ impl Acp {
     async fn close_all(&self) {
         let tasks = self.sessions.tasks();
         for task in &tasks {
-            self.stop(task, "the editor disconnected");
+            self.stop(task, "the editor disconnected").await;
         }
         for task in &tasks {
             self.stop_and_wait(task, "the editor disconnected").await;

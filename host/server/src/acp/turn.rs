@@ -171,10 +171,10 @@ async fn turn(
             let id = created.id().to_owned();
             acp.sessions.with(sid, |s| s.task = Some(id.clone()))?;
             if lends {
-                session.lend(&id, lent.clone()).map_err(refused)?;
+                session.lend(&id, lent.clone()).await.map_err(refused)?;
             }
-            let rx = session.live(&id).map_err(refused)?.subscribe();
-            session.start(&id).map_err(refused)?;
+            let rx = session.live(&id).await.map_err(refused)?.subscribe();
+            session.start(&id).await.map_err(refused)?;
             (id, rx)
         }
         Some(id) => {
@@ -183,15 +183,16 @@ async fn turn(
                 .await
                 .is_ok_and(|l| l.task.status == TaskStatus::WaitingForInput);
             // A question the task waits on here is answered by the words.
-            let open = session.asks(&id, true).ok().and_then(|asks| {
+            let open = session.asks(&id, true).await.ok().and_then(|asks| {
                 asks.into_iter()
                     .find(|a| ends_turn(&a.ask, a.task_id != id))
             });
-            match (open, session.live(&id)) {
+            match (open, session.live(&id).await) {
                 (Some(open), Ok(bus)) => {
                     let rx = bus.subscribe();
                     session
                         .answer(&open.task_id, &open.ask_id, Answer::Text { text: words })
+                        .await
                         .map_err(refused)?;
                     (id, rx)
                 }
@@ -229,12 +230,13 @@ async fn turn(
                                 mode: mode_changed.then_some(mode),
                             },
                         )
+                        .await
                         .map_err(refused)?;
                     if lends {
-                        session.lend(&id, lent.clone()).map_err(refused)?;
+                        session.lend(&id, lent.clone()).await.map_err(refused)?;
                     }
-                    let rx = session.live(&id).map_err(refused)?.subscribe();
-                    session.start(&id).map_err(refused)?;
+                    let rx = session.live(&id).await.map_err(refused)?.subscribe();
+                    session.start(&id).await.map_err(refused)?;
                     (id, rx)
                 }
             }
@@ -380,13 +382,14 @@ impl Follow<'_> {
             if let Err(e) = self
                 .session
                 .answer(task, ask_id, Answer::Text { text: words })
+                .await
             {
                 tracing::info!(task = %task, "answer not taken: {e}");
             }
             return Ok(None);
         }
         let answer = self.permission(task, ask).await;
-        if let Err(e) = self.session.answer(task, ask_id, answer) {
+        if let Err(e) = self.session.answer(task, ask_id, answer).await {
             // Answered elsewhere meanwhile, or the task ended.
             tracing::info!(task = %task, "answer not taken: {e}");
         }
@@ -395,7 +398,7 @@ impl Follow<'_> {
 
     /// After a lag: put the open questions of the task's tree.
     async fn open_questions(&mut self) -> Result<Option<StopReason>, Error> {
-        let open = self.session.asks(self.root, true).unwrap_or_default();
+        let open = self.session.asks(self.root, true).await.unwrap_or_default();
         for a in open {
             if let Some(stop) = self.ask(&a.task_id.clone(), &a.ask_id, &a.ask).await? {
                 return Ok(Some(stop));

@@ -479,7 +479,7 @@ pub(crate) fn agent(acp: &Arc<Acp>) -> impl agent_client_protocol::ConnectTo<Cli
         )
         .on_receive_notification(
             async move |n: v2::CancelSessionNotification, _cx| {
-                a7.cancel(&n.session_id.0);
+                a7.cancel(&n.session_id.0).await;
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),
