@@ -52,14 +52,15 @@ impl Store {
 
     /// The position of `task`'s last recorded event (0: none).
     pub fn last_event_seq(&self, task: &str) -> Result<i64, StoreError> {
-        self.db
-            .run(|c| {
-                c.one(
-                    "SELECT COALESCE(MAX(seq), 0) FROM events WHERE task = (SELECT k FROM tasks WHERE id = ?1)",
-                    params![task],
-                )
-            })?
-            .get(0)
+        self.db.run(|c| c.one(LAST_EVENT, params![task]))?.get(0)
+    }
+
+    /// [`Store::last_event_seq`] for a front-end's request, awaited.
+    pub async fn read_last_event_seq(&self, task: &str) -> Result<i64, StoreError> {
+        match self.db.read_one(LAST_EVENT, params![task]).await?.first() {
+            Some(row) => row.get(0),
+            None => Ok(0),
+        }
     }
 
     /// The last `limit` events of `task`, newest first.
@@ -112,6 +113,10 @@ impl Store {
             .collect()
     }
 }
+
+/// The position of task `?1`'s last recorded event (0 when none).
+const LAST_EVENT: &str =
+    "SELECT COALESCE(MAX(seq), 0) FROM events WHERE task = (SELECT k FROM tasks WHERE id = ?1)";
 
 /// Up to `?3` events of task `?1` after position `?2`, in order.
 static EVENTS_AFTER: LazyLock<String> = LazyLock::new(|| {

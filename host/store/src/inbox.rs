@@ -63,6 +63,33 @@ impl Store {
         })
     }
 
+    /// [`Store::runner_elsewhere`] for a front-end that follows the task,
+    /// awaited: one statement, the claim and (on PostgreSQL) its host's
+    /// lease joined (it had been two round trips, parking the worker).
+    pub async fn read_runner_elsewhere(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let (column, joins) = self.liveness();
+        let seen: Option<String> = match self
+            .db
+            .read_one(
+                &format!("SELECT {column} FROM tasks t {joins} WHERE t.id = ?1"),
+                params![id],
+            )
+            .await?
+            .into_iter()
+            .next()
+        {
+            Some(row) => row.get(0)?,
+            None => None,
+        };
+        let mine = self.claims.owner.get().map(|o| o.token.as_str());
+        Ok(match seen {
+            Some(owner) if Some(owner.as_str()) != mine && self.live_in(Some(owner.clone())) => {
+                Some(owner)
+            }
+            _ => None,
+        })
+    }
+
     /// Ask `host` to act on its task `task`.
     pub fn send_to_host(
         &self,

@@ -2996,6 +2996,22 @@ async fn a_front_ends_reads_are_awaited(b: Backend) {
     let claim = other.claim(&t.id).expect("claimed");
     assert!(s.read_task(&t.id).await.expect("read").1, "claimed");
     assert!(s.is_live(&t.id));
+    // Who runs it, for a front-end that follows it: the other handle, in
+    // one round trip, as the engine's synchronous lookup says.
+    let before = s.stats();
+    let runner = awaited(s.read_runner_elsewhere(&t.id))
+        .await
+        .expect("runner");
+    if s.is_shared() {
+        assert_eq!(trips_between(&before, &s.stats()), 1);
+    }
+    assert!(runner.is_some(), "another runs it");
+    assert_eq!(runner, s.runner_elsewhere(&t.id).expect("runner"));
+    assert_eq!(
+        other.read_runner_elsewhere(&t.id).await.expect("runner"),
+        None,
+        "not elsewhere for the handle that runs it"
+    );
     if s.is_shared() {
         let them = other.host_id().expect("id").expect("shared");
         s.db.run(|c| c.exec("UPDATE hosts SET seen_at = 0 WHERE id = ?1", params![&them]))
@@ -3005,6 +3021,7 @@ async fn a_front_ends_reads_are_awaited(b: Backend) {
             "its host is gone"
         );
         assert!(!s.is_live(&t.id));
+        assert_eq!(s.read_runner_elsewhere(&t.id).await.expect("runner"), None);
     }
     // A listing says which of its tasks run, in the same round trip.
     let mut theirs = spec();
@@ -3077,6 +3094,18 @@ async fn a_front_ends_reads_are_awaited(b: Backend) {
     drop(acme_running);
     drop(claim);
     assert!(!s.read_task(&t.id).await.expect("read").1, "let go");
+    assert_eq!(s.read_runner_elsewhere(&t.id).await.expect("runner"), None);
+    assert_eq!(
+        s.read_runner_elsewhere("no-such-task")
+            .await
+            .expect("runner"),
+        None
+    );
+    assert_eq!(s.read_last_event_seq(&t.id).await.expect("last"), 3);
+    assert_eq!(
+        s.read_last_event_seq("no-such-task").await.expect("last"),
+        0
+    );
     match s.read_task("no-such-task").await {
         Err(StoreError::NotFound(id)) => assert_eq!(id, "no-such-task"),
         other => panic!("{other:?}"),

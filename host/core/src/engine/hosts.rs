@@ -143,24 +143,33 @@ impl Engine {
         }
     }
 
-    /// A live stream of task `id`, which another host runs, from its
-    /// events committed after now on (a front-end reads the past from the
-    /// log itself, and drops what it has already by position).
-    pub(super) fn follow_elsewhere(&self, id: &str) -> Option<Subscription> {
+    /// When another host runs task `id`: a receiver of its events, relayed
+    /// here as they are committed there. Awaited: who runs it is one
+    /// statement, and a new follower's starting position another, read
+    /// outside the followers' lock (which every relay takes).
+    pub(super) async fn follow_elsewhere(
+        &self,
+        id: &str,
+    ) -> Result<Option<Subscription>, EngineError> {
         let store = &self.agent.store;
-        if !store.is_shared() {
-            return None;
+        if !store.is_shared() || store.read_runner_elsewhere(id).await?.is_none() {
+            return Ok(None);
         }
-        store.runner_elsewhere(id).ok().flatten()?;
+        if let Some(f) = self.hosts.followers().get(id) {
+            return Ok(Some(f.bus.subscribe()));
+        }
+        // A follower another front-end made meanwhile is kept; events
+        // committed since `last` was read are relayed again, and the
+        // stream that follows leaves out those it has.
+        let last = store.read_last_event_seq(id).await?;
         let mut followers = self.hosts.followers();
         let f = followers.entry(id.to_owned()).or_insert_with(|| {
-            let last = store.last_event_seq(id).unwrap_or(0);
             Arc::new(Follower {
                 bus: EventBus::new(),
                 last: AsyncMutex::new(last),
             })
         });
-        Some(f.bus.subscribe())
+        Ok(Some(f.bus.subscribe()))
     }
 
     /// Send `request` for task `id` to the host that runs it, when another

@@ -644,7 +644,7 @@ impl Engine {
                 // Another host runs it: its events are relayed here as they
                 // are committed there (subscribed before the past is read,
                 // so none falls between).
-                let live = self.follow_elsewhere(id);
+                let live = self.follow_elsewhere(id).await?;
                 Ok((recorded_after(&self.agent.store, id, after).await?, live))
             }
         }
