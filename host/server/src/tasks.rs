@@ -178,7 +178,7 @@ pub async fn checkpoints(
     Path(id): Path<String>,
 ) -> Result<Json<Vec<Checkpoint>>, ApiError> {
     let task = owned(&state, &caller, &id).await?;
-    Ok(Json(state.engine.checkpoints(&task.task.id)?.1))
+    Ok(Json(state.engine.read_checkpoints(&task.task.id).await?))
 }
 
 /// `GET /v1/tasks/{id}/checkpoints/{cp}/diff`: what changed since.

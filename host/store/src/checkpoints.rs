@@ -37,6 +37,11 @@ fn row(mut r: Row) -> Result<CheckpointRecord, StoreError> {
 
 const COLUMNS: &str = "seq, turn, commit_id, tree, api_seq, ui_seq, created_at";
 
+/// Task `?1`'s checkpoints, oldest first.
+static CHECKPOINTS_OF: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("SELECT {COLUMNS} FROM checkpoints WHERE task_id = ?1 ORDER BY seq")
+});
+
 impl Store {
     /// Record a checkpoint of `task` (its id the next one) and return it.
     pub fn add_checkpoint(
@@ -79,12 +84,17 @@ impl Store {
     /// `task`'s checkpoints, oldest first.
     pub fn checkpoints(&self, task: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
         self.db
-            .run(|c| {
-                c.query(
-                    &format!("SELECT {COLUMNS} FROM checkpoints WHERE task_id = ?1 ORDER BY seq"),
-                    params![task],
-                )
-            })?
+            .rows(&CHECKPOINTS_OF, params![task])?
+            .into_iter()
+            .map(row)
+            .collect()
+    }
+
+    /// [`Store::checkpoints`] for a front-end's request, awaited.
+    pub async fn read_checkpoints(&self, task: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
+        self.db
+            .read_one(&CHECKPOINTS_OF, params![task])
+            .await?
             .into_iter()
             .map(row)
             .collect()

@@ -2954,6 +2954,29 @@ async fn a_front_ends_reads_are_awaited(b: Backend) {
     );
     assert_eq!(api.len(), 1);
     assert!(s.read_todos("no-such-task").await.expect("none").is_empty());
+    // Its checkpoints, oldest first.
+    for turn in [1, 2] {
+        s.add_checkpoint(&t.id, turn, "c0ffee", "tree", 1, 0)
+            .expect("checkpoint");
+    }
+    let before = s.stats();
+    let cps = awaited(s.read_checkpoints(&t.id))
+        .await
+        .expect("checkpoints");
+    if s.is_shared() {
+        assert_eq!(trips_between(&before, &s.stats()), 1);
+    }
+    assert_eq!(
+        format!("{cps:?}"),
+        format!("{:?}", s.checkpoints(&t.id).expect("checkpoints"))
+    );
+    assert_eq!(cps.iter().map(|c| c.view.turn).collect::<Vec<_>>(), [1, 2]);
+    assert!(
+        s.read_checkpoints("no-such-task")
+            .await
+            .expect("none")
+            .is_empty()
+    );
     // A stream's events after a position, a page at a time.
     for i in 0..3 {
         s.append_event(&t.id, &format!("{{\"n\":{i}}}"))

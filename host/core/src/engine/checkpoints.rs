@@ -37,12 +37,7 @@ impl Engine {
     /// tenant's root on a server): a diff or a restore never follows a
     /// workspace swapped for a link to elsewhere.
     fn open_checked(&self, task: &crate::store::TaskRecord) -> Result<Workspace, EngineError> {
-        let check = self
-            .workspace_check
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        Ok(check.open(&self.agent.store, task)?)
+        Ok(self.workspace_check().open(&self.agent.store, task)?)
     }
 
     fn checkpoint_service(&self) -> Result<Arc<crate::checkpoints::Checkpoints>, EngineError> {
@@ -64,6 +59,19 @@ impl Engine {
             .map(|c| c.view)
             .collect();
         Ok((task.id, list))
+    }
+
+    /// The checkpoints of task `id` (its full id: a session found it),
+    /// oldest first, for a front-end's request: awaited.
+    pub async fn read_checkpoints(&self, id: &str) -> Result<Vec<Checkpoint>, EngineError> {
+        Ok(self
+            .agent
+            .store
+            .read_checkpoints(id)
+            .await?
+            .into_iter()
+            .map(|c| c.view)
+            .collect())
     }
 
     /// Task `id`'s checkpoints as an undo sees them (an unambiguous prefix
@@ -119,12 +127,16 @@ impl Engine {
     /// What changed in task `id`'s workspace since its checkpoint `cp`.
     pub async fn checkpoint_diff(&self, id: &str, cp: u32) -> Result<String, EngineError> {
         let cps = self.checkpoint_service()?;
-        let task = self.agent.store.find_task(id)?;
-        let ws = self.open_checked(&task)?;
+        let check = self.workspace_check();
         let store = self.agent.store.clone();
+        let id = id.to_owned();
+        // The task's lookup, its workspace's opening and git's walk all
+        // wait on a thread of their own, not on a runtime worker.
         tokio::task::spawn_blocking(move || {
+            let task = store.find_task(&id)?;
+            let ws = check.open(&store, &task)?;
             let _pin = ws.pin();
-            cps.diff(&store, &task.id, cp, &ws)
+            Ok(cps.diff(&store, &task.id, cp, &ws)?)
         })
         .await
         .map_err(|e| {
@@ -133,7 +145,6 @@ impl Engine {
                 why: e.to_string(),
             })
         })?
-        .map_err(EngineError::from)
     }
 
     /// Restore task `id` to its checkpoint `cp` (see

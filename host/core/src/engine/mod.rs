@@ -170,6 +170,14 @@ impl Engine {
         };
     }
 
+    /// How a task's start (or a diff, a restore) opens its workspace now.
+    fn workspace_check(&self) -> WorkspaceCheck {
+        self.workspace_check
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// The services the tasks run with: the engine's own, and its tests'
     /// and benches' (feature `test-support`). A front-end goes through
     /// sessions and the engine's methods, never around them.
@@ -488,11 +496,7 @@ impl Engine {
         let this = self.this.clone();
         let task_id = id.to_owned();
         let loop_events = events.clone();
-        let check = self
-            .workspace_check
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let check = self.workspace_check();
         let run = tokio::spawn(async move {
             match begin {
                 Begin::Resume => {
