@@ -68,7 +68,7 @@ fn accept_the_result(h: &Harness, id: &str) {
     tokio::spawn(async move {
         while let Ok(ev) = rx.recv().await {
             if let TaskEvent::AskRequired { ask_id, .. } = &ev.event {
-                let _ = engine.answer(&id, ask_id, Answer::Yes);
+                let _ = engine.answer(&id, ask_id, Answer::Yes).await;
             }
         }
     });

@@ -519,7 +519,10 @@ async fn run_installed_turns(
         let e = rx.recv().await.expect("event");
         if let TaskEvent::AskRequired { ask_id, ask, .. } = &e.event {
             assert!(matches!(ask, Ask::Completion { .. }), "{ask:?}");
-            engine.answer(&id, ask_id, Answer::Yes).expect("answered");
+            engine
+                .answer(&id, ask_id, Answer::Yes)
+                .await
+                .expect("answered");
         }
         let end = matches!(
             e.event,

@@ -130,6 +130,7 @@ async fn fifty_tasks_answered_by_ask_id_in_random_order() {
                         kinds.push(ask.kind.clone());
                         engine
                             .answer(&ask.task_id, &ask.ask_id, Answer::Yes)
+                            .await
                             .expect("answer taken");
                     }
                 }
@@ -170,7 +171,7 @@ fn say_yes(engine: &Arc<Engine>, id: &str) {
             let ev = rx.recv().await;
             let Ok(ev) = ev else { break };
             if let TaskEvent::AskRequired { ask_id, .. } = &ev.event {
-                let _ = engine.answer(&ev.task_id, ask_id, Answer::Yes);
+                let _ = engine.answer(&ev.task_id, ask_id, Answer::Yes).await;
             }
         }
     });
@@ -270,7 +271,7 @@ async fn cancel_during_streaming_and_during_a_tool_call() {
     );
     assert!(!ws.path().join("a.txt").exists() && !ws.path().join("b.txt").exists());
     assert!(
-        engine.answer(&id, &ask_id, Answer::Yes).is_err(),
+        engine.answer(&id, &ask_id, Answer::Yes).await.is_err(),
         "the ask was closed with the task"
     );
     assert!(engine.pending_asks(&id).expect("asks").is_empty());
@@ -355,7 +356,10 @@ async fn a_cancel_at_any_ask_aborts_and_answers_nothing() {
             "{kind}"
         );
         assert!(engine.pending_asks(&id).expect("asks").is_empty(), "{kind}");
-        assert!(engine.answer(&id, &ask_id, Answer::Yes).is_err(), "{kind}");
+        assert!(
+            engine.answer(&id, &ask_id, Answer::Yes).await.is_err(),
+            "{kind}"
+        );
         let rows = format!("{:?}", store.load_ui(&id).expect("ui"));
         assert!(!rows.contains("accepted"), "{kind}: {rows}");
         assert_pairing(store, &id);
@@ -627,7 +631,10 @@ fn an_answer_recorded_before_the_resume_is_taken_by_it() {
     let second = process();
     second.block_on(async {
         let (engine, _) = engine_with(turns, policy, &data);
-        engine.answer(&id, &ask_id, Answer::Yes).expect("recorded");
+        engine
+            .answer(&id, &ask_id, Answer::Yes)
+            .await
+            .expect("recorded");
         assert!(engine.pending_asks(&id).expect("asks").is_empty());
         engine
             .prepare_resume(&id, &ResumeSpec::default())
@@ -640,7 +647,10 @@ fn an_answer_recorded_before_the_resume_is_taken_by_it() {
             unreachable!("picked an ask")
         };
         assert_ne!(review, ask_id, "the approval is not asked again");
-        engine.answer(&id, &review, Answer::Yes).expect("accepted");
+        engine
+            .answer(&id, &review, Answer::Yes)
+            .await
+            .expect("accepted");
         let outcome = engine.wait(&id).await.expect("outcome");
         assert_eq!(
             outcome,
@@ -686,13 +696,19 @@ fn an_ask_open_when_the_process_dies_is_pending_again_after_resume() {
             unreachable!("picked an ask")
         };
         assert_eq!(again, ask_id, "the same question is asked again");
-        engine.answer(&id, &ask_id, Answer::Yes).expect("answered");
+        engine
+            .answer(&id, &ask_id, Answer::Yes)
+            .await
+            .expect("answered");
         let TaskEvent::AskRequired { ask_id: review, .. } =
             until(&mut rx, |e| matches!(e, TaskEvent::AskRequired { .. })).await
         else {
             unreachable!("picked an ask")
         };
-        engine.answer(&id, &review, Answer::Yes).expect("accepted");
+        engine
+            .answer(&id, &review, Answer::Yes)
+            .await
+            .expect("accepted");
         let outcome = engine.wait(&id).await.expect("outcome");
         assert_eq!(
             outcome,
@@ -844,6 +860,7 @@ async fn a_front_end_that_reconnects_gets_what_it_missed() {
     // Meanwhile the question is answered elsewhere and the task goes on.
     engine
         .answer(&id, &first_ask, Answer::Yes)
+        .await
         .expect("answered");
     let completion = loop {
         if let Some(ask) = engine
@@ -892,6 +909,7 @@ async fn a_front_end_that_reconnects_gets_what_it_missed() {
     let mut rx = rx.expect("the task runs here");
     engine
         .answer(&id, &completion, Answer::Yes)
+        .await
         .expect("answered");
     let mut after: Vec<i64> = past.iter().filter_map(|e| e.seq).collect();
     assert_eq!(
@@ -1201,6 +1219,7 @@ async fn the_engine_refuses_bad_ids_and_positions() {
     assert!(
         engine
             .answer("no-such-task", "no-such-ask", Answer::Yes)
+            .await
             .is_err()
     );
     assert!(engine.events_after("no-such-task", 0).await.is_err());
@@ -1214,7 +1233,10 @@ async fn the_engine_refuses_bad_ids_and_positions() {
     );
     engine.wait(&id).await.expect("outcome");
     assert!(
-        engine.answer(&id, "no-such-ask", Answer::Yes).is_err(),
+        engine
+            .answer(&id, "no-such-ask", Answer::Yes)
+            .await
+            .is_err(),
         "an unknown ask"
     );
     let (all, _) = engine.events_after(&id, -5).await.expect("any position");
@@ -1241,7 +1263,7 @@ fn answer_by(engine: &Arc<Engine>, id: &str, pick: fn(&Ask) -> Answer) {
     tokio::spawn(async move {
         while let Ok(ev) = rx.recv().await {
             if let TaskEvent::AskRequired { ask_id, ask, .. } = &ev.event {
-                let _ = engine.answer(&ev.task_id, ask_id, pick(ask));
+                let _ = engine.answer(&ev.task_id, ask_id, pick(ask)).await;
             }
         }
     });
@@ -1576,7 +1598,7 @@ async fn the_spawner_handle_starts_children_that_never_exceed_their_parent() {
                 o = &mut waiting => break o,
                 () = tokio::time::sleep(Duration::from_millis(20)) => {
                     for ask in engine.pending_asks(&child).expect("asks") {
-                        let _ = engine.answer(&child, &ask.ask_id, Answer::Yes);
+                        let _ = engine.answer(&child, &ask.ask_id, Answer::Yes).await;
                     }
                 }
             }

@@ -329,7 +329,10 @@ fn a_kill_between_a_gates_verdict_and_the_result_leaves_each_entry_once() {
                 break;
             }
             if let TaskEvent::AskRequired { ask_id, .. } = &ev.event {
-                engine.answer(&id, ask_id, Answer::Yes).expect("answered");
+                engine
+                    .answer(&id, ask_id, Answer::Yes)
+                    .await
+                    .expect("answered");
             }
         }
         id
@@ -366,7 +369,10 @@ fn a_kill_between_a_gates_verdict_and_the_result_leaves_each_entry_once() {
             let ev = rx.recv().await.expect("event");
             match &ev.event {
                 TaskEvent::AskRequired { ask_id, .. } => {
-                    engine.answer(&id, ask_id, Answer::Yes).expect("answered");
+                    engine
+                        .answer(&id, ask_id, Answer::Yes)
+                        .await
+                        .expect("answered");
                 }
                 TaskEvent::Completed { .. } => break,
                 _ => {}

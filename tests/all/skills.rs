@@ -896,12 +896,14 @@ async fn drive(
                 before_answer(asked);
                 engine
                     .answer(&id, ask_id, Answer::Text { text: "yes".into() })
+                    .await
                     .expect("answered");
             }
             // The completion is accepted.
-            TaskEvent::AskRequired { ask_id, .. } => {
-                engine.answer(&id, ask_id, Answer::Yes).expect("answered")
-            }
+            TaskEvent::AskRequired { ask_id, .. } => engine
+                .answer(&id, ask_id, Answer::Yes)
+                .await
+                .expect("answered"),
             TaskEvent::Warning { message } => warnings.push(message.clone()),
             TaskEvent::Completed { .. } => break,
             TaskEvent::Failed { error } => panic!("the task failed: {error}"),

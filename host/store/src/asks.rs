@@ -123,13 +123,6 @@ pub(super) fn record_answer(
 }
 
 impl Store {
-    /// Record `answer` for the open ask `ask_id` of `task`; `false` when
-    /// there is no such open ask (unknown, another task's, or answered).
-    pub fn answer_ask(&self, task: &str, ask_id: &str, answer: &str) -> Result<bool, StoreError> {
-        self.db
-            .run(|c| record_answer(c, task, ask_id, answer, now_ms()))
-    }
-
     /// The ask `ask_id` of `task`, open or answered.
     pub fn get_ask(&self, task: &str, ask_id: &str) -> Result<Option<StoredAsk>, StoreError> {
         self.db

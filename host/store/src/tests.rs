@@ -1421,10 +1421,8 @@ fn every_record_kind_round_trips(b: Backend) {
             .expect("find")
             .is_none()
     );
-    assert!(
-        s.answer_ask(&t.id, &with_call.ask_id, "\"yes\"")
-            .expect("answer")
-    );
+    s.commit_step(&t.id, Step::new().answer(&with_call.ask_id, "\"yes\""))
+        .expect("answer");
     assert!(
         s.answered_ask(&t.id, "tool", "c9", "{\"x\":1}")
             .expect("answered")

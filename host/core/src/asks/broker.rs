@@ -62,27 +62,12 @@ impl AskBroker {
 
     /// Answer the open ask `ask_id` of `task`: recorded in `store` first,
     /// then handed to the loop waiting for it. (With no loop waiting, the
-    /// answer stays on record and a resumed task asks again.)
-    pub fn answer(
-        &self,
-        store: &Store,
-        task: &str,
-        ask_id: &str,
-        answer: Answer,
-    ) -> Result<(), AskError> {
-        let text = serde_json::to_string(&answer)?;
-        if !store.answer_ask(task, ask_id, &text)? {
-            return Err(AskError::not_open(task, ask_id));
-        }
-        self.deliver(ask_id, answer);
-        Ok(())
-    }
-
-    /// [`AskBroker::answer`] for a front-end that answers from the
-    /// runtime: the answer is recorded in the store's shared commit with
-    /// the steps of other tasks (not in a transaction of its own), and
-    /// handed over once durable.
-    pub async fn answer_shared(
+    /// answer stays on record and a resumed task asks again.) A front-end
+    /// answers from the runtime: the answer is recorded in the store's
+    /// shared commit with the steps of other tasks (not in a transaction
+    /// of its own that parks a runtime worker), and handed over once
+    /// durable.
+    pub async fn answer(
         &self,
         store: &Store,
         task: &str,
@@ -271,7 +256,7 @@ async fn answer_one(
     ask: &Ask,
 ) {
     let answer = responder.respond(ask).await;
-    if let Err(e) = broker.answer_shared(store, task_id, ask_id, answer).await {
+    if let Err(e) = broker.answer(store, task_id, ask_id, answer).await {
         tracing::warn!("answer not taken: {e}");
     }
 }
@@ -539,7 +524,7 @@ mod tests {
                 let ev = rx.recv().await.expect("an event");
                 if let TaskEvent::AskRequired { ask_id, .. } = &ev.event {
                     broker
-                        .answer_shared(store, task, ask_id, Answer::Yes)
+                        .answer(store, task, ask_id, Answer::Yes)
                         .await
                         .expect("answered");
                     return;

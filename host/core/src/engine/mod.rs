@@ -663,9 +663,15 @@ impl Engine {
             .ok_or_else(|| EngineError::NotHere(id.to_owned()))
     }
 
-    /// Answer the open question `ask_id` of task `task_id`.
-    pub fn answer(&self, task_id: &str, ask_id: &str, answer: Answer) -> Result<(), EngineError> {
-        self.agent.answer(task_id, ask_id, answer)?;
+    /// Answer the open question `ask_id` of task `task_id`: recorded in a
+    /// shared commit, awaited.
+    pub async fn answer(
+        &self,
+        task_id: &str,
+        ask_id: &str,
+        answer: Answer,
+    ) -> Result<(), EngineError> {
+        self.agent.answer(task_id, ask_id, answer).await?;
         // Recorded; the loop waiting for it may be on another host.
         if !self.lock().running.contains_key(task_id) {
             self.route(

@@ -92,7 +92,7 @@ impl Session<'_> {
         let ask: Ask = serde_json::from_str(&stored.payload)
             .map_err(|_| SessionError::Invalid("the question does not decode".into()))?;
         let answer = answer_for(decision, &ask)?;
-        self.engine.answer(&task.task.id, ask_id, answer)?;
+        self.engine.answer(&task.task.id, ask_id, answer).await?;
         Ok(Decided { ask, stored })
     }
 
@@ -100,7 +100,7 @@ impl Session<'_> {
     /// front-end that asks in the question's own terms, like a terminal).
     pub async fn answer(&self, id: &str, ask_id: &str, answer: Answer) -> Result<(), SessionError> {
         let task = self.task(id).await?;
-        self.engine.answer(&task.task.id, ask_id, answer)?;
+        self.engine.answer(&task.task.id, ask_id, answer).await?;
         Ok(())
     }
 

@@ -476,8 +476,8 @@ impl Agent {
     }
 
     /// Answer the open question `ask_id` of task `task` (any front-end).
-    pub fn answer(&self, task: &str, ask_id: &str, answer: Answer) -> Result<(), AskError> {
-        self.asks.answer(&self.store, task, ask_id, answer)
+    pub async fn answer(&self, task: &str, ask_id: &str, answer: Answer) -> Result<(), AskError> {
+        self.asks.answer(&self.store, task, ask_id, answer).await
     }
 
     /// Append the trace entries recorded with durable results and not yet
