@@ -24,8 +24,15 @@
 //!     PostgreSQL started for the run (Debian's `postgresql`): each GET is
 //!     then a round trip that blocks its runtime worker.
 //!
+//! P30: the same server and load on two more of a front-end's reads of
+//!     that task: its open questions and its subtasks' (`GET
+//!     /v1/tasks/{id}/asks?tree=true`) and its event log replayed (`GET
+//!     /v1/tasks/{id}/events`, an SSE stream that ends with the log, the
+//!     task having ended).
+//!
 //! Run: `scripts/bench-server.sh` (= `cargo bench -p roost --bench server`
-//! after installing opencode). `-- p15` or `-- p16` runs one of them.
+//! after installing opencode). `-- p15`, `-- p16` or `-- p30` runs one of
+//! them.
 
 // Benchmark code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -869,6 +876,37 @@ fn p16() {
     println!();
 }
 
+fn p30() {
+    println!(
+        "## P30: a front-end's reads of one task, authenticated GETs, {CONNECTIONS} keep-alive connections, {} s each",
+        LOAD_FOR.as_secs()
+    );
+    println!();
+    println!("| request | requests/s | p50 | p99 | failed |");
+    println!("|---|---|---|---|---|");
+    let roost = roost_server();
+    let store = if on_postgres() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
+    let authorization = format!("Bearer {}", roost.token);
+    for (what, path) in [
+        (
+            "open questions, tree",
+            format!("/v1/tasks/{}/asks?tree=true", roost.task),
+        ),
+        (
+            "event log replayed",
+            format!("/v1/tasks/{}/events", roost.task),
+        ),
+    ] {
+        let load = hammer(roost.addr, &path, &authorization);
+        report(&format!("{what} ({store})"), &load);
+    }
+    println!();
+}
+
 fn main() {
     let only: Vec<String> = std::env::args()
         .skip(1)
@@ -880,5 +918,8 @@ fn main() {
     }
     if wants("p15") {
         p15();
+    }
+    if wants("p30") {
+        p30();
     }
 }
