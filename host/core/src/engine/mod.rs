@@ -629,15 +629,16 @@ impl Engine {
         after: i64,
     ) -> Result<(Vec<Envelope>, Option<Subscription>), EngineError> {
         let found = self.records().read(id).await?;
-        self.events_of(&found.task.id, after).await
+        self.events_of(&found, after).await
     }
 
-    /// [`Engine::events_after`] of task `id`, which a session found.
+    /// [`Engine::events_after`] of `task`, as a session found it.
     pub(crate) async fn events_of(
         &self,
-        id: &str,
+        task: &Listed,
         after: i64,
     ) -> Result<(Vec<Envelope>, Option<Subscription>), EngineError> {
+        let id = task.task.id.as_str();
         let bus = self.lock().running.get(id).map(|r| r.events.clone());
         match bus {
             Some(bus) => {
@@ -647,8 +648,14 @@ impl Engine {
             None => {
                 // Another host runs it: its events are relayed here as they
                 // are committed there (subscribed before the past is read,
-                // so none falls between).
-                let live = self.follow_elsewhere(id).await?;
+                // so none falls between). A task no one runs (it ended, or
+                // waits for a host) has only its past: who runs it is not
+                // asked then.
+                let live = if task.is_running() {
+                    self.follow_elsewhere(id).await?
+                } else {
+                    None
+                };
                 Ok((recorded_after(&self.agent.store, id, after).await?, live))
             }
         }

@@ -41,6 +41,25 @@ pub struct Listed {
     pub interrupted: bool,
 }
 
+impl Listed {
+    /// Whether a live process runs it now (this host or another): it
+    /// says it runs, and was not interrupted.
+    pub fn is_running(&self) -> bool {
+        says_it_runs(&self.task) && !self.interrupted
+    }
+}
+
+/// Whether `task`'s status says a loop runs it (or waits in it).
+fn says_it_runs(task: &TaskRecord) -> bool {
+    matches!(
+        task.status,
+        TaskStatus::Running
+            | TaskStatus::WaitingForApproval
+            | TaskStatus::WaitingForInput
+            | TaskStatus::WaitingForSubtask
+    )
+}
+
 impl Records {
     pub(super) fn new(store: Store) -> Self {
         Self { store }
@@ -95,13 +114,7 @@ impl Records {
     /// Whether `task` was interrupted: it says it runs, and `live` (asked
     /// only then) says no process holds it.
     fn interrupted(task: &TaskRecord, live: impl FnOnce() -> bool) -> bool {
-        matches!(
-            task.status,
-            TaskStatus::Running
-                | TaskStatus::WaitingForApproval
-                | TaskStatus::WaitingForInput
-                | TaskStatus::WaitingForSubtask
-        ) && !live()
+        says_it_runs(task) && !live()
     }
 
     /// A page of the tasks `filter` wants (at most `limit`, newest first),

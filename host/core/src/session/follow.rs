@@ -58,7 +58,7 @@ impl Session<'_> {
             ));
         }
         let task = self.task(id).await?;
-        let (past, live) = self.engine.events_of(&task.task.id, after).await?;
+        let (past, live) = self.engine.events_of(&task, after).await?;
         let last = past.iter().filter_map(|e| e.seq).max().unwrap_or(after);
         Ok(Follow { past, live, last })
     }
