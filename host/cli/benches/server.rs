@@ -406,9 +406,18 @@ fn p15_run(commits: &Commits, name: &str, profiles: &[(String, Value)]) {
     for f in &follows {
         for (seq, at) in &f.arrived {
             let key = (f.id.clone(), *seq);
-            let c = committed
-                .get(&key)
-                .unwrap_or_else(|| panic!("task {} event {seq}: no commit traced", f.id));
+            let c = committed.get(&key).unwrap_or_else(|| {
+                let mut traced: Vec<i64> = committed
+                    .keys()
+                    .filter(|(t, _)| *t == f.id)
+                    .map(|(_, s)| *s)
+                    .collect();
+                traced.sort_unstable();
+                panic!(
+                    "task {} event {seq}: no commit traced (its traced positions: {traced:?})",
+                    f.id
+                )
+            });
             let p = published.get(&key).unwrap_or(c);
             if *c < f.connected {
                 // Committed before the client connected: read back from

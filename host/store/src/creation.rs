@@ -232,6 +232,7 @@ impl Store {
         let first = first.prepare(id)?;
         let row = NewRow::new(id, new, claimed_by)?;
         let committed = self.insert_alone(&row, &first)?;
+        step::durable(id, &committed);
         Ok((row.record(), committed))
     }
 

@@ -1257,6 +1257,7 @@ impl Store {
             .db
             .write(|c| write_alone(c, task, &prepared, now_ms(), fence.as_deref()))?;
         self.group.counted(1, 1);
+        durable(task, &committed);
         Ok(committed)
     }
 
@@ -1319,6 +1320,7 @@ impl Store {
         tokio::task::yield_now().await;
         let committed = self.insert_alone(&row, &first)?;
         self.group.counted(1, 1);
+        durable(row.id(), &committed);
         Ok(committed)
     }
 
@@ -1474,12 +1476,8 @@ impl Store {
                 .collect(),
         };
         for (job, outcome) in jobs.into_iter().zip(outcomes) {
-            if let Ok(c) = &outcome
-                && let (Some(first), Some(last)) = (c.events.first(), c.events.last())
-            {
-                // The moment events became durable (the server benchmark
-                // times delivery from here).
-                tracing::trace!(target: "roost::store::commit", task = %job.task, first, last, "events committed");
+            if let Ok(c) = &outcome {
+                durable(&job.task, c);
             }
             if let (Ok(c), Some(f)) = (&outcome, job.on_commit) {
                 f(c);
@@ -1488,6 +1486,14 @@ impl Store {
                 self.orphaned(row);
             }
         }
+    }
+}
+
+/// Trace the moment `task`'s events in `committed` became durable, however
+/// they were committed (the server benchmark times delivery from here).
+pub(super) fn durable(task: &str, committed: &Committed) {
+    if let (Some(first), Some(last)) = (committed.events.first(), committed.events.last()) {
+        tracing::trace!(target: "roost::store::commit", task, first, last, "events committed");
     }
 }
 
