@@ -66,19 +66,16 @@ impl Store {
     /// The last `limit` events of `task`, newest first.
     pub fn last_events(&self, task: &str, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.db
-            .read_long(|c| {
-                c.query(
-                    &format!(
-                        "{EVENT_COLUMNS} WHERE e.task = (SELECT k FROM tasks WHERE id = ?1) \
-                         ORDER BY e.seq DESC LIMIT ?2"
-                    ),
-                    params![task, limit],
-                )
-            })?
-            .into_iter()
-            .map(|r| event_row(task, r))
-            .collect()
+        let rows = self.db.read_long(|c| {
+            c.query(
+                &format!(
+                    "{EVENT_COLUMNS} WHERE e.task = (SELECT k FROM tasks WHERE id = ?1) \
+                     ORDER BY e.seq DESC LIMIT ?2"
+                ),
+                params![task, limit],
+            )
+        })?;
+        event_rows(task, rows)
     }
 
     /// Up to `limit` events of `task` after position `after`, in order.
@@ -89,11 +86,10 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.db
-            .read_long(|c| c.query(&EVENTS_AFTER, params![task, after, limit]))?
-            .into_iter()
-            .map(|r| event_row(task, r))
-            .collect()
+        let rows = self
+            .db
+            .read_long(|c| c.query(&EVENTS_AFTER, params![task, after, limit]))?;
+        event_rows(task, rows)
     }
 
     /// [`Store::events_after`] for a front-end's request (a stream that
@@ -105,12 +101,11 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.db
+        let rows = self
+            .db
             .read_one(&EVENTS_AFTER, params![task, after, limit])
-            .await?
-            .into_iter()
-            .map(|r| event_row(task, r))
-            .collect()
+            .await?;
+        event_rows(task, rows)
     }
 }
 
@@ -125,6 +120,11 @@ static EVENTS_AFTER: LazyLock<String> = LazyLock::new(|| {
          AND e.seq > ?2 ORDER BY e.seq LIMIT ?3"
     )
 });
+
+/// Rows of [`EVENT_COLUMNS`] of `task`'s log, in their order.
+fn event_rows(task: &str, rows: Vec<Row>) -> Result<Vec<StoredEvent>, StoreError> {
+    rows.into_iter().map(|r| event_row(task, r)).collect()
+}
 
 /// A row of [`EVENT_COLUMNS`] of `task`'s log.
 fn event_row(task: &str, mut r: Row) -> Result<StoredEvent, StoreError> {
