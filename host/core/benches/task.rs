@@ -418,6 +418,7 @@ async fn queue_run(
     for _ in 0..tasks {
         engines[0]
             .enqueue_task_for(&spec(ws), "bench")
+            .await
             .expect("queued");
     }
     let remaining = Arc::new(AtomicUsize::new(tasks));

@@ -186,6 +186,24 @@ impl Store {
             .map(|(task, _)| task)
     }
 
+    /// [`Store::create_task_with`] in a shared commit with the steps of the
+    /// tasks running meanwhile ([`Store::commit`]), for a task no one
+    /// holds yet: a shared store's work queue is woken in the same
+    /// transaction. Many front-ends queueing tasks at once cost the
+    /// database a commit between them, and none parks a runtime worker.
+    pub async fn create_task_shared(
+        &self,
+        new: &NewTask,
+        first: Step<'_>,
+    ) -> Result<TaskRecord, StoreError> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let first = first.prepare(&id)?;
+        let row = NewRow::new(&id, new, None)?;
+        let task = row.record();
+        self.commit_creation(row, first).await?;
+        Ok(task)
+    }
+
     /// [`Store::create_task_with`] for a task this process runs: its claim
     /// is taken in the creating transaction, not in one of its own when
     /// the task starts (a task's claim is new, so no one else can hold

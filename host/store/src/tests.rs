@@ -1809,7 +1809,7 @@ async fn listening(notices: &mut tokio::sync::broadcast::Receiver<Notice>) {
 /// `BEGIN` and the `COMMIT`. What it wrote is all there, numbered from
 /// one, and its record is the row as stored; its history and summary come
 /// back in one more. It notifies no host; a task left for the work queue
-/// wakes the queues.
+/// (alone, or in a shared commit) wakes the queues.
 #[cfg(feature = "postgres")]
 #[test]
 fn a_task_is_created_in_one_round_trip_on_postgres() {
@@ -1877,13 +1877,28 @@ fn a_task_is_created_in_one_round_trip_on_postgres() {
             },
         )
         .expect("a request");
-        // A task left for the queue wakes the hosts' work queues.
+        // A task left for the queue wakes the hosts' work queues, created
+        // alone or in a shared commit (a tenant's request to a server):
+        // in its creating transaction, one round trip.
         let mut marked = false;
+        let mut woken = 0;
         loop {
             match tokio::time::timeout(std::time::Duration::from_secs(60), notices.recv()).await {
                 Ok(Ok(Notice::Inbox { .. })) if !marked => {
                     marked = true;
                     s.create_task(&spec()).expect("left for the queue");
+                }
+                Ok(Ok(Notice::Queue)) if marked && woken == 0 => {
+                    woken += 1;
+                    let before = s.stats();
+                    let queued = s
+                        .create_task_shared(&spec(), Step::new().event("{}".to_owned()))
+                        .await
+                        .expect("left for the queue in a shared commit");
+                    assert_eq!(cost(before, s.stats()), 1, "created");
+                    assert_eq!(queued, s.get_task(&queued.id).expect("stored"));
+                    assert!(!s.is_live(&queued.id), "no one holds it");
+                    assert_eq!(s.last_event_seq(&queued.id).expect("its step"), 1);
                 }
                 Ok(Ok(Notice::Queue)) if marked => break,
                 Ok(Ok(notice @ (Notice::Queue | Notice::Events { .. }))) => {

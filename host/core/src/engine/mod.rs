@@ -343,12 +343,17 @@ impl Engine {
     /// [`Engine::create_task_for`] on a shared store, for the work queue:
     /// recorded, never held here, so whichever host takes it from the
     /// queue (this one too) resumes it from the store.
-    pub fn enqueue_task_for(&self, spec: &TaskSpec, owner: &str) -> Result<String, EngineError> {
+    pub async fn enqueue_task_for(
+        &self,
+        spec: &TaskSpec,
+        owner: &str,
+    ) -> Result<String, EngineError> {
         let (settings, setup) = self.prepare_new(spec)?;
+        // The work queue is woken in the creating transaction.
         let task = self
             .agent
-            .create(&creation(spec, &setup, &settings, Some(owner)))?;
-        self.agent.store.notify_queue()?;
+            .create(&creation(spec, &setup, &settings, Some(owner)))
+            .await?;
         Ok(task.id)
     }
 

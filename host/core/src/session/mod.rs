@@ -172,7 +172,7 @@ impl<'e> Session<'e> {
         Ok(match &self.owner {
             Owner::Host => Created::Here(self.engine.create_task(spec).await?),
             Owner::Tenant(t) if self.engine.is_shared() => {
-                Created::Queued(self.engine.enqueue_task_for(spec, t)?)
+                Created::Queued(self.engine.enqueue_task_for(spec, t).await?)
             }
             Owner::Tenant(t) => Created::Here(self.engine.create_task_for(spec, t).await?),
         })

@@ -180,11 +180,13 @@ impl Agent {
         self.registry.iter().map(|t| &t.spec).collect()
     }
 
-    /// Create (persist) the task `c` describes, ready to run; an unknown
-    /// mode is refused before anything is stored.
-    pub fn create(&self, c: &Creation<'_>) -> Result<TaskRecord, TaskError> {
+    /// Create (persist) the task `c` describes, ready to run by whichever
+    /// host takes it; an unknown mode is refused before anything is
+    /// stored. Its creation rides a shared commit
+    /// ([`Store::create_task_shared`]).
+    pub async fn create(&self, c: &Creation<'_>) -> Result<TaskRecord, TaskError> {
         let o = self.opening(c)?;
-        Ok(self.store.create_task_with(&o.new, o.step())?)
+        Ok(self.store.create_task_shared(&o.new, o.step()).await?)
     }
 
     /// [`Agent::create`] for a task this process is to run
