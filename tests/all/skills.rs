@@ -1028,6 +1028,93 @@ fn a_skills_folder_created_later_is_found() {
     assert!(library.catalog(&ws).is_empty());
 }
 
+/// Where a folder of skills could appear is watched for entries made or
+/// removed, not looked for at every use: the folders are looked for once,
+/// then only after such an entry came or went. What is made is seen at the
+/// very next use (the watch's queue is read, not waited on): a family
+/// folder in the workspace, a `.git` above it that makes its directory the
+/// project's root, a config directory whose parent did not exist. A file
+/// the workspace gains does not make the library look again; with the
+/// watch off, it looks at every use.
+#[test]
+fn where_skill_folders_could_appear_is_watched_not_looked_for() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = tmp.path().canonicalize().expect("canonical");
+    let (repo, home, config) = (root.join("repo"), root.join("home"), root.join("cfg/roost"));
+    let ws = repo.join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::create_dir_all(&home).expect("home");
+    let sources = roost_core::skills::Sources {
+        home: Some(home.clone()),
+        config_dir: Some(config.clone()),
+    };
+    let names = |library: &roost_core::skills::SkillLibrary| -> Vec<String> {
+        let mut n: Vec<String> = library
+            .catalog(&ws)
+            .skills()
+            .iter()
+            .map(|s| s.name().to_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    let library = roost_core::skills::SkillLibrary::new(sources.clone());
+    assert!(names(&library).is_empty());
+    assert_eq!(library.presence_lookups(), 1);
+    for _ in 0..3 {
+        assert!(names(&library).is_empty());
+    }
+    std::fs::write(ws.join("notes.txt"), "a file of the workspace").expect("write");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt"))
+            .expect("read")
+            .len(),
+        23
+    );
+    assert!(names(&library).is_empty());
+    assert_eq!(
+        library.presence_lookups(),
+        1,
+        "nothing appeared where skills live"
+    );
+
+    skill(&ws.join(".claude/skills"), "claude-one", "in the workspace");
+    assert_eq!(names(&library), ["claude-one"]);
+    std::fs::remove_dir_all(ws.join(".claude")).expect("remove");
+    assert!(names(&library).is_empty());
+
+    // A `.git` above the workspace: that directory's folders are the
+    // project's now.
+    skill(
+        &repo.join(".roo/skills"),
+        "repo-one",
+        "at the repository's root",
+    );
+    assert!(names(&library).is_empty(), "not a project folder yet");
+    std::fs::create_dir(repo.join(".git")).expect("git");
+    assert_eq!(names(&library), ["repo-one"]);
+
+    // The config directory, whose parent did not exist.
+    skill(
+        &config.join("skills"),
+        "config-one",
+        "in the config directory",
+    );
+    assert_eq!(names(&library), ["config-one", "repo-one"]);
+    let looked = library.presence_lookups();
+    assert!(looked <= 6, "looked {looked} times");
+    for _ in 0..3 {
+        assert_eq!(names(&library), ["config-one", "repo-one"]);
+    }
+    assert_eq!(library.presence_lookups(), looked);
+
+    let unwatched = roost_core::skills::SkillLibrary::with_presence_watch(sources, false);
+    for _ in 0..3 {
+        assert_eq!(names(&unwatched), ["config-one", "repo-one"]);
+    }
+    assert_eq!(unwatched.presence_lookups(), 3);
+}
+
 /// A project skill's folder swapped for a link out of the project while a
 /// task runs never lets `read_skill` read where the link leads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,23 +1,25 @@
 //! The skills of every workspace a long-running process serves, kept up to
 //! date: a workspace's [`Catalog`] is scanned on first use, its folders of
-//! skills are watched (`notify`; where such a folder could appear, whether
-//! it exists is checked on each use instead, so the files tools open in the
-//! workspace never wake the watcher), and a change marks it stale so the
-//! next turn sees a fresh scan — a skill added, edited or removed. One
-//! watcher serves every workspace of the library. A broken edit keeps the
-//! last good version of that skill and reports the error
+//! skills are watched (`notify`; where such a folder could appear, only
+//! entries made or removed are watched, read at each use, so the files
+//! tools open in the workspace never wake a watcher: see `presence`), and a
+//! change marks it stale so the next turn sees a fresh scan — a skill
+//! added, edited or removed. One watcher serves every workspace of the
+//! library. A broken edit keeps the last good version of that skill and
+//! reports the error
 //! ([`Catalog::keeping_last_good`]). Skill components are loaded (compiled
 //! or taken from the cache) on first use and shared.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use super::catalog::{COMPONENT_FILE, Catalog, Skill};
+use super::presence::{self, PresenceWatch};
 use super::sources::Sources;
 use roost_sandbox::capability::Workspace;
 use roost_sandbox::capability::dirfd::DirFd;
@@ -72,6 +74,9 @@ struct Watched {
     /// The catalog, and which of its watch points existed when it was
     /// scanned.
     catalog: Mutex<Option<(Arc<Catalog>, Vec<bool>)>>,
+    /// The watch on where those points would appear, made before their
+    /// presence was last looked at (`None`: look every use).
+    presence: Mutex<Option<Arc<presence::Handle>>>,
 }
 
 /// Folders whose changes mark a workspace's catalog stale.
@@ -152,6 +157,10 @@ pub struct SkillLibrary {
     sources: Sources,
     watched: Mutex<HashMap<PathBuf, Arc<Watched>>>,
     watching: Mutex<Option<Watching>>,
+    presence: PresenceWatch,
+    /// How many times a workspace's watch points were looked for (each
+    /// use without a watch on them, or after one saw a change).
+    looked: AtomicU64,
     components: Mutex<HashMap<FileKey, Arc<LoadedSkill>>>,
 }
 
@@ -173,12 +182,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl SkillLibrary {
     /// A library finding global skills where `sources` say.
     pub fn new(sources: Sources) -> Self {
+        Self::with_presence_watch(sources, true)
+    }
+
+    /// [`Self::new`], with the watch on where skill folders could appear
+    /// on or off (off: they are looked for at every use).
+    pub fn with_presence_watch(sources: Sources, watch: bool) -> Self {
         Self {
             sources,
             watched: Mutex::default(),
             watching: Mutex::default(),
+            presence: PresenceWatch::new(watch),
+            looked: AtomicU64::new(0),
             components: Mutex::default(),
         }
+    }
+
+    /// How many times the folders skills could be in were looked for: once
+    /// per workspace, then only after something appeared, went away or was
+    /// renamed where they would be (where that can be watched).
+    pub fn presence_lookups(&self) -> u64 {
+        self.looked.load(Ordering::SeqCst)
     }
 
     /// Where global skills are looked for.
@@ -211,7 +235,24 @@ impl SkillLibrary {
         };
         let mut current = lock(&watched.catalog);
         let stale = watched.stale.swap(false, Ordering::SeqCst);
-        let presence = self.sources.presence(&ws);
+        let mut watch = lock(&watched.presence);
+        let unmoved = watch.as_ref().is_some_and(|h| !self.presence.changed(h));
+        let presence = match &*current {
+            Some((c, seen)) if unmoved => {
+                if !stale {
+                    return Arc::clone(c);
+                }
+                seen.clone()
+            }
+            _ => {
+                // Watched before looking: whatever appears after the look
+                // is in what the watch reads next.
+                *watch = self.presence.watch(self.sources.presence_dirs(&ws));
+                self.looked.fetch_add(1, Ordering::SeqCst);
+                self.sources.presence(&ws)
+            }
+        };
+        drop(watch);
         if let Some((c, seen)) = &*current
             && !stale
             && *seen == presence

@@ -10,7 +10,9 @@
 //! - [`catalog`]: a workspace's skills found, checked and resolved per mode;
 //! - [`prompt`]: the system prompt's skills section, within its budget;
 //! - [`library`]: every workspace's catalog kept fresh (hot reload), and
-//!   skill components loaded once.
+//!   skill components loaded once;
+//! - `presence`: whether a folder of skills could have appeared, from one
+//!   read of what inotify queued.
 //!
 //! A skill's `scripts/` never run by loading it: only its component's
 //! entries run, through `run_skill`, sandboxed and approved like any call.
@@ -19,6 +21,7 @@ pub mod catalog;
 pub mod files;
 pub mod library;
 pub mod manifest;
+mod presence;
 pub mod prompt;
 pub mod sources;
 

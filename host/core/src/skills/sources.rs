@@ -4,12 +4,15 @@
 //! config directory, `~/.roo/skills`, `~/.agents/skills`); within each,
 //! a mode's own folder (`skills-<mode>`) comes before the generic one.
 
-use std::ffi::OsStr;
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use roost_sandbox::capability::dirfd::DirFd;
+
+pub use super::presence::PresenceDirs;
 
 /// Families of skill folders a project or a home holds, in precedence
 /// order (Roo's own first).
@@ -150,20 +153,62 @@ impl Sources {
             .map(|p| p.is_dir())
             .collect()
     }
+
+    /// Where a change to [`Self::presence`] would be made: the directories
+    /// searched for the repository's root (each may gain or lose a `.git`,
+    /// and those up to the root hold the project's folders), the home, and
+    /// the config directory's parent; with the entry names that matter in
+    /// them (the folders' families, `.git`, the config directory's own
+    /// name, and each watched directory's, so renaming one is seen in its
+    /// parent).
+    pub fn presence_dirs(&self, workspace: &Path) -> PresenceDirs {
+        let (mut dirs, _) = searched_for_top(workspace);
+        let mut names: HashSet<OsString> = PROJECT_FAMILIES
+            .iter()
+            .chain(HOME_FAMILIES.iter())
+            .chain(std::iter::once(&".git"))
+            .map(OsString::from)
+            .collect();
+        if let Some(c) = &self.config_dir {
+            names.extend(c.file_name().map(OsStr::to_os_string));
+            dirs.extend(c.parent().map(Path::to_path_buf));
+        }
+        dirs.extend(self.home.clone());
+        names.extend(
+            dirs.iter()
+                .filter_map(|d| d.file_name())
+                .map(OsStr::to_os_string),
+        );
+        let mut seen = HashSet::new();
+        dirs.retain(|d| seen.insert(d.clone()));
+        PresenceDirs { dirs, names }
+    }
+}
+
+/// The directories [`project_top`] looks in, nearest first: up to the
+/// repository's root, or as far as it searches when there is none; and
+/// whether the last of them is that root.
+fn searched_for_top(workspace: &Path) -> (Vec<PathBuf>, bool) {
+    let mut out = Vec::new();
+    let mut dir = Some(workspace);
+    for _ in 0..MAX_ANCESTORS {
+        let Some(d) = dir else { break };
+        out.push(d.to_path_buf());
+        if d.join(".git").symlink_metadata().is_ok() {
+            return (out, true);
+        }
+        dir = d.parent();
+    }
+    (out, false)
 }
 
 /// The repository root above `workspace` (the nearest directory holding
 /// `.git`), or the workspace itself when it is in none.
 fn project_top(workspace: &Path) -> PathBuf {
-    let mut dir = Some(workspace);
-    for _ in 0..MAX_ANCESTORS {
-        let Some(d) = dir else { break };
-        if d.join(".git").symlink_metadata().is_ok() {
-            return d.to_path_buf();
-        }
-        dir = d.parent();
+    match searched_for_top(workspace) {
+        (mut searched, true) => searched.pop().unwrap_or_else(|| workspace.to_path_buf()),
+        (_, false) => workspace.to_path_buf(),
     }
-    workspace.to_path_buf()
 }
 
 /// The workspace and each directory above it up to `top`, nearest first.
