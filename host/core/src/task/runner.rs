@@ -588,12 +588,17 @@ impl Agent {
     /// Bring the task's tools up to date with its workspace's skills; a
     /// skill that was skipped (invalid, a broken edit) is reported once,
     /// as an invalid mode file is.
-    async fn refresh_tools(&self, ctx: &Ctx<'_>, tools: &mut TaskTools) -> Result<(), TaskError> {
+    async fn refresh_tools(
+        &self,
+        ctx: &Ctx<'_>,
+        ws: &Workspace,
+        tools: &mut TaskTools,
+    ) -> Result<(), TaskError> {
         let catalog = self.skills.catalog_of(&ctx.ws);
         // The workspace's MCP servers, started when first needed (and
         // again after a crash, once its pause is over).
         let servers = self.mcp.as_ref().map(|hub| {
-            let own = hub.servers_in(&ctx.workspace, &ctx.ws);
+            let own = hub.servers_in(&ctx.workspace, ws);
             // A front-end session's servers join its tasks' (only theirs).
             match &ctx.lent.mcp {
                 Some(session) => Arc::new(own.joined(session)),
@@ -657,7 +662,8 @@ impl Agent {
             History::opened(&self.store, &ctx.task)
         };
         let mut tools = TaskTools::new(&self.registry);
-        self.refresh_tools(ctx, &mut tools).await?;
+        self.refresh_tools(ctx, &ctx.ws.as_of_now(), &mut tools)
+            .await?;
         if let Some(outcome) = self
             .rerun_pending_calls(ctx, &mut state, &mut history, &tools, pending)
             .await?
@@ -754,7 +760,7 @@ impl Agent {
     /// The workspace's modes, each invalid mode file reported to the
     /// user (a UI row and a warning) rather than stopping the task.
     async fn load_modes(&self, ctx: &Ctx<'_>) -> Result<ModeSet, TaskError> {
-        let modes = ModeSet::load_in(&ctx.ws, self.modes_dir.as_deref());
+        let modes = ModeSet::load_in(&ctx.ws.as_of_now(), self.modes_dir.as_deref());
         for e in &modes.errors {
             ctx.warn(&self.store, format!("invalid mode file: {e}"))
                 .await?;
@@ -849,9 +855,13 @@ impl Agent {
         history: &mut History,
         request: &mut RequestCache,
     ) -> Result<ControlFlow<TaskOutcome, (Arc<Registry>, Bytes)>, TaskError> {
-        let intents_on = intents::enabled_in(&ctx.ws);
+        // What the turn reads of the workspace before it asks the model
+        // (intents, MCP servers, instructions), as of now: the files
+        // missing from its top are not looked up one by one.
+        let view = ctx.ws.as_of_now();
+        let intents_on = intents::enabled_in(&view);
         // Skills added, changed or removed since the last turn.
-        self.refresh_tools(ctx, tools).await?;
+        self.refresh_tools(ctx, &view, tools).await?;
         let registry = Arc::clone(tools.registry());
         let offered = offered_tools(state, &registry, intents_on);
         // The tool list changes with the mode (and intents); it is
@@ -866,7 +876,7 @@ impl Agent {
             }
         }
         let system = self
-            .system_prompt(ctx, state, tools, &registry, &offered)
+            .system_prompt(ctx, &view, state, tools, &registry, &offered)
             .await;
         let offer = Offer {
             mode: &state.mode.slug,
@@ -889,6 +899,7 @@ impl Agent {
     async fn system_prompt(
         &self,
         ctx: &Ctx<'_>,
+        files: &Workspace,
         state: &RunState,
         tools: &TaskTools,
         registry: &Registry,
@@ -913,7 +924,7 @@ impl Agent {
             role: &state.mode.role_definition,
             mode: &state.mode.slug,
             workspace: &ctx.workspace,
-            files: &ctx.ws,
+            files,
             tools: offered,
             skills: skills.as_deref(),
             extra: &extra,

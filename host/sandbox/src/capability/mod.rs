@@ -26,6 +26,7 @@ mod hidden;
 mod lease;
 pub mod network;
 mod rooignore;
+mod top_entries;
 mod tree;
 pub mod wasi;
 mod workspace;

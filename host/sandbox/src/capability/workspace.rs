@@ -20,6 +20,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use super::GUEST_WORKSPACE;
 use super::dirfd::{DirFd, Kind};
+use super::top_entries;
 
 /// Symlink hops one resolution may take (Linux's own limit).
 const MAX_HOPS: usize = 40;
@@ -224,6 +225,9 @@ pub struct Workspace {
     host: PathBuf,
     /// The identity of the directory `root` holds.
     id: WorkspaceId,
+    /// A view as of a moment ([`Workspace::as_of_now`]): names known
+    /// missing from the top directory are not looked up again.
+    as_of: bool,
 }
 
 /// A directory of the workspace as the host walks it: the root itself,
@@ -269,6 +273,7 @@ impl Workspace {
             root: Arc::new(root),
             host,
             id,
+            as_of: false,
         })
     }
 
@@ -331,7 +336,49 @@ impl Workspace {
             root: Arc::new(dir),
             host,
             id,
+            as_of: false,
         })
+    }
+
+    /// This workspace as of now, for the files a turn reads before it asks
+    /// the model (instructions, MCP servers, intents): a file missing from
+    /// its top directory is looked up once, then known missing until an
+    /// entry is made, removed or renamed there (see `top_entries`), so a
+    /// turn asks for none of them again. What it answers is exact as of
+    /// this call, not of each later read: a view is for one turn's
+    /// preparation, never for a tool call (`.rooignore` and a call's
+    /// paths are looked up each time). Where the top directory cannot be
+    /// watched, the view looks everything up.
+    pub fn as_of_now(&self) -> Workspace {
+        Workspace {
+            root: Arc::clone(&self.root),
+            host: self.host.clone(),
+            id: self.id,
+            as_of: top_entries::refresh(&self.root, self.id),
+        }
+    }
+
+    /// Whether `rel` is known to be missing: its first name is missing
+    /// from the top directory, as of this view.
+    fn known_missing(&self, rel: &RelPath) -> bool {
+        self.as_of
+            && rel
+                .parts
+                .first()
+                .is_some_and(|n| top_entries::known_absent(self.id, n))
+    }
+
+    /// A lookup of `parts` found nothing: when this is a view, remember
+    /// their first name as missing if it is (`single`: it was the name
+    /// looked up in the top directory).
+    fn note_missing(&self, parts: &[OsString], single: bool) {
+        if !self.as_of {
+            return;
+        }
+        let Some(first) = parts.first() else { return };
+        if single || matches!(self.root.stat_opt(first), Ok(None)) {
+            top_entries::found_absent(self.id, first);
+        }
     }
 
     /// The identity (device, inode) of the directory this handle holds.
@@ -456,9 +503,21 @@ impl Workspace {
 
     /// The directory `rel` itself, reached without following any symlink.
     pub fn dir(&self, rel: &RelPath) -> Result<DirFd, WorkspaceError> {
-        match self.dir_of(&rel.parts, rel)? {
-            Dir::Root(root) => root.try_clone().map_err(|e| WorkspaceError::io(rel, e)),
-            Dir::Opened(d) => Ok(d),
+        if self.known_missing(rel) {
+            return Err(WorkspaceError::io(
+                rel,
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            ));
+        }
+        match self.dir_of(&rel.parts, rel) {
+            Ok(Dir::Root(root)) => root.try_clone().map_err(|e| WorkspaceError::io(rel, e)),
+            Ok(Dir::Opened(d)) => Ok(d),
+            Err(e) => {
+                if e.is_not_found() {
+                    self.note_missing(&rel.parts, rel.parts.len() == 1);
+                }
+                Err(e)
+            }
         }
     }
 
@@ -495,14 +554,25 @@ impl Workspace {
                 wanted: "a regular file",
             });
         };
+        if self.known_missing(rel) {
+            return Ok(None);
+        }
         let dir = match self.dir_of(parent, rel) {
             Ok(d) => d,
-            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) if e.is_not_found() => {
+                self.note_missing(parent, parent.len() == 1);
+                return Ok(None);
+            }
             Err(e) => return Err(e),
         };
         match dir.read(name, max) {
             Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if parent.is_empty() {
+                    self.note_missing(&rel.parts, true);
+                }
+                Ok(None)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
                 Err(WorkspaceError::TooLarge {
                     path: rel.as_string(),
@@ -517,12 +587,23 @@ impl Workspace {
     /// workspace followed, none out); `Ok(None)` when there is no file.
     pub fn open_file(&self, rel: &RelPath) -> Result<Option<std::fs::File>, WorkspaceError> {
         // As [`Workspace::read`]: as named first, following nothing.
+        if self.known_missing(rel) {
+            return Ok(None);
+        }
         if let Some((parent, name)) = rel.split_last() {
             match self.dir_of(parent, rel) {
-                Err(e) if e.is_not_found() => return Ok(None),
+                Err(e) if e.is_not_found() => {
+                    self.note_missing(parent, parent.len() == 1);
+                    return Ok(None);
+                }
                 Ok(dir) => match dir.open_read(name) {
                     Ok(f) => return Ok(Some(f)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        if parent.is_empty() {
+                            self.note_missing(&rel.parts, true);
+                        }
+                        return Ok(None);
+                    }
                     Err(_) => {}
                 },
                 Err(_) => {}
@@ -926,6 +1007,73 @@ fn entry_error(dir: &DirFd, name: &OsStr, rel: &RelPath, e: std::io::Error) -> W
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A view knows a file missing from the top directory once it looked,
+    /// and forgets it as soon as one is made, renamed in or removed there:
+    /// the next view reads it, at once. A plain handle always looks.
+    #[test]
+    fn a_view_knows_what_the_top_lacks_until_an_entry_is_made() {
+        let (d, w) = ws();
+        let root = d.path().join("ws");
+        let v = w.as_of_now();
+        assert!(v.as_of, "the top directory is watched");
+        assert_eq!(v.read_text_strict("AGENTS.md", 1024).expect("read"), None);
+        assert!(!v.is_dir_strict(".roo/rules"));
+        assert!(
+            v.open_file(&RelPath::parse(".mcp.json").expect("rel"))
+                .expect("open")
+                .is_none()
+        );
+        for name in ["AGENTS.md", ".roo", ".mcp.json"] {
+            assert!(
+                top_entries::known_absent(w.id(), OsStr::new(name)),
+                "{name}"
+            );
+        }
+        // Made after the look: the next view sees it.
+        std::fs::write(root.join("AGENTS.md"), "rules").expect("write");
+        let v = w.as_of_now();
+        assert!(!top_entries::known_absent(w.id(), OsStr::new("AGENTS.md")));
+        assert_eq!(
+            v.read_text_strict("AGENTS.md", 1024)
+                .expect("read")
+                .as_deref(),
+            Some("rules")
+        );
+        assert!(top_entries::known_absent(w.id(), OsStr::new(".roo")));
+        std::fs::create_dir_all(root.join(".roo/rules")).expect("mkdir");
+        assert!(w.as_of_now().is_dir_strict(".roo/rules"));
+        // Renamed in from below.
+        std::fs::create_dir(root.join("sub")).expect("mkdir");
+        std::fs::write(root.join("sub/.mcp.json"), "{}").expect("write");
+        std::fs::rename(root.join("sub/.mcp.json"), root.join(".mcp.json")).expect("rename");
+        let v = w.as_of_now();
+        assert!(
+            v.open_file(&RelPath::parse(".mcp.json").expect("rel"))
+                .expect("open")
+                .is_some()
+        );
+        // Removed, then known missing again.
+        std::fs::remove_file(root.join("AGENTS.md")).expect("remove");
+        let v = w.as_of_now();
+        assert_eq!(v.read_text_strict("AGENTS.md", 1024).expect("read"), None);
+        assert!(top_entries::known_absent(w.id(), OsStr::new("AGENTS.md")));
+        // A plain handle looks: what is made is read at once.
+        std::fs::write(root.join("AGENTS.md"), "again").expect("write");
+        assert_eq!(
+            w.read_text_strict("AGENTS.md", 1024)
+                .expect("read")
+                .as_deref(),
+            Some("again")
+        );
+        assert_eq!(
+            w.as_of_now()
+                .read_text_strict("AGENTS.md", 1024)
+                .expect("read")
+                .as_deref(),
+            Some("again")
+        );
+    }
 
     fn ws() -> (tempfile::TempDir, Workspace) {
         let d = tempfile::tempdir().expect("tempdir");
