@@ -681,6 +681,11 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
              as wasmtime-wasi resolves them)",
         ),
         (
+            "sandbox/src/capability/top_entries.rs",
+            "the directory a workspace holds open, through /proc/self/fd, checked to be that very directory \
+             before and after inotify watches it",
+        ),
+        (
             "sandbox/src/plugins/special_files.rs",
             "a guest's own WASI open-at, beneath its preopened directory (cap-primitives, as wasmtime-wasi resolves it)",
         ),
