@@ -585,9 +585,10 @@ impl Agent {
         Ok(())
     }
 
-    /// Bring the task's tools up to date with its workspace's skills; a
-    /// skill that was skipped (invalid, a broken edit) is reported once,
-    /// as an invalid mode file is.
+    /// Bring the task's tools up to date with its workspace's skills and
+    /// MCP servers (their files read through `ws`, the workspace as the
+    /// turn reads it); a skill that was skipped (invalid, a broken edit)
+    /// is reported once, as an invalid mode file is.
     async fn refresh_tools(
         &self,
         ctx: &Ctx<'_>,
