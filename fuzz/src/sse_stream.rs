@@ -14,7 +14,8 @@ use bytes::Bytes;
 use futures::StreamExt;
 use roost_llm::anthropic::Anthropic;
 use roost_llm::{
-    ByteStream, LlmError, OpenAiCompatible, Provider, RetryPolicy, StreamEvent, Transport,
+    ByteStream, LlmError, OpenAiCompatible, Provider, RequestBody, RetryPolicy, StreamEvent,
+    Transport,
 };
 
 use crate::input::Input;
@@ -24,7 +25,7 @@ struct Chunks(Vec<Bytes>);
 
 #[async_trait::async_trait]
 impl Transport for Chunks {
-    async fn send(&self, _body: &Bytes) -> Result<ByteStream, LlmError> {
+    async fn send(&self, _body: &RequestBody) -> Result<ByteStream, LlmError> {
         let chunks: Vec<Result<Bytes, LlmError>> = self.0.iter().cloned().map(Ok).collect();
         Ok(Box::pin(futures::stream::iter(chunks)))
     }
@@ -65,7 +66,7 @@ pub fn run(data: &[u8]) {
         Box::new(Anthropic::new("m", transport, retry))
     };
     crate::scratch::runtime().block_on(async move {
-        let mut events = match provider.stream_body(Bytes::from_static(b"{}")).await {
+        let mut events = match provider.stream_body(RequestBody::from(&b"{}"[..])).await {
             Ok(s) => s,
             Err(e) => panic!("a stream that only decodes cannot fail to start: {e}"),
         };

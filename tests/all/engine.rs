@@ -1485,7 +1485,7 @@ impl roost_core::llm::Provider for PanickingProvider {
     }
     async fn stream_body(
         &self,
-        _: bytes::Bytes,
+        _: roost_core::llm::RequestBody,
     ) -> Result<roost_core::llm::EventStream, roost_core::llm::LlmError> {
         panic!("the provider fell over");
     }

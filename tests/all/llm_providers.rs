@@ -132,6 +132,74 @@ async fn openai_with_real_server_quirks() {
     assert!(sent.contains("\"stream\":true"));
 }
 
+/// A request goes out in the pieces it was joined from (the system
+/// prompt, each message and the tool list shared with what keeps them, not
+/// copied into one buffer), and a server reads it as one body: with its
+/// `Content-Length` up front, not chunked, byte for byte the body a fresh
+/// encoding makes — for both wire formats.
+#[tokio::test]
+async fn a_request_in_pieces_arrives_as_one_body_with_its_length() {
+    use roost_core::llm::wire::encode;
+    use roost_core::llm::{ToolDefinition, WireFormat, anthropic, openai};
+    let req = ChatRequest {
+        system: "sys \u{1F600} \"quoted\"".into(),
+        messages: vec![
+            Message::user_text("first"),
+            Message {
+                role: roost_core::llm::Role::Assistant,
+                content: vec![roost_core::llm::ContentBlock::Text {
+                    text: "reply".into(),
+                }],
+            },
+            Message::user_text("long ".repeat(5000)),
+        ],
+        tools: vec![ToolDefinition {
+            name: "read_file".into(),
+            description: "Read a file".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }],
+        max_tokens: Some(77),
+    };
+    let cases: [(&dyn WireFormat, &str, Vec<u8>); 2] = [
+        (
+            &openai::OpenAiWire,
+            "gpt-x",
+            openai::request_json("gpt-x", &req).expect("encodes"),
+        ),
+        (
+            &anthropic::AnthropicWire,
+            "claude-x",
+            anthropic::request_json("claude-x", &req).expect("encodes"),
+        ),
+    ];
+    for (wire, model, fresh) in cases {
+        let body = encode(wire, model, &req).expect("encodes");
+        assert!(
+            body.pieces().len() > 4,
+            "{model}: the body keeps its parts ({} pieces)",
+            body.pieces().len()
+        );
+        let server = start(vec![Canned::sse("openai_complete.sse")]).await;
+        let provider: Box<dyn Provider> = if model == "gpt-x" {
+            Box::new(openai(&server.base_url()))
+        } else {
+            Box::new(anthropic(&server.base_url()))
+        };
+        let mut events = provider.stream(&req).await.expect("sent");
+        while events.next().await.is_some() {}
+        let sent = server.requests.lock().expect("lock")[0].clone();
+        let (head, received) = sent.split_once("\r\n\r\n").expect("a head and a body");
+        let head = head.to_ascii_lowercase();
+        assert!(!head.contains("transfer-encoding"), "{model}: {head}");
+        assert!(
+            head.contains(&format!("content-length: {}", fresh.len())),
+            "{model}: {head}"
+        );
+        assert_eq!(received.as_bytes(), &fresh[..], "{model}");
+        serde_json::from_str::<serde_json::Value>(received).expect("the body is JSON");
+    }
+}
+
 #[tokio::test]
 async fn openai_deprecated_function_call() {
     let server = start(vec![Canned::sse("openai_function_call.sse")]).await;

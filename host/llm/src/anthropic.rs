@@ -5,13 +5,13 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::assemble::ToolCallAssembler;
+use super::body::RequestBody;
 use super::object::Obj;
 use super::wire::{Parts, WireFormat, join_messages};
 use super::{
@@ -25,7 +25,7 @@ const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// The JSON body of a streaming Messages request, every part encoded now
 /// (a task reuses its messages' encodings; see [`super::wire`]).
 pub fn request_json(model: &str, req: &ChatRequest) -> Result<Vec<u8>, serde_json::Error> {
-    super::wire::encode(&AnthropicWire, model, req)
+    super::wire::encode(&AnthropicWire, model, req).map(|b| b.to_bytes().to_vec())
 }
 
 /// The Messages wire format, in parts (history messages are already in
@@ -57,23 +57,23 @@ impl WireFormat for AnthropicWire {
         serde_json::to_writer(out, &wire)
     }
 
-    fn body(&self, parts: &Parts<'_>) -> Result<Vec<u8>, serde_json::Error> {
-        let mut out = Vec::with_capacity(parts.len());
-        out.extend_from_slice(b"{\"model\":");
-        serde_json::to_writer(&mut out, parts.model)?;
-        out.extend_from_slice(b",\"max_tokens\":");
-        serde_json::to_writer(&mut out, &parts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS))?;
-        out.extend_from_slice(b",\"stream\":true,\"system\":");
-        out.extend_from_slice(parts.system);
-        out.extend_from_slice(b",\"messages\":[");
+    fn body(&self, parts: &Parts<'_>) -> Result<RequestBody, serde_json::Error> {
+        let mut out = parts.builder();
+        out.push(b"{\"model\":");
+        serde_json::to_writer(out.small(), parts.model)?;
+        out.push(b",\"max_tokens\":");
+        serde_json::to_writer(out.small(), &parts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS))?;
+        out.push(b",\"stream\":true,\"system\":");
+        out.share(parts.system);
+        out.push_static(b",\"messages\":[");
         join_messages(&mut out, parts.messages, true);
-        out.push(b']');
+        out.push_static(b"]");
         if !parts.tools.is_empty() {
-            out.extend_from_slice(b",\"tools\":");
-            out.extend_from_slice(parts.tools);
+            out.push_static(b",\"tools\":");
+            out.share(parts.tools);
         }
-        out.push(b'}');
-        Ok(out)
+        out.push_static(b"}");
+        Ok(out.finish())
     }
 }
 
@@ -321,7 +321,7 @@ impl Provider for Anthropic {
         &AnthropicWire
     }
 
-    async fn stream_body(&self, body: Bytes) -> Result<EventStream, LlmError> {
+    async fn stream_body(&self, body: RequestBody) -> Result<EventStream, LlmError> {
         Ok(super::run(
             Arc::clone(&self.transport),
             body,

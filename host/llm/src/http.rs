@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use super::{ByteStream, LlmError, Transport, parse_retry_after, summarise_body};
+use super::body::HttpBody;
+use super::{ByteStream, LlmError, RequestBody, Transport, parse_retry_after, summarise_body};
 
 /// POSTs JSON to one endpoint with the given headers.
 pub struct HttpTransport {
@@ -43,11 +44,12 @@ fn trace_headers() -> std::collections::HashMap<String, String> {
 
 #[async_trait::async_trait]
 impl Transport for HttpTransport {
-    async fn send(&self, body: &bytes::Bytes) -> Result<ByteStream, LlmError> {
+    async fn send(&self, body: &RequestBody) -> Result<ByteStream, LlmError> {
+        // Written out piece by piece, with its length up front.
         let mut req = self
             .client
             .post(&self.url)
-            .body(body.clone())
+            .body(reqwest::Body::wrap(HttpBody::new(body.clone())))
             .header("content-type", "application/json")
             .header("accept", "text/event-stream");
         for (k, v) in &self.headers {
@@ -242,7 +244,7 @@ mod tests {
             vec![],
         )
         .expect("transport");
-        let e = match t.send(&bytes::Bytes::from_static(b"{}")).await {
+        let e = match t.send(&RequestBody::from(&b"{}"[..])).await {
             Err(e) => e,
             Ok(_) => panic!("nothing listens there"),
         };

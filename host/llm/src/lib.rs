@@ -13,6 +13,7 @@
 
 pub mod anthropic;
 mod assemble;
+mod body;
 mod error;
 mod http;
 pub mod limiter;
@@ -35,6 +36,7 @@ use futures::{SinkExt, Stream, StreamExt};
 pub use assemble::{
     AssembledCall, ToolCallAssembler, partial as partial_json, strict as strict_json,
 };
+pub use body::{BodyBuilder, RequestBody};
 pub use error::{LlmError, parse_retry_after, summarise_body};
 pub use http::HttpTransport;
 pub use retry::RetryPolicy;
@@ -144,12 +146,12 @@ pub trait Provider: Send + Sync {
     }
     /// Start a reply to a request already encoded in this provider's wire
     /// format; errors before any output are retried inside.
-    async fn stream_body(&self, body: Bytes) -> Result<EventStream, LlmError>;
+    async fn stream_body(&self, body: RequestBody) -> Result<EventStream, LlmError>;
     /// Start a reply to `req` (encoded now).
     async fn stream(&self, req: &ChatRequest) -> Result<EventStream, LlmError> {
         let body = wire::encode(self.wire(), self.model(), req)
             .map_err(|e| LlmError::Config(format!("request body: {e}")))?;
-        self.stream_body(Bytes::from(body)).await
+        self.stream_body(body).await
     }
 }
 
@@ -194,7 +196,7 @@ impl Provider for Labelled {
         self.inner.wire()
     }
 
-    async fn stream_body(&self, body: Bytes) -> Result<EventStream, LlmError> {
+    async fn stream_body(&self, body: RequestBody) -> Result<EventStream, LlmError> {
         self.inner.stream_body(body).await
     }
 }
@@ -203,10 +205,10 @@ impl Provider for Labelled {
 /// a transcript for the scripted one. Everything after it is shared.
 #[async_trait::async_trait]
 pub trait Transport: Send + Sync {
-    /// Send `body` (JSON, serialised once per request and kept as bytes
+    /// Send `body` (JSON, joined once per request from its parts and kept
     /// for retries) and return the response's bytes, or an error (HTTP
     /// status, connection) for the retry logic to judge.
-    async fn send(&self, body: &Bytes) -> Result<ByteStream, LlmError>;
+    async fn send(&self, body: &RequestBody) -> Result<ByteStream, LlmError>;
 }
 
 /// Turns the SSE events of one wire format into [`StreamEvent`]s.
@@ -256,7 +258,7 @@ impl Provider for OpenAiCompatible {
         &openai::OpenAiWire
     }
 
-    async fn stream_body(&self, body: Bytes) -> Result<EventStream, LlmError> {
+    async fn stream_body(&self, body: RequestBody) -> Result<EventStream, LlmError> {
         Ok(run(Arc::clone(&self.transport), body, self.retry, || {
             Box::new(openai::OpenAiDecoder::new())
         }))
@@ -270,7 +272,7 @@ impl Provider for OpenAiCompatible {
 /// (it only retries a stream that broke after the request succeeded).
 pub fn run(
     transport: Arc<dyn Transport>,
-    body: Bytes,
+    body: RequestBody,
     retry: RetryPolicy,
     decoder: impl Fn() -> Box<dyn WireDecoder> + Send + 'static,
 ) -> EventStream {

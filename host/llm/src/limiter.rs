@@ -13,11 +13,10 @@ use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tokio::time::Instant;
 
-use super::{ByteStream, LlmError, Transport};
+use super::{ByteStream, LlmError, RequestBody, Transport};
 
 /// How long a profile waits after a 429 that did not say (no
 /// `Retry-After`).
@@ -127,7 +126,7 @@ impl Limited {
 
 #[async_trait::async_trait]
 impl Transport for Limited {
-    async fn send(&self, body: &Bytes) -> Result<ByteStream, LlmError> {
+    async fn send(&self, body: &RequestBody) -> Result<ByteStream, LlmError> {
         self.limiter.acquire().await;
         let sent = self.inner.send(body).await;
         if let Err(LlmError::Http {

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize, de};
 use serde_json::Value;
 
 use super::assemble::ToolCallAssembler;
+use super::body::RequestBody;
 use super::object::Obj;
 use super::wire::{Parts, WireFormat, join_messages};
 use super::{
@@ -25,7 +26,7 @@ const LEGACY_FUNCTION_INDEX: u32 = 0;
 /// The JSON body of a streaming chat-completions request, every part
 /// encoded now (a task reuses its messages' encodings; see [`super::wire`]).
 pub fn request_json(model: &str, req: &ChatRequest) -> Result<Vec<u8>, serde_json::Error> {
-    super::wire::encode(&OpenAiWire, model, req)
+    super::wire::encode(&OpenAiWire, model, req).map(|b| b.to_bytes().to_vec())
 }
 
 /// The chat-completions wire format, in parts.
@@ -116,29 +117,27 @@ impl WireFormat for OpenAiWire {
         serde_json::to_writer(out, &wire)
     }
 
-    fn body(&self, parts: &Parts<'_>) -> Result<Vec<u8>, serde_json::Error> {
-        let mut out = Vec::with_capacity(parts.len());
-        out.extend_from_slice(b"{\"model\":");
-        serde_json::to_writer(&mut out, parts.model)?;
-        out.extend_from_slice(
-            b",\"stream\":true,\"stream_options\":{\"include_usage\":true},\"messages\":[",
-        );
+    fn body(&self, parts: &Parts<'_>) -> Result<RequestBody, serde_json::Error> {
+        let mut out = parts.builder();
+        out.push(b"{\"model\":");
+        serde_json::to_writer(out.small(), parts.model)?;
+        out.push(b",\"stream\":true,\"stream_options\":{\"include_usage\":true},\"messages\":[");
         // The system message, from the prompt's kept encoding.
-        out.extend_from_slice(b"{\"role\":\"system\",\"content\":");
-        out.extend_from_slice(parts.system);
-        out.push(b'}');
+        out.push(b"{\"role\":\"system\",\"content\":");
+        out.share(parts.system);
+        out.push_static(b"}");
         join_messages(&mut out, parts.messages, false);
-        out.push(b']');
+        out.push_static(b"]");
         if !parts.tools.is_empty() {
-            out.extend_from_slice(b",\"tools\":");
-            out.extend_from_slice(parts.tools);
+            out.push_static(b",\"tools\":");
+            out.share(parts.tools);
         }
         if let Some(n) = parts.max_tokens {
-            out.extend_from_slice(b",\"max_tokens\":");
-            serde_json::to_writer(&mut out, &n)?;
+            out.push(b",\"max_tokens\":");
+            serde_json::to_writer(out.small(), &n)?;
         }
-        out.push(b'}');
-        Ok(out)
+        out.push_static(b"}");
+        Ok(out.finish())
     }
 }
 

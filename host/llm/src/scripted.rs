@@ -6,14 +6,14 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{LazyLock, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ByteStream, LlmError, Transport, Usage};
+use super::{ByteStream, LlmError, RequestBody, Transport, Usage};
 
 /// A transcript: the replies, in order, one per model request.
 #[derive(Debug, Clone, Deserialize)]
@@ -181,11 +181,14 @@ struct Peek {
 /// `"role":"assistant"` (or with a space after the colon). Only a member of
 /// a JSON object can match: inside a string a quote is escaped. A body is
 /// not parsed for this, as a server's parse is not the host's cost.
-fn assistant_messages(body: &[u8]) -> usize {
-    [&b"\"role\":\"assistant\""[..], b"\"role\": \"assistant\""]
-        .iter()
-        .map(|needle| memchr::memmem::find_iter(body, needle).count())
-        .sum()
+fn assistant_messages(body: &RequestBody) -> usize {
+    static ROLES: LazyLock<[memchr::memmem::Finder<'static>; 2]> = LazyLock::new(|| {
+        [
+            memchr::memmem::Finder::new(b"\"role\":\"assistant\""),
+            memchr::memmem::Finder::new(b"\"role\": \"assistant\""),
+        ]
+    });
+    ROLES.iter().map(|f| body.count(f)).sum()
 }
 
 /// The text of a request's conversation as a model reads it: every
@@ -414,17 +417,28 @@ pub fn render(turn: &Turn, turn_index: usize) -> Vec<String> {
 
 #[async_trait::async_trait]
 impl Transport for ScriptedTransport {
-    async fn send(&self, body: &Bytes) -> Result<ByteStream, LlmError> {
+    async fn send(&self, body: &RequestBody) -> Result<ByteStream, LlmError> {
         let unreadable =
             |e: serde_json::Error| LlmError::Config(format!("the request body is not JSON: {e}"));
+        // Joined into one buffer only for what parses it whole.
+        let by_content = turns_by_content(&self.script.turns);
+        let parsed = self.requests.is_some()
+            || self.script.summary.is_some()
+            || !self.script.tasks.is_empty()
+            || by_content;
+        let whole = if parsed {
+            body.to_bytes()
+        } else {
+            Bytes::new()
+        };
         if let Some(Ok(mut r)) = self.requests.as_ref().map(|r| r.lock()) {
-            r.push(serde_json::from_slice(body).map_err(unreadable)?);
+            r.push(serde_json::from_slice(&whole).map_err(unreadable)?);
         }
         // Only what picks the reply is read (the tool list, for a script
         // with a summary; the roles, when serving many conversations);
         // otherwise the body is sent on as a server would take it.
         if let Some(summary) = &self.script.summary {
-            let peek: Peek = serde_json::from_slice(body).map_err(unreadable)?;
+            let peek: Peek = serde_json::from_slice(&whole).map_err(unreadable)?;
             if peek.tools.is_none_or(|t| t.is_empty()) {
                 let turn = Turn {
                     text: summary.clone(),
@@ -439,22 +453,23 @@ impl Transport for ScriptedTransport {
         let task = if self.script.tasks.is_empty() {
             None
         } else {
-            let v: Value = serde_json::from_slice(body).map_err(unreadable)?;
+            let v: Value = serde_json::from_slice(&whole).map_err(unreadable)?;
             let (system, first_user) = conversation_keys(&v);
             self.script
                 .tasks
                 .iter()
                 .position(|t| t.selects(&system, &first_user))
         };
-        let index = if turns_by_content(&self.script.turns) && task.is_none() {
+        let index = if by_content && task.is_none() {
             self.next.fetch_add(1, Ordering::SeqCst);
-            turn_by_content(&self.script.turns, body)?
+            turn_by_content(&self.script.turns, &whole)?
         } else if self.by_history || !self.script.tasks.is_empty() {
             self.next.fetch_add(1, Ordering::SeqCst);
             assistant_messages(body)
         } else {
             self.next.fetch_add(1, Ordering::SeqCst)
         };
+        drop(whole);
         let turns = match task.and_then(|t| self.script.tasks.get(t)) {
             Some(t) => &t.turns,
             None => &self.script.turns,
@@ -566,8 +581,14 @@ mod tests {
                 {"role": "assistant", "content": "two"},
             ]
         });
-        assert_eq!(assistant_messages(body.to_string().as_bytes()), 2);
+        assert_eq!(
+            assistant_messages(&RequestBody::from(body.to_string().into_bytes())),
+            2
+        );
         let pretty = serde_json::to_string_pretty(&body).expect("json");
-        assert_eq!(assistant_messages(pretty.as_bytes()), 2);
+        assert_eq!(
+            assistant_messages(&RequestBody::from(pretty.into_bytes())),
+            2
+        );
     }
 }

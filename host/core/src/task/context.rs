@@ -5,13 +5,13 @@
 //! an assistant message); when summarising fails the older messages are
 //! hidden instead. Nothing is ever deleted.
 
-use std::sync::Arc;
-
+use bytes::Bytes;
 use futures::StreamExt;
 
 use super::history::History;
 use crate::llm::{
-    ChatRequest, ContentBlock, Message, Parts, Provider, Role, StreamEvent, Usage, encode_system,
+    ChatRequest, ContentBlock, Message, Parts, Provider, RequestBody, Role, StreamEvent, Usage,
+    encode_system,
 };
 use crate::store::StoredMessage;
 
@@ -70,13 +70,13 @@ type MessageKey = (i64, i64, u64, bool);
 #[derive(Default)]
 pub struct RequestCache {
     /// The encoded model messages of the last body, in order.
-    messages: Vec<(MessageKey, Vec<u8>)>,
+    messages: Vec<(MessageKey, Bytes)>,
     /// The summary those encodings were made with.
     summary: Option<String>,
     /// The tool list's encoding.
-    tools: Option<Arc<[u8]>>,
+    tools: Option<Bytes>,
     /// The last system prompt and its encoding.
-    system: Option<(String, Vec<u8>)>,
+    system: Option<(String, Bytes)>,
 }
 
 impl RequestCache {
@@ -84,7 +84,7 @@ impl RequestCache {
     /// encoded once, shared by every task offered the same tools).
     ///
     /// [`Registry::encoded_tools`]: super::Registry::encoded_tools
-    pub fn set_tools(&mut self, encoded: Arc<[u8]>) {
+    pub fn set_tools(&mut self, encoded: Bytes) {
         self.tools = Some(encoded);
     }
 
@@ -97,7 +97,7 @@ impl RequestCache {
         system: &str,
         history: &History,
         max_tokens: Option<u32>,
-    ) -> Result<Vec<u8>, serde_json::Error> {
+    ) -> Result<RequestBody, serde_json::Error> {
         let wire = provider.wire();
         let summary = history.summary();
         if self.summary.as_deref() != summary {
@@ -121,7 +121,7 @@ impl RequestCache {
                             wire.message(&mut out, &group.merged(history.visible(), summary))?;
                         }
                     }
-                    out
+                    Bytes::from(out)
                 }
             };
             encoded.push((key, bytes));
@@ -130,14 +130,14 @@ impl RequestCache {
         if self.system.as_ref().is_none_or(|(text, _)| text != system) {
             self.system = Some((system.to_owned(), encode_system(system)?));
         }
-        let system = self.system.as_ref().map_or(&[][..], |(_, e)| e.as_slice());
-        let refs: Vec<&[u8]> = self.messages.iter().map(|(_, b)| b.as_slice()).collect();
-        let tools = self.tools.as_deref().unwrap_or(&[]);
+        let none = Bytes::new();
+        let system = self.system.as_ref().map_or(&none, |(_, e)| e);
+        let messages: Vec<Bytes> = self.messages.iter().map(|(_, b)| b.clone()).collect();
         wire.body(&Parts {
             model: provider.model(),
             system,
-            messages: &refs,
-            tools,
+            messages: &messages,
+            tools: self.tools.as_ref().unwrap_or(&none),
             max_tokens,
         })
     }
@@ -155,12 +155,13 @@ impl RequestCache {
         let wire = provider.wire();
         let mut task = Vec::new();
         wire.message(&mut task, first)?;
-        let system = self.system.as_ref().map_or(&[][..], |(_, e)| e.as_slice());
+        let none = Bytes::new();
+        let system = self.system.as_ref().map_or(&none, |(_, e)| e);
         let body = wire.body(&Parts {
             model: provider.model(),
             system,
-            messages: &[task.as_slice()],
-            tools: self.tools.as_deref().unwrap_or(&[]),
+            messages: &[Bytes::from(task)],
+            tools: self.tools.as_ref().unwrap_or(&none),
             max_tokens: None,
         })?;
         Ok(body.len())
@@ -171,7 +172,7 @@ impl RequestCache {
     pub fn fixed_parts(&self) -> (usize, usize) {
         (
             self.system.as_ref().map_or(0, |(_, e)| e.len()),
-            self.tools.as_deref().map_or(0, <[u8]>::len),
+            self.tools.as_ref().map_or(0, Bytes::len),
         )
     }
 }
@@ -558,7 +559,7 @@ mod tests {
                     };
                     let fresh = fresh(provider.model(), &req).expect("fresh");
                     assert_eq!(
-                        String::from_utf8_lossy(&kept),
+                        String::from_utf8_lossy(&kept.to_bytes()),
                         String::from_utf8_lossy(&fresh),
                         "{} after {what}",
                         provider.name()

@@ -15,7 +15,6 @@ use crate::telemetry::metrics;
 use crate::telemetry::spans::{self, OpenSpan};
 use opentelemetry::KeyValue;
 
-use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -34,7 +33,8 @@ use crate::events::{EventBus, TaskEvent};
 use crate::intents::bound::Bound;
 use crate::intents::{self, Trace, TraceEntry};
 use crate::llm::{
-    AssembledCall, ContentBlock, LlmError, Message, Provider, Role, StreamEvent, Usage, WireFormat,
+    AssembledCall, ContentBlock, LlmError, Message, Provider, RequestBody, Role, StreamEvent,
+    Usage, WireFormat,
 };
 use crate::modes::ModeSet;
 use crate::skills;
@@ -855,7 +855,7 @@ impl Agent {
         tools: &mut TaskTools,
         history: &mut History,
         request: &mut RequestCache,
-    ) -> Result<ControlFlow<TaskOutcome, (Arc<Registry>, Bytes)>, TaskError> {
+    ) -> Result<ControlFlow<TaskOutcome, (Arc<Registry>, RequestBody)>, TaskError> {
         // What the turn reads of the workspace before it asks the model
         // (intents, MCP servers, instructions), as of now: the files
         // missing from its top are not looked up one by one.
@@ -938,7 +938,7 @@ impl Agent {
         &self,
         ctx: &Ctx<'_>,
         turn: u32,
-        body: &Bytes,
+        body: &RequestBody,
         history: &mut History,
     ) -> Result<ControlFlow<TaskOutcome, Reply>, TaskError> {
         // Live only, like the streamed text: its UI row is recorded
@@ -1361,7 +1361,7 @@ impl Agent {
         offer: &Offer<'_>,
         history: &mut History,
         cache: &mut RequestCache,
-    ) -> Result<Result<Bytes, RequestProblem>, TaskError> {
+    ) -> Result<Result<RequestBody, RequestProblem>, TaskError> {
         let id = ctx.task.id.as_str();
         let provider = ctx.model()?;
         let window = ctx.config.context_window;
@@ -1381,12 +1381,12 @@ impl Agent {
             };
             let tokens = u64::try_from(body.len() / BYTES_PER_TOKEN).unwrap_or(u64::MAX);
             if tokens <= budget && !condensed {
-                return Ok(Ok(Bytes::from(body)));
+                return Ok(Ok(body));
             }
             // What every request takes before any work (system prompt,
             // tools, task): no condensation shrinks it.
             let Some(first) = history.visible().first() else {
-                return Ok(Ok(Bytes::from(body)));
+                return Ok(Ok(body));
             };
             let floor = match cache.floor_bytes(provider, &first.message) {
                 Ok(f) => f,
@@ -1403,7 +1403,7 @@ impl Agent {
             // again at once.
             let target = floor.saturating_add(budget_bytes.saturating_sub(floor) / 2);
             if tokens <= budget && body.len() <= target {
-                return Ok(Ok(Bytes::from(body)));
+                return Ok(Ok(body));
             }
             let visible = history.visible();
             // The newest turn: the last reply and what answers it.
@@ -1481,7 +1481,7 @@ impl Agent {
                 );
                 ctx.warn(&self.store, msg).await?;
             }
-            return Ok(Ok(Bytes::from(body)));
+            return Ok(Ok(body));
         }
     }
 
@@ -1601,7 +1601,7 @@ impl Agent {
     async fn stream_reply(
         &self,
         ctx: &Ctx<'_>,
-        body: &Bytes,
+        body: &RequestBody,
         partial: &std::sync::Mutex<String>,
     ) -> Result<Reply, LlmError> {
         let events = ctx.events;
@@ -1666,7 +1666,7 @@ impl Agent {
     async fn stream_once(
         &self,
         ctx: &Ctx<'_>,
-        body: &Bytes,
+        body: &RequestBody,
         made: &mut u32,
         partial: &std::sync::Mutex<String>,
     ) -> Result<Reply, LlmError> {
@@ -1853,8 +1853,8 @@ const MAX_CONTENT: usize = 64 * 1024;
 /// The messages of request `body`, secrets redacted, at most
 /// [`MAX_CONTENT`] characters (the head: the system prompt and the task's
 /// start), for `gen_ai.input.messages` when content is opted in.
-fn input_messages(body: &Bytes) -> String {
-    let messages = serde_json::from_slice::<Value>(body)
+fn input_messages(body: &RequestBody) -> String {
+    let messages = serde_json::from_slice::<Value>(&body.to_bytes())
         .ok()
         .and_then(|v| v.get("messages").cloned())
         .unwrap_or(Value::Null);

@@ -9,6 +9,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
+
 use super::access::Access;
 use super::component::ComponentTool;
 use super::executor::{HOST, ToolExecutor};
@@ -131,7 +133,7 @@ pub struct Registry {
     /// Tool lists as a wire format encodes them, by wire and tool names:
     /// every task offered the same tools sends the same bytes, so they
     /// are encoded once per process, not once per task.
-    encodings: Mutex<HashMap<String, Arc<[u8]>>>,
+    encodings: Mutex<HashMap<String, Bytes>>,
 }
 
 impl Clone for Registry {
@@ -262,7 +264,7 @@ impl Registry {
         self.tools.values()
     }
 
-    fn encodings_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<[u8]>>> {
+    fn encodings_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Bytes>> {
         // A map of finished encodings stays consistent whatever panicked.
         self.encodings.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -274,23 +276,23 @@ impl Registry {
         &self,
         wire: &dyn WireFormat,
         offered: &[&ToolSpec],
-    ) -> Result<Arc<[u8]>, serde_json::Error> {
+    ) -> Result<Bytes, serde_json::Error> {
         let mut key = String::from(wire.id());
         for s in offered {
             key.push('\0');
             key.push_str(&s.name);
         }
         if let Some(bytes) = self.encodings_lock().get(&key) {
-            return Ok(Arc::clone(bytes));
+            return Ok(bytes.clone());
         }
         let mut out = Vec::new();
         wire.tools(&mut out, &definitions(offered))?;
-        let bytes: Arc<[u8]> = out.into();
+        let bytes = Bytes::from(out);
         let mut map = self.encodings_lock();
         if map.len() >= MAX_ENCODINGS {
             map.clear();
         }
-        map.insert(key, Arc::clone(&bytes));
+        map.insert(key, bytes.clone());
         Ok(bytes)
     }
 }
@@ -356,7 +358,10 @@ mod tests {
         let some = &all[..2];
         let first = registry.encoded_tools(&OpenAiWire, &all).expect("encodes");
         let again = registry.encoded_tools(&OpenAiWire, &all).expect("encodes");
-        assert!(Arc::ptr_eq(&first, &again), "the same list is shared");
+        assert!(
+            std::ptr::eq(first.as_ptr(), again.as_ptr()),
+            "the same list is shared"
+        );
         let mut direct = Vec::new();
         OpenAiWire
             .tools(&mut direct, &definitions(&all))
@@ -370,7 +375,10 @@ mod tests {
         assert_ne!(&first[..], &other_wire[..]);
         let copy = registry.clone();
         let copied = copy.encoded_tools(&OpenAiWire, &all).expect("encodes");
-        assert!(!Arc::ptr_eq(&first, &copied), "a copy keeps its own");
+        assert!(
+            !std::ptr::eq(first.as_ptr(), copied.as_ptr()),
+            "a copy keeps its own"
+        );
         assert_eq!(&first[..], &copied[..]);
     }
 }
