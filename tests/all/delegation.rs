@@ -257,7 +257,7 @@ async fn cancelling_the_parent_aborts_its_child_and_a_resume_follows_it_again() 
             _ => continue,
         }
     };
-    engine.cancel(&id, "stop it all").expect("cancel");
+    engine.cancel(&id, "stop it all").await.expect("cancel");
     let outcome = engine.wait(&id).await.expect("outcome");
     assert!(
         matches!(outcome, TaskOutcome::Aborted { .. }),

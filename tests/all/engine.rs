@@ -209,7 +209,10 @@ async fn cancel_during_streaming_and_during_a_tool_call() {
     let mut rx = engine.subscribe(&id).expect("events");
     engine.start(&id).expect("started");
     until(&mut rx, |e| matches!(e, TaskEvent::RequestStarted { .. })).await;
-    engine.cancel(&id, "stopped by the test").expect("cancel");
+    engine
+        .cancel(&id, "stopped by the test")
+        .await
+        .expect("cancel");
     let outcome = engine.wait(&id).await.expect("outcome");
     assert_eq!(
         outcome,
@@ -263,7 +266,7 @@ async fn cancel_during_streaming_and_during_a_tool_call() {
         unreachable!("picked an ask")
     };
     assert!(matches!(ask, Ask::Tool { .. }));
-    engine.cancel(&id, "user cancelled").expect("cancel");
+    engine.cancel(&id, "user cancelled").await.expect("cancel");
     let outcome = engine.wait(&id).await.expect("outcome");
     assert!(
         matches!(outcome, TaskOutcome::Aborted { .. }),
@@ -340,6 +343,7 @@ async fn a_cancel_at_any_ask_aborts_and_answers_nothing() {
         assert_eq!(ask.kind(), kind, "{ask:?}");
         engine
             .cancel(&id, "cancelled at the question")
+            .await
             .expect("cancel");
         let outcome = engine.wait(&id).await.expect("outcome");
         assert_eq!(
@@ -548,6 +552,7 @@ async fn messages_sent_while_running_reach_the_next_turn() {
     .await;
     engine
         .send_message(&id, "also check b.txt")
+        .await
         .expect("queued");
     let outcome = engine.wait(&id).await.expect("outcome");
     assert!(
@@ -1187,10 +1192,15 @@ async fn the_engine_refuses_bad_ids_and_positions() {
     let ws = TestWorkspace::new();
     let (engine, _) = engine_with(json!([complete("done")]), ApprovalPolicy::yes(), &data);
     let err = |e: Result<(), roost_core::engine::EngineError>| e.expect_err("refused").to_string();
-    assert!(err(engine.cancel("no-such-task", "x")).contains("no task no-such-task"));
+    assert!(err(engine.cancel("no-such-task", "x").await).contains("no task no-such-task"));
     let code = |e: roost_core::engine::EngineError| e.code();
     assert_eq!(
-        code(engine.cancel("no-such-task", "x").expect_err("refused")),
+        code(
+            engine
+                .cancel("no-such-task", "x")
+                .await
+                .expect_err("refused")
+        ),
         EngineErrorCode::NotFound
     );
     assert_eq!(
@@ -1214,7 +1224,7 @@ async fn the_engine_refuses_bad_ids_and_positions() {
         .expect_err("refused");
     assert_eq!(bad_mode.code(), EngineErrorCode::InvalidRequest);
     assert_eq!(bad_mode.body().code.as_str(), "invalid_request");
-    assert!(err(engine.send_message("no-such-task", "x")).contains("no task"));
+    assert!(err(engine.send_message("no-such-task", "x").await).contains("no task"));
     assert!(engine.subscribe("no-such-task").is_err());
     assert!(
         engine
@@ -1692,6 +1702,6 @@ async fn subtasks_created_at_once_share_a_commit() {
         assert_eq!(child.prompt, format!("child {i}"));
         assert_eq!(store.load_api(&id, false).expect("history").len(), 1);
         assert!(store.is_live(&id), "claimed as it was created");
-        engine.cancel(&id, "test over").expect("cancelled");
+        engine.cancel(&id, "test over").await.expect("cancelled");
     }
 }

@@ -285,6 +285,42 @@ impl Db {
             .unwrap_or_default())
     }
 
+    /// Run each statement for a caller on a Tokio runtime, as [`Db::read`]
+    /// reads: on PostgreSQL in one round trip that is awaited (parking no
+    /// runtime worker), an outage waited out asleep; on SQLite at once, on
+    /// the writing connection. How many rows each changed.
+    pub(crate) async fn exec_each(
+        &self,
+        statements: &[(&str, &[Param<'_>])],
+    ) -> Result<Vec<u64>, StoreError> {
+        match self {
+            Db::Lite(l) => {
+                let c = l.conn();
+                let conn = Conn::Lite(&c);
+                statements
+                    .iter()
+                    .map(|(sql, ps)| {
+                        conn.exec(sql, ps)
+                            .map(|n| u64::try_from(n).unwrap_or(u64::MAX))
+                    })
+                    .collect()
+            }
+            Db::Pg(p) => {
+                let mut outage = Outage::new();
+                loop {
+                    let attempt = match p.get_async().await {
+                        Ok(c) => c.exec_all_async(statements).await,
+                        Err(e) => Err(e),
+                    };
+                    match outage.after(&p.health, attempt) {
+                        Next::Done(outcome) => return outcome,
+                        Next::Pause(d) => tokio::time::sleep(d).await,
+                    }
+                }
+            }
+        }
+    }
+
     /// The rows of one query, waited for on this thread ([`Db::run`]).
     pub(crate) fn rows(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, StoreError> {
         self.run(|c| c.query(sql, params))

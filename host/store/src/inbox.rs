@@ -90,22 +90,27 @@ impl Store {
         })
     }
 
-    /// Ask `host` to act on its task `task`.
-    pub fn send_to_host(
+    /// Ask `host` to act on its task `task`: the request and the
+    /// notification that wakes `host`, awaited in one round trip (no
+    /// runtime worker parked).
+    pub async fn send_to_host(
         &self,
         host: &str,
         task: &str,
         request: &HostRequest,
     ) -> Result<(), StoreError> {
         let (kind, body) = request.parts();
-        self.db.write(|c| {
-            c.exec(
-                "INSERT INTO host_inbox (host, task_id, kind, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![host, task, kind, body, now_ms()],
-            )?;
-            c.exec("SELECT pg_notify('roost_inbox', ?1)", params![host])?;
-            Ok(())
-        })
+        let now = now_ms();
+        self.db
+            .exec_each(&[
+                (
+                    "INSERT INTO host_inbox (host, task_id, kind, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![host, task, kind, body, now],
+                ),
+                ("SELECT pg_notify('roost_inbox', ?1)", params![host]),
+            ])
+            .await?;
+        Ok(())
     }
 
     /// Take the requests other hosts left for this one, oldest first.

@@ -659,6 +659,27 @@ impl PgConn {
             .collect()
     }
 
+    /// Run each statement, in one round trip; how many rows each changed.
+    pub(crate) async fn exec_all_async(
+        &self,
+        statements: &[(&str, &[Param<'_>])],
+    ) -> Result<Vec<u64>, StoreError> {
+        let asks: Vec<Ask<'_>> = statements
+            .iter()
+            .map(|(sql, ps)| Ask::Exec(sql, ps))
+            .collect();
+        self.trip_async(&asks)
+            .await?
+            .into_iter()
+            .map(|a| match a {
+                Answer::Count(n) => Ok(n),
+                Answer::Rows(_) | Answer::Done => Err(StoreError::Decode {
+                    detail: "a statement answered without a count".into(),
+                }),
+            })
+            .collect()
+    }
+
     /// [`PgConn::query_all_async`], waited for on this thread.
     pub(crate) fn query_all(
         &self,

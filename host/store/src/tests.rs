@@ -1876,6 +1876,7 @@ fn a_task_is_created_in_one_round_trip_on_postgres() {
                 text: "after the creations".into(),
             },
         )
+        .await
         .expect("a request");
         // A task left for the queue wakes the hosts' work queues, created
         // alone or in a shared commit (a tenant's request to a server):
@@ -2610,21 +2611,21 @@ fn hostile_rows_and_notices_from_other_hosts_are_ignored() {
         )
     })
     .expect("hostile row");
-    s.send_to_host(
+    futures::executor::block_on(s.send_to_host(
         &them,
         &t.id,
         &HostRequest::Cancel {
             reason: "theirs".into(),
         },
-    )
+    ))
     .expect("theirs");
-    s.send_to_host(
+    futures::executor::block_on(s.send_to_host(
         &me,
         &t.id,
         &HostRequest::Message {
             text: "mine".into(),
         },
-    )
+    ))
     .expect("mine");
     assert_eq!(
         s.take_inbox().expect("inbox"),

@@ -227,8 +227,22 @@ impl Spawner for Engine {
     }
 
     fn cancel(&self, id: &str, reason: &str) {
-        if let Err(e) = Engine::cancel(self, id, reason) {
-            tracing::debug!(task = id, "not cancelled: {e}");
+        // Here at once; on another host through the store, awaited on the
+        // runtime rather than parking this thread.
+        if let Ok(c) = self.control(id) {
+            c.cancel(reason);
+            return;
+        }
+        let (this, id, reason) = (self.this.clone(), id.to_owned(), reason.to_owned());
+        let routed = async move {
+            let Some(engine) = this.upgrade() else { return };
+            if let Err(e) = engine.cancel(&id, &reason).await {
+                tracing::debug!(task = id, "not cancelled: {e}");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn(routed)),
+            Err(_) => futures::executor::block_on(routed),
         }
     }
 }

@@ -173,15 +173,16 @@ impl Engine {
     }
 
     /// Send `request` for task `id` to the host that runs it, when another
-    /// host does; whether one does.
-    pub(super) fn route(&self, id: &str, request: &HostRequest) -> Result<bool, EngineError> {
+    /// host does; whether one does. Awaited: who runs it is one statement,
+    /// the request and its notification one round trip.
+    pub(super) async fn route(&self, id: &str, request: &HostRequest) -> Result<bool, EngineError> {
         let store = &self.agent.store;
         if !store.is_shared() {
             return Ok(false);
         }
-        match store.runner_elsewhere(id)? {
+        match store.read_runner_elsewhere(id).await? {
             Some(host) => {
-                store.send_to_host(&host, id, request)?;
+                store.send_to_host(&host, id, request).await?;
                 Ok(true)
             }
             None => Ok(false),
@@ -203,8 +204,8 @@ impl Engine {
             tracing::info!(%task, ?request, "request from another host");
             let done = match &request {
                 HostRequest::Answered { ask_id } => self.deliver_recorded(&task, ask_id),
-                HostRequest::Cancel { reason } => self.cancel(&task, reason),
-                HostRequest::Message { text } => self.send_message(&task, text),
+                HostRequest::Cancel { reason } => self.cancel(&task, reason).await,
+                HostRequest::Message { text } => self.send_message(&task, text).await,
             };
             if let Err(e) = done {
                 tracing::warn!(%task, "a request from another host: {e}");

@@ -582,12 +582,13 @@ impl Engine {
 
     /// Ask a task to stop for `reason`: its current tool call finishes, its
     /// history is repaired, it ends `aborted` (and stays resumable).
-    pub fn cancel(&self, id: &str, reason: &str) -> Result<(), EngineError> {
+    /// A task another host runs is asked through the store, awaited.
+    pub async fn cancel(&self, id: &str, reason: &str) -> Result<(), EngineError> {
         match self.control(id) {
             Ok(c) => c.cancel(reason),
             Err(e) => {
                 let reason = reason.to_owned();
-                if !self.route(id, &HostRequest::Cancel { reason })? {
+                if !self.route(id, &HostRequest::Cancel { reason }).await? {
                     return Err(e);
                 }
             }
@@ -595,13 +596,14 @@ impl Engine {
         Ok(())
     }
 
-    /// Queue a user message the task picks up at its next turn.
-    pub fn send_message(&self, id: &str, text: &str) -> Result<(), EngineError> {
+    /// Queue a user message the task picks up at its next turn (on the
+    /// host that runs it, asked through the store, awaited).
+    pub async fn send_message(&self, id: &str, text: &str) -> Result<(), EngineError> {
         match self.control(id) {
             Ok(c) => c.send_message(text),
             Err(e) => {
                 let text = text.to_owned();
-                if !self.route(id, &HostRequest::Message { text })? {
+                if !self.route(id, &HostRequest::Message { text }).await? {
                     return Err(e);
                 }
             }
@@ -691,7 +693,8 @@ impl Engine {
                 &HostRequest::Answered {
                     ask_id: ask_id.to_owned(),
                 },
-            )?;
+            )
+            .await?;
         }
         Ok(())
     }

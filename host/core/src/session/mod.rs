@@ -182,7 +182,7 @@ impl<'e> Session<'e> {
     /// running is a conflict.
     pub async fn cancel(&self, id: &str, reason: &str) -> Result<Listed, SessionError> {
         let task = self.task(id).await?;
-        match self.engine.cancel(&task.task.id, reason) {
+        match self.engine.cancel(&task.task.id, reason).await {
             Ok(()) => Ok(task),
             Err(EngineError::NotHere(_)) => {
                 Err(SessionError::Conflict("the task is not running".into()))
@@ -229,6 +229,6 @@ impl<'e> Session<'e> {
     /// in this engine (the front-end resumes it with the text instead).
     pub async fn send_message(&self, id: &str, text: &str) -> Result<bool, SessionError> {
         let task = self.task(id).await?;
-        Ok(self.engine.send_message(&task.task.id, text).is_ok())
+        Ok(self.engine.send_message(&task.task.id, text).await.is_ok())
     }
 }
