@@ -48,14 +48,11 @@ pub fn read_in(root: &Path, path: &Path, a: &ReadArgs) -> ToolResult {
             a.path
         )));
     }
+    // Not looked up again once open: `check_readable` found a regular
+    // file, and what is opened in its place meanwhile is refused by the
+    // host's `open-at` unless it is a regular file or a directory (which
+    // fails the read). Its length only sizes the buffer.
     let mut file = std::fs::File::open(path).map_err(|e| ToolError::io(&a.path, &e))?;
-    let meta = file.metadata().map_err(|e| ToolError::io(&a.path, &e))?;
-    if !meta.is_file() {
-        return Err(ToolError::permission_denied(format!(
-            "{} is not a regular file; it cannot be read",
-            a.path
-        )));
-    }
     let mut bytes = Vec::with_capacity(
         usize::try_from(meta.len())
             .unwrap_or(0)
