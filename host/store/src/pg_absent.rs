@@ -76,6 +76,13 @@ impl PgConn {
         match self.never {}
     }
 
+    pub(crate) async fn exec_all_async(
+        &self,
+        _: &[(&str, &[Param<'_>])],
+    ) -> Result<Vec<u64>, StoreError> {
+        match self.never {}
+    }
+
     pub(crate) fn flush(&self) -> Result<(), StoreError> {
         match self.never {}
     }
