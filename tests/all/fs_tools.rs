@@ -261,6 +261,49 @@ async fn list_files_honours_ignore_files_and_limit() {
     assert_eq!(code, ErrorCode::NotFound);
 }
 
+/// A `.rooignore` the user makes while a task holds its workspace open
+/// hides its paths from the very next call, however it appears (written,
+/// or renamed into place), and a name it no longer lists is readable
+/// again: a call knows the workspace lacks one only as of that call.
+#[tokio::test]
+async fn a_rooignore_made_while_the_workspace_is_held_hides_at_the_next_call() {
+    let ws = TestWorkspace::new();
+    ws.write("secret/key.pem", "PRIVATE\n");
+    let held = roost_sandbox::capability::Workspace::open(&ws.path()).expect("workspace opens");
+    let grant = Grant::on_held(ws.path(), &held).read();
+    let read = || async {
+        engine()
+            .call(
+                &plugin(),
+                "read_file",
+                &json!({"path": "secret/key.pem"}).to_string(),
+                &grant,
+            )
+            .await
+    };
+    // Twice without one: the second call knows it is missing.
+    for _ in 0..2 {
+        let out = read().await.expect("readable without a .rooignore");
+        assert!(out.text.contains("PRIVATE"), "{}", out.text);
+    }
+    ws.write(".rooignore", "secret/\n");
+    let refused = read().await.expect_err("hidden once listed");
+    assert!(!refused.message.contains("PRIVATE"), "{}", refused.message);
+    std::fs::remove_file(ws.path().join(".rooignore")).expect("removed");
+    assert!(
+        read()
+            .await
+            .expect("readable again")
+            .text
+            .contains("PRIVATE")
+    );
+    // Renamed into place rather than written.
+    ws.write("staged", "secret/\n");
+    std::fs::rename(ws.path().join("staged"), ws.path().join(".rooignore")).expect("renamed");
+    let refused = read().await.expect_err("hidden once renamed into place");
+    assert!(!refused.message.contains("PRIVATE"), "{}", refused.message);
+}
+
 #[tokio::test]
 async fn search_files_groups_by_file_with_context() {
     let ws = TestWorkspace::new();

@@ -27,7 +27,9 @@ impl Dispatch<'_> {
         if spec.path_args.is_empty() {
             return Ok(Verdict::Proceed);
         }
-        let ignore = RooIgnore::load_in(&ctx.ws);
+        // A view as of now: a workspace without `.rooignore` (most) is
+        // known to lack it with no lookup, exactly as a lookup now would.
+        let ignore = RooIgnore::load_in(&ctx.ws.as_of_now());
         match paths::check(&ctx.ws, &ignore, spec, args) {
             Ok(()) => Ok(Verdict::Proceed),
             Err(r) => Ok(Verdict::refuse(CallResult {

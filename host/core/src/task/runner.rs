@@ -1150,7 +1150,7 @@ impl Agent {
                 } else {
                     Vec::new()
                 };
-            let r = if let Some(r) = ahead.pop_front() {
+            let mut r = if let Some(r) = ahead.pop_front() {
                 r
             } else if group.len() > 1 {
                 let mut results = Dispatch::over(self, registry)
@@ -1194,18 +1194,20 @@ impl Agent {
             if ctx.control.is_cancelled() && completed.is_none() && abort.is_none() {
                 abort = Some(ctx.control.reason());
             }
-            results.content.push(ContentBlock::ToolResult {
-                tool_use_id: call.id.clone(),
-                content: r.content.clone(),
-                is_error: r.is_error,
-            });
             // One step: the result, its UI row, and `completed` when this
             // is the last write of a task that just ended.
-            let ui = r.ui_row.clone().or_else(|| {
+            let ui = r.ui_row.take().or_else(|| {
                 r.is_error.then(|| {
                     let text = r.content.trim_start_matches("[ERROR] ");
                     (UiSubtype::Error, format!("{}: {text}", call.name))
                 })
+            });
+            let event_result = r.event_result();
+            // The history takes the output itself; the event has its copy.
+            results.content.push(ContentBlock::ToolResult {
+                tool_use_id: call.id.clone(),
+                content: std::mem::take(&mut r.content),
+                is_error: r.is_error,
             });
             let last = index + 1 == calls.len();
             let status = (last && completed.is_some()).then_some(TaskStatus::Completed);
@@ -1216,8 +1218,8 @@ impl Agent {
             let mut announce = vec![TaskEvent::ToolCallResult {
                 id: call.id.clone(),
                 tool: call.name.clone(),
-                result: r.event_result(),
-                diff: r.diff.clone(),
+                result: event_result,
+                diff: r.diff.take(),
             }];
             if let (Some(_), Some(result)) = (status, &completed) {
                 // The task's totals with this step's: the record's at the

@@ -63,7 +63,9 @@ pub fn sandbox(grant: &Grant) -> Result<Sandbox, GrantError> {
         None
     };
     let hidden = match ws.as_ref() {
-        Some(ws) => Hidden::of(ws).map_err(|source| GrantError::Io {
+        // As of this moment (as a lookup now would find it), without
+        // one where the workspace is known to have no `.rooignore`.
+        Some(ws) => Hidden::of(&ws.as_of_now()).map_err(|source| GrantError::Io {
             path: grant.workspace.clone(),
             source,
         })?,
