@@ -72,6 +72,25 @@ impl Message {
         }
     }
 
+    /// Room for this message encoded as JSON in any of the shapes Roost
+    /// writes it (a provider's wire, the store): its texts with an
+    /// eighth more for escapes (source code quotes often), and room for
+    /// the keys. An encoding the host keeps sized from this is neither
+    /// copied while it grows nor left with up to twice the bytes it
+    /// holds.
+    pub fn encoded_len_hint(&self) -> usize {
+        let text: usize = self
+            .content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::Text { text } => text.len().saturating_add(32),
+                ContentBlock::ToolResult { content, .. } => content.len().saturating_add(96),
+                ContentBlock::ToolUse { .. } => 256,
+            })
+            .fold(0, usize::saturating_add);
+        text.saturating_add(text / 8).saturating_add(64)
+    }
+
     /// Ids of the tool calls this message asks for.
     pub fn tool_use_ids(&self) -> impl Iterator<Item = &str> {
         self.content.iter().filter_map(|b| match b {
@@ -93,3 +112,51 @@ pub struct ToolDefinition {
 }
 
 pub use crate::task::Usage;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tool result of source text (a newline every line, quotes, a
+    /// tab) and a reply with text and a call fit their hint in both the
+    /// store's shape (the blocks) and a wire's (the message), so the
+    /// buffer sized from it never grows.
+    #[test]
+    fn typical_messages_fit_their_encoded_len_hint() {
+        let source = "fn main() {\n\tprintln!(\"hello, {}\", name);\n}\n".repeat(100);
+        let result = Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: "call_0123456789".into(),
+                content: source,
+                is_error: false,
+            }],
+        };
+        let reply = Message {
+            role: Role::Assistant,
+            content: vec![
+                ContentBlock::Text {
+                    text: "Reading the file.".into(),
+                },
+                ContentBlock::ToolUse {
+                    id: "call_0123456789".into(),
+                    name: "read_file".into(),
+                    input: serde_json::json!({"path": "src/main.rs", "start_line": 1}),
+                },
+            ],
+        };
+        for m in [&result, &reply] {
+            let hint = m.encoded_len_hint();
+            for encoded in [
+                serde_json::to_vec(&m.content).expect("blocks"),
+                serde_json::to_vec(m).expect("message"),
+            ] {
+                assert!(
+                    encoded.len() <= hint,
+                    "{} bytes encoded, {hint} hinted",
+                    encoded.len()
+                );
+            }
+        }
+    }
+}

@@ -288,11 +288,14 @@ impl<'a> Step<'a> {
     /// commit only inserts.
     pub fn prepare(self, task: &str) -> Result<PreparedStep, StoreError> {
         let content = |m: &Message, seq: i64| {
-            serde_json::to_string(&m.content).map_err(|e| StoreError::Corrupt {
+            let corrupt = |detail: String| StoreError::Corrupt {
                 task: task.to_owned(),
                 seq,
-                detail: e.to_string(),
-            })
+                detail,
+            };
+            let mut out = Vec::with_capacity(m.encoded_len_hint());
+            serde_json::to_writer(&mut out, &m.content).map_err(|e| corrupt(e.to_string()))?;
+            String::from_utf8(out).map_err(|e| corrupt(e.to_string()))
         };
         let message = match self.message {
             None => None,

@@ -117,12 +117,12 @@ impl RequestCache {
                         // Most groups are one stored message: encoded as
                         // it is, not copied into a merged one first.
                         Some(m) => {
-                            out = Vec::with_capacity(encoded_size_hint(m));
+                            out = Vec::with_capacity(m.encoded_len_hint());
                             wire.message(&mut out, m)?;
                         }
                         None => {
                             let m = group.merged(history.visible(), summary);
-                            out = Vec::with_capacity(encoded_size_hint(&m));
+                            out = Vec::with_capacity(m.encoded_len_hint());
                             wire.message(&mut out, &m)?;
                         }
                     }
@@ -397,23 +397,6 @@ fn merge_all(ms: Vec<Message>) -> Vec<Message> {
         push_merged(&mut out, m);
     }
     out
-}
-
-/// Room for `m` encoded: its texts with a sixteenth more for escapes, and
-/// the wire's own keys. The encoding is kept for the task's life, so a
-/// buffer grown by doubling would keep up to twice the bytes it holds
-/// (and be copied on each growth); most messages fit this at once.
-fn encoded_size_hint(m: &Message) -> usize {
-    let text: usize = m
-        .content
-        .iter()
-        .map(|b| match b {
-            ContentBlock::Text { text } => text.len(),
-            ContentBlock::ToolResult { content, .. } => content.len() + 64,
-            ContentBlock::ToolUse { .. } => 256,
-        })
-        .sum();
-    text.saturating_add(text / 16).saturating_add(128)
 }
 
 #[cfg(test)]
