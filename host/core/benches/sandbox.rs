@@ -3,7 +3,7 @@
 //! P1: `read_file` of a 4 KiB file through fs-tools, the whole per-call cycle
 //!     (grant → store → instantiate → call → drop) on a grant holding the
 //!     workspace open, as a task's does, against the same read as a native
-//!     Rust function.
+//!     Rust function; and the same read in a workspace with a `.rooignore`.
 //! P2: the same read through npm's `@modelcontextprotocol/server-filesystem`
 //!     over MCP stdio (server started once, warmed up).
 //! P3: loading fs-tools from the precompiled cache against a cold compile.
@@ -119,6 +119,39 @@ fn main() {
     row(
         "P1 fs-tools read_file 4 KiB, sandboxed (grant→store→instantiate→call→drop)",
         &wasm,
+    );
+
+    // The same read in a workspace with a `.rooignore` of the kind a
+    // project keeps (a dozen patterns): a call reads it to hide what it
+    // lists from the guest.
+    let ignoring = tmp.path().join("ignoring");
+    std::fs::create_dir(&ignoring).expect("mkdir");
+    std::fs::write(ignoring.join("file.txt"), &content).expect("write");
+    std::fs::write(
+        ignoring.join(".rooignore"),
+        "node_modules/\ndist/\nbuild/\ntarget/\n.env\n.env.*\n*.pem\n*.key\nsecrets/\n\
+         coverage/\n*.log\n!keep.log\n",
+    )
+    .expect("write .rooignore");
+    // As a project's `.rooignore` is: written more than two seconds before
+    // (a file changed since is read again at each call).
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let ignoring_ws = Workspace::open(&ignoring).expect("open the workspace");
+    let ignoring_grant = Grant::on_held(&ignoring, &ignoring_ws).read();
+    let mut ignored = Vec::with_capacity(iters);
+    for i in 0..iters + 200 {
+        let t = Instant::now();
+        let out = rt
+            .block_on(engine.call(&plugin, "read_file", args, &ignoring_grant))
+            .expect("call");
+        if i >= 200 {
+            ignored.push(t.elapsed());
+        }
+        std::hint::black_box(out);
+    }
+    row(
+        "P1 the same read, the workspace with a 12-line .rooignore",
+        &stats(ignored),
     );
 
     let mut native = Vec::with_capacity(iters);

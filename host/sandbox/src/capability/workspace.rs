@@ -19,7 +19,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use super::GUEST_WORKSPACE;
-use super::dirfd::{DirFd, Kind};
+use super::dirfd::{DirFd, EntryStat, Kind};
 use super::top_entries;
 
 /// Symlink hops one resolution may take (Linux's own limit).
@@ -378,6 +378,31 @@ impl Workspace {
         let Some(first) = parts.first() else { return };
         if single || matches!(self.root.stat_opt(first), Ok(None)) {
             top_entries::found_absent(self.id, first);
+        }
+    }
+
+    /// Facts of the entry `name` of the top directory, not following it;
+    /// `None` when there is none. A view answers for a name it knows is
+    /// missing without a lookup, and learns one found missing.
+    pub fn top_entry(&self, name: &str) -> Result<Option<EntryStat>, WorkspaceError> {
+        let rel = RelPath::parse(name)?;
+        let [first] = rel.parts.as_slice() else {
+            return Err(WorkspaceError::WrongKind {
+                path: rel.as_string(),
+                kind: "a path below the top directory",
+                wanted: "a name in the top directory",
+            });
+        };
+        if self.known_missing(&rel) {
+            return Ok(None);
+        }
+        match self.root.stat_opt(first) {
+            Ok(None) => {
+                self.note_missing(&rel.parts, true);
+                Ok(None)
+            }
+            Ok(found) => Ok(found),
+            Err(e) => Err(WorkspaceError::io(&rel, e)),
         }
     }
 
