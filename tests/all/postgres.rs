@@ -733,3 +733,62 @@ async fn a_cancel_through_another_host_stops_the_task() {
     assert_eq!(t["status"], "aborted");
     assert_eq!((a.taken(), b.taken()), (1, 0), "it ran on a only");
 }
+
+/// A message sent to the host that does not run the task reaches the one
+/// that does, before the answer sent after it: the task's next turn, on
+/// the host that runs it, has it in its conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_through_another_host_reaches_the_next_turn() {
+    roost_testpg::skip_without_postgres!();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (url, root, token) = setup(dir.path());
+    let script = write_script(dir.path(), json!([done("first"), done("second")]));
+    let a = start_host(dir.path(), "a", &url, &root, &script, 4).await;
+    let api = Api {
+        client: reqwest::Client::new(),
+        token,
+    };
+    let id = api
+        .create(&a, json!({"prompt": "go", "workspace": "ws"}))
+        .await;
+    let mut seqs = Vec::new();
+    follow(&api, &a, &id, &mut seqs, is_ask).await;
+    let b = start_host(dir.path(), "b", &url, &root, &script, 4).await;
+    let (status, v) = api
+        .post(
+            format!("{}/tasks/{id}/messages", b.base()),
+            json!({"text": "also check b.txt"}),
+        )
+        .await;
+    assert_eq!(status, 202, "{v}");
+    // Feedback on the first result: the task takes another turn.
+    let (_, asks) = api.get(format!("{}/tasks/{id}/asks", b.base())).await;
+    let ask_id = asks[0]["ask_id"].as_str().expect("the completion's ask");
+    let (status, v) = api
+        .post(
+            format!("{}/tasks/{id}/asks/{ask_id}", b.base()),
+            json!({"decision": "answer", "text": "not yet"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    api.complete(&b, &id).await;
+    let (_, ui) = api.get(format!("{}/tasks/{id}/messages", b.base())).await;
+    let rows = ui.as_array().expect("rows");
+    let at = |subtype: &str, text: &str| {
+        rows.iter()
+            .position(|r| r["subtype"] == subtype && r["text"] == text)
+            .unwrap_or_else(|| panic!("no {subtype} row {text:?}: {ui}"))
+    };
+    assert!(
+        at("user_feedback", "not yet") < at("user_message", "also check b.txt"),
+        "{ui}"
+    );
+    let (_, history) = api
+        .get(format!("{}/tasks/{id}/api-messages", b.base()))
+        .await;
+    assert!(
+        history.to_string().contains("also check b.txt"),
+        "the model never saw it: {history}"
+    );
+    assert_eq!((a.taken(), b.taken()), (1, 0), "it ran on a only");
+}
