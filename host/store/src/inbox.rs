@@ -114,16 +114,19 @@ impl Store {
     }
 
     /// Take the requests other hosts left for this one, oldest first.
-    pub fn take_inbox(&self) -> Result<Vec<(String, HostRequest)>, StoreError> {
+    /// Awaited: one statement, one round trip, no runtime worker parked
+    /// (only a shared store, on PostgreSQL, has an inbox).
+    pub async fn take_inbox(&self) -> Result<Vec<(String, HostRequest)>, StoreError> {
         let Some(me) = self.host_id()? else {
             return Ok(Vec::new());
         };
-        let mut rows = self.db.run(|c| {
-            c.query(
+        let mut rows = self
+            .db
+            .read_one(
                 "DELETE FROM host_inbox WHERE host = ?1 RETURNING id, task_id, kind, body",
                 params![&me],
             )
-        })?;
+            .await?;
         rows.sort_by_key(|r| r.get::<i64>(0).unwrap_or(0));
         let mut out = Vec::with_capacity(rows.len());
         for mut r in rows {

@@ -2628,7 +2628,7 @@ fn hostile_rows_and_notices_from_other_hosts_are_ignored() {
     ))
     .expect("mine");
     assert_eq!(
-        s.take_inbox().expect("inbox"),
+        futures::executor::block_on(s.take_inbox()).expect("inbox"),
         vec![(
             t.id.clone(),
             HostRequest::Message {
@@ -2636,8 +2636,17 @@ fn hostile_rows_and_notices_from_other_hosts_are_ignored() {
             }
         )]
     );
-    assert!(s.take_inbox().expect("taken once").is_empty());
-    assert_eq!(other.take_inbox().expect("theirs").len(), 1);
+    assert!(
+        futures::executor::block_on(s.take_inbox())
+            .expect("taken once")
+            .is_empty()
+    );
+    assert_eq!(
+        futures::executor::block_on(other.take_inbox())
+            .expect("theirs")
+            .len(),
+        1
+    );
     for (channel, payload) in [
         ("roost_events", "no-colon"),
         ("roost_events", "task:notanumber"),

@@ -191,14 +191,12 @@ impl Engine {
 
     /// Act on what other hosts asked of this host's tasks.
     async fn take_inbox(self: &Arc<Self>) {
-        let store = self.agent.store.clone();
-        let requests = match tokio::task::spawn_blocking(move || store.take_inbox()).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => {
+        let requests = match self.agent.store.take_inbox().await {
+            Ok(r) => r,
+            Err(e) => {
                 tracing::warn!("reading requests from other hosts: {e}");
                 return;
             }
-            Err(_) => return,
         };
         for (task, request) in requests {
             tracing::info!(%task, ?request, "request from another host");
