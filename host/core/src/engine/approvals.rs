@@ -54,10 +54,11 @@ impl Approvals {
         Ok(self.store.saved_approvals(key.as_deref())?)
     }
 
-    /// `policy` widened by what was saved for `workspace`, for a new task
+    /// `policy` widened by what was saved for the workspace `ws` (opened
+    /// by the caller: its key is its canonical path), for a new task
     /// ([`Store::approvals_for_new_task`]).
-    pub fn widen(&self, workspace: &Path, policy: &mut ApprovalPolicy) -> Result<(), EngineError> {
-        let key = workspace_key(workspace)?;
+    pub fn widen(&self, ws: &Workspace, policy: &mut ApprovalPolicy) -> Result<(), EngineError> {
+        let key = ws.host_path().display().to_string();
         for saved in self.store.approvals_for_new_task(&key)? {
             policy.grant(&saved.grant);
         }

@@ -143,6 +143,7 @@ impl Engine {
             .create_claimed_shared(&Creation {
                 prompt: &child.message,
                 workspace: Path::new(&parent.workspace),
+                opened: None,
                 mode: &child.mode,
                 provider: setup.provider.as_ref(),
                 settings: &settings,

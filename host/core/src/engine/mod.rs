@@ -48,6 +48,7 @@ use crate::task::{
 };
 use crate::turn::{Lent, SpawnHandle, Spawner, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
+use roost_sandbox::capability::Workspace;
 
 /// Outcomes of finished tasks kept for a late [`Engine::wait`]; older ones
 /// are read back from the store's event log.
@@ -348,11 +349,12 @@ impl Engine {
         spec: &TaskSpec,
         owner: &str,
     ) -> Result<String, EngineError> {
-        let (settings, setup) = self.prepare_new(spec)?;
+        let ws = open_workspace(spec)?;
+        let (settings, setup) = self.prepare_new(spec, &ws)?;
         // The work queue is woken in the creating transaction.
         let task = self
             .agent
-            .create(&creation(spec, &setup, &settings, Some(owner)))
+            .create(&creation(spec, &setup, &settings, Some(owner), &ws))
             .await?;
         Ok(task.id)
     }
@@ -361,10 +363,11 @@ impl Engine {
     /// to run; its creation rides a shared commit with the steps of the
     /// tasks running meanwhile.
     async fn create(&self, spec: &TaskSpec, owner: Option<&str>) -> Result<String, EngineError> {
-        let (settings, setup) = self.prepare_new(spec)?;
+        let ws = open_workspace(spec)?;
+        let (settings, setup) = self.prepare_new(spec, &ws)?;
         let new = self
             .agent
-            .create_claimed_shared(&creation(spec, &setup, &settings, owner))
+            .create_claimed_shared(&creation(spec, &setup, &settings, owner, &ws))
             .await?;
         let id = new.task.id.clone();
         self.register(&id, setup, Begin::New(Box::new(new)));
@@ -375,10 +378,13 @@ impl Engine {
     /// describes runs with: what the person saved for its workspace holds
     /// for each task they start in it, and a front-end's incoming trace is
     /// the one it continues.
-    fn prepare_new(&self, spec: &TaskSpec) -> Result<(TaskSettings, TaskSetup), EngineError> {
+    fn prepare_new(
+        &self,
+        spec: &TaskSpec,
+        ws: &Workspace,
+    ) -> Result<(TaskSettings, TaskSetup), EngineError> {
         let mut settings = self.settings_of(spec);
-        self.approvals()
-            .widen(&spec.workspace, &mut settings.approval)?;
+        self.approvals().widen(ws, &mut settings.approval)?;
         let mut setup = self.setup(&spec.endpoint, None, 0, &settings)?;
         setup.trace_parent = spec
             .traceparent
@@ -797,17 +803,26 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "(no message)".to_owned())
 }
 
+/// The workspace of the top-level task `spec` describes, opened once for
+/// its creation: its saved approvals are keyed by it and its modes read
+/// through it.
+fn open_workspace(spec: &TaskSpec) -> Result<Workspace, EngineError> {
+    Ok(Workspace::open(&spec.workspace).map_err(crate::task::TaskError::from)?)
+}
+
 /// The creation of the top-level task `spec` describes, for `owner`, run
-/// with `settings` and `setup` ([`Engine::prepare_new`]).
+/// with `settings` and `setup` ([`Engine::prepare_new`]), in `ws`.
 fn creation<'a>(
     spec: &'a TaskSpec,
     setup: &'a TaskSetup,
     settings: &'a TaskSettings,
     owner: Option<&'a str>,
+    ws: &'a Workspace,
 ) -> Creation<'a> {
     Creation {
         prompt: &spec.prompt,
         workspace: &spec.workspace,
+        opened: Some(ws),
         mode: if spec.mode.is_empty() {
             "code"
         } else {

@@ -61,6 +61,9 @@ pub struct Creation<'a> {
     pub prompt: &'a str,
     /// The workspace.
     pub workspace: &'a Path,
+    /// The workspace as the caller opened it already (`None`: opened by
+    /// its path here).
+    pub opened: Option<&'a Workspace>,
     /// Mode slug.
     pub mode: &'a str,
     /// The model it talks to (its endpoint is recorded).
@@ -216,6 +219,7 @@ impl Agent {
         let Creation {
             prompt,
             workspace,
+            opened,
             mode,
             provider,
             settings,
@@ -226,8 +230,15 @@ impl Agent {
         } = *c;
         // The workspace must open before a task is recorded for it; its
         // modes are read through that handle.
-        let ws = Workspace::open(workspace)?;
-        let modes = ModeSet::load_in(&ws, self.modes_dir.as_deref());
+        let held;
+        let ws = match opened {
+            Some(ws) => ws,
+            None => {
+                held = Workspace::open(workspace)?;
+                &held
+            }
+        };
+        let modes = ModeSet::load_in(ws, self.modes_dir.as_deref());
         if modes.get(mode).is_none() {
             let available: Vec<&str> = modes.iter().map(|m| m.slug.as_str()).collect();
             return Err(TaskError::UnknownMode {
