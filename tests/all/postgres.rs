@@ -705,15 +705,16 @@ async fn a_stopped_host_hands_its_tasks_over_at_once() {
     assert_eq!(b.taken(), 1, "host b resumed it");
 }
 
-/// A cancel sent to the host that does not run the task reaches the one
-/// that does: the task stops there, aborted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cancel_through_another_host_stops_the_task() {
-    roost_testpg::skip_without_postgres!();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (url, root, token) = setup(dir.path());
-    let script = write_script(dir.path(), json!([done("ok")]));
-    let a = start_host(dir.path(), "a", &url, &root, &script, 4).await;
+/// Host `a` running a task of the scripted `turns` that waits on its
+/// first question, and host `b` started beside it on the same database;
+/// the task's id and the event positions read so far.
+async fn asking_on_a_with_b_beside(
+    dir: &Path,
+    turns: Value,
+) -> (Api, Host, Host, String, Vec<i64>) {
+    let (url, root, token) = setup(dir);
+    let script = write_script(dir, turns);
+    let a = start_host(dir, "a", &url, &root, &script, 4).await;
     let api = Api {
         client: reqwest::Client::new(),
         token,
@@ -723,7 +724,18 @@ async fn a_cancel_through_another_host_stops_the_task() {
         .await;
     let mut seqs = Vec::new();
     follow(&api, &a, &id, &mut seqs, is_ask).await;
-    let b = start_host(dir.path(), "b", &url, &root, &script, 4).await;
+    let b = start_host(dir, "b", &url, &root, &script, 4).await;
+    (api, a, b, id, seqs)
+}
+
+/// A cancel sent to the host that does not run the task reaches the one
+/// that does: the task stops there, aborted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_through_another_host_stops_the_task() {
+    roost_testpg::skip_without_postgres!();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (api, a, b, id, mut seqs) =
+        asking_on_a_with_b_beside(dir.path(), json!([done("ok")])).await;
     let (status, v) = api
         .post(format!("{}/tasks/{id}/cancel", b.base()), json!({}))
         .await;
@@ -741,19 +753,8 @@ async fn a_cancel_through_another_host_stops_the_task() {
 async fn a_message_through_another_host_reaches_the_next_turn() {
     roost_testpg::skip_without_postgres!();
     let dir = tempfile::tempdir().expect("tempdir");
-    let (url, root, token) = setup(dir.path());
-    let script = write_script(dir.path(), json!([done("first"), done("second")]));
-    let a = start_host(dir.path(), "a", &url, &root, &script, 4).await;
-    let api = Api {
-        client: reqwest::Client::new(),
-        token,
-    };
-    let id = api
-        .create(&a, json!({"prompt": "go", "workspace": "ws"}))
-        .await;
-    let mut seqs = Vec::new();
-    follow(&api, &a, &id, &mut seqs, is_ask).await;
-    let b = start_host(dir.path(), "b", &url, &root, &script, 4).await;
+    let (api, a, b, id, _) =
+        asking_on_a_with_b_beside(dir.path(), json!([done("first"), done("second")])).await;
     let (status, v) = api
         .post(
             format!("{}/tasks/{id}/messages", b.base()),
