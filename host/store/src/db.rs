@@ -227,6 +227,27 @@ impl Lite {
     }
 }
 
+/// `$trip` on a connection of the pool `$pool`, awaited; an outage waited
+/// out as [`Db::run`] waits it out, asleep on the runtime's timer. (A
+/// macro: a helper taking the trip as a closure over a borrowed connection
+/// cannot promise its future is `Send` for every borrow.)
+macro_rules! awaited_through_outages {
+    ($pool:expr, |$c:ident| $trip:expr) => {{
+        let pool = $pool;
+        let mut outage = Outage::new();
+        loop {
+            let attempt = match pool.get_async().await {
+                Ok($c) => $trip.await,
+                Err(e) => Err(e),
+            };
+            match outage.after(&pool.health, attempt) {
+                Next::Done(outcome) => break outcome,
+                Next::Pause(d) => tokio::time::sleep(d).await,
+            }
+        }
+    }};
+}
+
 /// A store's database.
 #[cfg_attr(
     not(feature = "postgres"),
@@ -255,19 +276,7 @@ impl Db {
     ) -> Result<Vec<Vec<Row>>, StoreError> {
         match self {
             Db::Lite(l) => Conn::Lite(&l.reader()).query_all(queries),
-            Db::Pg(p) => {
-                let mut outage = Outage::new();
-                loop {
-                    let attempt = match p.get_async().await {
-                        Ok(c) => c.query_all_async(queries).await,
-                        Err(e) => Err(e),
-                    };
-                    match outage.after(&p.health, attempt) {
-                        Next::Done(outcome) => return outcome,
-                        Next::Pause(d) => tokio::time::sleep(d).await,
-                    }
-                }
-            }
+            Db::Pg(p) => awaited_through_outages!(p, |c| c.query_all_async(queries)),
         }
     }
 
@@ -305,19 +314,7 @@ impl Db {
                     })
                     .collect()
             }
-            Db::Pg(p) => {
-                let mut outage = Outage::new();
-                loop {
-                    let attempt = match p.get_async().await {
-                        Ok(c) => c.exec_all_async(statements).await,
-                        Err(e) => Err(e),
-                    };
-                    match outage.after(&p.health, attempt) {
-                        Next::Done(outcome) => return outcome,
-                        Next::Pause(d) => tokio::time::sleep(d).await,
-                    }
-                }
-            }
+            Db::Pg(p) => awaited_through_outages!(p, |c| c.exec_all_async(statements)),
         }
     }
 

@@ -643,20 +643,15 @@ impl PgConn {
         &self,
         queries: &[(&str, &[Param<'_>])],
     ) -> Result<Vec<Vec<Row>>, StoreError> {
-        let asks: Vec<Ask<'_>> = queries
+        let asks = queries
             .iter()
             .map(|(sql, ps)| Ask::Query(sql, ps))
             .collect();
-        self.trip_async(&asks)
-            .await?
-            .into_iter()
-            .map(|a| match a {
-                Answer::Rows(rows) => Ok(rows),
-                Answer::Count(_) | Answer::Done => Err(StoreError::Decode {
-                    detail: "a query answered without rows".into(),
-                }),
-            })
-            .collect()
+        self.trip_each(asks, "a query answered without rows", |a| match a {
+            Answer::Rows(rows) => Some(rows),
+            Answer::Count(_) | Answer::Done => None,
+        })
+        .await
     }
 
     /// Run each statement, in one round trip; how many rows each changed.
@@ -664,18 +659,32 @@ impl PgConn {
         &self,
         statements: &[(&str, &[Param<'_>])],
     ) -> Result<Vec<u64>, StoreError> {
-        let asks: Vec<Ask<'_>> = statements
+        let asks = statements
             .iter()
             .map(|(sql, ps)| Ask::Exec(sql, ps))
             .collect();
+        self.trip_each(asks, "a statement answered without a count", |a| match a {
+            Answer::Count(n) => Some(n),
+            Answer::Rows(_) | Answer::Done => None,
+        })
+        .await
+    }
+
+    /// `asks` in one round trip, each answer taken by `take`; an answer of
+    /// another kind is `wrong`.
+    async fn trip_each<T>(
+        &self,
+        asks: Vec<Ask<'_>>,
+        wrong: &str,
+        take: fn(Answer) -> Option<T>,
+    ) -> Result<Vec<T>, StoreError> {
         self.trip_async(&asks)
             .await?
             .into_iter()
-            .map(|a| match a {
-                Answer::Count(n) => Ok(n),
-                Answer::Rows(_) | Answer::Done => Err(StoreError::Decode {
-                    detail: "a statement answered without a count".into(),
-                }),
+            .map(|a| {
+                take(a).ok_or_else(|| StoreError::Decode {
+                    detail: wrong.into(),
+                })
             })
             .collect()
     }
