@@ -248,6 +248,17 @@ macro_rules! awaited_through_outages {
     }};
 }
 
+/// What SQLite write transactions learn and keep for the next
+/// ([`Db::write_kept`]), with the state of the file it is true of.
+#[derive(Default)]
+pub(crate) struct Kept<K> {
+    /// `PRAGMA data_version` and the writing connection's count of changed
+    /// rows as the last transaction that kept `value` committed; `None`
+    /// while one is under way, and after one failed.
+    at: Option<(i64, u64)>,
+    value: K,
+}
+
 /// A store's database.
 #[cfg_attr(
     not(feature = "postgres"),
@@ -409,6 +420,42 @@ impl Db {
         f: impl Fn(&Conn<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         self.write_with(f, None)
+    }
+
+    /// [`Db::write`] with what the last such transaction on SQLite left in
+    /// `kept`, given to `f` to read and change. It is trusted only when no
+    /// other write reached the file since that transaction committed: the
+    /// writing connection's count of changed rows and `PRAGMA data_version`
+    /// (other connections' commits) are as they were then; otherwise `f`
+    /// starts from `K::default()`, as it does after a transaction of its
+    /// own that failed. On PostgreSQL (other hosts write at any moment)
+    /// `f` gets nothing.
+    pub(crate) fn write_kept<T, K: Default>(
+        &self,
+        kept: &Mutex<Kept<K>>,
+        f: impl Fn(&Conn<'_>, Option<&mut K>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match self {
+            Db::Lite(l) => {
+                let mut conn = l.conn();
+                // Only ever taken with the writing connection held.
+                let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                let tx =
+                    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                let version: i64 = tx
+                    .prepare_cached("PRAGMA data_version")?
+                    .query_row([], |r| r.get(0))?;
+                if kept.at.take() != Some((version, tx.total_changes())) {
+                    kept.value = K::default();
+                }
+                let out = f(&Conn::Lite(&tx), Some(&mut kept.value))?;
+                let changes = tx.total_changes();
+                tx.commit()?;
+                kept.at = Some((version, changes));
+                Ok(out)
+            }
+            Db::Pg(_) => self.write(|c| f(c, None)),
+        }
     }
 
     /// [`Db::write`] for a transaction that asks nothing of the database

@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 
 use super::asks::{self, StoredAsk};
 use super::creation::{self, NewRow};
-use super::db::{Column, Conn, Dialect, Param, params};
+use super::db::{Column, Conn, Dialect, Kept, Param, params};
 use super::groups::PreparedGroup;
 use super::{Store, StoreError, TaskStatus, TodoItem, now_ms, role_str};
 use roost_protocol::conversation::{ContentBlock, Message, Usage};
@@ -491,6 +491,21 @@ pub(super) struct Positions {
     totals: Vec<(i64, TaskTotals)>,
 }
 
+/// What a SQLite store's shared commits learnt of the tasks they wrote,
+/// kept from one to the next while nothing else writes to the file
+/// ([`Db::write_kept`](super::db::Db::write_kept)): each task's key and
+/// the next free position in each of its logs, so a task's next step
+/// looks neither up again. A task whose run ends is forgotten, and all of
+/// it past [`MAX_TAILS`] tasks.
+#[derive(Default)]
+pub(super) struct Tails {
+    keys: HashMap<String, i64>,
+    next: HashMap<(Log, i64), i64>,
+}
+
+/// Most tasks whose [`Tails`] are kept (about 100 bytes each).
+const MAX_TAILS: usize = 16_384;
+
 /// What the steps of one transaction change on a task's row.
 struct TaskTotals {
     tokens: [i64; 4],
@@ -644,6 +659,22 @@ impl Positions {
             }
         }
         self.announce(c)
+    }
+
+    /// Leave what this transaction learnt of its tasks in `tails` for the
+    /// next one, but for the tasks whose run `steps` end.
+    fn keep(&mut self, steps: &[(&str, &PreparedStep)], tails: &mut Tails) {
+        for (task, _) in steps.iter().filter(|(_, s)| s.release.is_some()) {
+            if let Some(key) = self.keys.remove(*task) {
+                for log in Log::ALL {
+                    self.next.remove(&(log, key));
+                }
+            }
+        }
+        if self.keys.len() <= MAX_TAILS {
+            tails.keys = std::mem::take(&mut self.keys);
+            tails.next = std::mem::take(&mut self.next);
+        }
     }
 
     /// Take the next position in `log` of the task keyed `key`.
@@ -1061,8 +1092,13 @@ pub(super) fn write_batch(
     fenced: &[&str],
     owner: Option<&str>,
     now: i64,
+    mut tails: Option<&mut Tails>,
 ) -> Result<Vec<Committed>, StoreError> {
     let mut positions = Positions::default();
+    if let Some(t) = tails.as_deref_mut() {
+        positions.keys = std::mem::take(&mut t.keys);
+        positions.next = std::mem::take(&mut t.next);
+    }
     // A new task's first step is dated with its row, as its record is.
     let mut born = HashMap::with_capacity(created.len());
     for row in created {
@@ -1076,6 +1112,9 @@ pub(super) fn write_batch(
         committed.push(write_step(c, task, step, at, &mut positions, None)?);
     }
     positions.finish(c)?;
+    if let Some(t) = tails {
+        positions.keep(steps, t);
+    }
     Ok(committed)
 }
 
@@ -1168,6 +1207,8 @@ pub(super) struct GroupCommit {
     transactions: AtomicU64,
     /// Tasks being created ([`Store::commit_creation`]).
     creating: AtomicUsize,
+    /// What the shared commits learnt of their tasks, on SQLite.
+    tails: Mutex<Kept<Tails>>,
 }
 
 /// A task's creation in flight, counted in [`GroupCommit::creating`]
@@ -1451,9 +1492,17 @@ impl Store {
         let steps: Vec<(&str, &PreparedStep)> =
             jobs.iter().map(|j| (j.task.as_str(), &j.step)).collect();
         let created: Vec<&NewRow> = jobs.iter().filter_map(|j| j.creation.as_deref()).collect();
-        let together = self
-            .db
-            .write(|c| write_batch(c, &created, &steps, &fenced, owner.map(String::as_str), now));
+        let together = self.db.write_kept(&self.group.tails, |c, tails| {
+            write_batch(
+                c,
+                &created,
+                &steps,
+                &fenced,
+                owner.map(String::as_str),
+                now,
+                tails,
+            )
+        });
         let outcomes: Vec<Result<Committed, StoreError>> = match together {
             Ok(committed) => {
                 self.group.counted(committed.len(), 1);

@@ -772,7 +772,7 @@ fn one_commits_steps_add_up_and_land_in_order(b: Backend) {
     let refs: Vec<(&str, &step::PreparedStep)> =
         prepared.iter().map(|(task, st)| (*task, st)).collect();
     let committed =
-        s.db.write(|c| step::write_batch(c, &[], &refs, &[], None, now_ms()))
+        s.db.write(|c| step::write_batch(c, &[], &refs, &[], None, now_ms(), None))
             .expect("committed together");
     assert_eq!(committed[0].message, Some(1));
     assert_eq!(committed[2].message, Some(2));
@@ -1191,6 +1191,67 @@ async fn creations_ride_a_shared_commit_on(b: Backend) {
 #[tokio::test]
 async fn creations_ride_a_shared_commit_on_sqlite() {
     creations_ride_a_shared_commit_on(Backend::Sqlite).await;
+}
+
+/// A SQLite store's shared commits keep each task's key and log positions
+/// from one to the next, and drop them as soon as anything else writes to
+/// the file: a task's conversation taken back through the same store, or
+/// through another connection, numbers its next rows on from where the
+/// logs now end, with no gap and no collision.
+#[tokio::test]
+async fn kept_positions_give_way_to_any_other_write_on_sqlite() {
+    let (dir, s) = store_on(Backend::Sqlite);
+    let t = new_task(&s);
+    let said = |n: usize| {
+        let text = format!("turn {n}");
+        Step::new()
+            .append(&Message::user_text(&text))
+            .ui(UiRow::say(UiSubtype::Text), &text)
+            .event(r#"{"event":"warning","message":"said"}"#.to_owned())
+            .prepare(&t.id)
+            .expect("prepared")
+    };
+    let seqs = |c: &Committed| (c.message, c.ui.clone());
+    for n in 1..=3 {
+        let c = s.commit(&t.id, said(n)).await.expect("committed");
+        let at = i64::try_from(n).expect("small");
+        assert_eq!(seqs(&c), (Some(at), vec![at]), "step {n}");
+    }
+    // Taken back to the first message and UI row by the same store.
+    s.truncate_conversation(&t.id, 1, 1).expect("truncated");
+    let c = s.commit(&t.id, said(4)).await.expect("committed");
+    assert_eq!(seqs(&c), (Some(2), vec![2]), "after the store's own rewind");
+    let c = s.commit(&t.id, said(5)).await.expect("committed");
+    assert_eq!(seqs(&c), (Some(3), vec![3]));
+    // Taken back by another connection to the same file.
+    let other = dir.reopen();
+    other.truncate_conversation(&t.id, 1, 1).expect("truncated");
+    let c = s.commit(&t.id, said(6)).await.expect("committed");
+    assert_eq!(
+        seqs(&c),
+        (Some(2), vec![2]),
+        "after another connection's rewind"
+    );
+    // Appended to by another connection: the next row follows it.
+    let c = other.commit(&t.id, said(7)).await.expect("committed");
+    assert_eq!(seqs(&c), (Some(3), vec![3]));
+    let c = s.commit(&t.id, said(8)).await.expect("committed");
+    assert_eq!(
+        seqs(&c),
+        (Some(4), vec![4]),
+        "after another connection's append"
+    );
+    let api = s.load_api(&t.id, false).expect("api");
+    assert_eq!(
+        api.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    assert_eq!(
+        api[3].message,
+        Message::user_text("turn 8"),
+        "the last row is the last step's"
+    );
+    assert_eq!(s.last_event_seq(&t.id).expect("events"), 8);
 }
 
 #[cfg(feature = "postgres")]
