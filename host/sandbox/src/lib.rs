@@ -16,3 +16,4 @@ pub mod capability;
 pub mod plugins;
 pub mod secrets;
 pub mod tool;
+pub mod watch;

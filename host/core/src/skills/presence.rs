@@ -113,7 +113,7 @@ mod linux {
     use std::io::ErrorKind;
     use std::sync::{Arc, Weak};
 
-    use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
+    use inotify::{Inotify, WatchDescriptor, WatchMask};
 
     use super::{Handle, PresenceDirs};
 
@@ -215,36 +215,24 @@ mod linux {
             let Some(fd) = inotify.as_mut() else {
                 return;
             };
-            let mut buffer = [0u8; 4096];
-            loop {
-                let events = match fd.read_events(&mut buffer) {
-                    Ok(events) => events,
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                    Err(e) => {
-                        // Nothing can be concluded any more: every
-                        // workspace looks again, every time.
-                        tracing::warn!("skill folders' presence: {e}");
-                        mark_all(by_wd);
-                        *inotify = None;
-                        return;
-                    }
-                };
-                let mut lost = false;
-                for event in events {
-                    if event.mask.contains(EventMask::Q_OVERFLOW) {
-                        lost = true;
-                        continue;
-                    }
-                    if let Some(handles) = by_wd.get(&event.wd) {
-                        for h in handles.iter().filter_map(Weak::upgrade) {
-                            if h.cares(event.name) {
-                                h.mark();
-                            }
+            let drained = roost_sandbox::watch::drain(fd, |event| {
+                if let Some(handles) = by_wd.get(&event.wd) {
+                    for h in handles.iter().filter_map(Weak::upgrade) {
+                        if h.cares(event.name) {
+                            h.mark();
                         }
                     }
                 }
-                if lost {
+            });
+            match drained {
+                Ok(false) => {}
+                Ok(true) => mark_all(by_wd),
+                Err(e) => {
+                    // Nothing can be concluded any more: every workspace
+                    // looks again, every time.
+                    tracing::warn!("skill folders' presence: {e}");
                     mark_all(by_wd);
+                    *inotify = None;
                 }
             }
         }

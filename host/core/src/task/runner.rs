@@ -42,7 +42,7 @@ use crate::store::{ClaimedTask, Committed, NewTask, Step, TaskClaim, TaskRecord,
 use crate::tools::{Registry, ToolSpec};
 use crate::turn::{Ctx, RepetitionDetector, RunState, Site, TaskError, TaskOutcome, TaskSetup};
 use roost_protocol::{TaskSettings, UiRow, UiSubtype};
-use roost_sandbox::capability::Workspace;
+use roost_sandbox::capability::{Workspace, WorkspacePin};
 
 /// Least a kept tool result is shortened to after a condensation.
 const KEPT_RESULT_FLOOR: usize = 1024;
@@ -294,29 +294,14 @@ impl Agent {
         // other open of its path during the run must reach it.
         let ws = check.open(&self.store, &task)?;
         let pin = ws.pin();
-        let mut task = task;
-        let span = self.agent_span(&mut task, &setup);
-        let started = std::time::Instant::now();
-        let ctx = Ctx {
-            ws,
-            workspace: PathBuf::from(&task.workspace),
+        let held = Held {
             task,
-            site: Site::Task,
-            provider: Some(setup.provider),
-            config: setup.config,
-            spawner: setup.spawner,
-            events,
-            control,
-            lent: setup.lent,
-            trace: span.context(),
-            resumed: false,
+            claim,
+            ws,
+            pin,
         };
-        let outcome = self.run(&ctx, None).await;
-        let outcome = ended(span, &ctx.task.mode, started, outcome);
-        drop(ctx);
-        drop(pin);
-        claim.release().await;
-        outcome
+        self.run_held(held, setup, events, control, Begin::New)
+            .await
     }
 
     /// Continue task `id` from its history (after a crash, Ctrl-C or
@@ -379,7 +364,37 @@ impl Agent {
         events
             .publish(TaskEvent::TaskStarted { resumed: true })
             .await;
-        let mut task = task;
+        let held = Held {
+            task,
+            claim,
+            ws,
+            pin,
+        };
+        self.run_held(held, setup, events, control, Begin::Resumed(pending))
+            .await
+    }
+
+    /// Run the task `held` to its end with `setup`, steered by `control`:
+    /// its span opened and closed around the run, then its workspace let
+    /// go and its claim released.
+    async fn run_held(
+        &self,
+        held: Held,
+        setup: TaskSetup,
+        events: &EventBus,
+        control: &Control,
+        begin: Begin,
+    ) -> Result<TaskOutcome, TaskError> {
+        let Held {
+            mut task,
+            claim,
+            ws,
+            pin,
+        } = held;
+        let (resumed, pending) = match begin {
+            Begin::New => (false, None),
+            Begin::Resumed(pending) => (true, pending),
+        };
         let span = self.agent_span(&mut task, &setup);
         let started = std::time::Instant::now();
         let ctx = Ctx {
@@ -394,7 +409,7 @@ impl Agent {
             control,
             lent: setup.lent,
             trace: span.context(),
-            resumed: true,
+            resumed,
         };
         let outcome = self.run(&ctx, pending).await;
         let outcome = ended(span, &ctx.task.mode, started, outcome);
@@ -1878,6 +1893,22 @@ fn input_messages(body: &RequestBody) -> String {
     let mut cut: String = text.chars().take(MAX_CONTENT).collect();
     cut.push_str("…[truncated]");
     cut
+}
+
+/// A task ready to run: claimed, its workspace open and pinned (taken
+/// as it was checked, before anything touched it).
+struct Held {
+    task: TaskRecord,
+    claim: TaskClaim,
+    ws: Workspace,
+    pin: WorkspacePin,
+}
+
+/// How a run begins: a new task, or one resumed with the calls that were
+/// waiting for a person when it stopped.
+enum Begin {
+    New,
+    Resumed(Option<PendingCalls>),
 }
 
 /// Write how a run (in `mode`, since `started`) ended on its

@@ -151,48 +151,37 @@ impl Top {
     #[cfg(target_os = "linux")]
     fn drain(&mut self) {
         use inotify::EventMask;
-        use std::io::ErrorKind;
-        let Some(fd) = self.inotify.as_mut() else {
+        let Self { inotify, by_ws } = self;
+        let Some(fd) = inotify.as_mut() else {
             return;
         };
-        let mut buffer = [0u8; 4096];
-        let mut lost = false;
         let mut gone = Vec::new();
-        loop {
-            let events = match fd.read_events(&mut buffer) {
-                Ok(events) => events,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) => {
-                    tracing::warn!("a workspace's missing files are looked up each time: {e}");
-                    self.inotify = None;
-                    lost = true;
-                    break;
-                }
+        let drained = crate::watch::drain(fd, |event| {
+            let Some(id) = by_ws
+                .iter()
+                .find(|(_, e)| e.wd == event.wd)
+                .map(|(id, _)| *id)
+            else {
+                return;
             };
-            for event in events {
-                if event.mask.contains(EventMask::Q_OVERFLOW) {
-                    lost = true;
-                    continue;
-                }
-                let Some(id) = self
-                    .by_ws
-                    .iter()
-                    .find(|(_, e)| e.wd == event.wd)
-                    .map(|(id, _)| *id)
-                else {
-                    continue;
-                };
-                match event.name {
-                    Some(name) if !event.mask.contains(EventMask::IGNORED) => {
-                        if let Some(e) = self.by_ws.get_mut(&id) {
-                            e.absent.remove(name);
-                        }
+            match event.name {
+                Some(name) if !event.mask.contains(EventMask::IGNORED) => {
+                    if let Some(e) = by_ws.get_mut(&id) {
+                        e.absent.remove(name);
                     }
-                    // The directory itself: watched anew at the next view.
-                    _ => gone.push(id),
                 }
+                // The directory itself: watched anew at the next view.
+                _ => gone.push(id),
             }
-        }
+        });
+        let lost = match drained {
+            Ok(lost) => lost,
+            Err(e) => {
+                tracing::warn!("a workspace's missing files are looked up each time: {e}");
+                *inotify = None;
+                true
+            }
+        };
         for id in gone {
             if let Some(e) = self.by_ws.remove(&id)
                 && let Some(fd) = self.inotify.as_mut()
