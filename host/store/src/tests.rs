@@ -1517,6 +1517,81 @@ fn every_record_kind_round_trips(b: Backend) {
     assert_eq!(s.list_tasks(10).expect("list").len(), 1);
 }
 
+/// A shared commit of many tasks' steps (PostgreSQL sends each log's rows
+/// as one statement): 100 tasks, each a message, two UI rows and three
+/// events, every row in its task's logs, in order, numbered from 1.
+fn a_large_commits_rows_all_land_in_their_tasks_logs(b: Backend) {
+    let (_d, s) = store_on(b);
+    let tasks: Vec<TaskRecord> = (0..100).map(|_| new_task(&s)).collect();
+    let messages: Vec<Message> = (0..100)
+        .map(|n| Message::user_text(format!("message {n}")))
+        .collect();
+    let texts: Vec<[String; 2]> = (0..100)
+        .map(|n| [format!("{n} first"), format!("{n} second")])
+        .collect();
+    let event = |n: usize, i: usize| format!("{{\"event\":\"warning\",\"message\":\"{n}.{i}\"}}");
+    let prepared: Vec<(&str, step::PreparedStep)> = tasks
+        .iter()
+        .zip(&messages)
+        .zip(&texts)
+        .enumerate()
+        .map(|(n, ((t, m), [a, b]))| {
+            let step = Step::new()
+                .append(m)
+                .ui(UiRow::say(UiSubtype::Text), a)
+                .ui(UiRow::say(UiSubtype::Text), b)
+                .event(event(n, 1))
+                .event(event(n, 2))
+                .event(event(n, 3));
+            (t.id.as_str(), step.prepare(&t.id).expect("prepared"))
+        })
+        .collect();
+    let refs: Vec<(&str, &step::PreparedStep)> =
+        prepared.iter().map(|(task, st)| (*task, st)).collect();
+    let committed =
+        s.db.write(|c| step::write_batch(c, &[], &refs, &[], None, now_ms(), None))
+            .expect("committed together");
+    assert_eq!(committed.len(), 100);
+    for (n, (t, c)) in tasks.iter().zip(&committed).enumerate() {
+        assert_eq!(
+            (c.message, c.ui.as_slice(), c.events.as_slice()),
+            (Some(1), &[1, 2][..], &[1, 2, 3][..]),
+            "task {n}"
+        );
+        let api: Vec<(i64, Message)> = s
+            .load_api(&t.id, false)
+            .expect("api")
+            .into_iter()
+            .map(|m| (m.seq, m.message))
+            .collect();
+        assert_eq!(api, vec![(1, messages[n].clone())], "task {n}");
+        let ui: Vec<(i64, String)> = s
+            .load_ui(&t.id)
+            .expect("ui")
+            .into_iter()
+            .map(|r| (r.seq, r.text))
+            .collect();
+        assert_eq!(
+            ui,
+            vec![(1, texts[n][0].clone()), (2, texts[n][1].clone())],
+            "task {n}"
+        );
+        let events: Vec<(i64, String)> = s
+            .events_after(&t.id, 0, 10)
+            .expect("events")
+            .into_iter()
+            .map(|e| (e.seq, e.event))
+            .collect();
+        assert_eq!(
+            events,
+            (1..=3)
+                .map(|i| (i64::try_from(i).expect("small"), event(n, i)))
+                .collect::<Vec<_>>(),
+            "task {n}"
+        );
+    }
+}
+
 on_both!(
     every_record_kind_round_trips,
     tasks_round_trip_and_persist_across_reopen,
@@ -1537,6 +1612,7 @@ on_both!(
     a_results_output_is_written_once,
     a_deleted_tasks_logs_go_with_it_and_nothing_lands_after,
     a_group_lands_with_its_coordinators_step,
+    a_large_commits_rows_all_land_in_their_tasks_logs,
 );
 
 /// The open asks below a task are its own and every subtask's below it

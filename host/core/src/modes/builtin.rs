@@ -1,6 +1,8 @@
 //! The built-in modes, with Roo Code's tool groups and role definitions in
 //! Roost's own words.
 
+use std::sync::Arc;
+
 use regex::Regex;
 
 use super::{GroupGrant, Mode, ModeSource};
@@ -30,11 +32,12 @@ fn mode(slug: &str, name: &str, role: &str, when: &str, groups: Vec<GroupGrant>)
 }
 
 /// `code`, `architect`, `ask`, `debug`, `orchestrator`. Built once per
-/// process (each task loads its mode set; compiling the file regexes every
-/// time showed in the many-task profile) and cloned.
-pub fn modes() -> Vec<Mode> {
-    static BUILT: std::sync::OnceLock<Vec<Mode>> = std::sync::OnceLock::new();
-    BUILT.get_or_init(build).clone()
+/// process and shared: each task loads its mode set (compiling the file
+/// regexes, then copying the modes' texts, every time showed in the
+/// many-task profile).
+pub fn modes() -> &'static [Arc<Mode>] {
+    static BUILT: std::sync::OnceLock<Vec<Arc<Mode>>> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| build().into_iter().map(Arc::new).collect())
 }
 
 fn build() -> Vec<Mode> {

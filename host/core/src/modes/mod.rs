@@ -10,6 +10,7 @@ mod hooks;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use regex::Regex;
 use serde::Serialize;
@@ -135,7 +136,8 @@ impl Mode {
 /// The modes of a workspace, plus the problems found loading them.
 #[derive(Debug, Clone)]
 pub struct ModeSet {
-    modes: BTreeMap<String, Mode>,
+    /// Shared with the process's built-ins where a mode is one.
+    modes: BTreeMap<String, Arc<Mode>>,
     /// Mode files (or entries) that could not be used; the valid ones were.
     pub errors: Vec<ModeFileError>,
 }
@@ -161,15 +163,15 @@ impl ModeSet {
         config_dir: Option<&Path>,
         project: impl FnOnce() -> (Vec<Mode>, Vec<ModeFileError>),
     ) -> Self {
-        let mut modes: BTreeMap<String, Mode> = builtin::modes()
-            .into_iter()
-            .map(|m| (m.slug.clone(), m))
+        let mut modes: BTreeMap<String, Arc<Mode>> = builtin::modes()
+            .iter()
+            .map(|m| (m.slug.clone(), Arc::clone(m)))
             .collect();
         let mut errors = Vec::new();
         let mut layer = |(loaded, errs): (Vec<Mode>, Vec<ModeFileError>)| {
             errors.extend(errs);
             for m in loaded {
-                modes.insert(m.slug.clone(), m);
+                modes.insert(m.slug.clone(), Arc::new(m));
             }
         };
         if let Some(dir) = config_dir {
@@ -181,12 +183,12 @@ impl ModeSet {
 
     /// A mode by slug.
     pub fn get(&self, slug: &str) -> Option<&Mode> {
-        self.modes.get(slug)
+        self.modes.get(slug).map(Arc::as_ref)
     }
 
     /// All modes, by slug.
     pub fn iter(&self) -> impl Iterator<Item = &Mode> {
-        self.modes.values()
+        self.modes.values().map(Arc::as_ref)
     }
 }
 

@@ -5,6 +5,8 @@
 //! an assistant message); when summarising fails the older messages are
 //! hidden instead. Nothing is ever deleted.
 
+use std::sync::{Arc, Mutex};
+
 use bytes::Bytes;
 use futures::StreamExt;
 
@@ -50,6 +52,22 @@ pub fn cut_point(visible: &[StoredMessage], keep: usize) -> Option<usize> {
 /// under BPE tokenizers. Applied to the request body as the provider sends it.
 pub const BYTES_PER_TOKEN: usize = 4;
 
+/// `system` and its encoding, shared by every task that sends the same
+/// prompt: tasks of one mode in one workspace do, and each would escape
+/// its kilobytes again for its first request. The last prompt encoded is
+/// kept, process-wide.
+fn encoded_system(system: &str) -> Result<Arc<(String, Bytes)>, serde_json::Error> {
+    static LAST: Mutex<Option<Arc<(String, Bytes)>>> = Mutex::new(None);
+    // A value replaced whole: a panic cannot leave it half-written.
+    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(known) = last.as_ref().filter(|k| k.0 == system) {
+        return Ok(Arc::clone(known));
+    }
+    let encoded = Arc::new((system.to_owned(), encode_system(system)?));
+    *last = Some(Arc::clone(&encoded));
+    Ok(encoded)
+}
+
 /// Estimated tokens of `req` as `provider` would send it: everything
 /// counts (system prompt, messages, tool definitions, wire framing).
 pub fn request_tokens(provider: &dyn Provider, req: &ChatRequest) -> u64 {
@@ -75,8 +93,9 @@ pub struct RequestCache {
     summary: Option<String>,
     /// The tool list's encoding.
     tools: Option<Bytes>,
-    /// The last system prompt and its encoding.
-    system: Option<(String, Bytes)>,
+    /// The last system prompt and its encoding (shared with the other
+    /// tasks that sent the same one: [`encoded_system`]).
+    system: Option<Arc<(String, Bytes)>>,
 }
 
 impl RequestCache {
@@ -132,11 +151,11 @@ impl RequestCache {
             encoded.push((key, bytes));
         }
         self.messages = encoded;
-        if self.system.as_ref().is_none_or(|(text, _)| text != system) {
-            self.system = Some((system.to_owned(), encode_system(system)?));
+        if self.system.as_ref().is_none_or(|s| s.0 != system) {
+            self.system = Some(encoded_system(system)?);
         }
         let none = Bytes::new();
-        let system = self.system.as_ref().map_or(&none, |(_, e)| e);
+        let system = self.system.as_ref().map_or(&none, |s| &s.1);
         let messages: Vec<Bytes> = self.messages.iter().map(|(_, b)| b.clone()).collect();
         wire.body(&Parts {
             model: provider.model(),
@@ -161,7 +180,7 @@ impl RequestCache {
         let mut task = Vec::new();
         wire.message(&mut task, first)?;
         let none = Bytes::new();
-        let system = self.system.as_ref().map_or(&none, |(_, e)| e);
+        let system = self.system.as_ref().map_or(&none, |s| &s.1);
         let body = wire.body(&Parts {
             model: provider.model(),
             system,
@@ -176,7 +195,7 @@ impl RequestCache {
     /// [`RequestCache::body`] sent them.
     pub fn fixed_parts(&self) -> (usize, usize) {
         (
-            self.system.as_ref().map_or(0, |(_, e)| e.len()),
+            self.system.as_ref().map_or(0, |s| s.1.len()),
             self.tools.as_ref().map_or(0, Bytes::len),
         )
     }
@@ -443,6 +462,25 @@ mod tests {
                 content: "r".into(),
                 is_error: false,
             }],
+        }
+    }
+
+    /// The system prompt's encoding is shared between tasks, never stale:
+    /// whatever prompt came before (from this thread or another test's),
+    /// each is encoded as itself.
+    #[test]
+    fn a_system_prompts_shared_encoding_is_always_its_own() {
+        let prompts = [
+            "one \"prompt\"\n",
+            "another",
+            "one \"prompt\"\n",
+            "",
+            "another",
+        ];
+        for p in prompts {
+            let got = encoded_system(p).expect("encoded");
+            assert_eq!(got.0, p);
+            assert_eq!(&got.1[..], serde_json::to_vec(p).expect("json").as_slice());
         }
     }
 
