@@ -86,6 +86,40 @@ fn new_task(s: &Store) -> TaskRecord {
     s.create_task(&spec()).expect("creates")
 }
 
+/// A task's messages, each with its position.
+fn api_of(s: &Store, task: &str) -> Vec<(i64, Message)> {
+    s.load_api(task, false)
+        .expect("api")
+        .into_iter()
+        .map(|m| (m.seq, m.message))
+        .collect()
+}
+
+/// A task's UI rows' texts, each with its position.
+fn ui_of(s: &Store, task: &str) -> Vec<(i64, String)> {
+    s.load_ui(task)
+        .expect("ui")
+        .into_iter()
+        .map(|r| (r.seq, r.text))
+        .collect()
+}
+
+/// A task's first ten events, each with its position.
+fn events_of(s: &Store, task: &str) -> Vec<(i64, String)> {
+    s.events_after(task, 0, 10)
+        .expect("events")
+        .into_iter()
+        .map(|e| (e.seq, e.event))
+        .collect()
+}
+
+/// `steps` written in one shared commit's transaction.
+fn commit_together(s: &Store, steps: &[(&str, step::PreparedStep)]) -> Vec<Committed> {
+    let refs: Vec<(&str, &step::PreparedStep)> = steps.iter().map(|(t, st)| (*t, st)).collect();
+    s.db.write(|c| step::write_batch(c, &[], &refs, &[], None, now_ms(), None))
+        .expect("committed together")
+}
+
 fn tool_use(id: &str) -> Message {
     Message {
         role: Role::Assistant,
@@ -769,11 +803,7 @@ fn one_commits_steps_add_up_and_land_in_order(b: Backend) {
         .into_iter()
         .map(|(task, st)| (task, st.prepare(task).expect("prepared")))
         .collect();
-    let refs: Vec<(&str, &step::PreparedStep)> =
-        prepared.iter().map(|(task, st)| (*task, st)).collect();
-    let committed =
-        s.db.write(|c| step::write_batch(c, &[], &refs, &[], None, now_ms(), None))
-            .expect("committed together");
+    let committed = commit_together(&s, &prepared);
     assert_eq!(committed[0].message, Some(1));
     assert_eq!(committed[2].message, Some(2));
     assert_eq!(committed[2].ui, vec![2, 3]);
@@ -788,30 +818,15 @@ fn one_commits_steps_add_up_and_land_in_order(b: Backend) {
     assert_eq!(other_task.usage, usage(5));
     assert_eq!(other_task.status, TaskStatus::Failed);
     assert_eq!(other_task.mode, "code");
-    let api: Vec<(i64, Message)> = s
-        .load_api(&t.id, false)
-        .expect("api")
-        .into_iter()
-        .map(|m| (m.seq, m.message))
-        .collect();
-    assert_eq!(api, vec![(1, m1.clone()), (2, m2.clone())]);
-    let ui: Vec<(i64, String)> = s
-        .load_ui(&t.id)
-        .expect("ui")
-        .into_iter()
-        .map(|r| (r.seq, r.text))
-        .collect();
+    assert_eq!(api_of(&s, &t.id), vec![(1, m1.clone()), (2, m2.clone())]);
     assert_eq!(
-        ui,
+        ui_of(&s, &t.id),
         vec![(1, "t1".into()), (2, "t2".into()), (3, "t3".into())]
     );
-    let events: Vec<(i64, String)> = s
-        .events_after(&t.id, 0, 10)
-        .expect("events")
-        .into_iter()
-        .map(|e| (e.seq, e.event))
-        .collect();
-    assert_eq!(events, vec![(1, event(1)), (2, event(2)), (3, event(4))]);
+    assert_eq!(
+        events_of(&s, &t.id),
+        vec![(1, event(1)), (2, event(2)), (3, event(4))]
+    );
     assert_eq!(s.events_after(&u.id, 0, 10).expect("events").len(), 1);
 }
 
@@ -1546,11 +1561,7 @@ fn a_large_commits_rows_all_land_in_their_tasks_logs(b: Backend) {
             (t.id.as_str(), step.prepare(&t.id).expect("prepared"))
         })
         .collect();
-    let refs: Vec<(&str, &step::PreparedStep)> =
-        prepared.iter().map(|(task, st)| (*task, st)).collect();
-    let committed =
-        s.db.write(|c| step::write_batch(c, &[], &refs, &[], None, now_ms(), None))
-            .expect("committed together");
+    let committed = commit_together(&s, &prepared);
     assert_eq!(committed.len(), 100);
     for (n, (t, c)) in tasks.iter().zip(&committed).enumerate() {
         assert_eq!(
@@ -1558,32 +1569,18 @@ fn a_large_commits_rows_all_land_in_their_tasks_logs(b: Backend) {
             (Some(1), &[1, 2][..], &[1, 2, 3][..]),
             "task {n}"
         );
-        let api: Vec<(i64, Message)> = s
-            .load_api(&t.id, false)
-            .expect("api")
-            .into_iter()
-            .map(|m| (m.seq, m.message))
-            .collect();
-        assert_eq!(api, vec![(1, messages[n].clone())], "task {n}");
-        let ui: Vec<(i64, String)> = s
-            .load_ui(&t.id)
-            .expect("ui")
-            .into_iter()
-            .map(|r| (r.seq, r.text))
-            .collect();
         assert_eq!(
-            ui,
+            api_of(&s, &t.id),
+            vec![(1, messages[n].clone())],
+            "task {n}"
+        );
+        assert_eq!(
+            ui_of(&s, &t.id),
             vec![(1, texts[n][0].clone()), (2, texts[n][1].clone())],
             "task {n}"
         );
-        let events: Vec<(i64, String)> = s
-            .events_after(&t.id, 0, 10)
-            .expect("events")
-            .into_iter()
-            .map(|e| (e.seq, e.event))
-            .collect();
         assert_eq!(
-            events,
+            events_of(&s, &t.id),
             (1..=3)
                 .map(|i| (i64::try_from(i).expect("small"), event(n, i)))
                 .collect::<Vec<_>>(),
