@@ -1595,3 +1595,44 @@ mod committers {
         assert!(!lite.try_lead(), "SQLite has one writer");
     }
 }
+
+#[cfg(test)]
+mod tails {
+    use super::*;
+
+    /// Positions of `tasks` (keyed 1, 2, …) in every log, as a
+    /// transaction learns them.
+    fn learnt(tasks: &[&str]) -> Positions {
+        let mut p = Positions::default();
+        for (key, task) in (1..).zip(tasks) {
+            p.keys.insert((*task).to_owned(), key);
+            for log in Log::ALL {
+                p.next.insert((log, key), 10);
+            }
+        }
+        p
+    }
+
+    /// What a commit keeps for the next: every task it wrote but those
+    /// whose run its steps end, and nothing once it knows of more than
+    /// [`MAX_TAILS`] tasks (the next commits look them up again).
+    #[test]
+    fn a_commit_keeps_its_tasks_but_those_whose_run_ends_and_not_too_many() {
+        let going = Step::new().prepare("a").expect("prepared");
+        let ending = Step::new()
+            .prepare("b")
+            .expect("prepared")
+            .releasing("owner");
+        let mut tails = Tails::default();
+        learnt(&["a", "b"]).keep(&[("a", &going), ("b", &ending)], &mut tails);
+        assert_eq!(tails.keys.keys().collect::<Vec<_>>(), vec!["a"]);
+        assert_eq!(tails.next.len(), 3, "a's three logs");
+        assert!(tails.next.keys().all(|(_, key)| *key == 1));
+
+        let many: Vec<String> = (0..=MAX_TAILS).map(|n| format!("t{n}")).collect();
+        let names: Vec<&str> = many.iter().map(String::as_str).collect();
+        let mut tails = Tails::default();
+        learnt(&names).keep(&[("a", &going)], &mut tails);
+        assert!(tails.keys.is_empty() && tails.next.is_empty());
+    }
+}
