@@ -84,10 +84,10 @@ impl NewRow {
 /// looked up. On PostgreSQL nothing is asked of the database: its key was
 /// taken ahead, and its statements go with the transaction's next round
 /// trip.
-pub(super) fn insert_row(
-    c: &Conn<'_>,
+pub(super) fn insert_row<'c>(
+    c: &Conn<'c>,
     row: &NewRow,
-    positions: &mut Positions,
+    positions: &mut Positions<'c>,
 ) -> Result<(), StoreError> {
     let new = &row.new;
     /// The new task's row; `?15` its key (on SQLite, `NULL` for the next).

@@ -465,7 +465,7 @@ impl Log {
 /// it, which holds the write lock from its start ([`write_transaction`]),
 /// so no other connection can take a position meanwhile.
 #[derive(Default)]
-pub(super) struct Positions {
+pub(super) struct Positions<'c> {
     keys: HashMap<String, i64>,
     next: HashMap<(Log, i64), i64>,
     /// Tasks whose claim this transaction has checked (once is enough:
@@ -489,6 +489,11 @@ pub(super) struct Positions {
     /// row (totals added up, the last status and mode), in the order the
     /// tasks were first touched, by key: one `UPDATE` at the end.
     totals: Vec<(i64, TaskTotals)>,
+    /// On SQLite, each log's `INSERT` ([`Log::index`]) as the
+    /// transaction's first row of it prepared it: its later rows bind and
+    /// run it again, not looked up in the connection's statement cache
+    /// and put back a row at a time.
+    inserts: [Option<rusqlite::CachedStatement<'c>>; 3],
 }
 
 /// What a SQLite store's shared commits learnt of the tasks they wrote,
@@ -546,7 +551,7 @@ const LAST_SEQS: &str = "SELECT t.id, \
 /// Longest `pg_notify` payload sent (PostgreSQL's limit is 8,000 bytes).
 const NOTIFY_PAYLOAD: usize = 7_900;
 
-impl Positions {
+impl<'c> Positions<'c> {
     /// Learn that `task`, keyed `key`, is inserted by this very
     /// transaction: it has no rows in any log yet, so nothing of it is
     /// looked up or locked, and its events are not announced (until the
@@ -563,9 +568,18 @@ impl Positions {
     /// Append `row` ([`Log::insert_sql`]'s parameters) to `log`: now on
     /// SQLite, with the transaction's other rows of that log at its end on
     /// PostgreSQL ([`Positions::finish`]).
-    fn append(&mut self, c: &Conn<'_>, log: Log, row: &[Param<'_>]) -> Result<(), StoreError> {
-        if c.dialect() == Dialect::Sqlite {
-            return c.later(log.insert_sql(), row);
+    fn append(&mut self, c: &Conn<'c>, log: Log, row: &[Param<'_>]) -> Result<(), StoreError> {
+        if let Conn::Lite(conn) = c {
+            let slot = self
+                .inserts
+                .get_mut(log.index())
+                .ok_or_else(|| StoreError::Commit(format!("no log at {}", log.index())))?;
+            let insert = match slot {
+                Some(insert) => insert,
+                None => slot.insert(conn.prepare_cached(log.insert_sql())?),
+            };
+            insert.execute(rusqlite::params_from_iter(row.iter()))?;
+            return Ok(());
         }
         let columns = self.appended[log.index()].get_or_insert_with(|| log.columns());
         if columns.len() != row.len() || !columns.iter_mut().zip(row).all(|(col, p)| col.push(*p)) {
@@ -862,12 +876,12 @@ const REPLACE_BY_ID: &str = "UPDATE api_messages SET content = ?3 \
 /// is a `NOTIFY`, whose lock every announcing commit of the database takes
 /// in turn: P8 on PostgreSQL ran 0.93× without a creation's
 /// notifications).
-pub(super) fn write_opening(
-    conn: &Conn<'_>,
+pub(super) fn write_opening<'c>(
+    conn: &Conn<'c>,
     task: &str,
     step: &PreparedStep,
     now: i64,
-    positions: &mut Positions,
+    positions: &mut Positions<'c>,
 ) -> Result<Committed, StoreError> {
     if step.empty {
         return Ok(Committed::nothing());
@@ -884,12 +898,12 @@ pub(super) fn write_opening(
 /// turn with it. With `fence` (the owner this host runs the task as), the
 /// step lands only while that owner still holds the task's claim
 /// ([`super::claims::check_fence`]), checked under the row lock.
-fn write_step<'a>(
-    conn: &Conn<'_>,
+fn write_step<'a, 'c>(
+    conn: &Conn<'c>,
     task: &'a str,
     step: &'a PreparedStep,
     now: i64,
-    positions: &mut Positions,
+    positions: &mut Positions<'c>,
     fence: Option<&str>,
 ) -> Result<Committed, StoreError> {
     let mut committed = Committed {
@@ -1602,7 +1616,7 @@ mod tails {
 
     /// Positions of `tasks` (keyed 1, 2, …) in every log, as a
     /// transaction learns them.
-    fn learnt(tasks: &[&str]) -> Positions {
+    fn learnt(tasks: &[&str]) -> Positions<'static> {
         let mut p = Positions::default();
         for (key, task) in (1..).zip(tasks) {
             p.keys.insert((*task).to_owned(), key);

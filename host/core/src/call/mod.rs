@@ -176,6 +176,7 @@ const PREVIEW_BYTES: usize = 1024;
 /// in the `tool_call_result` event; storing it a third time, for a
 /// `read_file` of a large file, cost as much as the other two.
 pub(crate) fn ui_preview(output: &str) -> String {
+    use std::fmt::Write as _;
     let mut end = 0;
     for (n, line) in output.split_inclusive('\n').enumerate() {
         if n == PREVIEW_LINES || end + line.len() > PREVIEW_BYTES {
@@ -191,17 +192,20 @@ pub(crate) fn ui_preview(output: &str) -> String {
         return output.to_owned();
     }
     let rest = &output[end..];
-    // As `rest.lines().count()`, counted over the bytes (which vectorises):
-    // each newline ends a line, and so does the end of a last line
+    // As `rest.lines().count()`, the newlines found by memchr's vector
+    // search: each ends a line, and so does the end of a last line
     // without one.
-    let newlines = rest.bytes().filter(|&b| b == b'\n').count();
+    let newlines = memchr::memchr_iter(b'\n', rest.as_bytes()).count();
     let lines = newlines + usize::from(!rest.ends_with('\n'));
-    format!(
-        "{}… ({lines} more line{}, {} bytes in all)",
-        &output[..end],
+    let mut preview = String::with_capacity(end + 48);
+    preview.push_str(&output[..end]);
+    let _ = write!(
+        preview,
+        "… ({lines} more line{}, {} bytes in all)",
         if lines == 1 { "" } else { "s" },
         output.len()
-    )
+    );
+    preview
 }
 
 /// The result of one call, ready to become a tool_result block.
