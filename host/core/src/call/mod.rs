@@ -238,7 +238,8 @@ pub struct CallResult {
     /// The requests the call sent out, credentials redacted.
     pub network: Vec<roost_sandbox::plugins::NetworkRecord>,
     /// The executor's output as it gave it (its structured data too), when
-    /// the call ran and succeeded: a caller outside a task gets it whole.
+    /// the call ran and succeeded outside a task: such a caller gets it
+    /// whole. A task's loop needs only its text, which is `content`.
     pub output: Option<crate::tools::ToolOutput>,
 }
 

@@ -199,7 +199,7 @@ impl Dispatch<'_> {
         self.post_hooks(ctx, state, spec, &args, &outcome.result, &changed)
             .await;
         let (completed, abort) = apply_effect(state, outcome.effect.take());
-        let mut r = result_of(outcome, tool.is_native() || violated);
+        let mut r = result_of(outcome, tool.is_native() || violated, !ctx.site.is_task());
         r.completed = completed;
         r.abort = abort;
         r.diff = diff.map(|d| roost_secrets::redact(&d).into_owned());
@@ -408,7 +408,11 @@ impl Dispatch<'_> {
 /// The result the model and the front-ends get of `outcome`. An error is
 /// `[ERROR] code: message`, or `[ERROR] message` where the message speaks
 /// for itself (the host's own tools, a violation's structured account).
-fn result_of(outcome: Outcome, plain_errors: bool) -> CallResult {
+///
+/// The executor's output is kept whole only for a caller outside a task
+/// (`keep_output`): a task's loop takes its text as the content, not a
+/// copy of it.
+fn result_of(outcome: Outcome, plain_errors: bool, keep_output: bool) -> CallResult {
     let Outcome {
         result,
         mistake,
@@ -418,20 +422,17 @@ fn result_of(outcome: Outcome, plain_errors: bool) -> CallResult {
         network,
         ..
     } = outcome;
-    let mut content = match &result {
-        Ok(out) => out.text.clone(),
-        Err(e) if plain_errors => format!("[ERROR] {}", e.message),
-        Err(e) => format!("[ERROR] {}: {}", e.code, e.message),
+    let is_error = result.is_err();
+    let (mut content, output, error) = match result {
+        Ok(out) if keep_output => (out.text.clone(), Some(out), None),
+        Ok(out) => (out.text, None, None),
+        Err(e) if plain_errors => (format!("[ERROR] {}", e.message), None, Some(e)),
+        Err(e) => (format!("[ERROR] {}: {}", e.code, e.message), None, Some(e)),
     };
     for note in notes {
         content.push('\n');
         content.push_str(&note);
     }
-    let is_error = result.is_err();
-    let (output, error) = match result {
-        Ok(out) => (Some(out), None),
-        Err(e) => (None, Some(e)),
-    };
     let ui_row = ui_row.or_else(|| {
         Some(if is_error {
             (UiSubtype::Error, content.clone())
