@@ -13,9 +13,11 @@ use serde_json::Value;
 use super::assemble::ToolCallAssembler;
 use super::body::RequestBody;
 use super::object::Obj;
+use roost_protocol::conversation::write_blocks;
+
 use super::wire::{Parts, WireFormat, join_messages};
 use super::{
-    ChatRequest, EventStream, LlmError, Message, Provider, RetryPolicy, StreamEvent,
+    ChatRequest, EventStream, LlmError, Message, Provider, RetryPolicy, Role, StreamEvent,
     ToolDefinition, Transport, Usage, WireDecoder,
 };
 
@@ -38,8 +40,16 @@ impl WireFormat for AnthropicWire {
         "anthropic"
     }
 
+    /// The message as serde writes a [`Message`], its blocks written by
+    /// [`write_blocks`] (texts escaped by SIMD).
     fn message(&self, out: &mut Vec<u8>, m: &Message) -> Result<(), serde_json::Error> {
-        serde_json::to_writer(out, m)
+        out.extend_from_slice(match m.role {
+            Role::User => br#"{"role":"user","content":"#,
+            Role::Assistant => br#"{"role":"assistant","content":"#,
+        });
+        write_blocks(out, &m.content)?;
+        out.push(b'}');
+        Ok(())
     }
 
     fn tools(&self, out: &mut Vec<u8>, tools: &[ToolDefinition]) -> Result<(), serde_json::Error> {
@@ -334,6 +344,41 @@ impl Provider for Anthropic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A message is written as serde writes a [`Message`], byte for byte,
+    /// for either role.
+    #[test]
+    fn messages_are_written_as_serde_writes_them() {
+        let reply = Message {
+            role: Role::Assistant,
+            content: vec![
+                crate::ContentBlock::Text {
+                    text: "reading \"a\"\n".into(),
+                },
+                crate::ContentBlock::ToolUse {
+                    id: "toolu_1".into(),
+                    name: "read_file".into(),
+                    input: serde_json::json!({"path": "a\tb"}),
+                },
+            ],
+        };
+        let results = Message {
+            role: Role::User,
+            content: vec![crate::ContentBlock::ToolResult {
+                tool_use_id: "toolu_1".into(),
+                content: "1 | \u{1}x\\\n".repeat(50),
+                is_error: true,
+            }],
+        };
+        for m in [&reply, &results] {
+            let mut written = Vec::new();
+            AnthropicWire.message(&mut written, m).expect("written");
+            assert_eq!(
+                String::from_utf8_lossy(&written),
+                serde_json::to_string(m).expect("serde")
+            );
+        }
+    }
 
     /// A delta in the usual shape is read without a `Value` tree, and that
     /// reading agrees with the `Value` reading on everything it takes (the

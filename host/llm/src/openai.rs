@@ -14,6 +14,8 @@ use serde_json::Value;
 use super::assemble::ToolCallAssembler;
 use super::body::RequestBody;
 use super::object::Obj;
+use roost_protocol::conversation::write_str;
+
 use super::wire::{Parts, WireFormat, join_messages};
 use super::{
     ChatRequest, ContentBlock, LlmError, Message, Role, StreamEvent, ToolDefinition, Usage,
@@ -39,13 +41,12 @@ impl WireFormat for OpenAiWire {
     }
 
     fn message(&self, out: &mut Vec<u8>, m: &Message) -> Result<(), serde_json::Error> {
+        // Each wire message after the first follows a comma.
         let mut first = true;
-        let mut put = |out: &mut Vec<u8>, w: &WireMessage<'_>| {
-            if !first {
+        let mut next = |out: &mut Vec<u8>| {
+            if !std::mem::take(&mut first) {
                 out.push(b',');
             }
-            first = false;
-            serde_json::to_writer(&mut *out, w)
         };
         match m.role {
             Role::Assistant => {
@@ -64,8 +65,9 @@ impl WireFormat for OpenAiWire {
                         _ => None,
                     })
                     .collect();
-                put(
-                    out,
+                next(out);
+                serde_json::to_writer(
+                    &mut *out,
                     &WireMessage::Assistant {
                         content: joined(&m.content, "\n").filter(|t| !t.is_empty()),
                         tool_calls,
@@ -82,17 +84,19 @@ impl WireFormat for OpenAiWire {
                         ..
                     } = b
                     {
-                        put(
-                            out,
-                            &WireMessage::Tool {
-                                tool_call_id: tool_use_id,
-                                content,
-                            },
-                        )?;
+                        // What `WireMessage::Tool` serialises to, with the
+                        // result (the long text) escaped by SIMD.
+                        next(out);
+                        out.extend_from_slice(br#"{"role":"tool","tool_call_id":"#);
+                        write_str(out, tool_use_id);
+                        out.extend_from_slice(br#","content":"#);
+                        write_str(out, content);
+                        out.push(b'}');
                     }
                 }
                 if let Some(content) = joined(&m.content, "\n\n") {
-                    put(out, &WireMessage::User { content })?;
+                    next(out);
+                    serde_json::to_writer(&mut *out, &WireMessage::User { content })?;
                 }
             }
         }
@@ -154,6 +158,9 @@ enum WireMessage<'a> {
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<WireCall<'a>>,
     },
+    /// Written by hand ([`OpenAiWire::message`]); serialised only to
+    /// test that the two agree.
+    #[cfg(test)]
     Tool {
         tool_call_id: &'a str,
         content: &'a str,
@@ -683,6 +690,59 @@ mod tests {
         }
         out.push(d.finish()?);
         Ok(out)
+    }
+
+    /// A user message of tool results (and text) is written as serde
+    /// writes `WireMessage`s, byte for byte: results first, each a `tool`
+    /// message, with every character an escape can meet.
+    #[test]
+    fn tool_results_are_written_as_serde_writes_them() {
+        let mut every: String = (0u8..0x80).map(char::from).collect();
+        every.push_str("é漢字\u{2028}\"\\/");
+        let long = format!("{}{every}", "7 | let s = \"x\";\n".repeat(200));
+        let m = Message {
+            role: crate::Role::User,
+            content: vec![
+                ContentBlock::ToolResult {
+                    tool_use_id: "call_1".into(),
+                    content: long.clone(),
+                    is_error: false,
+                },
+                ContentBlock::Text {
+                    text: every.clone(),
+                },
+                ContentBlock::ToolResult {
+                    tool_use_id: every.clone(),
+                    content: String::new(),
+                    is_error: true,
+                },
+            ],
+        };
+        let mut written = Vec::new();
+        OpenAiWire.message(&mut written, &m).expect("written");
+        let mut serde = Vec::new();
+        for (id, content) in [("call_1", long.as_str()), (every.as_str(), "")] {
+            serde_json::to_writer(
+                &mut serde,
+                &WireMessage::Tool {
+                    tool_call_id: id,
+                    content,
+                },
+            )
+            .expect("tool");
+            serde.push(b',');
+        }
+        serde_json::to_writer(
+            &mut serde,
+            &WireMessage::User {
+                content: Cow::Borrowed(every.as_str()),
+            },
+        )
+        .expect("user");
+        assert_eq!(
+            String::from_utf8_lossy(&written),
+            String::from_utf8_lossy(&serde)
+        );
     }
 
     /// A response's id and model are kept as labels: the first given, cut

@@ -100,6 +100,69 @@ impl Message {
     }
 }
 
+/// `blocks` as JSON, byte for byte what `serde_json::to_writer` writes
+/// for them, with their texts escaped by SIMD: a tool's result is escaped
+/// for its row in the store and for the request that sends it, and
+/// serde_json's escaping (a byte at a time) cost 3.5% of a P6 turn.
+pub fn write_blocks(out: &mut Vec<u8>, blocks: &[ContentBlock]) -> Result<(), serde_json::Error> {
+    out.push(b'[');
+    for (i, block) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match block {
+            ContentBlock::Text { text } => {
+                out.extend_from_slice(br#"{"type":"text","text":"#);
+                write_str(out, text);
+                out.push(b'}');
+            }
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => {
+                out.extend_from_slice(br#"{"type":"tool_result","tool_use_id":"#);
+                write_str(out, tool_use_id);
+                out.extend_from_slice(br#","content":"#);
+                write_str(out, content);
+                if *is_error {
+                    out.extend_from_slice(br#","is_error":true"#);
+                }
+                out.push(b'}');
+            }
+            ContentBlock::ToolUse { .. } => serde_json::to_writer(&mut *out, block)?,
+        }
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// `s` as a JSON string (quoted, escaped as serde_json escapes it), by
+/// SIMD. The escaper needs six times the string's length free past the
+/// end of what it writes to; it writes into a scratch buffer of the
+/// thread's, so `out` grows only by what the string takes (an encoding
+/// sized from [`Message::encoded_len_hint`] stays as sized).
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    /// Scratch kept between strings up to this capacity (a larger one is
+    /// let go after its string).
+    const KEPT: usize = 256 << 10;
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => {
+            scratch.clear();
+            json_escape_simd::escape_into(s, &mut scratch);
+            out.extend_from_slice(&scratch);
+            if scratch.capacity() > KEPT {
+                *scratch = Vec::new();
+            }
+        }
+        // Not re-entered in practice; escaped straight into `out` if it is.
+        Err(_) => json_escape_simd::escape_into(s, out),
+    });
+}
+
 /// A tool as offered to a model (native function calling).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolDefinition {
@@ -147,6 +210,9 @@ mod tests {
         };
         for m in [&result, &reply] {
             let hint = m.encoded_len_hint();
+            let mut written = Vec::with_capacity(hint);
+            write_blocks(&mut written, &m.content).expect("blocks");
+            assert_eq!(written.capacity(), hint, "the buffer grew");
             for encoded in [
                 serde_json::to_vec(&m.content).expect("blocks"),
                 serde_json::to_vec(m).expect("message"),
@@ -157,6 +223,57 @@ mod tests {
                     encoded.len()
                 );
             }
+        }
+    }
+    /// What [`write_blocks`] writes is what serde_json writes, byte for
+    /// byte, for every kind of block and every character an escape can
+    /// meet: control characters, quotes, backslashes, DEL, non-ASCII,
+    /// the line separators JavaScript minds, and empty strings.
+    #[test]
+    fn written_blocks_are_serde_jsons_bytes() {
+        let mut every: String = (0u8..0x80).map(char::from).collect();
+        every.push_str("é漢字\u{2028}\u{2029}\u{1F600}\"\\/");
+        let long = format!("{}{every}", "12 | let x = \"y\";\n".repeat(300));
+        let cases: Vec<Vec<ContentBlock>> = vec![
+            Vec::new(),
+            vec![ContentBlock::Text {
+                text: String::new(),
+            }],
+            vec![ContentBlock::Text {
+                text: every.clone(),
+            }],
+            vec![
+                ContentBlock::Text {
+                    text: "reading".into(),
+                },
+                ContentBlock::ToolUse {
+                    id: "c\"1".into(),
+                    name: "read_file".into(),
+                    input: serde_json::json!({"path": every.clone(), "n": 1}),
+                },
+            ],
+            vec![
+                ContentBlock::ToolResult {
+                    tool_use_id: every.clone(),
+                    content: long.clone(),
+                    is_error: false,
+                },
+                ContentBlock::ToolResult {
+                    tool_use_id: "c2".into(),
+                    content: every.clone(),
+                    is_error: true,
+                },
+                ContentBlock::Text { text: long },
+            ],
+        ];
+        for blocks in cases {
+            let mut written = Vec::new();
+            write_blocks(&mut written, &blocks).expect("written");
+            let serde = serde_json::to_vec(&blocks).expect("serde");
+            assert_eq!(
+                String::from_utf8_lossy(&written),
+                String::from_utf8_lossy(&serde)
+            );
         }
     }
 }

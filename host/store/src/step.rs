@@ -294,7 +294,8 @@ impl<'a> Step<'a> {
                 detail,
             };
             let mut out = Vec::with_capacity(m.encoded_len_hint());
-            serde_json::to_writer(&mut out, &m.content).map_err(|e| corrupt(e.to_string()))?;
+            roost_protocol::conversation::write_blocks(&mut out, &m.content)
+                .map_err(|e| corrupt(e.to_string()))?;
             String::from_utf8(out).map_err(|e| corrupt(e.to_string()))
         };
         let message = match self.message {
