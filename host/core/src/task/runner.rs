@@ -1984,11 +1984,22 @@ fn requested_calls(calls: &[AssembledCall]) -> RequestedCalls {
         requested: Vec::with_capacity(calls.len()),
         rows: Vec::with_capacity(calls.len()),
     };
+    /// A call's UI row, `{"tool": …, "args": …}`, written from the
+    /// arguments as they are (a `json!` object would copy them first).
+    #[derive(serde::Serialize)]
+    struct Row<'a> {
+        tool: &'a str,
+        args: &'a Value,
+    }
     for c in calls {
         let shown = c.args.as_ref().ok().map(roost_secrets::redact_json);
-        if let Some(args) = &shown {
-            out.rows
-                .push(serde_json::json!({"tool": c.name, "args": args}).to_string());
+        if let Some(args) = &shown
+            && let Ok(row) = serde_json::to_string(&Row {
+                tool: &c.name,
+                args,
+            })
+        {
+            out.rows.push(row);
         }
         out.uses.push(ContentBlock::ToolUse {
             id: c.id.clone(),
