@@ -43,11 +43,14 @@ impl WireFormat for AnthropicWire {
     /// The message as serde writes a [`Message`], its blocks written by
     /// [`write_blocks`] (texts escaped by SIMD).
     fn message(&self, out: &mut Vec<u8>, m: &Message) -> Result<(), serde_json::Error> {
-        out.extend_from_slice(match m.role {
+        // Every field named: one added to `Message` is a compile error here,
+        // not a field the wire silently drops.
+        let Message { role, content } = m;
+        out.extend_from_slice(match role {
             Role::User => br#"{"role":"user","content":"#,
             Role::Assistant => br#"{"role":"assistant","content":"#,
         });
-        write_blocks(out, &m.content)?;
+        write_blocks(out, content)?;
         out.push(b'}');
         Ok(())
     }

@@ -1,21 +1,23 @@
 //! The repetition gate's memory: the same tool with the same arguments N
 //! times in a row asks a person for guidance.
 
-use std::collections::VecDeque;
-
 /// Detects the same tool with the same arguments N times in a row.
 #[derive(Debug)]
 pub struct RepetitionDetector {
     limit: usize,
-    recent: VecDeque<(String, serde_json::Value)>,
+    /// The last call (tool, arguments) and how many times in a row it
+    /// was made: a repeat is counted, not copied again.
+    last: Option<(String, serde_json::Value)>,
+    repeats: usize,
 }
 
 impl RepetitionDetector {
     /// Trip after `limit` identical calls in a row.
     pub fn new(limit: u32) -> Self {
         Self {
-            limit: limit.max(2) as usize,
-            recent: VecDeque::new(),
+            limit: usize::try_from(limit.max(2)).unwrap_or(usize::MAX),
+            last: None,
+            repeats: 0,
         }
     }
 
@@ -23,13 +25,19 @@ impl RepetitionDetector {
     pub fn record(&mut self, tool: &str, args: &serde_json::Value) -> bool {
         // The arguments compared as values: the same call with its keys in
         // another order is the same call.
-        let key = (tool.to_owned(), args.clone());
-        if self.recent.back().is_some_and(|k| *k != key) {
-            self.recent.clear();
+        if self
+            .last
+            .as_ref()
+            .is_some_and(|(t, a)| t == tool && a == args)
+        {
+            self.repeats += 1;
+        } else {
+            self.last = Some((tool.to_owned(), args.clone()));
+            self.repeats = 1;
         }
-        self.recent.push_back(key);
-        if self.recent.len() >= self.limit {
-            self.recent.clear();
+        if self.repeats >= self.limit {
+            self.last = None;
+            self.repeats = 0;
             return true;
         }
         false
