@@ -4,8 +4,9 @@
 //! tool-call assembly.
 //!
 //! Layers: a [`Transport`] delivers the bytes of a server-sent-event stream
-//! (HTTP, or a script standing in for the network); the SSE decoder
-//! (`eventsource-stream`) splits them into events; a [`WireDecoder`] turns
+//! (HTTP, or a script standing in for the network); the SSE parser
+//! (`sse-parse`, the WHATWG algorithm) splits them into events, none
+//! larger than [`MAX_EVENT_BYTES`]; a [`WireDecoder`] turns
 //! the events of one wire format into [`StreamEvent`]s and assembles tool
 //! calls. Retries with backoff wrap the transport.
 
@@ -29,7 +30,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use eventsource_stream::Eventsource;
 use futures::channel::mpsc;
 use futures::{SinkExt, Stream, StreamExt};
 
@@ -329,26 +329,111 @@ pub fn run(
     Box::pin(rx)
 }
 
+/// Most bytes one server-sent event of a reply may hold (its `data`
+/// lines and its name). A model's delta is a few hundred bytes; a server
+/// that streams without ever ending an event would otherwise be buffered
+/// until memory runs out.
+pub const MAX_EVENT_BYTES: usize = 16 << 20;
+
 async fn decode(
-    bytes: ByteStream,
+    mut bytes: ByteStream,
     mut decoder: Box<dyn WireDecoder>,
     tx: &mut mpsc::Sender<Result<StreamEvent, LlmError>>,
 ) -> Result<(), LlmError> {
-    let mut events = bytes.eventsource();
+    // Invalid UTF-8 is read as U+FFFD, as a browser's `EventSource` reads
+    // it; an event the stream leaves unended is dropped at its end.
+    let mut events = sse_parse::SseParser::new().max_buffer(MAX_EVENT_BYTES);
     let mut out = Vec::new();
-    while let Some(ev) = events.next().await {
-        let ev = ev.map_err(|e| match e {
-            eventsource_stream::EventStreamError::Transport(t) => t,
-            other => LlmError::Decode(other.to_string()),
-        })?;
-        decoder.on_event(&ev.event, &ev.data, &mut out)?;
-        for e in out.drain(..) {
-            if tx.send(Ok(e)).await.is_err() {
-                return Ok(());
+    while let Some(chunk) = bytes.next().await {
+        events.feed(&chunk?);
+        if events.overflows() > 0 {
+            return Err(LlmError::Decode(format!(
+                "an event of the stream is larger than {} MiB",
+                MAX_EVENT_BYTES >> 20
+            )));
+        }
+        while let Some(ev) = events.next_event() {
+            decoder.on_event(&ev.event, &ev.data, &mut out)?;
+            for e in out.drain(..) {
+                if tx.send(Ok(e)).await.is_err() {
+                    return Ok(());
+                }
             }
         }
     }
+    events.finish();
     let done = decoder.finish()?;
     let _ = tx.send(Ok(done)).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A network that delivers `0`'s chunks, in order.
+    struct Chunks(Vec<Bytes>);
+
+    #[async_trait::async_trait]
+    impl Transport for Chunks {
+        async fn send(&self, _body: &RequestBody) -> Result<ByteStream, LlmError> {
+            let chunks: Vec<Result<Bytes, LlmError>> = self.0.iter().cloned().map(Ok).collect();
+            Ok(Box::pin(futures::stream::iter(chunks)))
+        }
+    }
+
+    /// Everything an OpenAI-compatible reply of `chunks` yields.
+    async fn reply(chunks: Vec<Bytes>) -> Vec<Result<StreamEvent, LlmError>> {
+        let retry = RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        };
+        let provider = OpenAiCompatible::new("t", "m", Arc::new(Chunks(chunks)), retry);
+        let stream = provider
+            .stream_body(RequestBody::from(&b"{}"[..]))
+            .await
+            .expect("a stream");
+        stream.collect().await
+    }
+
+    /// A server that streams one event and never ends it is cut off with
+    /// a decoding error once the event passes the cap, not buffered.
+    #[tokio::test]
+    async fn an_event_that_never_ends_is_an_error_not_a_buffer() {
+        let mut chunks = vec![Bytes::from_static(b"data: ")];
+        let mib = Bytes::from(vec![b'x'; 1 << 20]);
+        chunks.extend(std::iter::repeat_n(mib, (MAX_EVENT_BYTES >> 20) + 2));
+        let events = reply(chunks).await;
+        match events.as_slice() {
+            [Err(LlmError::Decode(why))] => assert!(why.contains("larger than 16 MiB"), "{why}"),
+            other => panic!("expected one decoding error, got {other:?}"),
+        }
+    }
+
+    /// Invalid UTF-8 in an event reads as U+FFFD (as `EventSource` reads
+    /// it); the reply goes on, with CRLF line ends and an event cut across
+    /// chunks.
+    #[tokio::test]
+    async fn invalid_utf8_reads_as_the_replacement_character() {
+        let body: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\xffb\"}}]}\r\n\r\n\
+            data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\r\n\r\ndata: [DONE]\r\n\r\n";
+        let (head, tail) = body.split_at(20);
+        let events = reply(vec![
+            Bytes::copy_from_slice(head),
+            Bytes::copy_from_slice(tail),
+        ])
+        .await;
+        let text: String = events
+            .iter()
+            .filter_map(|e| match e {
+                Ok(StreamEvent::TextDelta(t)) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, "a\u{FFFD}b");
+        assert!(
+            matches!(events.last(), Some(Ok(StreamEvent::Done { .. }))),
+            "{events:?}"
+        );
+    }
 }
