@@ -927,6 +927,49 @@ impl roost_core::asks::Answers for SwapsAtQuestion {
     }
 }
 
+/// A task started from the CLI runs in the directory its creation opened
+/// (whose saved approvals it was given), held since: its path swapped for
+/// a link to another directory between the creation and the start leads
+/// no read there, and nothing in the other directory changes.
+#[tokio::test]
+async fn a_workspace_swapped_between_creation_and_start_leads_no_read_elsewhere() {
+    let h = harness(
+        json!([
+            turn("", vec![call("read_file", json!({ "path": "secret.txt" }))]),
+            complete("done")
+        ]),
+        ApprovalPolicy::yes(),
+    );
+    h.ws.write("secret.txt", "the task's own\n");
+    let other = tempfile::tempdir().expect("tempdir");
+    std::fs::write(other.path().join("secret.txt"), "another's secret\n").expect("other");
+    let before = tree_hash(other.path());
+    let id = h.create("code", "read").await.expect("created");
+    let moved = h.ws.path().with_extension("moved");
+    std::fs::rename(h.ws.path(), &moved).expect("move aside");
+    std::os::unix::fs::symlink(other.path(), h.ws.path()).expect("swap for a link");
+    let outcome = h.drive(h.engine(), &id, &ScriptedUser::default()).await;
+    // Put the workspace back where the harness cleans it up.
+    std::fs::remove_file(h.ws.path()).expect("unlink");
+    std::fs::rename(&moved, h.ws.path()).expect("back");
+    let results = h.results(&id);
+    assert!(
+        !results.iter().any(|(r, _)| r.contains("another's secret")),
+        "a read followed the swapped path: {results:?} ({outcome:?})"
+    );
+    assert!(
+        results
+            .iter()
+            .any(|(r, error)| !*error && r.contains("the task's own")),
+        "the read did not see the workspace its creation opened: {results:?} ({outcome:?})"
+    );
+    assert_eq!(
+        tree_hash(other.path()),
+        before,
+        "the other directory changed"
+    );
+}
+
 /// A task's calls mount the workspace the task holds open, never its path
 /// looked up again: once the task runs, the path swapped for a link to
 /// another directory leads no read there (the read sees the directory the

@@ -122,12 +122,21 @@ pub struct NewRun {
     opening: Vec<TaskEvent>,
     recorded: Vec<usize>,
     first: Committed,
+    /// The workspace its creation opened by its path: the one its run
+    /// uses when workspaces are opened as named
+    /// ([`WorkspaceCheck::AsNamed`]), held since, not looked up again.
+    opened: Workspace,
 }
 
 impl NewRun {
     /// The run of the task `claimed`, whose creation recorded `opening`
-    /// (at `recorded` of them).
-    fn new(claimed: ClaimedTask, opening: Vec<TaskEvent>, recorded: Vec<usize>) -> Self {
+    /// (at `recorded` of them) in the workspace it `opened`.
+    fn new(
+        claimed: ClaimedTask,
+        opening: Vec<TaskEvent>,
+        recorded: Vec<usize>,
+        opened: Workspace,
+    ) -> Self {
         let ClaimedTask { task, claim, first } = claimed;
         Self {
             task,
@@ -135,6 +144,7 @@ impl NewRun {
             opening,
             recorded,
             first,
+            opened,
         }
     }
 }
@@ -145,6 +155,8 @@ struct Opening<'a> {
     /// Its first message.
     first: Message,
     todos: Option<&'a [crate::store::TodoItem]>,
+    /// Its workspace, as opened for the check.
+    ws: Workspace,
 }
 
 impl Opening<'_> {
@@ -200,7 +212,7 @@ impl Agent {
         let o = self.opening(c)?;
         let (first, opening, recorded) = o.claimed();
         let claimed = self.store.create_claimed_task(&o.new, first)?;
-        Ok(NewRun::new(claimed, opening, recorded))
+        Ok(NewRun::new(claimed, opening, recorded, o.ws.clone()))
     }
 
     /// [`Agent::create_claimed`] in a shared commit with the steps of the
@@ -211,7 +223,7 @@ impl Agent {
         let o = self.opening(c)?;
         let (first, opening, recorded) = o.claimed();
         let claimed = self.store.create_claimed_task_shared(&o.new, first).await?;
-        Ok(NewRun::new(claimed, opening, recorded))
+        Ok(NewRun::new(claimed, opening, recorded, o.ws.clone()))
     }
 
     /// Check what `c` asks for: what its task is created with.
@@ -229,16 +241,12 @@ impl Agent {
             intent,
         } = *c;
         // The workspace must open before a task is recorded for it; its
-        // modes are read through that handle.
-        let held;
+        // modes are read through that handle, as it is now.
         let ws = match opened {
-            Some(ws) => ws,
-            None => {
-                held = Workspace::open(workspace)?;
-                &held
-            }
+            Some(ws) => ws.clone(),
+            None => Workspace::open(workspace)?,
         };
-        let modes = ModeSet::load_in(ws, self.modes_dir.as_deref());
+        let modes = ModeSet::load_in(&ws.as_of_now(), self.modes_dir.as_deref());
         if modes.get(mode).is_none() {
             let available: Vec<&str> = modes.iter().map(|m| m.slug.as_str()).collect();
             return Err(TaskError::UnknownMode {
@@ -266,6 +274,7 @@ impl Agent {
             first: super::history::opening_message(prompt),
             new,
             todos,
+            ws,
         })
     }
 
@@ -286,13 +295,19 @@ impl Agent {
             opening,
             recorded,
             first,
+            opened,
         } = new;
         events.bind(&task.id, &self.store);
         // Its creation and its start, recorded as it was created.
         events.announce_opening(&task.id, opening, &recorded, &first);
-        // Checked now, as it is now; the task uses this handle, and every
-        // other open of its path during the run must reach it.
-        let ws = check.open(&self.store, &task)?;
+        // The handle its creation opened by its path, or (beneath a
+        // tenant's roots) one checked now, as it is now; the task uses
+        // this handle, and every other open of its path during the run
+        // must reach it.
+        let ws = match check {
+            WorkspaceCheck::AsNamed => opened,
+            WorkspaceCheck::TenantRoots { .. } => check.open(&self.store, &task)?,
+        };
         let pin = ws.pin();
         let held = Held {
             task,
