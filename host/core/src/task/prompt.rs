@@ -49,16 +49,17 @@ pub fn build(ctx: &PromptContext<'_>) -> String {
         s.push_str("\n====\n\n");
         s.push_str(skills);
     }
-    s.push_str(&format!(
-        "\n====\n\nRULES\n\n- The workspace root is: {}\n- You cannot change directory; pass paths relative to the workspace root.\n- Do not ask for information you can get with a tool.\n- Do not end attempt_completion's result with a question or an offer of further help.\n- Do not start messages with \"Great\", \"Certainly\", \"Okay\" or \"Sure\".\n- Current mode: {}.\n",
-        ctx.workspace.display(),
-        ctx.mode
-    ));
-    s.push_str(&format!(
-        "\n====\n\nSYSTEM INFORMATION\n\nOperating system: {}\nWorkspace: {}\n",
-        std::env::consts::OS,
-        ctx.workspace.display()
-    ));
+    // Written piece by piece: it is built every turn.
+    let workspace = ctx.workspace.to_string_lossy();
+    s.push_str("\n====\n\nRULES\n\n- The workspace root is: ");
+    s.push_str(&workspace);
+    s.push_str("\n- You cannot change directory; pass paths relative to the workspace root.\n- Do not ask for information you can get with a tool.\n- Do not end attempt_completion's result with a question or an offer of further help.\n- Do not start messages with \"Great\", \"Certainly\", \"Okay\" or \"Sure\".\n- Current mode: ");
+    s.push_str(ctx.mode);
+    s.push_str(".\n\n====\n\nSYSTEM INFORMATION\n\nOperating system: ");
+    s.push_str(std::env::consts::OS);
+    s.push_str("\nWorkspace: ");
+    s.push_str(&workspace);
+    s.push('\n');
     s.push_str("\n====\n\nOBJECTIVE\n\nWork through the user's task step by step: set clear goals, use your tools to reach each one, and finish with attempt_completion once the result is verified.\n");
     for extra in ctx.extra {
         s.push_str("\n====\n\n");

@@ -154,8 +154,10 @@ fn open_at(
         _ if oflags.contains(OpenFlags::DIRECTORY) => Err(ErrorCode::NotDirectory),
         FileType::RegularFile => {
             // Reads and writes of the file block as they normally would.
-            let fl = rustix::fs::fcntl_getfl(&opened).map_err(errno)?;
-            rustix::fs::fcntl_setfl(&opened, fl - OFlags::NONBLOCK).map_err(errno)?;
+            // Of the flags `F_SETFL` sets, this open asked for
+            // `O_NONBLOCK` alone (no append, direct I/O or no-atime):
+            // clearing them all clears it, with no `F_GETFL` first.
+            rustix::fs::fcntl_setfl(&opened, OFlags::empty()).map_err(errno)?;
             Ok(Descriptor::File(File::new(
                 opened, dir.perms, open_mode, true,
             )))
