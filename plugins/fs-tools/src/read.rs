@@ -52,13 +52,17 @@ pub fn read_in(root: &Path, path: &Path, a: &ReadArgs) -> ToolResult {
     // file, and what is opened in its place meanwhile is refused by the
     // host's `open-at` unless it is a regular file or a directory (which
     // fails the read). Its length only sizes the buffer.
-    let mut file = std::fs::File::open(path).map_err(|e| ToolError::io(&a.path, &e))?;
+    let file = std::fs::File::open(path).map_err(|e| ToolError::io(&a.path, &e))?;
     let mut bytes = Vec::with_capacity(
         usize::try_from(meta.len())
             .unwrap_or(0)
             .min(MAX_WHOLE_FILE + 1),
     );
-    file.read_to_end(&mut bytes)
+    // Through `Take`, whose reading to the end sizes nothing: a `File`'s
+    // own looks the open file up again (two host calls) for a size the
+    // buffer already has.
+    file.take(u64::MAX)
+        .read_to_end(&mut bytes)
         .map_err(|e| ToolError::io(&a.path, &e))?;
     if is_binary(&bytes) {
         return Ok(Output::text(format!(
