@@ -323,10 +323,41 @@ pub fn run(
             let _ = tx.send(Err(e)).await;
         }
     };
-    tokio::spawn(opentelemetry::context::FutureExt::with_current_context(
-        driven,
-    ));
-    Box::pin(rx)
+    Box::pin(Driven {
+        driver: Some(Box::pin(
+            opentelemetry::context::FutureExt::with_current_context(driven),
+        )),
+        rx,
+    })
+}
+
+/// A reply's driver (request, retries, decoding) and the channel it yields
+/// through, both polled by the reader: a request needs no task of its
+/// own (a spawn, a task's memory, and a wake across tasks per event), and
+/// a reader that stops reading drops the request with the stream.
+struct Driven<F> {
+    /// `None` once it has run to its end (its sender dropped with it).
+    driver: Option<Pin<Box<F>>>,
+    rx: mpsc::Receiver<Result<StreamEvent, LlmError>>,
+}
+
+impl<F: std::future::Future<Output = ()>> Stream for Driven<F> {
+    type Item = Result<StreamEvent, LlmError>;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        // The driver goes as far as it can (it waits on the network, a
+        // retry's delay, or the channel full), then the reader takes what
+        // it sent.
+        if let Some(driver) = self.driver.as_mut()
+            && driver.as_mut().poll(cx).is_ready()
+        {
+            self.driver = None;
+        }
+        self.rx.poll_next_unpin(cx)
+    }
 }
 
 /// Most bytes one server-sent event of a reply may hold (its `data`
