@@ -945,14 +945,25 @@ async fn a_workspace_swapped_between_creation_and_start_leads_no_read_elsewhere(
     std::fs::write(other.path().join("secret.txt"), "another's secret\n").expect("other");
     let before = tree_hash(other.path());
     let id = h.create("code", "read").await.expect("created");
-    let moved = h.ws.path().with_extension("moved");
-    std::fs::rename(h.ws.path(), &moved).expect("move aside");
+    std::fs::rename(h.ws.path(), h.ws.path().with_extension("moved")).expect("move aside");
     std::os::unix::fs::symlink(other.path(), h.ws.path()).expect("swap for a link");
     let outcome = h.drive(h.engine(), &id, &ScriptedUser::default()).await;
-    // Put the workspace back where the harness cleans it up.
+    swapped_back(&h, &id, other.path(), &before, &outcome);
+}
+
+/// Undo a workspace's swap for a link to `other` (the harness cleans the
+/// workspace up where it was), then check task `id` read its own
+/// `secret.txt`, not `other`'s, and left `other` (hashed `before`) as it was.
+fn swapped_back(
+    h: &Harness,
+    id: &str,
+    other: &Path,
+    before: &BTreeMap<String, String>,
+    outcome: &dyn std::fmt::Debug,
+) {
     std::fs::remove_file(h.ws.path()).expect("unlink");
-    std::fs::rename(&moved, h.ws.path()).expect("back");
-    let results = h.results(&id);
+    std::fs::rename(h.ws.path().with_extension("moved"), h.ws.path()).expect("back");
+    let results = h.results(id);
     assert!(
         !results.iter().any(|(r, _)| r.contains("another's secret")),
         "a read followed the swapped path: {results:?} ({outcome:?})"
@@ -961,13 +972,9 @@ async fn a_workspace_swapped_between_creation_and_start_leads_no_read_elsewhere(
         results
             .iter()
             .any(|(r, error)| !*error && r.contains("the task's own")),
-        "the read did not see the workspace its creation opened: {results:?} ({outcome:?})"
+        "the read did not see the workspace the task holds: {results:?} ({outcome:?})"
     );
-    assert_eq!(
-        tree_hash(other.path()),
-        before,
-        "the other directory changed"
-    );
+    assert_eq!(&tree_hash(other), before, "the other directory changed");
 }
 
 /// A task's calls mount the workspace the task holds open, never its path
@@ -1007,23 +1014,5 @@ async fn a_workspace_swapped_mid_task_leads_no_read_elsewhere() {
     };
     let id = h.create("code", "read").await.expect("created");
     let outcome = h.drive(h.engine(), &id, &user).await.expect("task ran");
-    // Put the workspace back where the harness cleans it up.
-    std::fs::remove_file(h.ws.path()).expect("unlink");
-    std::fs::rename(h.ws.path().with_extension("moved"), h.ws.path()).expect("back");
-    let results = h.results(&id);
-    assert!(
-        !results.iter().any(|(r, _)| r.contains("another's secret")),
-        "a read followed the swapped path: {results:?} ({outcome:?})"
-    );
-    assert!(
-        results
-            .iter()
-            .any(|(r, error)| !*error && r.contains("the task's own")),
-        "the read did not see the pinned workspace: {results:?} ({outcome:?})"
-    );
-    assert_eq!(
-        tree_hash(other.path()),
-        before,
-        "the other directory changed"
-    );
+    swapped_back(&h, &id, other.path(), &before, &outcome);
 }
