@@ -490,8 +490,8 @@ impl Engine {
         Ok(prepared)
     }
 
-    /// Start a created (or prepared) task's loop on the runtime under a
-    /// supervisor; returns at once. Whatever ends the loop — an outcome,
+    /// Start a created (or prepared) task's loop on the runtime, in a task
+    /// that also ends it; returns at once. Whatever ends the loop — an outcome,
     /// an error, a panic — ends the task with an outcome [`Engine::wait`]
     /// returns, and the task leaves memory.
     pub fn start(&self, id: &str) -> Result<(), EngineError> {
@@ -508,7 +508,7 @@ impl Engine {
         let task_id = id.to_owned();
         let loop_events = events.clone();
         let check = self.workspace_check();
-        let run = tokio::spawn(async move {
+        let run = async move {
             match begin {
                 Begin::Resume => {
                     agent
@@ -521,11 +521,14 @@ impl Engine {
                         .await
                 }
             }
-        });
+        };
         let agent = Arc::clone(&self.agent);
         let id = id.to_owned();
+        // One task runs the loop and then ends it: a panic in the loop is
+        // caught here, as a task's own would be by its join.
         tokio::spawn(async move {
-            let error = match run.await {
+            let ran = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(run)).await;
+            let error = match ran {
                 Ok(Ok(outcome)) => {
                     finish(&this, &id, outcome);
                     return;
@@ -544,10 +547,7 @@ impl Engine {
                     return;
                 }
                 Ok(Err(e)) => format!("the task could not go on: {e}"),
-                Err(e) => match e.try_into_panic() {
-                    Ok(payload) => format!("the task's loop panicked: {}", panic_text(&*payload)),
-                    Err(e) => format!("the task's loop was stopped: {e}"),
-                },
+                Err(payload) => format!("the task's loop panicked: {}", panic_text(&*payload)),
             };
             tracing::error!(task = %id, "{error}");
             if let Err(e) = agent.end_failed(&id, &error, &events).await {
