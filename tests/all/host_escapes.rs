@@ -940,15 +940,23 @@ async fn a_workspace_swapped_between_creation_and_start_leads_no_read_elsewhere(
         ]),
         ApprovalPolicy::yes(),
     );
-    h.ws.write("secret.txt", "the task's own\n");
-    let other = tempfile::tempdir().expect("tempdir");
-    std::fs::write(other.path().join("secret.txt"), "another's secret\n").expect("other");
-    let before = tree_hash(other.path());
+    let (other, before) = swap_target(&h);
     let id = h.create("code", "read").await.expect("created");
     std::fs::rename(h.ws.path(), h.ws.path().with_extension("moved")).expect("move aside");
     std::os::unix::fs::symlink(other.path(), h.ws.path()).expect("swap for a link");
     let outcome = h.drive(h.engine(), &id, &ScriptedUser::default()).await;
     swapped_back(&h, &id, other.path(), &before, &outcome);
+}
+
+/// A `secret.txt` of the task's own in `h`'s workspace, and another
+/// directory with one of its own (to swap the workspace for a link to),
+/// hashed as it is before the task runs.
+fn swap_target(h: &Harness) -> (tempfile::TempDir, BTreeMap<String, String>) {
+    h.ws.write("secret.txt", "the task's own\n");
+    let other = tempfile::tempdir().expect("tempdir");
+    std::fs::write(other.path().join("secret.txt"), "another's secret\n").expect("other");
+    let before = tree_hash(other.path());
+    (other, before)
 }
 
 /// Undo a workspace's swap for a link to `other` (the harness cleans the
@@ -997,10 +1005,7 @@ async fn a_workspace_swapped_mid_task_leads_no_read_elsewhere() {
         ]),
         ApprovalPolicy::yes(),
     );
-    h.ws.write("secret.txt", "the task's own\n");
-    let other = tempfile::tempdir().expect("tempdir");
-    std::fs::write(other.path().join("secret.txt"), "another's secret\n").expect("other");
-    let before = tree_hash(other.path());
+    let (other, before) = swap_target(&h);
     let inner = ScriptedUser::default();
     inner
         .followups

@@ -212,7 +212,7 @@ impl Agent {
         let o = self.opening(c)?;
         let (first, opening, recorded) = o.claimed();
         let claimed = self.store.create_claimed_task(&o.new, first)?;
-        Ok(NewRun::new(claimed, opening, recorded, o.ws.clone()))
+        Ok(NewRun::new(claimed, opening, recorded, o.ws))
     }
 
     /// [`Agent::create_claimed`] in a shared commit with the steps of the
@@ -223,7 +223,7 @@ impl Agent {
         let o = self.opening(c)?;
         let (first, opening, recorded) = o.claimed();
         let claimed = self.store.create_claimed_task_shared(&o.new, first).await?;
-        Ok(NewRun::new(claimed, opening, recorded, o.ws.clone()))
+        Ok(NewRun::new(claimed, opening, recorded, o.ws))
     }
 
     /// Check what `c` asks for: what its task is created with.
