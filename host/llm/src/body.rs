@@ -55,29 +55,42 @@ impl RequestBody {
     /// How many times `finder`'s needle occurs in the body, an occurrence
     /// split across pieces included, without joining them.
     pub fn count(&self, finder: &memchr::memmem::Finder<'_>) -> usize {
+        let mut n = 0;
+        self.find_each(finder, |_| n += 1);
+        n
+    }
+
+    /// Hand `each` the offset (from the body's start) of every occurrence
+    /// of `finder`'s needle, in order, one split across pieces included,
+    /// without joining them.
+    pub fn find_each(&self, finder: &memchr::memmem::Finder<'_>, mut each: impl FnMut(usize)) {
         let needle = finder.needle();
         if needle.is_empty() {
-            return 0;
+            return;
         }
         let keep = needle.len() - 1;
-        let mut n = 0;
         // The last `keep` bytes before the current piece: an occurrence
         // that starts there ends in this piece or a later one.
         let mut carry: Vec<u8> = Vec::with_capacity(keep);
         let mut seam: Vec<u8> = Vec::with_capacity(2 * keep);
+        let mut start = 0usize;
         for p in self.pieces.iter() {
             if !carry.is_empty() {
                 seam.clear();
                 seam.extend_from_slice(&carry);
                 seam.extend_from_slice(&p[..p.len().min(keep)]);
                 // Only occurrences that start in the carry and end in
-                // this piece: those wholly in either are counted there.
-                n += finder
-                    .find_iter(&seam)
-                    .filter(|&at| at < carry.len() && at + needle.len() > carry.len())
-                    .count();
+                // this piece: those wholly in either are found there.
+                let carried = carry.len();
+                for at in finder.find_iter(&seam) {
+                    if at < carried && at + needle.len() > carried {
+                        each(start - carried + at);
+                    }
+                }
             }
-            n += finder.find_iter(p).count();
+            for at in finder.find_iter(p) {
+                each(start + at);
+            }
             if p.len() >= keep {
                 carry.clear();
                 carry.extend_from_slice(&p[p.len() - keep..]);
@@ -87,8 +100,34 @@ impl RequestBody {
                     carry.drain(..carry.len() - keep);
                 }
             }
+            start += p.len();
         }
-        n
+    }
+
+    /// Whether the body's bytes from offset `at` begin with `prefix`
+    /// (read across pieces).
+    pub fn has_at(&self, at: usize, prefix: &[u8]) -> bool {
+        // What is still to match, and its offset in the body.
+        let mut want = prefix;
+        let mut pos = at;
+        let mut start = 0usize;
+        for p in self.pieces.iter() {
+            if want.is_empty() {
+                break;
+            }
+            let end = start + p.len();
+            if pos < end {
+                let from = pos - start;
+                let take = want.len().min(p.len() - from);
+                if p[from..from + take] != want[..take] {
+                    return false;
+                }
+                want = &want[take..];
+                pos += take;
+            }
+            start = end;
+        }
+        want.is_empty()
     }
 }
 
@@ -240,6 +279,33 @@ mod tests {
             b.share(&Bytes::from_static(p));
         }
         b.finish()
+    }
+
+    /// Offsets found and prefixes read across pieces agree with the
+    /// joined body's, however it is cut.
+    #[test]
+    fn find_each_and_has_at_read_across_pieces() {
+        let joined: &'static [u8] =
+            b"{\"role\":\"user\"},{\"role\": \"assistant\"},{\"role\":\"assistant\"}";
+        let finder = memchr::memmem::Finder::new(b"\"role\":");
+        let want: Vec<usize> = memchr::memmem::find_iter(joined, b"\"role\":").collect();
+        for cut_a in 0..joined.len() {
+            for cut_b in cut_a..joined.len() {
+                let body = body_of(&[&joined[..cut_a], &joined[cut_a..cut_b], &joined[cut_b..]]);
+                let mut found = Vec::new();
+                body.find_each(&finder, |at| found.push(at));
+                assert_eq!(found, want, "cut at {cut_a} and {cut_b}");
+                for at in [0, 9, 17, 27, 40, joined.len() - 3, joined.len()] {
+                    for prefix in [&b"\"assistant\""[..], b" \"assistant\"", b"\"}", b""] {
+                        assert_eq!(
+                            body.has_at(at, prefix),
+                            joined[at..].starts_with(prefix),
+                            "cut at {cut_a} and {cut_b}, {prefix:?} at {at}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// A needle is counted once wherever it falls: inside a piece, across

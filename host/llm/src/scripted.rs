@@ -180,15 +180,19 @@ struct Peek {
 /// How many assistant messages a request body holds, counted as the bytes
 /// `"role":"assistant"` (or with a space after the colon). Only a member of
 /// a JSON object can match: inside a string a quote is escaped. A body is
-/// not parsed for this, as a server's parse is not the host's cost.
+/// not parsed for this, as a server's parse is not the host's cost, and it
+/// is read once: for each `"role":`, the value that follows.
 fn assistant_messages(body: &RequestBody) -> usize {
-    static ROLES: LazyLock<[memchr::memmem::Finder<'static>; 2]> = LazyLock::new(|| {
-        [
-            memchr::memmem::Finder::new(b"\"role\":\"assistant\""),
-            memchr::memmem::Finder::new(b"\"role\": \"assistant\""),
-        ]
+    static ROLE: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"\"role\":"));
+    let mut n = 0;
+    body.find_each(&ROLE, |at| {
+        let value = at + ROLE.needle().len();
+        if body.has_at(value, b"\"assistant\"") || body.has_at(value, b" \"assistant\"") {
+            n += 1;
+        }
     });
-    ROLES.iter().map(|f| body.count(f)).sum()
+    n
 }
 
 /// The text of a request's conversation as a model reads it: every

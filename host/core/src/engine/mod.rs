@@ -508,7 +508,9 @@ impl Engine {
         let task_id = id.to_owned();
         let loop_events = events.clone();
         let check = self.workspace_check();
-        let run = async move {
+        // Boxed: the task below holds the loop's future (kilobytes of
+        // state) once, not once as its capture and again as it runs.
+        let run = Box::pin(async move {
             match begin {
                 Begin::Resume => {
                     agent
@@ -521,7 +523,7 @@ impl Engine {
                         .await
                 }
             }
-        };
+        });
         let agent = Arc::clone(&self.agent);
         let id = id.to_owned();
         // One task runs the loop and then ends it: a panic in the loop is

@@ -1191,13 +1191,16 @@ impl Agent {
                 } else {
                     Vec::new()
                 };
+            // A call's dispatch is boxed: its future (gates, hooks, the
+            // executor; ~8 KB) would otherwise be part of every task's loop
+            // future for all its life, waits for the model included.
             let mut r = if let Some(r) = ahead.pop_front() {
                 r
             } else if group.len() > 1 {
-                let mut results = Dispatch::over(self, registry)
-                    .handle_together(ctx, state, &group)
-                    .await?
-                    .into_iter();
+                let mut results =
+                    Box::pin(Dispatch::over(self, registry).handle_together(ctx, state, &group))
+                        .await?
+                        .into_iter();
                 let first = results.next();
                 ahead.extend(results);
                 first.unwrap_or_else(|| CallResult::error("[ERROR] the call did not run"))
@@ -1217,9 +1220,7 @@ impl Agent {
                 {
                     alone = Some(call.name.as_str());
                 }
-                Dispatch::over(self, registry)
-                    .handle(ctx, state, call)
-                    .await?
+                Box::pin(Dispatch::over(self, registry).handle(ctx, state, call)).await?
             };
             if r.mistake {
                 state.mistakes += 1;
