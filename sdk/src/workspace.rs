@@ -77,3 +77,57 @@ pub fn relative(guest: &Path) -> String {
         Err(_) => guest.to_string_lossy().into_owned(),
     }
 }
+
+/// The regular file `name` directly in the workspace's top directory, read
+/// whole through WASI itself: one `stat-at`, one `open-at`, and `read`s
+/// of what its size says is left plus one byte, so a file of at most 64
+/// KiB (the most the host reads at once) takes one. A read that reaches
+/// its size and no further is its end; one that goes past it (the file
+/// grew) reads on until a read finds nothing. `None` when `name` is not a
+/// regular file there (missing, a link, a directory, a special file,
+/// hidden) or cannot be read: the caller's general path then says why.
+/// std's `metadata` asks the host for a stat and a metadata hash (for an
+/// inode number nothing here uses), and its `File` reads through a
+/// stream, one host call a read and one more to find the end.
+#[cfg(target_family = "wasm")]
+pub fn read_top_file(name: &str) -> Option<Vec<u8>> {
+    use crate::bindings::wasi::filesystem::{preopens, types as fs};
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+        return None;
+    }
+    let root = preopens::get_directories()
+        .into_iter()
+        .find_map(|(dir, at)| (at == ROOT).then_some(dir))?;
+    let stat = root.stat_at(fs::PathFlags::empty(), name).ok()?;
+    if stat.type_ != fs::DescriptorType::RegularFile {
+        return None;
+    }
+    let file = root
+        .open_at(
+            fs::PathFlags::empty(),
+            name,
+            fs::OpenFlags::empty(),
+            fs::DescriptorFlags::READ,
+        )
+        .ok()?;
+    let size = stat.size;
+    let mut bytes: Vec<u8> = Vec::with_capacity(usize::try_from(size).ok()?.saturating_add(1));
+    loop {
+        let read = u64::try_from(bytes.len()).ok()?;
+        // What is left by its size, and one byte to see it end there; past
+        // its size, as much as the host reads at once.
+        let want = match size.checked_sub(read) {
+            Some(left) => left.saturating_add(1),
+            None => 64 << 10,
+        };
+        let (chunk, _) = file.read(want, read).ok()?;
+        if chunk.is_empty() {
+            return Some(bytes);
+        }
+        let short = u64::try_from(chunk.len()).map_or(true, |n| n < want);
+        bytes.extend_from_slice(&chunk);
+        if short && u64::try_from(bytes.len()).ok()? == size {
+            return Some(bytes);
+        }
+    }
+}

@@ -37,22 +37,35 @@ pub fn read_file(a: ReadArgs) -> ToolResult {
     read_in(Path::new(workspace::ROOT), &path, &a)
 }
 
-/// `read_file` of `path`, in the workspace at `root`.
-pub fn read_in(root: &Path, path: &Path, a: &ReadArgs) -> ToolResult {
+/// A regular file directly in the workspace root, in the sandbox, read
+/// through WASI itself ([`workspace::read_top_file`]: no metadata hash,
+/// no stream); `None` anywhere else (natively too), and for anything but
+/// such a file, which [`read_checked`] then reads or refuses.
+fn read_top(root: &Path, path: &Path) -> Option<Vec<u8>> {
+    #[cfg(target_family = "wasm")]
+    if root == Path::new(workspace::ROOT) && path.parent() == Some(root) {
+        return workspace::read_top_file(path.file_name()?.to_str()?);
+    }
+    let _ = (root, path);
+    None
+}
+
+/// `path`'s bytes once it is found readable: a regular file, no link out
+/// of the workspace or to a hidden path, no FIFO, socket or device.
+fn read_checked(root: &Path, path: &Path, rel: &str) -> Result<Vec<u8>, ToolError> {
     // Looked up before opening: a symlink to a .rooignore'd file is refused,
     // and so is a FIFO, socket or device (opening a FIFO blocks).
-    let meta = check_readable(root, path, &a.path)?;
+    let meta = check_readable(root, path, rel)?;
     if meta.is_dir() {
         return Err(ToolError::invalid_args(format!(
-            "{} is a directory; use list_files",
-            a.path
+            "{rel} is a directory; use list_files"
         )));
     }
     // Not looked up again once open: `check_readable` found a regular
     // file, and what is opened in its place meanwhile is refused by the
     // host's `open-at` unless it is a regular file or a directory (which
     // fails the read). Its length only sizes the buffer.
-    let file = std::fs::File::open(path).map_err(|e| ToolError::io(&a.path, &e))?;
+    let file = std::fs::File::open(path).map_err(|e| ToolError::io(rel, &e))?;
     let mut bytes = Vec::with_capacity(
         usize::try_from(meta.len())
             .unwrap_or(0)
@@ -63,7 +76,16 @@ pub fn read_in(root: &Path, path: &Path, a: &ReadArgs) -> ToolResult {
     // buffer already has.
     file.take(u64::MAX)
         .read_to_end(&mut bytes)
-        .map_err(|e| ToolError::io(&a.path, &e))?;
+        .map_err(|e| ToolError::io(rel, &e))?;
+    Ok(bytes)
+}
+
+/// `read_file` of `path`, in the workspace at `root`.
+pub fn read_in(root: &Path, path: &Path, a: &ReadArgs) -> ToolResult {
+    let bytes = match read_top(root, path) {
+        Some(bytes) => bytes,
+        None => read_checked(root, path, &a.path)?,
+    };
     if is_binary(&bytes) {
         return Ok(Output::text(format!(
             "{} is a binary file ({} bytes); its contents are not shown.",
