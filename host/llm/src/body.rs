@@ -75,7 +75,10 @@ impl RequestBody {
         let mut seam: Vec<u8> = Vec::with_capacity(2 * keep);
         let mut start = 0usize;
         for p in self.pieces.iter() {
-            if !carry.is_empty() {
+            // An occurrence can start in the carry only where a suffix of
+            // it begins the needle.
+            let may_span = (1..=carry.len()).any(|k| carry.ends_with(&needle[..k]));
+            if may_span {
                 seam.clear();
                 seam.extend_from_slice(&carry);
                 seam.extend_from_slice(&p[..p.len().min(keep)]);
@@ -88,8 +91,10 @@ impl RequestBody {
                     }
                 }
             }
-            for at in finder.find_iter(p) {
-                each(start + at);
+            if p.len() >= needle.len() {
+                for at in finder.find_iter(p) {
+                    each(start + at);
+                }
             }
             if p.len() >= keep {
                 carry.clear();

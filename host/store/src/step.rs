@@ -13,8 +13,8 @@
 //! a thousand tasks' steps share a handful of commits instead of paying
 //! for one each (a commit writes every page it touched to the WAL).
 
+use foldhash::{HashMap, HashMapExt, HashSet};
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -471,16 +471,16 @@ pub(super) struct Positions<'c> {
     next: HashMap<(Log, i64), i64>,
     /// Tasks whose claim this transaction has checked (once is enough:
     /// their rows stay locked until it commits).
-    fenced: std::collections::HashSet<String>,
+    fenced: HashSet<String>,
     /// Messages already replaced, by task key and seq ([`Positions::learn`]).
-    replaced: std::collections::HashSet<(i64, i64)>,
+    replaced: HashSet<(i64, i64)>,
     /// Asks already answered, by task id ([`Positions::learn`]).
-    answered: HashMap<String, std::collections::HashSet<String>>,
+    answered: HashMap<String, HashSet<String>>,
     /// Each task's last event written, announced once at the end
     /// ([`Positions::announce`]).
     announce: Vec<(String, i64)>,
     /// Tasks this transaction creates ([`Positions::created`]).
-    new_tasks: std::collections::HashSet<String>,
+    new_tasks: HashSet<String>,
     /// On PostgreSQL, the rows appended to each log ([`Log::index`]), by
     /// column, sent at the end as one statement a log
     /// ([`Positions::finish`]): a shared commit of many tasks' steps is a
@@ -765,7 +765,7 @@ impl<'c> Positions<'c> {
         }
         // An answer to an ask a step of this very batch opens is recorded in
         // the batch's order instead ([`write_step`]).
-        let opened: std::collections::HashSet<(&str, &str)> = steps
+        let opened: HashSet<(&str, &str)> = steps
             .iter()
             .filter_map(|(task, step)| Some((*task, step.ask.as_ref()?.ask_id.as_str())))
             .collect();

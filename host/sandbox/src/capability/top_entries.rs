@@ -15,7 +15,7 @@
 //! after. Where inotify cannot watch, a view looks everything up, as a
 //! plain handle does.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::ffi::{OsStr, OsString};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
