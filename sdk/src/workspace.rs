@@ -110,24 +110,103 @@ pub fn read_top_file(name: &str) -> Option<Vec<u8>> {
             fs::DescriptorFlags::READ,
         )
         .ok()?;
-    let size = stat.size;
-    let mut bytes: Vec<u8> = Vec::with_capacity(usize::try_from(size).ok()?.saturating_add(1));
+    read_whole(stat.size, |want, at| {
+        file.read(want, at).ok().map(|(chunk, _)| chunk)
+    })
+}
+
+/// The most the host reads at once (wasmtime-wasi's cap on a `read`).
+#[cfg(any(target_family = "wasm", test))]
+const HOST_READ_MAX: u64 = 64 << 10;
+
+/// A file whose `stat` said `size` bytes, read to its end with `read`
+/// (`read(want, at)`: at most `want` bytes from offset `at`, none at the
+/// end, `None` when the read fails). Each read asks for what the size
+/// says is left plus one byte: a read that reaches the size and no further
+/// is the end, so a file of at most [`HOST_READ_MAX`] bytes takes one
+/// read; a file that grew since is read on until a read finds nothing, and
+/// one that shrank ends where a read finds nothing.
+#[cfg(any(target_family = "wasm", test))]
+fn read_whole(size: u64, mut read: impl FnMut(u64, u64) -> Option<Vec<u8>>) -> Option<Vec<u8>> {
+    // Sized by the stat, up to a limit: a sparse file may claim anything.
+    let room = usize::try_from(size.min(16 * HOST_READ_MAX)).ok()?;
+    let mut bytes: Vec<u8> = Vec::with_capacity(room.saturating_add(1));
     loop {
-        let read = u64::try_from(bytes.len()).ok()?;
-        // What is left by its size, and one byte to see it end there; past
-        // its size, as much as the host reads at once.
-        let want = match size.checked_sub(read) {
+        let at = u64::try_from(bytes.len()).ok()?;
+        let want = match size.checked_sub(at) {
             Some(left) => left.saturating_add(1),
-            None => 64 << 10,
+            None => HOST_READ_MAX,
         };
-        let (chunk, _) = file.read(want, read).ok()?;
+        let chunk = read(want, at)?;
         if chunk.is_empty() {
             return Some(bytes);
         }
         let short = u64::try_from(chunk.len()).map_or(true, |n| n < want);
-        bytes.extend_from_slice(&chunk);
+        if bytes.is_empty() && chunk.len() >= room {
+            bytes = chunk;
+        } else {
+            bytes.extend_from_slice(&chunk);
+        }
         if short && u64::try_from(bytes.len()).ok()? == size {
             return Some(bytes);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file of `content` read as the host reads it (at most
+    /// [`HOST_READ_MAX`] bytes a read), its stat saying `size`: what
+    /// [`read_whole`] returns and how many reads it made.
+    fn read_as_host(content: &[u8], size: u64) -> (Option<Vec<u8>>, usize) {
+        let mut reads = 0;
+        let got = read_whole(size, |want, at| {
+            reads += 1;
+            let at = usize::try_from(at).ok()?;
+            let want = usize::try_from(want.min(HOST_READ_MAX)).ok()?;
+            let from = at.min(content.len());
+            Some(content[from..(from + want).min(content.len())].to_vec())
+        });
+        (got, reads)
+    }
+
+    #[test]
+    fn a_file_up_to_what_the_host_reads_at_once_is_one_read() {
+        for len in [0usize, 1, 4092, 64 << 10] {
+            let content: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let (got, reads) = read_as_host(&content, len as u64);
+            assert_eq!(got.as_deref(), Some(&content[..]), "{len} bytes");
+            assert_eq!(reads, 1, "{len} bytes");
+        }
+    }
+
+    #[test]
+    fn a_larger_file_is_read_whole_in_the_hosts_pieces() {
+        let content: Vec<u8> = (0..200_000usize).map(|i| (i % 251) as u8).collect();
+        let (got, reads) = read_as_host(&content, content.len() as u64);
+        assert_eq!(got.as_deref(), Some(&content[..]));
+        assert_eq!(reads, 4);
+    }
+
+    #[test]
+    fn a_file_that_grew_or_shrank_since_its_stat_is_read_to_its_end() {
+        let content: Vec<u8> = (0..150_000usize).map(|i| (i % 251) as u8).collect();
+        for size in [0u64, 10, 70_000, 149_999, 150_001, 1 << 40] {
+            let (got, _) = read_as_host(&content, size);
+            assert_eq!(got.as_deref(), Some(&content[..]), "stat said {size}");
+        }
+    }
+
+    #[test]
+    fn a_failed_read_is_no_file() {
+        assert_eq!(read_whole(10, |_, _| None), None);
+        let mut first = true;
+        let got = read_whole(200_000, |want, _| {
+            std::mem::take(&mut first)
+                .then(|| vec![7; usize::try_from(want.min(HOST_READ_MAX)).unwrap_or(0)])
+        });
+        assert_eq!(got, None);
     }
 }
