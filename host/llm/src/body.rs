@@ -52,14 +52,6 @@ impl RequestBody {
         }
     }
 
-    /// How many times `finder`'s needle occurs in the body, an occurrence
-    /// split across pieces included, without joining them.
-    pub fn count(&self, finder: &memchr::memmem::Finder<'_>) -> usize {
-        let mut n = 0;
-        self.find_each(finder, |_| n += 1);
-        n
-    }
-
     /// Hand `each` the offset (from the body's start) of every occurrence
     /// of `finder`'s needle, in order, one split across pieces included,
     /// without joining them.
@@ -316,7 +308,7 @@ mod tests {
     /// A needle is counted once wherever it falls: inside a piece, across
     /// two pieces, or across three, and the joined body agrees.
     #[test]
-    fn count_sees_occurrences_across_pieces() {
+    fn find_each_sees_occurrences_across_pieces() {
         let needle = b"\"role\":\"assistant\"";
         let finder = memchr::memmem::Finder::new(needle);
         let cases: [(&[&'static [u8]], usize); 6] = [
@@ -332,7 +324,9 @@ mod tests {
         ];
         for (pieces, want) in cases {
             let body = body_of(pieces);
-            assert_eq!(body.count(&finder), want, "{pieces:?}");
+            let mut found = 0;
+            body.find_each(&finder, |_| found += 1);
+            assert_eq!(found, want, "{pieces:?}");
             let joined = body.to_bytes();
             assert_eq!(
                 memchr::memmem::find_iter(&joined, needle).count(),
