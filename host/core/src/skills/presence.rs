@@ -113,7 +113,8 @@ mod linux {
     use std::io::ErrorKind;
     use std::sync::{Arc, Weak};
 
-    use inotify::{Inotify, WatchDescriptor, WatchMask};
+    use inotify::{WatchDescriptor, WatchMask};
+    use roost_sandbox::watch::Queue;
 
     use super::{Handle, PresenceDirs};
 
@@ -132,7 +133,7 @@ mod linux {
 
     pub(super) struct Inner {
         /// `None` where it could not start (or is disabled).
-        inotify: Option<Inotify>,
+        inotify: Option<Queue>,
         /// Each watched directory's handles.
         by_wd: HashMap<WatchDescriptor, Vec<Weak<Handle>>>,
     }
@@ -140,7 +141,7 @@ mod linux {
     impl Inner {
         pub(super) fn new(enabled: bool) -> Self {
             let inotify = if enabled {
-                Inotify::init()
+                Queue::init()
                     .map_err(|e| {
                         tracing::debug!("skill folders' presence is looked up every turn: {e}");
                     })
@@ -215,7 +216,7 @@ mod linux {
             let Some(fd) = inotify.as_mut() else {
                 return;
             };
-            let drained = roost_sandbox::watch::drain(fd, |event| {
+            let drained = fd.drain(|event| {
                 if let Some(handles) = by_wd.get(&event.wd) {
                     for h in handles.iter().filter_map(Weak::upgrade) {
                         if h.cares(event.name) {

@@ -37,14 +37,14 @@ struct Entry {
 
 struct Top {
     #[cfg(target_os = "linux")]
-    inotify: Option<inotify::Inotify>,
+    inotify: Option<crate::watch::Queue>,
     by_ws: HashMap<WorkspaceId, Entry>,
 }
 
 static TOP: LazyLock<Mutex<Top>> = LazyLock::new(|| {
     Mutex::new(Top {
         #[cfg(target_os = "linux")]
-        inotify: inotify::Inotify::init()
+        inotify: crate::watch::Queue::init()
             .map_err(|e| {
                 tracing::debug!("a workspace's missing files are looked up each time: {e}")
             })
@@ -156,7 +156,7 @@ impl Top {
             return;
         };
         let mut gone = Vec::new();
-        let drained = crate::watch::drain(fd, |event| {
+        let drained = fd.drain(|event| {
             let Some(id) = by_ws
                 .iter()
                 .find(|(_, e)| e.wd == event.wd)
