@@ -669,11 +669,19 @@ impl<'c> Positions<'c> {
             )?;
         }
         for log in Log::ALL {
-            if let Some(columns) = self.appended[log.index()].take() {
-                c.later_columns(log.unnest_sql(), columns)?;
-            }
+            self.flush(c, log)?;
         }
         self.announce(c)
+    }
+
+    /// On PostgreSQL, queue the rows appended to `log` so far, before a
+    /// statement that reads or changes that log's rows (SQLite writes each
+    /// row as it is appended).
+    fn flush(&mut self, c: &Conn<'_>, log: Log) -> Result<(), StoreError> {
+        match self.appended.get_mut(log.index()).and_then(Option::take) {
+            Some(columns) => c.later_columns(log.unnest_sql(), columns),
+            None => Ok(()),
+        }
     }
 
     /// Leave what this transaction learnt of its tasks in `tails` for the
@@ -1001,6 +1009,8 @@ fn write_step<'a, 'c>(
             Some(*seq)
         }
         Some(PreparedMessage::Replace { seq, content }) => {
+            // The message may be one this transaction appended.
+            positions.flush(conn, Log::Api)?;
             let n = conn.exec(
                 "UPDATE api_messages SET content = ?3 WHERE task = ?1 AND seq = ?2",
                 params![key, seq, content],
@@ -1016,6 +1026,8 @@ fn write_step<'a, 'c>(
         }
     };
     if let Some((first, upto, summary)) = &step.condense {
+        // Messages this transaction appended are hidden too.
+        positions.flush(conn, Log::Api)?;
         conn.later(
             "UPDATE api_messages SET hidden = 1 WHERE task = ?1 AND seq > ?2 AND seq <= ?3",
             params![key, first, upto],

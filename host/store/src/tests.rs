@@ -1335,6 +1335,91 @@ fn claims_are_released_with_shared_commits_on_postgres() {
     claims_are_released_with_shared_commits_on(Backend::Postgres);
 }
 
+/// Steps of one transaction hide (and on SQLite replace) messages
+/// appended earlier in it: on PostgreSQL, where a transaction's log rows
+/// are sent at its end, they are sent before a statement that changes
+/// them. Seventy steps' rows land whole and in order. (PostgreSQL replaces
+/// a batch's messages ahead, in its first round trip: a batch replacing a
+/// message it appends fails there, and its steps are written one at a
+/// time.)
+fn a_transaction_sees_the_rows_it_appended_on(b: Backend) {
+    let replaces = matches!(b, Backend::Sqlite);
+    let (_d, s) = store_on(b);
+    let t = new_task(&s);
+    let first = Message::user_text("first");
+    let second = Message::user_text("second, as first written");
+    let replaced = Message::user_text("second, as it stands");
+    let third = Message::user_text("third");
+    let mut steps = vec![
+        (t.id.as_str(), Step::new().append(&first)),
+        (t.id.as_str(), Step::new().append(&second)),
+        (t.id.as_str(), Step::new().put(Some(2), &replaced)),
+        (t.id.as_str(), Step::new().append(&third)),
+        (t.id.as_str(), Step::new().condense(1, 2, "the first two")),
+    ];
+    if !replaces {
+        steps.remove(2);
+    }
+    for i in 0..70 {
+        steps.push((
+            t.id.as_str(),
+            Step::new()
+                .ui(UiRow::say(UiSubtype::Text), format!("row {i}"))
+                .event(format!("{{\"event\":\"warning\",\"message\":\"{i}\"}}")),
+        ));
+    }
+    let prepared: Vec<(&str, step::PreparedStep)> = steps
+        .into_iter()
+        .map(|(task, st)| (task, st.prepare(task).expect("prepared")))
+        .collect();
+    let committed = commit_together(&s, &prepared);
+    if replaces {
+        assert_eq!(committed[2].message, Some(2), "replaced in place");
+    }
+    assert_eq!(committed[if replaces { 3 } else { 2 }].message, Some(3));
+    let api = s.load_api(&t.id, true).expect("api");
+    let seen: Vec<(i64, Message, bool)> = api
+        .into_iter()
+        .map(|m| (m.seq, m.message, m.hidden))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (1, first, false),
+            (2, if replaces { replaced } else { second }, true),
+            (3, third, false),
+        ]
+    );
+    let ui = s.load_ui(&t.id).expect("ui");
+    assert_eq!(ui.len(), 70);
+    let events = s.events_after(&t.id, 0, usize::MAX).expect("events");
+    let got: Vec<(i64, String)> = events.into_iter().map(|e| (e.seq, e.event)).collect();
+    let want: Vec<(i64, String)> = (0..70)
+        .map(|i| {
+            (
+                i + 1,
+                format!("{{\"event\":\"warning\",\"message\":\"{i}\"}}"),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    for (n, row) in ui.iter().enumerate() {
+        assert_eq!(row.text, format!("row {n}"));
+    }
+}
+
+#[test]
+fn a_transaction_sees_the_rows_it_appended_on_sqlite() {
+    a_transaction_sees_the_rows_it_appended_on(Backend::Sqlite);
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn a_transaction_sees_the_rows_it_appended_on_postgres() {
+    roost_testpg::skip_without_postgres!();
+    a_transaction_sees_the_rows_it_appended_on(Backend::Postgres);
+}
+
 /// A new task's saved approvals: a workspace read with none saved is not
 /// read again for each task (on PostgreSQL, no round trip), an approval
 /// saved through the store holds for the next task at once, and a
