@@ -16,6 +16,7 @@
 //! checkpoint, their other permission bits as they are) and symbolic links
 //! as links, through the workspace's directory handles.
 
+mod index;
 pub mod select;
 pub mod shadow;
 

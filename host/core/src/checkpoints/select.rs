@@ -13,14 +13,15 @@
 //! ([`super::shadow::Shadow::stage`]), so it never walks the workspace and
 //! never reads a `.gitignore` itself.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use roost_sandbox::capability::dirfd::{DirFd, Kind};
+use roost_sandbox::capability::dirfd::{DirFd, EntryStat, Kind};
 use roost_sandbox::capability::{RelPath, RooIgnore, Workspace, WorkspaceError};
 
 /// Largest file a snapshot keeps; larger ones are left as they are.
@@ -55,8 +56,10 @@ pub enum SelectError {
 #[derive(Debug, Default)]
 pub struct Selection {
     /// What git is handed: regular files Roost could open for reading,
-    /// and symbolic links (whose target text is what is kept).
-    pub files: BTreeSet<String>,
+    /// and symbolic links (whose target text is what is kept), each with
+    /// what the walk found of it (so a file whose index entry records
+    /// exactly that is not handed to git to look at again).
+    pub files: BTreeMap<String, EntryStat>,
     /// Regular files Roost may keep but cannot read now (permissions): a
     /// snapshot keeps what it held of them, as `git add --ignore-errors`
     /// would.
@@ -170,135 +173,268 @@ struct Pending {
 /// Walk `ws` and decide what a snapshot holds (see the module's doc).
 /// `fence_attributes` also leaves out every directory whose
 /// `.gitattributes` is not a regular file (for a git too old to be kept
-/// from reading the workspace's attributes at all).
+/// from reading the workspace's attributes at all). Directories are
+/// walked on up to [`WALKERS`] threads at once: a walk is an `lstat` of
+/// every entry (git's own refresh spreads its `lstat`s over threads the
+/// same way), and a snapshot waits for it before a turn's first change.
 pub fn select(
     ws: &Workspace,
     exclusions: &Exclusions,
     fence_attributes: bool,
 ) -> Result<Selection, SelectError> {
-    let mut out = Selection::default();
-    let mut seen = 0usize;
-    let root = ws.dir(&RelPath::root())?;
-    // Root opens every regular file: no need to try.
-    let privileged = rustix::process::geteuid().is_root();
-    let mut todo = vec![Pending {
-        dir: root,
+    let walk = Walk {
+        exclusions,
+        fence_attributes,
+        // Root opens every regular file: no need to try.
+        privileged: rustix::process::geteuid().is_root(),
+        seen: AtomicUsize::new(0),
+    };
+    let root = Pending {
+        dir: ws.dir(&RelPath::root())?,
         base: String::new(),
         levels: Vec::new(),
         depth: 0,
-    }];
-    while let Some(Pending {
+    };
+    let walkers = std::thread::available_parallelism().map_or(1, |n| n.get().min(WALKERS));
+    let queue = Queue {
+        state: Mutex::new(QueueState {
+            todo: vec![root],
+            busy: 0,
+            failed: None,
+        }),
+        moved: Condvar::new(),
+    };
+    let parts: Vec<Selection> = std::thread::scope(|s| {
+        let workers: Vec<_> = (1..walkers)
+            .map(|_| s.spawn(|| queue.work(&walk)))
+            .collect();
+        let mut parts = vec![queue.work(&walk)];
+        // A walker that panicked leaves what it found out; the error below
+        // says the walk failed only if one also recorded an error.
+        parts.extend(workers.into_iter().filter_map(|w| w.join().ok()));
+        parts
+    });
+    if let Some(e) = lock(&queue.state).failed.take() {
+        return Err(e);
+    }
+    let mut out = Selection::default();
+    for mut part in parts {
+        out.files.append(&mut part.files);
+        out.unreadable.append(&mut part.unreadable);
+    }
+    Ok(out)
+}
+
+/// Most threads a walk uses.
+const WALKERS: usize = 4;
+
+/// What every directory of one walk is judged by.
+struct Walk<'a> {
+    exclusions: &'a Exclusions,
+    fence_attributes: bool,
+    privileged: bool,
+    /// Entries looked at so far, by every walker.
+    seen: AtomicUsize,
+}
+
+/// The directories still to walk, shared by the walkers.
+struct Queue {
+    state: Mutex<QueueState>,
+    /// Signalled when directories are added or a walker finishes one.
+    moved: Condvar,
+}
+
+struct QueueState {
+    todo: Vec<Pending>,
+    /// Walkers in the middle of a directory (which may add more).
+    busy: usize,
+    /// The first error; the walk stops at it.
+    failed: Option<SelectError>,
+}
+
+fn lock(m: &Mutex<QueueState>) -> std::sync::MutexGuard<'_, QueueState> {
+    // A walker's panic leaves the queue's state whole (it is only ever
+    // changed in place under the lock).
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Queue {
+    /// Walk directories from the queue until none is left and no walker
+    /// could add one (or one failed); what this walker found.
+    fn work(&self, walk: &Walk<'_>) -> Selection {
+        let mut out = Selection::default();
+        let mut children = Vec::new();
+        let mut state = lock(&self.state);
+        loop {
+            if state.failed.is_some() {
+                break;
+            }
+            let Some(next) = state.todo.pop() else {
+                if state.busy == 0 {
+                    break;
+                }
+                state = self
+                    .moved
+                    .wait(state)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                continue;
+            };
+            state.busy += 1;
+            drop(state);
+            let done = {
+                // Counted out again even if the visit unwinds, so no other
+                // walker waits for it forever.
+                let _busy = Busy(self);
+                visit(walk, next, &mut out, &mut children)
+            };
+            state = lock(&self.state);
+            match done {
+                Ok(()) => state.todo.append(&mut children),
+                Err(e) => {
+                    state.failed.get_or_insert(e);
+                }
+            }
+            self.moved.notify_all();
+        }
+        drop(state);
+        self.moved.notify_all();
+        out
+    }
+}
+
+/// A walker in the middle of a directory: counted out when it ends.
+struct Busy<'q>(&'q Queue);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        let mut state = lock(&self.0.state);
+        state.busy = state.busy.saturating_sub(1);
+        drop(state);
+        self.0.moved.notify_all();
+    }
+}
+
+/// Judge one directory's entries into `out`; the directories below it to
+/// walk go to `children`.
+fn visit(
+    walk: &Walk<'_>,
+    Pending {
         dir,
         base,
         mut levels,
         depth,
-    }) = todo.pop()
-    {
-        let io = |cause| WorkspaceError::Io {
-            path: if base.is_empty() {
-                ".".to_owned()
-            } else {
-                base.trim_end_matches('/').to_owned()
-            },
-            cause,
-        };
-        let entries = match dir.entries() {
-            Ok(e) => e,
-            // Gone since it was listed, or not ours to read.
-            Err(e)
-                if depth > 0
-                    && matches!(
-                        e.kind(),
-                        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
-                    ) =>
-            {
-                tracing::debug!("{base}: not walked for the checkpoint: {e}");
-                continue;
-            }
-            Err(e) => return Err(io(e).into()),
-        };
-        seen += entries.len();
-        if seen > MAX_ENTRIES {
-            return Err(SelectError::TooLarge);
-        }
-        if fence_attributes
-            && entries
-                .iter()
-                .any(|(n, st)| n == ".gitattributes" && !matches!(st.kind, Kind::File | Kind::Dir))
+    }: Pending,
+    out: &mut Selection,
+    children: &mut Vec<Pending>,
+) -> Result<(), SelectError> {
+    let io = |cause| WorkspaceError::Io {
+        path: if base.is_empty() {
+            ".".to_owned()
+        } else {
+            base.trim_end_matches('/').to_owned()
+        },
+        cause,
+    };
+    let entries = match dir.entries() {
+        Ok(e) => e,
+        // Gone since it was listed, or not ours to read.
+        Err(e)
+            if depth > 0
+                && matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                ) =>
         {
-            tracing::warn!(
-                "{base}.gitattributes is not a regular file: {} left out of the checkpoint",
-                if base.is_empty() {
-                    "the workspace"
-                } else {
-                    base.as_str()
-                }
+            tracing::debug!("{base}: not walked for the checkpoint: {e}");
+            return Ok(());
+        }
+        Err(e) => return Err(io(e).into()),
+    };
+    if walk
+        .seen
+        .fetch_add(entries.len(), Ordering::Relaxed)
+        .saturating_add(entries.len())
+        > MAX_ENTRIES
+    {
+        return Err(SelectError::TooLarge);
+    }
+    if walk.fence_attributes
+        && entries
+            .iter()
+            .any(|(n, st)| n == ".gitattributes" && !matches!(st.kind, Kind::File | Kind::Dir))
+    {
+        tracing::warn!(
+            "{base}.gitattributes is not a regular file: {} left out of the checkpoint",
+            if base.is_empty() {
+                "the workspace"
+            } else {
+                base.as_str()
+            }
+        );
+        return Ok(());
+    }
+    if let Some(level) = level_of(&dir, &base) {
+        levels.push(Arc::new(level));
+    }
+    for (name, st) in entries {
+        let Some(n) = name.to_str() else {
+            tracing::debug!(
+                "{base}{}: not UTF-8, left out of the checkpoint",
+                Path::new(&name).display()
             );
             continue;
+        };
+        // Git never tracks a `.git`, whatever it is.
+        if n == ".git" {
+            continue;
         }
-        if let Some(level) = level_of(&dir, &base) {
-            levels.push(Arc::new(level));
+        let rel = format!("{base}{n}");
+        let is_dir = st.kind == Kind::Dir;
+        // Git's decision first, then Roost's veto: both must keep it.
+        if gitignored(&levels, &rel, is_dir) || walk.exclusions.excludes(&rel) {
+            continue;
         }
-        for (name, st) in entries {
-            let Some(n) = name.to_str() else {
-                tracing::debug!(
-                    "{base}{}: not UTF-8, left out of the checkpoint",
-                    Path::new(&name).display()
-                );
-                continue;
-            };
-            // Git never tracks a `.git`, whatever it is.
-            if n == ".git" {
-                continue;
-            }
-            let rel = format!("{base}{n}");
-            let is_dir = st.kind == Kind::Dir;
-            // Git's decision first, then Roost's veto: both must keep it.
-            if gitignored(&levels, &rel, is_dir) || exclusions.excludes(&rel) {
-                continue;
-            }
-            match st.kind {
-                Kind::Dir => {
-                    if depth >= MAX_DEPTH {
-                        continue;
-                    }
-                    match dir.open_dir(&name) {
-                        Ok(child) => todo.push(Pending {
-                            dir: child,
-                            base: format!("{rel}/"),
-                            levels: levels.clone(),
-                            depth: depth + 1,
-                        }),
-                        Err(e)
-                            if matches!(
-                                e.kind(),
-                                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
-                            ) =>
-                        {
-                            tracing::debug!("{rel}: not walked for the checkpoint: {e}");
-                        }
-                        Err(e) => return Err(io(e).into()),
-                    }
+        match st.kind {
+            Kind::Dir => {
+                if depth >= MAX_DEPTH {
+                    continue;
                 }
-                Kind::File if st.size > MAX_FILE_BYTES => {}
-                Kind::File => {
-                    // Opened as git will open it (never blocking, never
-                    // through a link): one it cannot read keeps its last
-                    // snapshot rather than failing the whole one.
-                    if privileged || dir.open_read(&name).is_ok() {
-                        out.files.insert(rel);
-                    } else {
-                        out.unreadable.insert(rel);
+                match dir.open_dir(&name) {
+                    Ok(child) => children.push(Pending {
+                        dir: child,
+                        base: format!("{rel}/"),
+                        levels: levels.clone(),
+                        depth: depth + 1,
+                    }),
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                        ) =>
+                    {
+                        tracing::debug!("{rel}: not walked for the checkpoint: {e}");
                     }
+                    Err(e) => return Err(io(e).into()),
                 }
-                Kind::Symlink => {
-                    out.files.insert(rel);
-                }
-                Kind::Special => {}
             }
+            Kind::File if st.size > MAX_FILE_BYTES => {}
+            Kind::File => {
+                // Opened as git will open it (never blocking, never
+                // through a link): one it cannot read keeps its last
+                // snapshot rather than failing the whole one.
+                if walk.privileged || dir.open_read(&name).is_ok() {
+                    out.files.insert(rel, st);
+                } else {
+                    out.unreadable.insert(rel);
+                }
+            }
+            Kind::Symlink => {
+                out.files.insert(rel, st);
+            }
+            Kind::Special => {}
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -384,8 +520,9 @@ mod tests {
         std::os::unix::fs::symlink("keep.log", root.join("ign.log")).expect("link");
         let ws = Workspace::open(&root).expect("ws");
         let ours = select(&ws, &Exclusions::of(&ws), false).expect("select");
-        assert_eq!(ours.files, git_untracked(&root, &dir.path().join("g.git")));
-        assert!(ours.files.contains("src/x.log") && !ours.files.contains("a.log"));
+        let names: BTreeSet<String> = ours.files.keys().cloned().collect();
+        assert_eq!(names, git_untracked(&root, &dir.path().join("g.git")));
+        assert!(ours.files.contains_key("src/x.log") && !ours.files.contains_key("a.log"));
     }
 
     /// Roost's exclusions hold whatever `.gitignore` re-includes, and a
@@ -425,7 +562,7 @@ mod tests {
             .into_iter()
             .map(str::to_owned)
             .collect();
-        assert_eq!(ours.files, want);
+        assert!(ours.files.keys().eq(want.iter()));
         assert!(
             ex.excludes(".env") && ex.excludes("secrets/key") && ex.excludes(".orchestration/x")
         );
@@ -438,6 +575,6 @@ mod tests {
             .expect("mkfifo");
         assert!(made.success());
         let fenced = select(&ws, &ex, true).expect("select");
-        assert!(!fenced.files.contains("src/a.rs") && fenced.files.contains(".gitignore"));
+        assert!(!fenced.files.contains_key("src/a.rs") && fenced.files.contains_key(".gitignore"));
     }
 }

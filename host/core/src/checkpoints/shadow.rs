@@ -432,9 +432,11 @@ impl Shadow {
 
     /// Make `task`'s index hold exactly `selection` (only for paths in
     /// `scope`, when given: the rest stays as it was) and return the tree
-    /// it makes. Git is handed the paths and reads only those files (a
-    /// file whose stamp is unchanged is not read again); what the index
-    /// held that the selection no longer does leaves it.
+    /// it makes. Git is handed only the files whose stat differs from
+    /// what the index records of them ([`super::index`]: the others it
+    /// would find unchanged itself, after an `lstat` of each), and reads
+    /// only those whose stamp moved; what the index held that the
+    /// selection no longer does leaves it.
     pub fn stage(
         &self,
         task: &str,
@@ -458,16 +460,28 @@ impl Shadow {
                 }
             }
         };
-        // A task's first snapshot starts from no index: nothing to list.
-        let listed = if index.is_file() {
-            self.run(Some(&index), &["ls-files", "-z", "--cached"], "ls-files")?
+        // A task's first snapshot starts from no index: nothing to list,
+        // every file to hand over. Otherwise the index is read here: what
+        // it lists, and which files it records exactly as the walk found
+        // them (those git would find unchanged without reading them, so
+        // they are not handed to it). An index this reader does not follow
+        // is listed by git and every file handed over, as before.
+        let stamps = if index.is_file() {
+            super::index::IndexStamps::read(&index)
         } else {
-            Vec::new()
+            None
+        };
+        let listed = match &stamps {
+            Some(s) => s.listed().to_vec(),
+            None if index.is_file() => {
+                self.run(Some(&index), &["ls-files", "-z", "--cached"], "ls-files")?
+            }
+            None => Vec::new(),
         };
         let mut gone = Vec::new();
         for path in listed.split(|b| *b == 0).filter(|p| !p.is_empty()) {
             let keep = std::str::from_utf8(path).is_ok_and(|p| {
-                !in_scope(p) || selection.files.contains(p) || selection.unreadable.contains(p)
+                !in_scope(p) || selection.files.contains_key(p) || selection.unreadable.contains(p)
             });
             if !keep {
                 gone.extend_from_slice(path);
@@ -483,8 +497,9 @@ impl Shadow {
             )?;
         }
         let mut paths = Vec::new();
-        for path in &selection.files {
-            if in_scope(path) {
+        for (path, st) in &selection.files {
+            let unchanged = stamps.as_ref().is_some_and(|s| s.unchanged(path, st));
+            if in_scope(path) && !unchanged {
                 paths.extend_from_slice(path.as_bytes());
                 paths.push(0);
             }
@@ -668,8 +683,11 @@ mod tests {
         std::fs::write(ws.path().join("a.txt"), "a\n").expect("write");
         let ws_path = ws.path().canonicalize().expect("canonical");
         let shadow = Shadow::open(root.path(), &ws_path).expect("shadow");
+        let st = roost_sandbox::capability::dirfd::DirFd::open_ambient(&ws_path)
+            .and_then(|d| d.stat(std::ffi::OsStr::new("a.txt")))
+            .expect("stat");
         let selection = Selection {
-            files: std::iter::once("a.txt".to_owned()).collect(),
+            files: std::iter::once(("a.txt".to_owned(), st)).collect(),
             ..Selection::default()
         };
         let tree = shadow.stage("t-1", &selection, None).expect("stage");
@@ -694,6 +712,64 @@ mod tests {
         }
         assert_eq!(shadow.get_ref("t-1", "2"), None);
         assert_eq!(shadow.get_ref("t-1", "1").as_deref(), Some(commit.as_str()));
+    }
+
+    /// A snapshot hands git only the files whose stat moved since the
+    /// index recorded them: with nothing changed git is handed nothing
+    /// (the index is not even rewritten), and a file rewritten in place
+    /// with its modification time put back is still handed over and
+    /// snapshotted as it now is. (Git itself compares the change time
+    /// to the second only: a rewrite of the same size within the second
+    /// the index recorded is one it finds unchanged, handed over or not;
+    /// `index`'s tests show the reader hands such a file over.)
+    #[test]
+    fn only_files_whose_stat_moved_are_handed_to_git() {
+        use std::os::unix::fs::MetadataExt;
+        let data = tempfile::tempdir().expect("tempdir");
+        let ws_dir = tempfile::tempdir().expect("tempdir");
+        let root = ws_dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir(root.join("sub")).expect("mkdir");
+        let old = filetime::FileTime::from_unix_time(1_600_000_000, 0);
+        for (name, body) in [
+            ("a.txt", "one\n"),
+            ("b.txt", "two\n"),
+            ("sub/c.txt", "three\n"),
+        ] {
+            std::fs::write(root.join(name), body).expect("write");
+            filetime::set_file_mtime(root.join(name), old).expect("mtime");
+        }
+        let ws = roost_sandbox::capability::Workspace::open(&root).expect("ws");
+        let cps = crate::checkpoints::Checkpoints::new(data.path());
+        let (shadow, first) = cps.snapshot("t", &ws).expect("first");
+        let index = shadow.index("t");
+        let written = std::fs::metadata(&index).expect("index").ino();
+        let (_, same) = cps.snapshot("t", &ws).expect("again");
+        assert_eq!(same, first);
+        assert_eq!(
+            std::fs::metadata(&index).expect("index").ino(),
+            written,
+            "nothing changed: git was handed nothing and left the index as it was"
+        );
+        // Its mtime put back: the size and the change time tell.
+        std::fs::write(root.join("b.txt"), "TWO!\n").expect("write");
+        filetime::set_file_mtime(root.join("b.txt"), old).expect("mtime");
+        let (shadow, changed) = cps.snapshot("t", &ws).expect("changed");
+        assert_ne!(changed, first);
+        let blob = shadow
+            .text(
+                None,
+                &["cat-file", "-p", &format!("{changed}:b.txt")],
+                "cat-file",
+            )
+            .expect("blob");
+        assert_eq!(blob, "TWO!");
+        // Removed: gone from the next snapshot too.
+        std::fs::remove_file(root.join("sub/c.txt")).expect("rm");
+        let (shadow, removed) = cps.snapshot("t", &ws).expect("removed");
+        let listed = shadow
+            .text(None, &["ls-tree", "-r", "--name-only", &removed], "ls-tree")
+            .expect("ls-tree");
+        assert_eq!(listed, "a.txt\nb.txt");
     }
 
     /// Git is run by its path (so std starts it with `posix_spawn`, not a

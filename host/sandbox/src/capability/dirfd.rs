@@ -95,6 +95,9 @@ pub struct EntryStat {
     /// Change time (seconds, nanoseconds): the guest can forge mtime but
     /// not ctime, so equal stamps mean an untouched inode.
     pub ctime: (i64, i64),
+    /// Modification time (seconds, nanoseconds), as git's index records
+    /// it beside the change time.
+    pub mtime: (i64, i64),
 }
 
 impl EntryStat {
@@ -106,6 +109,7 @@ impl EntryStat {
             ino: m.ino(),
             dev: m.dev(),
             ctime: (m.ctime(), m.ctime_nsec()),
+            mtime: (m.mtime(), m.mtime_nsec()),
         }
     }
 }
