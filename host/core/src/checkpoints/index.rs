@@ -10,15 +10,13 @@
 //! this reader does not follow to its last byte, means "hand it to git",
 //! which then decides as it always did. Written by hand rather than with
 //! `gix-index`: what is needed is the fixed 62-byte head of each entry and
-//! its path, and that crate brings git's object, traversal and revision
-//! crates with it.
+//! its path, and that crate brings 60 crates with it (git's object,
+//! traversal, revision-walk and commit-graph crates among them).
 //!
 //! Format: `Documentation/gitformat-index.txt` in git (versions 2, 3 and
 //! 4; SHA-1 object names, as the shadow repositories are made).
 
 use foldhash::{HashMap, HashMapExt};
-use std::path::Path;
-
 use roost_sandbox::capability::dirfd::{EntryStat, Kind};
 
 /// Bytes of an object name in the shadow repositories (SHA-1).
@@ -84,20 +82,12 @@ pub(super) struct IndexStamps {
 }
 
 impl IndexStamps {
-    /// The index at `path`; `None` when it cannot be read or is not one
-    /// this reader follows exactly (then the caller asks git for all).
-    pub(super) fn read(path: &Path) -> Option<Self> {
-        let bytes = std::fs::read(path).ok()?;
-        let written = std::fs::metadata(path).ok()?;
-        use std::os::unix::fs::MetadataExt;
-        let parsed = parse(&bytes, written.mtime());
-        if parsed.is_none() {
-            tracing::debug!(
-                "{}: not an index this reader follows; git looks at every file",
-                path.display()
-            );
-        }
-        parsed
+    /// The index whose bytes are `bytes`, its file last written at
+    /// `written` (seconds); `None` when it is not one this reader follows
+    /// exactly (then the caller asks git for all). The caller reads the
+    /// file: it lies in the data dir, where the shadow repositories are.
+    pub(super) fn parse(bytes: &[u8], written: i64) -> Option<Self> {
+        parse(bytes, written)
     }
 
     /// The paths the index holds, NUL-separated.
@@ -252,7 +242,15 @@ fn parse(bytes: &[u8], written: i64) -> Option<IndexStamps> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
     use std::process::Command;
+
+    /// The index at `path`, as `Shadow::stage` reads it.
+    fn read(path: &Path) -> Option<IndexStamps> {
+        use std::os::unix::fs::MetadataExt;
+        let written = std::fs::metadata(path).expect("index").mtime();
+        IndexStamps::parse(&std::fs::read(path).expect("index"), written)
+    }
 
     fn git(dir: &Path, args: &[&str]) {
         let st = Command::new("git")
@@ -303,7 +301,7 @@ mod tests {
                 git(dir, &["add", "-N", "new"]);
             }
             let index = dir.join(".git/index");
-            let stamps = IndexStamps::read(&index).expect("read");
+            let stamps = read(&index).expect("read");
             let listed: Vec<&[u8]> = stamps
                 .listed()
                 .split(|b| *b == 0)
@@ -353,7 +351,7 @@ mod tests {
         // The index dated to the file's own second.
         filetime::set_file_mtime(&index, filetime::FileTime::from_last_modification_time(&f))
             .expect("mtime");
-        let stamps = IndexStamps::read(&index).expect("read");
+        let stamps = read(&index).expect("read");
         assert!(!stamps.unchanged("f", &stat(dir, "f")));
     }
 

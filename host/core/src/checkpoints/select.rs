@@ -195,7 +195,10 @@ pub fn select(
         levels: Vec::new(),
         depth: 0,
     };
-    let walkers = std::thread::available_parallelism().map_or(1, |n| n.get().min(WALKERS));
+    // Asked once: std reads the cgroup's CPU quota to answer.
+    static WALKERS_HERE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let walkers = *WALKERS_HERE
+        .get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(WALKERS)));
     let queue = Queue {
         state: Mutex::new(QueueState {
             todo: vec![root],

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use super::index::IndexStamps;
 use super::select::Selection;
 
 /// Held while a shadow repository is made.
@@ -467,7 +468,7 @@ impl Shadow {
         // they are not handed to it). An index this reader does not follow
         // is listed by git and every file handed over, as before.
         let stamps = if index.is_file() {
-            super::index::IndexStamps::read(&index)
+            read_stamps(&index)
         } else {
             None
         };
@@ -667,6 +668,24 @@ impl Shadow {
             _ => TreeEntry::Other,
         })
     }
+}
+
+/// The shadow index at `path` as a hint ([`IndexStamps`]); `None` when it
+/// cannot be read or followed (then git is asked about every file).
+fn read_stamps(path: &Path) -> Option<IndexStamps> {
+    use std::os::unix::fs::MetadataExt;
+    // Its date before its bytes: an index replaced in between is dated
+    // older than what was read, which can only make more entries racy
+    // (handed to git), never fewer.
+    let written = std::fs::metadata(path).ok()?.mtime();
+    let stamps = IndexStamps::parse(&std::fs::read(path).ok()?, written);
+    if stamps.is_none() {
+        tracing::debug!(
+            "{}: not an index this reader follows; git looks at every file",
+            path.display()
+        );
+    }
+    stamps
 }
 
 #[cfg(test)]
