@@ -3,7 +3,9 @@
 
 use roost_core::first_party;
 use roost_sandbox::capability::Grant;
-use roost_sandbox::plugins::{CacheOutcome, EngineConfig, PluginEngine, PluginError};
+use roost_sandbox::plugins::{
+    CacheOutcome, ComponentFile, EngineConfig, PluginEngine, PluginError,
+};
 use roost_tests::{TestWorkspace, engine, fixture_wasm};
 
 fn load_err(name: &str, bytes: &[u8]) -> PluginError {
@@ -199,6 +201,92 @@ fn the_cached_tool_list_is_used_and_a_tampered_one_is_not() {
     let planted = open().load_bytes("conf", &bytes).expect("loads");
     assert!(!planted.tools_from_cache());
     assert_eq!(planted.tools(), first.tools());
+}
+
+/// A component the cache knows is kept as its open file from load to its
+/// first call, which reads it again: bytes changed on disk in between are
+/// refused with an error naming the plugin; a file renamed over its path is
+/// not the one read (the handle is); a file the cache does not know is
+/// handed back to be read whole.
+#[tokio::test]
+async fn a_component_changed_on_disk_after_load_is_refused_at_its_first_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = TestWorkspace::new();
+    let cache = dir.path().join("cache");
+    let open = || PluginEngine::new(EngineConfig::with_cache_dir(&cache)).expect("engine");
+    let bytes = std::fs::read(fixture_wasm("limits")).expect("fixture");
+    let mut changed = bytes.clone();
+    if let Some(b) = changed.last_mut() {
+        *b ^= 1;
+    }
+    let path = dir.path().join("limits.wasm");
+    std::fs::write(&path, &bytes).expect("write");
+    // The first load asks the component; the cache keeps its tool list.
+    assert!(
+        !open()
+            .load_bytes("limits", &bytes)
+            .expect("loads")
+            .tools_from_cache()
+    );
+    let known = |engine: &PluginEngine| {
+        let file = ComponentFile::open(&path).expect("open");
+        assert_eq!(file.hash(), blake3::hash(&bytes));
+        engine
+            .load_known_file("limits", file)
+            .expect("known to the cache")
+    };
+
+    // Intact: its first call reads it again, and it runs.
+    let engine = open();
+    let plugin = known(&engine);
+    assert!(plugin.tools_from_cache());
+    let out = engine
+        .call(&plugin, "ok", "{}", &Grant::new(ws.path()))
+        .await
+        .expect("an intact component runs");
+    assert_eq!(out.text, "ok");
+
+    // Changed in place between load and first call: refused, every time.
+    let engine = open();
+    let plugin = known(&engine);
+    std::fs::write(&path, &changed).expect("tamper in place");
+    for _ in 0..2 {
+        let e = engine
+            .call(&plugin, "ok", "{}", &Grant::new(ws.path()))
+            .await
+            .expect_err("changed after load");
+        assert!(
+            e.message.contains("plugin `limits`")
+                && e.message.contains("changed on disk since it was loaded"),
+            "{e:?}"
+        );
+    }
+
+    // Renamed over its path: the handle still reads what was checked.
+    std::fs::write(&path, &bytes).expect("intact again");
+    let engine = open();
+    let plugin = known(&engine);
+    let other = dir.path().join("other.wasm");
+    std::fs::write(&other, &changed).expect("write");
+    std::fs::rename(&other, &path).expect("rename over");
+    let out = engine
+        .call(&plugin, "ok", "{}", &Grant::new(ws.path()))
+        .await
+        .expect("the held file is the one read");
+    assert_eq!(out.text, "ok");
+
+    // Bytes the cache does not know: the file comes back to its caller.
+    let file = ComponentFile::open(&path).expect("open");
+    assert_eq!(file.hash(), blake3::hash(&changed));
+    let file = open()
+        .load_known_file("limits", file)
+        .expect_err("unknown to the cache");
+    assert_eq!(file.read_checked("limits").expect("unchanged"), changed);
+    std::fs::write(&path, &bytes).expect("changed again");
+    let e = file
+        .read_checked("limits")
+        .expect_err("changed since opened");
+    assert!(matches!(e, PluginError::Changed { .. }), "{e}");
 }
 
 /// Mode hooks are checked the same way: garbage, a core module and a

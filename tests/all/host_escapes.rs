@@ -668,6 +668,10 @@ fn no_std_fs_on_workspace_paths_outside_the_layer() {
             "component files named by the user",
         ),
         (
+            "sandbox/src/plugins/component_file.rs",
+            "an installed component's file in the data dir, held open from its check at load to its first call",
+        ),
+        (
             "sandbox/src/plugins/hook.rs",
             "component files named by the user",
         ),

@@ -299,7 +299,6 @@ async fn fleet(
     delay_ms: u64,
     turns: usize,
 ) -> (usize, f64, f64, u64) {
-    static YES: Yes = Yes;
     let roost = fleet_engine(
         engine,
         data,
@@ -323,15 +322,7 @@ async fn fleet(
             let started = Arc::clone(&started);
             tokio::spawn(async move {
                 let id = roost.create_task(&spec).await.expect("created");
-                let answering = {
-                    let roost = Arc::clone(&roost);
-                    let id = id.clone();
-                    tokio::spawn(async move {
-                        if let Ok(answers) = roost.answer_with(&id, &YES) {
-                            answers.await;
-                        }
-                    })
-                };
+                let answering = answer_in_background(&roost, &id).await;
                 roost.start(&id).expect("started");
                 let at = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
                 started.fetch_max(at, std::sync::atomic::Ordering::Relaxed);
@@ -361,6 +352,23 @@ async fn fleet(
         stats.round_trips as f64 / stats.steps.max(1) as f64
     );
     (done, wall, cpu1 - cpu0, rss)
+}
+
+/// Answer task `id`'s questions on a task of their own, returned once its
+/// subscription is taken: a task started before it would ask before anyone
+/// listened, and wait for an answer forever (P8 on the Intel VM hung so,
+/// one task in 10,000 waiting for its completion's answer).
+async fn answer_in_background(roost: &Arc<Engine>, id: &str) -> tokio::task::JoinHandle<()> {
+    static YES: Yes = Yes;
+    let (roost, id) = (Arc::clone(roost), id.to_owned());
+    let (subscribed, listening) = tokio::sync::oneshot::channel();
+    let answering = tokio::spawn(async move {
+        let answers = roost.answer_with(&id, &YES).expect("subscribed");
+        let _ = subscribed.send(());
+        answers.await;
+    });
+    listening.await.expect("the answering task subscribed");
+    answering
 }
 
 /// The bench's PostgreSQL, when `ROOST_BENCH_STORE=postgres` (started once,
@@ -404,7 +412,6 @@ async fn queue_run(
     slots: usize,
 ) -> f64 {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    static YES: Yes = Yes;
     let engines: Vec<Arc<Engine>> = (0..hosts)
         .map(|h| {
             fleet_engine(
@@ -445,14 +452,7 @@ async fn queue_run(
                     let permit = Arc::clone(&room).acquire_owned().await.expect("permit");
                     let (e, remaining) = (Arc::clone(&e), Arc::clone(&remaining));
                     tokio::spawn(async move {
-                        let answering = {
-                            let (e, id) = (Arc::clone(&e), id.clone());
-                            tokio::spawn(async move {
-                                if let Ok(answers) = e.answer_with(&id, &YES) {
-                                    answers.await;
-                                }
-                            })
-                        };
+                        let answering = answer_in_background(&e, &id).await;
                         e.start(&id).expect("started");
                         let outcome = e.wait(&id).await;
                         assert!(

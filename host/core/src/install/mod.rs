@@ -29,7 +29,7 @@ use crate::store::{PluginRecord, Store, StoreError};
 use crate::task::{Access, Registry, RegistryError};
 use manifest::{NetworkRule, SUPPORTED_WIT, TOOL_WORLD, check_name};
 use roost_sandbox::capability::{Limits, NetworkGrant};
-use roost_sandbox::plugins::{LoadedPlugin, PluginEngine, PluginError};
+use roost_sandbox::plugins::{ComponentFile, LoadedPlugin, PluginEngine, PluginError};
 
 /// The manifest's file name.
 pub const MANIFEST_FILE: &str = "plugin.toml";
@@ -715,33 +715,41 @@ impl Plugins {
     /// ones recorded at install (changed on disk). The bytes are hashed
     /// once: by the BLAKE3 recorded at install, which is also what the
     /// engine keys its cache by; an install older than that record is
-    /// checked by its SHA-256.
+    /// checked by its SHA-256. A component the cache knows is hashed in
+    /// pieces and kept as its open file until its first call (which checks
+    /// it again); any other is read whole and prepared now.
     fn load_checked(&self, p: &Installed) -> Result<Arc<LoadedPlugin>, InstallError> {
         let path = self.component_path(p.name(), &p.sha256);
-        let bytes = std::fs::read(&path).map_err(|source| InstallError::Io {
+        let io_error = |source| InstallError::Io {
             path: path.clone(),
             source,
-        })?;
-        let intact = match p.blake3 {
-            Some(recorded) => {
-                let hash = blake3::hash(&bytes);
-                (hash == recorded).then_some(Some(hash))
+        };
+        let tampered = || InstallError::Tampered {
+            name: p.name().to_owned(),
+            expected: p.sha256.clone(),
+        };
+        if let Some(recorded) = p.blake3 {
+            let file = ComponentFile::open(&path).map_err(io_error)?;
+            if file.hash() != recorded {
+                return Err(tampered());
             }
-            None => (sha256_hex(&bytes) == p.sha256).then_some(None),
-        };
-        let Some(hash) = intact else {
-            return Err(InstallError::Tampered {
-                name: p.name().to_owned(),
-                expected: p.sha256.clone(),
-            });
-        };
-        let plugin = match hash {
-            Some(hash) => self
+            let file = match self.engine.load_known_file(p.name(), file) {
+                Ok(plugin) => return Ok(plugin),
+                Err(file) => file,
+            };
+            let bytes = file.read_checked(p.name()).map_err(|e| match e {
+                PluginError::Changed { .. } => tampered(),
+                e => e.into(),
+            })?;
+            return Ok(self
                 .engine
-                .load_component_hashed(p.name(), bytes.into(), hash),
-            None => self.engine.load_component(p.name(), bytes.into()),
-        };
-        Ok(plugin?)
+                .load_component_hashed(p.name(), bytes.into(), recorded)?);
+        }
+        let bytes = std::fs::read(&path).map_err(io_error)?;
+        if sha256_hex(&bytes) != p.sha256 {
+            return Err(tampered());
+        }
+        Ok(self.engine.load_component(p.name(), bytes.into())?)
     }
 }
 

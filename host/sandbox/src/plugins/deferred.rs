@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use super::cache::CacheOutcome;
+use super::component_file::ComponentFile;
 use super::error::PluginError;
 
 /// Told when an engine really compiles a component (not one the build
@@ -20,10 +21,18 @@ pub trait CompileWatch: Send + Sync {
 
 /// A component's prepared instance (`P`: a tool plugin's or a hook's) and
 /// where its code came from: made at load, or on first use, with the
-/// component's bytes kept until then.
+/// component's bytes (or its file, held open) kept until then.
 pub(super) struct Deferred<P> {
     ready: OnceLock<(P, CacheOutcome)>,
-    bytes: Option<Cow<'static, [u8]>>,
+    source: Option<Source>,
+}
+
+/// Where a preparation on first use gets the component's bytes.
+enum Source {
+    /// Kept in memory (or borrowed from the binary).
+    Bytes(Cow<'static, [u8]>),
+    /// Read again from the file checked at load, and checked again.
+    File(ComponentFile),
 }
 
 impl<P> Deferred<P> {
@@ -31,7 +40,7 @@ impl<P> Deferred<P> {
     pub(super) fn ready(pre: P, outcome: CacheOutcome) -> Self {
         Self {
             ready: OnceLock::from((pre, outcome)),
-            bytes: None,
+            source: None,
         }
     }
 
@@ -39,13 +48,25 @@ impl<P> Deferred<P> {
     pub(super) fn later(bytes: Cow<'static, [u8]>) -> Self {
         Self {
             ready: OnceLock::new(),
-            bytes: Some(bytes),
+            source: Some(Source::Bytes(bytes)),
         }
     }
 
-    /// The bytes kept for a later preparation.
+    /// To be prepared on first use from `file`'s bytes, read then and
+    /// refused unless they still hash as they did when it was opened.
+    pub(super) fn from_file(file: ComponentFile) -> Self {
+        Self {
+            ready: OnceLock::new(),
+            source: Some(Source::File(file)),
+        }
+    }
+
+    /// The bytes kept in memory for a later preparation.
     pub(super) fn bytes(&self) -> Option<&[u8]> {
-        self.bytes.as_deref()
+        match &self.source {
+            Some(Source::Bytes(bytes)) => Some(bytes),
+            _ => None,
+        }
     }
 
     /// Where its code came from; `None` until it is prepared.
@@ -53,9 +74,10 @@ impl<P> Deferred<P> {
         self.ready.get().map(|(_, outcome)| *outcome)
     }
 
-    /// The prepared instance, made now by `prepare` from the kept bytes if
-    /// it is not yet (`kind` and `name` name it in the error when no bytes
-    /// were kept). Two first uses at once may both prepare; one is kept.
+    /// The prepared instance, made now by `prepare` from the kept bytes (or
+    /// the kept file's) if it is not yet (`kind` and `name` name it in the
+    /// error when nothing was kept). Two first uses at once may both
+    /// prepare; one is kept.
     pub(super) fn get(
         &self,
         kind: &str,
@@ -65,10 +87,15 @@ impl<P> Deferred<P> {
         if let Some(ready) = self.ready.get() {
             return Ok(ready);
         }
-        let bytes = self.bytes().ok_or_else(|| {
-            PluginError::Engine(format!("{kind} `{name}` was loaded without its component"))
-        })?;
-        let ready = prepare(bytes)?;
+        let ready = match &self.source {
+            Some(Source::Bytes(bytes)) => prepare(bytes)?,
+            Some(Source::File(file)) => prepare(&file.read_checked(name)?)?,
+            None => {
+                return Err(PluginError::Engine(format!(
+                    "{kind} `{name}` was loaded without its component"
+                )));
+            }
+        };
         Ok(self.ready.get_or_init(|| ready))
     }
 }

@@ -18,6 +18,7 @@ use super::bindings::since_v0_1_0;
 use super::bindings::tool_plugin::roost::plugin::types as wit;
 use super::bindings::tool_plugin::{ToolPluginPre, roost::plugin::host as wit_host};
 use super::cache::{CacheOutcome, ComponentCache};
+use super::component_file::ComponentFile;
 use super::deferred::Deferred;
 use super::error::PluginError;
 use super::http::{EgressHooks, NetworkLog, NetworkReport, Resolve, SystemResolver};
@@ -420,6 +421,30 @@ impl PluginEngine {
             tools,
             hash,
             tools_cached: false,
+        }))
+    }
+
+    /// [`Self::load_component_hashed`] for a component file the cache
+    /// knows (this host loaded it before): nothing of it is read beyond the
+    /// hash it was opened with until its first call, which reads it again
+    /// and refuses it if it changed. `Err` gives the file back when the
+    /// cache does not know it: the caller reads it whole and loads that.
+    pub fn load_known_file(
+        &self,
+        name: &str,
+        file: ComponentFile,
+    ) -> Result<Arc<LoadedPlugin>, ComponentFile> {
+        let hash = file.hash();
+        let Some((wit_version, tools)) = self.known(&hash) else {
+            return Err(file);
+        };
+        Ok(Arc::new(LoadedPlugin {
+            name: name.to_owned(),
+            pre: Deferred::from_file(file),
+            wit_version,
+            tools,
+            hash,
+            tools_cached: true,
         }))
     }
 

@@ -14,6 +14,17 @@ pub enum PluginError {
         #[source]
         source: std::io::Error,
     },
+    /// A component file's bytes no longer hash as they did when it was
+    /// loaded: changed on disk since.
+    #[error(
+        "plugin `{plugin}`: {path} changed on disk since it was loaded; restart Roost or reinstall the plugin"
+    )]
+    Changed {
+        /// Plugin name.
+        plugin: String,
+        /// File.
+        path: std::path::PathBuf,
+    },
     /// Not WebAssembly at all.
     #[error("plugin `{plugin}`: not a WebAssembly file (no `\\0asm` header)")]
     NotWasm {

@@ -9,6 +9,7 @@
 mod bindings;
 mod cache;
 mod compile;
+mod component_file;
 mod deferred;
 mod engine;
 mod error;
@@ -21,6 +22,7 @@ mod special_files;
 mod state;
 
 pub use cache::{CacheOutcome, ComponentCache};
+pub use component_file::ComponentFile;
 pub use deferred::CompileWatch;
 pub use engine::{CallReport, EngineConfig, LoadedPlugin, PluginEngine, WIT_VERSIONS};
 pub use error::PluginError;
