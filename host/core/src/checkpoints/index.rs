@@ -263,6 +263,13 @@ mod tests {
         assert!(st.success(), "git {args:?}");
     }
 
+    /// A fresh git repository in a temporary folder.
+    fn repo() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        git(tmp.path(), &["init", "-q"]);
+        tmp
+    }
+
     fn stat(dir: &Path, rel: &str) -> EntryStat {
         roost_sandbox::capability::dirfd::DirFd::open_ambient(dir)
             .expect("dir")
@@ -276,9 +283,8 @@ mod tests {
     #[test]
     fn an_index_git_wrote_in_each_version_is_read_as_git_reads_it() {
         for version in ["2", "3", "4"] {
-            let tmp = tempfile::tempdir().expect("tempdir");
+            let tmp = repo();
             let dir = tmp.path();
-            git(dir, &["init", "-q"]);
             for (name, body) in [("a.txt", "a"), ("run.sh", "#!/bin/sh\n"), ("zz", "z")] {
                 std::fs::write(dir.join(name), body).expect("write");
             }
@@ -341,9 +347,8 @@ mod tests {
     /// racily clean: git reads it, and so it is handed to git.
     #[test]
     fn a_racily_clean_entry_is_left_to_git() {
-        let tmp = tempfile::tempdir().expect("tempdir");
+        let tmp = repo();
         let dir = tmp.path();
-        git(dir, &["init", "-q"]);
         std::fs::write(dir.join("f"), "x").expect("write");
         git(dir, &["add", "f"]);
         let index = dir.join(".git/index");
@@ -361,9 +366,8 @@ mod tests {
     /// after the checksum.
     #[test]
     fn a_damaged_index_is_no_hint() {
-        let tmp = tempfile::tempdir().expect("tempdir");
+        let tmp = repo();
         let dir = tmp.path();
-        git(dir, &["init", "-q"]);
         for i in 0..20 {
             std::fs::write(dir.join(format!("f{i}")), "x").expect("write");
         }
