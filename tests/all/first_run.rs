@@ -212,3 +212,39 @@ async fn a_known_plugin_whose_artifact_went_is_compiled_on_its_first_call() {
     assert!(out.text.contains("hi"), "{}", out.text);
     assert_eq!(known.compiled(), Some(CacheOutcome::Compiled));
 }
+
+/// A start whose components the cache knows makes no wasmtime engine: no
+/// pool of call slots reserved, no host interface linked (`roost tool
+/// list` never calls). The first call makes it, and finds the compiled
+/// code the start before kept: an engine with a pool and one without name
+/// the cache's entries alike.
+#[tokio::test]
+async fn a_start_that_only_lists_known_tools_makes_no_engine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    let bytes = std::fs::read(roost_tests::fixture_wasm("conformance-rs")).expect("fixture");
+    let open = || PluginEngine::new(first_party::engine_config(&cache)).expect("engine");
+    let first = open();
+    assert!(!first.runtime_started(), "made before anything needs it");
+    first_party::load_all(&first).expect("first-party plugins");
+    let asked = first.load_bytes("conf", &bytes).expect("loads");
+    assert_eq!(asked.compiled(), Some(CacheOutcome::Compiled));
+    assert!(first.runtime_started() && first.is_pooled());
+    drop(first);
+
+    let engine = open();
+    let listed = first_party::load_all(&engine).expect("first-party plugins");
+    let known = engine.load_bytes("conf", &bytes).expect("loads");
+    assert!(listed.iter().all(|p| p.tools_from_cache()) && known.tools_from_cache());
+    assert!(!engine.runtime_started(), "a listing start made the engine");
+
+    let ws = tempfile::tempdir().expect("ws");
+    let grant = roost_sandbox::capability::Grant::new(ws.path());
+    let out = engine
+        .call(&known, "echo", r#"{"text":"hi"}"#, &grant)
+        .await
+        .expect("the first call makes the engine and runs");
+    assert!(out.text.contains("hi"), "{}", out.text);
+    assert!(engine.runtime_started() && engine.is_pooled());
+    assert_eq!(known.compiled(), Some(CacheOutcome::Hit));
+}

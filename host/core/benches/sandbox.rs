@@ -178,12 +178,11 @@ fn main() {
     }
 
     // P3: cold compile vs cached load.
+    let wasmtime = engine.wasmtime().expect("engine");
     let mut cold = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        std::hint::black_box(
-            Component::new(engine.wasmtime(), first_party::FS_TOOLS).expect("compile"),
-        );
+        std::hint::black_box(Component::new(wasmtime, first_party::FS_TOOLS).expect("compile"));
         cold.push(t.elapsed());
     }
     let cold = stats(cold);
@@ -192,7 +191,7 @@ fn main() {
     for _ in 0..200 {
         let t = Instant::now();
         let (c, outcome) = cache
-            .load_or_compile(engine.wasmtime(), first_party::FS_TOOLS)
+            .load_or_compile(wasmtime, first_party::FS_TOOLS)
             .expect("load");
         warm.push(t.elapsed());
         assert_eq!(

@@ -43,17 +43,18 @@ impl PluginEngine {
         bytes: &[u8],
         id: &blake3::Hash,
     ) -> Result<(Component, CacheOutcome), PluginError> {
-        if let Some(c) = self.load_prebuilt(name, id) {
+        if let Some(c) = self.load_prebuilt(name, id)? {
             return Ok((c, CacheOutcome::Prebuilt));
         }
-        if let Some(c) = self.cache.as_ref().and_then(|c| c.load(&self.engine, id)) {
+        let engine = &self.runtime()?.engine;
+        if let Some(c) = self.cache.as_ref().and_then(|c| c.load(engine, id)) {
             return Ok((c, CacheOutcome::Hit));
         }
         let watch = self.compile_watch.lock().ok().and_then(|w| w.clone());
         if let Some(w) = &watch {
             w.started(name, bytes.len());
         }
-        let compiled = Component::new(&self.engine, bytes);
+        let compiled = Component::new(engine, bytes);
         if let Some(w) = &watch {
             w.finished(name, compiled.is_ok());
         }
@@ -69,8 +70,14 @@ impl PluginEngine {
 
     /// The build's precompiled artifact of the component `id`, if there is
     /// one whose seal verifies and which wasmtime accepts for this engine.
-    fn load_prebuilt(&self, name: &str, id: &blake3::Hash) -> Option<Component> {
-        let file = self.prebuilt.get(id)?;
+    fn load_prebuilt(
+        &self,
+        name: &str,
+        id: &blake3::Hash,
+    ) -> Result<Option<Component>, PluginError> {
+        let Some(file) = self.prebuilt.get(id) else {
+            return Ok(None);
+        };
         let sealed = match Sealed::open(file.as_ref(), id) {
             Ok(s) => s,
             Err(e) => {
@@ -78,7 +85,7 @@ impl PluginEngine {
                     plugin = name,
                     "precompiled artifact unusable ({e}); compiling"
                 );
-                return None;
+                return Ok(None);
             }
         };
         // SAFETY: the artifact comes from this program's own build, which
@@ -87,16 +94,19 @@ impl PluginEngine {
         // component bytes and verified just now, so it is intact. wasmtime
         // checks its version, target, CPU features and tunables against
         // this engine and refuses a mismatch, which falls back to a compile.
-        match unsafe { Component::deserialize(&self.engine, sealed.artifact()) } {
-            Ok(c) => Some(c),
-            Err(e) => {
-                tracing::warn!(
-                    plugin = name,
-                    "precompiled artifact does not suit this engine ({e:#}); compiling"
-                );
-                None
-            }
-        }
+        let engine = &self.runtime()?.engine;
+        Ok(
+            match unsafe { Component::deserialize(engine, sealed.artifact()) } {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::warn!(
+                        plugin = name,
+                        "precompiled artifact does not suit this engine ({e:#}); compiling"
+                    );
+                    None
+                }
+            },
+        )
     }
 
     /// Check, compile (or load) and link a component of any Roost world,
@@ -109,7 +119,8 @@ impl PluginEngine {
     ) -> Result<(InstancePre<CallState>, CacheOutcome), PluginError> {
         super::engine::check_header(name, bytes)?;
         let (component, outcome) = self.compile_known(name, bytes, id)?;
-        self.linker
+        self.runtime()?
+            .linker
             .instantiate_pre(&component)
             .map(|pre| (pre, outcome))
             .map_err(|e| PluginError::UnsatisfiedImport {

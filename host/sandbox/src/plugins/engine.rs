@@ -4,24 +4,21 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
-use wasmtime::component::{HasSelf, Linker};
-use wasmtime::{
-    Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder, Trap,
-    UpdateDeadline,
-};
+use wasmtime::{Engine, Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
 use super::bindings::since_v0_1_0;
+use super::bindings::tool_plugin::ToolPluginPre;
 use super::bindings::tool_plugin::roost::plugin::types as wit;
-use super::bindings::tool_plugin::{ToolPluginPre, roost::plugin::host as wit_host};
 use super::cache::{CacheOutcome, ComponentCache};
 use super::component_file::ComponentFile;
 use super::deferred::Deferred;
 use super::error::PluginError;
 use super::http::{EgressHooks, NetworkLog, NetworkReport, Resolve, SystemResolver};
+use super::runtime::Runtime;
 use super::state::{CallLimiter, CallState, cut};
 use crate::capability::{Grant, NetworkGrant, wasi};
 use crate::tool::{ErrorCode, ToolAnnotations, ToolError, ToolGroup, ToolOutput, ToolSpec};
@@ -259,11 +256,12 @@ impl std::fmt::Debug for LoadedPlugin {
     }
 }
 
-/// One per process: owns the wasmtime `Engine`, the linker, the component
-/// cache, the epoch ticker and the pool of call slots.
+/// One per process: owns the wasmtime side (engine, linker, epoch ticker;
+/// made on first use), the component cache and the pool of call slots.
 pub struct PluginEngine {
-    pub(super) engine: Engine,
-    pub(super) linker: Linker<CallState>,
+    /// Made by the first load or call that needs it ([`Runtime`]); a
+    /// creation error is kept and given to every caller.
+    runtime: OnceLock<Result<Runtime, String>>,
     pub(super) cache: Option<ComponentCache>,
     /// The build's sealed artifacts, by the component they were compiled
     /// from (checked when used).
@@ -272,39 +270,16 @@ pub struct PluginEngine {
     pub(super) compile_watch: Mutex<Option<Arc<dyn super::deferred::CompileWatch>>>,
     slots: Arc<Semaphore>,
     config: EngineConfig,
-    pooled: bool,
 }
 
 impl PluginEngine {
     /// Create the engine and start its epoch ticker.
+    /// Set the engine up. The wasmtime engine and its pool are made on
+    /// first use; a cache's entries are named by an engine of the same
+    /// configuration without a pool.
     pub fn new(config: EngineConfig) -> Result<Self, PluginError> {
-        let (engine, pooled) = create_engine(&config)?;
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| PluginError::Engine(e.to_string()))?;
-        // wasi:http for tool plugins' egress; each call's hooks decide what
-        // goes out (nothing unless its grant names origins).
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-            .map_err(|e| PluginError::Engine(format!("cannot link wasi:http: {e:#}")))?;
-        super::special_files::refuse_special_files(&mut linker)
-            .map_err(|e| PluginError::Engine(format!("cannot guard open-at: {e:#}")))?;
-        super::hidden_paths::hide_ignored_paths(&mut linker)
-            .map_err(|e| PluginError::Engine(format!("cannot hide .rooignore'd paths: {e:#}")))?;
-        super::preopens::mount_held_directories(&mut linker)
-            .map_err(|e| PluginError::Engine(format!("cannot mount held directories: {e:#}")))?;
-        // Roost's own interfaces, in every version the host loads (WASI,
-        // added above, is shared by all).
-        wit_host::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
-            .map_err(|e| PluginError::Engine(e.to_string()))?;
-        wit::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
-            .map_err(|e| PluginError::Engine(e.to_string()))?;
-        since_v0_1_0::tool_plugin::ToolPlugin::add_to_linker::<_, HasSelf<CallState>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| PluginError::Engine(e.to_string()))?;
         let cache = match &config.cache_dir {
-            Some(dir) => match ComponentCache::open(dir, &engine) {
+            Some(dir) => match ComponentCache::open(dir, &super::runtime::unpooled_engine()?) {
                 Ok(c) => Some(c),
                 Err(e) => {
                     tracing::warn!(dir = %dir.display(), "component cache unavailable, compiling every load: {e}");
@@ -313,7 +288,6 @@ impl PluginEngine {
             },
             None => None,
         };
-        spawn_epoch_ticker(&engine, config.epoch_tick);
         let prebuilt = config
             .prebuilt
             .iter()
@@ -325,8 +299,7 @@ impl PluginEngine {
             })
             .collect();
         Ok(Self {
-            engine,
-            linker,
+            runtime: OnceLock::new(),
             cache,
             prebuilt,
             compile_watch: Mutex::new(None),
@@ -334,18 +307,32 @@ impl PluginEngine {
                 usize::try_from(config.max_concurrent_calls).unwrap_or(usize::MAX),
             )),
             config,
-            pooled,
         })
     }
 
-    /// Whether the pooling allocator is in use (false after a fallback).
+    /// The wasmtime side, made now if no load or call made it yet.
+    pub(super) fn runtime(&self) -> Result<&Runtime, PluginError> {
+        self.runtime
+            .get_or_init(|| Runtime::new(&self.config))
+            .as_ref()
+            .map_err(|e| PluginError::Engine(e.clone()))
+    }
+
+    /// Whether the pooling allocator is in use (false after a fallback, or
+    /// when the engine cannot be made).
     pub fn is_pooled(&self) -> bool {
-        self.pooled
+        self.runtime().is_ok_and(|r| r.pooled)
+    }
+
+    /// Whether the wasmtime side has been made: a start that only lists
+    /// tools the cache knows never makes it.
+    pub fn runtime_started(&self) -> bool {
+        self.runtime.get().is_some()
     }
 
     /// The underlying wasmtime engine (for benchmarks and diagnostics).
-    pub fn wasmtime(&self) -> &Engine {
-        &self.engine
+    pub fn wasmtime(&self) -> Result<&Engine, PluginError> {
+        self.runtime().map(|r| &r.engine)
     }
 
     /// The component cache, if one is configured.
@@ -594,7 +581,10 @@ impl PluginEngine {
             log,
         );
         let state = CallState::new(name, sandbox, hooks, CallLimiter::new(limits), grant.read);
-        let mut store = Store::new(&self.engine, state);
+        let runtime = self
+            .runtime()
+            .map_err(|e| ToolError::new(ErrorCode::Internal, e.to_string()))?;
+        let mut store = Store::new(&runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.epoch_deadline_callback(move |_| {
             if Instant::now() >= deadline {
@@ -722,77 +712,6 @@ impl PluginEngine {
         drop(store);
         drop(slot);
         outcome
-    }
-}
-
-fn create_engine(config: &EngineConfig) -> Result<(Engine, bool), PluginError> {
-    // The build precompiles first-party components with this same config.
-    let base = || with_profiler(roost_engine_config::config());
-    if config.pooling {
-        let mut c = base();
-        let slots = config.max_concurrent_calls.max(1);
-        let mut pool = PoolingAllocationConfig::default();
-        pool.total_component_instances(slots)
-            .total_core_instances(slots.saturating_mul(8))
-            .total_memories(slots.saturating_mul(2))
-            .total_tables(slots.saturating_mul(8))
-            .total_stacks(slots)
-            .max_memory_size(usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX))
-            .table_elements(100_000)
-            .max_core_instance_size(4 << 20)
-            .max_component_instance_size(4 << 20)
-            .max_core_instances_per_component(64)
-            .max_memories_per_component(16)
-            .max_tables_per_component(64)
-            .max_tables_per_module(8)
-            .linear_memory_keep_resident(640 << 10)
-            .table_keep_resident(64 << 10)
-            // Where the kernel has PAGEMAP_SCAN (Linux 6.7+), only the pages
-            // a call dirtied are reset, not the whole resident prefix.
-            .pagemap_scan(wasmtime::Enabled::Auto);
-        c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        match Engine::new(&c) {
-            Ok(e) => return Ok((e, true)),
-            Err(e) => tracing::warn!(
-                "cannot reserve the pooling allocator ({e}); falling back to on-demand instance allocation"
-            ),
-        }
-    }
-    let c = base();
-    Engine::new(&c)
-        .map(|e| (e, false))
-        .map_err(|e| PluginError::Engine(e.to_string()))
-}
-
-/// With `ROOST_WASM_PERF_MAP` set (not `0`), wasmtime writes
-/// `/tmp/perf-<pid>.map` naming the code it compiled or loaded, so `perf
-/// report` names a plugin's own functions; without it their samples are
-/// `[unknown]` and cannot be told from the kernel's. For profiling only:
-/// it changes no compiled code.
-fn with_profiler(mut c: wasmtime::Config) -> wasmtime::Config {
-    if std::env::var_os("ROOST_WASM_PERF_MAP").is_some_and(|v| v != "0") {
-        c.profiler(wasmtime::ProfilingStrategy::PerfMap);
-    }
-    c
-}
-
-fn spawn_epoch_ticker(engine: &Engine, tick: Duration) {
-    let weak = engine.weak();
-    let spawned = std::thread::Builder::new()
-        .name("roost-epoch".into())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(tick);
-                match weak.upgrade() {
-                    Some(e) => e.increment_epoch(),
-                    None => break,
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::error!(
-            "cannot start the epoch ticker; plugin deadlines rely on the host timeout only: {e}"
-        );
     }
 }
 

@@ -17,6 +17,7 @@ mod hidden_paths;
 mod hook;
 mod http;
 mod preopens;
+mod runtime;
 mod skill;
 mod special_files;
 mod state;
