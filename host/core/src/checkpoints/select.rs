@@ -50,6 +50,10 @@ pub enum SelectError {
          leaves out); checkpoints are not taken of a tree that large"
     )]
     TooLarge,
+    /// A walker panicked: no snapshot rather than one missing what it had
+    /// still to walk.
+    #[error("the walk of the workspace failed (a walker panicked)")]
+    Panicked,
 }
 
 /// The files a snapshot holds, by workspace-relative path.
@@ -207,19 +211,22 @@ pub fn select(
         }),
         moved: Condvar::new(),
     };
-    let parts: Vec<Selection> = std::thread::scope(|s| {
+    let parts: Vec<std::thread::Result<Selection>> = std::thread::scope(|s| {
         let workers: Vec<_> = (1..walkers)
             .map(|_| s.spawn(|| queue.work(&walk)))
             .collect();
-        let mut parts = vec![queue.work(&walk)];
-        // A walker that panicked leaves what it found out; the error below
-        // says the walk failed only if one also recorded an error.
-        parts.extend(workers.into_iter().filter_map(|w| w.join().ok()));
+        let mut parts = vec![Ok(queue.work(&walk))];
+        parts.extend(workers.into_iter().map(|w| w.join()));
         parts
     });
     if let Some(e) = lock(&queue.state).failed.take() {
         return Err(e);
     }
+    // A walker that panicked took what it found with it: no snapshot
+    // rather than one a restore would read as deletions.
+    let Ok(parts) = parts.into_iter().collect::<Result<Vec<_>, _>>() else {
+        return Err(SelectError::Panicked);
+    };
     let mut out = Selection::default();
     for mut part in parts {
         out.files.append(&mut part.files);
