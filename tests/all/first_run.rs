@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use roost_core::first_party;
-use roost_sandbox::plugins::{CacheOutcome, EngineConfig, PluginEngine};
+use roost_sandbox::plugins::{CacheOutcome, EngineConfig, LoadedPlugin, PluginEngine};
 
 use crate::cli::{roost, text};
 
@@ -183,6 +183,18 @@ fn a_damaged_or_foreign_artifact_is_compiled_instead() {
     }
 }
 
+/// `plugin` (the conformance fixture) called in a fresh workspace answers
+/// its `echo`: the call that prepares it works.
+async fn echoes(engine: &PluginEngine, plugin: &LoadedPlugin) {
+    let ws = tempfile::tempdir().expect("ws");
+    let grant = roost_sandbox::capability::Grant::new(ws.path());
+    let out = engine
+        .call(plugin, "echo", r#"{"text":"hi"}"#, &grant)
+        .await
+        .expect("its first call prepares it and runs");
+    assert!(out.text.contains("hi"), "{}", out.text);
+}
+
 /// A plugin known from the cache is prepared on its first call; if its
 /// compiled artifact has gone meanwhile, that call compiles it and works.
 #[tokio::test]
@@ -203,13 +215,7 @@ async fn a_known_plugin_whose_artifact_went_is_compiled_on_its_first_call() {
     assert!(known.tools_from_cache());
     assert_eq!(known.compiled(), None);
     assert_eq!(known.tools(), asked.tools());
-    let ws = tempfile::tempdir().expect("ws");
-    let grant = roost_sandbox::capability::Grant::new(ws.path());
-    let out = engine
-        .call(&known, "echo", r#"{"text":"hi"}"#, &grant)
-        .await
-        .expect("the first call prepares it");
-    assert!(out.text.contains("hi"), "{}", out.text);
+    echoes(&engine, &known).await;
     assert_eq!(known.compiled(), Some(CacheOutcome::Compiled));
 }
 
@@ -238,13 +244,7 @@ async fn a_start_that_only_lists_known_tools_makes_no_engine() {
     assert!(listed.iter().all(|p| p.tools_from_cache()) && known.tools_from_cache());
     assert!(!engine.runtime_started(), "a listing start made the engine");
 
-    let ws = tempfile::tempdir().expect("ws");
-    let grant = roost_sandbox::capability::Grant::new(ws.path());
-    let out = engine
-        .call(&known, "echo", r#"{"text":"hi"}"#, &grant)
-        .await
-        .expect("the first call makes the engine and runs");
-    assert!(out.text.contains("hi"), "{}", out.text);
+    echoes(&engine, &known).await;
     assert!(engine.runtime_started() && engine.is_pooled());
     assert_eq!(known.compiled(), Some(CacheOutcome::Hit));
 }

@@ -273,7 +273,6 @@ pub struct PluginEngine {
 }
 
 impl PluginEngine {
-    /// Create the engine and start its epoch ticker.
     /// Set the engine up. The wasmtime engine and its pool are made on
     /// first use; a cache's entries are named by an engine of the same
     /// configuration without a pool.
