@@ -46,8 +46,7 @@ impl Runtime {
 /// pooled engine's, since the allocator is not part of it, and it costs a
 /// start a small part of one with a pool.
 pub(super) fn unpooled_engine() -> Result<Engine, PluginError> {
-    Engine::new(&with_profiler(roost_engine_config::config()))
-        .map_err(|e| PluginError::Engine(e.to_string()))
+    Engine::new(&base_config()).map_err(|e| PluginError::Engine(e.to_string()))
 }
 
 /// The linker of every host interface a Roost component may import.
@@ -78,10 +77,8 @@ fn link(engine: &Engine) -> Result<Linker<CallState>, String> {
 }
 
 fn create_engine(config: &EngineConfig) -> Result<(Engine, bool), String> {
-    // The build precompiles first-party components with this same config.
-    let base = || with_profiler(roost_engine_config::config());
     if config.pooling {
-        let mut c = base();
+        let mut c = base_config();
         let slots = config.max_concurrent_calls.max(1);
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(slots)
@@ -110,10 +107,15 @@ fn create_engine(config: &EngineConfig) -> Result<(Engine, bool), String> {
             ),
         }
     }
-    let c = base();
-    Engine::new(&c)
+    Engine::new(&base_config())
         .map(|e| (e, false))
         .map_err(|e| e.to_string())
+}
+
+/// Every Roost engine's configuration, the allocator aside: the build
+/// precompiles the first-party components with this same one.
+fn base_config() -> wasmtime::Config {
+    with_profiler(roost_engine_config::config())
 }
 
 /// With `ROOST_WASM_PERF_MAP` set (not `0`), wasmtime writes
