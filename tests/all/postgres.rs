@@ -271,7 +271,7 @@ fn setup(dir: &Path) -> (String, PathBuf, String) {
         .output()
         .expect("runs");
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("schema 0 → 7"), "{}", text(&o));
+    assert!(text(&o).contains("schema 0 → 8"), "{}", text(&o));
     let o = roost(&admin)
         .args(["--store", &url, "store", "migrate"])
         .output()

@@ -141,8 +141,12 @@ impl Store {
                     params![task],
                 ),
                 (
-                    "SELECT COALESCE(MAX(seq), 1) - 1 FROM ui_messages
-                     WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND subtype = 'api_req_started'",
+                    "SELECT COALESCE(MAX(seq), 1) - 1 FROM (
+                       SELECT seq FROM ui_messages
+                       WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND subtype = 'api_req_started'
+                       UNION ALL SELECT ui_seq FROM events
+                       WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND ui_subtype = 'api_req_started'
+                     ) AS started",
                     params![task],
                 ),
             ])
@@ -175,6 +179,12 @@ impl Store {
             )?;
             c.exec(
                 "DELETE FROM ui_messages WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND seq > ?2",
+                params![task, ui_seq],
+            )?;
+            // The events stay; the UI rows they carry go.
+            c.exec(
+                "UPDATE events SET ui_seq = NULL, ui_kind = NULL, ui_subtype = NULL, ui_text = NULL \
+                 WHERE task = (SELECT k FROM tasks WHERE id = ?1) AND ui_seq > ?2",
                 params![task, ui_seq],
             )?;
             c.exec(

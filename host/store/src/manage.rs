@@ -88,6 +88,7 @@ impl Store {
                     &format!(
                         "SELECT {TASK_COLUMNS} FROM tasks t WHERE t.prompt {like} ?1 ESCAPE '\\'
                          OR EXISTS (SELECT 1 FROM ui_messages u WHERE u.task = t.k AND u.text {like} ?1 ESCAPE '\\')
+                         OR EXISTS (SELECT 1 FROM events e WHERE e.task = t.k AND e.ui_text {like} ?1 ESCAPE '\\')
                          ORDER BY t.created_at DESC, t.id DESC LIMIT ?2"
                     ),
                     params![&pattern, i64::try_from(limit).unwrap_or(i64::MAX)],

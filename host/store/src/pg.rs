@@ -27,7 +27,7 @@ use super::sql::{Column, Health, Param, Row, StatementCache, Value, pg_placehold
 
 /// The schema version this build writes; a database at a later one is
 /// refused (a newer Roost wrote it).
-pub(crate) const SCHEMA_VERSION: i64 = 7;
+pub(crate) const SCHEMA_VERSION: i64 = 8;
 
 /// Connections one store keeps open at most (lent and idle): a thousand
 /// tasks share them, and a database's `max_connections` (100 by default)
@@ -208,7 +208,7 @@ CREATE INDEX tasks_status ON tasks (status, created_at);
 
 /// Each version's statements, in order: `MIGRATIONS[n - 1]` brings a
 /// database from version `n - 1` to `n` (version 0 is an empty database).
-pub(crate) const MIGRATIONS: [&str; 7] = [V1, V2, V3, V4, V5, V6, V7];
+pub(crate) const MIGRATIONS: [&str; 8] = [V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// Version 3: where each plugin came from (its source and, from a
 /// registry, the manifest digest); older installs were local.
@@ -263,6 +263,23 @@ BEGIN
     LOOP
         EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.tab, r.conname);
     END LOOP;
+END
+$$;
+";
+
+/// Version 8: an event's row may carry a UI row of the step that wrote
+/// it (`ui_seq`, `ui_kind`, `ui_subtype`, `ui_text`; see the SQLite
+/// store's `UI_IN_EVENTS`), its text compressed as the other logs' are.
+const V8: &str = "
+ALTER TABLE events ADD COLUMN IF NOT EXISTS ui_seq BIGINT,
+    ADD COLUMN IF NOT EXISTS ui_kind TEXT,
+    ADD COLUMN IF NOT EXISTS ui_subtype TEXT,
+    ADD COLUMN IF NOT EXISTS ui_text TEXT;
+DO $$
+BEGIN
+    ALTER TABLE events ALTER COLUMN ui_text SET COMPRESSION lz4;
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'LZ4 compression unavailable, pglz kept: %', SQLERRM;
 END
 $$;
 ";

@@ -406,7 +406,8 @@ impl Log {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
             }
             Log::Events => {
-                "INSERT INTO events (task, seq, ts, event, result_in) VALUES (?1, ?2, ?3, ?4, ?5)"
+                "INSERT INTO events (task, seq, ts, event, result_in, ui_seq, ui_kind, ui_subtype, ui_text) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
             }
         }
     }
@@ -423,8 +424,9 @@ impl Log {
                  SELECT * FROM UNNEST(?1::int8[], ?2::int8[], ?3::int8[], ?4::text[], ?5::text[], ?6::text[])"
             }
             Log::Events => {
-                "INSERT INTO events (task, seq, ts, event, result_in) \
-                 SELECT * FROM UNNEST(?1::int8[], ?2::int8[], ?3::int8[], ?4::text[], ?5::int8[])"
+                "INSERT INTO events (task, seq, ts, event, result_in, ui_seq, ui_kind, ui_subtype, ui_text) \
+                 SELECT * FROM UNNEST(?1::int8[], ?2::int8[], ?3::int8[], ?4::text[], ?5::int8[], \
+                 ?6::int8[], ?7::text[], ?8::text[], ?9::text[])"
             }
         }
     }
@@ -436,7 +438,17 @@ impl Log {
         match self {
             Log::Api => vec![int(), int(), text(), text(), int()],
             Log::Ui => vec![int(), int(), int(), text(), text(), text()],
-            Log::Events => vec![int(), int(), int(), text(), Column::OptInt(Vec::new())],
+            Log::Events => vec![
+                int(),
+                int(),
+                int(),
+                text(),
+                Column::OptInt(Vec::new()),
+                Column::OptInt(Vec::new()),
+                Column::OptText(Vec::new()),
+                Column::OptText(Vec::new()),
+                Column::OptText(Vec::new()),
+            ],
         }
     }
 
@@ -452,11 +464,21 @@ impl Log {
     fn last_sql(self) -> &'static str {
         match self {
             Log::Api => "SELECT COALESCE(MAX(seq), 0) FROM api_messages WHERE task = ?1",
-            Log::Ui => "SELECT COALESCE(MAX(seq), 0) FROM ui_messages WHERE task = ?1",
+            Log::Ui => LAST_UI_SEQ,
             Log::Events => "SELECT COALESCE(MAX(seq), 0) FROM events WHERE task = ?1",
         }
     }
 }
+
+/// The last position in the UI log of the task keyed `?1`: its rows are
+/// in `ui_messages` and, carried by the events of the steps that wrote
+/// them, in `events` ([`write_step`]). A UI row's position grows with its
+/// event's, so the last event that carries one has the highest (a
+/// backward scan of the task's events that stops there).
+const LAST_UI_SEQ: &str = "SELECT CASE WHEN a > b THEN a ELSE b END FROM (SELECT \
+     (SELECT COALESCE(MAX(seq), 0) FROM ui_messages WHERE task = ?1) AS a, \
+     COALESCE((SELECT ui_seq FROM events WHERE task = ?1 AND ui_seq IS NOT NULL \
+     ORDER BY seq DESC LIMIT 1), 0) AS b) AS last";
 
 /// What one write transaction has learnt of the tasks it writes: each
 /// task's integer key and the next free position in each of its logs,
@@ -545,7 +567,9 @@ const LOCK_TASKS: &str = "SELECT t.id, t.k FROM unnest(string_to_array(?1, ','))
 /// (as [`LOCK_TASKS`]): one statement, sent after the locks.
 const LAST_SEQS: &str = "SELECT t.id, \
      (SELECT COALESCE(MAX(seq), 0) FROM api_messages WHERE task = t.k), \
-     (SELECT COALESCE(MAX(seq), 0) FROM ui_messages WHERE task = t.k), \
+     GREATEST((SELECT COALESCE(MAX(seq), 0) FROM ui_messages WHERE task = t.k), \
+       COALESCE((SELECT ui_seq FROM events WHERE task = t.k AND ui_seq IS NOT NULL \
+       ORDER BY seq DESC LIMIT 1), 0)), \
      (SELECT COALESCE(MAX(seq), 0) FROM events WHERE task = t.k) \
      FROM unnest(string_to_array(?1, ',')) AS w(id) JOIN tasks t ON t.id = w.id";
 
@@ -1051,10 +1075,15 @@ fn write_step<'a, 'c>(
             params![task, line],
         )?;
     }
-    for (row, text) in &step.ui {
-        let (kind, subtype) = (row.kind.as_str(), row.subtype.as_str());
+    // The step's UI rows: the first ones ride in the rows of its events
+    // (one row, one index entry, where a row of each log would be two
+    // of each), the rest, beyond its events, go to their own table.
+    for (i, (row, text)) in step.ui.iter().enumerate() {
         let seq = positions.take(conn, Log::Ui, key)?;
-        positions.append(conn, Log::Ui, params![key, seq, now, kind, subtype, text])?;
+        if i >= step.events.len() {
+            let (kind, subtype) = (row.kind.as_str(), row.subtype.as_str());
+            positions.append(conn, Log::Ui, params![key, seq, now, kind, subtype, text])?;
+        }
         committed.ui.push(seq);
     }
     if let Some(ask) = &step.ask {
@@ -1078,7 +1107,7 @@ fn write_step<'a, 'c>(
             ask_id: ask_id.clone(),
         });
     }
-    for event in &step.events {
+    for (i, event) in step.events.iter().enumerate() {
         let output_in = match (event.output_in_message, committed.message) {
             (false, _) => None,
             (true, Some(m)) => Some(m),
@@ -1089,10 +1118,31 @@ fn write_step<'a, 'c>(
             }
         };
         let seq = positions.take(conn, Log::Events, key)?;
+        let carried = step.ui.get(i).zip(committed.ui.get(i));
+        let ui = match carried {
+            Some(((row, text), ui_seq)) => [
+                Param::Int(*ui_seq),
+                Param::Text(row.kind.as_str()),
+                Param::Text(row.subtype.as_str()),
+                Param::Text(text),
+            ],
+            None => [Param::Null; 4],
+        };
+        let [ui_seq, ui_kind, ui_subtype, ui_text] = ui;
         positions.append(
             conn,
             Log::Events,
-            params![key, seq, now, event.json.as_str(), output_in],
+            &[
+                Param::Int(key),
+                Param::Int(seq),
+                Param::Int(now),
+                Param::Text(event.json.as_str()),
+                Param::from(output_in),
+                ui_seq,
+                ui_kind,
+                ui_subtype,
+                ui_text,
+            ],
         )?;
         committed.events.push(seq);
     }

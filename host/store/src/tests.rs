@@ -1695,7 +1695,93 @@ on_both!(
     a_deleted_tasks_logs_go_with_it_and_nothing_lands_after,
     a_group_lands_with_its_coordinators_step,
     a_large_commits_rows_all_land_in_their_tasks_logs,
+    ui_rows_ride_their_steps_events_and_read_back_as_one_log,
 );
+
+/// A step's UI rows ride in its events' rows, as many as it has events,
+/// the rest in `ui_messages`; read back, they are one log in the order
+/// they were written, numbered on across a reopened store, found by a
+/// search, the last request's found by a turn's start, and taken back by
+/// a rewind that leaves the events whole.
+fn ui_rows_ride_their_steps_events_and_read_back_as_one_log(b: Backend) {
+    let (place, s) = store_on(b);
+    let t = new_task(&s);
+    let event = |n: u32| format!(r#"{{"event":"warning","message":"e{n}"}}"#);
+    let say = UiRow::say(UiSubtype::Text);
+    let steps = [
+        Step::new().ui(say, "alpha").ui(say, "beta").event(event(1)),
+        Step::new().event(event(2)),
+        Step::new().ui(say, "gamma"),
+        Step::new()
+            .ui(UiRow::say(UiSubtype::ApiReqStarted), "delta needle")
+            .event(event(3))
+            .event(event(4)),
+    ];
+    let mut seqs = Vec::new();
+    for step in steps {
+        seqs.extend(s.commit_step(&t.id, step).expect("committed").ui);
+    }
+    assert_eq!(seqs, vec![1, 2, 3, 4]);
+    let rows = |s: &Store| {
+        s.load_ui(&t.id)
+            .expect("ui")
+            .into_iter()
+            .map(|r| (r.seq, r.subtype, r.text))
+            .collect::<Vec<_>>()
+    };
+    let text = |n: i64, subtype: &str, text: &str| (n, subtype.to_owned(), text.to_owned());
+    let written = vec![
+        text(1, "text", "alpha"),
+        text(2, "text", "beta"),
+        text(3, "text", "gamma"),
+        text(4, "api_req_started", "delta needle"),
+    ];
+    assert_eq!(rows(&s), written);
+    // Where they live: "alpha" and "delta needle" in their events' rows.
+    let count = |sql: &str| -> i64 {
+        s.db.run(|c| c.one(sql, params![&t.id]))
+            .expect("counted")
+            .get(0)
+            .expect("a count")
+    };
+    let key = "(SELECT k FROM tasks WHERE id = ?1)";
+    assert_eq!(
+        count(&format!(
+            "SELECT COUNT(*) FROM ui_messages WHERE task = {key}"
+        )),
+        2
+    );
+    assert_eq!(
+        count(&format!(
+            "SELECT COUNT(*) FROM events WHERE task = {key} AND ui_seq IS NOT NULL"
+        )),
+        2
+    );
+    assert_eq!(events_of(&s, &t.id).len(), 4, "the events are whole");
+    // A store opened again (nothing kept of the task) numbers on.
+    let s = place.reopen();
+    let c = s
+        .commit_step(&t.id, Step::new().ui(say, "epsilon").event(event(5)))
+        .expect("committed");
+    assert_eq!(c.ui, vec![5]);
+    assert_eq!(s.turn_start(&t.id).expect("turn").1, 3, "before delta");
+    let found = s.search_tasks("NEEDLE", 10).expect("searched");
+    assert_eq!(
+        found.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(),
+        [t.id.as_str()]
+    );
+    // Taken back to "beta": the later UI rows go, wherever they were; the
+    // events stay, and the next row follows "beta".
+    s.truncate_conversation(&t.id, 0, 2).expect("rewound");
+    assert_eq!(rows(&s), written[..2].to_vec());
+    assert_eq!(events_of(&s, &t.id).len(), 5);
+    assert!(s.search_tasks("needle", 10).expect("searched").is_empty());
+    let c = s
+        .commit_step(&t.id, Step::new().ui(say, "zeta").event(event(6)))
+        .expect("committed");
+    assert_eq!(c.ui, vec![3]);
+    assert_eq!(rows(&s).last(), Some(&text(3, "text", "zeta")));
+}
 
 /// The open asks below a task are its own and every subtask's below it
 /// (not its parent's, not another tree's, not answered ones), oldest
