@@ -596,6 +596,19 @@ fn schema_5_stores_are_rekeyed() {
     assert_eq!(s.load_api("old-b", true).expect("b").len(), 1);
     assert_eq!(s.load_ui("old-a").expect("ui")[0].text, "first");
     assert_eq!(s.last_event_seq("old-a").expect("events"), 2);
+    // A step's UI row rides in its event's row now (schema 15), after the
+    // rows the old table holds.
+    let step = Step::new()
+        .ui(UiRow::say(UiSubtype::Text), "again")
+        .event(r#"{"event":"warning","message":"w"}"#.to_owned());
+    assert_eq!(s.commit_step("old-a", step).expect("step").ui, vec![2]);
+    let ui: Vec<(i64, String)> = s
+        .load_ui("old-a")
+        .expect("ui")
+        .into_iter()
+        .map(|r| (r.seq, r.text))
+        .collect();
+    assert_eq!(ui, [(1, "first".to_owned()), (2, "again".to_owned())]);
     assert_eq!(s.get_todos("old-a").expect("todos").len(), 1);
     // Numbering goes on; the keys hold (a row of a missing task is refused).
     assert_eq!(
@@ -603,7 +616,7 @@ fn schema_5_stores_are_rekeyed() {
             .expect("append"),
         3
     );
-    assert_eq!(s.append_event("old-a", "{}").expect("event"), 3);
+    assert_eq!(s.append_event("old-a", "{}").expect("event"), 4);
     assert!(matches!(
         s.append_api("gone", &Message::user_text("x")),
         Err(StoreError::NotFound(_))
