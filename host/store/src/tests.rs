@@ -314,6 +314,11 @@ fn a_corrupt_row_is_reported_not_a_panic(b: Backend) {
     })
     .expect("inject");
     assert!(matches!(s.get_task(&t.id), Err(StoreError::Corrupt { .. })));
+    // An event's row that carries half a UI row (a position, no kind).
+    s.db.run(|c| c.exec("INSERT INTO events (task, seq, ts, event, ui_seq, ui_text) SELECT k, 1, 0, '{}', 1, 'half' FROM tasks WHERE id = ?1", params![&t.id]))
+        .expect("inject");
+    let e = s.load_ui(&t.id).expect_err("corrupt");
+    assert!(matches!(e, StoreError::Decode { .. }), "{e}");
 }
 
 fn concurrent_appends_keep_order_per_task(b: Backend) {
