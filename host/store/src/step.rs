@@ -1119,7 +1119,7 @@ fn write_step<'a, 'c>(
         };
         let seq = positions.take(conn, Log::Events, key)?;
         let carried = step.ui.get(i).zip(committed.ui.get(i));
-        let ui = match carried {
+        let [ui_seq, ui_kind, ui_subtype, ui_text] = match carried {
             Some(((row, text), ui_seq)) => [
                 Param::Int(*ui_seq),
                 Param::Text(row.kind.as_str()),
@@ -1128,7 +1128,6 @@ fn write_step<'a, 'c>(
             ],
             None => [Param::Null; 4],
         };
-        let [ui_seq, ui_kind, ui_subtype, ui_text] = ui;
         positions.append(
             conn,
             Log::Events,
