@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::assemble::ToolCallAssembler;
 use super::body::RequestBody;
-use super::object::Obj;
+use super::object::{Obj, Text};
 use roost_protocol::conversation::write_blocks;
 
 use super::wire::{Parts, WireFormat, join_messages};
@@ -160,11 +160,11 @@ struct BlockDelta<'a> {
 #[derive(Deserialize)]
 struct DeltaBody<'a> {
     #[serde(borrow, rename = "type", default)]
-    kind: Option<Cow<'a, str>>,
+    kind: Option<Text<'a>>,
     #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
+    text: Option<Text<'a>>,
     #[serde(borrow, default)]
-    partial_json: Option<Cow<'a, str>>,
+    partial_json: Option<Text<'a>>,
 }
 
 impl AnthropicDecoder {
@@ -181,7 +181,7 @@ impl AnthropicDecoder {
         match delta.kind.as_deref() {
             Some("text_delta") => {
                 if let Some(t) = &delta.text {
-                    out.push(StreamEvent::TextDelta(t.as_ref().to_owned()));
+                    out.push(StreamEvent::TextDelta(t.0.as_ref().to_owned()));
                 }
             }
             Some("input_json_delta") if self.tool_blocks.contains(&index) => {
@@ -347,6 +347,22 @@ impl Provider for Anthropic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A delta's optional strings are read in place where they hold no
+    /// escapes (serde copies a `Cow` inside an `Option`), and copied with
+    /// their escapes undone where they do.
+    #[test]
+    fn a_deltas_plain_strings_are_borrowed_and_escaped_ones_copied() {
+        let data = r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","text":"plain","partial_json":"{\"path\":"}}"#;
+        let Obj(d) = serde_json::from_str::<Obj<BlockDelta<'_>>>(data).expect("usual shape");
+        let body = &d.delta.0;
+        assert!(matches!(
+            &body.kind,
+            Some(Text(Cow::Borrowed("input_json_delta")))
+        ));
+        assert!(matches!(&body.text, Some(Text(Cow::Borrowed("plain")))));
+        assert!(matches!(&body.partial_json, Some(Text(Cow::Owned(p))) if p == r#"{"path":"#));
+    }
 
     /// A message is written as serde writes a [`Message`], byte for byte,
     /// for either role.

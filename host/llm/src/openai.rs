@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::assemble::ToolCallAssembler;
 use super::body::RequestBody;
-use super::object::Obj;
+use super::object::{Obj, Text};
 use roost_protocol::conversation::write_str;
 
 use super::wire::{Parts, WireFormat, join_messages};
@@ -283,9 +283,9 @@ struct Chunk<'a> {
     #[serde(default)]
     error: Option<de::IgnoredAny>,
     #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
+    id: Option<Text<'a>>,
     #[serde(borrow, default)]
-    model: Option<Cow<'a, str>>,
+    model: Option<Text<'a>>,
     #[serde(default)]
     usage: Option<Obj<ChunkUsage>>,
     #[serde(borrow, default)]
@@ -313,13 +313,13 @@ struct ChunkChoice<'a> {
     #[serde(borrow, default)]
     delta: Option<Obj<ChunkDelta<'a>>>,
     #[serde(borrow, default)]
-    finish_reason: Option<Cow<'a, str>>,
+    finish_reason: Option<Text<'a>>,
 }
 
 #[derive(Deserialize)]
 struct ChunkDelta<'a> {
     #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
+    content: Option<Text<'a>>,
     #[serde(borrow, default)]
     tool_calls: Option<Vec<Obj<ChunkToolCall<'a>>>>,
     #[serde(borrow, default)]
@@ -331,7 +331,7 @@ struct ChunkToolCall<'a> {
     #[serde(default)]
     index: Option<u64>,
     #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
+    id: Option<Text<'a>>,
     #[serde(borrow, default)]
     function: Option<Obj<ChunkFunction<'a>>>,
 }
@@ -339,9 +339,9 @@ struct ChunkToolCall<'a> {
 #[derive(Deserialize)]
 struct ChunkFunction<'a> {
     #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
+    name: Option<Text<'a>>,
     #[serde(borrow, default)]
-    arguments: Option<Cow<'a, str>>,
+    arguments: Option<Text<'a>>,
 }
 
 impl OpenAiDecoder {
@@ -365,7 +365,7 @@ impl OpenAiDecoder {
         if !in_range {
             return false;
         }
-        let label = |s: &Option<Cow<'_, str>>| {
+        let label = |s: &Option<Text<'_>>| {
             s.as_deref()
                 .filter(|s| !s.is_empty())
                 .map(|s| s.chars().take(crate::MAX_LABEL).collect::<String>())
@@ -422,7 +422,7 @@ impl OpenAiDecoder {
                 );
             }
             if let Some(reason) = &choice.finish_reason {
-                self.finish_reason = Some(reason.as_ref().to_owned());
+                self.finish_reason = Some(reason.0.as_ref().to_owned());
             }
         }
         true
@@ -561,6 +561,27 @@ pub(crate) fn tool_index(v: &serde_json::Value, pos: usize) -> Result<u32, LlmEr
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A chunk's strings are read in place where they hold no escapes,
+    /// optional ones included (serde copies a `Cow` inside an `Option`):
+    /// a streamed reply's chunks cost no allocation a string.
+    #[test]
+    fn a_chunks_plain_strings_are_borrowed_and_escaped_ones_copied() {
+        let data = r#"{"id":"c1","model":"m","choices":[{"delta":{"content":"hi","tool_calls":[{"index":0,"id":"t1","function":{"name":"read_file","arguments":"{\"path\":1}"}}]},"finish_reason":"stop"}]}"#;
+        let chunk: Chunk<'_> = serde_json::from_str(data).expect("usual shape");
+        let borrowed = |t: &Option<Text<'_>>| matches!(t, Some(Text(Cow::Borrowed(_))));
+        assert!(borrowed(&chunk.id) && borrowed(&chunk.model));
+        let choice = &chunk.choices.as_deref().expect("choices")[0].0;
+        assert!(borrowed(&choice.finish_reason));
+        let delta = &choice.delta.as_ref().expect("delta").0;
+        assert!(borrowed(&delta.content));
+        let call = &delta.tool_calls.as_deref().expect("calls")[0].0;
+        assert!(borrowed(&call.id));
+        let function = &call.function.as_ref().expect("function").0;
+        assert!(borrowed(&function.name));
+        // Escapes must be undone: a copy, with the text it stands for.
+        assert!(matches!(&function.arguments, Some(Text(Cow::Owned(a))) if a == r#"{"path":1}"#));
+    }
 
     /// A chunk in the usual shape is read without a `Value` tree, and that
     /// reading agrees with the `Value` reading on everything it takes: the

@@ -277,7 +277,13 @@ impl Registry {
         wire: &dyn WireFormat,
         offered: &[&ToolSpec],
     ) -> Result<Bytes, serde_json::Error> {
-        let mut key = String::from(wire.id());
+        // Sized first: asked every turn, it would otherwise grow (and copy
+        // itself) several times for a mode's dozen or so tools.
+        let len = offered
+            .iter()
+            .fold(wire.id().len(), |n, s| n + 1 + s.name.len());
+        let mut key = String::with_capacity(len);
+        key.push_str(wire.id());
         for s in offered {
             key.push('\0');
             key.push_str(&s.name);
